@@ -1,0 +1,27 @@
+"""Domain errors. Services raise these; the API edge maps them to status codes and {"detail": ...}."""
+
+
+class DomainError(Exception):
+    status_code = 400
+
+    def __init__(self, detail):
+        super().__init__(detail if isinstance(detail, str) else repr(detail))
+        self.detail = detail
+
+
+class NotFoundError(DomainError):
+    status_code = 404
+
+
+class ConflictError(DomainError):
+    status_code = 409
+
+
+class InvalidInputError(DomainError):
+    """Input that is well-formed but violates a domain rule."""
+
+    status_code = 422
+
+
+class ServiceUnavailableError(DomainError):
+    status_code = 503

@@ -1,0 +1,58 @@
+"""Input checks shared by every API: what PostgreSQL cannot store must be refused with a 422,
+not discovered as a 500 at INSERT time."""
+
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field, StrictStr
+
+MAX_JSON_DEPTH = 64
+
+
+def _check_text(value: str, where: str) -> None:
+    if "\x00" in value:
+        raise ValueError(f"{where} contains a NUL character (\\u0000), which cannot be stored")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{where} contains an unpaired surrogate; send valid UTF-8 text") from exc
+
+
+def check_storable_json(value: Any, where: str = "value", _depth: int = 0) -> Any:
+    """Walk a JSON value and reject NULs, unpaired surrogates and absurd nesting."""
+    if _depth > MAX_JSON_DEPTH:
+        raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
+    if isinstance(value, str):
+        _check_text(value, where)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_text(str(key), f"a key in {where}")
+            check_storable_json(item, where, _depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            check_storable_json(item, where, _depth + 1)
+    return value
+
+
+def _storable_text(value: str) -> str:
+    _check_text(value, "text")
+    return value
+
+
+def _reject_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be blank")
+    return value
+
+
+Text = Annotated[StrictStr, AfterValidator(_storable_text)]
+NonBlankText = Annotated[StrictStr, AfterValidator(_storable_text), AfterValidator(_reject_blank)]
+Identifier = Annotated[StrictStr, Field(min_length=1, max_length=255), AfterValidator(_storable_text),
+                       AfterValidator(_reject_blank)]
+StorableJson = Annotated[Any, AfterValidator(check_storable_json)]
+
+
+def _none_to_empty_dict(value):
+    return {} if value is None else value
+
+
+JsonObject = Annotated[dict[str, Any], BeforeValidator(_none_to_empty_dict), AfterValidator(check_storable_json)]

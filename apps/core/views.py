@@ -1,0 +1,13 @@
+from django.http import JsonResponse
+
+
+def api_not_found(request, rest=""):
+    return JsonResponse({"detail": f"No API endpoint at {request.path}"}, status=404)
+
+
+def server_error(request):
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": "Internal server error."}, status=500)
+    from django.views.defaults import server_error as html_server_error
+
+    return html_server_error(request)

@@ -1,0 +1,62 @@
+from django.contrib import admin
+
+from apps.core.admin_utils import pretty_json
+
+from .models import AgentTrace, ToolCall
+
+
+class ToolCallInline(admin.TabularInline):
+    model = ToolCall
+    extra = 0
+    can_delete = False
+    fields = ["seq", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error", "call_id"]
+    readonly_fields = fields
+    ordering = ["seq"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="arguments")
+    def args_pretty(self, obj):
+        return pretty_json(obj.tool_args)
+
+    @admin.display(description="result")
+    def result_pretty(self, obj):
+        return pretty_json(obj.tool_result)
+
+
+@admin.register(AgentTrace)
+class AgentTraceAdmin(admin.ModelAdmin):
+    """Traces are what agents reported: reviewers read them, nobody edits them here."""
+
+    list_display = ["session_id", "agent_name", "status", "operation", "intent_detected", "tool_call_count",
+                    "duration", "start_time"]
+    list_filter = ["status", "agent_name", "operation", "success"]
+    search_fields = ["session_id", "user_query", "agent_name", "intent_detected"]
+    date_hierarchy = "start_time"
+    list_per_page = 50
+    show_full_result_count = False
+    inlines = [ToolCallInline]
+    fieldsets = [
+        (None, {"fields": ["session_id", "agent_name", "status", "success", "error"]}),
+        ("Request", {"fields": ["user_query", "intent_detected", "resource_type", "operation"]}),
+        ("Outcome", {"fields": ["final_response", "start_time", "end_time", "duration", "tool_call_count"]}),
+        ("Metadata", {"fields": ["metadata_pretty"], "classes": ["collapse"]}),
+    ]
+    readonly_fields = ["session_id", "agent_name", "status", "success", "error", "user_query", "intent_detected",
+                       "resource_type", "operation", "final_response", "start_time", "end_time", "duration",
+                       "tool_call_count", "metadata_pretty"]
+
+    def has_add_permission(self, request):
+        return False
+
+    @admin.display(description="duration", ordering="duration_seconds")
+    def duration(self, obj):
+        return "—" if obj.duration_seconds is None else f"{obj.duration_seconds:.2f} s"
+
+    @admin.display(description="metadata")
+    def metadata_pretty(self, obj):
+        return pretty_json(obj.metadata)

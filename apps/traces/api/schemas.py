@@ -1,0 +1,131 @@
+"""Request and response models of the trace ingestion API (validation and OpenAPI in one place)."""
+
+from datetime import datetime, timezone
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+
+from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+
+MAX_TOOL_CALLS_PER_REQUEST = 1000
+MAX_TRACES_PER_BATCH = 1000
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # Timestamps without an offset are taken as UTC, as most agent SDKs mean them.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=timezone.utc)
+    return value
+
+
+Timestamp = Annotated[datetime, AfterValidator(_aware)]
+ShortText = Annotated[Text, Field(max_length=255)]
+
+
+class TraceStartIn(BaseModel):
+    session_id: Identifier
+    user_query: NonBlankText
+    agent_name: Identifier
+    metadata: JsonObject = Field(default_factory=dict)
+
+
+class IntentIn(BaseModel):
+    intent: Identifier
+    resource_type: ShortText | None = None
+    operation: ShortText | None = None
+
+
+class ToolCallIn(BaseModel):
+    tool_name: Identifier
+    tool_args: JsonObject = Field(default_factory=dict)
+    tool_result: StorableJson = None
+    success: StrictBool = True
+    error: Text | None = None
+    duration_ms: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    call_id: Identifier | None = Field(default=None, description="Client id that makes retries safe.")
+    timestamp: Timestamp | None = None
+
+
+class CompleteIn(BaseModel):
+    final_response: Text | None
+    success: StrictBool
+    error: Text | None = None
+
+
+class BatchTraceIn(BaseModel):
+    session_id: Identifier
+    user_query: NonBlankText
+    agent_name: Identifier
+    intent_detected: ShortText | None = None
+    resource_type: ShortText | None = None
+    operation: ShortText | None = None
+    tool_calls: Annotated[list[ToolCallIn], Field(max_length=MAX_TOOL_CALLS_PER_REQUEST)] = Field(default_factory=list)
+    final_response: Text | None
+    success: StrictBool
+    error: Text | None = None
+    start_time: Timestamp | None = None
+    end_time: Timestamp | None = None
+    metadata: JsonObject = Field(default_factory=dict)
+
+
+class BatchIn(BaseModel):
+    # Items stay raw here: each is validated on its own so one bad trace rejects only itself.
+    traces: Annotated[list[Any], Field(min_length=1, max_length=MAX_TRACES_PER_BATCH)]
+
+
+class ToolCallOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+    seq: int
+    call_id: str | None
+    tool_name: str
+    tool_args: dict
+    tool_result: Any
+    timestamp: datetime
+    success: bool
+    error: str | None
+    duration_ms: float | None
+
+
+class TraceOut(BaseModel):
+    session_id: str
+    user_query: str
+    agent_name: str
+    intent_detected: str | None
+    resource_type: str | None
+    operation: str | None
+    tool_calls: list[ToolCallOut]
+    final_response: str | None
+    success: bool | None
+    status: str
+    error: str | None
+    start_time: datetime
+    end_time: datetime | None
+    metadata: dict
+
+
+class ToolCallRecorded(ToolCallOut):
+    created: bool
+
+
+class ToolCallsOut(BaseModel):
+    session_id: str
+    tool_calls: list[ToolCallRecorded]
+
+
+class BatchAccepted(BaseModel):
+    index: int
+    session_id: str
+    status: str = Field(description="created, or unchanged for a retry of an identical trace")
+
+
+class BatchRejected(BaseModel):
+    index: int
+    session_id: str | None
+    reason: str
+
+
+class BatchOut(BaseModel):
+    accepted_count: int
+    rejected_count: int
+    accepted: list[BatchAccepted]
+    rejected: list[BatchRejected]

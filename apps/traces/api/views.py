@@ -1,0 +1,154 @@
+from typing import Annotated
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import Field, TypeAdapter, ValidationError
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.validation import summarize_errors, validate_body
+from apps.core.errors import NotFoundError
+from apps.traces import selectors, services
+
+from .schemas import (
+    BatchIn,
+    BatchOut,
+    BatchTraceIn,
+    CompleteIn,
+    IntentIn,
+    MAX_TOOL_CALLS_PER_REQUEST,
+    ToolCallIn,
+    ToolCallsOut,
+    TraceOut,
+    TraceStartIn,
+)
+from .serializers import tool_call_data, trace_data
+
+TAG = ["traces"]
+_tool_calls_body = TypeAdapter(
+    ToolCallIn | Annotated[list[ToolCallIn], Field(min_length=1, max_length=MAX_TOOL_CALLS_PER_REQUEST)]
+)
+_batch_item = TypeAdapter(BatchTraceIn)
+
+
+def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.ToolCallInput:
+    return services.ToolCallInput(
+        tool_name=call.tool_name,
+        tool_args=call.tool_args,
+        tool_result=call.tool_result,
+        success=call.success,
+        error=call.error,
+        duration_ms=call.duration_ms,
+        call_id=call.call_id or call_id,
+        timestamp=call.timestamp,
+    )
+
+
+class TraceStartView(APIView):
+    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut},
+                   summary="Start a trace (idempotent on session_id)")
+    def post(self, request):
+        body = validate_body(TraceStartIn, request.data)
+        trace, created = services.start_trace(body.session_id, body.user_query, body.agent_name, body.metadata)
+        return Response(trace_data(trace, tool_calls=[] if created else None),
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class TraceIntentView(APIView):
+    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut}, summary="Record the detected intent")
+    def post(self, request, session_id):
+        body = validate_body(IntentIn, request.data)
+        trace = services.record_intent(session_id, body.intent, body.resource_type, body.operation)
+        return Response(trace_data(trace))
+
+
+class TraceToolCallsView(APIView):
+    @extend_schema(
+        tags=TAG,
+        request=ToolCallIn,
+        responses={201: ToolCallsOut, 200: ToolCallsOut},
+        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                                     description="Makes a retried request safe for calls sent without call_id.")],
+        summary="Record one tool call, or a list of them in order",
+        description="The body is one tool call object or a JSON array of them. Calls carrying a call_id "
+        "(or sent with an Idempotency-Key header) are recorded once however often the request is retried.",
+    )
+    def post(self, request, session_id):
+        body = _tool_calls_body.validate_python(request.data)
+        calls = body if isinstance(body, list) else [body]
+        idempotency_key = request.headers.get("Idempotency-Key")
+        inputs = [
+            _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
+            for i, call in enumerate(calls)
+        ]
+        recorded = services.record_tool_calls(session_id, inputs)
+        any_created = any(created for _, created in recorded)
+        return Response(
+            {"session_id": session_id,
+             "tool_calls": [{**tool_call_data(call), "created": created} for call, created in recorded]},
+            status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK,
+        )
+
+
+class TraceCompleteView(APIView):
+    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut}, summary="Complete a trace")
+    def post(self, request, session_id):
+        body = validate_body(CompleteIn, request.data)
+        trace = services.complete_trace(session_id, body.final_response, body.success, error=body.error)
+        return Response(trace_data(trace))
+
+
+class TraceBatchView(APIView):
+    @extend_schema(
+        tags=TAG,
+        request=BatchIn,
+        responses={200: BatchOut},
+        summary="Ingest whole traces",
+        description="Each item is validated and stored on its own: the answer lists accepted items "
+        "(created, or unchanged for an identical retry) and rejected items with their index and reason.",
+    )
+    def post(self, request):
+        body = validate_body(BatchIn, request.data)
+        valid: list[tuple[int, services.BatchTrace]] = []
+        rejected: list[dict] = []
+        for index, raw in enumerate(body.traces):
+            try:
+                item = _batch_item.validate_python(raw)
+            except ValidationError as exc:
+                session_id = raw.get("session_id") if isinstance(raw, dict) else None
+                rejected.append({"index": index, "session_id": session_id if isinstance(session_id, str) else None,
+                                 "reason": summarize_errors(exc)})
+                continue
+            valid.append((index, services.BatchTrace(
+                session_id=item.session_id,
+                user_query=item.user_query,
+                agent_name=item.agent_name,
+                final_response=item.final_response,
+                success=item.success,
+                intent_detected=item.intent_detected,
+                resource_type=item.resource_type,
+                operation=item.operation,
+                error=item.error,
+                tool_calls=[_tool_call_input(c) for c in item.tool_calls],
+                start_time=item.start_time,
+                end_time=item.end_time,
+                metadata=item.metadata,
+                canonical=raw,
+            )))
+        outcome = services.traces_ingest_batch(items=valid)
+        rejected = sorted(rejected + outcome.rejected, key=lambda entry: entry["index"])
+        return Response({
+            "accepted_count": len(outcome.accepted),
+            "rejected_count": len(rejected),
+            "accepted": outcome.accepted,
+            "rejected": rejected,
+        })
+
+
+class TraceDetailView(APIView):
+    @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session")
+    def get(self, request, session_id):
+        trace = selectors.trace_get(session_id=session_id)
+        if trace is None:
+            raise NotFoundError(f"No trace found for session {session_id}")
+        return Response(trace_data(trace))

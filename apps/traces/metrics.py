@@ -1,0 +1,77 @@
+"""vayu_agent_* metrics, computed from the database when Prometheus scrapes.
+
+Values come from the rows rather than from in-process counters, so they are the same whichever of
+several web processes (or hosts) answers the scrape, and they survive restarts. The cost is a few
+GROUP BY queries per scrape, on indexed columns.
+"""
+
+import logging
+
+from django.db import DatabaseError
+from django.db.models import Count, Q, Sum
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from .models import AgentTrace
+
+logger = logging.getLogger(__name__)
+
+DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
+
+
+class TraceMetricsCollector:
+    def collect(self):
+        try:
+            yield from self._collect()
+        except DatabaseError:
+            # A scrape during a database outage shows these series as absent, not as zeros.
+            logger.warning("trace metrics skipped: database unavailable", exc_info=True)
+
+    def describe(self):
+        # Declared without touching the database, so registration at start-up runs no query.
+        return [
+            CounterMetricFamily("vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]),
+            HistogramMetricFamily("vayu_agent_execution_duration_seconds", "Agent execution duration",
+                                  labels=["agent_name", "operation"]),
+            GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"]),
+        ]
+
+    def _collect(self):
+        sessions = CounterMetricFamily(
+            "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
+        )
+        active = GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"])
+        active_by_agent: dict[str, int] = {}
+        rows = AgentTrace.objects.order_by().values("agent_name", "status").annotate(n=Count("id"))
+        for row in rows:
+            sessions.add_metric([row["agent_name"], row["status"]], row["n"])
+            if row["status"] == AgentTrace.Status.ACTIVE:
+                active_by_agent[row["agent_name"]] = row["n"]
+        for agent_name, count in active_by_agent.items():
+            active.add_metric([agent_name], count)
+
+        finished = AgentTrace.objects.order_by().filter(duration_seconds__isnull=False)
+        bucket_counts = {f"le_{i}": Count("id", filter=Q(duration_seconds__lte=b)) for i, b in enumerate(DURATION_BUCKETS)}
+        duration = HistogramMetricFamily(
+            "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
+        )
+        for row in finished.values("agent_name", "operation").annotate(
+            total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts
+        ):
+            buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(DURATION_BUCKETS)]
+            buckets.append(("+Inf", row["total"]))
+            duration.add_metric([row["agent_name"], row["operation"] or ""], buckets, row["seconds"] or 0.0)
+        yield sessions
+        yield duration
+        yield active
+
+
+_collector: TraceMetricsCollector | None = None
+
+
+def register_collector() -> None:
+    global _collector
+    if _collector is None:
+        from prometheus_client import REGISTRY
+
+        _collector = TraceMetricsCollector()
+        REGISTRY.register(_collector)

@@ -1,0 +1,355 @@
+"""Trace lifecycle: the only code that writes AgentTrace and ToolCall rows.
+
+The four lifecycle functions keep the contract's positional signatures ("How Tracing Works") so a
+Python agent can call them in-process exactly as documented. Every one is idempotent: a retry of
+the same call changes nothing and returns what the first call stored; a call that would change a
+finished trace raises ConflictError.
+"""
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import orjson
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+
+from .models import AgentTrace, ToolCall
+
+
+def _not_found(session_id: str) -> NotFoundError:
+    return NotFoundError(f"No trace found for session {session_id}")
+
+
+def _locked_trace(session_id: str) -> AgentTrace:
+    try:
+        return AgentTrace.objects.select_for_update().get(session_id=session_id)
+    except AgentTrace.DoesNotExist:
+        raise _not_found(session_id) from None
+
+
+def start_trace(
+    session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
+) -> tuple[AgentTrace, bool]:
+    """Open a trace. Returns (trace, created); starting the same session again with the same query
+    and agent is a no-op, with different ones a conflict."""
+    metadata = metadata or {}
+    existing = AgentTrace.objects.filter(session_id=session_id).first()
+    if existing is None:
+        try:
+            with transaction.atomic():
+                return (
+                    AgentTrace.objects.create(
+                        session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
+                    ),
+                    True,
+                )
+        except IntegrityError:
+            # A concurrent start of the same session won the race; judge against what it stored.
+            existing = AgentTrace.objects.get(session_id=session_id)
+    if existing.user_query != user_query or existing.agent_name != agent_name:
+        raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
+    if metadata and existing.metadata != metadata:
+        raise ConflictError(f"Session {session_id} already exists with different metadata")
+    return existing, False
+
+
+@transaction.atomic
+def record_intent(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
+    """Set the detected intent. While the trace is active a later call may refine it."""
+    trace = _locked_trace(session_id)
+    unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
+    if unchanged:
+        return trace
+    if trace.is_finished:
+        raise ConflictError(f"Trace {session_id} is {trace.status}; its intent can no longer change")
+    trace.intent_detected, trace.resource_type, trace.operation = intent, resource_type, operation
+    trace.save(update_fields=["intent_detected", "resource_type", "operation", "updated_at"])
+    return trace
+
+
+@dataclass(frozen=True)
+class ToolCallInput:
+    tool_name: str
+    tool_args: dict = field(default_factory=dict)
+    tool_result: Any = None
+    success: bool = True
+    error: str | None = None
+    duration_ms: float | None = None
+    call_id: str | None = None
+    timestamp: datetime | None = None
+
+    def matches(self, call: ToolCall) -> bool:
+        return (
+            call.tool_name == self.tool_name
+            and call.tool_args == self.tool_args
+            and call.tool_result == self.tool_result
+            and call.success == self.success
+            and (call.error or None) == (self.error or None)
+        )
+
+
+def record_tool_call(
+    session_id: str,
+    tool_name: str,
+    tool_args: dict | None,
+    tool_result: Any,
+    success: bool = True,
+    *,
+    error: str | None = None,
+    duration_ms: float | None = None,
+    call_id: str | None = None,
+    timestamp: datetime | None = None,
+) -> ToolCall:
+    call = ToolCallInput(
+        tool_name=tool_name,
+        tool_args=tool_args or {},
+        tool_result=tool_result,
+        success=success,
+        error=error,
+        duration_ms=duration_ms,
+        call_id=call_id,
+        timestamp=timestamp,
+    )
+    return record_tool_calls(session_id, [call])[0][0]
+
+
+@transaction.atomic
+def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
+    """Append calls in order under the trace's row lock, so concurrent writers get distinct,
+    gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
+    Returns (tool_call, created) per input."""
+    trace = _locked_trace(session_id)
+    call_ids = [c.call_id for c in calls if c.call_id]
+    if len(call_ids) != len(set(call_ids)):
+        raise InvalidInputError("call_id values must be unique within one request")
+    stored = {tc.call_id: tc for tc in trace.tool_calls.filter(call_id__in=call_ids)} if call_ids else {}
+
+    outcome: list[tuple[ToolCall, bool]] = []
+    to_insert: list[ToolCall] = []
+    for call in calls:
+        previous = stored.get(call.call_id) if call.call_id else None
+        if previous is not None:
+            if not call.matches(previous):
+                raise ConflictError(f"Tool call {call.call_id} was already recorded with different content")
+            outcome.append((previous, False))
+            continue
+        if trace.is_finished:
+            raise ConflictError(f"Trace {session_id} is {trace.status}; no tool calls can be added")
+        trace.tool_call_count += 1
+        row = ToolCall(
+            trace=trace,
+            seq=trace.tool_call_count,
+            call_id=call.call_id,
+            tool_name=call.tool_name,
+            tool_args=call.tool_args,
+            tool_result=call.tool_result,
+            success=call.success,
+            error=call.error,
+            duration_ms=call.duration_ms,
+            timestamp=call.timestamp or timezone.now(),
+        )
+        to_insert.append(row)
+        outcome.append((row, True))
+    if to_insert:
+        ToolCall.objects.bulk_create(to_insert)
+        trace.save(update_fields=["tool_call_count", "updated_at"])
+    return outcome
+
+
+def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:
+    trace.end_time = end_time
+    trace.duration_seconds = max((end_time - trace.start_time).total_seconds(), 0.0)
+
+
+@transaction.atomic
+def complete_trace(session_id: str, final_response: str | None, success: bool, *, error: str | None = None) -> AgentTrace:
+    trace = _locked_trace(session_id)
+    if trace.is_finished:
+        same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
+        if same:
+            return trace
+        raise ConflictError(f"Trace {session_id} is already {trace.status}; it cannot be completed differently")
+    trace.final_response = final_response
+    trace.success = success
+    trace.error = error
+    trace.status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
+    _finish_fields(trace, timezone.now())
+    trace.save()
+    return trace
+
+
+def trace_fail_stale(*, older_than: timedelta) -> int:
+    """Close traces whose agent never called complete (it crashed or lost the connection), so the
+    active-sessions gauge does not grow forever. Returns how many were closed."""
+    cutoff = timezone.now() - older_than
+    closed = 0
+    stale_ids = list(AgentTrace.objects.active().filter(start_time__lt=cutoff).values_list("session_id", flat=True))
+    for session_id in stale_ids:
+        with transaction.atomic():
+            trace = AgentTrace.objects.select_for_update().filter(session_id=session_id).first()
+            if trace is None or trace.is_finished:
+                continue
+            trace.status = AgentTrace.Status.FAILED
+            trace.success = False
+            trace.error = f"Abandoned: no completion within {int(older_than.total_seconds())} s of the start"
+            _finish_fields(trace, timezone.now())
+            trace.save()
+            closed += 1
+    return closed
+
+
+@transaction.atomic
+def traces_clear() -> int:
+    """Delete every trace and its tool calls. Returns the number of traces deleted."""
+    ToolCall.objects.all().delete()
+    deleted, _ = AgentTrace.objects.all().delete()
+    return deleted
+
+
+# --- whole traces in one request ------------------------------------------------------------
+
+
+@dataclass
+class BatchTrace:
+    session_id: str
+    user_query: str
+    agent_name: str
+    final_response: str | None
+    success: bool
+    intent_detected: str | None = None
+    resource_type: str | None = None
+    operation: str | None = None
+    error: str | None = None
+    tool_calls: list[ToolCallInput] = field(default_factory=list)
+    start_time: datetime | None = None
+    end_time: datetime | None = None
+    metadata: dict = field(default_factory=dict)
+    # The request item as received, hashed to recognise a retry of the same trace.
+    canonical: dict = field(default_factory=dict)
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(orjson.dumps(self.canonical, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+
+
+@dataclass
+class BatchOutcome:
+    accepted: list[dict] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)
+
+
+def _build_rows(item: BatchTrace, content_hash: str, now: datetime) -> tuple[AgentTrace, list[ToolCall]]:
+    end_time = item.end_time or now
+    start_time = item.start_time or end_time
+    trace = AgentTrace(
+        session_id=item.session_id,
+        user_query=item.user_query,
+        agent_name=item.agent_name,
+        intent_detected=item.intent_detected,
+        resource_type=item.resource_type,
+        operation=item.operation,
+        final_response=item.final_response,
+        success=item.success,
+        error=item.error,
+        status=AgentTrace.Status.COMPLETED if item.success else AgentTrace.Status.FAILED,
+        start_time=start_time,
+        end_time=end_time,
+        duration_seconds=max((end_time - start_time).total_seconds(), 0.0),
+        tool_call_count=len(item.tool_calls),
+        metadata=item.metadata,
+        content_hash=content_hash,
+    )
+    calls = [
+        ToolCall(
+            seq=seq,
+            call_id=c.call_id,
+            tool_name=c.tool_name,
+            tool_args=c.tool_args,
+            tool_result=c.tool_result,
+            success=c.success,
+            error=c.error,
+            duration_ms=c.duration_ms,
+            timestamp=c.timestamp or start_time,
+        )
+        for seq, c in enumerate(item.tool_calls, start=1)
+    ]
+    return trace, calls
+
+
+def _insert(rows: list[tuple[AgentTrace, list[ToolCall]]]) -> None:
+    traces = AgentTrace.objects.bulk_create([trace for trace, _ in rows], batch_size=1000)
+    calls = []
+    for trace, trace_calls in zip(traces, (c for _, c in rows), strict=True):
+        for call in trace_calls:
+            call.trace_id = trace.pk
+            calls.append(call)
+    ToolCall.objects.bulk_create(calls, batch_size=2000)
+
+
+def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
+    """Store whole traces. `items` are (index in the request, trace) pairs that passed validation.
+
+    A session that already exists with the same content is accepted as `unchanged` (a retried
+    batch); with different content it is rejected. New traces go in with two bulk INSERTs.
+    """
+    outcome = BatchOutcome()
+    now = timezone.now()
+    hashes: dict[int, str] = {}
+    first_in_request: dict[str, int] = {}
+    fresh: list[tuple[int, BatchTrace]] = []
+    for index, item in items:
+        if item.end_time and item.start_time and item.end_time < item.start_time:
+            outcome.rejected.append({"index": index, "session_id": item.session_id, "reason": "end_time is before start_time"})
+            continue
+        hashes[index] = item.content_hash
+        if item.session_id in first_in_request:
+            earlier = first_in_request[item.session_id]
+            if hashes[earlier] == hashes[index]:
+                outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
+            else:
+                outcome.rejected.append({"index": index, "session_id": item.session_id,
+                                         "reason": f"session_id repeats item {earlier} with different content"})
+            continue
+        first_in_request[item.session_id] = index
+        fresh.append((index, item))
+
+    existing = dict(
+        AgentTrace.objects.filter(session_id__in=[item.session_id for _, item in fresh]).values_list(
+            "session_id", "content_hash"
+        )
+    )
+    to_insert: list[tuple[int, BatchTrace]] = []
+    for index, item in fresh:
+        if item.session_id not in existing:
+            to_insert.append((index, item))
+        elif existing[item.session_id] == hashes[index]:
+            outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
+        else:
+            outcome.rejected.append({"index": index, "session_id": item.session_id,
+                                     "reason": f"Session {item.session_id} already exists with different content"})
+
+    try:
+        with transaction.atomic():
+            _insert([_build_rows(item, hashes[index], now) for index, item in to_insert])
+        outcome.accepted.extend({"index": i, "session_id": t.session_id, "status": "created"} for i, t in to_insert)
+    except IntegrityError:
+        # Another request inserted one of these sessions meanwhile: settle each on its own.
+        for index, item in to_insert:
+            try:
+                with transaction.atomic():
+                    _insert([_build_rows(item, hashes[index], now)])
+                outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
+            except IntegrityError:
+                stored = AgentTrace.objects.filter(session_id=item.session_id).values_list("content_hash", flat=True).first()
+                if stored == hashes[index]:
+                    outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
+                else:
+                    outcome.rejected.append({"index": index, "session_id": item.session_id,
+                                             "reason": f"Session {item.session_id} already exists with different content"})
+    outcome.accepted.sort(key=lambda entry: entry["index"])
+    outcome.rejected.sort(key=lambda entry: entry["index"])
+    return outcome

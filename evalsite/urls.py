@@ -1,0 +1,19 @@
+from django.contrib import admin
+from django.urls import include, path
+from django.views.generic import RedirectView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from apps.core.views import api_not_found, server_error
+
+urlpatterns = [
+    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/v1/metrics/", include("apps.traces.api.urls")),
+    path("", include("django_prometheus.urls")),
+    # Anything else under /api/ answers JSON, not the HTML 404 page.
+    path("api/<path:rest>", api_not_found),
+]
+
+handler500 = server_error

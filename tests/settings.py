@@ -1,0 +1,18 @@
+"""Test settings: the real settings module, with what a test run needs and a developer should not
+have to export. Everything else (DATABASE_URL above all) still comes from the environment, so the
+same suite runs on SQLite and on PostgreSQL."""
+
+import os
+import tempfile
+
+os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-deployment")
+os.environ.setdefault("EVALSITE_VAR_DIR", os.path.join(tempfile.gettempdir(), "evalsite-test-var"))
+# Unit tests run Celery tasks in-process; the integration tests start a real worker instead.
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
+# Never let a developer's real LLM configuration leak into tests.
+for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+    os.environ.pop(name, None)
+
+from evalsite.settings import *  # noqa: E402,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
