@@ -203,6 +203,13 @@ def trace_fail_stale(*, older_than: timedelta) -> int:
 
 
 @transaction.atomic
+def trace_delete(*, session_id: str) -> None:
+    deleted, _ = AgentTrace.objects.filter(session_id=session_id).delete()
+    if not deleted:
+        raise _not_found(session_id)
+
+
+@transaction.atomic
 def traces_clear() -> int:
     """Delete every trace and its tool calls. Returns the number of traces deleted."""
     ToolCall.objects.all().delete()
