@@ -171,6 +171,8 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 EVALSITE_ALLOW_ANONYMOUS = env_bool("EVALSITE_ALLOW_ANONYMOUS", False)
 # A trace that stays active longer than this is marked failed by the periodic reaper.
 EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
+# How long one bot turn may take before the item fails with a timeout.
+EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 
 # LLM judge. With no key and no base URL, the deterministic heuristic judge is used.
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
