@@ -1,0 +1,132 @@
+import pytest
+
+from apps.bots.adapters import get_adapter
+from apps.runs.judging import heuristic
+from apps.runs.judging.aggregate import component_scores, item_outcome, rule_in_scope
+from apps.runs.judging.types import Transcript
+from apps.runs.simulator import ScriptedUser, run_scenario, run_single_turn
+from tests.bots.test_adapters import TOOLS, spec
+
+BOT_TOOLS = [{"tool_name": t.tool_name, "name": t.name, "type": t.type} for t in TOOLS]
+
+
+def transcript_of(conversation) -> Transcript:
+    return Transcript(messages=conversation.messages, tool_calls=conversation.tool_calls,
+                      handed_off=conversation.stopped_because == "handoff", bot_tools=BOT_TOOLS)
+
+
+@pytest.fixture
+def pto_answer():
+    conv = run_single_turn(adapter=get_adapter("demo"), spec=spec(), message="How many PTO days do I accrue?",
+                           conversation_id="c")
+    return transcript_of(conv)
+
+
+@pytest.fixture
+def handoff():
+    conv = run_scenario(adapter=get_adapter("demo"), spec=spec(), persona="p", initial_message="PTO?", max_turns=5,
+                        user=ScriptedUser(["I want a human"]), conversation_id="c")
+    return transcript_of(conv)
+
+
+class TestCriteria:
+    def test_content_criterion_passes_when_the_answer_carries_it(self, pto_answer):
+        v = heuristic.judge_criterion("Response includes the monthly PTO accrual of 1.5 days", pto_answer)
+        assert v.status == "ok" and v.passed is True
+        assert "key terms" in v.reasoning
+
+    def test_content_criterion_fails_and_names_what_is_missing(self, pto_answer):
+        v = heuristic.judge_criterion("Agent explains the parental leave eligibility rules", pto_answer)
+        assert v.passed is False and "missing" in v.reasoning and "parental" in v.reasoning
+        assert 0 <= v.score < 1
+
+    def test_kb_lookup_criterion_checks_the_tool_log(self, pto_answer, handoff):
+        assert heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", pto_answer).passed is True
+        no_lookup = Transcript(messages=[{"role": "assistant", "content": "PTO is 18 days"}], tool_calls=[],
+                               bot_tools=BOT_TOOLS)
+        v = heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", no_lookup)
+        assert v.passed is False and "0 knowledge-base look-up" in v.reasoning
+
+    def test_handoff_criteria_and_their_negation(self, pto_answer, handoff):
+        assert heuristic.judge_criterion("Agent hands off to a live agent", handoff).passed is True
+        assert heuristic.judge_criterion("Agent hands off to a live agent", pto_answer).passed is False
+        assert heuristic.judge_criterion("Agent does not transfer to a human", pto_answer).passed is True
+
+    def test_uncheckable_criterion_is_skipped_not_guessed(self, pto_answer):
+        v = heuristic.judge_criterion("Agent is empathetic", pto_answer)
+        assert v.status in {"ok", "skipped"}
+        v = heuristic.judge_criterion("Agent should be", pto_answer)
+        assert v.status == "skipped" and v.passed is None and v.score is None and "LLM judge" in v.reasoning
+
+    def test_tool_expectations_become_criteria(self, pto_answer):
+        verdicts = heuristic.tool_verdicts(expected={"should_use_tools": ["search_kb"],
+                                                     "should_not_use_tools": ["live_handoff"]}, transcript=pto_answer)
+        assert [(v["criterion"], v["passed"], v["kind"]) for v in verdicts] == [
+            ("Uses tool search_kb", True, "should_use_tools"),
+            ("Does not use tool live_handoff", True, "should_not_use_tools"),
+        ]
+
+
+def rule(rule_id, passes=(), fails=(), severity="medium", scope=None, ids=None):
+    return {"id": rule_id, "name": rule_id.title(), "severity": severity, "component_scope": scope,
+            "component_ids": ids or [], "evaluation_criteria": {"pass_conditions": list(passes), "fail_conditions": list(fails)}}
+
+
+class TestRules:
+    @pytest.mark.parametrize("condition, expected", [
+        ("Response is under 3 sentences", True),
+        ("Response is under 1 sentences", False),
+        ("Response has at most 1 sentence", True),
+        ("Response has no more than 1 sentence", True),
+        ("Response is fewer than 5 words", False),
+        ("Agent calls search_kb", True),
+        ("Agent does not call live_handoff", True),
+        ("Agent uses the Live Chat Handoff tool", False),
+    ])
+    def test_measurable_pass_conditions(self, pto_answer, condition, expected):
+        v = heuristic.judge_rule(rule("R", passes=[condition]), pto_answer)
+        assert v.status == "ok" and v.passed is expected, v.reasoning
+
+    def test_fail_condition_met_fails_the_rule(self, handoff):
+        v = heuristic.judge_rule(rule("NO_HANDOFF", fails=["Agent transfers to a human"]), handoff)
+        assert v.passed is False and "MET" in v.reasoning
+
+    def test_rule_with_only_unmeasurable_conditions_is_skipped(self, pto_answer):
+        v = heuristic.judge_rule(rule("TONE", passes=["Tone is warm and professional"]), pto_answer)
+        assert v.status == "skipped" and v.passed is None
+
+    def test_partially_measurable_rule_says_what_it_did_not_check(self, pto_answer):
+        v = heuristic.judge_rule(rule("MIX", passes=["Tone is warm", "Response is under 4 sentences"]), pto_answer)
+        assert v.passed is True and "not checked by the heuristic judge: 1" in v.reasoning
+
+
+class TestAggregation:
+    def test_scope_filters(self):
+        kb = rule("KB", scope="knowledge_base", ids=["kb1"])
+        general = rule("GEN")
+        prompt = rule("P", scope="prompt", ids=["p1"])
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=None)] == ["KB", "GEN", "P"]
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=None)] == ["KB", "GEN"]
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=["p1"])] == ["GEN", "P"]
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=["p1"])] == ["GEN"]
+
+    def test_pass_logic(self):
+        ok = {"passed": True, "status": "ok"}
+        bad = {"passed": False, "status": "ok"}
+        err = {"passed": None, "status": "error"}
+        assert item_outcome([ok], [{**bad, "severity": "medium"}]) == (True, True, True)
+        assert item_outcome([ok], [{**bad, "severity": "high"}]) == (True, False, False)
+        assert item_outcome([ok, bad], [{**ok, "severity": "high"}]) == (False, True, False)
+        assert item_outcome([err], None) == (False, None, False)
+        assert item_outcome([ok], [{**err, "severity": "high"}]) == (True, False, False)
+
+    def test_component_scores(self):
+        verdicts = [{"component_scope": "prompt", "passed": True, "status": "ok"},
+                    {"component_scope": "prompt", "passed": False, "status": "ok"},
+                    {"component_scope": None, "passed": True, "status": "ok"},
+                    {"component_scope": "function", "passed": None, "status": "error"}]
+        assert component_scores(verdicts) == {
+            "prompt": {"score": 0.5, "total": 2, "passed": 1},
+            "function": {"score": 0.0, "total": 1, "passed": 0},
+            "general": {"score": 1.0, "total": 1, "passed": 1},
+        }
