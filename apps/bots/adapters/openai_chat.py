@@ -1,0 +1,86 @@
+"""The `openai` adapter: the bot is a system prompt, an llm_config and tool definitions, run with
+chat completions on any OpenAI-compatible server (the bot's endpoint_url and secret, else the
+platform's OPENAI_BASE_URL / OPENAI_API_KEY).
+
+Tool calls the model makes are recorded. evalsite executes the two kinds it can run itself — a
+knowledge-base search (over the bot's stored documents) and a human hand-off — and answers any
+other tool with an explicit "not executed" error, so the model sees the truth."""
+
+import json
+import time
+
+from apps.core.llm import LLMError, get_llm_client
+
+from ..retrieval import PassageIndex
+from .base import BotError, BotSpec, BotTool, BotTurn, ToolCallRecord
+
+MAX_TOOL_ROUNDS = 4
+
+
+def tool_definition(tool: BotTool) -> dict:
+    if tool.is_search:
+        parameters = {"type": "object", "properties": {"query": {"type": "string", "description": "what to look up"}},
+                      "required": ["query"]}
+    elif tool.is_handoff:
+        parameters = {"type": "object", "properties": {"reason": {"type": "string"}}}
+    else:
+        parameters = {"type": "object", "properties": {}, "additionalProperties": True}
+    return {"type": "function",
+            "function": {"name": tool.tool_name, "description": tool.description or tool.name, "parameters": parameters}}
+
+
+def _execute(spec: BotSpec, name: str, arguments: dict) -> ToolCallRecord:
+    tool = spec.tool(lambda t: t.tool_name == name)
+    if tool is None:
+        return ToolCallRecord(name=name, arguments=arguments, success=False, error=f"the bot has no tool named {name}")
+    if tool.is_search:
+        passages = PassageIndex(spec.documents).search(str(arguments.get("query", "")), limit=3)
+        return ToolCallRecord(name=name, arguments=arguments,
+                              result=[{"document": p.document.title, "text": p.text, "score": p.score} for p in passages])
+    if tool.is_handoff:
+        return ToolCallRecord(name=name, arguments=arguments, result={"status": "transferred"})
+    return ToolCallRecord(name=name, arguments=arguments, success=False,
+                          error=f"evalsite does not execute {tool.type or 'custom'} tools; the call was recorded")
+
+
+class OpenAIBotAdapter:
+    name = "openai"
+
+    def respond(self, spec: BotSpec, messages: list[dict], *, conversation_id: str) -> BotTurn:
+        started = time.perf_counter()
+        try:
+            client = get_llm_client(model=spec.llm_model or None, base_url=spec.endpoint_url or None,
+                                    api_key=spec.secret or None)
+        except LLMError as exc:
+            raise BotError(f"openai bot not configured: {exc.reason}") from None
+        chat = ([{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []) + [
+            {"role": m["role"], "content": m["content"]} for m in messages
+        ]
+        tools = [tool_definition(t) for t in spec.tools] or None
+        records: list[ToolCallRecord] = []
+        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        for _ in range(MAX_TOOL_ROUNDS):
+            try:
+                result = client.chat(messages=chat, tools=tools, **spec.llm_parameters)
+            except LLMError as exc:
+                raise BotError(f"openai bot failed: {exc.reason}") from None
+            for key in usage:
+                usage[key] += getattr(result.usage, key)
+            if not result.tool_calls:
+                return BotTurn(reply=result.content or "", tool_calls=records, handoff=False,
+                               latency_ms=(time.perf_counter() - started) * 1000, usage=usage)
+            chat.append({"role": "assistant", "content": result.content, "tool_calls": [
+                {"id": c["id"], "type": "function",
+                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in result.tool_calls
+            ]})
+            handed_off = False
+            for call in result.tool_calls:
+                record = _execute(spec, call["name"], call["arguments"])
+                records.append(record)
+                handed_off |= record.success and bool(spec.tool(lambda t: t.tool_name == call["name"] and t.is_handoff))
+                chat.append({"role": "tool", "tool_call_id": call["id"],
+                             "content": json.dumps(record.result if record.success else {"error": record.error})})
+            if handed_off:
+                return BotTurn(reply=result.content or "I'm transferring you to a live agent.", tool_calls=records,
+                               handoff=True, latency_ms=(time.perf_counter() - started) * 1000, usage=usage)
+        raise BotError(f"the bot kept calling tools for {MAX_TOOL_ROUNDS} rounds without answering")
