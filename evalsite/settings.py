@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
+    "apps.runs",
 ]
 
 MIDDLEWARE = [
@@ -173,6 +174,9 @@ EVALSITE_ALLOW_ANONYMOUS = env_bool("EVALSITE_ALLOW_ANONYMOUS", False)
 EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 # How long one bot turn may take before the item fails with a timeout.
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
+# A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
+# It must exceed the longest single step: one bot turn or one judge call with its retries.
+EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS", 300)
 
 # LLM judge. With no key and no base URL, the deterministic heuristic judge is used.
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
@@ -233,6 +237,7 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-traces": {"task": "apps.traces.tasks.fail_stale_traces", "schedule": 300.0},
+    "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
 }
 
 LOGGING = {

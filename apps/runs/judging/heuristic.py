@@ -30,12 +30,14 @@ QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
 COVERAGE_TO_PASS = 0.6
 
 
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ingly", "ings", "ing", "edly", "ed", "ally", "al", "ly", "ies",
+_SUFFIXES = ("ations", "ation", "ments", "ment", "ingly", "ings", "ing", "edly", "ed", "ally", "al", "ly",
              "es", "s", "e")
 
 
 def _stem(word: str) -> str:
-    # Enough folding for "monthly"/"month" and "accrual"/"accrue" to meet; no dictionary needed.
+    # Enough folding for "monthly"/"month", "accrual"/"accrue", "carries"/"carry" to meet.
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
     for suffix in _SUFFIXES:
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)]

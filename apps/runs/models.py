@@ -1,0 +1,109 @@
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class EvaluationRun(models.Model):
+    """One test set (or V1 question set) run against one bot. It records the ids and version
+    numbers it used; versions are immutable, so a run always points at exactly what it ran."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        COMPLETED = "completed"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
+
+    FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
+
+    run_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    agent_id = models.CharField(max_length=24, db_index=True)
+    dataset_id = models.UUIDField(null=True, blank=True)
+    test_set_id = models.UUIDField(null=True, blank=True)
+    test_set_version = models.PositiveIntegerField(null=True, blank=True)
+    rubric_id = models.UUIDField(null=True, blank=True)
+    rubric_version = models.PositiveIntegerField(null=True, blank=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING, db_index=True)
+    total = models.PositiveIntegerField(default=0)
+    completed = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    concurrency = models.PositiveSmallIntegerField(default=3)
+    component_scope_filter = models.CharField(max_length=32, null=True, blank=True)
+    component_ids_filter = models.JSONField(default=list, blank=True)
+    component_scores = models.JSONField(null=True, blank=True)
+    criteria_passed = models.PositiveIntegerField(default=0)
+    criteria_total = models.PositiveIntegerField(default=0)
+    rubric_rules_passed = models.PositiveIntegerField(default=0)
+    rubric_rules_total = models.PositiveIntegerField(default=0)
+    bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
+    bot_llm_model = models.CharField(max_length=200, blank=True, default="")
+    judge = models.CharField(max_length=200, default="heuristic:v1")
+    error = models.TextField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["agent_id", "status", "-created_at"])]
+
+    def __str__(self):
+        return str(self.run_id)
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in self.FINISHED
+
+    @property
+    def pass_rate(self) -> float | None:
+        return round(self.passed / self.completed, 4) if self.completed else None
+
+
+class EvaluationResult(models.Model):
+    """The verdict on one test item of a run: one row per (run, test case), created when the run
+    starts and written once when its item finishes."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+
+    IN_FLIGHT = (State.QUEUED, State.RUNNING)
+
+    result_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
+    position = models.PositiveIntegerField()
+    test_case_id = models.UUIDField()
+    item_name = models.CharField(max_length=255, blank=True, default="")
+    item_type = models.CharField(max_length=16)
+    # The item definition as it stood in the pinned version, so a worker never reads the moving head.
+    item = models.JSONField(default=dict)
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    input = models.JSONField(default=dict)
+    output = models.JSONField(null=True, blank=True)
+    scores = models.JSONField(null=True, blank=True)
+    criteria_scores = models.JSONField(null=True, blank=True)
+    criteria_passed = models.BooleanField(null=True)
+    rubric_scores = models.JSONField(null=True, blank=True)
+    rubric_passed = models.BooleanField(null=True)
+    passed = models.BooleanField(null=True, db_index=True)
+    duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    langsmith_run_id = models.CharField(max_length=255, null=True, blank=True)
+    error = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["run", "test_case_id"], name="result_unique_per_test_case")]
+        indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"])]
+
+    def __str__(self):
+        return f"{self.run_id}:{self.item_name or self.test_case_id}"

@@ -1,0 +1,288 @@
+"""The run engine: the only code that writes EvaluationRun and EvaluationResult rows.
+
+Concurrency: a run never has more than `concurrency` items queued or running, across all workers.
+The limit lives in the database, not in Celery: items are handed to the queue only by
+`run_dispatch`, which counts the run's in-flight items under the run's row lock and queues just
+enough pending ones to fill the free slots. Every finished item dispatches again.
+
+Failure: a running item refreshes its heartbeat between turns and verdicts. The reaper
+(`runs_reap`, a beat task and a check on read) re-queues items whose heartbeat went stale (their
+worker died) up to MAX_ATTEMPTS, then fails them with the reason; a run never stays `running`.
+A result is written once: the final UPDATE only matches a row that is not done yet.
+"""
+
+import logging
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from apps.core.errors import ConflictError, InvalidInputError
+
+from . import sources
+from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
+from .judging.aggregate import SCOPES, component_scores
+from .judging.types import JUDGE_HEURISTIC
+from .models import EvaluationResult, EvaluationRun
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+MAX_CONCURRENCY = 32
+
+State = EvaluationResult.State
+Status = EvaluationRun.Status
+
+
+class RunCancelled(Exception):
+    pass
+
+
+def _enqueue(result_ids: list[int]) -> None:
+    from .tasks import execute_result
+
+    for result_id in result_ids:
+        execute_result.delay(result_id)
+
+
+def _judge_choice(judge_model: str | None) -> JudgeChoice:
+    """The judge for a new run: "heuristic", a model name, or None for the configured default."""
+    if judge_model in ("heuristic", JUDGE_HEURISTIC):
+        return JudgeChoice()
+    from apps.core.llm import get_llm_client, llm_configured
+
+    if not llm_configured():
+        if judge_model:
+            raise InvalidInputError(f"judge_model {judge_model!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
+        return JudgeChoice()
+    return JudgeChoice(client=get_llm_client(model=judge_model or None))
+
+
+@transaction.atomic
+def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_version: int | None = None,
+               dataset_id: uuid.UUID | None = None, rubric_id: uuid.UUID | None = None,
+               rubric_version: int | None = None, concurrency: int = 3, component_scope_filter: str | None = None,
+               component_ids_filter: list[str] | None = None, judge_model: str | None = None,
+               created_by=None) -> EvaluationRun:
+    """Create a pending run pinned to the versions it will use, with one result row per item, and
+    queue its start once the transaction commits."""
+    if (test_set_id is None) == (dataset_id is None):
+        raise InvalidInputError("Give exactly one of test_set_id (V2) or dataset_id (V1).")
+    if not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise InvalidInputError(f"concurrency must be between 1 and {MAX_CONCURRENCY}")
+    if component_scope_filter is not None and component_scope_filter not in SCOPES:
+        raise InvalidInputError(f"component_scope_filter must be one of {', '.join(SCOPES)}")
+    if rubric_id is None and rubric_version is not None:
+        raise InvalidInputError("rubric_version needs a rubric_id")
+    bot = sources.bot_spec(agent_id)
+    judge = _judge_choice(judge_model)
+
+    if test_set_id is not None:
+        test_set_version, items = sources.test_set_items(test_set_id, test_set_version, agent_id=agent_id)
+        rows = [(item["item_id"], item.get("name", ""), item["type"], item) for item in items]
+    else:
+        questions = sources.question_set_items(dataset_id, agent_id=agent_id)
+        rows = [(q["question_id"], q["question"][:255], "question", q) for q in questions]
+    if not rows:
+        raise InvalidInputError("The test set has no items to run.")
+    if rubric_id is not None:
+        if dataset_id is not None:
+            raise InvalidInputError("Rubrics apply to test-set (V2) runs, not V1 question sets.")
+        rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version, agent_id=agent_id)
+
+    run = EvaluationRun.objects.create(
+        agent_id=agent_id, dataset_id=dataset_id, test_set_id=test_set_id, test_set_version=test_set_version,
+        rubric_id=rubric_id, rubric_version=rubric_version, concurrency=concurrency,
+        component_scope_filter=component_scope_filter, component_ids_filter=component_ids_filter or [],
+        bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label, total=len(rows),
+        created_by=created_by,
+    )
+    EvaluationResult.objects.bulk_create([
+        EvaluationResult(run=run, position=n, test_case_id=case_id, item_name=name, item_type=item_type, item=item,
+                         input=dict(item.get("inputs") or {}) if item_type != "question" else {"message": item["question"]})
+        for n, (case_id, name, item_type, item) in enumerate(rows)
+    ])
+    from .tasks import start_run
+
+    transaction.on_commit(lambda: start_run.delay(run.pk))
+    return run
+
+
+def run_start(*, run_pk: int) -> None:
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().filter(pk=run_pk).first()
+        if run is None or run.status != Status.PENDING:
+            return
+        run.status = Status.RUNNING
+        run.started_at = timezone.now()
+        run.save(update_fields=["status", "started_at"])
+    run_dispatch(run_pk=run_pk)
+
+
+def run_dispatch(*, run_pk: int) -> list[int]:
+    """Queue pending items into the run's free slots. Returns the queued result ids."""
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().filter(pk=run_pk).first()
+        if run is None or run.status != Status.RUNNING:
+            return []
+        in_flight = run.results.filter(state__in=EvaluationResult.IN_FLIGHT).count()
+        free = run.concurrency - in_flight
+        if free <= 0:
+            return []
+        claimed = list(run.results.filter(state=State.PENDING).order_by("position").values_list("pk", flat=True)[:free])
+        if claimed:
+            EvaluationResult.objects.filter(pk__in=claimed).update(state=State.QUEUED, heartbeat_at=timezone.now())
+            transaction.on_commit(lambda: _enqueue(claimed))
+        elif in_flight == 0:
+            _finalize(run)
+        return claimed
+
+
+def _claim_for_execution(result_pk: int) -> EvaluationResult | None:
+    """Move a queued item to running. A redelivered task finds it done (or alive elsewhere) and stops."""
+    stale_before = timezone.now() - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
+    with transaction.atomic():
+        result = EvaluationResult.objects.select_for_update().select_related("run").filter(pk=result_pk).first()
+        if result is None or result.state in (State.DONE, State.PENDING):
+            return None
+        if result.state == State.RUNNING and result.heartbeat_at and result.heartbeat_at > stale_before:
+            return None
+        if result.run.status != Status.RUNNING:
+            return None
+        result.state = State.RUNNING
+        result.attempts += 1
+        result.heartbeat_at = timezone.now()
+        result.save(update_fields=["state", "attempts", "heartbeat_at"])
+        return result
+
+
+def _judge_of(run: EvaluationRun) -> JudgeChoice:
+    """The judge a run was created with (its label pins it), rebuilt in the worker."""
+    if run.judge == JUDGE_HEURISTIC:
+        return JudgeChoice()
+    from apps.core.llm import get_llm_client
+
+    return JudgeChoice(client=get_llm_client(model=run.judge.split(":", 1)[1]))
+
+
+def _heartbeat(result: EvaluationResult):
+    def beat():
+        EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(heartbeat_at=timezone.now())
+        if EvaluationRun.objects.filter(pk=result.run_id, status=Status.CANCELLED).exists():
+            raise RunCancelled()
+    return beat
+
+
+def result_execute(*, result_pk: int) -> None:
+    result = _claim_for_execution(result_pk)
+    if result is None:
+        return
+    run = result.run
+    try:
+        bot = sources.bot_spec(run.agent_id)
+        options = RunOptions(scope_filter=run.component_scope_filter, ids_filter=run.component_ids_filter or None,
+                             judge=_judge_of(run),
+                             heartbeat=_heartbeat(result))
+        conversation_id = f"{run.run_id}:{result.test_case_id}"
+        if result.item_type == "question":
+            outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
+        else:
+            rubric = sources.rubric_snapshot(run.rubric_id, run.rubric_version, agent_id=run.agent_id)[1] \
+                if run.rubric_id else None
+            outcome = execute_test_item(item=result.item, bot=bot, rubric=rubric, options=options,
+                                        conversation_id=conversation_id)
+    except RunCancelled:
+        EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(state=State.PENDING)
+        return
+    except Exception as exc:  # an engine fault must fail this item visibly, never hang the run
+        logger.exception("item %s of run %s failed", result.test_case_id, run.run_id)
+        _record(result, passed=False, error=f"Evaluation error: {type(exc).__name__}: {exc}", output={"messages": []})
+    else:
+        _record(result, passed=outcome.passed, error=outcome.error, output=outcome.output, input=outcome.input,
+                scores=outcome.scores, criteria_scores=outcome.criteria_scores,
+                criteria_passed=outcome.criteria_passed, rubric_scores=outcome.rubric_scores,
+                rubric_passed=outcome.rubric_passed, duration_ms=outcome.duration_ms,
+                langsmith_run_id=outcome.external_trace_id)
+    run_dispatch(run_pk=run.pk)
+
+
+def _counted(verdicts: list[dict] | None) -> tuple[int, int]:
+    verdicts = verdicts or []
+    return sum(1 for v in verdicts if v.get("status", "ok") == "ok" and v.get("passed")), len(verdicts)
+
+
+def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
+    """Write the item's outcome once and add it to the run's running totals."""
+    with transaction.atomic():
+        written = EvaluationResult.objects.filter(pk=result.pk).exclude(state=State.DONE).update(
+            state=State.DONE, passed=passed, finished_at=timezone.now(), **fields)
+        if not written:
+            return False
+        criteria_ok, criteria_n = _counted(fields.get("criteria_scores"))
+        rules_ok, rules_n = _counted(fields.get("rubric_scores"))
+        EvaluationRun.objects.filter(pk=result.run_id).update(
+            completed=F("completed") + 1, passed=F("passed") + int(passed), failed=F("failed") + int(not passed),
+            criteria_passed=F("criteria_passed") + criteria_ok, criteria_total=F("criteria_total") + criteria_n,
+            rubric_rules_passed=F("rubric_rules_passed") + rules_ok,
+            rubric_rules_total=F("rubric_rules_total") + rules_n,
+        )
+        return True
+
+
+def _finalize(run: EvaluationRun) -> None:
+    """Called under the run's row lock when nothing is pending or in flight."""
+    if run.rubric_id:
+        verdicts = [v for scores in run.results.filter(state=State.DONE).values_list("rubric_scores", flat=True)
+                    for v in (scores or [])]
+        run.component_scores = component_scores(verdicts)
+    run.refresh_from_db(fields=["completed", "passed", "failed", "criteria_passed", "criteria_total",
+                                "rubric_rules_passed", "rubric_rules_total"])
+    run.status = Status.COMPLETED
+    run.completed_at = timezone.now()
+    run.save(update_fields=["status", "completed_at", "component_scores"])
+
+
+def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
+    with transaction.atomic():
+        run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
+        if run.is_finished:
+            raise ConflictError(f"Run {run.run_id} is already {run.status}")
+        run.status = Status.CANCELLED
+        run.completed_at = timezone.now()
+        run.error = "Cancelled"
+        run.save(update_fields=["status", "completed_at", "error"])
+    return run
+
+
+def runs_reap(*, run_pk: int | None = None) -> int:
+    """Recover items whose worker died. Returns how many items were re-queued or failed."""
+    now = timezone.now()
+    stale_before = now - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
+    stale = EvaluationResult.objects.filter(state__in=EvaluationResult.IN_FLIGHT, heartbeat_at__lt=stale_before,
+                                            run__status=Status.RUNNING)
+    if run_pk is not None:
+        stale = stale.filter(run_id=run_pk)
+    touched_runs: set[int] = set()
+    handled = 0
+    for result in stale.select_related(None).only("pk", "run_id", "state", "attempts"):
+        if result.state == State.QUEUED:
+            # Never picked up (a lost message, or a broker restart): queue it again.
+            EvaluationResult.objects.filter(pk=result.pk, state=State.QUEUED).update(heartbeat_at=now)
+            _enqueue([result.pk])
+        elif result.attempts < MAX_ATTEMPTS:
+            EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(state=State.PENDING)
+        else:
+            _record(result, passed=False, output={"messages": []},
+                    error=f"Worker lost: no heartbeat for {settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS} s "
+                          f"on each of {result.attempts} attempts")
+        touched_runs.add(result.run_id)
+        handled += 1
+    for pk in touched_runs:
+        run_dispatch(run_pk=pk)
+    # A run whose start message was lost still starts.
+    for pk in EvaluationRun.objects.filter(status=Status.PENDING, created_at__lt=stale_before).values_list("pk", flat=True):
+        run_start(run_pk=pk)
+    return handled
