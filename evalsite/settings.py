@@ -210,6 +210,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Several models have a "status" field with different choices; name each set once.
+    "ENUM_NAME_OVERRIDES": {
+        "RunStatusEnum": ["pending", "running", "completed", "failed", "cancelled"],
+        "VerdictStatusEnum": ["ok", "skipped", "error"],
+    },
 }
 
 # Celery: the filesystem transport needs no server; production points this at Redis or RabbitMQ.

@@ -1,0 +1,10 @@
+from django.urls import path
+
+from . import views
+
+urlpatterns = [
+    path("runs", views.RunsView.as_view(), name="runs"),
+    path("runs/<uuid:run_id>", views.RunDetailView.as_view(), name="run-detail"),
+    path("runs/<uuid:run_id>/results", views.RunResultsView.as_view(), name="run-results"),
+    path("runs/<uuid:run_id>/cancel", views.RunCancelView.as_view(), name="run-cancel"),
+]

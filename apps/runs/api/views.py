@@ -1,0 +1,78 @@
+from typing import Literal
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import BaseModel, Field
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.validation import validate_body
+from apps.core.errors import NotFoundError
+from apps.runs import selectors, services
+
+from .schemas import ResultList, RunCreateIn, RunList, RunOut
+from .serializers import result_data, run_data
+
+TAG = ["runs"]
+
+
+class RunListQuery(BaseModel):
+    agent_id: str | None = None
+    status: Literal["pending", "running", "completed", "failed", "cancelled"] | None = None
+    limit: int = Field(default=50, ge=1, le=500)
+
+
+class ResultQuery(BaseModel):
+    passed: bool | None = None
+    item_type: Literal["single_turn", "scenario", "question"] | None = None
+
+
+def _run_or_404(run_id):
+    run = selectors.run_get(run_id=run_id)
+    if run is None:
+        raise NotFoundError(f"No run {run_id}")
+    if run.status == run.Status.RUNNING:
+        # Reading a run also recovers it if its workers died, so it never looks busy forever.
+        if services.runs_reap(run_pk=run.pk):
+            run.refresh_from_db()
+    return run
+
+
+class RunsView(APIView):
+    @extend_schema(tags=TAG, request=RunCreateIn, responses={201: RunOut}, summary="Start an evaluation run")
+    def post(self, request):
+        body = validate_body(RunCreateIn, request.data)
+        run = services.run_create(created_by=request.user if request.user.is_authenticated else None,
+                                  **body.model_dump())
+        return Response(run_data(run), status=status.HTTP_201_CREATED)
+
+    @extend_schema(tags=TAG, responses={200: RunList},
+                   parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str),
+                               OpenApiParameter("limit", int)],
+                   summary="List runs, newest first", operation_id="runs_list")
+    def get(self, request):
+        query = RunListQuery.model_validate(request.query_params.dict())
+        return Response([run_data(r) for r in selectors.runs_list(**query.model_dump())])
+
+
+class RunDetailView(APIView):
+    @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
+    def get(self, request, run_id):
+        return Response(run_data(_run_or_404(run_id)))
+
+
+class RunResultsView(APIView):
+    @extend_schema(tags=TAG, responses={200: ResultList},
+                   parameters=[OpenApiParameter("passed", bool), OpenApiParameter("item_type", str)],
+                   summary="Results of a run, one per finished test item")
+    def get(self, request, run_id):
+        run = _run_or_404(run_id)
+        query = ResultQuery.model_validate(request.query_params.dict())
+        return Response([result_data(r, run) for r in selectors.run_results(run=run, **query.model_dump())])
+
+
+class RunCancelView(APIView):
+    @extend_schema(tags=TAG, request=None, responses={200: RunOut}, summary="Cancel a pending or running run")
+    def post(self, request, run_id):
+        run = services.run_cancel(run=_run_or_404(run_id))
+        return Response(run_data(run))
