@@ -1,0 +1,200 @@
+"""The reviewer console for runs: list with progress, run page with aggregates and results,
+result page with the transcript and every verdict. Launch and cancel go through the services."""
+
+from django import forms
+from django.contrib import admin, messages
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from apps.core.admin_utils import pretty_json
+from apps.core.errors import DomainError
+
+from . import services
+from .judging.aggregate import SCOPES
+from .models import EvaluationResult, EvaluationRun
+
+
+def _progress(run: EvaluationRun) -> str:
+    return format_html('<progress max="{}" value="{}" style="width:8em" title="{}/{}"></progress> {}/{}',
+                       run.total or 1, run.completed, run.completed, run.total, run.completed, run.total)
+
+
+def _verdict_badge(passed, status="ok") -> str:
+    if status != "ok":
+        return format_html('<strong style="color:#b26b00">{}</strong>', status.upper())
+    return format_html('<strong style="color:{}">{}</strong>', "#1a7f37" if passed else "#cf222e",
+                       "PASS" if passed else "FAIL")
+
+
+class ResultInline(admin.TabularInline):
+    model = EvaluationResult
+    extra = 0
+    can_delete = False
+    show_change_link = True
+    fields = ["position", "item_name", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms", "error"]
+    readonly_fields = fields
+    ordering = ["passed", "position"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="verdict")
+    def verdict(self, obj):
+        return "—" if obj.passed is None else _verdict_badge(obj.passed)
+
+
+class LaunchRunForm(forms.Form):
+    agent_id = forms.CharField(max_length=24, help_text="the bot's 24-hex agent_id")
+    test_set_id = forms.UUIDField(required=False)
+    test_set_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
+    dataset_id = forms.UUIDField(required=False, help_text="V1 question set, instead of a test set")
+    rubric_id = forms.UUIDField(required=False)
+    rubric_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
+    concurrency = forms.IntegerField(min_value=1, max_value=services.MAX_CONCURRENCY, initial=3)
+    component_scope_filter = forms.ChoiceField(required=False, choices=[("", "all scopes")] + [(s, s) for s in SCOPES])
+    judge_model = forms.CharField(required=False, help_text='blank: the configured judge; "heuristic" forces it')
+
+
+@admin.register(EvaluationRun)
+class EvaluationRunAdmin(admin.ModelAdmin):
+    list_display = ["run_id", "agent_id", "status", "progress", "pass_rate_display", "test_set_version",
+                    "rubric_version", "judge", "created_at"]
+    list_filter = ["status", "judge", "agent_id"]
+    search_fields = ["run_id", "agent_id"]
+    list_per_page = 50
+    inlines = [ResultInline]
+    actions = ["cancel_runs"]
+    readonly_fields = ["run_id", "agent_id", "status", "progress", "pass_rate_display", "error", "test_set_id",
+                       "test_set_version", "dataset_id", "rubric_id", "rubric_version", "concurrency",
+                       "component_scope_filter", "component_ids_filter", "component_scores_display", "criteria_passed",
+                       "criteria_total", "rubric_rules_passed", "rubric_rules_total", "bot_llm_provider",
+                       "bot_llm_model", "judge", "created_by", "created_at", "started_at", "completed_at"]
+    fields = readonly_fields
+
+    def has_add_permission(self, request):
+        return False  # runs are launched from the launch page, through the run service
+
+    def has_change_permission(self, request, obj=None):
+        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+    def get_urls(self):
+        launch = path("launch/", self.admin_site.admin_view(self.launch_view), name="runs_evaluationrun_launch")
+        return [launch, *super().get_urls()]
+
+    def changelist_view(self, request, extra_context=None):
+        extra_context = {**(extra_context or {}), "launch_url": reverse("admin:runs_evaluationrun_launch")}
+        return super().changelist_view(request, extra_context)
+
+    def launch_view(self, request):
+        if not request.user.is_staff:
+            return redirect("admin:login")
+        form = LaunchRunForm(request.POST or None, initial=request.GET or None)
+        if request.method == "POST" and form.is_valid():
+            data = {k: (v if v != "" else None) for k, v in form.cleaned_data.items()}
+            try:
+                run = services.run_create(created_by=request.user, **data)
+            except DomainError as exc:
+                form.add_error(None, str(exc.detail))
+            else:
+                messages.success(request, f"Run {run.run_id} started with {run.total} items.")
+                return redirect("admin:runs_evaluationrun_change", run.pk)
+        context = {**self.admin_site.each_context(request), "form": form, "title": "Launch an evaluation run",
+                   "opts": self.model._meta}
+        return TemplateResponse(request, "admin/runs/launch.html", context)
+
+    @admin.display(description="progress")
+    def progress(self, obj):
+        return _progress(obj)
+
+    @admin.display(description="pass rate")
+    def pass_rate_display(self, obj):
+        return "—" if obj.pass_rate is None else f"{obj.pass_rate:.0%} ({obj.passed}/{obj.completed})"
+
+    @admin.display(description="component scores")
+    def component_scores_display(self, obj):
+        from .selectors import run_live_component_scores
+
+        scores = run_live_component_scores(run=obj)
+        if not scores:
+            return "—"
+        return format_html_join("", "<div>{}: {}/{} ({})</div>",
+                                ((s, v["passed"], v["total"], f"{v['score']:.0%}") for s, v in scores.items()))
+
+    @admin.action(description="Cancel selected runs")
+    def cancel_runs(self, request, queryset):
+        cancelled = 0
+        for run in queryset:
+            try:
+                services.run_cancel(run=run)
+                cancelled += 1
+            except DomainError as exc:
+                messages.warning(request, str(exc.detail))
+        if cancelled:
+            messages.success(request, f"Cancelled {cancelled} run(s).")
+
+
+@admin.register(EvaluationResult)
+class EvaluationResultAdmin(admin.ModelAdmin):
+    list_display = ["item_name", "run_link", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms",
+                    "state"]
+    list_filter = ["passed", "item_type", "state"]
+    list_select_related = ["run"]
+    search_fields = ["item_name", "run__run_id", "test_case_id"]
+    fields = ["run_link", "test_case_id", "item_name", "item_type", "verdict", "error", "transcript",
+              "criteria_table", "rubric_table", "scores_pretty", "duration_ms", "langsmith_run_id", "attempts",
+              "state", "created_at", "finished_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+    @admin.display(description="run")
+    def run_link(self, obj):
+        return format_html('<a href="{}">{}</a>', reverse("admin:runs_evaluationrun_change", args=[obj.run_id]),
+                           obj.run.run_id)
+
+    @admin.display(description="verdict")
+    def verdict(self, obj):
+        return "—" if obj.passed is None else _verdict_badge(obj.passed)
+
+    @admin.display(description="transcript")
+    def transcript(self, obj):
+        messages_ = (obj.output or {}).get("messages") or []
+        rows = []
+        for m in messages_:
+            calls = format_html_join("", '<details><summary>tool call <code>{}</code> {}</summary>{}</details>',
+                                     ((c["name"], "" if c.get("success", True) else "FAILED",
+                                       pretty_json({"arguments": c.get("arguments"), "result": c.get("result"),
+                                                    "error": c.get("error")}))
+                                      for c in m.get("tool_calls") or []))
+            rows.append(format_html('<div style="margin:.4em 0"><strong>{}</strong>: {}{}</div>', m["role"],
+                                    m["content"], calls))
+        return format_html_join("", "{}", ((r,) for r in rows)) if rows else "—"
+
+    @admin.display(description="criteria")
+    def criteria_table(self, obj):
+        if obj.criteria_scores is None:
+            return "—"
+        return format_html_join("", "<div>{} <em>{}</em> — {} <small>({}, score {})</small></div>",
+                                ((_verdict_badge(c["passed"], c.get("status", "ok")), c["criterion"], c["reasoning"],
+                                  c.get("judge", ""), c["score"]) for c in obj.criteria_scores))
+
+    @admin.display(description="rubric rules")
+    def rubric_table(self, obj):
+        if obj.rubric_scores is None:
+            return "—"
+        return format_html_join("", "<div>{} <code>{}</code> {} [{}] — {} <small>({})</small></div>",
+                                ((_verdict_badge(r["passed"], r.get("status", "ok")), r["rule_id"], r["rule_name"],
+                                  r["severity"], r["reasoning"], r.get("judge", "")) for r in obj.rubric_scores))
+
+    @admin.display(description="scores")
+    def scores_pretty(self, obj):
+        return pretty_json(obj.scores)
