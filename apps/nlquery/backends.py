@@ -6,6 +6,7 @@ one function that touches the network, so tests point a backend at local servers
 client code runs.
 """
 
+import functools
 import logging
 import threading
 import time
@@ -20,6 +21,12 @@ from .errors import BackendRejected, BackendUnavailable
 logger = logging.getLogger(__name__)
 
 METRICS_CACHE_TTL_SECONDS = 300.0
+
+
+@functools.cache
+def _tls_context():
+    # Loading the CA bundle costs tens of milliseconds; do it once per process, not per client.
+    return httpx.create_ssl_context()
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,7 @@ class PrometheusBackend:
             headers={"Accept": "application/json", **(headers or {})},
             timeout=httpx.Timeout(timeout, connect=min(timeout, 3.0)),
             follow_redirects=False,
+            verify=_tls_context(),
         )
         self._lock = threading.Lock()
         self._names: list[str] | None = None

@@ -114,7 +114,7 @@ _POINT = (r"(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}(?::\d{
 BETWEEN_RE = re.compile(r"\b(?:between|from)\s+(?P<a>" + _POINT + r")\s+(?:and|to|until|till|-)\s+(?P<b>" + _POINT
                         + r")(?![\w:])", re.IGNORECASE)
 SINCE_RE = re.compile(r"\b(?:since|after)\s+(?P<a>" + _POINT + r")(?![\w:])", re.IGNORECASE)
-DANGLING_TIME_RE = re.compile(r"\b(?:between|since|from)\s+\d", re.IGNORECASE)
+DANGLING_TIME_RE = re.compile(r"\b(?:between|since)\b", re.IGNORECASE)
 YESTERDAY_RE = re.compile(r"\b(?:(?:for|during|on|from)\s+)?yesterday\b", re.IGNORECASE)
 TODAY_RE = re.compile(r"\b(?:(?:for|during|on|from)\s+)?today\b", re.IGNORECASE)
 EXPLICIT_FILTER_RE = re.compile(

@@ -193,7 +193,7 @@ class FakeGrafana:
         self.requests: list[tuple[str, dict]] = []
         self.server = self._Server(("127.0.0.1", 0), _Handler)
         self.server.fake = self
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.thread.start()
 
     @property
