@@ -207,6 +207,8 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "evalsite API",
     "DESCRIPTION": "Evaluation platform for AI agents and RAG systems.",
     "VERSION": "1.0.0",
+    # Request and response models are pydantic, whose JSON Schema (type: null, …) is OpenAPI 3.1.
+    "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

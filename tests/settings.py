@@ -17,3 +17,8 @@ for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PROMETHEUS_URL", "GRAFANA_URL
 from evalsite.settings import *  # noqa: E402,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not the default in-memory database, so a real Celery worker process started by the
+    # integration tests can open the same test database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405

@@ -3,6 +3,8 @@ not discovered as a 500 at INSERT time."""
 
 from typing import Annotated, Any
 
+import orjson
+
 from pydantic import AfterValidator, BeforeValidator, Field, StrictStr
 
 MAX_JSON_DEPTH = 64
@@ -17,19 +19,34 @@ def _check_text(value: str, where: str) -> None:
         raise ValueError(f"{where} contains an unpaired surrogate; send valid UTF-8 text") from exc
 
 
-def check_storable_json(value: Any, where: str = "value", _depth: int = 0) -> Any:
-    """Walk a JSON value and reject NULs, unpaired surrogates and absurd nesting."""
-    if _depth > MAX_JSON_DEPTH:
+def _walk(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_JSON_DEPTH:
         raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, str):
         _check_text(value, where)
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(str(key), f"a key in {where}")
-            check_storable_json(item, where, _depth + 1)
+            _walk(item, where, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            check_storable_json(item, where, _depth + 1)
+            _walk(item, where, depth + 1)
+
+
+def check_storable_json(value: Any, where: str = "value") -> Any:
+    """Reject NULs, unpaired surrogates and absurd nesting in a JSON value.
+
+    orjson serialises in C and already refuses surrogates and deep nesting, so the slow Python
+    walk runs only when the output might hold an escaped NUL, or to name the problem."""
+    try:
+        encoded = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        _walk(value, where, 0)
+        raise ValueError(f"{where} cannot be stored as JSON") from None
+    if b"\\u0000" in encoded:
+        _walk(value, where, 0)
+    elif encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_DEPTH:
+        _walk(value, where, 0)
     return value
 
 

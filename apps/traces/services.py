@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import orjson
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -203,6 +203,13 @@ def trace_fail_stale(*, older_than: timedelta) -> int:
 
 
 @transaction.atomic
+def trace_delete(*, session_id: str) -> None:
+    deleted, _ = AgentTrace.objects.filter(session_id=session_id).delete()
+    if not deleted:
+        raise _not_found(session_id)
+
+
+@transaction.atomic
 def traces_clear() -> int:
     """Delete every trace and its tool calls. Returns the number of traces deleted."""
     ToolCall.objects.all().delete()
@@ -242,10 +249,10 @@ class BatchOutcome:
     rejected: list[dict] = field(default_factory=list)
 
 
-def _build_rows(item: BatchTrace, content_hash: str, now: datetime) -> tuple[AgentTrace, list[ToolCall]]:
+def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTrace:
     end_time = item.end_time or now
     start_time = item.start_time or end_time
-    trace = AgentTrace(
+    return AgentTrace(
         session_id=item.session_id,
         user_query=item.user_query,
         agent_name=item.agent_name,
@@ -263,31 +270,39 @@ def _build_rows(item: BatchTrace, content_hash: str, now: datetime) -> tuple[Age
         metadata=item.metadata,
         content_hash=content_hash,
     )
-    calls = [
-        ToolCall(
-            seq=seq,
-            call_id=c.call_id,
-            tool_name=c.tool_name,
-            tool_args=c.tool_args,
-            tool_result=c.tool_result,
-            success=c.success,
-            error=c.error,
-            duration_ms=c.duration_ms,
-            timestamp=c.timestamp or start_time,
-        )
-        for seq, c in enumerate(item.tool_calls, start=1)
-    ]
-    return trace, calls
 
 
-def _insert(rows: list[tuple[AgentTrace, list[ToolCall]]]) -> None:
-    traces = AgentTrace.objects.bulk_create([trace for trace, _ in rows], batch_size=1000)
-    calls = []
-    for trace, trace_calls in zip(traces, (c for _, c in rows), strict=True):
-        for call in trace_calls:
-            call.trace_id = trace.pk
-            calls.append(call)
-    ToolCall.objects.bulk_create(calls, batch_size=2000)
+_TOOL_CALL_COPY_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
+                           "timestamp", "duration_ms")
+
+
+def _json_text(value) -> str | None:
+    # SQL NULL for a missing result, as the ORM stores JSONField(null=True) None.
+    return None if value is None else orjson.dumps(value).decode()
+
+
+def _tool_call_rows(traces: list[AgentTrace], items: list[BatchTrace]):
+    for trace, item in zip(traces, items, strict=True):
+        for seq, c in enumerate(item.tool_calls, start=1):
+            yield (trace.pk, seq, c.call_id, c.tool_name, c.tool_args, c.tool_result, c.success, c.error,
+                   c.timestamp or trace.start_time, c.duration_ms)
+
+
+def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
+    traces = AgentTrace.objects.bulk_create([_build_trace(i, h, now) for i, h in zip(items, hashes, strict=True)],
+                                            batch_size=1000)
+    rows = _tool_call_rows(traces, items)
+    if connection.vendor == "postgresql":
+        # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
+        # costs several times more than streaming the rows.
+        with connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {ToolCall._meta.db_table} ({', '.join(_TOOL_CALL_COPY_COLUMNS)}) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row((*row[:4], _json_text(row[4]), _json_text(row[5]), *row[6:]))
+    else:
+        ToolCall.objects.bulk_create([ToolCall(**dict(zip(_TOOL_CALL_COPY_COLUMNS, row))) for row in rows],
+                                     batch_size=2000)
 
 
 def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
@@ -334,14 +349,14 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
 
     try:
         with transaction.atomic():
-            _insert([_build_rows(item, hashes[index], now) for index, item in to_insert])
+            _insert([item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
         outcome.accepted.extend({"index": i, "session_id": t.session_id, "status": "created"} for i, t in to_insert)
     except IntegrityError:
         # Another request inserted one of these sessions meanwhile: settle each on its own.
         for index, item in to_insert:
             try:
                 with transaction.atomic():
-                    _insert([_build_rows(item, hashes[index], now)])
+                    _insert([item], [hashes[index]], now)
                 outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
             except IntegrityError:
                 stored = AgentTrace.objects.filter(session_id=item.session_id).values_list("content_hash", flat=True).first()

@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import NotFoundError
+from apps.core.permissions import IsStaff
 from apps.traces import selectors, services
 
 from .schemas import (
@@ -146,9 +147,19 @@ class TraceBatchView(APIView):
 
 
 class TraceDetailView(APIView):
+    def get_permissions(self):
+        if self.request.method == "DELETE":
+            return [IsStaff()]
+        return super().get_permissions()
+
     @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session")
     def get(self, request, session_id):
         trace = selectors.trace_get(session_id=session_id)
         if trace is None:
             raise NotFoundError(f"No trace found for session {session_id}")
         return Response(trace_data(trace))
+
+    @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (staff)")
+    def delete(self, request, session_id):
+        services.trace_delete(session_id=session_id)
+        return Response(status=status.HTTP_204_NO_CONTENT)
