@@ -76,13 +76,24 @@ class EvalsiteMetricsServer:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def backfill(data_dir: Path, openmetrics: str) -> None:
+    """History written into the TSDB before start-up with promtool (shipped with the binary)."""
+    source = data_dir.parent / "backfill.om"
+    source.write_text(openmetrics)
+    subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics", "-q",
+                    str(source), str(data_dir)], check=True, stdout=subprocess.DEVNULL)
+
+
 class PrometheusProcess:
-    def __init__(self, extra_targets: dict[str, str] | None = None, scrape_interval: str = "1s"):
+    def __init__(self, extra_targets: dict[str, str] | None = None, scrape_interval: str = "1s",
+                 history: str | None = None):
         self.binary = shutil.which("prometheus")
         if self.binary is None:
             raise FileNotFoundError("prometheus")
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="evalsite-prometheus-")
+        if history:
+            backfill(Path(self.dir, "data"), history)
         jobs = {"prometheus": f"127.0.0.1:{self.port}", **(extra_targets or {})}
         scrape_configs = "".join(
             f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
