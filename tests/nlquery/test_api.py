@@ -1,5 +1,7 @@
 """POST /api/v1/metrics-query and the /metrics-query/ page."""
 
+from xml.etree import ElementTree
+
 import pytest
 from django.contrib.auth.models import User
 
@@ -82,7 +84,11 @@ def test_page_without_backend_says_how_to_configure(user_client):
 
 def test_page_shows_chart_statistics_promql_and_examples(user_client, answering_backend):
     html = user_client.get("/metrics-query/", {"q": "Show CPU usage for the last hour"}).content.decode()
-    assert "<svg" in html and "<polyline" in html
+    start = html.index("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 760")
+    svg = html[start:html.index("</svg>", start) + 6]
+    root = ElementTree.fromstring(svg)  # well-formed, label text escaped
+    assert len(root.findall("{http://www.w3.org/2000/svg}polyline")) == 1  # job a: a line
+    assert len(root.findall("{http://www.w3.org/2000/svg}circle")) == 1  # job b: one point
     assert 'id="statistics"' in html
     assert "rate(process_cpu_seconds_total[120s])" in html
     assert 'id="examples"' in html and "Show CPU usage for the last hour" in html
