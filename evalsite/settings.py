@@ -85,6 +85,7 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
+    "apps.nlquery",
 ]
 
 MIDDLEWARE = [
@@ -176,6 +177,15 @@ EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "gpt-4o-mini")
+
+# Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
+# Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is
+# only ever sent to Grafana, never logged nor shown.
+PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "").strip()
+GRAFANA_URL = os.environ.get("GRAFANA_URL", "").strip()
+GRAFANA_DATASOURCE_UID = os.environ.get("GRAFANA_DATASOURCE_UID", "").strip()
+GRAFANA_TOKEN = os.environ.get("GRAFANA_TOKEN", "").strip()
+METRICS_BACKEND_TIMEOUT_SECONDS = env_int("METRICS_BACKEND_TIMEOUT_SECONDS", 10)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
