@@ -177,6 +177,10 @@ EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "gpt-4o-mini")
+EVALSITE_EMBEDDING_MODEL = os.environ.get("EVALSITE_EMBEDDING_MODEL", "text-embedding-3-small")
+# Per request; a call makes at most 3 attempts, waiting BACKOFF, 2×BACKOFF, … between them.
+EVALSITE_LLM_TIMEOUT_SECONDS = float(os.environ.get("EVALSITE_LLM_TIMEOUT_SECONDS", "") or 30)
+EVALSITE_LLM_BACKOFF_SECONDS = float(os.environ.get("EVALSITE_LLM_BACKOFF_SECONDS", "") or 1.0)
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
 # Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is
