@@ -207,10 +207,8 @@ def _step(name: str, timings: dict | None):
 def _choose_parser(requested: str | None) -> str:
     if requested in ("rules", "llm"):
         return requested
-    try:
-        from apps.core.llm import llm_configured
-    except ImportError:
-        return "rules"
+    from apps.core.llm import llm_configured
+
     return "llm" if llm_configured() else "rules"
 
 

@@ -1,8 +1,7 @@
 """Step 1 with an LLM: structured extraction through the shared client in apps/core/llm.py.
 
-Written against that client's announced interface (`get_llm_client().complete_structured(...)`
-returning `.data`, raising `LLMError` with `.reason`). A failed or unusable answer is a
-parsing_error; it is never retried here beyond the client's own transport retries.
+The model is given the backend's metric names and the question as data. A failed or unusable
+answer is a parsing_error; the node adds no retries beyond the client's own.
 """
 
 from datetime import datetime
