@@ -85,7 +85,11 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
+<<<<<<< HEAD
     "apps.runs",
+=======
+    "apps.nlquery",
+>>>>>>> main
 ]
 
 MIDDLEWARE = [
@@ -182,6 +186,19 @@ EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")
 EVALSITE_JUDGE_MODEL = os.environ.get("EVALSITE_JUDGE_MODEL", "gpt-4o-mini")
+EVALSITE_EMBEDDING_MODEL = os.environ.get("EVALSITE_EMBEDDING_MODEL", "text-embedding-3-small")
+# Per request; a call makes at most 3 attempts, waiting BACKOFF, 2×BACKOFF, … between them.
+EVALSITE_LLM_TIMEOUT_SECONDS = float(os.environ.get("EVALSITE_LLM_TIMEOUT_SECONDS", "") or 30)
+EVALSITE_LLM_BACKOFF_SECONDS = float(os.environ.get("EVALSITE_LLM_BACKOFF_SECONDS", "") or 1.0)
+
+# Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
+# Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is
+# only ever sent to Grafana, never logged nor shown.
+PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "").strip()
+GRAFANA_URL = os.environ.get("GRAFANA_URL", "").strip()
+GRAFANA_DATASOURCE_UID = os.environ.get("GRAFANA_DATASOURCE_UID", "").strip()
+GRAFANA_TOKEN = os.environ.get("GRAFANA_TOKEN", "").strip()
+METRICS_BACKEND_TIMEOUT_SECONDS = env_int("METRICS_BACKEND_TIMEOUT_SECONDS", 10)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -223,10 +240,13 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     _broker_dir = VAR_DIR / "celery" / "broker"
     (VAR_DIR / "celery" / "processed").mkdir(parents=True, exist_ok=True)
     _broker_dir.mkdir(parents=True, exist_ok=True)
+    (VAR_DIR / "celery" / "control").mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir),
         "data_folder_out": str(_broker_dir),
         "processed_folder": str(VAR_DIR / "celery" / "processed"),
+        # Broadcast (control) messages; kombu's default is ./control in the working directory.
+        "control_folder": str(VAR_DIR / "celery" / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)

@@ -39,3 +39,6 @@ def allow_anonymous(settings):
 def on_postgres():
     if connection.vendor != "postgresql":
         pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...); SQLite serialises writers itself")
+
+
+from tests.fakes.openai_server import openai_server  # noqa: E402,F401  (shared fixture)

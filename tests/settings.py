@@ -9,8 +9,9 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-deployment")
 os.environ.setdefault("EVALSITE_VAR_DIR", os.path.join(tempfile.gettempdir(), "evalsite-test-var"))
 # Unit tests run Celery tasks in-process; the integration tests start a real worker instead.
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
-# Never let a developer's real LLM configuration leak into tests.
-for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+# Never let a developer's real LLM or metrics backend configuration leak into tests.
+for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PROMETHEUS_URL", "GRAFANA_URL", "GRAFANA_DATASOURCE_UID",
+             "GRAFANA_TOKEN"):
     os.environ.pop(name, None)
 
 from evalsite.settings import *  # noqa: E402,F403

@@ -7,7 +7,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_settings(tmp_path, **env):
-    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE"}}
+    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"}}
     clean.update({"EVALSITE_VAR_DIR": str(tmp_path), **env})
     return subprocess.run(
         [sys.executable, "-c", "import evalsite.settings as s; print(s.SECRET_KEY[:4], s.DEBUG, s.DATABASES['default']['ENGINE'])"],

@@ -21,8 +21,10 @@ def broker_for_tests(tmp_path: Path) -> tuple[str, dict]:
     # The same folders evalsite/settings.py derives from EVALSITE_VAR_DIR, which the worker gets.
     folder = tmp_path / "celery" / "broker"
     folder.mkdir(parents=True)
+    (tmp_path / "celery" / "control").mkdir()
     return "filesystem://", {"data_folder_in": str(folder), "data_folder_out": str(folder),
-                             "processed_folder": str(tmp_path), "store_processed": False}
+                             "processed_folder": str(tmp_path), "store_processed": False,
+                             "control_folder": str(tmp_path / "celery" / "control")}
 
 
 def test_database_url() -> str:

@@ -1,0 +1,264 @@
+"""The LLM client: the only module of evalsite that imports `openai`.
+
+Any OpenAI-compatible server works (OpenAI, Azure OpenAI's v1 endpoint, Ollama, vLLM, LiteLLM):
+OPENAI_BASE_URL and OPENAI_API_KEY pick it, EVALSITE_JUDGE_MODEL the model. Every call has an
+explicit timeout and at most MAX_ATTEMPTS attempts, with exponential backoff on 429, 5xx, timeouts
+and connection errors. Structured output asks for `response_format: json_schema`; a server that
+rejects that gets `json_object` with the schema in the prompt from then on. Replies are parsed
+tolerantly (code fences, text around the object) and validated with the caller's pydantic model;
+an unparseable reply is retried like a transport error. When every attempt fails the caller gets
+LLMError with the reason: nothing here ever invents a result.
+"""
+
+import json
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+from django.conf import settings
+from pydantic import BaseModel, ValidationError
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 3
+_FENCE = re.compile(r"```(?:json)?\s*(.*?)```", re.DOTALL | re.IGNORECASE)
+
+
+class LLMError(Exception):
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class LLMNotConfigured(LLMError):
+    pass
+
+
+@dataclass
+class LLMUsage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, usage) -> None:
+        if usage is not None:
+            self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
+            self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
+            self.total_tokens += getattr(usage, "total_tokens", 0) or 0
+
+    def as_dict(self) -> dict:
+        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
+                "total_tokens": self.total_tokens}
+
+
+@dataclass
+class StructuredResult:
+    data: BaseModel
+    usage: LLMUsage
+    model: str
+    attempts: int
+
+
+@dataclass
+class ChatResult:
+    content: str | None
+    tool_calls: list[dict] = field(default_factory=list)
+    usage: LLMUsage = field(default_factory=LLMUsage)
+    model: str = ""
+
+
+def llm_configured() -> bool:
+    return bool(settings.OPENAI_API_KEY or settings.OPENAI_BASE_URL)
+
+
+_clients: dict[tuple, openai.OpenAI] = {}
+# Servers seen to refuse json_schema, so later calls go straight to json_object.
+_no_json_schema: set[str] = set()
+_lock = threading.Lock()
+
+
+def _openai(base_url: str | None, api_key: str, timeout: float) -> openai.OpenAI:
+    key = (base_url, api_key, timeout)
+    with _lock:
+        if key not in _clients:
+            # Retries are ours (counted, logged, and applied to bad output too), so the SDK's are off.
+            _clients[key] = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0)
+        return _clients[key]
+
+
+def reset_clients() -> None:
+    with _lock:
+        _clients.clear()
+        _no_json_schema.clear()
+
+
+def get_llm_client(model: str | None = None, *, base_url: str | None = None, api_key: str | None = None) -> "LLMClient":
+    """A client for `model` (default EVALSITE_JUDGE_MODEL) on the configured server, or on the given
+    base_url/api_key (a bot's own endpoint). Raises LLMNotConfigured when there is no server."""
+    base_url = base_url or settings.OPENAI_BASE_URL or None
+    api_key = api_key or settings.OPENAI_API_KEY
+    if not base_url and not api_key:
+        raise LLMNotConfigured("no LLM configured: set OPENAI_API_KEY and/or OPENAI_BASE_URL")
+    # Local servers (Ollama, vLLM) take any key, but the SDK insists on one.
+    client = _openai(base_url, api_key or "not-needed", float(settings.EVALSITE_LLM_TIMEOUT_SECONDS))
+    return LLMClient(client, model or settings.EVALSITE_JUDGE_MODEL, base_url or "https://api.openai.com/v1")
+
+
+def _retryable(exc: Exception) -> bool:
+    if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return f"timed out after {settings.EVALSITE_LLM_TIMEOUT_SECONDS} s"
+    if isinstance(exc, openai.APIConnectionError):
+        return "server unreachable"
+    if isinstance(exc, openai.APIStatusError):
+        message = exc.message if isinstance(exc.message, str) else str(exc.message)
+        return f"HTTP {exc.status_code}: {message[:300]}"
+    return f"{type(exc).__name__}: {str(exc)[:300]}"
+
+
+def _backoff(attempt: int, exc: Exception | None) -> float:
+    delay = float(settings.EVALSITE_LLM_BACKOFF_SECONDS) * (2 ** (attempt - 1))
+    response = getattr(exc, "response", None)
+    retry_after = response.headers.get("retry-after") if response is not None else None
+    if retry_after:
+        try:
+            delay = max(delay, min(float(retry_after), 30.0))
+        except ValueError:
+            pass
+    return delay
+
+
+def extract_json(text: str) -> Any:
+    """The first JSON object in a reply that may wrap it in code fences or prose."""
+    if text is None:
+        raise ValueError("empty reply")
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    decoder = json.JSONDecoder()
+    for candidate in candidates:
+        candidate = candidate.strip()
+        for start in [i for i, ch in enumerate(candidate) if ch == "{"][:20]:
+            try:
+                value, _end = decoder.raw_decode(candidate, start)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    raise ValueError(f"no JSON object in reply: {text[:200]!r}")
+
+
+def _rejects_json_schema(exc: Exception) -> bool:
+    if not isinstance(exc, openai.BadRequestError):
+        return False
+    text = str(exc).lower()
+    return "response_format" in text or "json_schema" in text
+
+
+class LLMClient:
+    def __init__(self, client: openai.OpenAI, model: str, base_url: str):
+        self._client = client
+        self.model = model
+        self.base_url = base_url
+
+    @property
+    def judge_label(self) -> str:
+        return f"openai:{self.model}"
+
+    def openai_client(self) -> openai.OpenAI:
+        return self._client
+
+    def _call(self, what: str, fn):
+        """Run one request with the retry policy. Returns fn's result; raises LLMError."""
+        last: Exception | None = None
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return fn(), attempt
+            except openai.OpenAIError as exc:
+                last = exc
+                if not _retryable(exc) or attempt == MAX_ATTEMPTS:
+                    break
+                logger.warning("LLM %s attempt %d failed (%s); retrying", what, attempt, _describe(exc))
+                time.sleep(_backoff(attempt, exc))
+        raise LLMError(f"{what} failed after {attempt} attempt(s): {_describe(last)}")
+
+    def complete_structured(self, *, system: str, user: str, response_model: type[BaseModel], name: str,
+                            temperature: float = 0.0, max_tokens: int | None = None) -> StructuredResult:
+        schema = response_model.model_json_schema()
+        usage = LLMUsage()
+        problems: list[str] = []
+        attempt = 0
+        while attempt < MAX_ATTEMPTS:
+            attempt += 1
+            messages, response_format = self._structured_request(system, user, schema, name)
+            try:
+                completion = self._client.chat.completions.create(
+                    model=self.model, messages=messages, response_format=response_format, temperature=temperature,
+                    **({"max_tokens": max_tokens} if max_tokens else {}))
+            except openai.OpenAIError as exc:
+                if _rejects_json_schema(exc) and self.base_url not in _no_json_schema:
+                    # Not the model's fault: ask again in the older format, without spending an attempt.
+                    logger.info("LLM server %s refuses json_schema; using json_object", self.base_url)
+                    _no_json_schema.add(self.base_url)
+                    attempt -= 1
+                    continue
+                if not _retryable(exc):
+                    raise LLMError(f"{name}: {_describe(exc)}") from None
+                problems.append(_describe(exc))
+                if attempt < MAX_ATTEMPTS:
+                    logger.warning("LLM %s attempt %d failed (%s); retrying", name, attempt, problems[-1])
+                    time.sleep(_backoff(attempt, exc))
+                continue
+            usage.add(completion.usage)
+            text = completion.choices[0].message.content if completion.choices else None
+            try:
+                data = response_model.model_validate(extract_json(text))
+            except (ValueError, ValidationError) as exc:
+                problems.append(f"unusable reply ({str(exc).splitlines()[0][:200]})")
+                continue
+            return StructuredResult(data=data, usage=usage, model=completion.model or self.model, attempts=attempt)
+        raise LLMError(f"{name}: no valid answer after {MAX_ATTEMPTS} attempts: {'; '.join(problems)}")
+
+    def _structured_request(self, system: str, user: str, schema: dict, name: str) -> tuple[list[dict], dict]:
+        if self.base_url in _no_json_schema:
+            system = (f"{system}\n\nReply with one JSON object only, matching this JSON Schema:\n"
+                      f"{json.dumps(schema)}")
+            response_format = {"type": "json_object"}
+        else:
+            response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}], response_format
+
+    def chat(self, *, messages: list[dict], tools: list[dict] | None = None, temperature: float | None = None,
+             max_tokens: int | None = None, **params) -> ChatResult:
+        kwargs = {"model": self.model, "messages": messages, **params}
+        if tools:
+            kwargs["tools"] = tools
+        if temperature is not None:
+            kwargs["temperature"] = temperature
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
+        completion, _attempts = self._call("chat", lambda: self._client.chat.completions.create(**kwargs))
+        usage = LLMUsage()
+        usage.add(completion.usage)
+        message = completion.choices[0].message
+        calls = []
+        for call in message.tool_calls or []:
+            try:
+                arguments = json.loads(call.function.arguments or "{}")
+            except json.JSONDecodeError:
+                arguments = {"_unparsed": call.function.arguments}
+            calls.append({"id": call.id, "name": call.function.name,
+                          "arguments": arguments if isinstance(arguments, dict) else {"value": arguments}})
+        return ChatResult(content=message.content, tool_calls=calls, usage=usage, model=completion.model or self.model)
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        response, _attempts = self._call("embeddings", lambda: self._client.embeddings.create(
+            model=settings.EVALSITE_EMBEDDING_MODEL, input=texts))
+        return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]

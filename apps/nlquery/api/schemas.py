@@ -1,0 +1,22 @@
+"""Request and response models of POST /api/v1/metrics-query."""
+
+from typing import Annotated, Optional
+
+from pydantic import BaseModel, Field
+
+from apps.core.validation import NonBlankText
+from apps.nlquery.schemas import MetricsQuery, MetricsQueryResult, QueryError
+
+MAX_QUERY_LENGTH = 1000
+
+
+class MetricsQueryIn(BaseModel):
+    query: Annotated[NonBlankText, Field(max_length=MAX_QUERY_LENGTH, description="A question in plain English.")]
+
+
+class MetricsQueryStateOut(BaseModel):
+    user_query: str
+    parsed_query: Optional[MetricsQuery]
+    result: Optional[MetricsQueryResult]
+    error: Optional[QueryError]
+    processing_time_ms: float

@@ -1,0 +1,24 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.validation import validate_body
+from apps.nlquery.selectors import metrics_query_answer
+
+from .schemas import MetricsQueryIn, MetricsQueryStateOut
+
+
+class MetricsQueryView(APIView):
+    @extend_schema(
+        tags=["nlquery"],
+        request=MetricsQueryIn,
+        responses={200: MetricsQueryStateOut},
+        summary="Answer a natural-language metrics question",
+        description="Runs the metrics_agent node. The answer is the node's state: on success parsed_query "
+        "and result (datapoints, statistics, the PromQL that ran), on failure error with error_type, "
+        "message and suggestion. Query failures are answers (200), not HTTP errors; an empty query is 422.",
+    )
+    def post(self, request):
+        body = validate_body(MetricsQueryIn, request.data)
+        state = metrics_query_answer(question=body.query)
+        return Response(MetricsQueryStateOut.model_validate(state).model_dump(mode="json"))

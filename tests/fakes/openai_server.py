@@ -1,0 +1,163 @@
+"""A scripted OpenAI-compatible server on a real local socket, so the real `openai` client runs.
+
+Replies are queued: push_json / push_text / push_error / push_delay / push_tool_calls / push(fn).
+When the queue is empty the server answers `default` (a JSON object reply). Every request body is
+kept in `requests`. `reject_json_schema = True` makes it answer 400 to response_format json_schema,
+like servers that only know json_object.
+"""
+
+import hashlib
+import json
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+
+def _usage(prompt=11, completion=7):
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def completion_body(model: str, content: str | None, tool_calls: list[dict] | None = None, usage=None) -> dict:
+    message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function",
+             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+            for i, c in enumerate(tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        "usage": usage or _usage(),
+    }
+
+
+def embedding_for(text: str, dim: int = 8) -> list[float]:
+    digest = hashlib.sha256(text.encode()).digest()
+    return [b / 255.0 for b in digest[:dim]]
+
+
+class ScriptedOpenAIServer:
+    def __init__(self):
+        self.queue: deque = deque()
+        self.requests: list[dict] = []
+        self.paths: list[str] = []
+        self.headers: list[dict] = []
+        self.default: dict | str = {"ok": True}
+        self.reject_json_schema = False
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _send(self, status: int, body, headers: dict | None = None):
+                raw = json.dumps(body).encode() if not isinstance(body, bytes) else body
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(raw)))
+                    for key, value in (headers or {}).items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(raw)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                server.requests.append(body)
+                server.paths.append(self.path)
+                server.headers.append(dict(self.headers))
+                if self.path.endswith("/embeddings"):
+                    texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
+                    return self._send(200, {"object": "list", "model": body.get("model", ""),
+                                            "data": [{"object": "embedding", "index": i, "embedding": embedding_for(t)}
+                                                     for i, t in enumerate(texts)],
+                                            "usage": {"prompt_tokens": 3, "total_tokens": 3}})
+                if not self.path.endswith("/chat/completions"):
+                    return self._send(404, {"error": {"message": f"no route {self.path}"}})
+                fmt = (body.get("response_format") or {}).get("type")
+                if server.reject_json_schema and fmt == "json_schema":
+                    return self._send(400, {"error": {"message": "response_format json_schema is not supported",
+                                                      "type": "invalid_request_error", "param": "response_format"}})
+                step = server.queue.popleft() if server.queue else ("json", server.default)
+                status, reply, headers = server._render(step, body)
+                self._send(status, reply, headers)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def _render(self, step, body) -> tuple[int, dict, dict | None]:
+        kind, value = step
+        model = body.get("model", "")
+        if kind == "json":
+            return 200, completion_body(model, value if isinstance(value, str) else json.dumps(value)), None
+        if kind == "text":
+            return 200, completion_body(model, value), None
+        if kind == "error":
+            status, message, headers = value
+            return status, {"error": {"message": message, "type": "server_error"}}, headers
+        if kind == "delay":
+            seconds, reply = value
+            time.sleep(seconds)
+            return 200, completion_body(model, json.dumps(reply)), None
+        if kind == "tool_calls":
+            calls, content = value
+            return 200, completion_body(model, content, tool_calls=calls), None
+        if kind == "fn":
+            return value(body)
+        raise ValueError(kind)
+
+    def push_json(self, obj):
+        self.queue.append(("json", obj))
+
+    def push_text(self, text: str):
+        self.queue.append(("text", text))
+
+    def push_error(self, status: int, message: str = "error", headers: dict | None = None):
+        self.queue.append(("error", (status, message, headers)))
+
+    def push_delay(self, seconds: float, obj):
+        self.queue.append(("delay", (seconds, obj)))
+
+    def push_tool_calls(self, calls: list[dict], content: str | None = None):
+        self.queue.append(("tool_calls", (calls, content)))
+
+    def push(self, fn: Callable[[dict], tuple[int, dict, dict | None]]):
+        self.queue.append(("fn", fn))
+
+    @property
+    def chat_requests(self) -> list[dict]:
+        return [r for r, p in zip(self.requests, self.paths) if p.endswith("/chat/completions")]
+
+    def start(self):
+        self.thread.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def openai_server(settings):
+    """Point evalsite's LLM client at a scripted local server for the duration of a test."""
+    from apps.core import llm
+
+    server = ScriptedOpenAIServer().start()
+    settings.OPENAI_BASE_URL = server.url
+    settings.OPENAI_API_KEY = "test-key"
+    settings.EVALSITE_JUDGE_MODEL = "judge-model"
+    settings.EVALSITE_LLM_TIMEOUT_SECONDS = 2.0
+    settings.EVALSITE_LLM_BACKOFF_SECONDS = 0.01
+    llm.reset_clients()
+    yield server
+    server.stop()
+    llm.reset_clients()

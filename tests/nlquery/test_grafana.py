@@ -1,0 +1,88 @@
+"""The Grafana datasource-proxy backend, against a fake Grafana (a real local HTTP server speaking
+/api/datasources/proxy/uid/<uid>/api/v1/... with Bearer-token checks)."""
+
+import logging
+from datetime import datetime, timezone
+
+import pytest
+
+from apps.nlquery.agent import run_query
+from apps.nlquery.backends import GrafanaProxyBackend, backend_config, get_backend
+from tests.fakes.prometheus import FakeGrafana, canned_prometheus
+
+from .conftest import CANNED_METRICS, assert_invariant
+
+TOKEN = "glsa_secret-token-value-123"
+NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def grafana(settings):
+    values = [[NOW.timestamp() - 60, "41"], [NOW.timestamp() - 30, "43"]]
+    fake = FakeGrafana(uid="prom-uid", token=TOKEN, canned=canned_prometheus(
+        CANNED_METRICS, [{"metric": {"job": "node"}, "values": values}]))
+    settings.GRAFANA_URL = fake.url + "/"
+    settings.GRAFANA_DATASOURCE_UID = "prom-uid"
+    settings.GRAFANA_TOKEN = TOKEN
+    yield fake
+    fake.close()
+
+
+def test_queries_go_through_the_datasource_proxy_with_the_token(grafana, caplog):
+    caplog.set_level(logging.DEBUG)
+    state = run_query("Show go_goroutines for the last 5 minutes", now=NOW)
+    assert_invariant(state)
+    assert state["error"] is None, state["error"]
+    assert [p.value for p in state["result"].datapoints] == [41, 43]
+    assert isinstance(get_backend(), GrafanaProxyBackend)
+    paths = [path for path, _ in grafana.requests]
+    assert any(p.startswith("/api/datasources/proxy/uid/prom-uid/api/v1/query_range?") for p in paths)
+    assert all(headers.get("Authorization") == f"Bearer {TOKEN}" for _, headers in grafana.requests)
+    assert TOKEN not in caplog.text
+    assert TOKEN not in repr(get_backend())
+
+
+def test_wrong_token_is_grafana_unavailable_and_the_token_stays_secret(grafana, settings, caplog):
+    caplog.set_level(logging.DEBUG)
+    settings.GRAFANA_TOKEN = "glsa_wrong-token-456"
+    state = run_query("Show go_goroutines", now=NOW)
+    assert_invariant(state)
+    assert state["error"].error_type == "grafana_unavailable"
+    assert "401" in state["error"].message and "GRAFANA_TOKEN" in state["error"].suggestion
+    dumped = state["error"].model_dump_json()
+    assert "glsa_" not in dumped and "glsa_" not in caplog.text
+
+
+def test_unknown_datasource_uid_is_grafana_unavailable(grafana, settings):
+    settings.GRAFANA_DATASOURCE_UID = "other-uid"
+    state = run_query("Show go_goroutines", now=NOW)
+    assert_invariant(state)
+    assert state["error"].error_type == "grafana_unavailable"
+    assert "GRAFANA_DATASOURCE_UID" in state["error"].suggestion
+
+
+def test_proxy_forwards_to_a_real_prometheus(use_prometheus, settings):
+    fake = FakeGrafana(uid="real", token=TOKEN, upstream=use_prometheus.url)
+    try:
+        settings.PROMETHEUS_URL = ""
+        settings.GRAFANA_URL, settings.GRAFANA_DATASOURCE_UID, settings.GRAFANA_TOKEN = fake.url, "real", TOKEN
+        state = run_query("Show CPU usage for the last hour")
+        assert_invariant(state)
+        assert state["error"] is None, state["error"]
+        assert state["result"].datapoint_count > 0
+        assert get_backend().kind == "grafana"
+    finally:
+        fake.close()
+
+
+def test_partial_grafana_configuration_says_what_is_missing(settings):
+    settings.GRAFANA_URL = "http://grafana.invalid"
+    config = backend_config()
+    assert not config.configured
+    assert "GRAFANA_DATASOURCE_UID" in config.problem and "GRAFANA_TOKEN" in config.problem
+    assert get_backend() is None
+
+
+def test_prometheus_url_wins_over_grafana(settings, grafana):
+    settings.PROMETHEUS_URL = "http://127.0.0.1:9"
+    assert backend_config().kind == "prometheus"
