@@ -85,11 +85,8 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
-<<<<<<< HEAD
-    "apps.runs",
-=======
     "apps.nlquery",
->>>>>>> main
+    "apps.runs",
 ]
 
 MIDDLEWARE = [

@@ -8,6 +8,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def run_cli(*extra):
     args = ["evalrun", "--agent", AGENT, "--test-set", str(TEST_SET), "--judge-model", "heuristic", "--poll", "0.01",
+            "--timeout", "30",
             *extra]
     return call_command(*args)
 
