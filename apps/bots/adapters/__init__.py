@@ -3,8 +3,11 @@
 from .base import BotAdapter, BotDocument, BotError, BotSpec, BotTool, BotTurn, ToolCallRecord
 from .demo import DemoBotAdapter
 from .http import HttpBotAdapter
+from .openai_chat import OpenAIBotAdapter
 
-ADAPTERS: dict[str, BotAdapter] = {adapter.name: adapter for adapter in (HttpBotAdapter(), DemoBotAdapter())}
+ADAPTERS: dict[str, BotAdapter] = {
+    adapter.name: adapter for adapter in (HttpBotAdapter(), OpenAIBotAdapter(), DemoBotAdapter())
+}
 
 
 def get_adapter(name: str) -> BotAdapter:

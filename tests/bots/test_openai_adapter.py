@@ -1,0 +1,76 @@
+import pytest
+
+from apps.bots.adapters import BotError, get_adapter
+from tests.bots.test_adapters import spec, user
+
+
+def openai_spec(**extra):
+    return spec(adapter="openai", system_prompt="You are the HR assistant.", llm_model="bot-model",
+                llm_parameters={"temperature": 0.3}, **extra)
+
+
+def test_plain_answer_uses_system_prompt_and_parameters(openai_server):
+    openai_server.push_text("Hello! How can I help?")
+    turn = get_adapter("openai").respond(openai_spec(), user("hi"), conversation_id="c")
+    assert turn.reply == "Hello! How can I help?" and turn.tool_calls == []
+    request = openai_server.chat_requests[0]
+    assert request["model"] == "bot-model" and request["temperature"] == 0.3
+    assert request["messages"][0] == {"role": "system", "content": "You are the HR assistant."}
+    assert {t["function"]["name"] for t in request["tools"]} == {"search_kb", "live_handoff"}
+    assert turn.usage["total_tokens"] == 18
+
+
+def test_search_tool_is_executed_over_the_knowledge_base(openai_server):
+    openai_server.push_tool_calls([{"name": "search_kb", "arguments": {"query": "PTO accrual per month"}}])
+    openai_server.push_text("You accrue 1.5 days of PTO per month.")
+    turn = get_adapter("openai").respond(openai_spec(), user("How much PTO?"), conversation_id="c")
+    assert turn.reply == "You accrue 1.5 days of PTO per month."
+    call = turn.tool_calls[0]
+    assert call.name == "search_kb" and call.success and "1.5 days" in call.result[0]["text"]
+    followup = openai_server.chat_requests[1]["messages"]
+    assert followup[-2]["tool_calls"][0]["function"]["name"] == "search_kb"
+    assert followup[-1]["role"] == "tool" and "1.5 days" in followup[-1]["content"]
+    assert turn.usage["total_tokens"] == 36
+
+
+def test_handoff_tool_ends_the_turn_as_a_handoff(openai_server):
+    openai_server.push_tool_calls([{"name": "live_handoff", "arguments": {"reason": "user asked"}}], content=None)
+    turn = get_adapter("openai").respond(openai_spec(), user("human please"), conversation_id="c")
+    assert turn.handoff is True and turn.tool_calls[0].name == "live_handoff"
+
+
+def test_unknown_and_custom_tools_are_recorded_not_faked(openai_server):
+    openai_server.push_tool_calls([{"name": "delete_database", "arguments": {}}])
+    openai_server.push_text("Sorry, I can't do that.")
+    turn = get_adapter("openai").respond(openai_spec(), user("drop it"), conversation_id="c")
+    assert turn.tool_calls[0].success is False and "no tool named" in turn.tool_calls[0].error
+
+
+def test_endless_tool_calls_are_a_bot_error(openai_server):
+    for _ in range(4):
+        openai_server.push_tool_calls([{"name": "search_kb", "arguments": {"query": "x"}}])
+    with pytest.raises(BotError, match="kept calling tools"):
+        get_adapter("openai").respond(openai_spec(), user("loop"), conversation_id="c")
+
+
+def test_llm_failure_is_a_bot_error(openai_server):
+    for _ in range(3):
+        openai_server.push_error(500, "down")
+    with pytest.raises(BotError, match="openai bot failed: chat failed after 3 attempt"):
+        get_adapter("openai").respond(openai_spec(), user("hi"), conversation_id="c")
+
+
+def test_bot_endpoint_and_secret_are_used(openai_server, settings):
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    openai_server.push_text("ok")
+    get_adapter("openai").respond(openai_spec(endpoint_url=openai_server.url, secret="bot-key"), user("hi"),
+                                  conversation_id="c")
+    assert openai_server.headers[0]["Authorization"] == "Bearer bot-key"
+
+
+def test_not_configured_is_a_bot_error(settings):
+    settings.OPENAI_BASE_URL = ""
+    settings.OPENAI_API_KEY = ""
+    with pytest.raises(BotError, match="not configured"):
+        get_adapter("openai").respond(openai_spec(), user("hi"), conversation_id="c")
