@@ -81,17 +81,17 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
     judge = _judge_choice(judge_model)
 
     if test_set_id is not None:
-        test_set_version, items = sources.test_set_items(test_set_id, test_set_version, agent_id=agent_id)
+        test_set_version, items = sources.test_set_items(test_set_id, test_set_version)
         rows = [(item["item_id"], item.get("name", ""), item["type"], item) for item in items]
     else:
-        questions = sources.question_set_items(dataset_id, agent_id=agent_id)
+        questions = sources.question_set_items(dataset_id)
         rows = [(q["question_id"], q["question"][:255], "question", q) for q in questions]
     if not rows:
         raise InvalidInputError("The test set has no items to run.")
     if rubric_id is not None:
         if dataset_id is not None:
             raise InvalidInputError("Rubrics apply to test-set (V2) runs, not V1 question sets.")
-        rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version, agent_id=agent_id)
+        rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version)
 
     run = EvaluationRun.objects.create(
         agent_id=agent_id, dataset_id=dataset_id, test_set_id=test_set_id, test_set_version=test_set_version,
@@ -190,7 +190,7 @@ def result_execute(*, result_pk: int) -> None:
         if result.item_type == "question":
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
         else:
-            rubric = sources.rubric_snapshot(run.rubric_id, run.rubric_version, agent_id=run.agent_id)[1] \
+            rubric = sources.rubric_snapshot(run.rubric_id, run.rubric_version)[1] \
                 if run.rubric_id else None
             outcome = execute_test_item(item=result.item, bot=bot, rubric=rubric, options=options,
                                         conversation_id=conversation_id)

@@ -1,21 +1,38 @@
-"""What a run reads from the bots, test sets and rubrics apps: plain data in the contract's shapes.
+"""What a run reads from the bots, test sets and rubrics apps, as plain data in the contract's
+shapes. Unknown ids or versions raise NotFoundError (from those apps' selectors).
 
-Each function raises NotFoundError for an unknown id (or a version that does not exist)."""
+A run may use another bot's test set or rubric: comparing two bots on the same test set is the
+point of an A/B run, so ownership is not checked here."""
 
-from apps.bots.adapters import BotSpec
+from apps.bots.adapters import BotDocument, BotSpec, BotTool
 
 
 def bot_spec(agent_id: str) -> BotSpec:
-    raise NotImplementedError
+    from apps.bots.selectors import bot_spec_data
+
+    data = bot_spec_data(agent_id)
+    return BotSpec(
+        agent_id=data["agent_id"], name=data["name"], adapter=data["adapter"], system_prompt=data["system_prompt"],
+        llm_provider=data["llm_provider"], llm_model=data["llm_model"], llm_parameters=data["llm_parameters"],
+        endpoint_url=data["endpoint_url"], secret=data["secret"],
+        tools=tuple(BotTool(t["tool_name"], t["name"], t["type"], t["description"]) for t in data["tools"]),
+        documents=tuple(BotDocument(d["knowledge_base"], d["title"], d["text"]) for d in data["documents"]),
+    )
 
 
-def test_set_items(test_set_id, version: int | None, *, agent_id: str) -> tuple[int, list[dict]]:
-    raise NotImplementedError
+def test_set_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
+    from apps.testsets.selectors import test_set_version_items
+
+    return test_set_version_items(test_set_id, version)
 
 
-def rubric_snapshot(rubric_id, version: int | None, *, agent_id: str) -> tuple[int, dict]:
-    raise NotImplementedError
+def rubric_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:
+    from apps.rubrics.selectors import rubric_version_snapshot
+
+    return rubric_version_snapshot(rubric_id, version)
 
 
-def question_set_items(dataset_id, *, agent_id: str) -> list[dict]:
-    raise NotImplementedError
+def question_set_items(dataset_id) -> list[dict]:
+    from apps.testsets.selectors import dataset_questions
+
+    return dataset_questions(dataset_id)

@@ -34,17 +34,17 @@ def plan(monkeypatch):
             raise NotFoundError(f"No bot with agent_id {agent_id}")
         return state["bot"]
 
-    def test_set_items(test_set_id, version, *, agent_id):
+    def test_set_items(test_set_id, version):
         if test_set_id != TEST_SET:
             raise NotFoundError(f"No test set {test_set_id}")
         return version or 2, state["items"]
 
-    def rubric_snapshot(rubric_id, version, *, agent_id):
+    def rubric_snapshot(rubric_id, version):
         if rubric_id != RUBRIC_ID:
             raise NotFoundError(f"No rubric {rubric_id}")
         return version or 1, state["rubric"]
 
-    def question_set_items(dataset_id, *, agent_id):
+    def question_set_items(dataset_id):
         return [{"question_id": str(uuid.UUID(int=500)), "question": "How much PTO carries over?",
                  "expected_answer": "Up to 5 days carry over"}]
 
