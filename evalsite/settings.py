@@ -86,6 +86,9 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.traces",
     "apps.nlquery",
+    "apps.bots",
+    "apps.rubrics",
+    "apps.testsets",
 ]
 
 MIDDLEWARE = [
