@@ -221,6 +221,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Rule severity and test item priority share one set of levels.
+    "ENUM_NAME_OVERRIDES": {"LevelEnum": ["high", "medium", "low"]},
 }
 
 # Celery: the filesystem transport needs no server; production points this at Redis or RabbitMQ.

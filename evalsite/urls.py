@@ -12,6 +12,9 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),
+    path("api/v1/", include("apps.bots.api.urls")),
+    path("api/v1/", include("apps.rubrics.api.urls")),
+    path("api/v1/", include("apps.testsets.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("", include("django_prometheus.urls")),
     # Anything else under /api/ answers JSON, not the HTML 404 page.

@@ -10,6 +10,8 @@ DEFAULT_MAX_TURNS = 8
 class TestSet(models.Model):
     """The editable head of a test set; every change is published as an immutable TestSetVersion."""
 
+    __test__ = False  # a model, not a pytest test class
+
     test_set_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
     name = models.CharField(max_length=255)
@@ -26,6 +28,8 @@ class TestSet(models.Model):
 
 
 class TestItem(models.Model):
+    __test__ = False  # a model, not a pytest test class
+
     class Type(models.TextChoices):
         SINGLE_TURN = "single_turn"
         SCENARIO = "scenario"
@@ -62,6 +66,8 @@ class TestItem(models.Model):
 
 
 class TestSetVersion(models.Model):
+    __test__ = False  # a model, not a pytest test class
+
     test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="versions")
     version = models.PositiveIntegerField()
     snapshot = models.JSONField()
