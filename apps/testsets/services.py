@@ -196,9 +196,11 @@ def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
 
 
 @transaction.atomic
-def dataset_create(*, data: DatasetIn) -> Dataset:
-    dataset = Dataset.objects.create(name=data.name, description=data.description,
-                                     agent=_optional_bot(data.agent_id))
+def dataset_create(*, data: DatasetIn, dataset_id=None) -> Dataset:
+    dataset = Dataset(name=data.name, description=data.description, agent=_optional_bot(data.agent_id))
+    if dataset_id is not None:
+        dataset.dataset_id = dataset_id
+    dataset.save(force_insert=True)
     _write_questions(dataset, data)
     return dataset
 

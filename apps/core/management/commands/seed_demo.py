@@ -42,6 +42,7 @@ class Command(BaseCommand):
 
 
 def demo_loaders():
+    from apps.bots.demo import load_demo_evaluation_data
     from apps.traces.demo import load_demo_traces
 
-    return [("traces", load_demo_traces)]
+    return [("traces", load_demo_traces), ("bot, rubric, test set and question set", load_demo_evaluation_data)]
