@@ -66,7 +66,7 @@ def rubric_body(agent_id: str, **overrides) -> dict:
     return body
 
 
-def testset_payload(agent_id: str, **overrides) -> dict:
+def make_test_set_payload(agent_id: str, **overrides) -> dict:
     body = {
         "agent_id": agent_id,
         "name": "Support test set",

@@ -6,7 +6,7 @@ import pytest
 from apps.core.errors import NotFoundError
 from apps.testsets.models import TestItem, TestSet, TestSetVersion
 from apps.testsets.selectors import test_set_version_items
-from tests.bots.factories import BotFactory, testset_payload
+from tests.bots.factories import BotFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 TEST_SET_KEYS = {"test_set_id", "agent_id", "version", "name", "description", "items", "created_at", "updated_at"}
@@ -20,7 +20,7 @@ def bot():
 
 @pytest.fixture
 def test_set(api, bot):
-    response = api.post("/api/v1/test-sets", testset_payload(bot.agent_id), format="json")
+    response = api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id), format="json")
     assert response.status_code == 201, response.json()
     return response.json()
 
@@ -41,7 +41,7 @@ def test_create_in_the_contract_shape(api, test_set):
 
 
 def test_unknown_tools_warn_but_save(api, bot):
-    body = testset_payload(bot.agent_id)
+    body = make_test_set_payload(bot.agent_id)
     body["items"][0]["expected"]["should_use_tools"] = ["search_kb", "book_flight"]
     response = api.post("/api/v1/test-sets", body, format="json")
     assert response.status_code == 201
@@ -54,7 +54,7 @@ def test_put_versions_keep_item_ids(api, bot, test_set):
     tid = test_set["test_set_id"]
     ids = [i["item_id"] for i in test_set["items"]]
     # A client that never sends item ids: items keep theirs by name.
-    body = testset_payload(bot.agent_id, version=1, changelog="Priority")
+    body = make_test_set_payload(bot.agent_id, version=1, changelog="Priority")
     body["items"][1]["priority"] = "low"
     body["items"].append({"type": "single_turn", "name": "New", "inputs": {"message": "Hello"}})
     response = api.put(f"/api/v1/test-sets/{tid}", body, format="json")
@@ -112,14 +112,14 @@ def _item(**change):
     ([_item(expected={"success_criteria": [""]})], "success_criteria"),
 ])
 def test_bad_items_are_422_and_write_nothing(api, bot, items, fragment):
-    response = api.post("/api/v1/test-sets", testset_payload(bot.agent_id, items=items), format="json")
+    response = api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id, items=items), format="json")
     assert response.status_code == 422, response.json()
     assert fragment in json.dumps(response.json()["detail"])
     assert not TestSet.objects.exists() and not TestItem.objects.exists()
 
 
 def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
-    response = api.post("/api/v1/test-sets", testset_payload("64f1c0ffee0000000000dead"), format="json")
+    response = api.post("/api/v1/test-sets", make_test_set_payload("64f1c0ffee0000000000dead"), format="json")
     assert response.status_code == 422 and "does not name a bot" in response.json()["detail"]
     assert not TestSet.objects.exclude(pk=test_set["test_set_id"]).exists()
     unknown = "00000000-0000-0000-0000-000000000000"
@@ -127,7 +127,7 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
                  f"/api/v1/test-sets/{test_set['test_set_id']}/versions/5", f"/api/v1/test-sets/{unknown}/export",
                  "/api/v1/test-sets?agent_id=64f1c0ffee0000000000dead"):
         assert api.get(path).status_code == 404, path
-    assert api.put(f"/api/v1/test-sets/{unknown}", testset_payload(bot.agent_id), format="json").status_code == 404
+    assert api.put(f"/api/v1/test-sets/{unknown}", make_test_set_payload(bot.agent_id), format="json").status_code == 404
     assert staff_api.delete(f"/api/v1/test-sets/{unknown}").status_code == 404
     with pytest.raises(NotFoundError):
         test_set_version_items(unknown, None)
@@ -137,7 +137,7 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
 
 def test_bad_put_writes_nothing(api, bot, test_set):
     tid = test_set["test_set_id"]
-    response = api.put(f"/api/v1/test-sets/{tid}", testset_payload(bot.agent_id, items=[_item(inputs={})]),
+    response = api.put(f"/api/v1/test-sets/{tid}", make_test_set_payload(bot.agent_id, items=[_item(inputs={})]),
                        format="json")
     assert response.status_code == 422
     assert TestItem.objects.count() == 2 and TestSetVersion.objects.count() == 1

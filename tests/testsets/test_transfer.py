@@ -5,7 +5,7 @@ import json
 import pytest
 
 from apps.testsets.models import TestSet, TestSetVersion
-from tests.bots.factories import BotFactory, testset_payload
+from tests.bots.factories import BotFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -17,7 +17,7 @@ def bot():
 
 @pytest.fixture
 def test_set(api, bot):
-    body = testset_payload(bot.agent_id)
+    body = make_test_set_payload(bot.agent_id)
     # Characters that trip up CSV and JSON writers.
     body["items"][0]["name"] = 'Quotes "and", commas'
     body["items"][0]["inputs"]["message"] = "Line one\nLine two, with ünïcödé ✓"
