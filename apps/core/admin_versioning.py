@@ -2,6 +2,7 @@
 between any two of them and a restore button that publishes an old version as a new one."""
 
 from django.contrib import messages
+from django.contrib.admin.utils import construct_change_message
 from django.core.exceptions import PermissionDenied
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
@@ -22,6 +23,11 @@ class VersionHistoryAdminMixin:
 
     def restore_version(self, obj, version: int, author: str):
         raise NotImplementedError
+
+    def construct_change_message(self, request, form, formsets, add=False):
+        # The inline rows are not saved by the formsets (the publishing service rewrites them), so
+        # the log entry describes the parent form only.
+        return construct_change_message(form, [], add)
 
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name

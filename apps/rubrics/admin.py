@@ -72,12 +72,6 @@ class RubricRuleFormSet(forms.BaseInlineFormSet):
             })
         except PydanticValidationError as exc:
             raise ValidationError(pydantic_messages(exc)) from None
-        based_on = getattr(rubric, "_based_on_version", None)
-        if rubric.pk and based_on is not None:
-            current = Rubric.objects.filter(pk=rubric.pk).values_list("current_version", flat=True).first()
-            if current is not None and current != based_on:
-                raise ValidationError(f"Someone published version {current} while you edited version {based_on}. "
-                                      "Reload the page and apply your change again.")
 
 
 class RubricRuleInline(admin.StackedInline):
@@ -109,6 +103,17 @@ class RubricForm(forms.ModelForm):
         for level in ("high", "medium", "low"):
             self.fields[f"severity_{level}"].initial = definitions.get(level, "")
         self.fields["based_on_version"].initial = self.instance.current_version
+
+    def clean(self):
+        cleaned = super().clean()
+        based_on = cleaned.get("based_on_version")
+        if not self.instance._state.adding and based_on is not None:
+            current = Rubric.objects.filter(pk=self.instance.pk).values_list("current_version", flat=True).first()
+            if current is not None and current != based_on:
+                raise forms.ValidationError(
+                    f"Someone published version {current} while you edited version {based_on}. "
+                    "Reload the page and apply your change again.")
+        return cleaned
 
 
 @admin.register(Rubric)

@@ -75,12 +75,6 @@ class TestItemFormSet(forms.BaseInlineFormSet):
                 "description": test_set.description, "items": [item_data(f) for f in kept]})
         except PydanticValidationError as exc:
             raise ValidationError(pydantic_messages(exc)) from None
-        based_on = getattr(test_set, "_based_on_version", None)
-        if based_on is not None:
-            current = TestSet.objects.filter(pk=test_set.pk).values_list("current_version", flat=True).first()
-            if current is not None and current != based_on:
-                raise ValidationError(f"Someone published version {current} while you edited version {based_on}. "
-                                      "Reload the page and apply your change again.")
 
 
 class TestItemInline(admin.StackedInline):
@@ -104,6 +98,17 @@ class TestSetForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["based_on_version"].initial = self.instance.current_version
+
+    def clean(self):
+        cleaned = super().clean()
+        based_on = cleaned.get("based_on_version")
+        if not self.instance._state.adding and based_on is not None:
+            current = TestSet.objects.filter(pk=self.instance.pk).values_list("current_version", flat=True).first()
+            if current is not None and current != based_on:
+                raise forms.ValidationError(
+                    f"Someone published version {current} while you edited version {based_on}. "
+                    "Reload the page and apply your change again.")
+        return cleaned
 
 
 class ImportForm(forms.Form):
