@@ -2,6 +2,8 @@
 
 import uuid
 
+from django.db.models import Q
+
 from apps.core.errors import NotFoundError
 
 from .models import Rubric, RubricVersion
@@ -48,6 +50,16 @@ def rubric_version_data(rubric: Rubric, version: RubricVersion, *, with_history:
 
 def rubric_data(rubric: Rubric) -> dict:
     return rubric_version_data(rubric, rubric_version_get(rubric))
+
+
+def rubric_list_data(rubrics) -> list[dict]:
+    """Current versions of many rubrics in two queries."""
+    rubrics = list(rubrics)
+    wanted = Q(pk__in=[])
+    for rubric in rubrics:
+        wanted |= Q(rubric_id=rubric.pk, version=rubric.current_version)
+    versions = {v.rubric_id: v for v in RubricVersion.objects.filter(wanted)} if rubrics else {}
+    return [rubric_version_data(rubric, versions[rubric.pk]) for rubric in rubrics if rubric.pk in versions]
 
 
 def rubric_versions(rubric: Rubric) -> list[dict]:

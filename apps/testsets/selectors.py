@@ -5,6 +5,8 @@ have pytest collect them as tests."""
 
 import uuid
 
+from django.db.models import Q
+
 from apps.core.errors import NotFoundError
 
 from .models import Dataset, TestSet, TestSetVersion
@@ -50,6 +52,16 @@ def test_set_version_data(test_set: TestSet, version: TestSetVersion, *, with_hi
 
 def test_set_data(test_set: TestSet) -> dict:
     return test_set_version_data(test_set, test_set_version_get(test_set))
+
+
+def test_set_list_data(test_sets) -> list[dict]:
+    """Current versions of many test sets in two queries."""
+    test_sets = list(test_sets)
+    wanted = Q(pk__in=[])
+    for test_set in test_sets:
+        wanted |= Q(test_set_id=test_set.pk, version=test_set.current_version)
+    versions = {v.test_set_id: v for v in TestSetVersion.objects.filter(wanted)} if test_sets else {}
+    return [test_set_version_data(t, versions[t.pk]) for t in test_sets if t.pk in versions]
 
 
 def test_set_versions(test_set: TestSet) -> list[dict]:
@@ -99,6 +111,6 @@ def dataset_questions(dataset_id) -> list[dict]:
     return dataset_data(dataset_get(dataset_id))["questions"]
 
 
-for _selector in (test_set_get, test_set_list, test_set_version_get, test_set_version_data, test_set_data,
+for _selector in (test_set_get, test_set_list, test_set_list_data, test_set_version_get, test_set_version_data, test_set_data,
                   test_set_versions, test_set_version_items):
     _selector.__test__ = False

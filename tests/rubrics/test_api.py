@@ -153,3 +153,10 @@ def test_nulls_are_accepted_as_empty(api, bot):
     response = api.post("/api/v1/rubrics", body, format="json")
     assert response.status_code == 201
     assert response.json()["rules"][0]["evaluation_criteria"] == {"pass_conditions": [], "fail_conditions": []}
+
+
+def test_list_query_count_does_not_grow_with_rubrics(api, bot, django_assert_max_num_queries):
+    for n in range(6):
+        api.post("/api/v1/rubrics", rubric_body(bot.agent_id, name=f"R{n}"), format="json")
+    with django_assert_max_num_queries(6):
+        assert len(api.get("/api/v1/rubrics").json()) == 6

@@ -150,3 +150,10 @@ def test_list_and_delete(api, staff_api, bot, test_set):
     assert api.delete(f"/api/v1/test-sets/{tid}").status_code == 403
     assert staff_api.delete(f"/api/v1/test-sets/{tid}").status_code == 204
     assert not TestSetVersion.objects.exists()
+
+
+def test_list_query_count_does_not_grow_with_test_sets(api, bot, django_assert_max_num_queries):
+    for n in range(6):
+        api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id, name=f"T{n}"), format="json")
+    with django_assert_max_num_queries(6):
+        assert len(api.get("/api/v1/test-sets").json()) == 6

@@ -43,7 +43,7 @@ class RubricListView(APIView):
         if agent_id is not None:
             bot_get(agent_id)
         rubrics = selectors.rubric_list(agent_id=agent_id)
-        return Response([selectors.rubric_data(rubric) for rubric in rubrics])
+        return Response(selectors.rubric_list_data(rubrics))
 
     @extend_schema(tags=TAG, request=RubricCreateIn, responses={201: RubricOut}, operation_id="rubrics_create", summary="Create a rubric (version 1)")
     def post(self, request):

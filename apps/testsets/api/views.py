@@ -69,7 +69,7 @@ class TestSetListView(APIView):
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's test sets.")])
     def get(self, request):
         test_sets = selectors.test_set_list(agent_id=_agent_filter(request))
-        return Response([selectors.test_set_data(test_set) for test_set in test_sets])
+        return Response(selectors.test_set_list_data(test_sets))
 
     @extend_schema(tags=TAG, request=TestSetCreateIn, responses={201: TestSetSavedOut},
                    operation_id="test_sets_create", summary="Create a test set (version 1)",
