@@ -75,6 +75,8 @@ class AgentEvaluation(models.Model):
             models.Index(fields=["-created_at", "-id"], name="agenteval_newest"),
             models.Index(fields=["agent_name", "-created_at", "-id"], name="agenteval_agent_newest"),
             models.Index(fields=["operation", "-created_at", "-id"], name="agenteval_op_newest"),
+            # Both filters together: without it a combination that matches little walks a whole agent's rows.
+            models.Index(fields=["agent_name", "operation", "-created_at", "-id"], name="agenteval_agent_op_newest"),
             models.Index(fields=["overall_score"], name="agenteval_overall"),
             # /history/{session_id} and the reuse lookup.
             models.Index(fields=["session_id", "-created_at"], name="agenteval_session_newest"),
