@@ -11,6 +11,7 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
+    path("api/v1/metrics/", include("apps.agentic.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("", include("django_prometheus.urls")),
