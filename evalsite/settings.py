@@ -86,6 +86,7 @@ INSTALLED_APPS = [
     "apps.core",
     "apps.traces",
     "apps.nlquery",
+    "apps.rag",
 ]
 
 MIDDLEWARE = [
