@@ -62,6 +62,7 @@ def evaluation_data(evaluation: TraceEvaluation) -> dict:
 class TraceHistoryView(APIView):
     @extend_schema(
         tags=TAG,
+        operation_id="trace_history_list",
         responses={200: TraceHistoryOut},
         parameters=[
             OpenApiParameter("test", str, OpenApiParameter.QUERY, required=False,
@@ -83,7 +84,8 @@ class TraceHistoryView(APIView):
 
 
 class TraceEvaluationDetailView(APIView):
-    @extend_schema(tags=TAG, responses={200: TraceEvaluationOut}, summary="One stored TRACE evaluation")
+    @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
+                   summary="One stored TRACE evaluation")
     def get(self, request, evaluation_id: int):
         evaluation = selectors.trace_evaluation_list().filter(pk=evaluation_id).first()
         if evaluation is None:
