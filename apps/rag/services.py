@@ -19,10 +19,11 @@ class TraceAnswer:
     evaluation: TraceEvaluation
 
 
-def trace_evaluate(*, query: str | dict, partial: bool = False, user=None) -> TraceAnswer:
-    """Raises parsing.QueryParseError for a query that yields no payload (the API's 400)."""
+def trace_evaluate(*, query: str | dict, partial: bool = False, user=None, use_llm: bool | None = None) -> TraceAnswer:
+    """Raises parsing.QueryParseError for a query that yields no payload (the API's 400).
+    use_llm: None means "when one is configured"."""
     started = time.perf_counter()
-    use_llm = llm.llm_configured()
+    use_llm = llm.llm_configured() if use_llm is None else use_llm
     parsed = parse_query(query, use_llm=use_llm)
     payload = parsed.payload
     missing = missing_parameters(payload)

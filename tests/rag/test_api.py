@@ -259,3 +259,11 @@ def test_openapi_schema_lists_endpoints(api):
     text = schema.content.decode()
     for path in ('"/trace"', '"/api/v1/trace"', '"/api/v1/trace/history"'):
         assert path in text
+
+
+def test_demo_loader_is_idempotent(db):
+    from apps.rag.demo import load_demo_trace_evaluations
+
+    assert load_demo_trace_evaluations() == 3
+    assert load_demo_trace_evaluations() == 0
+    assert sorted(TraceEvaluation.objects.values_list("outcome", flat=True)) == ["missing", "partial", "scored"]

@@ -42,6 +42,7 @@ class Command(BaseCommand):
 
 
 def demo_loaders():
+    from apps.rag.demo import load_demo_trace_evaluations
     from apps.traces.demo import load_demo_traces
 
-    return [("traces", load_demo_traces)]
+    return [("traces", load_demo_traces), ("TRACE evaluations", load_demo_trace_evaluations)]
