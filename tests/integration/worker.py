@@ -38,7 +38,8 @@ def test_database_url() -> str:
 
 def sender(broker_url: str, transport_options: dict) -> Celery:
     # A separate app: the test process itself runs tasks eagerly, but these must cross the broker.
-    app = Celery("evalsite-test-sender", broker=broker_url)
+    # Not the current app: shared tasks called later in this process must stay on evalsite's app.
+    app = Celery("evalsite-test-sender", broker=broker_url, set_as_current=False)
     app.conf.broker_transport_options = transport_options
     return app
 
