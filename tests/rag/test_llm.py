@@ -141,3 +141,14 @@ def test_llm_extraction_without_tests_is_400(api, judge):
     judge.push_json({"tests": [], "question": "hi"})
     response = post(api, "hello there, nice weather")
     assert response.status_code == 400
+
+
+def test_llm_answer_accuracy_takes_best_ground_truth(api, judge):
+    def rate(body):
+        return {"rating": 0 if "Lyon" in body["messages"][-1]["content"] else 4}
+
+    script(judge, {"AnswerAccuracyOutput": rate})
+    body = post(api, {**PARIS, "tests": ["answer_accuracy"], "ground_truth": ["Lyon", "Paris"]}).json()
+    assert body["evaluation_scores"]["answer_accuracy"] == 1.0
+    assert body["details"]["answer_accuracy"]["ground_truth"] == "Paris"
+    assert len(judge.chat_requests) == 4

@@ -89,3 +89,12 @@ def test_ragas_loaded_once():
     from apps.rag.metrics import ragas_backend
 
     assert ragas_backend.ragas_offline() is ragas_backend.ragas_offline()
+
+
+def test_answer_accuracy_without_word_characters_is_skipped_not_scored():
+    payload = TracePayload(tests=["answer_accuracy"], answer="?!", ground_truth="...")
+    scoring = score_metrics(payload.tests, payload, use_llm=False)
+    assert scoring.scores["answer_accuracy"] is None
+    assert scoring.details["answer_accuracy"]["status"] == "skipped"
+    payload = TracePayload(tests=["answer_accuracy"], answer="Paris", ground_truth=["...", "Paris"])
+    assert score_metrics(payload.tests, payload, use_llm=False).scores["answer_accuracy"] == 1.0

@@ -79,10 +79,15 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
     """Normalised exact match against each ground truth, else Ragas' Levenshtein similarity of the
     normalised strings; the best ground truth wins."""
     answer = lexical.normalise_answer(p.answer)
+    if not answer:
+        return MetricOutcome(None, {"method": "exact_match", "status": "skipped", "normalised_answer": answer,
+                                    "reason": "the answer has no word characters to compare"})
     candidates = []
     for truth in p.ground_truths:
         normalised = lexical.normalise_answer(truth)
-        if answer == normalised:
+        if not normalised:
+            candidates.append({"ground_truth": truth, "normalised": normalised, "method": "exact_match", "score": 0.0})
+        elif answer == normalised:
             candidates.append({"ground_truth": truth, "normalised": normalised, "method": "exact_match", "score": 1.0})
         else:
             similarity = await rb.string_similarity(response=answer, reference=normalised)
@@ -131,6 +136,10 @@ async def _ragas_llm(name: str, metric, fallback, p: TracePayload, **inputs) -> 
     return MetricOutcome(value, details, usage=log.usage.as_dict())
 
 
+def _rank(outcome: MetricOutcome) -> float:
+    return -1.0 if outcome.score is None else outcome.score
+
+
 async def answer_accuracy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcome:
     if not p.has("question"):
         outcome = await answer_accuracy(p)
@@ -141,7 +150,7 @@ async def answer_accuracy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcom
         outcome = await _ragas_llm("answer_accuracy", m.answer_accuracy, None, p,
                                    user_input=p.question, response=p.answer, reference=truth)
         outcome.details["ground_truth"] = truth
-        if best is None or (outcome.score or -1) > (best.score or -1):
+        if best is None or _rank(outcome) > _rank(best):
             best = outcome
     return best
 
