@@ -152,3 +152,12 @@ def test_llm_answer_accuracy_takes_best_ground_truth(api, judge):
     assert body["evaluation_scores"]["answer_accuracy"] == 1.0
     assert body["details"]["answer_accuracy"]["ground_truth"] == "Paris"
     assert len(judge.chat_requests) == 4
+
+
+def test_many_contexts_keep_context_utilisation_lexical(api, judge):
+    contexts = [{"id": f"c{i}", "text": f"passage number {i} about Paris"} for i in range(25)]
+    body = post(api, {**PARIS, "tests": ["context_utilisation"], "contexts": contexts}).json()
+    details = body["details"]["context_utilisation"]
+    assert details["method"] == "lexical:v1" and "25 contexts" in details["note"]
+    assert body["evaluation_scores"]["context_utilisation"] == details["overlap_tokens"] / details["context_tokens_total"]
+    assert judge.chat_requests == []

@@ -19,6 +19,8 @@ from . import ragas_backend as rb
 logger = logging.getLogger(__name__)
 
 DETERMINISTIC = "deterministic"
+# Ragas' ContextUtilization makes one LLM call per context, one after another, inside the request.
+MAX_LLM_CONTEXTS = 20
 
 
 @dataclass
@@ -169,6 +171,11 @@ async def answer_relevancy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutco
 
 
 async def context_utilisation_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcome:
+    if len(p.contexts) > MAX_LLM_CONTEXTS:
+        outcome = await context_utilisation(p)
+        outcome.details["note"] = (f"{len(p.contexts)} contexts: more than the {MAX_LLM_CONTEXTS} Ragas "
+                                   "ContextUtilization judges one LLM call each, so the LLM was not used")
+        return outcome
     lexical_result = lexical.context_utilisation(contexts=_texts(p), answer=p.answer)
     return await _ragas_llm("context_utilisation", m.context_utilisation, lexical_result, p,
                             user_input=p.question, response=p.answer, retrieved_contexts=_texts(p))
