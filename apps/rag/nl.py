@@ -72,6 +72,8 @@ def parse_natural_language(text: str, *, use_llm: bool | None = None) -> ParsedQ
         except llm.LLMError as exc:
             logger.warning("TRACE LLM extraction failed: %s", exc.reason)
             notes.append(f"LLM extraction failed ({exc.reason}); the rule-based extractor was used")
+        except QueryParseError as exc:
+            notes.append(f"LLM extraction unusable ({exc}); the rule-based extractor was used")
     parsed = extract_with_rules(text)
     parsed.notes[:0] = notes
     return parsed

@@ -161,3 +161,11 @@ def test_many_contexts_keep_context_utilisation_lexical(api, judge):
     assert details["method"] == "lexical:v1" and "25 contexts" in details["note"]
     assert body["evaluation_scores"]["context_utilisation"] == details["overlap_tokens"] / details["context_tokens_total"]
     assert judge.chat_requests == []
+
+
+def test_invalid_llm_extraction_falls_back_to_rules(api, judge):
+    judge.push_json({"tests": ["context_recall"], "contexts": [{"id": "", "text": "x"}], "relevant_context_ids": []})
+    body = post(api, "Evaluate context_recall. Context c1: x. Relevant: c1").json()
+    assert body["provided_parameters"]["parsing"]["source"] == "natural_language:rules"
+    assert "LLM extraction unusable" in body["provided_parameters"]["parsing"]["notes"][0]
+    assert body["evaluation_scores"] == {"context_recall": 1.0}
