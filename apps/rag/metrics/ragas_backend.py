@@ -34,9 +34,20 @@ def run(coro):
     return loop.run_until_complete(coro)
 
 
-@cache
-def ragas_offline():
+_offline = None
+
+
+def ragas_offline() -> "_Offline":
     """The offline Ragas metric objects, imported and built on first use, then kept."""
+    global _offline
+    if _offline is None:
+        with _lock:
+            if _offline is None:
+                _offline = _build_offline()
+    return _offline
+
+
+def _build_offline() -> "_Offline":
     import warnings
 
     with warnings.catch_warnings():
