@@ -3,6 +3,7 @@
 import time
 from dataclasses import dataclass
 
+import orjson
 from django.db import transaction
 
 from apps.core import llm
@@ -74,8 +75,6 @@ def _test_row(name: str, absent, body: dict) -> TraceEvaluationTest:
 @transaction.atomic
 def _store(*, query, parsed_source: str, body: dict, missing: dict, outcome: str, partial: bool, judge: str,
            usage: dict | None, user, duration_ms: float) -> TraceEvaluation:
-    import orjson
-
     evaluation = TraceEvaluation.objects.create(
         created_by=user if getattr(user, "is_authenticated", False) else None,
         query=query if isinstance(query, str) else orjson.dumps(query).decode(),
