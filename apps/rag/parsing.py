@@ -6,7 +6,6 @@ Everything that cannot be turned into a payload raises QueryParseError, which th
 400 as the contract's code does.
 """
 
-import logging
 import re
 from dataclasses import dataclass, field
 
@@ -16,8 +15,6 @@ from pydantic import ValidationError
 from apps.core.exceptions import pydantic_error_detail
 
 from .payload import TracePayload
-
-logger = logging.getLogger(__name__)
 
 
 class QueryParseError(Exception):
