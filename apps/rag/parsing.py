@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from apps.core.exceptions import pydantic_error_detail
 
-from .payload import TracePayload
+from .payload import SUPPORTED_TESTS, TracePayload
 
 
 class QueryParseError(Exception):
@@ -71,9 +71,12 @@ def _from_object(raw: dict) -> ParsedQuery:
 
 def validate_payload(data: dict) -> TracePayload:
     try:
-        return TracePayload.model_validate(data)
+        payload = TracePayload.model_validate(data)
     except ValidationError as exc:
         raise QueryParseError(pydantic_error_detail(exc)) from None
+    if not payload.tests:
+        raise QueryParseError("no tests requested; name at least one of: " + ", ".join(SUPPORTED_TESTS))
+    return payload
 
 
 def normalise_object(raw: dict) -> tuple[dict, list[str]]:

@@ -157,7 +157,8 @@ def test_natural_language_query(api):
                                    '{"tests": ["context_recall"], "contexts": 5}',
                                    '{"tests": ["x"], "unknown_field": 1}',
                                    '{"tests": ["context_recall"], "contexts": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}',
-                                   "Question: what? Answer: that."])
+                                   "Question: what? Answer: that.", '{"tests": [], "answer": "x"}',
+                                   '{"answer": "x"}', '{"tests": "  "}'])
 def test_bad_query_is_400(api, query):
     response = api.post("/trace", {"query": query}, format="json")
     assert response.status_code == 400, response.content
