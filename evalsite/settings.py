@@ -87,6 +87,7 @@ INSTALLED_APPS = [
     "apps.traces",
     "apps.agentic",
     "apps.nlquery",
+    "apps.rag",
 ]
 
 MIDDLEWARE = [

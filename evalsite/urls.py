@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core.views import api_not_found, server_error
+from apps.rag.api.views import TraceView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
@@ -13,6 +14,9 @@ urlpatterns = [
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/metrics/", include("apps.agentic.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),
+    path("api/v1/", include("apps.rag.api.urls")),
+    # The TRACE contract's own path; the same view as /api/v1/trace.
+    path("trace", TraceView.as_view(), name="trace"),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("", include("django_prometheus.urls")),
     # Anything else under /api/ answers JSON, not the HTML 404 page.

@@ -43,6 +43,8 @@ class Command(BaseCommand):
 
 def demo_loaders():
     from apps.agentic.demo import load_demo_evaluations
+    from apps.rag.demo import load_demo_trace_evaluations
     from apps.traces.demo import load_demo_traces
 
-    return [("traces", load_demo_traces), ("agentic evaluations", load_demo_evaluations)]
+    return [("traces", load_demo_traces), ("agentic evaluations", load_demo_evaluations),
+            ("TRACE evaluations", load_demo_trace_evaluations)]
