@@ -85,7 +85,12 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
+    "apps.agentic",
     "apps.nlquery",
+    "apps.rag",
+    "apps.bots",
+    "apps.rubrics",
+    "apps.testsets",
     "apps.runs",
 ]
 
@@ -187,6 +192,8 @@ EVALSITE_EMBEDDING_MODEL = os.environ.get("EVALSITE_EMBEDDING_MODEL", "text-embe
 # Per request; a call makes at most 3 attempts, waiting BACKOFF, 2×BACKOFF, … between them.
 EVALSITE_LLM_TIMEOUT_SECONDS = float(os.environ.get("EVALSITE_LLM_TIMEOUT_SECONDS", "") or 30)
 EVALSITE_LLM_BACKOFF_SECONDS = float(os.environ.get("EVALSITE_LLM_BACKOFF_SECONDS", "") or 1.0)
+# LLM judge calls in flight at once for one batch evaluation request.
+EVALSITE_AGENTIC_CONCURRENCY = env_int("EVALSITE_AGENTIC_CONCURRENCY", 4)
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
 # Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is
@@ -224,8 +231,9 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
-    # Several models have a "status" field with different choices; name each set once.
+    # Choice sets that several models share, or fields named alike with different choices: name each once.
     "ENUM_NAME_OVERRIDES": {
+        "LevelEnum": ["high", "medium", "low"],
         "RunStatusEnum": ["pending", "running", "completed", "failed", "cancelled"],
         "VerdictStatusEnum": ["ok", "skipped", "error"],
     },

@@ -4,6 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from apps.core.views import api_not_found, server_error
+from apps.rag.api.views import TraceView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
@@ -11,7 +12,14 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
+    path("api/v1/metrics/", include("apps.agentic.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),
+    path("api/v1/", include("apps.rag.api.urls")),
+    # The TRACE contract's own path; the same view as /api/v1/trace.
+    path("trace", TraceView.as_view(), name="trace"),
+    path("api/v1/", include("apps.bots.api.urls")),
+    path("api/v1/", include("apps.rubrics.api.urls")),
+    path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("", include("django_prometheus.urls")),

@@ -1,0 +1,130 @@
+from django import forms
+from django.contrib import admin
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html
+
+from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
+
+
+class BotForm(forms.ModelForm):
+    """The secret is write-only here too: the field never shows the stored value; leaving it blank
+    keeps it, and "clear secret" removes it."""
+
+    secret = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
+                             help_text="Write-only. Leave blank to keep the stored secret.")
+    clear_secret = forms.BooleanField(required=False, help_text="Remove the stored secret.")
+
+    class Meta:
+        model = Bot
+        fields = ["agent_id", "name", "organization_id", "organization_name", "adapter", "endpoint_url", "secret",
+                  "system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.initial.pop("secret", None)
+
+    def clean_agent_id(self):
+        agent_id = self.cleaned_data["agent_id"].strip().lower()
+        if len(agent_id) != 24 or any(c not in "0123456789abcdef" for c in agent_id):
+            raise forms.ValidationError("agent_id is 24 hexadecimal characters.")
+        return agent_id
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("adapter") == Bot.Adapter.HTTP and not cleaned.get("endpoint_url"):
+            self.add_error("endpoint_url", "The http adapter needs an endpoint URL.")
+        return cleaned
+
+    def save(self, commit=True):
+        bot = super().save(commit=False)
+        if self.cleaned_data.get("clear_secret"):
+            bot.secret = ""
+        elif not self.cleaned_data.get("secret"):
+            bot.secret = Bot.objects.filter(pk=bot.pk).values_list("secret", flat=True).first() or ""
+        if commit:
+            bot.save()
+        return bot
+
+
+class BotToolInline(admin.TabularInline):
+    model = BotTool
+    extra = 0
+    fields = ["position", "name", "tool_name", "type", "description", "output_instructions"]
+    ordering = ["position", "id"]
+
+
+class KnowledgeBaseInline(admin.TabularInline):
+    model = KnowledgeBase
+    extra = 0
+    fields = ["position", "name", "type", "documents_link"]
+    readonly_fields = ["documents_link"]
+    ordering = ["position", "id"]
+
+    @admin.display(description="documents")
+    def documents_link(self, obj):
+        if obj.pk is None or not KnowledgeBase.objects.filter(pk=obj.pk).exists():
+            return "—"
+        url = reverse("admin:bots_knowledgebase_change", args=[obj.pk])
+        return format_html('<a href="{}">{} documents</a>', url, obj.documents.count())
+
+
+@admin.register(Bot)
+class BotAdmin(admin.ModelAdmin):
+    form = BotForm
+    inlines = [BotToolInline, KnowledgeBaseInline]
+    list_display = ["name", "agent_id", "organization_name", "adapter", "llm_model", "tool_total", "kb_total",
+                    "has_secret"]
+    list_filter = ["adapter", "llm_provider"]
+    search_fields = ["name", "agent_id", "organization_name"]
+    readonly_fields = ["created_at", "updated_at", "secret_status"]
+    fieldsets = [
+        (None, {"fields": ["agent_id", "name", "organization_id", "organization_name"]}),
+        ("How evalsite reaches it", {"fields": ["adapter", "endpoint_url", "secret_status", "secret",
+                                                "clear_secret"]}),
+        ("Model", {"fields": ["system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]}),
+        ("Dates", {"fields": ["created_at", "updated_at"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(tool_count=Count("tools", distinct=True),
+                                                      kb_count=Count("knowledge_bases", distinct=True))
+
+    @admin.display(description="tools", ordering="tool_count")
+    def tool_total(self, obj):
+        return obj.tool_count
+
+    @admin.display(description="knowledge bases", ordering="kb_count")
+    def kb_total(self, obj):
+        return obj.kb_count
+
+    @admin.display(description="secret set", boolean=True)
+    def has_secret(self, obj):
+        return obj.has_secret
+
+    @admin.display(description="stored secret")
+    def secret_status(self, obj):
+        return "set (hidden)" if obj and obj.has_secret else "none"
+
+
+class KnowledgeDocumentInline(admin.StackedInline):
+    model = KnowledgeDocument
+    extra = 0
+    fields = ["position", "title", "text"]
+    ordering = ["position", "id"]
+
+
+@admin.register(KnowledgeBase)
+class KnowledgeBaseAdmin(admin.ModelAdmin):
+    list_display = ["name", "bot", "type", "document_total"]
+    list_select_related = ["bot"]
+    search_fields = ["name", "bot__name", "documents__title"]
+    inlines = [KnowledgeDocumentInline]
+    fields = ["bot", "name", "type", "position"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(document_count=Count("documents"))
+
+    @admin.display(description="documents", ordering="document_count")
+    def document_total(self, obj):
+        return obj.document_count

@@ -1,0 +1,61 @@
+from drf_spectacular.utils import extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.bots import selectors, services
+from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
+from apps.core.api.validation import validate_body
+from apps.core.permissions import IsStaff
+
+TAG = ["bots"]
+
+
+class BotListView(APIView):
+    @extend_schema(tags=TAG, responses={200: BotListOut}, operation_id="bots_list", summary="List bots")
+    def get(self, request):
+        return Response([selectors.bot_data(bot) for bot in selectors.bot_list()])
+
+    @extend_schema(tags=TAG, request=BotIn, responses={201: BotOut}, operation_id="bots_create", summary="Create a bot",
+                   description="agent_id (24 hex characters) is generated when omitted; the secret is write-only.")
+    def post(self, request):
+        body = validate_body(BotIn, request.data)
+        bot = services.bot_create(data=body)
+        return Response(selectors.bot_data(selectors.bot_get(bot.agent_id)), status=status.HTTP_201_CREATED)
+
+
+class BotDetailView(APIView):
+    def get_permissions(self):
+        if self.request.method == "DELETE":
+            return [IsStaff()]
+        return super().get_permissions()
+
+    @extend_schema(tags=TAG, responses={200: BotOut}, operation_id="bots_get", summary="Get a bot")
+    def get(self, request, agent_id):
+        return Response(selectors.bot_data(selectors.bot_get(agent_id)))
+
+    @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut}, operation_id="bots_update", summary="Replace a bot",
+                   description="Omit secret to keep the stored one; omit a knowledge base's documents to keep them.")
+    def put(self, request, agent_id):
+        bot = selectors.bot_get(agent_id)
+        body = validate_body(BotIn, request.data)
+        services.bot_update(bot=bot, data=body)
+        return Response(selectors.bot_data(selectors.bot_get(agent_id)))
+
+    @extend_schema(tags=TAG, responses={204: None}, operation_id="bots_delete", summary="Delete a bot (staff)")
+    def delete(self, request, agent_id):
+        services.bot_delete(bot=selectors.bot_get(agent_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class BotContextView(APIView):
+    @extend_schema(tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)")
+    def get(self, request, agent_id):
+        return Response(selectors.bot_context_data(selectors.bot_get(agent_id)))
+
+
+class KnowledgeBaseDocumentsView(APIView):
+    @extend_schema(tags=TAG, responses={200: KnowledgeBaseDocumentsOut},
+                   operation_id="bots_knowledge_base_documents", summary="A knowledge base with its documents")
+    def get(self, request, agent_id, kb_id):
+        return Response(selectors.knowledge_base_documents(agent_id, kb_id))

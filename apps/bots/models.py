@@ -1,0 +1,93 @@
+import secrets
+
+from django.db import models
+
+
+def new_object_id() -> str:
+    """A 24-hex-character id, the shape existing clients know as a MongoDB ObjectId."""
+    return secrets.token_hex(12)
+
+
+class Bot(models.Model):
+    """An agent under test: what it is (prompt, model, tools, knowledge) and how evalsite reaches it."""
+
+    class Adapter(models.TextChoices):
+        HTTP = "http"
+        OPENAI = "openai"
+        DEMO = "demo"
+
+    agent_id = models.CharField(max_length=24, unique=True, default=new_object_id)
+    name = models.CharField(max_length=255)
+    organization_id = models.CharField(max_length=24, blank=True, default="")
+    organization_name = models.CharField(max_length=255, blank=True, default="")
+    system_prompt = models.TextField(blank=True, default="")
+    llm_provider = models.CharField(max_length=100, blank=True, default="")
+    llm_model = models.CharField(max_length=255, blank=True, default="")
+    llm_parameters = models.JSONField(default=dict, blank=True)
+    harness_context = models.JSONField(default=dict, blank=True)
+    adapter = models.CharField(max_length=16, choices=Adapter.choices, default=Adapter.DEMO)
+    endpoint_url = models.CharField(max_length=2000, blank=True, default="")
+    # Write-only: no API response, admin page or log line ever shows it.
+    secret = models.CharField(max_length=4000, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "agent_id"]
+
+    def __str__(self):
+        return f"{self.name} ({self.agent_id})"
+
+    def __repr__(self):
+        return f"<Bot {self.agent_id} {self.name!r}>"
+
+    @property
+    def has_secret(self) -> bool:
+        return bool(self.secret)
+
+
+class BotTool(models.Model):
+    id = models.CharField(max_length=24, primary_key=True, default=new_object_id)
+    bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="tools")
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=255)
+    tool_name = models.CharField(max_length=255)
+    type = models.CharField(max_length=100, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    output_instructions = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["bot_id", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["bot", "tool_name"], name="bottool_unique_tool_name")]
+
+    def __str__(self):
+        return self.tool_name
+
+
+class KnowledgeBase(models.Model):
+    id = models.CharField(max_length=24, primary_key=True, default=new_object_id)
+    bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="knowledge_bases")
+    position = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=255)
+    type = models.CharField(max_length=100, blank=True, default="file")
+
+    class Meta:
+        ordering = ["bot_id", "position", "id"]
+
+    def __str__(self):
+        return self.name
+
+
+class KnowledgeDocument(models.Model):
+    """A document of a knowledge base, stored so the built-in demo bot can search it offline."""
+
+    knowledge_base = models.ForeignKey(KnowledgeBase, on_delete=models.CASCADE, related_name="documents")
+    position = models.PositiveIntegerField(default=0)
+    title = models.CharField(max_length=500)
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["knowledge_base_id", "position", "id"]
+
+    def __str__(self):
+        return self.title

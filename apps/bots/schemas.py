@@ -1,0 +1,151 @@
+"""Validated input and output models of bots: used by the services, the API (and its OpenAPI
+schema) and the admin alike."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, RootModel, StringConstraints, model_validator
+
+from apps.core.validation import Identifier, JsonObject, NonBlankText, Text
+
+
+def _none_to_blank(value):
+    return "" if value is None else value
+
+
+ObjectId = Annotated[str, StringConstraints(strict=True, pattern=r"^[0-9a-f]{24}$")]
+OptText = Annotated[Text, BeforeValidator(_none_to_blank)]
+ShortText = Annotated[OptText, Field(max_length=255)]
+Name = Annotated[NonBlankText, Field(max_length=255)]
+AdapterName = Literal["http", "openai", "demo"]
+
+MAX_TOOLS = 200
+MAX_KNOWLEDGE_BASES = 100
+MAX_DOCUMENTS = 2000
+
+
+def _http_url(value: str) -> str:
+    if value and not value.startswith(("http://", "https://")):
+        raise ValueError("must be an http:// or https:// URL")
+    return value
+
+
+class LlmConfig(BaseModel):
+    provider: ShortText = ""
+    model: ShortText = ""
+    parameters: JsonObject = Field(default_factory=dict)
+
+
+class ToolIn(BaseModel):
+    id: ObjectId | None = None
+    name: Name
+    tool_name: Identifier
+    type: ShortText = ""
+    description: OptText = ""
+    output_instructions: OptText = ""
+
+
+class DocumentIn(BaseModel):
+    title: Annotated[NonBlankText, Field(max_length=500)]
+    text: NonBlankText
+
+
+class KnowledgeBaseIn(BaseModel):
+    id: ObjectId | None = None
+    name: Name
+    type: ShortText = "file"
+    documents: Annotated[list[DocumentIn], Field(max_length=MAX_DOCUMENTS)] | None = Field(
+        default=None, description="The documents; on update, omit to keep the stored ones.")
+
+
+class BotIn(BaseModel):
+    agent_id: ObjectId | None = Field(default=None, description="24 hex characters; generated when omitted.")
+    name: Name
+    organization_id: Annotated[OptText, Field(max_length=24)] = ""
+    organization_name: ShortText = ""
+    system_prompt: OptText = ""
+    llm_config: LlmConfig = Field(default_factory=LlmConfig)
+    harness_context: JsonObject = Field(default_factory=dict)
+    adapter: AdapterName = "demo"
+    endpoint_url: Annotated[OptText, Field(max_length=2000), AfterValidator(_http_url)] = ""
+    secret: Annotated[Text, Field(max_length=4000)] | None = Field(
+        default=None, description="Write-only credential sent to the bot; on update, omit to keep the stored one.")
+    tools: Annotated[list[ToolIn], Field(max_length=MAX_TOOLS)] = Field(default_factory=list)
+    knowledge_bases: Annotated[list[KnowledgeBaseIn], Field(max_length=MAX_KNOWLEDGE_BASES)] = Field(
+        default_factory=list)
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        if self.adapter == "http" and not self.endpoint_url:
+            raise ValueError("endpoint_url is required for the http adapter")
+        names = [t.tool_name for t in self.tools]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ValueError(f"duplicate tool_name: {', '.join(duplicates)}")
+        for field_name, ids in (("tools", [t.id for t in self.tools]),
+                                ("knowledge_bases", [k.id for k in self.knowledge_bases])):
+            given = [i for i in ids if i]
+            if len(given) != len(set(given)):
+                raise ValueError(f"duplicate id in {field_name}")
+        return self
+
+
+class ToolOut(BaseModel):
+    id: str
+    name: str
+    tool_name: str
+    type: str
+    description: str
+    output_instructions: str
+
+
+class KnowledgeBaseOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    document_count: int
+
+
+class BotOut(BaseModel):
+    agent_id: str
+    name: str
+    organization_id: str
+    organization_name: str
+    system_prompt: str
+    llm_config: LlmConfig
+    harness_context: dict
+    adapter: AdapterName
+    endpoint_url: str
+    has_secret: bool = Field(description="Whether a secret is stored; the secret itself is never returned.")
+    tools: list[ToolOut]
+    knowledge_bases: list[KnowledgeBaseOut]
+    created_at: datetime
+    updated_at: datetime
+
+
+class BotContextOut(BaseModel):
+    bot_id: str
+    bot_name: str
+    organization_id: str
+    organization_name: str
+    system_prompt: str
+    llm_config: LlmConfig
+    tools: list[ToolOut]
+    knowledge_bases: list[KnowledgeBaseOut]
+    harness_context: dict
+
+
+class DocumentOut(BaseModel):
+    title: str
+    text: str
+
+
+class KnowledgeBaseDocumentsOut(BaseModel):
+    id: str
+    name: str
+    type: str
+    documents: list[DocumentOut]
+
+
+class BotListOut(RootModel[list[BotOut]]):
+    pass

@@ -1,0 +1,121 @@
+"""Writes of bots, their tools, knowledge bases and documents."""
+
+from django.db import IntegrityError, transaction
+from django.db.models import ProtectedError
+
+from apps.core.errors import ConflictError
+
+from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
+from .schemas import BotIn, KnowledgeBaseIn, ToolIn
+
+
+def _apply_fields(bot: Bot, data: BotIn) -> None:
+    bot.name = data.name
+    bot.organization_id = data.organization_id
+    bot.organization_name = data.organization_name
+    bot.system_prompt = data.system_prompt
+    bot.llm_provider = data.llm_config.provider
+    bot.llm_model = data.llm_config.model
+    bot.llm_parameters = data.llm_config.parameters
+    bot.harness_context = data.harness_context
+    bot.adapter = data.adapter
+    bot.endpoint_url = data.endpoint_url
+    if data.secret is not None:
+        bot.secret = data.secret
+
+
+def _sync_tools(bot: Bot, tools: list[ToolIn]) -> None:
+    # A tool keeps its id when it is named by id or by tool_name: rubric rules refer to component ids.
+    existing = list(bot.tools.all())
+    by_id = {t.id: t for t in existing}
+    by_name = {t.tool_name: t for t in existing}
+    kept = []
+    for position, tool in enumerate(tools):
+        match = by_id.get(tool.id) if tool.id else by_name.get(tool.tool_name)
+        tool_id = match.id if match else (tool.id or new_object_id())
+        kept.append(BotTool(id=tool_id, bot=bot, position=position, name=tool.name, tool_name=tool.tool_name,
+                            type=tool.type, description=tool.description,
+                            output_instructions=tool.output_instructions))
+    bot.tools.all().delete()
+    BotTool.objects.bulk_create(kept)
+
+
+def _sync_knowledge_bases(bot: Bot, knowledge_bases: list[KnowledgeBaseIn]) -> None:
+    existing = {kb.id: kb for kb in bot.knowledge_bases.all()}
+    by_name = {kb.name: kb for kb in existing.values()}
+    kept_ids = set()
+    for position, kb_in in enumerate(knowledge_bases):
+        match = existing.get(kb_in.id) if kb_in.id else by_name.get(kb_in.name)
+        if match is None:
+            match = KnowledgeBase(id=kb_in.id or new_object_id(), bot=bot)
+            created = True
+        else:
+            created = False
+        match.position, match.name, match.type = position, kb_in.name, kb_in.type
+        match.save(force_insert=created)
+        kept_ids.add(match.id)
+        if kb_in.documents is not None:
+            match.documents.all().delete()
+            KnowledgeDocument.objects.bulk_create(
+                KnowledgeDocument(knowledge_base=match, position=i, title=doc.title, text=doc.text)
+                for i, doc in enumerate(kb_in.documents)
+            )
+    bot.knowledge_bases.exclude(id__in=kept_ids).delete()
+
+
+def _taken_component_ids(bot: Bot | None, data: BotIn) -> None:
+    """Tool and knowledge-base ids are primary keys: one given by the client must not belong to
+    another bot."""
+    tool_ids = [t.id for t in data.tools if t.id]
+    kb_ids = [k.id for k in data.knowledge_bases if k.id]
+    foreign_tools = BotTool.objects.filter(id__in=tool_ids)
+    foreign_kbs = KnowledgeBase.objects.filter(id__in=kb_ids)
+    if bot is not None:
+        foreign_tools = foreign_tools.exclude(bot=bot)
+        foreign_kbs = foreign_kbs.exclude(bot=bot)
+    taken = sorted([*foreign_tools.values_list("id", flat=True), *foreign_kbs.values_list("id", flat=True)])
+    if taken:
+        raise ConflictError(f"These tool or knowledge base ids belong to another bot: {', '.join(taken)}")
+
+
+def bot_create(*, data: BotIn) -> Bot:
+    """Create a bot with its tools and knowledge bases; an agent_id already in use is a conflict."""
+    agent_id = data.agent_id or new_object_id()
+    try:
+        with transaction.atomic():
+            if Bot.objects.filter(agent_id=agent_id).exists():
+                raise ConflictError(f"A bot with agent_id {agent_id} already exists")
+            _taken_component_ids(None, data)
+            bot = Bot(agent_id=agent_id)
+            _apply_fields(bot, data)
+            bot.save()
+            _sync_tools(bot, data.tools)
+            _sync_knowledge_bases(bot, [kb if kb.documents is not None else kb.model_copy(update={"documents": []})
+                                        for kb in data.knowledge_bases])
+    except IntegrityError:
+        raise ConflictError(f"A bot with agent_id {agent_id} already exists") from None
+    return bot
+
+
+@transaction.atomic
+def bot_update(*, bot: Bot, data: BotIn) -> Bot:
+    """Replace a bot's description. The stored secret is kept unless a new one is given; tools and
+    knowledge bases keep their ids when matched by id or name; omitted documents are kept."""
+    bot = Bot.objects.select_for_update().get(pk=bot.pk)
+    if data.agent_id and data.agent_id != bot.agent_id:
+        raise ConflictError(f"agent_id cannot change (this bot is {bot.agent_id})")
+    _taken_component_ids(bot, data)
+    _apply_fields(bot, data)
+    bot.save()
+    _sync_tools(bot, data.tools)
+    _sync_knowledge_bases(bot, data.knowledge_bases)
+    return bot
+
+
+def bot_delete(*, bot: Bot) -> None:
+    try:
+        with transaction.atomic():
+            bot.delete()
+    except ProtectedError:
+        raise ConflictError(
+            f"Bot {bot.agent_id} still has rubrics or test sets; delete them first") from None

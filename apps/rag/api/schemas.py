@@ -1,0 +1,74 @@
+"""Request and response models of POST /trace (= /api/v1/trace) and GET /api/v1/trace/history."""
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, Field
+
+from apps.core.validation import NonBlankText, check_storable_json
+
+from ..payload import Context
+
+
+class TraceQueryIn(BaseModel):
+    query: Annotated[
+        NonBlankText | Annotated[dict[str, Any], AfterValidator(check_storable_json)],
+        Field(description="The TRACE payload as a JSON string (or, leniently, as a JSON object), or natural "
+                          "language such as 'Evaluate context_recall. Question: … Context ctx1: … Relevant: ctx1'."),
+    ]
+
+
+class ProvidedParameters(BaseModel):
+    tests: list[str]
+    question: str | None
+    contexts: list[Context]
+    answer: str | None
+    ground_truth: str | list[str] | None
+    relevant_context_ids: list[str]
+    extra: dict[str, Any]
+    parsing: dict[str, Any] = Field(description="source (json, natural_language:rules, natural_language:llm) and "
+                                                "notes on what was assumed, e.g. ids given to contexts by position")
+
+
+class TraceOut(BaseModel):
+    provided_parameters: ProvidedParameters
+    tests: list[str]
+    missing: dict[str, list[str] | bool] = Field(
+        description="Per test: the missing parameter names, [\"unsupported_test\"], or false")
+    evaluation_scores: dict[str, float | None] = Field(
+        description="0..1 per scored test; null when the metric failed (its details say why)")
+    details: dict[str, dict[str, Any]] = Field(description="Per scored test: method, judge, status and the numbers "
+                                                           "behind the score")
+
+
+class TraceTestOut(BaseModel):
+    name: str
+    status: str
+    score: float | None
+    method: str
+    judge: str
+    missing: list[str]
+
+
+class TraceEvaluationOut(BaseModel):
+    id: int
+    created_at: datetime
+    source: str
+    outcome: str
+    partial: bool
+    judge: str
+    tests: list[str]
+    missing: dict[str, list[str] | bool]
+    evaluation_scores: dict[str, float | None]
+    details: dict[str, dict[str, Any]]
+    provided_parameters: dict[str, Any]
+    llm_usage: dict[str, int] | None
+    duration_ms: float | None
+    test_results: list[TraceTestOut]
+
+
+class TraceHistoryOut(BaseModel):
+    count: int
+    next: str | None
+    previous: str | None
+    results: list[TraceEvaluationOut]

@@ -1,0 +1,67 @@
+from django.conf import settings
+from django.db import models
+
+
+class TraceEvaluationQuerySet(models.QuerySet):
+    def with_test(self, name: str):
+        return self.filter(test_rows__name=name).distinct()
+
+
+class TraceEvaluation(models.Model):
+    """One POST /trace: what was asked, what was scored, by which judge, and the full answer given."""
+
+    class Outcome(models.TextChoices):
+        SCORED = "scored"  # every requested test was complete and ran
+        PARTIAL = "partial"  # ?partial=true with some tests incomplete
+        MISSING = "missing"  # something was missing: nothing was scored (the contract's behaviour)
+
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    query = models.TextField(help_text="The query as received (a JSON string or natural language).")
+    source = models.CharField(max_length=32, help_text="json, natural_language:rules or natural_language:llm")
+    payload = models.JSONField(help_text="The canonical payload the query was parsed into.")
+    tests = models.JSONField(default=list)
+    missing = models.JSONField(default=dict)
+    scores = models.JSONField(default=dict)
+    details = models.JSONField(default=dict)
+    outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
+    partial = models.BooleanField(default=False, help_text="Requested with ?partial=true.")
+    judge = models.CharField(max_length=255, help_text="deterministic, or openai:<model> when an LLM scored")
+    llm_usage = models.JSONField(null=True, blank=True, help_text="Tokens spent on parsing and scoring.")
+    duration_ms = models.FloatField(null=True, blank=True)
+
+    objects = TraceEvaluationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self):
+        return f"TRACE #{self.pk} ({', '.join(self.tests)})"
+
+
+class TraceEvaluationTest(models.Model):
+    """One requested test of an evaluation, a row so history can be filtered and listed per metric."""
+
+    class Status(models.TextChoices):
+        SCORED = "scored"
+        ERROR = "error"
+        SKIPPED = "skipped"
+        MISSING = "missing"
+        UNSUPPORTED = "unsupported"
+        NOT_RUN = "not_run"  # complete, but another test was missing and partial mode was off
+
+    evaluation = models.ForeignKey(TraceEvaluation, on_delete=models.CASCADE, related_name="test_rows")
+    name = models.CharField(max_length=255, db_index=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    score = models.FloatField(null=True, blank=True)
+    method = models.CharField(max_length=255, blank=True)
+    judge = models.CharField(max_length=255, blank=True)
+    missing = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["evaluation_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="rag_unique_test_per_evaluation")]
+
+    def __str__(self):
+        return self.name

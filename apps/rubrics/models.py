@@ -1,0 +1,82 @@
+import uuid
+
+from django.db import models
+
+from apps.bots.models import Bot
+
+
+class Severity(models.TextChoices):
+    HIGH = "high"
+    MEDIUM = "medium"
+    LOW = "low"
+
+
+class ComponentScope(models.TextChoices):
+    PROMPT = "prompt"
+    KNOWLEDGE_BASE = "knowledge_base"
+    FUNCTION = "function"
+    GENERAL = "general"
+
+
+class Rubric(models.Model):
+    """The editable head of a rubric. Every change is published as an immutable RubricVersion;
+    runs point at a version, never at this moving head."""
+
+    rubric_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="rubrics")
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, default="")
+    severity_definitions = models.JSONField(default=dict, blank=True)
+    # The newest published version; the row lock on the head serialises publishers.
+    current_version = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "rubric_id"]
+
+    def __str__(self):
+        return self.name
+
+
+class RubricRule(models.Model):
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="rules")
+    position = models.PositiveIntegerField(default=0)
+    rule_id = models.CharField("id", max_length=100)
+    name = models.CharField(max_length=255)
+    severity = models.CharField(max_length=8, choices=Severity.choices, default=Severity.MEDIUM)
+    category = models.CharField(max_length=100, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    prompt_reference = models.CharField(max_length=500, blank=True, default="")
+    pass_conditions = models.JSONField(default=list, blank=True)
+    fail_conditions = models.JSONField(default=list, blank=True)
+    example_violation = models.TextField(blank=True, default="")
+    example_correct = models.TextField(blank=True, default="")
+    component_scope = models.CharField(max_length=16, choices=ComponentScope.choices, null=True, blank=True)
+    component_ids = models.JSONField(default=list, blank=True)
+    component_names = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["rubric_id", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["rubric", "rule_id"], name="rubricrule_unique_rule_id")]
+
+    def __str__(self):
+        return self.rule_id
+
+
+class RubricVersion(models.Model):
+    """An immutable snapshot: the rubric and its rules in the contract's Rubric shape."""
+
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    snapshot = models.JSONField()
+    changelog = models.TextField(blank=True, default="")
+    author = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["rubric_id", "-version"]
+        constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubricversion_unique_version")]
+
+    def __str__(self):
+        return f"{self.rubric_id} v{self.version}"

@@ -1,0 +1,129 @@
+"""Validated rubric input, and the contract's Rubric shape for output and the OpenAPI schema."""
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints, field_validator
+
+from apps.bots.schemas import Name, ObjectId, OptText, ShortText
+from apps.core.validation import NonBlankText
+
+MAX_RULES = 500
+MAX_CONDITIONS = 100
+
+SeverityName = Literal["high", "medium", "low"]
+ScopeName = Literal["prompt", "knowledge_base", "function", "general"]
+RuleId = Annotated[str, StringConstraints(strict=True, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,99}$")]
+Condition = Annotated[NonBlankText, Field(max_length=2000)]
+
+
+def _none_to_list(value):
+    return [] if value is None else value
+
+
+def _none_to_dict(value):
+    return {} if value is None else value
+
+
+def _blank_scope_to_none(value):
+    return None if value == "" else value
+
+
+class EvaluationCriteria(BaseModel):
+    pass_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
+                               Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
+    fail_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
+                               Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
+
+
+class Examples(BaseModel):
+    violation: OptText = ""
+    correct: OptText = ""
+
+
+class RuleIn(BaseModel):
+    id: RuleId = Field(description="Unique in its rubric, e.g. BRIEF_RESPONSES (letters, digits, _ . : -).")
+    name: Name
+    severity: SeverityName
+    category: Annotated[OptText, Field(max_length=100)] = ""
+    description: OptText = ""
+    prompt_reference: Annotated[OptText, Field(max_length=500)] = ""
+    evaluation_criteria: Annotated[EvaluationCriteria, BeforeValidator(_none_to_dict)] = Field(
+        default_factory=EvaluationCriteria)
+    examples: Annotated[Examples, BeforeValidator(_none_to_dict)] = Field(default_factory=Examples)
+    component_scope: Annotated[ScopeName | None, BeforeValidator(_blank_scope_to_none)] = None
+    component_ids: Annotated[list[ShortText], BeforeValidator(_none_to_list), Field(max_length=100)] = Field(
+        default_factory=list)
+    component_names: Annotated[list[ShortText], BeforeValidator(_none_to_list), Field(max_length=100)] = Field(
+        default_factory=list)
+
+
+class RubricContent(BaseModel):
+    """What a version captures; two equal contents are the same version."""
+
+    agent_id: ObjectId
+    name: Name
+    description: OptText = ""
+    severity_definitions: Annotated[dict[SeverityName, OptText], BeforeValidator(_none_to_dict)] = Field(
+        default_factory=dict)
+    rules: Annotated[list[RuleIn], Field(max_length=MAX_RULES)] = Field(default_factory=list)
+
+    @field_validator("rules")
+    @classmethod
+    def _unique_rule_ids(cls, rules):
+        seen, duplicates = set(), []
+        for rule in rules:
+            if rule.id in seen:
+                duplicates.append(rule.id)
+            seen.add(rule.id)
+        if duplicates:
+            raise ValueError(f"duplicate rule id: {', '.join(sorted(set(duplicates)))}")
+        return rules
+
+
+class RubricCreateIn(RubricContent):
+    changelog: Annotated[OptText, Field(max_length=5000)] = ""
+
+
+class RubricUpdateIn(RubricContent):
+    version: int | None = Field(default=None, description="The version this edit is based on; a stale one is 409. "
+                                "The If-Match header (ETag of GET) does the same.")
+    changelog: Annotated[OptText, Field(max_length=5000)] = ""
+
+
+class RuleOut(RuleIn):
+    id: str
+
+
+class RubricOut(BaseModel):
+    rubric_id: str
+    agent_id: str
+    version: int
+    name: str
+    description: str
+    severity_definitions: dict[str, str]
+    rules: list[RuleOut]
+    created_at: datetime
+    updated_at: datetime
+
+
+class RubricVersionOut(RubricOut):
+    changelog: str
+    author: str
+
+
+class RubricVersionSummaryOut(BaseModel):
+    rubric_id: str
+    version: int
+    changelog: str
+    author: str
+    rule_count: int
+    created_at: datetime
+
+
+class RubricListOut(RootModel[list[RubricOut]]):
+    pass
+
+
+class RubricVersionListOut(RootModel[list[RubricVersionSummaryOut]]):
+    pass

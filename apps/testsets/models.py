@@ -1,0 +1,115 @@
+import uuid
+
+from django.db import models
+
+from apps.bots.models import Bot
+
+DEFAULT_MAX_TURNS = 8
+
+
+class TestSet(models.Model):
+    """The editable head of a test set; every change is published as an immutable TestSetVersion."""
+
+    __test__ = False  # a model, not a pytest test class
+
+    test_set_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, default="")
+    current_version = models.PositiveIntegerField(default=0, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "test_set_id"]
+
+    def __str__(self):
+        return self.name
+
+
+class TestItem(models.Model):
+    __test__ = False  # a model, not a pytest test class
+
+    class Type(models.TextChoices):
+        SINGLE_TURN = "single_turn"
+        SCENARIO = "scenario"
+
+    class Priority(models.TextChoices):
+        HIGH = "high"
+        MEDIUM = "medium"
+        LOW = "low"
+
+    test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="items")
+    # Stable across versions: results join to items through it (EvaluationResult.test_case_id).
+    item_id = models.UUIDField(default=uuid.uuid4)
+    position = models.PositiveIntegerField(default=0)
+    type = models.CharField(max_length=16, choices=Type.choices, default=Type.SINGLE_TURN)
+    name = models.CharField(max_length=255)
+    message = models.TextField(blank=True, default="")
+    persona = models.TextField(blank=True, default="")
+    initial_message = models.TextField(blank=True, default="")
+    max_turns = models.PositiveSmallIntegerField(null=True, blank=True)
+    scripted_turns = models.JSONField(default=list, blank=True)
+    success_criteria = models.JSONField(default=list, blank=True)
+    should_use_tools = models.JSONField(default=list, blank=True)
+    should_not_use_tools = models.JSONField(default=list, blank=True)
+    expected_outcome = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.MEDIUM)
+
+    class Meta:
+        ordering = ["test_set_id", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["test_set", "item_id"], name="testitem_unique_item_id")]
+
+    def __str__(self):
+        return self.name
+
+
+class TestSetVersion(models.Model):
+    __test__ = False  # a model, not a pytest test class
+
+    test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="versions")
+    version = models.PositiveIntegerField()
+    snapshot = models.JSONField()
+    changelog = models.TextField(blank=True, default="")
+    author = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["test_set_id", "-version"]
+        constraints = [models.UniqueConstraint(fields=["test_set", "version"], name="testsetversion_unique_version")]
+
+    def __str__(self):
+        return f"{self.test_set_id} v{self.version}"
+
+
+class Dataset(models.Model):
+    """A V1 question set: questions with expected answers."""
+
+    dataset_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    name = models.CharField(max_length=255)
+    description = models.TextField(blank=True, default="")
+    agent = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name", "dataset_id"]
+
+    def __str__(self):
+        return self.name
+
+
+class DatasetQuestion(models.Model):
+    dataset = models.ForeignKey(Dataset, on_delete=models.CASCADE, related_name="questions")
+    question_id = models.UUIDField(default=uuid.uuid4)
+    position = models.PositiveIntegerField(default=0)
+    question = models.TextField()
+    expected_answer = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["dataset_id", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["dataset", "question_id"], name="datasetquestion_unique_id")]
+
+    def __str__(self):
+        return self.question[:80]

@@ -1,0 +1,190 @@
+"""POST /trace through a real server process, against the same metrics computed by Ragas directly.
+
+    .venv/bin/python bench/trace.py [--requests 300] [--db sqlite|postgres]
+
+Starts gunicorn (one sync worker) on 127.0.0.1:18700 with a fresh database (a temporary SQLite file, or
+PostgreSQL database evalsite_bench_rag at 127.0.0.1:5432, recreated), no LLM configured, and sends
+`--requests` POST /trace requests from this process (a new connection each, as gunicorn's sync worker
+closes them) with the contract's payload asking for all six metrics, which without an LLM are
+deterministic: Ragas' IDBasedContextRecall / IDBasedContextPrecision / NonLLMStringSimilarity and the
+lexical methods. Every request parses, validates, scores and stores an evaluation.
+
+Then, in this process, the Ragas metrics of that payload are computed directly in a loop, two ways:
+awaiting each metric's single_turn_ascore (what the server does), and ragas.evaluate() on a one-sample
+dataset (what a Ragas user writes). Prints p50/p95 of each and the ratio server / direct.
+Target: p50 <= 15 ms per request and server overhead <= 2x direct Ragas.
+"""
+
+import argparse
+import asyncio
+import http.client
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PORT = 18700
+PAYLOAD = {
+    "tests": ["answer_accuracy", "context_recall", "context_precision", "faithfulness", "answer_relevancy",
+              "context_utilisation"],
+    "question": "What is the capital of France?",
+    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."}, {"id": "ctx2", "text": "Lyon is in France."}],
+    "answer": "Paris",
+    "ground_truth": "Paris",
+    "relevant_context_ids": ["ctx1"],
+}
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def server_env(var_dir: str, database_url: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECRET_KEY": "bench-only-secret",
+                "EVALSITE_VAR_DIR": var_dir, "DATABASE_URL": database_url, "LOG_LEVEL": "WARNING",
+                "ALLOWED_HOSTS": "127.0.0.1", "RAGAS_DO_NOT_TRACK": "true", "PYTHONPATH": str(ROOT)})
+    return env
+
+
+def prepare_database(kind: str, var_dir: str) -> str:
+    if kind == "sqlite":
+        return f"sqlite:///{var_dir}/bench.sqlite3"
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        conn.execute("DROP DATABASE IF EXISTS evalsite_bench_rag")
+        conn.execute("CREATE DATABASE evalsite_bench_rag")
+    return "postgres://postgres@127.0.0.1:5432/evalsite_bench_rag"
+
+
+def wait_up(key: str, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
+            conn.request("GET", "/api/v1/trace/history?limit=1", headers={"Authorization": f"Bearer {key}"})
+            conn.getresponse().read()
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise SystemExit("server did not start")
+
+
+def post_trace(body: bytes, key: str) -> tuple[float, int, dict]:
+    started = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+    conn.request("POST", "/trace", body=body, headers={"Content-Type": "application/json",
+                                                        "Authorization": f"Bearer {key}"})
+    response = conn.getresponse()
+    data = response.read()
+    elapsed = (time.perf_counter() - started) * 1000
+    conn.close()
+    return elapsed, response.status, json.loads(data)
+
+
+def direct_ragas(rounds: int) -> tuple[list[float], list[float]]:
+    os.environ["RAGAS_DO_NOT_TRACK"] = "true"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from ragas import EvaluationDataset, evaluate
+        from ragas.dataset_schema import SingleTurnSample
+        from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall, NonLLMStringSimilarity
+    metrics = [IDBasedContextRecall(), IDBasedContextPrecision(), NonLLMStringSimilarity()]
+
+    def sample():
+        return SingleTurnSample(retrieved_context_ids=[c["id"] for c in PAYLOAD["contexts"]],
+                                reference_context_ids=PAYLOAD["relevant_context_ids"],
+                                response=PAYLOAD["answer"], reference=PAYLOAD["ground_truth"])
+
+    loop = asyncio.new_event_loop()
+
+    async def all_metrics():
+        s = sample()
+        return [await m.single_turn_ascore(s) for m in metrics]
+
+    ascore_ms, evaluate_ms = [], []
+    for _ in range(20):
+        loop.run_until_complete(all_metrics())
+        evaluate(EvaluationDataset(samples=[sample()]), metrics=metrics, show_progress=False)
+    for _ in range(rounds):
+        started = time.perf_counter()
+        loop.run_until_complete(all_metrics())
+        ascore_ms.append((time.perf_counter() - started) * 1000)
+    for _ in range(rounds):
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            evaluate(EvaluationDataset(samples=[sample()]), metrics=metrics, show_progress=False)
+        evaluate_ms.append((time.perf_counter() - started) * 1000)
+    loop.close()
+    return ascore_ms, evaluate_ms
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--requests", type=int, default=300)
+    parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    args = parser.parse_args()
+
+    var_dir = tempfile.mkdtemp(prefix="evalsite-bench-rag-")
+    env = server_env(var_dir, prepare_database(args.db, var_dir))
+    python = str(ROOT / ".venv" / "bin" / "python")
+    subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+    key = subprocess.run(
+        [python, "-c", "import django; django.setup(); from apps.core.services import api_key_create; "
+                       "print(api_key_create(username='bench', staff=False)[1])"],
+        cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    server = subprocess.Popen(
+        [str(ROOT / ".venv" / "bin" / "gunicorn"), "evalsite.wsgi", "--bind", f"127.0.0.1:{PORT}", "--workers", "1",
+         "--log-level", "warning"], cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_up(key)
+        body = json.dumps({"query": json.dumps(PAYLOAD)}).encode()
+        for _ in range(20):  # warm-up: Ragas imported, connections open
+            _ms, status, answer = post_trace(body, key)
+            assert status == 200, answer
+        server_ms = []
+        for _ in range(args.requests):
+            ms, status, answer = post_trace(body, key)
+            assert status == 200, answer
+            server_ms.append(ms)
+        # duration_ms stored with each evaluation: parse + validate + score inside the view, without
+        # HTTP, Django, authentication and the INSERTs.
+        conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
+        conn.request("GET", f"/api/v1/trace/history?limit={args.requests}", headers={"Authorization": f"Bearer {key}"})
+        service_ms = [r["duration_ms"] for r in json.loads(conn.getresponse().read())["results"]]
+        conn.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=20)
+
+    ascore_ms, evaluate_ms = direct_ragas(args.requests)
+    print(f"TRACE bench: {args.requests} requests, db={args.db}, gunicorn 1 sync worker on 127.0.0.1:{PORT}, "
+          f"no LLM; scores {answer['evaluation_scores']}")
+    rows = [("POST /trace (6 metrics, parse+score+store, HTTP)", server_ms),
+            ("  of which parse+validate+score (stored duration_ms)", service_ms),
+            ("Ragas direct: 3 metrics' single_turn_ascore", ascore_ms),
+            ("Ragas direct: ragas.evaluate(1-sample dataset)", evaluate_ms)]
+    print(f"{'':<52} {'p50 ms':>8} {'p95 ms':>8}")
+    for label, values in rows:
+        print(f"{label:<52} {percentile(values, .5):8.2f} {percentile(values, .95):8.2f}")
+    p50 = percentile(server_ms, .5)
+    for label, values in rows[2:]:
+        print(f"ratio server p50 / {label.split(': ', 1)[1]} p50 = {p50 / percentile(values, .5):.1f}x")
+    print(f"target p50 <= 15 ms: {'met' if p50 <= 15 else 'NOT met'}")
+    best_direct = max(percentile(ascore_ms, .5), percentile(evaluate_ms, .5))
+    print(f"target server <= 2x direct Ragas: {'met' if p50 <= 2 * best_direct else 'NOT met'} "
+          f"(HTTP, Django, authentication and storing the evaluation are the difference; see the duration_ms row)")
+
+
+if __name__ == "__main__":
+    main()

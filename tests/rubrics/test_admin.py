@@ -1,0 +1,110 @@
+import pytest
+
+from apps.rubrics import services
+from apps.rubrics.models import Rubric, RubricRule, RubricVersion
+from apps.rubrics.schemas import RubricContent
+from tests.admin_forms import admin_form_data
+from tests.bots.factories import BotFactory, rubric_body
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def rubric():
+    bot = BotFactory()
+    return services.rubric_create(content=RubricContent.model_validate(rubric_body(bot.agent_id)), author="api")
+
+
+def change_url(rubric):
+    return f"/admin/rubrics/rubric/{rubric.pk}/change/"
+
+
+def test_editor_shows_rules_with_conditions_one_per_line(admin_client, rubric):
+    page = admin_client.get(change_url(rubric))
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "BRIEF_RESPONSES" in html and "Under 3 sentences</textarea>" in html
+    assert 'value="knowledge_base"' in html and "Version history" in html
+
+
+def test_admin_save_publishes_a_version_through_the_service(admin_client, rubric):
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    data["rules-0-pass_conditions"] = "Under 3 sentences\nNo filler words"
+    data["rules-1-severity"] = "low"
+    data["changelog"] = "Looser KB rule"
+    response = admin_client.post(change_url(rubric), data)
+    assert response.status_code == 302, response.context["errors"] if response.context else response
+    version = RubricVersion.objects.get(rubric=rubric, version=2)
+    assert version.changelog == "Looser KB rule" and version.author == "admin"
+    rules = version.snapshot["rules"]
+    assert rules[0]["evaluation_criteria"]["pass_conditions"] == ["Under 3 sentences", "No filler words"]
+    assert rules[1]["severity"] == "low"
+    assert RubricRule.objects.get(rubric=rubric, rule_id="USES_KB").severity == "low"
+
+    # Saving again without changes publishes nothing.
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    assert admin_client.post(change_url(rubric), data).status_code == 302
+    assert RubricVersion.objects.filter(rubric=rubric).count() == 2
+
+
+def test_admin_reorders_and_deletes_rules(admin_client, rubric):
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    data["rules-0-position"] = "5"
+    data["rules-1-position"] = "1"
+    admin_client.post(change_url(rubric), data)
+    assert [r["id"] for r in RubricVersion.objects.get(rubric=rubric, version=2).snapshot["rules"]] == [
+        "USES_KB", "BRIEF_RESPONSES"]
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    data["rules-0-DELETE"] = "on"
+    admin_client.post(change_url(rubric), data)
+    assert [r["id"] for r in RubricVersion.objects.get(rubric=rubric, version=3).snapshot["rules"]] == [
+        "BRIEF_RESPONSES"]
+
+
+def test_admin_refuses_invalid_and_stale_edits(admin_client, rubric):
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    bad = {**data, "rules-1-rule_id": "BRIEF_RESPONSES"}
+    response = admin_client.post(change_url(rubric), bad)
+    assert response.status_code == 200 and RubricVersion.objects.filter(rubric=rubric).count() == 1
+    # Someone else publishes while this editor has the page open.
+    services.rubric_publish_version(rubric=rubric, content=RubricContent.model_validate(
+        rubric_body(rubric.agent.agent_id, name="Elsewhere")))
+    response = admin_client.post(change_url(rubric), {**data, "name": "Mine"})
+    assert response.status_code == 200 and b"Reload the page" in response.content
+    assert Rubric.objects.get().name == "Elsewhere"
+
+
+def test_admin_add_creates_version_one(admin_client):
+    bot = BotFactory()
+    page = admin_client.get("/admin/rubrics/rubric/add/")
+    data = admin_form_data(page)
+    data.update({"agent": bot.pk, "name": "New rubric", "severity_high": "Critical", "rules-TOTAL_FORMS": "1",
+                 "rules-0-rule_id": "R1", "rules-0-name": "Rule one", "rules-0-severity": "high",
+                 "rules-0-position": "0", "rules-0-component_scope": "function",
+                 "rules-0-fail_conditions": "Calls the wrong tool"})
+    response = admin_client.post("/admin/rubrics/rubric/add/", data)
+    assert response.status_code == 302
+    rubric = Rubric.objects.get(name="New rubric")
+    version = RubricVersion.objects.get(rubric=rubric)
+    assert version.version == 1 and version.snapshot["severity_definitions"] == {"high": "Critical"}
+    assert version.snapshot["rules"][0]["evaluation_criteria"]["fail_conditions"] == ["Calls the wrong tool"]
+
+
+def test_version_history_diff_and_restore(admin_client, rubric):
+    services.rubric_publish_version(rubric=rubric, content=RubricContent.model_validate(
+        rubric_body(rubric.agent.agent_id, name="Second name")), changelog="rename")
+    history = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=2")
+    assert history.status_code == 200
+    html = history.content.decode()
+    assert '<span class="remove">-  &quot;name&quot;: &quot;Support rubric&quot;,</span>' in html
+    assert '<span class="add">+  &quot;name&quot;: &quot;Second name&quot;,</span>' in html
+    assert "rename" in html and "Restore v1" in html
+
+    response = admin_client.post(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/")
+    assert response.status_code == 302
+    v3 = RubricVersion.objects.get(rubric=rubric, version=3)
+    assert v3.snapshot["name"] == "Support rubric" and v3.changelog == "Restored version 1"
+    assert Rubric.objects.get().name == "Support rubric"
+    assert admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").status_code == 403
+    missing = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=9")
+    assert b"No version 9" in missing.content
