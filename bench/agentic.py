@@ -1,18 +1,17 @@
-"""Agentic Metrics API at scale: history, summary and export over many stored evaluations, and the
-heuristic batch evaluation of stored traces, all through a real server process.
+"""Agentic Metrics API at scale: a million stored evaluations behind a real server.
 
-    .venv/bin/python bench/agentic.py [--rows 1000000] [--traces 10000] [--samples 40]
+    .venv/bin/python bench/agentic.py [--rows 1000000] [--batch-traces 10000] [--samples 40]
 
-Creates a fresh PostgreSQL database (evalsite_bench_agentic), migrates it, bulk-loads the
-evaluations and traces with COPY, starts gunicorn on 127.0.0.1:18100 and measures from a client
-in another process: p50/p95 of /summary, /history at offset 0, at offset rows/2 and with each filter;
-the streamed export of every row (rows/s, and peak RSS growth of the server worker that served it);
-and /evaluate/batch of the stored traces with the heuristic judge (500 per request).
+Creates the PostgreSQL database evalsite_bench_agentic, migrates it, bulk-loads --rows evaluations
+with COPY (spread over agents, operations, judges, scores and six months of timestamps) and
+--batch-traces traces, then starts gunicorn on 127.0.0.1:18600. This process is the client: it
+measures p50/p95 of /summary and of /history at offset 0, at offset rows/2 and with each filter;
+streams the whole export (rows/s, and the peak RSS growth of the server's workers read from /proc);
+and evaluates every loaded trace through /evaluate/batch with the heuristic judge. Drops the
+database at the end unless --keep.
 """
 
 import argparse
-import json
-import multiprocessing as mp
 import os
 import random
 import signal
@@ -28,248 +27,214 @@ from pathlib import Path
 import httpx
 import psycopg
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ingest import admin_conn, copy_rows, make_traces, wait_http  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 PYTHON = sys.executable
-AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "SecurityAgent"]
+AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "ComputeAgent"]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
-DATACENTERS = ["Delhi", "Mumbai", "Chennai", "Bangalore", "Pune"]
+RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
+COLUMNS = ("session_id", "source", "agent_name", "operation", "task_adherence", "task_adherence_reasoning",
+           "task_adherence_status", "tool_call_accuracy", "tool_call_accuracy_reasoning", "tool_call_accuracy_status",
+           "intent_resolution", "intent_resolution_reasoning", "intent_resolution_status", "overall_score", "rating",
+           "judge", "prompt_tokens", "completion_tokens", "total_tokens", "fingerprint", "created_at")
 
 
-def rating(score):
-    for name, bound in (("excellent", 0.9), ("good", 0.75), ("acceptable", 0.6), ("poor", 0.4)):
-        if score >= bound:
-            return name
-    return "failed"
+def rating(score: float) -> str:
+    return next(name for lower, name in RATINGS if score >= lower)
 
 
-def load_evaluations(dsn: str, n: int) -> float:
-    rng = random.Random(7)
-    base = datetime(2025, 1, 1, tzinfo=timezone.utc)
+def load_evaluations(dsn: str, rows: int) -> float:
+    rnd = random.Random(7)
+    start = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    step = timedelta(days=180) / rows
+    reasoning = ("Passed: a tool fits the operation and resource (list_k8s_clusters); every argument value comes "
+                 "from the query or an earlier result. Failed: tool results missing from the answer: dev-02.")
     started = time.perf_counter()
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY agentic_agentevaluation (session_id, source, agent_name, operation, intent_detected, resource_type,"
-            " user_query, task_adherence, task_adherence_reasoning, task_adherence_status, tool_call_accuracy,"
-            " tool_call_accuracy_reasoning, tool_call_accuracy_status, intent_resolution,"
-            " intent_resolution_reasoning, intent_resolution_status, overall_score, rating, judge,"
-            " input_fingerprint, created_at) FROM STDIN"
-        ) as copy:
-            for i in range(n):
-                op = OPERATIONS[i % len(OPERATIONS)]
-                ta, tc, ir = (round(rng.betavariate(5, 1.5), 4) for _ in range(3))
-                overall = round(0.4 * ta + 0.3 * tc + 0.3 * ir, 4)
+        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+            for i in range(rows):
+                task, tool, intent = (round(rnd.betavariate(5, 1.5), 4) for _ in range(3))
+                overall = round(0.4 * task + 0.3 * tool + 0.3 * intent, 4)
+                llm = i % 4 == 0
                 copy.write_row((
-                    f"bench-eval-{i:08d}", "session", AGENTS[i % len(AGENTS)], op, f"{op}_k8s_cluster", "k8s_cluster",
-                    f"{op} clusters in {DATACENTERS[i % 5]}", ta, "Passed: a final answer was given.", "ok",
-                    tc, "Passed: every tool call succeeded.", "ok", ir, "Passed: an intent was detected.", "ok",
-                    overall, rating(overall), "heuristic:v1", "0" * 64, base + timedelta(seconds=i * 3),
+                    f"bench-eval-{i:08d}", "trace", AGENTS[i % 5], OPERATIONS[(i // 5) % 5],
+                    task, reasoning, "ok", tool, reasoning, "ok", intent, reasoning, "ok", overall, rating(overall),
+                    "openai:gpt-4o-mini" if llm else "heuristic:v1", 900 if llm else 0, 120 if llm else 0,
+                    1020 if llm else 0, f"{i:064x}", start + step * i,
                 ))
         conn.commit()
-    return time.perf_counter() - started
+    seconds = time.perf_counter() - started
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE agentic_agentevaluation")
+    return seconds
 
 
-def load_traces(dsn: str, n: int) -> float:
-    started = time.perf_counter()
-    now = datetime.now(timezone.utc)
-    with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy(
-            "COPY traces_agenttrace (id, session_id, agent_name, user_query, intent_detected, resource_type,"
-            " operation, final_response, success, status, start_time, end_time, duration_seconds, tool_call_count,"
-            " metadata, created_at, updated_at) FROM STDIN"
-        ) as copy:
-            for t in range(1, n + 1):
-                dc = DATACENTERS[t % 5]
-                copy.write_row((t, f"bench-trace-{t:06d}", AGENTS[t % 5], f"List all Kubernetes clusters in {dc}",
-                                "list_k8s_cluster", "k8s_cluster", "list",
-                                f"Found 3 clusters in {dc}: prod-{t}-0, prod-{t}-1, prod-{t}-2.", True, "completed",
-                                now, now, 1.0, 2, "{}", now, now))
-        with cur.copy("COPY traces_toolcall (trace_id, seq, tool_name, tool_args, tool_result, success, timestamp)"
-                      " FROM STDIN") as copy:
-            for t in range(1, n + 1):
-                dc = DATACENTERS[t % 5]
-                copy.write_row((t, 1, "check_region", json.dumps({"datacenter": dc}), json.dumps({"ok": True}), True, now))
-                copy.write_row((t, 2, "list_k8s_clusters", json.dumps({"datacenter": dc}),
-                                json.dumps([{"name": f"prod-{t}-{k}", "status": "running"} for k in range(3)]),
-                                t % 50 != 0, now))
-        conn.commit()
-    return time.perf_counter() - started
+def percentiles(samples: list[float]) -> tuple[float, float]:
+    ordered = sorted(samples)
+    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
+    return statistics.median(ordered) * 1000, p95 * 1000
 
 
-def wait_http(url: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=2.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise SystemExit(f"server at {url} did not come up")
-
-
-def percentile(values, q):
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
-def latency_client(base: str, key: str, cases: list[tuple[str, str]], samples: int, out_q):
-    """Runs in its own process: times each case `samples` times after two warm-up requests."""
-    results = {}
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
-        for label, path in cases:
-            for _ in range(2):
-                client.get(path).raise_for_status()
-            times = []
-            for _ in range(samples):
-                started = time.perf_counter()
-                response = client.get(path)
-                times.append((time.perf_counter() - started) * 1000)
-                response.raise_for_status()
-            results[label] = (statistics.median(times), percentile(times, 0.95))
-    out_q.put(results)
-
-
-def export_client(base: str, key: str, out_q):
-    rows = 0
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=600) as client:
-        started = time.perf_counter()
-        with client.stream("GET", "/api/v1/metrics/export?format=jsonl&stream=1") as response:
-            response.raise_for_status()
-            for chunk in response.iter_bytes(1 << 16):
-                rows += chunk.count(b"\n")
-        out_q.put((rows, time.perf_counter() - started))
-
-
-def batch_client(base: str, key: str, session_ids: list[str], out_q):
-    evaluated = 0
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=600) as client:
-        started = time.perf_counter()
-        for i in range(0, len(session_ids), 500):
-            response = client.post("/api/v1/metrics/evaluate/batch",
-                                   json={"session_ids": session_ids[i:i + 500], "judge": "heuristic", "force": True})
-            response.raise_for_status()
-            evaluated += response.json()["evaluated"]
-        out_q.put((evaluated, time.perf_counter() - started))
+def timed_get(client: httpx.Client, url: str, n: int) -> tuple[float, float]:
+    for _ in range(3):
+        client.get(url).raise_for_status()
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        client.get(url).raise_for_status()
+        samples.append(time.perf_counter() - t0)
+    return percentiles(samples)
 
 
 def rss_kb(pid: int) -> int:
     try:
-        with open(f"/proc/{pid}/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
     except FileNotFoundError:
         pass
     return 0
 
 
 def worker_pids(master: int) -> list[int]:
-    try:
-        with open(f"/proc/{master}/task/{master}/children") as fh:
-            return [int(p) for p in fh.read().split()]
-    except FileNotFoundError:
-        return []
+    out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out]
 
 
-def run_in_process(target, *args):
-    ctx = mp.get_context("spawn")
-    out_q = ctx.Queue()
-    proc = ctx.Process(target=target, args=(*args, out_q))
-    proc.start()
-    result = out_q.get(timeout=3600)
-    proc.join()
-    return result
+def measure_export(client: httpx.Client, base: str, master: int) -> tuple[int, float, float]:
+    pids = worker_pids(master)
+    baseline = {pid: rss_kb(pid) for pid in pids}
+    peak = dict(baseline)
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            for pid in pids:
+                peak[pid] = max(peak[pid], rss_kb(pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    lines = 0
+    t0 = time.perf_counter()
+    with client.stream("GET", f"{base}/export?format=jsonl&download=true", timeout=600) as response:
+        response.raise_for_status()
+        for chunk in response.iter_bytes():
+            lines += chunk.count(b"\n")
+    seconds = time.perf_counter() - t0
+    done.set()
+    sampler.join()
+    growth_mb = max(peak[pid] - baseline[pid] for pid in pids) / 1024
+    return lines, seconds, growth_mb
+
+
+def measure_batch(base: str, key: str, n_traces: int, clients: int) -> tuple[int, float]:
+    ids = [f"bench-{t:07d}" for t in range(n_traces)]
+    chunks = [ids[i:i + 500] for i in range(0, len(ids), 500)]
+    evaluated = [0] * clients
+
+    def run(k: int):
+        with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=300) as client:
+            for chunk in chunks[k::clients]:
+                response = client.post(f"{base}/evaluate/batch", json={"session_ids": chunk, "judge": "heuristic"})
+                response.raise_for_status()
+                evaluated[k] += response.json()["evaluated"]
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(clients)]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(evaluated), time.perf_counter() - t0
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--traces", type=int, default=10_000)
+    parser.add_argument("--batch-traces", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--server-workers", type=int, default=2)
-    parser.add_argument("--port", type=int, default=18100)
+    parser.add_argument("--port", type=int, default=18600)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
     parser.add_argument("--db", default="evalsite_bench_agentic")
+    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     args = parser.parse_args()
 
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+    with admin_conn(args.pg) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{args.db}"')
     dsn = f"{args.pg}/{args.db}"
     env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECRET_KEY": uuid.uuid4().hex,
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+           "ALLOWED_HOSTS": "127.0.0.1,localhost", "EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS": "1000"}
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        env.pop(name, None)
     subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,
                          capture_output=True, text=True).stdout.strip()
 
-    eval_seconds = load_evaluations(dsn, args.rows)
-    trace_seconds = load_traces(dsn, args.traces)
+    # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
+    trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
+    load_seconds = load_evaluations(dsn, args.rows)
+    # COPY bypassed the services, so the running totals behind /summary are rebuilt once, as after
+    # any bulk load.
+    t0 = time.perf_counter()
+    subprocess.run([PYTHON, "manage.py", "shell", "-c",
+                    "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()"],
+                   cwd=ROOT, env=env, check=True)
+    rebuild_seconds = time.perf_counter() - t0
     with psycopg.connect(dsn, autocommit=True) as conn:
-        conn.execute("VACUUM ANALYZE")
-    print(f"loaded {args.rows:,} evaluations in {eval_seconds:.1f} s (COPY) and {args.traces:,} traces "
-          f"in {trace_seconds:.1f} s; VACUUM ANALYZE done")
+        conn.execute("VACUUM ANALYZE traces_agenttrace")
+        conn.execute("VACUUM ANALYZE traces_toolcall")
+    print(f"machine: {os.cpu_count()} cores (shared); server: gunicorn x{args.server_workers} on 127.0.0.1:{args.port}")
+    print(f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s); "
+          f"{args.batch_traces:,} traces x 3 tool calls in {trace_seconds:.1f} s; summary totals rebuilt in "
+          f"{rebuild_seconds:.1f} s")
 
     server = subprocess.Popen(
         [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-w", str(args.server_workers), "-b", f"127.0.0.1:{args.port}",
          "--timeout", "600", "--log-level", "warning"],
         cwd=ROOT, env=env, start_new_session=True,
     )
-    base = f"http://127.0.0.1:{args.port}"
+    base = f"http://127.0.0.1:{args.port}/api/v1/metrics"
     try:
-        wait_http(f"{base}/api/v1/metrics/health")
+        wait_http(f"{base}/health")
         deep = args.rows // 2
-        cases = [
-            ("/summary", "/api/v1/metrics/summary"),
-            ("/history offset 0", "/api/v1/metrics/history?limit=50"),
-            (f"/history offset {deep:,}", f"/api/v1/metrics/history?limit=50&offset={deep}"),
-            ("/history agent_name", "/api/v1/metrics/history?limit=50&agent_name=NetworkAgent"),
-            ("/history operation", "/api/v1/metrics/history?limit=50&operation=delete"),
-            ("/history min_score=0.8", "/api/v1/metrics/history?limit=50&min_score=0.8"),
-            ("/history all filters", "/api/v1/metrics/history?limit=50&agent_name=NetworkAgent&operation=list"
-                                     "&min_score=0.8"),
-            ("/history/{session_id}", f"/api/v1/metrics/history/bench-eval-{args.rows // 3:08d}"),
-        ]
-        latencies = run_in_process(latency_client, base, key, cases, args.samples)
-
-        workers = worker_pids(server.pid)
-        baseline = {pid: rss_kb(pid) for pid in workers}
-        peak = dict(baseline)
-        stop = threading.Event()
-
-        def sample():
-            while not stop.is_set():
-                for pid in workers:
-                    peak[pid] = max(peak.get(pid, 0), rss_kb(pid))
-                time.sleep(0.05)
-
-        sampler = threading.Thread(target=sample, daemon=True)
-        sampler.start()
-        export_rows, export_seconds = run_in_process(export_client, base, key)
-        stop.set()
-        sampler.join()
-        growth_mb = max((peak[pid] - baseline[pid]) for pid in workers) / 1024 if workers else float("nan")
-
-        session_ids = [f"bench-trace-{t:06d}" for t in range(1, args.traces + 1)]
-        evaluated, batch_seconds = run_in_process(batch_client, base, key, session_ids)
+        with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
+            print(f"\n{'endpoint':<58} {'p50 ms':>8} {'p95 ms':>8}   ({args.samples} sequential requests)")
+            for label, url in [
+                ("GET /summary", f"{base}/summary"),
+                ("GET /history (offset 0)", f"{base}/history"),
+                (f"GET /history?offset={deep}", f"{base}/history?offset={deep}"),
+                ("GET /history?agent_name=NetworkAgent", f"{base}/history?agent_name=NetworkAgent"),
+                ("GET /history?operation=delete", f"{base}/history?operation=delete"),
+                ("GET /history?min_score=0.8", f"{base}/history?min_score=0.8"),
+                ("GET /history?min_score=0.97 (selective)", f"{base}/history?min_score=0.97"),
+                ("GET /history?agent_name=..&operation=..&min_score=0.8",
+                 f"{base}/history?agent_name=NetworkAgent&operation=delete&min_score=0.8"),
+                ("GET /history?limit=500", f"{base}/history?limit=500"),
+                ("GET /history/{session_id}", f"{base}/history/bench-eval-{args.rows // 3:08d}"),
+            ]:
+                p50, p95 = timed_get(client, url, args.samples)
+                print(f"{label:<58} {p50:>8.1f} {p95:>8.1f}")
+            lines, seconds, growth = measure_export(client, base, server.pid)
+        if lines != args.rows:
+            raise SystemExit(f"export returned {lines} rows, expected {args.rows}")
+        print(f"\nstreamed export (jsonl): {lines:,} rows in {seconds:.1f} s = {lines / seconds:,.0f} rows/s; "
+              f"peak server worker RSS growth {growth:.1f} MB")
+        evaluated, seconds = measure_batch(base, key, args.batch_traces, args.server_workers)
+        if evaluated != args.batch_traces:
+            raise SystemExit(f"batch evaluated {evaluated}, expected {args.batch_traces}")
+        print(f"/evaluate/batch (heuristic:v1): {evaluated:,} stored traces in {seconds:.1f} s = "
+              f"{evaluated / seconds:,.0f} sessions/s ({args.server_workers} concurrent clients, 500 ids per request)")
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
-
-    load = os.getloadavg()
-    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} (shared); "
-          f"server: gunicorn x{args.server_workers} sync workers; client: one separate process; "
-          f"{args.samples} samples per case")
-    print(f"{'case':34} {'p50 ms':>9} {'p95 ms':>9}")
-    for label, (p50, p95) in latencies.items():
-        print(f"{label:34} {p50:9.1f} {p95:9.1f}")
-    print(f"streamed export : {export_rows:,} rows in {export_seconds:.1f} s = {export_rows / export_seconds:,.0f} rows/s;"
-          f" server worker peak RSS growth {growth_mb:.1f} MB")
-    print(f"batch evaluate  : {evaluated:,} stored traces, heuristic judge, 500 per request, in {batch_seconds:.1f} s"
-          f" = {evaluated / batch_seconds:,.0f} sessions/s")
-    if export_rows != args.rows or evaluated != args.traces:
-        raise SystemExit(f"incomplete: exported {export_rows}/{args.rows}, evaluated {evaluated}/{args.traces}")
-
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        if not args.keep:
+            with admin_conn(args.pg) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

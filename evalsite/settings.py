@@ -192,8 +192,10 @@ EVALSITE_EMBEDDING_MODEL = os.environ.get("EVALSITE_EMBEDDING_MODEL", "text-embe
 # Per request; a call makes at most 3 attempts, waiting BACKOFF, 2×BACKOFF, … between them.
 EVALSITE_LLM_TIMEOUT_SECONDS = float(os.environ.get("EVALSITE_LLM_TIMEOUT_SECONDS", "") or 30)
 EVALSITE_LLM_BACKOFF_SECONDS = float(os.environ.get("EVALSITE_LLM_BACKOFF_SECONDS", "") or 1.0)
-# LLM judge calls in flight at once for one batch evaluation request.
-EVALSITE_AGENTIC_CONCURRENCY = env_int("EVALSITE_AGENTIC_CONCURRENCY", 4)
+# Agentic evaluations: sessions judged at once by an LLM judge in one batch request, and the most
+# rows GET /export returns inline (larger exports stream with download=true).
+EVALSITE_AGENTIC_BATCH_CONCURRENCY = env_int("EVALSITE_AGENTIC_BATCH_CONCURRENCY", 4)
+EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS = env_int("EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS", 100_000)
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
 # Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is

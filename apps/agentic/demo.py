@@ -1,11 +1,15 @@
-"""Evaluations of the demo traces, by the heuristic judge (it needs no LLM)."""
+"""Demo evaluations for `make run`: the demo traces judged by the heuristic judge."""
 
+from apps.core.judges import HeuristicAgenticJudge
 from apps.traces.demo import DEMO_TRACES
+from apps.traces.models import AgentTrace
 
-from .services import evaluate_sessions
+from . import services
 
 
 def load_demo_evaluations() -> int:
-    """Evaluate the demo traces; an unchanged trace already evaluated is reused. Returns how many were new."""
-    outcome = evaluate_sessions(session_ids=[d["session_id"] for d in DEMO_TRACES], judge="heuristic")
-    return sum(1 for result in outcome.evaluated if not result.reused)
+    """Evaluate the demo traces; an unchanged trace already evaluated keeps its evaluation.
+    Returns how many evaluations were new."""
+    traces = list(AgentTrace.objects.with_tool_calls().filter(session_id__in=[d["session_id"] for d in DEMO_TRACES]))
+    outcomes = services.evaluate_traces(traces=traces, judge=HeuristicAgenticJudge())
+    return sum(not o.reused for o in outcomes)

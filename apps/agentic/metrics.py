@@ -1,8 +1,5 @@
-"""vayu_agentic_* metrics, computed from the database when Prometheus scrapes.
-
-Like apps/traces/metrics.py: values come from the rows, so every web process answers the same and
-nothing is lost on restart. One GROUP BY per scrape with a filtered COUNT per histogram bucket.
-"""
+"""vayu_agentic_* metrics, computed from the database when Prometheus scrapes (as for traces):
+the same whichever process answers, and surviving restarts."""
 
 import logging
 
@@ -10,18 +7,19 @@ from django.db import DatabaseError
 from django.db.models import Count, Q, Sum
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
-from apps.core.judges.base import METRICS
+from apps.core.judges import AGENTIC_METRICS
 
-from .models import AgentEvaluation
+from .models import AgentEvaluation, EvaluationRollup
 
 logger = logging.getLogger(__name__)
 
 SCORE_BUCKETS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.75, 0.8, 0.9, 1.0)
-SCORED = (*METRICS, "overall_score")
+SCORED = (*AGENTIC_METRICS, "overall")
+UNRATED = "unrated"
 
 
-def _histogram_name(field: str) -> str:
-    return f"vayu_agentic_{field.removesuffix('_score')}_score"
+def _histogram_name(metric: str) -> str:
+    return f"vayu_agentic_{metric}_score"
 
 
 class AgenticMetricsCollector:
@@ -35,31 +33,29 @@ class AgenticMetricsCollector:
         return [
             CounterMetricFamily("vayu_agentic_evaluations", "Agentic evaluations by agent and score category",
                                 labels=["agent_name", "score_category"]),
-            *[HistogramMetricFamily(_histogram_name(f), f"Distribution of {f} scores", labels=["agent_name"])
-              for f in SCORED],
+            *[HistogramMetricFamily(_histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name"])
+              for m in SCORED],
         ]
 
     def _collect(self):
         evaluations = CounterMetricFamily("vayu_agentic_evaluations", "Agentic evaluations by agent and score category",
                                           labels=["agent_name", "score_category"])
-        for row in AgentEvaluation.objects.order_by().values("agent_name", "rating").annotate(n=Count("id")):
-            evaluations.add_metric([row["agent_name"], row["rating"] or "unscored"], row["n"])
+        for row in EvaluationRollup.objects.order_by().values("agent_name", "rating").annotate(n=Sum("count")):
+            evaluations.add_metric([row["agent_name"], row["rating"] or UNRATED], row["n"])
         yield evaluations
 
-        aggregates = {}
-        for field in SCORED:
-            aggregates[f"{field}__n"] = Count("id", filter=Q(**{f"{field}__isnull": False}))
-            aggregates[f"{field}__sum"] = Sum(field)
-            for i, bound in enumerate(SCORE_BUCKETS):
-                aggregates[f"{field}__le{i}"] = Count("id", filter=Q(**{f"{field}__lte": bound}))
-        rows = list(AgentEvaluation.objects.order_by().values("agent_name").annotate(**aggregates))
-        for field in SCORED:
-            histogram = HistogramMetricFamily(_histogram_name(field), f"Distribution of {field} scores",
+        for metric in SCORED:
+            column = "overall_score" if metric == "overall" else metric
+            aggregates = {f"le_{i}": Count("id", filter=Q(**{f"{column}__lte": b}))
+                          for i, b in enumerate(SCORE_BUCKETS)}
+            histogram = HistogramMetricFamily(_histogram_name(metric), f"Agentic {metric} scores (0..1)",
                                               labels=["agent_name"])
+            rows = (AgentEvaluation.objects.order_by().filter(**{f"{column}__isnull": False}).values("agent_name")
+                    .annotate(total=Count("id"), score_sum=Sum(column), **aggregates))
             for row in rows:
-                buckets = [(str(b), row[f"{field}__le{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
-                buckets.append(("+Inf", row[f"{field}__n"]))
-                histogram.add_metric([row["agent_name"]], buckets, row[f"{field}__sum"] or 0.0)
+                buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
+                buckets.append(("+Inf", row["total"]))
+                histogram.add_metric([row["agent_name"]], buckets, row["score_sum"] or 0.0)
             yield histogram
 
 

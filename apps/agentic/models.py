@@ -1,93 +1,93 @@
 from django.db import models
 from django.utils import timezone
 
-from apps.core.judges import RATINGS
-from apps.core.judges.base import MetricStatus
+from apps.core.scoring import RATINGS
 
 
-class AgentEvaluationQuerySet(models.QuerySet):
-    def newest_first(self):
-        return self.order_by("-created_at", "-id")
-
-    def filtered(self, *, agent_name: str | None = None, operation: str | None = None, min_score: float | None = None):
-        qs = self
-        if agent_name is not None:
-            qs = qs.filter(agent_name=agent_name)
-        if operation is not None:
-            qs = qs.filter(operation=operation)
-        if min_score is not None:
-            qs = qs.filter(overall_score__gte=min_score)
-        return qs
-
-
-STATUS_CHOICES = [(s.value, s.value) for s in MetricStatus]
+class MetricStatus(models.TextChoices):
+    OK = "ok"
+    SKIPPED = "skipped"
+    ERROR = "error"
 
 
 class AgentEvaluation(models.Model):
-    """One judge's verdict on one agent interaction: a stored trace, or a manual submission."""
+    """One judge's verdict on one agent session: three metric scores with reasoning and status."""
 
     class Source(models.TextChoices):
-        SESSION = "session"
+        TRACE = "trace"
         MANUAL = "manual"
 
     Rating = models.TextChoices("Rating", [(r, r) for r in RATINGS])
 
-    # Manual evaluations get a generated session id of their own, so history finds them too.
-    session_id = models.CharField(max_length=255)
+    # Kept when the trace is deleted on its own: the history of what was scored outlives it.
     trace = models.ForeignKey("traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL,
                               related_name="evaluations")
-    source = models.CharField(max_length=16, choices=Source.choices, default=Source.SESSION)
-    agent_name = models.CharField(max_length=255)
+    session_id = models.CharField(max_length=255)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.TRACE)
+    agent_name = models.CharField(max_length=255, blank=True, default="")
     operation = models.CharField(max_length=255, null=True, blank=True)
-    intent_detected = models.CharField(max_length=255, null=True, blank=True)
-    resource_type = models.CharField(max_length=255, null=True, blank=True)
-    user_query = models.TextField()
 
     task_adherence = models.FloatField(null=True, blank=True)
     task_adherence_reasoning = models.TextField(blank=True, default="")
-    task_adherence_status = models.CharField(max_length=16, choices=STATUS_CHOICES)
+    task_adherence_status = models.CharField(max_length=8, choices=MetricStatus.choices)
     tool_call_accuracy = models.FloatField(null=True, blank=True)
     tool_call_accuracy_reasoning = models.TextField(blank=True, default="")
-    tool_call_accuracy_status = models.CharField(max_length=16, choices=STATUS_CHOICES)
+    tool_call_accuracy_status = models.CharField(max_length=8, choices=MetricStatus.choices)
     intent_resolution = models.FloatField(null=True, blank=True)
     intent_resolution_reasoning = models.TextField(blank=True, default="")
-    intent_resolution_status = models.CharField(max_length=16, choices=STATUS_CHOICES)
-    # None when a metric is in error: see apps.core.judges.base.overall_score.
+    intent_resolution_status = models.CharField(max_length=8, choices=MetricStatus.choices)
+
     overall_score = models.FloatField(null=True, blank=True)
     rating = models.CharField(max_length=16, choices=Rating.choices, null=True, blank=True)
-
-    judge = models.CharField(max_length=128)
-    prompt_tokens = models.PositiveIntegerField(null=True, blank=True)
-    completion_tokens = models.PositiveIntegerField(null=True, blank=True)
-    total_tokens = models.PositiveIntegerField(null=True, blank=True)
-    # sha256 of what the judge saw: the same trace content and judge again reuse this row.
-    input_fingerprint = models.CharField(max_length=64)
-    # For manual evaluations, the submitted interaction (there is no trace to point at).
-    input = models.JSONField(null=True, blank=True)
+    judge = models.CharField(max_length=255)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    total_tokens = models.PositiveIntegerField(default=0)
+    # sha256 of the judged input: an unchanged trace re-evaluated by the same judge reuses this row.
+    fingerprint = models.CharField(max_length=64)
+    # What a manual evaluation judged, since there is no trace to look it up in.
+    manual_input = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
-
-    objects = AgentEvaluationQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [
-            # /history pages newest first, unfiltered and by each filter.
+            # /history newest first, and its deep offsets (an index-only scan of these two columns).
             models.Index(fields=["-created_at", "-id"], name="agenteval_newest"),
             models.Index(fields=["agent_name", "-created_at", "-id"], name="agenteval_agent_newest"),
-            models.Index(fields=["operation", "-created_at", "-id"], name="agenteval_op_newest"),
-            # Both filters together: without it a combination that matches little walks a whole agent's rows.
-            models.Index(fields=["agent_name", "operation", "-created_at", "-id"], name="agenteval_agent_op_newest"),
+            models.Index(fields=["operation", "-created_at", "-id"], name="agenteval_operation_newest"),
             models.Index(fields=["overall_score"], name="agenteval_overall"),
-            # /history/{session_id} and the reuse lookup.
+            # /history/{session_id} (latest of a session) and the re-use lookup.
             models.Index(fields=["session_id", "-created_at"], name="agenteval_session_newest"),
+            models.Index(fields=["trace", "judge", "fingerprint"], name="agenteval_reuse"),
         ]
 
     def __str__(self):
         return f"{self.session_id} · {self.judge} · {self.overall_score}"
 
     @property
-    def token_usage(self) -> dict | None:
-        if self.total_tokens is None:
-            return None
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens}
+    def has_error(self) -> bool:
+        return MetricStatus.ERROR in (self.task_adherence_status, self.tool_call_accuracy_status,
+                                      self.intent_resolution_status)
+
+
+class EvaluationRollup(models.Model):
+    """Running totals per (agent, operation, rating), kept in the same transaction as every write of
+    AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""
+
+    agent_name = models.CharField(max_length=255)
+    # "" stands for no operation / no rating, so the unique key has no NULLs.
+    operation = models.CharField(max_length=255)
+    rating = models.CharField(max_length=16)
+    count = models.BigIntegerField(default=0)
+    overall_count = models.BigIntegerField(default=0)
+    overall_sum = models.FloatField(default=0.0)
+    task_adherence_count = models.BigIntegerField(default=0)
+    task_adherence_sum = models.FloatField(default=0.0)
+    tool_call_accuracy_count = models.BigIntegerField(default=0)
+    tool_call_accuracy_sum = models.FloatField(default=0.0)
+    intent_resolution_count = models.BigIntegerField(default=0)
+    intent_resolution_sum = models.FloatField(default=0.0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent_name", "operation", "rating"], name="rollup_unique_key")]

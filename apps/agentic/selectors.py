@@ -1,22 +1,18 @@
-"""Reads of agentic evaluations: history pages, the summary (computed by the database), exports."""
-
-from __future__ import annotations
+"""Reads of agentic evaluations, shaped so the database does the work at a million rows."""
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
-from django.db import connection
-from django.db.models import Avg, Count, Q
-
-from apps.core.judges import RATINGS
+from apps.core.judges import AGENTIC_METRICS
+from apps.core.scoring import RATINGS
 from apps.traces.models import AgentTrace
 
-from .models import AgentEvaluation
+from .models import AgentEvaluation, EvaluationRollup
 
-METRIC_FIELDS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
-# One evaluation as history, history/{session_id} and the exports show it: the contract's flat fields
-# (scores with *_reasoning) plus status per metric, rating, judge and token usage.
-FLAT_COLUMNS = (
-    "id", "session_id", "source", "agent_name", "operation", "intent_detected", "resource_type", "user_query",
+HISTORY_ORDER = ("-created_at", "-id")
+
+EXPORT_FIELDS = (
+    "session_id", "agent_name", "operation", "source",
     "task_adherence", "task_adherence_reasoning", "task_adherence_status",
     "tool_call_accuracy", "tool_call_accuracy_reasoning", "tool_call_accuracy_status",
     "intent_resolution", "intent_resolution_reasoning", "intent_resolution_status",
@@ -24,72 +20,71 @@ FLAT_COLUMNS = (
 )
 
 
-def flat_row(values: tuple) -> dict:
-    row = dict(zip(FLAT_COLUMNS, values))
-    evaluation_id = row.pop("id")
-    created_at = row.pop("created_at")
-    prompt, completion, total = row.pop("prompt_tokens"), row.pop("completion_tokens"), row.pop("total_tokens")
-    row["token_usage"] = None if total is None else {
-        "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": total}
-    row["evaluation_id"] = evaluation_id
-    row["timestamp"] = created_at
-    return row
+def evaluation_latest(*, session_id: str) -> AgentEvaluation | None:
+    return AgentEvaluation.objects.filter(session_id=session_id).order_by(*HISTORY_ORDER).first()
 
 
-def evaluation_flat(evaluation: AgentEvaluation) -> dict:
-    return flat_row(tuple(getattr(evaluation, name) for name in FLAT_COLUMNS))
+@dataclass
+class HistoryPage:
+    evaluations: list[AgentEvaluation]
+    has_more: bool
 
 
 def evaluation_history(*, limit: int, offset: int, agent_name: str | None = None, operation: str | None = None,
-                       min_score: float | None = None) -> tuple[list[dict], bool]:
-    """A page of evaluations, newest first, and whether more follow.
-
-    The page's ids are found first (walking only the (created_at, id) index, which is what deep
-    offsets cost), then just those rows are read.
-    """
-    qs = AgentEvaluation.objects.filtered(agent_name=agent_name, operation=operation, min_score=min_score).newest_first()
-    ids = list(qs.values_list("id", flat=True)[offset:offset + limit + 1])
-    has_more = len(ids) > limit
-    ids = ids[:limit]
-    if not ids:
-        return [], has_more
-    rows = AgentEvaluation.objects.filter(id__in=ids).newest_first().values_list(*FLAT_COLUMNS)
-    return [flat_row(values) for values in rows], has_more
-
-
-def evaluation_latest(*, session_id: str) -> AgentEvaluation | None:
-    return AgentEvaluation.objects.filter(session_id=session_id).newest_first().first()
+                       min_score: float | None = None) -> HistoryPage:
+    """Newest first. The page's ids are found first from the index alone and the rows fetched after,
+    so a deep offset walks index entries, not whole rows; one extra id says whether more follow."""
+    qs = AgentEvaluation.objects.all()
+    if agent_name is not None:
+        qs = qs.filter(agent_name=agent_name)
+    if operation is not None:
+        qs = qs.filter(operation=operation)
+    if min_score is not None:
+        qs = qs.filter(overall_score__gte=min_score)
+    ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset:offset + limit + 1])
+    page_ids = ids[:limit]
+    rows = AgentEvaluation.objects.in_bulk(page_ids)
+    return HistoryPage(evaluations=[rows[i] for i in page_ids if i in rows], has_more=len(ids) > limit)
 
 
 def evaluation_summary() -> dict:
-    rating_counts = {f"n_{rating}": Count("id", filter=Q(rating=rating)) for rating in RATINGS}
-    totals = AgentEvaluation.objects.order_by().aggregate(
-        total=Count("id"),
-        overall=Avg("overall_score"),
-        **{name: Avg(name) for name in METRIC_FIELDS},
-        **rating_counts,
-    )
+    """Aggregates from the running totals (EvaluationRollup): as exact as a scan of every
+    evaluation, at the cost of reading one row per (agent, operation, rating)."""
+    names = ("overall", *AGENTIC_METRICS)
+    total = 0
+    sums = {name: [0, 0.0] for name in names}
+    distribution = dict.fromkeys(RATINGS, 0)
+    groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
+    for row in EvaluationRollup.objects.all():
+        total += row.count
+        for name in names:
+            sums[name][0] += getattr(row, f"{name}_count")
+            sums[name][1] += getattr(row, f"{name}_sum")
+        if row.rating in distribution:
+            distribution[row.rating] += row.count
+        for group, key in (("by_agent", row.agent_name), ("by_operation", row.operation or "unknown")):
+            entry = groups[group].setdefault(key, [0, 0, 0.0])
+            entry[0] += row.count
+            entry[1] += row.overall_count
+            entry[2] += row.overall_sum
 
-    def grouped(field: str) -> dict:
-        rows = (AgentEvaluation.objects.order_by().values(field)
-                .annotate(count=Count("id"), avg_score=Avg("overall_score")).order_by(field))
-        return {
-            (row[field] if row[field] is not None else "unknown"): {
-                "count": row["count"], "avg_score": _round(row["avg_score"])}
-            for row in rows
-        }
+    def mean(count: int, value: float) -> float | None:
+        return round(value / count, 4) if count else None
 
     return {
-        "total_evaluations": totals["total"],
-        "average_scores": {**{name: _round(totals[name]) for name in METRIC_FIELDS}, "overall": _round(totals["overall"])},
-        "score_distribution": {rating: totals[f"n_{rating}"] for rating in RATINGS},
-        "by_agent": grouped("agent_name"),
-        "by_operation": grouped("operation"),
+        "total_evaluations": total,
+        "average_scores": {**{name: mean(*sums[name]) for name in AGENTIC_METRICS}, "overall": mean(*sums["overall"])},
+        "score_distribution": distribution,
+        **{group: {key: {"count": n, "avg_score": mean(scored, value)}
+                   for key, (n, scored, value) in sorted(rows.items())}
+           for group, rows in groups.items()},
     }
 
 
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 4)
+def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
+    """Every evaluation, newest first, streamed: on PostgreSQL a server-side cursor, so memory
+    stays flat however many rows there are."""
+    return AgentEvaluation.objects.order_by(*HISTORY_ORDER).values(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)
 
 
 def evaluation_count() -> int:
@@ -98,15 +93,3 @@ def evaluation_count() -> int:
 
 def trace_count() -> int:
     return AgentTrace.objects.count()
-
-
-def evaluations_for_export(chunk_size: int = 2000) -> Iterator[dict]:
-    """Every evaluation, newest first, read through a server-side cursor on PostgreSQL so memory stays
-    flat whatever the row count."""
-    rows = AgentEvaluation.objects.newest_first().values_list(*FLAT_COLUMNS).iterator(chunk_size=chunk_size)
-    for values in rows:
-        yield flat_row(values)
-
-
-def database_vendor() -> str:
-    return connection.vendor

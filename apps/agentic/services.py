@@ -1,212 +1,218 @@
-"""Agentic evaluation: the only code that writes AgentEvaluation rows.
+"""Agentic evaluations: the only code that writes AgentEvaluation rows.
 
-Judging happens outside any transaction and, for the LLM judge, on a bounded thread pool that never
-touches the database; the rows are then written in one short transaction. An unchanged trace judged
-again by the same judge returns the stored evaluation (no LLM call) unless `force` is set.
+Judging happens outside any transaction (an LLM judge may take seconds per metric); only the
+finished verdicts are written. Re-evaluating an unchanged trace with the same judge returns the
+stored evaluation instead of judging again, unless the caller forces it; an evaluation that had a
+metric in error is never re-used, so a later call retries the judge.
 """
 
-from __future__ import annotations
-
 import hashlib
-import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import orjson
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Q
+from django.db import connection, transaction
 
-from apps.core.errors import ConflictError, NotFoundError
-from apps.core.judges import AgenticJudge, JudgeInput, JudgeToolCall, Judgement, get_agentic_judge, rating_for
-from apps.core.judges.base import MetricStatus
+from apps.core.errors import NotFoundError
+from apps.core.judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
+from apps.core.scoring import rating_for, weighted_overall
 from apps.traces.models import AgentTrace
 from apps.traces.services import traces_clear
 
-from .models import AgentEvaluation
-
-logger = logging.getLogger(__name__)
+from .models import AgentEvaluation, EvaluationRollup
 
 MAX_BATCH_SESSIONS = 500
-
-
-def judge_input_from_trace(trace: AgentTrace) -> JudgeInput:
-    """Needs trace.tool_calls prefetched (or it runs one query)."""
-    return JudgeInput(
-        query=trace.user_query,
-        final_response=trace.final_response,
-        tool_calls=tuple(
-            JudgeToolCall(tool_name=c.tool_name, tool_args=c.tool_args or {}, tool_result=c.tool_result,
-                          success=c.success, error=c.error)
-            for c in sorted(trace.tool_calls.all(), key=lambda c: c.seq)
-        ),
-        intent=trace.intent_detected,
-        resource_type=trace.resource_type,
-        operation=trace.operation,
-        agent_name=trace.agent_name,
-        success=trace.success,
-    )
-
-
-def input_fingerprint(item: JudgeInput, judge_label: str) -> str:
-    payload = {"judge": judge_label, "input": item.canonical()}
-    return hashlib.sha256(orjson.dumps(payload, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
-
-
-def _evaluation_row(*, item: JudgeInput, judgement: Judgement, session_id: str, trace: AgentTrace | None,
-                    source: str, fingerprint: str, manual_input: dict | None = None) -> AgentEvaluation:
-    usage = judgement.usage or {}
-    overall = judgement.overall_score
-    row = AgentEvaluation(
-        session_id=session_id,
-        trace=trace,
-        source=source,
-        agent_name=item.agent_name or "unknown",
-        operation=item.operation,
-        intent_detected=item.intent,
-        resource_type=item.resource_type,
-        user_query=item.query,
-        overall_score=overall,
-        rating=rating_for(overall),
-        judge=judgement.judge,
-        prompt_tokens=usage.get("prompt_tokens") if judgement.usage is not None else None,
-        completion_tokens=usage.get("completion_tokens") if judgement.usage is not None else None,
-        total_tokens=usage.get("total_tokens") if judgement.usage is not None else None,
-        input_fingerprint=fingerprint,
-        input=manual_input,
-    )
-    for name, verdict in judgement.verdicts().items():
-        setattr(row, name, verdict.score)
-        setattr(row, f"{name}_reasoning", verdict.reasoning)
-        setattr(row, f"{name}_status", verdict.status.value)
-    return row
-
-
-def _judge_all(judge: AgenticJudge, items: list[JudgeInput]) -> list[Judgement]:
-    """Judge in order. The heuristic judge is CPU work and runs inline; LLM calls wait on the network,
-    so they run on a bounded pool (EVALSITE_AGENTIC_CONCURRENCY) — the pool never touches the database."""
-    if len(items) <= 1 or judge.label.startswith("heuristic"):
-        return [judge.judge(item) for item in items]
-    workers = max(1, min(int(settings.EVALSITE_AGENTIC_CONCURRENCY), len(items)))
-    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentic-judge") as pool:
-        return list(pool.map(judge.judge, items))
-
-
-_ERROR_STATUS = (Q(task_adherence_status=MetricStatus.ERROR) | Q(tool_call_accuracy_status=MetricStatus.ERROR)
-                 | Q(intent_resolution_status=MetricStatus.ERROR))
+MANUAL_AGENT_NAME = "manual"
 
 
 @dataclass
-class SessionEvaluation:
+class EvaluationOutcome:
     evaluation: AgentEvaluation
     reused: bool
 
 
-@dataclass
-class BatchEvaluation:
-    evaluated: list[SessionEvaluation] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
-    # Sessions found but not evaluable (still active), with the reason.
-    skipped: list[dict[str, str]] = field(default_factory=list)
+def judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
+    """The trace as a judge sees it; tool calls must be prefetched (or are loaded here)."""
+    calls = sorted(trace.tool_calls.all(), key=lambda c: c.seq)
+    return JudgeInput(
+        query=trace.user_query,
+        final_response=trace.final_response,
+        tool_calls=tuple(JudgeToolCall(c.tool_name, c.tool_args or {}, c.tool_result, c.success, c.error)
+                         for c in calls),
+        intent=trace.intent_detected,
+        resource_type=trace.resource_type,
+        operation=trace.operation,
+        success=trace.success,
+    )
 
 
-def evaluate_sessions(*, session_ids: list[str], judge: str | None = "auto", force: bool = False) -> BatchEvaluation:
-    """Evaluate stored traces. Unknown sessions are reported as missing, active ones as skipped."""
-    wanted = list(dict.fromkeys(session_ids))
-    agentic_judge = get_agentic_judge(judge)
-    traces = {t.session_id: t for t in AgentTrace.objects.filter(session_id__in=wanted).prefetch_related("tool_calls")}
-    outcome = BatchEvaluation(missing=[s for s in wanted if s not in traces])
-    candidates: list[tuple[AgentTrace, JudgeInput, str]] = []
-    for session_id in wanted:
-        trace = traces.get(session_id)
-        if trace is None:
-            continue
-        if trace.status == AgentTrace.Status.ACTIVE:
-            outcome.skipped.append({"session_id": session_id,
-                                    "reason": "trace is still active; complete it before evaluating"})
-            continue
-        item = judge_input_from_trace(trace)
-        candidates.append((trace, item, input_fingerprint(item, agentic_judge.label)))
+def fingerprint(data: JudgeInput) -> str:
+    return hashlib.sha256(orjson.dumps(data.canonical(), option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
 
-    reusable: dict[tuple[str, str], AgentEvaluation] = {}
-    if not force and candidates:
-        stored = (AgentEvaluation.objects
-                  .filter(session_id__in=[t.session_id for t, _, _ in candidates], judge=agentic_judge.label,
-                          input_fingerprint__in=[fp for _, _, fp in candidates])
-                  .exclude(_ERROR_STATUS)
-                  .order_by("created_at", "id"))
-        for row in stored:
-            reusable[(row.session_id, row.input_fingerprint)] = row  # the newest wins
 
-    to_judge = [(t, item, fp) for t, item, fp in candidates if (t.session_id, fp) not in reusable]
-    judgements = _judge_all(agentic_judge, [item for _, item, _ in to_judge])
-    rows = [
-        _evaluation_row(item=item, judgement=judgement, session_id=trace.session_id, trace=trace,
-                        source=AgentEvaluation.Source.SESSION, fingerprint=fp)
-        for (trace, item, fp), judgement in zip(to_judge, judgements)
+def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | None, session_id: str, source: str,
+                             agent_name: str, operation: str | None, fingerprint_hex: str,
+                             manual_input: dict | None = None) -> AgentEvaluation:
+    fields = {}
+    for name in AGENTIC_METRICS:
+        metric = verdict.metric(name)
+        fields[name] = metric.score
+        fields[f"{name}_reasoning"] = metric.reasoning
+        fields[f"{name}_status"] = metric.status
+    overall = weighted_overall({name: fields[name] for name in AGENTIC_METRICS})
+    return AgentEvaluation(
+        trace=trace, session_id=session_id, source=source, agent_name=agent_name, operation=operation,
+        overall_score=overall, rating=rating_for(overall), judge=verdict.judge,
+        prompt_tokens=verdict.usage.prompt_tokens, completion_tokens=verdict.usage.completion_tokens,
+        total_tokens=verdict.usage.total_tokens, fingerprint=fingerprint_hex, manual_input=manual_input, **fields,
+    )
+
+
+_ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
+_ROLLUP_COLUMNS = ("agent_name", "operation", "rating", "count",
+                   *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")])
+
+
+def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
+    """Add new evaluations to the running totals. Call inside the transaction that inserts them.
+    Keys are upserted in sorted order so concurrent writers lock them in the same order."""
+    totals: dict[tuple, list] = {}
+    for ev in evaluations:
+        key = (ev.agent_name, ev.operation or "", ev.rating or "")
+        row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS))
+        row[0] += 1
+        for i, name in enumerate(_ROLLUP_SUMS):
+            value = ev.overall_score if name == "overall" else getattr(ev, name)
+            if value is not None:
+                row[1 + 2 * i] += 1
+                row[2 + 2 * i] += value
+    if not totals:
+        return
+    table = EvaluationRollup._meta.db_table
+    increments = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in _ROLLUP_COLUMNS[3:])
+    sql = (f"INSERT INTO {table} ({', '.join(_ROLLUP_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_ROLLUP_COLUMNS))}) "
+           f"ON CONFLICT (agent_name, operation, rating) DO UPDATE SET {increments}")
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(*key, *values) for key, values in sorted(totals.items())])
+
+
+def evaluation_rollup_rebuild() -> int:
+    """Recompute the running totals from the evaluations (after a bulk load that bypassed the
+    services, or to check them). Returns the number of rollup rows."""
+    table = EvaluationRollup._meta.db_table
+    source = AgentEvaluation._meta.db_table
+    columns = ["overall_score" if name == "overall" else name for name in _ROLLUP_SUMS]
+    sums = ", ".join(f"COUNT({c}), COALESCE(SUM({c}), 0)" for c in columns)
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM {table}")
+        cursor.execute(
+            f"INSERT INTO {table} ({', '.join(_ROLLUP_COLUMNS)}) "
+            f"SELECT agent_name, COALESCE(operation, ''), COALESCE(rating, ''), COUNT(*), "
+            f"{sums} FROM {source} "
+            f"GROUP BY agent_name, COALESCE(operation, ''), COALESCE(rating, '')")
+    return EvaluationRollup.objects.count()
+
+
+def _judge_all(judge: AgenticJudge, inputs: list[JudgeInput]) -> list[AgenticVerdict]:
+    if not judge.parallel or len(inputs) < 2:
+        return [judge.evaluate(data) for data in inputs]
+    workers = max(1, min(settings.EVALSITE_AGENTIC_BATCH_CONCURRENCY, len(inputs)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agentic-judge") as pool:
+        return list(pool.map(judge.evaluate, inputs))
+
+
+def _reusable(trace_ids: list[int], judge_label: str,
+              fingerprints: list[str]) -> dict[tuple[int, str], AgentEvaluation]:
+    """The latest error-free evaluation per (trace, fingerprint) by this judge."""
+    found: dict[tuple[int, str], AgentEvaluation] = {}
+    rows = (AgentEvaluation.objects.filter(trace_id__in=trace_ids, judge=judge_label, fingerprint__in=fingerprints)
+            .order_by("created_at", "id"))
+    for evaluation in rows:
+        if not evaluation.has_error:
+            found[(evaluation.trace_id, evaluation.fingerprint)] = evaluation
+    return found
+
+
+def evaluate_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False) -> list[EvaluationOutcome]:
+    """Evaluate traces (tool calls prefetched) with one judge; outcomes in the order given."""
+    inputs = [judge_input_for_trace(t) for t in traces]
+    prints = [fingerprint(data) for data in inputs]
+    reusable = {} if force else _reusable([t.pk for t in traces], judge.label, prints)
+    pending = [i for i, (t, fp) in enumerate(zip(traces, prints)) if (t.pk, fp) not in reusable]
+    verdicts = _judge_all(judge, [inputs[i] for i in pending])
+    fresh = [
+        _evaluation_from_verdict(verdict, trace=traces[i], session_id=traces[i].session_id,
+                                 source=AgentEvaluation.Source.TRACE, agent_name=traces[i].agent_name,
+                                 operation=traces[i].operation, fingerprint_hex=prints[i])
+        for i, verdict in zip(pending, verdicts)
     ]
     with transaction.atomic():
-        AgentEvaluation.objects.bulk_create(rows, batch_size=500)
-    fresh = {row.session_id: row for row in rows}
-    for trace, _item, fp in candidates:
-        if trace.session_id in fresh:
-            outcome.evaluated.append(SessionEvaluation(fresh[trace.session_id], reused=False))
-        else:
-            outcome.evaluated.append(SessionEvaluation(reusable[(trace.session_id, fp)], reused=True))
-    return outcome
+        AgentEvaluation.objects.bulk_create(fresh, batch_size=500)
+        _rollup_add(fresh)
+    by_index = dict(zip(pending, fresh))
+    return [
+        EvaluationOutcome(by_index[i], False) if i in by_index else EvaluationOutcome(reusable[(t.pk, prints[i])], True)
+        for i, t in enumerate(traces)
+    ]
 
 
-def evaluate_session(*, session_id: str, judge: str | None = "auto", force: bool = False) -> SessionEvaluation:
-    outcome = evaluate_sessions(session_ids=[session_id], judge=judge, force=force)
-    if outcome.missing:
+def evaluation_for_session(*, session_id: str, judge_name: str | None = None, force: bool = False) -> EvaluationOutcome:
+    trace = AgentTrace.objects.with_tool_calls().filter(session_id=session_id).first()
+    if trace is None:
         raise NotFoundError(f"No trace found for session {session_id}")
-    if outcome.skipped:
-        raise ConflictError(f"Trace {session_id} is still active; complete it before evaluating")
-    return outcome.evaluated[0]
+    return evaluate_traces(traces=[trace], judge=get_agentic_judge(judge_name), force=force)[0]
 
 
-def evaluate_manual(
-    *,
-    user_query: str,
-    agent_response: str | None,
-    tool_calls: list[JudgeToolCall],
-    detected_intent: str | None = None,
-    resource_type: str | None = None,
-    operation: str | None = None,
-    agent_name: str | None = None,
-    judge: str | None = "auto",
-    submitted: dict[str, Any] | None = None,
-) -> AgentEvaluation:
-    """Judge an interaction that has no trace; it is stored under a generated session id."""
-    agentic_judge = get_agentic_judge(judge)
-    item = JudgeInput(query=user_query, final_response=agent_response, tool_calls=tuple(tool_calls),
-                      intent=detected_intent, resource_type=resource_type, operation=operation,
-                      agent_name=agent_name or "manual")
-    judgement = agentic_judge.judge(item)
-    row = _evaluation_row(item=item, judgement=judgement, session_id=f"manual_{uuid.uuid4().hex}", trace=None,
-                          source=AgentEvaluation.Source.MANUAL, fingerprint=input_fingerprint(item, judgement.judge),
-                          manual_input=submitted)
-    row.save()
-    return row
+@dataclass
+class BatchEvaluation:
+    outcomes: list[EvaluationOutcome]
+    missing_sessions: list[str]
 
 
-def evaluate_traces_by_id(*, trace_ids: list[int], judge: str | None = "auto", force: bool = False) -> BatchEvaluation:
-    """The admin action's path (through Celery): trace primary keys in, evaluated in batches."""
-    session_ids = list(AgentTrace.objects.filter(id__in=trace_ids).values_list("session_id", flat=True))
-    total = BatchEvaluation()
-    for start in range(0, len(session_ids), MAX_BATCH_SESSIONS):
-        part = evaluate_sessions(session_ids=session_ids[start:start + MAX_BATCH_SESSIONS], judge=judge, force=force)
-        total.evaluated += part.evaluated
-        total.missing += part.missing
-        total.skipped += part.skipped
-    return total
+def evaluations_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
+                             force: bool = False) -> BatchEvaluation:
+    """Evaluate stored sessions (each once, in the order first named); unknown ones are reported."""
+    judge = get_agentic_judge(judge_name)
+    wanted = list(dict.fromkeys(session_ids))
+    traces = {t.session_id: t for t in AgentTrace.objects.with_tool_calls().filter(session_id__in=wanted)}
+    found = [traces[s] for s in wanted if s in traces]
+    return BatchEvaluation(
+        outcomes=evaluate_traces(traces=found, judge=judge, force=force),
+        missing_sessions=[s for s in wanted if s not in traces],
+    )
+
+
+def evaluations_for_trace_ids(*, trace_ids: list[int], judge_name: str | None = None, force: bool = False) -> int:
+    """For the admin action's Celery task. Returns how many evaluations were newly made."""
+    judge = get_agentic_judge(judge_name)
+    made = 0
+    for start in range(0, len(trace_ids), MAX_BATCH_SESSIONS):
+        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids[start:start + MAX_BATCH_SESSIONS]))
+        made += sum(not o.reused for o in evaluate_traces(traces=traces, judge=judge, force=force))
+    return made
+
+
+def evaluation_manual(*, data: JudgeInput, agent_name: str = MANUAL_AGENT_NAME, judge_name: str | None = None,
+                      manual_input: dict | None = None) -> AgentEvaluation:
+    """Judge an interaction that was never traced. It gets its own session id so that history can
+    find it; it is always judged afresh (there is no trace whose change could be detected)."""
+    judge = get_agentic_judge(judge_name)
+    verdict = judge.evaluate(data)
+    evaluation = _evaluation_from_verdict(
+        verdict, trace=None, session_id=f"manual_{uuid.uuid4().hex}", source=AgentEvaluation.Source.MANUAL,
+        agent_name=agent_name, operation=data.operation, fingerprint_hex=fingerprint(data), manual_input=manual_input)
+    with transaction.atomic():
+        evaluation.save()
+        _rollup_add([evaluation])
+    return evaluation
 
 
 @transaction.atomic
-def evaluations_and_traces_clear() -> tuple[int, int]:
+def evaluations_clear() -> tuple[int, int]:
     """Delete every evaluation and every trace, together or not at all. Returns (evaluations, traces)."""
     evaluations, _ = AgentEvaluation.objects.all().delete()
+    EvaluationRollup.objects.all().delete()
     traces = traces_clear()
     return evaluations, traces

@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from apps.agentic.admin import AgentEvaluationInline, evaluate_selected_traces
 from apps.core.admin_utils import pretty_json
 
 from .models import AgentTrace, ToolCall
@@ -39,7 +40,8 @@ class AgentTraceAdmin(admin.ModelAdmin):
     date_hierarchy = "start_time"
     list_per_page = 50
     show_full_result_count = False
-    inlines = [ToolCallInline]
+    inlines = [ToolCallInline, AgentEvaluationInline]
+    actions = [evaluate_selected_traces]
     fieldsets = [
         (None, {"fields": ["session_id", "agent_name", "status", "success", "error"]}),
         ("Request", {"fields": ["user_query", "intent_detected", "resource_type", "operation"]}),

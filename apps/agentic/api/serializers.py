@@ -1,51 +1,68 @@
-"""Response bodies built from stored evaluations (plain dicts; the renderer is orjson)."""
+"""AgentEvaluation → JSON in the contract's field names."""
 
-from apps.core.judges.base import METRICS
-
-from ..models import AgentEvaluation
-
-
-def _metric(evaluation: AgentEvaluation, name: str) -> dict:
-    return {"score": getattr(evaluation, name), "reasoning": getattr(evaluation, f"{name}_reasoning"),
-            "status": getattr(evaluation, f"{name}_status")}
+from apps.agentic.models import AgentEvaluation
+from apps.agentic.selectors import EXPORT_FIELDS
+from apps.core.judges import AGENTIC_METRICS
 
 
-def _common(evaluation: AgentEvaluation) -> dict:
+def token_usage(ev: AgentEvaluation) -> dict:
+    return {"prompt_tokens": ev.prompt_tokens, "completion_tokens": ev.completion_tokens,
+            "total_tokens": ev.total_tokens}
+
+
+def _metrics(ev: AgentEvaluation) -> dict:
     return {
-        **{name: _metric(evaluation, name) for name in METRICS},
-        "overall_score": evaluation.overall_score,
-        "rating": evaluation.rating,
-        "judge": evaluation.judge,
-        "token_usage": evaluation.token_usage,
-        "evaluation_id": evaluation.id,
+        name: {"score": getattr(ev, name), "reasoning": getattr(ev, f"{name}_reasoning"),
+               "status": getattr(ev, f"{name}_status")}
+        for name in AGENTIC_METRICS
     }
 
 
-def session_evaluation_data(evaluation: AgentEvaluation, *, reused: bool) -> dict:
+def session_evaluation_data(ev: AgentEvaluation, *, reused: bool, metadata: dict) -> dict:
     return {
-        "session_id": evaluation.session_id,
-        "agent_name": evaluation.agent_name,
-        **_common(evaluation),
-        "timestamp": evaluation.created_at,
+        "session_id": ev.session_id,
+        "agent_name": ev.agent_name,
+        **_metrics(ev),
+        "overall_score": ev.overall_score,
+        "rating": ev.rating,
+        "judge": ev.judge,
+        "token_usage": token_usage(ev),
+        "timestamp": ev.created_at,
         "reused": reused,
-        "metadata": {"operation": evaluation.operation, "intent_detected": evaluation.intent_detected,
-                     "resource_type": evaluation.resource_type},
+        "metadata": metadata,
     }
 
 
-def manual_evaluation_data(evaluation: AgentEvaluation) -> dict:
-    return {"session_id": evaluation.session_id, **_common(evaluation),
-            "evaluation_timestamp": evaluation.created_at}
-
-
-def batch_result_data(evaluation: AgentEvaluation, *, reused: bool) -> dict:
+def manual_evaluation_data(ev: AgentEvaluation) -> dict:
     return {
-        "session_id": evaluation.session_id,
-        "agent_name": evaluation.agent_name,
-        **{name: getattr(evaluation, name) for name in METRICS},
-        "overall_score": evaluation.overall_score,
-        "rating": evaluation.rating,
-        "judge": evaluation.judge,
-        "reused": reused,
-        "statuses": {name: getattr(evaluation, f"{name}_status") for name in METRICS},
+        "session_id": ev.session_id,
+        **_metrics(ev),
+        "overall_score": ev.overall_score,
+        "rating": ev.rating,
+        "judge": ev.judge,
+        "token_usage": token_usage(ev),
+        "evaluation_timestamp": ev.created_at,
     }
+
+
+def batch_result_data(ev: AgentEvaluation, *, reused: bool) -> dict:
+    return {
+        "session_id": ev.session_id,
+        "agent_name": ev.agent_name,
+        **{name: getattr(ev, name) for name in AGENTIC_METRICS},
+        "overall_score": ev.overall_score,
+        "rating": ev.rating,
+        "judge": ev.judge,
+        "reused": reused,
+    }
+
+
+def record_from_values(row: dict) -> dict:
+    """A flat record (history, export) from a values() row or a model's fields."""
+    record = {name: row[name] for name in EXPORT_FIELDS if name != "created_at"}
+    record["timestamp"] = row["created_at"]
+    return record
+
+
+def record_data(ev: AgentEvaluation) -> dict:
+    return record_from_values({name: getattr(ev, name) for name in EXPORT_FIELDS})

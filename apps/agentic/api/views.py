@@ -1,28 +1,29 @@
 import logging
+from itertools import islice
 
 import orjson
+from django.conf import settings
 from django.db import DatabaseError
 from django.http import StreamingHttpResponse
-from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.agentic import selectors, services
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.judges import JudgeInput, JudgeToolCall
 from apps.core.permissions import IsStaff
 
-from .. import selectors, services
-from ..services import JudgeToolCall
 from .schemas import (
     BatchEvaluateIn,
     BatchEvaluationOut,
     ClearOut,
+    EvaluationRecordOut,
     ExportOut,
     ExportQuery,
-    FlatEvaluationOut,
     HealthOut,
     HistoryOut,
     HistoryQuery,
@@ -32,19 +33,19 @@ from .schemas import (
     SessionEvaluationOut,
     SummaryOut,
 )
-from .serializers import batch_result_data, manual_evaluation_data, session_evaluation_data
+from .serializers import (
+    batch_result_data,
+    manual_evaluation_data,
+    record_data,
+    record_from_values,
+    session_evaluation_data,
+)
 
 logger = logging.getLogger(__name__)
-
 TAG = ["agentic metrics"]
-SERVICE_NAME = "agentic_metrics"
-# Above this many rows the inline {"format", "data"} export refuses and points at the streamed one,
-# rather than building a string the size of the table in the server's memory.
-INLINE_EXPORT_MAX_ROWS = 100_000
-
-
-def _query(model, request):
-    return validate_body(model, request.query_params.dict())
+# Rows per chunk written to a streamed export: big enough that per-chunk overhead vanishes,
+# small enough that the server holds only a few hundred kilobytes at a time.
+EXPORT_CHUNK_ROWS = 1000
 
 
 class HealthView(APIView):
@@ -53,179 +54,170 @@ class HealthView(APIView):
         try:
             evaluations = selectors.evaluation_count()
             traces = selectors.trace_count()
-        except DatabaseError as exc:
-            logger.warning("health check: database unavailable: %s", exc)
-            return Response({
-                "status": "unhealthy", "service": SERVICE_NAME, "evaluations_count": None,
-                "database": {"status": "disconnected", "error": type(exc).__name__},
-            }, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+        except DatabaseError:
+            # The driver's message can name hosts and users; it goes to the log, not to the client.
+            logger.warning("agentic health check: database unavailable", exc_info=True)
+            return Response({"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
+                             "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
         return Response({
-            "status": "healthy", "service": SERVICE_NAME, "evaluations_count": evaluations,
+            "status": "healthy",
+            "service": "agentic_metrics",
+            "evaluations_count": evaluations,
             "database": {"status": "connected", "evaluations_stored": evaluations, "traces_stored": traces},
         })
 
 
 class EvaluateSessionView(APIView):
-    @extend_schema(tags=TAG, request=SessionEvaluateIn,
-                   responses={200: SessionEvaluationOut, 404: OpenApiResponse(description="No trace for the session"),
-                              409: OpenApiResponse(description="The trace is still active")},
-                   summary="Evaluate a traced session",
-                   description="An unchanged trace already judged by the same judge returns the stored evaluation "
-                               "(reused: true) without judging again, unless force is true.")
+    @extend_schema(tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut},
+                   summary="Evaluate a traced session")
     def post(self, request):
         body = validate_body(SessionEvaluateIn, request.data)
-        result = services.evaluate_session(session_id=body.session_id, judge=body.judge, force=body.force)
-        return Response(session_evaluation_data(result.evaluation, reused=result.reused))
+        outcome = services.evaluation_for_session(session_id=body.session_id, judge_name=body.judge, force=body.force)
+        trace = outcome.evaluation.trace
+        return Response(session_evaluation_data(outcome.evaluation, reused=outcome.reused,
+                                                metadata=trace.metadata if trace is not None else {}))
 
 
 class EvaluateManualView(APIView):
     @extend_schema(tags=TAG, request=ManualEvaluateIn, responses={200: ManualEvaluationOut},
-                   summary="Evaluate an interaction without a trace",
-                   description="Stored under a generated session id (returned) so history finds it.")
+                   summary="Evaluate an interaction that was not traced")
     def post(self, request):
         body = validate_body(ManualEvaluateIn, request.data)
-        evaluation = services.evaluate_manual(
-            user_query=body.user_query,
-            agent_response=body.agent_response,
-            tool_calls=[JudgeToolCall(tool_name=c.tool_name, tool_args=c.tool_args, tool_result=c.tool_result,
-                                      success=c.success, error=c.error) for c in body.tool_calls],
-            detected_intent=body.detected_intent,
+        data = JudgeInput(
+            query=body.user_query,
+            final_response=body.agent_response,
+            tool_calls=tuple(JudgeToolCall(c.tool_name, c.tool_args, c.tool_result, c.success, c.error)
+                             for c in body.tool_calls),
+            intent=body.detected_intent,
             resource_type=body.resource_type,
             operation=body.operation,
-            agent_name=body.agent_name,
-            judge=body.judge,
-            submitted=body.model_dump(mode="json", exclude={"judge"}),
+            success=body.success,
         )
+        evaluation = services.evaluation_manual(
+            data=data, agent_name=body.agent_name, judge_name=body.judge,
+            manual_input=body.model_dump(mode="json", exclude={"judge"}))
         return Response(manual_evaluation_data(evaluation))
 
 
 class EvaluateBatchView(APIView):
     @extend_schema(tags=TAG, request=BatchEvaluateIn, responses={200: BatchEvaluationOut},
-                   summary="Evaluate up to 500 traced sessions",
-                   description="Unknown sessions are listed in missing_sessions, active ones in skipped_sessions. "
-                               "LLM judging runs concurrently with a bound (EVALSITE_AGENTIC_CONCURRENCY).")
+                   summary="Evaluate up to 500 traced sessions")
     def post(self, request):
         body = validate_body(BatchEvaluateIn, request.data)
-        outcome = services.evaluate_sessions(session_ids=body.session_ids, judge=body.judge, force=body.force)
+        batch = services.evaluations_for_sessions(session_ids=body.session_ids, judge_name=body.judge, force=body.force)
         return Response({
-            "evaluated": len(outcome.evaluated),
-            "not_found": len(outcome.missing),
-            "results": [batch_result_data(r.evaluation, reused=r.reused) for r in outcome.evaluated],
-            "missing_sessions": outcome.missing,
-            "skipped_sessions": outcome.skipped,
+            "evaluated": len(batch.outcomes),
+            "not_found": len(batch.missing_sessions),
+            "results": [batch_result_data(o.evaluation, reused=o.reused) for o in batch.outcomes],
+            "missing_sessions": batch.missing_sessions,
         })
 
 
 class SummaryView(APIView):
-    @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over every evaluation")
+    @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
         return Response(selectors.evaluation_summary())
 
 
-class _IgnoreFormatParameter(DefaultContentNegotiation):
-    """`?format=` is the contract's export format (json|jsonl), not DRF's renderer override."""
+def _query(model, request):
+    return model.model_validate(request.query_params.dict())
+
+
+class HistoryView(APIView):
+    @extend_schema(
+        tags=TAG, responses={200: HistoryOut}, summary="Stored evaluations, newest first",
+        operation_id="v1_metrics_history_list",
+        parameters=[
+            OpenApiParameter("limit", int, description="1-500, default 50"),
+            OpenApiParameter("offset", int, description="default 0"),
+            OpenApiParameter("agent_name", str),
+            OpenApiParameter("operation", str),
+            OpenApiParameter("min_score", float, description="Minimum overall score, 0-1"),
+        ],
+    )
+    def get(self, request):
+        query = _query(HistoryQuery, request)
+        page = selectors.evaluation_history(limit=query.limit, offset=query.offset, agent_name=query.agent_name,
+                                            operation=query.operation, min_score=query.min_score)
+        return Response({
+            "count": len(page.evaluations),
+            "limit": query.limit,
+            "offset": query.offset,
+            "has_more": page.has_more,
+            "evaluations": [record_data(ev) for ev in page.evaluations],
+        })
+
+
+class HistoryDetailView(APIView):
+    @extend_schema(tags=TAG, responses={200: EvaluationRecordOut}, summary="Latest evaluation of a session")
+    def get(self, request, session_id):
+        evaluation = selectors.evaluation_latest(session_id=session_id)
+        if evaluation is None:
+            raise NotFoundError(f"No evaluation found for session {session_id}")
+        return Response(record_data(evaluation))
+
+
+def _chunks(rows):
+    while chunk := list(islice(rows, EXPORT_CHUNK_ROWS)):
+        yield chunk
+
+
+def _stream(fmt: str):
+    rows = (orjson.dumps(record_from_values(row), default=str) for row in selectors.evaluation_export_rows())
+    if fmt == "jsonl":
+        for chunk in _chunks(rows):
+            yield b"\n".join(chunk) + b"\n"
+        return
+    yield b"["
+    separator = b""
+    for chunk in _chunks(rows):
+        yield separator + b",".join(chunk)
+        separator = b","
+    yield b"]"
+
+
+class ExportNegotiation(DefaultContentNegotiation):
+    """Here `format` is the endpoint's own parameter (json|jsonl), not DRF's renderer override,
+    which would answer 404 to format=jsonl."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
 
 
-def _jsonl_chunks():
-    buffer = []
-    for row in selectors.evaluations_for_export():
-        buffer.append(orjson.dumps(row, default=str))
-        if len(buffer) >= 500:
-            yield b"\n".join(buffer) + b"\n"
-            buffer = []
-    if buffer:
-        yield b"\n".join(buffer) + b"\n"
-
-
-def _json_array_chunks():
-    yield b"["
-    first = True
-    buffer = []
-    for row in selectors.evaluations_for_export():
-        buffer.append((b"" if first else b",") + orjson.dumps(row, default=str))
-        first = False
-        if len(buffer) >= 500:
-            yield b"".join(buffer)
-            buffer = []
-    buffer.append(b"]")
-    yield b"".join(buffer)
-
-
 class ExportView(APIView):
-    content_negotiation_class = _IgnoreFormatParameter
+    content_negotiation_class = ExportNegotiation
 
     @extend_schema(
-        tags=TAG,
+        tags=TAG, responses={200: ExportOut}, summary="Export every evaluation as JSON or JSONL",
+        description="Without `download`, the contract's `{format, data}` with the export as a string. With "
+        "`download=true`, the file itself (a JSON array, or one JSON object per line), streamed from a "
+        "database cursor so the server's memory does not grow with the number of evaluations.",
         parameters=[
-            OpenApiParameter("format", str, enum=["json", "jsonl"], default="json"),
-            OpenApiParameter("stream", bool, default=False,
-                             description="Stream a file download (a JSON array, or one JSON object per line) "
-                                         "instead of the {format, data} envelope; memory stays flat at any size."),
+            OpenApiParameter("format", str, enum=["json", "jsonl"], description="default json"),
+            OpenApiParameter("download", bool, description="Stream the file instead of wrapping it in JSON."),
         ],
-        responses={200: ExportOut, (200, "application/x-ndjson"): OpenApiTypes.STR},
-        summary="Export every evaluation as JSON or JSONL",
     )
     def get(self, request):
         query = _query(ExportQuery, request)
-        if query.stream:
-            chunks = _jsonl_chunks() if query.format == "jsonl" else _json_array_chunks()
-            content_type = "application/x-ndjson" if query.format == "jsonl" else "application/json"
-            response = StreamingHttpResponse(chunks, content_type=content_type)
+        if query.download:
+            response = StreamingHttpResponse(
+                _stream(query.format),
+                content_type="application/json" if query.format == "json" else "application/x-ndjson")
             response["Content-Disposition"] = f'attachment; filename="agentic-evaluations.{query.format}"'
             return response
         total = selectors.evaluation_count()
-        if total > INLINE_EXPORT_MAX_ROWS:
+        if total > settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS:
             raise InvalidInputError(
-                f"{total} evaluations are too many for an inline export (limit {INLINE_EXPORT_MAX_ROWS}); "
-                f"download them with GET /api/v1/metrics/export?format={query.format}&stream=1")
-        rows = list(selectors.evaluations_for_export())
-        if query.format == "jsonl":
-            data = "\n".join(orjson.dumps(row, default=str).decode() for row in rows)
-        else:
-            data = orjson.dumps(rows, default=str).decode()
+                f"{total} evaluations are more than the {settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS} an inline "
+                f"export holds; stream them with download=true")
+        data = b"".join(_stream(query.format)).decode()
         return Response({"format": query.format, "data": data})
-
-
-class HistoryView(APIView):
-    @extend_schema(
-        tags=TAG,
-        parameters=[
-            OpenApiParameter("limit", int, default=50, description="1-500"),
-            OpenApiParameter("offset", int, default=0),
-            OpenApiParameter("agent_name", str),
-            OpenApiParameter("operation", str),
-            OpenApiParameter("min_score", float, description="Minimum overall score (0-1)"),
-        ],
-        responses={200: HistoryOut},
-        summary="Stored evaluations, newest first",
-    )
-    def get(self, request):
-        query = _query(HistoryQuery, request)
-        rows, has_more = selectors.evaluation_history(
-            limit=query.limit, offset=query.offset, agent_name=query.agent_name, operation=query.operation,
-            min_score=query.min_score)
-        return Response({"count": len(rows), "limit": query.limit, "offset": query.offset, "has_more": has_more,
-                         "evaluations": rows})
-
-
-class HistoryDetailView(APIView):
-    @extend_schema(tags=TAG, responses={200: FlatEvaluationOut, 404: OpenApiResponse(description="Never evaluated")},
-                   summary="The latest evaluation of a session", operation_id="v1_metrics_history_session_retrieve")
-    def get(self, request, session_id):
-        evaluation = selectors.evaluation_latest(session_id=session_id)
-        if evaluation is None:
-            raise NotFoundError(f"No evaluation found for session {session_id}")
-        return Response(selectors.evaluation_flat(evaluation))
 
 
 class ClearView(APIView):
     permission_classes = [IsStaff]
 
-    @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete every trace and evaluation (staff only)")
+    @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (staff)")
     def delete(self, request):
-        evaluations, traces = services.evaluations_and_traces_clear()
-        return Response({"message": "All traces and evaluation results cleared",
-                         "evaluations_deleted": evaluations, "traces_deleted": traces})
+        services.evaluations_clear()
+        return Response({"message": "All traces and evaluation results cleared"})

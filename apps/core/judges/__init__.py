@@ -1,18 +1,30 @@
-"""Judges: the protocol, the score bands and the registry of agentic judges (heuristic and LLM)."""
+"""Judges: the deterministic heuristic judge and the LLM judge, behind one small registry.
 
-from .bands import RATINGS, rating_for
-from .base import (
-    AgenticJudge,
-    JudgeInput,
-    JudgeToolCall,
-    Judgement,
-    MetricVerdict,
-    MetricStatus,
-    overall_score,
-)
-from .registry import JudgeUnavailable, get_agentic_judge
+`get_agentic_judge(None)` picks the LLM judge when an LLM is configured and the heuristic judge
+otherwise (the embedded default); "heuristic" and "llm" ask for one explicitly.
+"""
 
-__all__ = [
-    "AgenticJudge", "JudgeInput", "JudgeToolCall", "Judgement", "JudgeUnavailable", "MetricStatus",
-    "MetricVerdict", "RATINGS", "get_agentic_judge", "overall_score", "rating_for",
-]
+from apps.core.errors import InvalidInputError
+
+from .base import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, MetricResult, TokenUsage
+from .heuristic import HeuristicAgenticJudge
+
+JUDGE_CHOICES = ("heuristic", "llm")
+
+__all__ = ["AGENTIC_METRICS", "AgenticJudge", "AgenticVerdict", "JUDGE_CHOICES", "JudgeInput", "JudgeToolCall",
+           "MetricResult", "TokenUsage", "HeuristicAgenticJudge", "get_agentic_judge"]
+
+
+def get_agentic_judge(name: str | None = None) -> AgenticJudge:
+    from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
+
+    if name == "heuristic" or (name is None and not llm_configured()):
+        return HeuristicAgenticJudge()
+    if name not in (None, "llm"):
+        raise InvalidInputError(f"Unknown judge {name!r}; choose one of {', '.join(JUDGE_CHOICES)}")
+    from .llm_agentic import LLMAgenticJudge
+
+    try:
+        return LLMAgenticJudge(get_llm_client())
+    except LLMNotConfigured as exc:
+        raise InvalidInputError(f"The LLM judge is not available: {exc.reason}") from None

@@ -1,455 +1,345 @@
 """heuristic:v1 — a deterministic agentic judge that needs no LLM.
 
-It scores by checks a reviewer would make first, each reported in the reasoning as passed or failed:
-the tools called against the query, the detected intent, the operation and the resource type; tool
-arguments against the query (and earlier tool results); the tool results against the final answer
-(the names a tool returned should appear in it); failed tool calls, unless a later call recovered.
-Each metric is the weighted share of its checks that passed. It reads words, not meaning: a
-paraphrase it does not know fails a check an LLM judge would pass, which is why the label says so.
-"""
+It reads the session the way a reviewer skimming a trace would: does a tool call fit what was
+asked (operation and resource, from the detected intent or from the query), are its arguments
+taken from the query or from earlier results rather than invented, did failed calls get recovered,
+does the final answer carry what the tools returned and what the user asked about, and does it
+claim an action no successful call performed. Each metric is a weighted sum of named checks, and
+its reasoning lists every check passed and failed, so a score can always be traced to its causes.
 
-from __future__ import annotations
+It is lexical: it cannot tell a paraphrase from a different answer, so it under-scores fluent
+answers that restate results in other words. The LLM judge exists for those.
+"""
 
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import JudgeInput, JudgeToolCall, Judgement, MetricVerdict
+from .base import AgenticVerdict, JudgeInput, JudgeToolCall, MetricResult
 
 LABEL = "heuristic:v1"
 
-# Words that express each operation, in queries, intents, tool names and answers.
+_WORD = re.compile(r"[a-z0-9]+")
+
 OPERATION_WORDS: dict[str, set[str]] = {
-    "list": {"list", "show", "all", "find", "display", "enumerate", "which", "what", "get", "view", "search"},
-    "get": {"get", "show", "describe", "detail", "details", "status", "what", "fetch", "read", "info", "view",
-            "check", "report", "spend", "cost"},
-    "create": {"create", "add", "new", "provision", "make", "launch", "deploy", "spin", "build", "allocate"},
-    "delete": {"delete", "remove", "destroy", "terminate", "drop", "decommission", "purge"},
-    "update": {"update", "modify", "change", "resize", "scale", "set", "edit", "rename", "patch", "upgrade"},
-    "start": {"start", "boot", "power", "resume", "enable"},
-    "stop": {"stop", "shutdown", "halt", "pause", "disable", "suspend"},
-    "restart": {"restart", "reboot", "reset", "cycle"},
+    "list": {"list", "show", "display", "enumerate", "all", "find", "search", "which"},
+    "get": {"get", "show", "describe", "detail", "what", "fetch", "status", "info", "check", "report", "much", "how"},
+    "create": {"create", "make", "provision", "add", "launch", "new", "spin", "deploy", "build"},
+    "delete": {"delete", "remove", "destroy", "terminate", "drop", "decommission", "tear"},
+    "update": {"update", "modify", "change", "resize", "scale", "set", "rename", "edit", "patch"},
+    "start": {"start", "boot", "power", "resume"},
+    "stop": {"stop", "shutdown", "halt", "pause", "suspend"},
+    "restart": {"restart", "reboot"},
 }
-# Words in an answer that claim an operation was carried out.
-DONE_WORDS: dict[str, set[str]] = {
-    "create": {"created", "provisioned", "provisioning", "launched", "deployed", "added", "built"},
-    "delete": {"deleted", "removed", "destroyed", "terminated", "dropped"},
-    "update": {"updated", "modified", "changed", "resized", "scaled", "renamed", "upgraded"},
-    "start": {"started", "booted", "resumed"},
-    "stop": {"stopped", "halted", "paused"},
-    "restart": {"restarted", "rebooted"},
-}
-FAILURE_WORDS = {"could", "couldn", "cannot", "can't", "unable", "failed", "fail", "error", "not", "denied",
-                 "forbidden", "sorry", "unfortunately", "permission", "need", "requires"}
-ALIASES: dict[str, set[str]] = {
-    "k8s": {"kubernetes", "k8s"},
-    "kubernetes": {"kubernetes", "k8s"},
+
+RESOURCE_ALIASES: dict[str, set[str]] = {
+    "k8s": {"kubernetes", "k8s", "cluster"},
+    "kubernetes": {"kubernetes", "k8s", "cluster"},
     "vm": {"vm", "virtual", "machine", "instance", "server"},
-    "lb": {"lb", "load", "balancer"},
+    "load": {"load", "balancer", "lb"},
+    "balancer": {"load", "balancer", "lb"},
+    "lb": {"load", "balancer", "lb"},
+    "billing": {"billing", "bill", "cost", "spend", "spent", "invoice", "charge", "price", "expense"},
+    "cost": {"billing", "bill", "cost", "spend", "spent", "invoice", "charge", "price", "expense"},
     "db": {"db", "database"},
-    "cost": {"cost", "spend", "spent", "billing", "bill", "invoice"},
-    "billing": {"billing", "cost", "spend", "spent", "bill", "invoice"},
+    "database": {"db", "database"},
+    "volume": {"volume", "disk", "storage"},
+    "storage": {"volume", "disk", "storage", "bucket"},
 }
-STOPWORDS = {"the", "a", "an", "in", "on", "of", "for", "to", "and", "or", "with", "my", "our", "me", "is", "are",
-             "be", "please", "can", "you", "i", "we", "it", "its", "that", "this", "at", "by", "from", "named",
-             "called", "as", "do", "does", "did", "there", "any", "some", "last", "their", "them", "they", "how"}
-# Keys whose values name what a tool returned; when a result has none, any short string is used.
-NAME_KEYS = {"name", "id", "title", "hostname", "display_name", "identifier", "slug", "key"}
-MAX_RESULT_VALUES = 50
-_WORD = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
+
+STOPWORDS = {"a", "an", "the", "in", "on", "of", "for", "to", "and", "or", "with", "all", "my", "our", "me", "we",
+             "is", "are", "be", "it", "its", "at", "by", "from", "please", "can", "you", "i", "what", "which",
+             "did", "do", "does", "last", "this", "that", "their", "them", "and", "named", "called", "k8s"}
+
+FAILURE_PHRASES = ("could not", "couldn't", "can't", "cannot", "unable", "failed", "error", "not able",
+                   "denied", "forbidden", "was not", "wasn't", "did not", "didn't")
+
+# Only the operations that change something can be falsely claimed as done.
+MUTATING = {"create", "delete", "update", "start", "stop", "restart"}
 
 
-def _singular(word: str) -> str:
-    if len(word) > 3 and word.endswith("ies"):
-        return word[:-3] + "y"
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        return word[:-1]
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            word = word[: -len(suffix)]
+            break
     return word
 
 
 def words(text: str | None) -> set[str]:
-    """Lower-case words and their singulars; identifiers split on _ too (list_k8s_clusters)."""
-    if not text:
-        return set()
-    found: set[str] = set()
-    for token in _WORD.findall(str(text).lower().replace("_", " ")):
-        found.add(token)
-        found.add(_singular(token))
-        for part in re.split(r"[-.]", token):
-            if part:
-                found.add(part)
-                found.add(_singular(part))
-    return found
+    return {_stem(w) for w in _WORD.findall((text or "").lower())}
+
+
+_STEMMED_ALIASES = {_stem(key): {_stem(a) for a in aliases} for key, aliases in RESOURCE_ALIASES.items()}
 
 
 def _expand(tokens: set[str]) -> set[str]:
-    expanded = set(tokens)
+    out = set(tokens)
     for token in tokens:
-        expanded |= ALIASES.get(token, set())
-    return expanded
-
-
-def _resource_words(resource_type: str | None) -> set[str]:
-    return _expand(words(resource_type)) - STOPWORDS
+        out |= _STEMMED_ALIASES.get(token, set())
+    return out
 
 
 def _operation_words(operation: str | None) -> set[str]:
     if not operation:
         return set()
-    op = operation.lower().strip()
-    return OPERATION_WORDS.get(op, {op}) | {op}
+    op = operation.lower()
+    return {_stem(w) for w in OPERATION_WORDS.get(op, set()) | {op}}
 
 
-def _scalars(value: Any, depth: int = 0):
-    """Leaf values of a JSON value (keys excluded)."""
-    if depth > 8:
-        return
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _scalars(item, depth + 1)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _scalars(item, depth + 1)
-    elif value is not None and not isinstance(value, bool):
-        yield value
+def _scalars(value: Any, limit: int = 200) -> list[str]:
+    """String and number leaves of a JSON value, for grounding and answer checks."""
+    out: list[str] = []
+    stack = [value]
+    while stack and len(out) < limit:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, (int, float)):
+            out.append(str(item))
+        elif isinstance(item, str) and item.strip():
+            out.append(item.strip())
+    return out
 
 
-def result_names(result: Any) -> list[str]:
-    """What a tool returned that an answer should mention: values of name-like keys, else short strings."""
-    named: list[str] = []
-
-    def walk(value, depth=0):
-        if depth > 8 or len(named) >= MAX_RESULT_VALUES:
-            return
-        if isinstance(value, dict):
-            for key, item in value.items():
-                key_l = str(key).lower()
-                if isinstance(item, (str, int)) and not isinstance(item, bool) and (
-                        key_l in NAME_KEYS or key_l.endswith("_name") or key_l.endswith("_id")):
-                    named.append(str(item))
-                else:
-                    walk(item, depth + 1)
-        elif isinstance(value, list):
-            for item in value:
-                walk(item, depth + 1)
-
-    walk(result)
-    if not named:
-        named = [str(v) for v in _scalars(result) if isinstance(v, str) and 2 <= len(v) <= 64][:MAX_RESULT_VALUES]
-    seen: dict[str, None] = {}
-    for name in named:
-        if name.strip():
-            seen.setdefault(name.strip(), None)
-    return list(seen)
-
-
-def _mentioned(value: str, text_lower: str, text_words: set[str]) -> bool:
-    value_l = value.lower().strip()
-    if not value_l:
-        return False
-    if value_l in text_lower:
+def _appears(value: str, text_lower: str, text_words: set[str]) -> bool:
+    """A value appears in a text when it is a substring, or every word of it does (stemmed)."""
+    value_lower = value.lower()
+    if len(value_lower) >= 2 and value_lower in text_lower:
         return True
-    value_words = words(value_l) - STOPWORDS
+    value_words = words(value_lower)
     return bool(value_words) and value_words <= text_words
 
 
-def _number_mentioned(value: float, text: str) -> bool:
-    for raw in re.findall(r"\d+(?:\.\d+)?", text):
-        if float(raw) == float(value):
-            return True
-    return False
-
-
 @dataclass
-class Checks:
-    """Weighted checks for one metric; the score is the weighted share that passed."""
-
+class _Checks:
     passed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
-    earned: float = 0.0
-    possible: float = 0.0
+    score: float = 0.0
 
-    def check(self, ok: bool, weight: float, passed: str, failed: str, partial: float | None = None) -> None:
-        """Record a check; `partial` (0..1) gives a share of the weight instead of all or nothing."""
-        self.possible += weight
-        share = partial if partial is not None else (1.0 if ok else 0.0)
-        self.earned += weight * share
-        (self.passed if ok else self.failed).append(passed if ok else failed)
+    def check(self, ok: bool | float, weight: float, passed: str, failed: str) -> None:
+        fraction = float(ok) if not isinstance(ok, bool) else (1.0 if ok else 0.0)
+        self.score += weight * fraction
+        if fraction >= 1.0:
+            self.passed.append(passed)
+        elif fraction <= 0.0:
+            self.failed.append(failed)
+        else:
+            self.failed.append(f"{failed} (partly: {fraction:.0%})")
 
-    def verdict(self) -> MetricVerdict:
-        if self.possible == 0:
-            raise ValueError("no checks were made")
+    def result(self) -> MetricResult:
         parts = []
         if self.passed:
             parts.append("Passed: " + "; ".join(self.passed) + ".")
         if self.failed:
             parts.append("Failed: " + "; ".join(self.failed) + ".")
-        return MetricVerdict.ok(self.earned / self.possible, " ".join(parts))
+        return MetricResult.ok(self.score, " ".join(parts))
 
 
-@dataclass
-class _Context:
-    item: JudgeInput
-    query_words: set[str]
-    query_lower: str
-    response: str
-    response_lower: str
-    response_words: set[str]
-    op_words: set[str]
-    resource_words: set[str]
-    intent_words: set[str]
-    unrecovered_failures: list[JudgeToolCall]
+class _Session:
+    """Facts about one session that all three metrics use, computed once."""
 
-    @classmethod
-    def build(cls, item: JudgeInput) -> _Context:
-        response = item.final_response or ""
-        return cls(
-            item=item,
-            query_words=_expand(words(item.query)),
-            query_lower=item.query.lower(),
-            response=response,
-            response_lower=response.lower(),
-            response_words=_expand(words(response)),
-            op_words=_operation_words(item.operation),
-            resource_words=_resource_words(item.resource_type),
-            intent_words=_expand(words(item.intent)) - STOPWORDS,
-            unrecovered_failures=_unrecovered_failures(item.tool_calls),
-        )
+    def __init__(self, data: JudgeInput):
+        self.data = data
+        self.query_lower = data.query.lower()
+        self.query_words = words(data.query)
+        self.answer = data.final_response or ""
+        self.answer_lower = self.answer.lower()
+        self.answer_words = words(self.answer)
+        self.operation = (data.operation or self._operation_from_query() or "").lower() or None
+        self.op_words = _operation_words(self.operation)
+        resource_tokens = words((data.resource_type or "").replace("_", " "))
+        self.resource_words = _expand(resource_tokens) - {""}
+        intent_tokens = words((data.intent or "").replace("_", " "))
+        self.intent_words = _expand(intent_tokens)
+        self.calls = list(data.tool_calls)
+        self.fits = [self._fit(c) for c in self.calls]
+        self.grounding = [self._grounded_args(i) for i in range(len(self.calls))]
 
-    def call_matches(self, call: JudgeToolCall) -> tuple[bool, bool]:
-        """(matches the operation, matches the resource type or intent) by the tool's name."""
-        name_words = _expand(words(call.tool_name))
-        op_match = bool(self.op_words and name_words & self.op_words)
-        target = self.resource_words or (self.intent_words - self.op_words)
-        resource_match = bool(target and name_words & target)
+    def _operation_from_query(self) -> str | None:
+        for op, synonyms in OPERATION_WORDS.items():
+            if self.query_words & {_stem(w) for w in synonyms | {op}}:
+                return op
+        return None
+
+    def _fit(self, call: JudgeToolCall) -> tuple[bool, bool]:
+        """(operation matches, resource matches) for a tool name such as list_k8s_clusters."""
+        tool_words = _expand(words(call.tool_name.replace("_", " ").replace("-", " ")))
+        op_match = bool(tool_words & self.op_words)
+        target = self.resource_words or (_expand(self.query_words) - STOPWORDS - self.op_words)
+        resource_match = bool(tool_words & target)
         return op_match, resource_match
 
-    def relevant_result_names(self) -> list[str]:
-        """Names returned by successful calls that serve the request: results of an unrelated tool are
-        not evidence that the request was answered."""
-        names = []
-        for call in self.item.tool_calls:
-            if not call.success:
+    def _grounded_args(self, index: int) -> tuple[int, int, list[str]]:
+        """(grounded, total, ungrounded values) of a call's argument values: grounded when the value
+        appears in the query or in the result of an earlier call."""
+        earlier = " ".join(" ".join(_scalars(c.tool_result)) for c in self.calls[:index] if c.success).lower()
+        earlier_words = words(earlier)
+        values = _scalars(self.calls[index].tool_args)
+        ungrounded = [v for v in values
+                      if not (_appears(v, self.query_lower, self.query_words) or _appears(v, earlier, earlier_words))]
+        return len(values) - len(ungrounded), len(values), ungrounded
+
+    def matching_calls(self) -> list[int]:
+        return [i for i, (op, res) in enumerate(self.fits) if op and res]
+
+    def relevant(self, index: int) -> bool:
+        op, res = self.fits[index]
+        grounded, total, _ = self.grounding[index]
+        return res or (op and total == 0) or (total > 0 and grounded == total)
+
+    def unrecovered_failures(self) -> list[JudgeToolCall]:
+        out = []
+        for i, call in enumerate(self.calls):
+            if call.success:
                 continue
-            op, res = self.call_matches(call)
-            if op or res or not (self.op_words or self.resource_words):
-                names += result_names(call.tool_result)
-        return names
+            recovered = any(
+                later.success and (later.tool_name == call.tool_name or self.fits[i + 1 + j] == (True, True))
+                for j, later in enumerate(self.calls[i + 1:]))
+            if not recovered:
+                out.append(call)
+        return out
 
-    def mentions_resource(self) -> bool:
-        return bool(self.resource_words & self.response_words)
+    def result_values(self) -> list[str]:
+        values: list[str] = []
+        for call in self.calls:
+            if call.success:
+                values.extend(v for v in _scalars(call.tool_result) if not _is_bare_number(v))
+        return list(dict.fromkeys(values))[:50]
 
-    def acknowledges_failure(self) -> bool:
-        return bool(words(self.response) & FAILURE_WORDS)
+    def query_entities(self) -> list[str]:
+        """Argument values the user named in the query (a datacenter, a VM name)."""
+        values = []
+        for call in self.calls:
+            values.extend(v for v in _scalars(call.tool_args)
+                          if not _is_bare_number(v) and _appears(v, self.query_lower, self.query_words))
+        return list(dict.fromkeys(values))
+
+    def admits_failure(self) -> bool:
+        return any(p in self.answer_lower for p in FAILURE_PHRASES)
 
 
-def _unrecovered_failures(calls: tuple[JudgeToolCall, ...]) -> list[JudgeToolCall]:
-    """Failed calls with no later successful call of the same tool."""
-    failures = []
-    for i, call in enumerate(calls):
-        if call.success:
-            continue
-        if not any(later.success and later.tool_name == call.tool_name for later in calls[i + 1:]):
-            failures.append(call)
-    return failures
-
-
-def _grounded_arguments(ctx: _Context, index: int) -> tuple[int, int, list[str]]:
-    """(grounded, total, ungrounded values) of a call's scalar arguments: each should come from the
-    query or from what an earlier tool returned."""
-    call = ctx.item.tool_calls[index]
-    earlier_text = " ".join(
-        " ".join(str(v) for v in _scalars(c.tool_result)) for c in ctx.item.tool_calls[:index]
-    ).lower()
-    earlier_words = words(earlier_text)
-    grounded, total, missing = 0, 0, []
-    for value in _scalars(call.tool_args):
-        total += 1
-        if isinstance(value, (int, float)):
-            ok = _number_mentioned(value, ctx.item.query) or _number_mentioned(value, earlier_text)
-        else:
-            text = str(value)
-            ok = _mentioned(text, ctx.query_lower, ctx.query_words) or _mentioned(text, earlier_text, earlier_words)
-        if ok:
-            grounded += 1
-        else:
-            missing.append(f"{value!r}")
-    return grounded, total, missing
+def _is_bare_number(value: str) -> bool:
+    return bool(re.fullmatch(r"-?\d+(\.\d+)?", value))
 
 
 class HeuristicAgenticJudge:
     label = LABEL
+    parallel = False
 
-    def judge(self, item: JudgeInput) -> Judgement:
-        ctx = _Context.build(item)
-        return Judgement(
-            judge=self.label,
-            task_adherence=self._task_adherence(ctx),
-            tool_call_accuracy=self._tool_call_accuracy(ctx),
-            intent_resolution=self._intent_resolution(ctx),
-            usage=None,
+    def evaluate(self, data: JudgeInput) -> AgenticVerdict:
+        session = _Session(data)
+        return AgenticVerdict(
+            judge=LABEL,
+            task_adherence=self._task_adherence(session),
+            tool_call_accuracy=self._tool_call_accuracy(session),
+            intent_resolution=self._intent_resolution(session),
         )
 
-    # --- tool call accuracy ---------------------------------------------------------------
-
-    def _tool_call_accuracy(self, ctx: _Context) -> MetricVerdict:
-        calls = ctx.item.tool_calls
-        if not calls:
-            if ctx.op_words or ctx.resource_words:
-                return MetricVerdict.ok(0.0, f"Failed: no tool was called, though the {ctx.item.operation or 'requested'} "
-                                             f"operation on {ctx.item.resource_type or 'the resource'} needs one.")
-            return MetricVerdict.skipped("No tool calls, and no operation or resource type that would need one.")
-        checks = Checks()
-        matches = [ctx.call_matches(call) for call in calls]
-        primary = [c.tool_name for c, (op, res) in zip(calls, matches) if op and res]
-        if ctx.op_words or ctx.resource_words:
-            wanted = " and ".join(
-                part for part in (f"operation '{ctx.item.operation}'" if ctx.op_words else "",
-                                  f"resource '{ctx.item.resource_type}'" if ctx.resource_words else "") if part)
-            half = [c.tool_name for c, (op, res) in zip(calls, matches) if op or res]
-            checks.check(bool(primary), 0.35, f"a tool matching {wanted} was called ({', '.join(primary)})",
-                         f"no tool matches {wanted}" + (f" (closest: {', '.join(half)})" if half else ""),
-                         partial=None if primary else (0.4 if half else 0.0))
-        relevant = []
-        irrelevant = []
-        for index, (call, (op, res)) in enumerate(zip(calls, matches)):
-            grounded, total, _missing = _grounded_arguments(ctx, index)
-            tool_words = _expand(words(call.tool_name)) - STOPWORDS
-            in_query = bool(tool_words & ctx.query_words)
-            # A helper call (check_quota before create_vm) is relevant when its arguments come from the query.
-            if op or res or in_query or (total and grounded == total):
-                relevant.append(call.tool_name)
-            else:
-                irrelevant.append(call.tool_name)
-        checks.check(not irrelevant, 0.2, f"every call relates to the request ({', '.join(relevant)})",
-                     f"calls unrelated to the request: {', '.join(irrelevant)}",
-                     partial=len(relevant) / len(calls))
-        grounded_total, args_total, ungrounded = 0, 0, []
-        for index, call in enumerate(calls):
-            grounded, total, missing = _grounded_arguments(ctx, index)
-            grounded_total += grounded
-            args_total += total
-            ungrounded += [f"{call.tool_name}.{m}" for m in missing]
-        if args_total:
-            checks.check(not ungrounded, 0.25, f"all {args_total} argument values appear in the query or earlier results",
-                         f"argument values not found in the query or earlier results: {', '.join(ungrounded[:8])}",
-                         partial=grounded_total / args_total)
-        failed_calls = [c for c in calls if not c.success]
-        if failed_calls:
-            recovered = len(failed_calls) - len(ctx.unrecovered_failures)
-            checks.check(not ctx.unrecovered_failures, 0.2,
-                         f"{len(failed_calls)} failed call(s), all retried successfully",
-                         "failed calls not recovered: " + ", ".join(
-                             f"{c.tool_name} ({(c.error or 'no error message')[:80]})" for c in ctx.unrecovered_failures),
-                         partial=recovered / len(failed_calls))
+    def _intent_resolution(self, s: _Session) -> MetricResult:
+        if not s.data.query.strip():
+            return MetricResult.skipped("No user query to resolve.")
+        c = _Checks()
+        if s.data.intent or s.data.operation:
+            c.check(bool(s.op_words & s.query_words), 0.15,
+                    f"the operation '{s.operation}' matches the query",
+                    f"the operation '{s.operation}' is not what the query asks for")
         else:
-            checks.check(True, 0.2, "every tool call succeeded", "")
-        duplicates = len(calls) - len({(c.tool_name, repr(sorted(c.tool_args.items(), key=str))) for c in calls})
-        failed_retries = sum(1 for c in calls if not c.success)
-        if duplicates > failed_retries:
-            checks.check(False, 0.1, "", f"{duplicates} repeated identical call(s)", partial=0.0)
-        return checks.verdict()
-
-    # --- intent resolution ----------------------------------------------------------------
-
-    def _intent_resolution(self, ctx: _Context) -> MetricVerdict:
-        item = ctx.item
-        checks = Checks()
-        # Recognised: the detected intent fits the query.
-        checks.check(bool(item.intent), 0.1, f"an intent was detected ({item.intent})", "no intent was detected")
-        if ctx.op_words:
-            checks.check(bool(ctx.op_words & ctx.query_words), 0.125,
-                         f"operation '{item.operation}' fits the query",
-                         f"operation '{item.operation}' is not what the query asks for")
-        if ctx.resource_words:
-            checks.check(bool(ctx.resource_words & ctx.query_words), 0.125,
-                         f"resource type '{item.resource_type}' is named in the query",
-                         f"resource type '{item.resource_type}' does not appear in the query")
-        # Resolved: the answer delivers what was asked.
-        if not ctx.response.strip():
-            checks.check(False, 0.65, "", "there is no final answer, so the intent was not resolved")
-            return checks.verdict()
-        content = ctx.query_words - STOPWORDS - ctx.op_words
-        covered = content & ctx.response_words
-        checks.check(len(covered) >= max(1, len(content) // 2), 0.2,
-                     f"the answer addresses the query's subject ({', '.join(sorted(covered)[:6])})",
-                     "the answer barely mentions the query's subject"
-                     + (f" (missing: {', '.join(sorted(content - covered)[:6])})" if content else ""),
-                     partial=(len(covered) / len(content)) if content else 0.0)
-        if ctx.resource_words:
-            checks.check(ctx.mentions_resource(), 0.15, f"the answer is about the requested {item.resource_type}",
-                         f"the answer does not mention the requested {item.resource_type}")
-        names = ctx.relevant_result_names()
-        if names:
-            shown = [n for n in names if _mentioned(n, ctx.response_lower, ctx.response_words)]
-            checks.check(len(shown) == len(names), 0.25, f"the answer reports what the tools returned ({len(names)} item(s))",
-                         f"the answer leaves out {len(names) - len(shown)} of {len(names)} returned item(s)",
-                         partial=len(shown) / len(names))
-        if ctx.unrecovered_failures or item.success is False:
-            checks.check(False, 0.2, "", "the requested action did not succeed"
-                         + (" (the answer says so)" if ctx.acknowledges_failure() else ""),
-                         partial=0.25 if ctx.acknowledges_failure() else 0.0)
+            c.check(False, 0.15, "", "no intent was detected")
+        if s.resource_words:
+            c.check(bool(s.resource_words & _expand(s.query_words)), 0.15,
+                    f"the resource '{s.data.resource_type}' matches the query",
+                    f"the resource '{s.data.resource_type}' is not mentioned in the query")
         else:
-            checks.check(True, 0.2, "no failure stands between the user and the result", "")
-        return checks.verdict()
+            c.check(False, 0.15, "", "no resource type was detected")
+        matching_ok = [i for i in s.matching_calls() if s.calls[i].success]
+        if s.operation or s.resource_words:
+            c.check(bool(matching_ok), 0.3, "a successful tool call carried out the intent",
+                    "no successful tool call carried out the intent")
+        else:
+            c.check(False, 0.3, "", "without a detected intent no tool call can be tied to it")
+        c.check(bool(s.answer.strip()), 0.15, "the agent gave a final answer", "the agent gave no final answer")
+        entities = s.query_entities()
+        target = s.resource_words | {w for e in entities for w in words(e)}
+        c.check(bool(target & s.answer_words) if target else bool(s.answer_words & (s.query_words - STOPWORDS)),
+                0.15, "the answer is about what was asked", "the answer does not mention what was asked about")
+        if s.data.success is None:
+            c.check(not s.unrecovered_failures(), 0.1, "no tool call failed without recovery",
+                    "a tool call failed without recovery")
+        else:
+            c.check(s.data.success, 0.1, "the agent reported success", "the agent reported failure")
+        return c.result()
 
-    # --- task adherence -------------------------------------------------------------------
+    def _tool_call_accuracy(self, s: _Session) -> MetricResult:
+        if not s.calls:
+            if s.data.operation or s.data.intent:
+                return MetricResult.ok(0.0, f"Failed: no tool was called although the intent "
+                                            f"'{s.data.intent or s.operation}' needs one.")
+            return MetricResult.skipped("No tool calls and no detected intent that would need one.")
+        c = _Checks()
+        matching = s.matching_calls()
+        partial = [i for i, (op, res) in enumerate(s.fits) if op or res]
+        best = 1.0 if matching else (0.5 if partial else 0.0)
+        names = ", ".join(dict.fromkeys(call.tool_name for call in s.calls))
+        c.check(best, 0.35, f"a tool fits the operation and resource ({s.calls[matching[0]].tool_name})" if matching
+                else "", f"no tool fits both the operation '{s.operation}' and the resource "
+                f"'{s.data.resource_type or 'of the query'}' (called: {names})")
+        grounded = sum(g for g, _, _ in s.grounding)
+        total = sum(t for _, t, _ in s.grounding)
+        ungrounded = [v for _, _, vs in s.grounding for v in vs]
+        c.check(grounded / total if total else 1.0, 0.25,
+                "every argument value comes from the query or an earlier result" if total
+                else "the calls take no arguments that could be invented",
+                f"argument values not found in the query or earlier results: {', '.join(ungrounded[:5])}")
+        irrelevant = [s.calls[i].tool_name for i in range(len(s.calls)) if not s.relevant(i)]
+        c.check(1.0 - len(irrelevant) / len(s.calls), 0.2, "every call is relevant to the request",
+                f"calls unrelated to the request: {', '.join(irrelevant)}")
+        failures = s.unrecovered_failures()
+        c.check(1.0 - len(failures) / len(s.calls), 0.2,
+                "no failed call was left unrecovered" if not any(not x.success for x in s.calls)
+                else "every failed call was recovered by a later successful call",
+                f"failed calls not recovered: {', '.join(f.tool_name for f in failures)}")
+        return c.result()
 
-    def _task_adherence(self, ctx: _Context) -> MetricVerdict:
-        item = ctx.item
-        checks = Checks()
-        if not ctx.response.strip():
-            return MetricVerdict.ok(0.0, "Failed: the agent gave no final answer.")
-        checks.check(True, 0.1, "a final answer was given", "")
-        # Claimed actions must be backed by successful tool calls (the tool calls are the source of truth).
-        # A state a tool returned ("stopped") is a report, not a claim that the agent stopped something.
-        result_words = set()
-        for call in item.tool_calls:
-            result_words |= words(" ".join(str(v) for v in _scalars(call.tool_result)))
-        claimed = [op for op, done in DONE_WORDS.items() if done & (ctx.response_words - result_words)]
-        successful_words = set()
-        for call in item.tool_calls:
-            if call.success:
-                successful_words |= _expand(words(call.tool_name))
-        unbacked = [op for op in claimed
-                    if not (OPERATION_WORDS.get(op, {op}) & successful_words)
-                    and not ctx.acknowledges_failure()]
-        if claimed:
-            checks.check(not unbacked, 0.3, f"claimed actions ({', '.join(claimed)}) are backed by successful tool calls",
-                         f"the answer claims {', '.join(unbacked)} but no successful tool call did that")
-        if ctx.resource_words:
-            checks.check(ctx.mentions_resource(), 0.15, f"the answer addresses the requested {item.resource_type}",
-                         f"the answer is not about the requested {item.resource_type}")
-        # Results are reported faithfully.
-        names = ctx.relevant_result_names()
-        if names:
-            shown = [n for n in names if _mentioned(n, ctx.response_lower, ctx.response_words)]
-            checks.check(len(shown) == len(names), 0.25, "the answer reflects the tool results",
-                         f"returned items missing from the answer: {', '.join(n for n in names if n not in shown)[:200]}",
-                         partial=len(shown) / len(names))
-            lists = [c.tool_result for c in item.tool_calls if c.success and isinstance(c.tool_result, list)]
-            counts = {len(result) for result in lists}
-            stated = {int(n) for n in re.findall(r"\b(\d+)\s+(?:[a-z-]+\s+)?[a-z]+s\b", ctx.response_lower)}
-            if lists and stated:
-                checks.check(bool(stated & counts), 0.1, "the counts in the answer match the results",
-                             f"the answer states {sorted(stated)} but the tools returned {sorted(counts)}")
-        elif item.tool_calls and any(c.success for c in item.tool_calls):
-            checks.check(False, 0.25, "", "the answer rests on tool results unrelated to the request")
-        elif item.tool_calls:
-            checks.check(ctx.acknowledges_failure(), 0.25, "the answer reports that the tool calls failed",
-                         "every tool call failed but the answer does not say so")
-        # The answer sticks to the query's constraints (places, names, quantities it gave).
-        constraints = {w for w in words(item.query) - STOPWORDS - ctx.op_words - ctx.resource_words
-                       if len(w) > 2 or w.isdigit()}
-        if constraints:
-            kept = constraints & ctx.response_words
-            checks.check(len(kept) >= len(constraints) / 2, 0.2,
-                         f"the answer keeps to the query's terms ({', '.join(sorted(kept)[:6])})",
-                         f"the answer drops the query's terms ({', '.join(sorted(constraints - kept)[:6])})",
-                         partial=len(kept) / len(constraints))
-        if ctx.unrecovered_failures or item.success is False:
-            checks.check(False, 0.3, "", "the requested task was not carried out")
-        if ctx.unrecovered_failures:
-            checks.check(ctx.acknowledges_failure(), 0.15, "the answer is honest about the failed step",
-                         "a tool call failed but the answer does not acknowledge it")
-        return checks.verdict()
+    def _task_adherence(self, s: _Session) -> MetricResult:
+        if not s.answer.strip():
+            return MetricResult.ok(0.0, "Failed: the agent gave no final answer, so the task was not done.")
+        c = _Checks()
+        entities = s.query_entities()
+        resource_hit = bool(s.resource_words & s.answer_words) if s.resource_words else None
+        entity_hits = [e for e in entities if _appears(e, s.answer_lower, s.answer_words)]
+        parts = [x for x in (resource_hit, len(entity_hits) / len(entities) if entities else None) if x is not None]
+        goal = sum(float(x) for x in parts) / len(parts) if parts else float(
+            bool((s.query_words - STOPWORDS - s.op_words) & s.answer_words))
+        missing = [e for e in entities if e not in entity_hits]
+        c.check(goal, 0.3, "the answer addresses the requested resource and names from the query",
+                "the answer misses the requested " + (
+                    f"names ({', '.join(missing)})" if missing else f"resource ({s.data.resource_type or 'topic'})"))
+        values = s.result_values()
+        if values:
+            shown = [v for v in values if _appears(v, s.answer_lower, s.answer_words)]
+            c.check(len(shown) / len(values), 0.25, "the answer reports what the tools returned",
+                    "tool results missing from the answer: " + ", ".join(v for v in values if v not in shown)[:200])
+        elif s.calls and not any(call.success for call in s.calls):
+            c.check(s.admits_failure(), 0.25, "the answer reports that the tools failed",
+                    "every tool call failed but the answer does not say so")
+        else:
+            c.check(True, 0.25, "no tool results needed reporting", "")
+        matching_ok = [i for i in s.matching_calls() if s.calls[i].success]
+        c.check(bool(matching_ok), 0.25, "a successful tool call backs the answer",
+                "no successful tool call that fits the request backs the answer")
+        if s.operation in MUTATING and not matching_ok:
+            c.check(s.admits_failure(), 0.1, "the answer does not claim an action that did not happen",
+                    f"the answer claims a '{s.operation}' that no successful tool call performed")
+        else:
+            c.check(True, 0.1, "the answer claims nothing the tool calls contradict", "")
+        if s.data.success is not None:
+            c.check(s.data.success, 0.1, "the agent completed the task", "the agent reported the task as failed")
+        else:
+            c.check(not s.unrecovered_failures(), 0.1, "no unrecovered tool failure",
+                    "an unrecovered tool failure left the task incomplete")
+        return c.result()
