@@ -37,6 +37,8 @@ class EvaluationRun(models.Model):
     criteria_total = models.PositiveIntegerField(default=0)
     rubric_rules_passed = models.PositiveIntegerField(default=0)
     rubric_rules_total = models.PositiveIntegerField(default=0)
+    # Rule verdicts the judge said it could not give; outside passed and total, shown apart.
+    rubric_rules_skipped = models.PositiveIntegerField(default=0)
     bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
     bot_llm_model = models.CharField(max_length=200, blank=True, default="")
     judge = models.CharField(max_length=200, default="heuristic:v1")

@@ -24,7 +24,7 @@ from apps.core.errors import ConflictError, InvalidInputError
 
 from . import sources
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
-from .judging.aggregate import SCOPES, component_scores
+from .judging.aggregate import SCOPES, assessed, component_scores
 from .judging.types import JUDGE_HEURISTIC
 from .models import EvaluationResult, EvaluationRun
 
@@ -214,6 +214,13 @@ def _counted(verdicts: list[dict] | None) -> tuple[int, int]:
     return sum(1 for v in verdicts if v.get("status", "ok") == "ok" and v.get("passed")), len(verdicts)
 
 
+def _rules_counted(verdicts: list[dict] | None) -> tuple[int, int, int]:
+    """(passed, total, skipped) of rule verdicts; skipped ones are outside passed and total."""
+    verdicts = verdicts or []
+    passed, total = _counted(assessed(verdicts))
+    return passed, total, len(verdicts) - total
+
+
 def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
     """Write the item's outcome once and add it to the run's running totals."""
     with transaction.atomic():
@@ -222,12 +229,13 @@ def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
         if not written:
             return False
         criteria_ok, criteria_n = _counted(fields.get("criteria_scores"))
-        rules_ok, rules_n = _counted(fields.get("rubric_scores"))
+        rules_ok, rules_n, rules_skipped = _rules_counted(fields.get("rubric_scores"))
         EvaluationRun.objects.filter(pk=result.run_id).update(
             completed=F("completed") + 1, passed=F("passed") + int(passed), failed=F("failed") + int(not passed),
             criteria_passed=F("criteria_passed") + criteria_ok, criteria_total=F("criteria_total") + criteria_n,
             rubric_rules_passed=F("rubric_rules_passed") + rules_ok,
             rubric_rules_total=F("rubric_rules_total") + rules_n,
+            rubric_rules_skipped=F("rubric_rules_skipped") + rules_skipped,
         )
         return True
 
@@ -239,7 +247,7 @@ def _finalize(run: EvaluationRun) -> None:
                     for v in (scores or [])]
         run.component_scores = component_scores(verdicts)
     run.refresh_from_db(fields=["completed", "passed", "failed", "criteria_passed", "criteria_total",
-                                "rubric_rules_passed", "rubric_rules_total"])
+                                "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped"])
     run.status = Status.COMPLETED
     run.completed_at = timezone.now()
     run.save(update_fields=["status", "completed_at", "component_scores"])

@@ -130,3 +130,30 @@ class TestAggregation:
             "function": {"score": 0.0, "total": 1, "passed": 0},
             "general": {"score": 1.0, "total": 1, "passed": 1},
         }
+
+
+class TestHonestLimits:
+    def test_conditional_conditions_are_left_unchecked(self, pto_answer):
+        v = heuristic.judge_rule(rule("HANDOFF", passes=["live_handoff is called when a person is requested"]), pto_answer)
+        assert v.status == "skipped"
+        v = heuristic.judge_rule(rule("SEARCH", fails=["A policy answer is given without any search"]), pto_answer)
+        assert v.status == "skipped"
+
+    def test_mentioning_the_handbook_is_not_a_retrieval_check(self, pto_answer):
+        v = heuristic.judge_rule(rule("G", fails=["The answer states a number the handbook does not contain"]), pto_answer)
+        assert v.status == "skipped"
+
+    def test_handing_the_conversation_over_is_a_handoff(self, handoff):
+        v = heuristic.judge_criterion("Agent hands the conversation to a live agent", handoff)
+        assert v.passed is True, v.reasoning
+
+
+def test_unassessed_rules_neither_pass_nor_fail_but_errors_do_fail():
+    skipped_high = {"passed": None, "status": "skipped", "severity": "high", "component_scope": "prompt"}
+    error_high = {"passed": None, "status": "error", "severity": "high", "component_scope": "prompt"}
+    ok = {"passed": True, "status": "ok"}
+    assert item_outcome([ok], [skipped_high]) == (True, True, True)
+    assert item_outcome([ok], [error_high]) == (True, False, False)
+    assert item_outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False)
+    assert component_scores([skipped_high, {**ok, "component_scope": "prompt"}]) == {
+        "prompt": {"score": 1.0, "total": 1, "passed": 1}}

@@ -52,6 +52,7 @@ class RunOut(BaseModel):
     criteria_total: int
     rubric_rules_passed: int
     rubric_rules_total: int
+    rubric_rules_skipped: int
     bot_llm_provider: str
     bot_llm_model: str
     judge: str

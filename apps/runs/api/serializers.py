@@ -13,6 +13,7 @@ def run_data(run: EvaluationRun) -> dict:
         "component_scores": run_live_component_scores(run=run),
         "criteria_passed": run.criteria_passed, "criteria_total": run.criteria_total,
         "rubric_rules_passed": run.rubric_rules_passed, "rubric_rules_total": run.rubric_rules_total,
+        "rubric_rules_skipped": run.rubric_rules_skipped,
         "bot_llm_provider": run.bot_llm_provider, "bot_llm_model": run.bot_llm_model, "judge": run.judge,
         "created_at": run.created_at,
     }

@@ -20,20 +20,28 @@ def _passed(verdict: dict) -> bool:
     return verdict.get("status", "ok") == "ok" and bool(verdict.get("passed"))
 
 
+def assessed(rules: list[dict]) -> list[dict]:
+    """Rule verdicts the judge actually gave (passed, failed or errored). A rule the judge says it
+    cannot assess is reported, and counted apart, but neither passes nor fails anything."""
+    return [r for r in rules if r.get("status", "ok") != "skipped"]
+
+
 def item_outcome(criteria: list[dict], rules: list[dict] | None) -> tuple[bool, bool | None, bool]:
     """(criteria_passed, rubric_passed, passed). An item fails if any criterion is not passed or any
-    high-severity rule is not passed; a verdict the judge could not give counts as not passed."""
+    high-severity rule is not passed. A criterion the judge could not judge (error or skipped) and
+    a rule whose judging failed (error) count as not passed: nothing unjudged becomes a pass."""
     criteria_passed = all(_passed(c) for c in criteria)
     if rules is None:
         return criteria_passed, None, criteria_passed
-    rubric_passed = all(_passed(r) for r in rules if r.get("severity") == "high")
+    rubric_passed = all(_passed(r) for r in assessed(rules) if r.get("severity") == "high")
     return criteria_passed, rubric_passed, criteria_passed and rubric_passed
 
 
 def component_scores(rule_verdicts: list[dict]) -> dict:
-    """Rule pass rates per component scope across all results; rules without a scope count as general."""
+    """Rule pass rates per component scope across all results; rules without a scope count as
+    general; rules the judge could not assess are left out."""
     buckets: dict[str, dict] = {}
-    for verdict in rule_verdicts:
+    for verdict in assessed(rule_verdicts):
         scope = verdict.get("component_scope") or "general"
         bucket = buckets.setdefault(scope, {"score": 0.0, "total": 0, "passed": 0})
         bucket["total"] += 1

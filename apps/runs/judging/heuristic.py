@@ -17,10 +17,19 @@ EVAL_WORDS = frozenset(
     "provided includes include including mentions mention mentioned explains explain gives give states state "
     "correctly correct accurate accurately clearly clear properly appropriate appropriately relevant information "
     "details detail refers refer asks ask should must not does did question questions request requests "
-    "retrieves retrieve searches search looks look up find finds found uses use using kb knowledge base".split()
+    "retrieves retrieve searches search looks look up find finds found uses use using kb knowledge base says say "
+    "tells tell notes note confirms confirm informs inform offers offer describes describe lists list "
+    "acknowledges acknowledge hands hand".split()
 )
-HANDOFF_WORDS = re.compile(r"\b(hand(s|ed)?[ -]?off|transfer(s|red)?|escalat\w*|live agent|human agent|a human|real person)\b", re.I)
+HANDOFF_WORDS = re.compile(r"\b(hand(s|ed|ing)?[ -]?off|hand(s|ed|ing)? (\w+ ){0,3}(over )?to|transfer(s|red)?|escalat\w*|"
+                           r"live agent|human agent|a human|real person)\b", re.I)
 KB_WORDS = re.compile(r"\b(knowledge base|kb|handbook|documentation|docs|policy documents?|retriev\w*|search\w*|looks? up)\b", re.I)
+# In rule conditions only an action counts as a retrieval check; "the handbook" alone does not.
+KB_ACTION = re.compile(r"\b(search\w*|retriev\w*|look(s|ed)? up|consult\w*)\b", re.I)
+# A condition with a premise ("when a person is requested", "without any search", "before the
+# answer") holds only where the premise applies, or depends on order, which the heuristic judge
+# cannot tell from counts; it leaves such conditions unchecked.
+CONDITIONAL = re.compile(r"\b(when|whenever|if|unless|in case|without|before|after)\b", re.I)
 NEGATION = re.compile(r"\b(not|never|no|without|avoid\w*|doesn't|does not|don't)\b", re.I)
 SENTENCE_LIMIT = re.compile(r"\b(?:under|fewer than|less than|at most|no more than|max(?:imum)?(?: of)?)\s+(\d+)\s+sentences?\b", re.I)
 WORD_LIMIT = re.compile(r"\b(?:under|fewer than|less than|at most|no more than|max(?:imum)?(?: of)?)\s+(\d+)\s+words?\b", re.I)
@@ -136,6 +145,8 @@ def _within(value: int, limit_match: re.Match) -> bool:
 def _condition_check(condition: str, transcript: Transcript) -> tuple[bool, str] | None:
     """(holds, explanation) for a condition the heuristic judge can measure, else None."""
     replies = transcript.assistant_replies
+    if CONDITIONAL.search(condition) and not (SENTENCE_LIMIT.search(condition) or WORD_LIMIT.search(condition)):
+        return None
     if match := SENTENCE_LIMIT.search(condition):
         longest = max((len(_sentences(r)) for r in replies), default=0)
         return _within(longest, match), f"longest answer has {longest} sentence(s), limit {match.group(1)}"
@@ -157,7 +168,7 @@ def _condition_check(condition: str, transcript: Transcript) -> tuple[bool, str]
         present = [q for q in quoted if q.lower() in text]
         holds = not present if NEGATION.search(condition) else len(present) == len(quoted)
         return holds, f"quoted phrase(s) present: {present or 'none'}"
-    if KB_WORDS.search(condition):
+    if KB_ACTION.search(condition):
         hits = [c for c in transcript.search_calls() if c.get("result")]
         negated = bool(NEGATION.search(condition))
         return bool(hits) != negated, f"{len(hits)} knowledge-base look-up(s) with results"

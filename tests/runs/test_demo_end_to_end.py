@@ -1,0 +1,78 @@
+"""Runs over the real demo bot, knowledge base, rubric, test set and question set (no stand-ins)."""
+
+import copy
+
+import pytest
+from django.core.management import call_command
+
+from apps.bots.demo import DEMO_AGENT_ID, DEMO_DATASET_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET, DEMO_TEST_SET_ID, \
+    load_demo_evaluation_data
+from apps.runs.models import EvaluationRun
+from apps.testsets.models import TestSet
+from apps.testsets.schemas import TestSetContent
+from apps.testsets.services import test_set_publish_version
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def demo():
+    load_demo_evaluation_data()
+
+
+def test_demo_run_through_the_api(api, demo):
+    created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                        "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2}, format="json")
+    assert created.status_code == 201, created.json()
+    run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
+    assert run["status"] == "completed" and run["total"] == run["completed"] == 5
+    assert (run["test_set_version"], run["rubric_version"]) == (1, 1)
+    assert run["judge"] == "heuristic:v1" and run["bot_llm_model"]
+    assert run["criteria_total"] > 0 and run["rubric_rules_total"] > 0
+    assert set(run["component_scores"]) <= {"prompt", "knowledge_base", "function", "general"}
+
+    results = {r["item_name"]: r for r in api.get(f"/api/v1/runs/{run['run_id']}/results").json()}
+    assert len(results) == 5
+    pto = results["PTO Policy Inquiry"]
+    assert "15 days per year" in pto["output"]["messages"][1]["content"]
+    assert pto["criteria_passed"] is True, pto["criteria_scores"]
+    handoff = results["Ask for a Person"]
+    assert handoff["output"]["messages"][1]["tool_calls"][0]["name"] == "live_handoff"
+    scenario = results["PTO Carry-over Conversation"]
+    assert [m["role"] for m in scenario["output"]["messages"]] == ["user", "assistant"] * 3
+    for result in results.values():
+        assert result["passed"] == (result["criteria_passed"] and result["rubric_passed"] is not False)
+
+
+def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch):
+    from apps.runs import services
+
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)
+    run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1)
+    edited = copy.deepcopy(DEMO_TEST_SET)
+    edited["items"][0]["inputs"]["message"] = "Edited after the run started"
+    test_set_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+                             content=TestSetContent.model_validate(edited), changelog="edit", author="t")
+    first = run.results.get(position=0)
+    services.result_execute(result_pk=first.pk)
+    first.refresh_from_db()
+    assert first.input["message"] == "How many PTO days do I accrue per year?"
+    assert EvaluationRun.objects.get(pk=run.pk).test_set_version == 1
+    newer = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+    assert newer.test_set_version == 2
+
+
+def test_demo_question_set_run(api, demo):
+    created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "dataset_id": DEMO_DATASET_ID}, format="json")
+    run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
+    assert run["status"] == "completed" and run["dataset_id"] == DEMO_DATASET_ID and run["test_set_id"] is None
+    for result in api.get(f"/api/v1/runs/{run['run_id']}/results").json():
+        assert result["criteria_scores"] is None and result["rubric_scores"] is None
+        assert isinstance(result["scores"]["correctness"]["comment"], str)
+
+
+def test_cli_against_the_demo_bot(demo, capsys):
+    call_command("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
+                 "--wait", "--poll", "0.01", "--timeout", "60")
+    out = capsys.readouterr().out
+    assert "completed: 5/5 done" in out and "rubric rules:" in out
