@@ -3,6 +3,7 @@ result page with the transcript and every verdict. Launch and cancel go through 
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -62,7 +63,7 @@ class LaunchRunForm(forms.Form):
 
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(admin.ModelAdmin):
-    list_display = ["run_id", "agent_id", "status", "progress", "pass_rate_display", "test_set_version",
+    list_display = ["run_id", "bot_name", "status", "progress", "pass_rate_display", "test_set_version",
                     "rubric_version", "judge", "created_at"]
     list_filter = ["status", "judge", "agent_id"]
     search_fields = ["run_id", "agent_id"]
@@ -78,6 +79,17 @@ class EvaluationRunAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False  # runs are launched from the launch page, through the run service
+
+    def get_queryset(self, request):
+        from apps.bots.models import Bot
+
+        # The bot's name in the same query: runs keep the agent_id, bots may be renamed or deleted.
+        bot_name = Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]
+        return super().get_queryset(request).annotate(bot_name_value=Subquery(bot_name))
+
+    @admin.display(description="bot", ordering="bot_name_value")
+    def bot_name(self, obj):
+        return format_html("{}<br><small>{}</small>", obj.bot_name_value or "(deleted bot)", obj.agent_id)
 
     def has_change_permission(self, request, obj=None):
         return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
