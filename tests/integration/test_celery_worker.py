@@ -24,7 +24,5 @@ def test_worker_runs_the_stale_trace_reaper(tmp_path):
                                               kwargs={"older_than_seconds": 3600})
         done = wait_for(lambda: AgentTrace.objects.get(session_id="stale-1").status == "failed", timeout=90)
         if not done:
-            worker.terminate()
-            output = worker.communicate(timeout=20)[0]
-            pytest.fail(f"the worker did not run the task within 90 s; its output:\n{output[-4000:]}")
+            pytest.fail("the worker did not run the task within 90 s")
     assert AgentTrace.objects.get(session_id="live-1").status == "active"

@@ -1,6 +1,8 @@
 """Start a real Celery worker process against a given broker and the current test database."""
 
+import itertools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -11,6 +13,7 @@ from celery import Celery
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parents[2]
+_worker_numbers = itertools.count()
 
 
 def broker_for_tests(tmp_path: Path) -> tuple[str, dict]:
@@ -57,17 +60,28 @@ def celery_worker(broker_url: str, var_dir: Path, extra_env: dict | None = None,
     }
     proc = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--loglevel=INFO", "--pool=prefork",
-         f"--concurrency={concurrency}", "--without-gossip", "--without-mingle", "-n", f"test-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+         f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
+         "-n", f"test-{os.getpid()}-{next(_worker_numbers)}@%h"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        # Its own process group, so a test can kill the worker and its children like a lost machine.
+        start_new_session=True,
     )
     try:
         yield proc
     finally:
-        proc.terminate()
+        stop_worker(proc)
+
+
+def stop_worker(proc: subprocess.Popen, sig: int = signal.SIGTERM) -> None:
+    if proc.poll() is None:
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
         try:
             proc.wait(timeout=20)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
 
 

@@ -1,0 +1,109 @@
+"""Runs on real Celery worker processes: the per-run concurrency limit across workers, and a worker
+killed mid-item whose run the reaper recovers."""
+
+import signal
+import threading
+import time
+
+import pytest
+
+from apps.bots.demo import DEMO_TEST_SET_ID, load_demo_evaluation_data
+from apps.bots.schemas import BotIn
+from apps.bots.services import bot_create
+from apps.runs import services
+from apps.runs.models import EvaluationResult, EvaluationRun
+from tests.fakes.bot_server import FakeBotServer
+
+from .worker import broker_for_tests, celery_worker, sender, stop_worker, wait_for
+
+pytestmark = [pytest.mark.celery_integration, pytest.mark.django_db(transaction=True)]
+
+
+class CountingBot:
+    """Answers after a pause, and remembers the most conversations it ever served at once."""
+
+    def __init__(self, pause: float, first_request_pause: float | None = None):
+        self.pause = pause
+        self.first_request_pause = first_request_pause
+        self.in_flight = 0
+        self.peak = 0
+        self.served = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, request):
+        with self.lock:
+            self.served += 1
+            first = self.served == 1
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+        time.sleep(self.first_request_pause if first and self.first_request_pause else self.pause)
+        with self.lock:
+            self.in_flight -= 1
+        return 200, {"reply": "Full-time employees accrue 15 days per year.",
+                     "tool_calls": [{"name": "search_kb", "arguments": {"query": "pto"}, "result": ["PTO Policy"]}]}
+
+
+def http_bot(url: str) -> str:
+    bot = bot_create(data=BotIn.model_validate({
+        "name": "HTTP bot under test", "adapter": "http", "endpoint_url": url,
+        "tools": [{"tool_name": "search_kb", "name": "Search", "type": "knowledge_base"},
+                  {"tool_name": "live_handoff", "name": "Handoff", "type": "human_handoff"}]}))
+    return bot.agent_id
+
+
+def route_through(monkeypatch, app):
+    # The test process runs tasks eagerly; what it dispatches must cross the broker instead.
+    monkeypatch.setattr(services, "_enqueue",
+                        lambda ids: [app.send_task("apps.runs.tasks.execute_result", args=[pk]) for pk in ids])
+
+
+def test_concurrency_limit_holds_across_two_workers(tmp_path, monkeypatch):
+    load_demo_evaluation_data()
+    broker_url, options = broker_for_tests(tmp_path)
+    app = sender(broker_url, options)
+    route_through(monkeypatch, app)
+    behaviour = CountingBot(pause=0.4)
+    with FakeBotServer(behaviour) as bot, \
+            celery_worker(broker_url, tmp_path, concurrency=2), celery_worker(broker_url, tmp_path, concurrency=2):
+        run = services.run_create(agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2,
+                                  judge_model="heuristic")
+        app.send_task("apps.runs.tasks.start_run", args=[run.pk])
+        assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
+    run.refresh_from_db()
+    assert run.completed == run.total == 5
+    # Four worker slots were free, but the run asked for two at a time: never more, and truly two.
+    assert behaviour.peak == 2
+    assert all(r.attempts == 1 for r in run.results.all())
+
+
+def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, settings):
+    load_demo_evaluation_data()
+    broker_url, options = broker_for_tests(tmp_path)
+    app = sender(broker_url, options)
+    route_through(monkeypatch, app)
+    behaviour = CountingBot(pause=0.05, first_request_pause=60)  # the first conversation hangs
+    with FakeBotServer(behaviour) as bot:
+        agent_id = http_bot(bot.url)
+        with celery_worker(broker_url, tmp_path) as doomed:
+            run = services.run_create(agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1,
+                                      judge_model="heuristic")
+            app.send_task("apps.runs.tasks.start_run", args=[run.pk])
+            assert wait_for(lambda: run.results.filter(state="running").exists(), timeout=60)
+            stop_worker(doomed, signal.SIGKILL)  # the machine is gone: no cleanup, no ack
+        stuck = run.results.get(state="running")
+
+        settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = 2
+        time.sleep(2.5)
+        assert services.runs_reap() >= 1
+        with celery_worker(broker_url, tmp_path, extra_env={"EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS": "2"}):
+            finished = wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120,
+                                interval=0.5)
+            if not finished:
+                # The broker may redeliver the killed task too; reaping again is what the beat task does.
+                services.runs_reap()
+                finished = wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=60)
+    assert finished
+    run.refresh_from_db()
+    assert run.completed == run.total == 5
+    recovered = EvaluationResult.objects.get(pk=stuck.pk)
+    assert recovered.state == "done" and recovered.attempts == 2 and recovered.error is None
