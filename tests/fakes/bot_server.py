@@ -29,6 +29,10 @@ class FakeBotServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as real servers do, so the clients' connection pools are exercised.
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
             def log_message(self, *args):
                 pass
 

@@ -48,10 +48,16 @@ class ScriptedOpenAIServer:
         self.paths: list[str] = []
         self.headers: list[dict] = []
         self.default: dict | str = {"ok": True}
+        # Seconds every default reply waits, to stand in for a model's latency (benchmarks).
+        self.default_delay = 0.0
         self.reject_json_schema = False
         server = self
 
         class Handler(BaseHTTPRequestHandler):
+            # Keep-alive, as real servers do, so the clients' connection pools are exercised.
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body go out as separate writes
+
             def log_message(self, *args):
                 pass
 
@@ -85,7 +91,12 @@ class ScriptedOpenAIServer:
                 if server.reject_json_schema and fmt == "json_schema":
                     return self._send(400, {"error": {"message": "response_format json_schema is not supported",
                                                       "type": "invalid_request_error", "param": "response_format"}})
-                step = server.queue.popleft() if server.queue else ("json", server.default)
+                if server.queue:
+                    step = server.queue.popleft()
+                elif server.default_delay:
+                    step = ("delay", (server.default_delay, server.default))
+                else:
+                    step = ("json", server.default)
                 status, reply, headers = server._render(step, body)
                 self._send(status, reply, headers)
 

@@ -1,0 +1,145 @@
+"""Evaluation run throughput against slow outside services.
+
+    .venv/bin/python bench/runs.py [--items 200] [--latency 0.1] [--concurrency 10] [--workers 2]
+
+A fake bot (evalsite's HTTP bot contract) and a fake OpenAI-compatible judge each answer after
+--latency seconds. The test set has --items single-turn items with 3 success criteria each and the
+rubric 4 rules, so every item costs 1 bot call and 7 judge calls. Two Celery worker processes
+(threads pool) consume from Redis and write to a fresh PostgreSQL database. The ideal wall time is
+the total sequential latency divided by the run's concurrency; the script prints the measured wall
+time and its ratio to that ideal.
+"""
+
+import argparse
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--items", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=0.1)
+    parser.add_argument("--concurrency", type=int, default=10)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--db", default="evalsite_bench_runs")
+    parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
+    args = parser.parse_args()
+
+    from tests.fakes.bot_server import FakeBotServer
+    from tests.fakes.openai_server import ScriptedOpenAIServer
+
+    judge = ScriptedOpenAIServer().start()
+    judge.default = {"passed": True, "score": 1.0, "reasoning": "Met."}
+    judge.default_delay = args.latency
+    bot_server = FakeBotServer(lambda r: (200, {"reply": "Full-time employees accrue 15 days of PTO per year.",
+                                                "tool_calls": []}), delay=args.latency)
+    bot_server.__enter__()
+
+    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{args.db}"')
+    env = {
+        **os.environ, "DATABASE_URL": f"{args.pg}/{args.db}", "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0",
+        "CELERY_BROKER_URL": args.redis, "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "bench",
+        "EVALSITE_JUDGE_MODEL": "bench-judge", "DJANGO_SETTINGS_MODULE": "evalsite.settings", "LOG_LEVEL": "WARNING",
+    }
+    os.environ.update(env)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    subprocess.run(["redis-cli", "-u", args.redis, "FLUSHDB"], check=True, capture_output=True)
+
+    import django
+
+    django.setup()
+    from apps.bots.schemas import BotIn
+    from apps.bots.services import bot_create
+    from apps.rubrics.schemas import RubricContent
+    from apps.rubrics.services import rubric_create
+    from apps.runs import services
+    from apps.runs.models import EvaluationResult, EvaluationRun
+    from apps.testsets.schemas import TestSetContent
+    from apps.testsets.services import test_set_create
+
+    bot = bot_create(data=BotIn.model_validate({"name": "bench bot", "adapter": "http", "endpoint_url": bot_server.url}))
+    test_set = test_set_create(content=TestSetContent.model_validate({
+        "agent_id": bot.agent_id, "name": "bench",
+        "items": [{"type": "single_turn", "name": f"item {i}", "inputs": {"message": f"Question {i} about PTO?"},
+                   "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]}}
+                  for i in range(args.items)],
+    }), changelog="bench", author="bench")
+    rubric = rubric_create(content=RubricContent.model_validate({
+        "agent_id": bot.agent_id, "name": "bench rubric",
+        "rules": [{"id": f"RULE_{r}", "name": f"Rule {r}", "severity": "medium", "category": "bench",
+                   "description": "d", "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []}}
+                  for r in range(4)],
+    }), changelog="bench", author="bench")
+
+    workers = [subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool=threads",
+         f"--concurrency={args.concurrency}", "--without-gossip", "--without-mingle", "--loglevel=WARNING",
+         "-n", f"bench{n}@%h"], cwd=ROOT, env=env, start_new_session=True) for n in range(args.workers)]
+    try:
+        time.sleep(4)  # workers connect to Redis
+        started = time.perf_counter()
+        run = services.run_create(agent_id=bot.agent_id, test_set_id=test_set.pk, rubric_id=rubric.pk,
+                                  concurrency=args.concurrency)
+        last = -1
+        while True:
+            run = EvaluationRun.objects.get(pk=run.pk)
+            if run.completed != last and run.completed % 20 == 0:
+                print(f"  {run.completed}/{run.total} items", flush=True)
+                last = run.completed
+            if run.is_finished:
+                break
+            if time.perf_counter() - started > 900:
+                raise SystemExit("run did not finish within 15 minutes")
+            time.sleep(0.05)
+        wall = time.perf_counter() - started
+        worker_cpu = sum(_cpu_seconds(w.pid) for w in workers)
+    finally:
+        for w in workers:
+            os.killpg(w.pid, signal.SIGTERM)
+        for w in workers:
+            w.wait(timeout=30)
+
+    bot_calls, judge_calls = len(bot_server.requests), len(judge.chat_requests)
+    sequential = (bot_calls + judge_calls) * args.latency
+    ideal = sequential / args.concurrency
+    print(f"machine: {os.cpu_count()} cores; {args.workers} Celery workers (threads) on Redis; PostgreSQL")
+    print(f"run {run.status}: {run.completed}/{run.total} items, {run.passed} passed; "
+          f"{run.criteria_total} criteria and {run.rubric_rules_total} rule verdicts, judge {run.judge}")
+    print(f"calls: {bot_calls} to the bot, {judge_calls} to the judge, each {args.latency * 1000:.0f} ms")
+    print(f"ideal wall time (sequential {sequential:.1f} s / concurrency {args.concurrency}): {ideal:.2f} s")
+    print(f"measured wall time: {wall:.2f} s  ->  {wall / ideal:.3f}x ideal")
+    # Where the excess goes: inside an item (judge client, database writes) or between items (dispatch).
+    durations = sorted(EvaluationResult.objects.filter(run=run).values_list("duration_ms", flat=True))
+    floor_ms = (1 + 3 + 4) * args.latency * 1000
+    print(f"CPU: workers {worker_cpu:.1f} s, this process (fake bot and judge) "
+          f"{resource.getrusage(resource.RUSAGE_SELF).ru_utime + resource.getrusage(resource.RUSAGE_SELF).ru_stime:.1f} s"
+          f" over {wall:.1f} s wall on {os.cpu_count()} cores")
+    print(f"item duration: p50 {durations[len(durations) // 2]} ms, p95 {durations[int(len(durations) * 0.95)]} ms "
+          f"(floor {floor_ms:.0f} ms: 1 bot call and 7 judge calls in sequence)")
+    bot_server.__exit__(None, None, None)
+    judge.stop()
+    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+
+
+if __name__ == "__main__":
+    main()
