@@ -92,6 +92,7 @@ INSTALLED_APPS = [
     "apps.rubrics",
     "apps.testsets",
     "apps.runs",
+    "apps.console",
 ]
 
 MIDDLEWARE = [

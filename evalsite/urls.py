@@ -7,7 +7,8 @@ from apps.core.views import api_not_found, server_error
 from apps.rag.api.views import TraceView
 
 urlpatterns = [
-    path("", RedirectView.as_view(url="/admin/", permanent=False)),
+    path("", RedirectView.as_view(url="/console/", permanent=False)),
+    path("console/", include("apps.console.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),

@@ -109,3 +109,36 @@ class EvaluationResult(models.Model):
 
     def __str__(self):
         return f"{self.run_id}:{self.item_name or self.test_case_id}"
+
+
+class VerdictReview(models.Model):
+    """A reviewer's verdict on one criterion or rubric rule of a result. The judge's verdict in the
+    result is never changed: it is copied here as it stood, so judge and human figures, and their
+    agreement, can both be read. The newest review of a verdict is the one in force."""
+
+    class Kind(models.TextChoices):
+        CRITERION = "criterion"
+        RULE = "rule"
+
+    review_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    result = models.ForeignKey(EvaluationResult, on_delete=models.CASCADE, related_name="reviews")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    # The criterion's text, or the rule's id: what names the verdict inside the result.
+    key = models.CharField(max_length=1000)
+    judge_passed = models.BooleanField(null=True)
+    # ok, error or skipped: a verdict the judge could not give has no judge_passed to agree with.
+    judge_status = models.CharField(max_length=16, default="ok")
+    judge = models.CharField(max_length=200, blank=True, default="")
+    passed = models.BooleanField()
+    note = models.TextField(blank=True, default="")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    reviewer_name = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        indexes = [models.Index(fields=["result", "kind", "key"])]
+
+    def __str__(self):
+        return f"{self.kind} {self.key[:40]}: {'pass' if self.passed else 'fail'}"

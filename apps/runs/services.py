@@ -27,7 +27,7 @@ from . import sources
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
 from .judging.aggregate import SCOPES, assessed, component_scores
 from .judging.types import JUDGE_HEURISTIC
-from .models import EvaluationResult, EvaluationRun
+from .models import EvaluationResult, EvaluationRun, VerdictReview
 
 logger = logging.getLogger(__name__)
 
@@ -307,3 +307,30 @@ def runs_reap(*, run_pk: int | None = None) -> int:
     for pk in EvaluationRun.objects.filter(status=Status.PENDING, created_at__lt=stale_before).values_list("pk", flat=True):
         run_start(run_pk=pk)
     return handled
+
+
+MAX_REVIEW_NOTE = 5000
+
+
+def verdict_review_create(*, result: EvaluationResult, kind: str, key: str, passed: bool, note: str = "",
+                          reviewer=None) -> VerdictReview:
+    """Record a reviewer's pass/fail on one criterion or rule verdict of a finished result. The
+    judge's verdict is copied into the review as it stood and is itself never changed."""
+    if kind not in VerdictReview.Kind.values:
+        raise InvalidInputError(f"kind must be one of {', '.join(VerdictReview.Kind.values)}")
+    if len(note) > MAX_REVIEW_NOTE:
+        raise InvalidInputError(f"note is longer than {MAX_REVIEW_NOTE} characters")
+    if result.state != State.DONE:
+        raise ConflictError("This result is not finished yet; review it once its run has judged it.")
+    verdicts, key_name = ((result.criteria_scores, "criterion") if kind == VerdictReview.Kind.CRITERION
+                          else (result.rubric_scores, "rule_id"))
+    verdict = next((v for v in verdicts or [] if v.get(key_name) == key), None)
+    if verdict is None:
+        raise InvalidInputError(f"This result has no {kind} verdict {key!r}")
+    status = verdict.get("status", "ok")
+    return VerdictReview.objects.create(
+        result=result, kind=kind, key=key, passed=passed, note=note.strip(),
+        judge_passed=bool(verdict.get("passed")) if status == "ok" else None, judge_status=status,
+        judge=verdict.get("judge", ""), reviewer=reviewer,
+        reviewer_name=getattr(reviewer, "get_username", lambda: "")() if reviewer is not None else "",
+    )

@@ -101,6 +101,38 @@ class ResultOut(BaseModel):
     created_at: datetime
 
 
+class ReviewIn(BaseModel):
+    kind: Literal["criterion", "rule"]
+    key: Annotated[StrictStr, Field(min_length=1, max_length=1000,
+                                    description="the criterion's text, or the rule's rule_id")]
+    passed: bool = Field(strict=True)
+    note: Annotated[StrictStr, Field(max_length=5000)] = ""
+
+
+class ReviewOut(BaseModel):
+    review_id: uuid.UUID
+    result_id: uuid.UUID
+    kind: Literal["criterion", "rule"]
+    key: str
+    passed: bool
+    note: str
+    judge_passed: bool | None = Field(description="the judge's verdict when reviewed; null if it errored or skipped")
+    judge_status: Literal["ok", "skipped", "error"]
+    judge: str
+    reviewer: str
+    in_force: bool = Field(description="the newest review of this verdict, the one the human figures use")
+    created_at: datetime
+
+
+class ReviewList(RootModel[list[ReviewOut]]):
+    pass
+
+
+class ResultDetailOut(ResultOut):
+    human_passed: bool | None = Field(description="passed, with the reviews in force applied")
+    reviews: list[ReviewOut]
+
+
 class RunList(RootModel[list[RunOut]]):
     pass
 

@@ -1,4 +1,5 @@
-from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
+from apps.runs.reviews import human_passed, in_force
 from apps.runs.selectors import run_live_component_scores
 
 
@@ -27,4 +28,27 @@ def result_data(result: EvaluationResult, run: EvaluationRun) -> dict:
         "criteria_scores": result.criteria_scores, "criteria_passed": result.criteria_passed,
         "rubric_scores": result.rubric_scores, "rubric_passed": result.rubric_passed, "passed": result.passed,
         "duration_ms": result.duration_ms, "error": result.error, "created_at": result.created_at,
+    }
+
+
+def review_data(review: VerdictReview, *, result_id, current: bool) -> dict:
+    return {
+        "review_id": review.review_id, "result_id": result_id, "kind": review.kind, "key": review.key,
+        "passed": review.passed, "note": review.note, "judge_passed": review.judge_passed,
+        "judge_status": review.judge_status, "judge": review.judge, "reviewer": review.reviewer_name,
+        "in_force": current, "created_at": review.created_at,
+    }
+
+
+def reviews_data(reviews: list[VerdictReview], *, result_id) -> list[dict]:
+    latest = {id(r) for r in in_force(reviews).values()}
+    return [review_data(r, result_id=result_id, current=id(r) in latest) for r in reviews]
+
+
+def result_detail_data(result: EvaluationResult, reviews: list[VerdictReview]) -> dict:
+    return {
+        **result_data(result, result.run),
+        "human_passed": human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
+                                     rules=result.rubric_scores, latest=in_force(reviews)),
+        "reviews": reviews_data(reviews, result_id=result.result_id),
     }

@@ -10,8 +10,10 @@ from apps.core.api.validation import validate_body
 from apps.core.errors import NotFoundError
 from apps.runs import selectors, services
 
-from .schemas import ResultList, RunCreateIn, RunList, RunOut
-from .serializers import result_data, run_data
+from apps.core.permissions import StaffForUnsafeMethods
+
+from .schemas import ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
+from .serializers import result_data, result_detail_data, review_data, reviews_data, run_data
 
 TAG = ["runs"]
 
@@ -76,3 +78,31 @@ class RunCancelView(APIView):
     def post(self, request, run_id):
         run = services.run_cancel(run=_run_or_404(run_id))
         return Response(run_data(run))
+
+
+class ResultDetailView(APIView):
+    @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
+    def get(self, request, result_id):
+        result = selectors.result_get(result_id=result_id)
+        return Response(result_detail_data(result, selectors.result_reviews(result=result)))
+
+
+class ResultReviewsView(APIView):
+    """Human overrides of a result's verdicts. Reading follows the API's access rule; reviewing is
+    an edit of shared figures, so it needs a staff account, as in the console."""
+
+    permission_classes = [StaffForUnsafeMethods]
+
+    @extend_schema(tags=TAG, responses={200: ReviewList}, summary="Reviews of a result, oldest first",
+                   operation_id="result_reviews_list")
+    def get(self, request, result_id):
+        result = selectors.result_get(result_id=result_id)
+        return Response(reviews_data(selectors.result_reviews(result=result), result_id=result.result_id))
+
+    @extend_schema(tags=TAG, request=ReviewIn, responses={201: ReviewOut},
+                   summary="Override one criterion or rule verdict (the judge's verdict is kept)")
+    def post(self, request, result_id):
+        result = selectors.result_get(result_id=result_id)
+        body = validate_body(ReviewIn, request.data)
+        review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
+        return Response(review_data(review, result_id=result.result_id, current=True), status=status.HTTP_201_CREATED)

@@ -1,0 +1,109 @@
+"""Human review arithmetic, free of the database: which review is in force, what an item's verdict
+becomes once reviewers have spoken, and how well the judge agrees with them.
+
+A review replaces one verdict's pass/fail for the human figures; the judge's verdict stays in the
+result untouched. The item's human verdict is then the contract's pass logic (apps.runs.judging.
+aggregate.item_outcome) over the verdicts with the overrides applied, so a reviewer who fails a
+high-severity rule fails the item, and one who passes a criterion the judge errored on can pass it.
+"""
+
+from dataclasses import dataclass
+
+from .judging.aggregate import item_outcome
+
+
+def in_force(reviews) -> dict[tuple[str, str], object]:
+    """The newest review per (kind, key) of one result. `reviews` come oldest first."""
+    latest = {}
+    for review in reviews:
+        latest[(review.kind, review.key)] = review
+    return latest
+
+
+def _overridden(verdict: dict, review) -> dict:
+    if review is None:
+        return verdict
+    # A human verdict is a verdict: it is assessed ("ok") even where the judge errored or skipped.
+    return {**verdict, "passed": review.passed, "status": "ok"}
+
+
+def reviewed_verdicts(criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> tuple[list, list]:
+    """Each verdict with `review` (the one in force, or None) and `human_passed` added, for display."""
+    def annotate(verdicts, kind, key_name):
+        rows = []
+        for verdict in verdicts or []:
+            review = latest.get((kind, verdict[key_name]))
+            effective = _overridden(verdict, review)
+            rows.append({**verdict, "review": review,
+                         "human_passed": effective.get("status", "ok") == "ok" and bool(effective.get("passed"))})
+        return rows
+    return annotate(criteria, "criterion", "criterion"), annotate(rules, "rule", "rule_id")
+
+
+def human_passed(*, judge_passed: bool | None, criteria: list[dict] | None, rules: list[dict] | None,
+                 latest: dict) -> bool | None:
+    """The item's verdict with the reviews in force applied; the judge's own when nobody reviewed it
+    (and for V1 items, which have no criteria or rules to review)."""
+    if not latest or criteria is None:
+        return judge_passed
+    criteria = [_overridden(c, latest.get(("criterion", c["criterion"]))) for c in criteria]
+    if rules is not None:
+        rules = [_overridden(r, latest.get(("rule", r["rule_id"]))) for r in rules]
+    return item_outcome(criteria, rules)[2]
+
+
+def cohen_kappa(judge: list[bool], human: list[bool]) -> float | None:
+    """Cohen's kappa of two raters on binary verdicts; None where it is undefined (no pairs, or
+    both raters put every verdict in one and the same class, so chance agreement is 1)."""
+    n = len(judge)
+    if n == 0:
+        return None
+    observed = sum(j == h for j, h in zip(judge, human)) / n
+    judge_yes, human_yes = sum(judge) / n, sum(human) / n
+    chance = judge_yes * human_yes + (1 - judge_yes) * (1 - human_yes)
+    if chance >= 1:
+        return None
+    return round((observed - chance) / (1 - chance), 4)
+
+
+@dataclass
+class Agreement:
+    kind: str
+    key: str
+    label: str
+    reviewed: int = 0  # verdicts the judge gave and a reviewer reviewed
+    agreed: int = 0
+    judge_pass_human_fail: int = 0
+    judge_fail_human_pass: int = 0
+    judge_unassessed: int = 0  # the judge errored or skipped; reviewed, but nothing to agree with
+    kappa: float | None = None
+
+    @property
+    def agreement_rate(self) -> float | None:
+        return self.agreed / self.reviewed if self.reviewed else None
+
+
+def agreement_table(reviews, labels: dict[tuple[str, str], str] | None = None) -> list[Agreement]:
+    """Per verdict (kind, key): counts and Cohen's kappa between the judge and the review in force
+    on each result. `reviews` are oldest first; only the newest per (result, kind, key) counts."""
+    latest = {}
+    for review in reviews:
+        latest[(review.result_id, review.kind, review.key)] = review
+    rows: dict[tuple[str, str], Agreement] = {}
+    pairs: dict[tuple[str, str], tuple[list, list]] = {}
+    for (_, kind, key), review in latest.items():
+        row = rows.setdefault((kind, key), Agreement(kind=kind, key=key, label=(labels or {}).get((kind, key), key)))
+        if review.judge_status != "ok" or review.judge_passed is None:
+            row.judge_unassessed += 1
+            continue
+        row.reviewed += 1
+        row.agreed += review.judge_passed == review.passed
+        row.judge_pass_human_fail += review.judge_passed and not review.passed
+        row.judge_fail_human_pass += review.passed and not review.judge_passed
+        judge, human = pairs.setdefault((kind, key), ([], []))
+        judge.append(review.judge_passed)
+        human.append(review.passed)
+    for key, row in rows.items():
+        row.kappa = cohen_kappa(*pairs.get(key, ([], [])))
+    # The rules the judge gets wrong most often first: that is what a rubric author came to see.
+    return sorted(rows.values(), key=lambda r: (r.kind, -(r.judge_pass_human_fail + r.judge_fail_human_pass), r.key))

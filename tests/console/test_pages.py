@@ -1,0 +1,314 @@
+"""The console's pages: access, content, filters, comparison, review through the page, and query
+counts that do not grow with the number of results."""
+
+import re
+import uuid
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils.html import escape
+
+from apps.bots.demo import DEMO_AGENT_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET_ID
+from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
+
+from .factories import RUBRIC, TEST_SET, criterion, make_result, make_run, rule
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def text(response) -> str:
+    return re.sub(r"\s+", " ", response.content.decode())
+
+
+def test_pages_need_a_login(client, demo_run):
+    result = demo_run.results.first()
+    for url in ["/console/", "/console/runs/", f"/console/runs/{demo_run.run_id}/",
+                f"/console/results/{result.result_id}/", f"/console/rubrics/{DEMO_RUBRIC_ID}/", "/console/runs/new/"]:
+        response = client.get(url)
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
+
+
+def test_readers_read_but_do_not_edit(reader_client, demo_run):
+    result = demo_run.results.first()
+    page = reader_client.get(f"/console/runs/{demo_run.run_id}/")
+    assert page.status_code == 200
+    assert "Cancel run" not in text(page) and "Run again" not in text(page)
+    assert "Save review" not in text(reader_client.get(f"/console/results/{result.result_id}/"))
+    assert reader_client.get("/console/runs/new/").status_code == 403
+    assert reader_client.post(f"/console/runs/{demo_run.run_id}/rerun/").status_code == 403
+    assert reader_client.post(f"/console/runs/{demo_run.run_id}/cancel/").status_code == 403
+    denied = reader_client.post(f"/console/results/{result.result_id}/",
+                                {"kind": "rule", "key": "BRIEF_RESPONSES", "passed": "false"})
+    assert denied.status_code == 403 and not VerdictReview.objects.exists()
+
+
+def test_unknown_ids_are_404(staff_client, db):
+    for url in [f"/console/runs/{uuid.uuid4()}/", f"/console/results/{uuid.uuid4()}/",
+                f"/console/rubrics/{uuid.uuid4()}/", "/console/traces/no-such-session/",
+                f"/console/runs/{uuid.uuid4()}/progress/", "/console/runs/compare/"]:
+        assert staff_client.get(url).status_code == 404, url
+
+
+def test_launch_from_the_console_runs_against_the_demo_bot(staff_client, demo):
+    form = staff_client.get("/console/runs/new/")
+    assert DEMO_AGENT_ID in text(form) and DEMO_TEST_SET_ID in text(form)
+    response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                                        "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2})
+    run = EvaluationRun.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/console/runs/{run.run_id}/"
+    assert (run.status, run.completed, run.created_by.username) == ("completed", 5, "reviewer")
+    progress = staff_client.get(f"/console/runs/{run.run_id}/progress/").json()
+    assert progress == {"status": "completed", "total": 5, "completed": 5, "passed": run.passed,
+                        "failed": run.failed, "finished": True}
+
+
+def test_launch_form_errors_are_shown_and_nothing_is_created(staff_client, demo):
+    response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                                        "concurrency": 99})
+    assert response.status_code == 200 and "less than or equal to 32" in text(response)
+    assert not EvaluationRun.objects.exists()
+
+
+def test_run_page_shows_figures_chart_versions_and_results(staff_client, demo_run):
+    page = text(staff_client.get(f"/console/runs/{demo_run.run_id}/"))
+    run = EvaluationRun.objects.get(pk=demo_run.pk)
+    assert f"{run.criteria_passed}/{run.criteria_total}" in page
+    assert f"{run.rubric_rules_passed}/{run.rubric_rules_total}" in page
+    assert f"test set {DEMO_TEST_SET_ID} v1" in page and "heuristic:v1" in page
+    assert 'id="component-scores"' in page and "<svg" in page and 'aria-label="Rubric pass rate per component scope' in page
+    assert page.count('href="/console/results/') == 5
+    assert f'href="/admin/runs/evaluationrun/{run.pk}/change/"' in page, "a link to the admin"
+    assert 'data-finished="1"' in page, "a finished run does not poll"
+
+
+def test_running_run_page_polls_and_offers_cancel(staff_client, demo, monkeypatch):
+    from apps.runs import services
+
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # items stay queued: the run is "running"
+    run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+    page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
+    assert 'data-finished="0"' in page and "Cancel run" in page and "console/console.js" in page
+    assert staff_client.get(f"/console/runs/{run.run_id}/progress/").json()["finished"] is False
+    staff_client.post(f"/console/runs/{run.run_id}/cancel/")
+    assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"
+    again = staff_client.post(f"/console/runs/{run.run_id}/cancel/", follow=True)
+    assert "already cancelled" in text(again)
+
+
+def test_result_filters_and_failed_first(staff_client, db):
+    run = make_run()
+    make_result(run, 0, criteria=[criterion("ok", True)], rules=[rule("R1", True)], tags=["hr"], priority="high")
+    make_result(run, 1, criteria=[criterion("ok", True)], rules=[rule("R1", False, "high")], tags=["it"])
+    make_result(run, 2, criteria=[criterion("bad", False)], rules=[rule("R2", False, "low")], tags=["hr"],
+                item_type="scenario")
+
+    def names(query=""):
+        page = staff_client.get(f"/console/runs/{run.run_id}/?{query}").content.decode()
+        return re.findall(r'href="/console/results/[^"]+">([^<]+)</a>', page)
+
+    assert names() == ["item 1", "item 2", "item 0"], "failed first, then test set order"
+    assert names("passed=true") == ["item 0"]
+    assert names("passed=false") == ["item 1", "item 2"]
+    assert names("item_type=scenario") == ["item 2"]
+    assert names("tag=hr") == ["item 2", "item 0"]
+    assert names("priority=high") == ["item 0"]
+    assert names("failed_severity=high") == ["item 1"]
+    assert names("failed_severity=low") == ["item 2"]
+    # Each failed row links straight to its failed verdict.
+    page = staff_client.get(f"/console/runs/{run.run_id}/").content.decode()
+    assert "#rule-R1" in page and "#criterion-0" in page
+
+
+def test_review_through_the_result_page_changes_human_figures_and_agreement(staff_client, db):
+    run = make_run()
+    failed = make_result(run, 0, criteria=[criterion("ok", True)], rules=[rule("R1", False, "high")])
+    make_result(run, 1, criteria=[criterion("ok", True)], rules=[rule("R1", True, "high")])
+    page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
+    assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">50%', page)
+
+    drill = text(staff_client.get(f"/console/results/{failed.result_id}/"))
+    assert 'id="rule-R1"' in drill and "Save review" in drill
+    saved = staff_client.post(f"/console/results/{failed.result_id}/",
+                              {"kind": "rule", "key": "R1", "passed": "true", "note": "The answer is brief.",
+                               "anchor": "rule-R1"})
+    assert saved.status_code == 302 and saved["Location"].endswith("#rule-R1")
+    review = VerdictReview.objects.get()
+    assert (review.judge_passed, review.passed, review.reviewer_name) == (False, True, "reviewer")
+    assert EvaluationResult.objects.get(pk=failed.pk).passed is False, "the judge's verdict is kept"
+
+    page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
+    assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">100%', page)
+    assert "1 reviewed, 1 changed" in page
+    drill = text(staff_client.get(f"/console/results/{failed.result_id}/"))
+    assert "The answer is brief." in drill and 'id="review-history"' in drill
+
+    # A second review confirming a judge verdict (agreement) on the other result.
+    other = run.results.get(position=1)
+    staff_client.post(f"/console/results/{other.result_id}/", {"kind": "rule", "key": "R1", "passed": "true"})
+    from apps.runs.selectors import rubric_agreement
+
+    rows = rubric_agreement(rubric_id=RUBRIC)["rules"]
+    assert [(r.key, r.reviewed, r.agreed, r.judge_fail_human_pass) for r in rows] == [("R1", 2, 1, 1)]
+
+
+def test_review_form_errors_are_reported(staff_client, db):
+    result = make_result(make_run(), 0, criteria=[criterion("ok", True)], rules=[rule("R1", False)])
+    missing_choice = staff_client.post(f"/console/results/{result.result_id}/", {"kind": "rule", "key": "R1"},
+                                       follow=True)
+    assert "Choose pass or fail." in text(missing_choice)
+    unknown = staff_client.post(f"/console/results/{result.result_id}/",
+                                {"kind": "rule", "key": "NOPE", "passed": "false"}, follow=True)
+    assert "no rule verdict" in text(unknown) and not VerdictReview.objects.exists()
+
+
+def test_rubric_page_shows_conditions_and_kappa(staff_client, demo_run):
+    result = demo_run.results.filter(rubric_scores__isnull=False).first()
+    verdict = next(r for r in result.rubric_scores if r["status"] == "ok")
+    staff_client.post(f"/console/results/{result.result_id}/",
+                      {"kind": "rule", "key": verdict["rule_id"], "passed": "false" if verdict["passed"] else "true"})
+    page = text(staff_client.get(f"/console/rubrics/{DEMO_RUBRIC_ID}/"))
+    assert 'id="rule-agreement"' in page and f'id="agreement-{verdict["rule_id"]}"' in page
+    assert "Passes when" in page and "Fails when" in page
+    # One disagreeing review: 1 reviewed, 0 agreed; kappa is defined only with both classes present.
+    row = re.search(rf'id="agreement-{verdict["rule_id"]}">(.*?)</tr>', page).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row)
+    assert cells[3:5] == ["1", "0"]
+
+
+def test_compare_lists_regressions_first_then_fixed_and_deltas(staff_client, db):
+    base, head = make_run(), make_run()
+    cases = [uuid.UUID(int=n) for n in range(1, 5)]
+    make_result(base, 0, case=cases[0], name="stays good", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    make_result(base, 1, case=cases[1], name="regresses", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    make_result(base, 2, case=cases[2], name="gets fixed", criteria=[criterion("c", False)], rules=[rule("R1", True)])
+    make_result(base, 3, case=cases[3], name="dropped", criteria=[criterion("c", True)])
+    make_result(head, 0, case=cases[0], name="stays good", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    regressed = make_result(head, 1, case=cases[1], name="regresses", criteria=[criterion("c", True)],
+                            rules=[rule("R1", False, "high")])
+    make_result(head, 2, case=cases[2], name="gets fixed", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    page = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}").content.decode()
+    flat = re.sub(r"\s+", " ", page)
+    assert flat.index('id="regressions"') < flat.index("regresses") < flat.index('id="fixed"') < \
+        flat.index("gets fixed") < flat.index('id="rule-deltas"')
+    assert f'/console/results/{regressed.result_id}/#rule-R1' in flat, "one click to the failed rule"
+    assert "1 item(s) only in the base run" in flat
+    # R1: 3/3 before, 2/3 after.
+    assert re.search(r"<code>R1</code>.*?3/3.*?2/3.*?-0\.33", flat)
+    assert re.search(r"gets fixed</td><td>c</td>.*?\+1\.00", flat)
+
+
+def test_compare_refuses_runs_of_different_test_sets(staff_client, db):
+    base, head = make_run(), make_run(test_set_id=uuid.uuid4())
+    response = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}")
+    assert response.status_code == 422 and "same test set" in text(response)
+
+
+def test_run_page_links_to_the_previous_run_of_the_same_test_set(staff_client, db):
+    first, other, second = make_run(), make_run(test_set_id=uuid.uuid4()), make_run()
+    page = text(staff_client.get(f"/console/runs/{second.run_id}/"))
+    assert f"?base={first.run_id}&amp;head={second.run_id}" in page
+    assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{first.run_id}/"))
+    assert other.run_id
+
+
+def test_rerun_pins_the_same_versions(staff_client, demo_run):
+    response = staff_client.post(f"/console/runs/{demo_run.run_id}/rerun/")
+    new = EvaluationRun.objects.exclude(pk=demo_run.pk).get()
+    assert response["Location"] == f"/console/runs/{new.run_id}/"
+    assert (new.test_set_version, new.rubric_version, new.judge, new.concurrency) == \
+        (demo_run.test_set_version, demo_run.rubric_version, demo_run.judge, demo_run.concurrency)
+
+
+def test_dashboard_three_clicks_to_the_failed_rule_of_a_regression(staff_client, db):
+    base, head = make_run(), make_run()
+    case = uuid.UUID(int=99)
+    make_result(base, 0, case=case, name="refund question", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    regressed = make_result(head, 0, case=case, name="refund question", criteria=[criterion("c", True)],
+                            rules=[rule("R1", False, "high")])
+    dashboard = staff_client.get("/console/").content.decode()
+    run_link = f"/console/runs/{head.run_id}/"
+    assert run_link in dashboard                                                     # click 1
+    run_page = staff_client.get(run_link).content.decode()
+    compare_link = re.search(r'id="compare-previous" href="([^"]+)"', run_page).group(1).replace("&amp;", "&")
+    compare_page = staff_client.get(compare_link).content.decode()                   # click 2
+    assert f'href="/console/results/{regressed.result_id}/#rule-R1"' in compare_page  # click 3
+    assert 'id="rule-R1"' in staff_client.get(f"/console/results/{regressed.result_id}/").content.decode()
+
+
+def test_dashboard_shows_trends_distribution_and_newest_failures(staff_client, demo_run):
+    from apps.agentic.demo import load_demo_evaluations
+    from apps.traces.demo import load_demo_traces
+
+    load_demo_traces()
+    load_demo_evaluations()
+    page = text(staff_client.get("/console/"))
+    for marker in ('id="run-trend"', 'id="agentic-trend"', 'id="score-distribution"'):
+        assert marker in page, marker
+    from apps.agentic.models import AgentEvaluation
+    from apps.bots.models import Bot
+
+    assert f"<h3>{escape(Bot.objects.get(agent_id=DEMO_AGENT_ID).name)} " in page, "recent runs per bot"
+    for agent in AgentEvaluation.objects.values_list("agent_name", flat=True).distinct():
+        assert f"{escape(agent)}: " in re.search(r'id="agentic-trend">.*?aria-label="([^"]*)"', page).group(1)
+    distribution = re.search(r'id="score-distribution">.*?aria-label="([^"]*)"', page).group(1)
+    for rating in ("excellent", "good", "acceptable", "poor", "failed"):
+        count = AgentEvaluation.objects.filter(rating=rating).count()
+        assert f"{rating}: {count}" in distribution
+
+
+def test_trace_page_timeline_and_evaluations(staff_client, db):
+    from apps.agentic.demo import load_demo_evaluations
+    from apps.agentic.models import AgentEvaluation
+    from apps.traces.demo import load_demo_traces
+
+    load_demo_traces()
+    load_demo_evaluations()
+    evaluation = AgentEvaluation.objects.exclude(trace=None).select_related("trace").first()
+    trace = evaluation.trace
+    page = text(staff_client.get(f"/console/traces/{trace.session_id}/"))
+    assert trace.user_query[:40] in page
+    for call in trace.tool_calls.all():
+        assert f"<code>{call.tool_name}</code>" in page
+    assert evaluation.judge in page and "Task adherence" in page
+    assert f'href="/admin/traces/agenttrace/{trace.pk}/change/"' in page
+
+
+def _count_queries(client, url) -> int:
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(url).status_code == 200
+    return len(captured)
+
+
+def test_query_counts_do_not_grow_with_results(staff_client, db):
+    """1,000 results with reviews: the run page (any page of its table), the comparison and the
+    dashboard read the same number of queries as with 10."""
+    def build(n):
+        run = make_run()
+        EvaluationResult.objects.bulk_create([
+            EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i}",
+                             item_type="single_turn", state="done", item={"tags": ["t"], "priority": "low"},
+                             criteria_scores=[criterion("c", i % 3 != 0)], rubric_scores=[rule("R1", i % 2 == 0)],
+                             passed=i % 3 != 0 and i % 2 == 0, duration_ms=3)
+            for i in range(n)])
+        EvaluationRun.objects.filter(pk=run.pk).update(total=n, completed=n)
+        VerdictReview.objects.bulk_create([
+            VerdictReview(result=r, kind="rule", key="R1", passed=True, judge_passed=False)
+            for r in run.results.all()[: n // 2]])
+        return run
+
+    small_a, small_b = build(10), build(10)
+    big_a, big_b = build(1000), build(1000)
+    for path in ("/console/runs/{}/", "/console/runs/{}/?page=10", "/console/runs/{}/?passed=false&tag=t"):
+        small = _count_queries(staff_client, path.format(small_b.run_id))
+        big = _count_queries(staff_client, path.format(big_b.run_id))
+        assert big == small <= 12, (path, small, big)
+    small = _count_queries(staff_client, f"/console/runs/compare/?base={small_a.run_id}&head={small_b.run_id}")
+    big = _count_queries(staff_client, f"/console/runs/compare/?base={big_a.run_id}&head={big_b.run_id}")
+    assert big == small <= 12, (small, big)
+    assert _count_queries(staff_client, "/console/") <= 15
+    # The table is paginated: 50 rows a page.
+    page = staff_client.get(f"/console/runs/{big_b.run_id}/").content.decode()
+    assert page.count('href="/console/results/') == 50 and "Page 1 of 20" in page
+    api_page = _count_queries(staff_client, f"/api/v1/results/{big_b.results.first().result_id}")
+    assert api_page <= 6
