@@ -8,3 +8,9 @@ class ConsoleConfig(AppConfig):
 
     name = "apps.console"
     label = "console"
+
+    def ready(self):
+        from django.contrib import admin
+
+        # One name across the admin and the console pages, which share its header.
+        admin.site.site_header = admin.site.site_title = "evalsite"

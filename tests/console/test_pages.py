@@ -312,3 +312,19 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
     assert page.count('href="/console/results/') == 50 and "Page 1 of 20" in page
     api_page = _count_queries(staff_client, f"/api/v1/results/{big_b.results.first().result_id}")
     assert api_page <= 6
+
+
+def test_admin_pages_link_to_the_console(admin_client, demo_run):
+    from apps.traces.demo import load_demo_traces
+    from apps.traces.models import AgentTrace
+
+    result = demo_run.results.first()
+    pairs = [(f"/admin/runs/evaluationrun/{demo_run.pk}/change/", f"/console/runs/{demo_run.run_id}/"),
+             (f"/admin/runs/evaluationresult/{result.pk}/change/", f"/console/results/{result.result_id}/"),
+             (f"/admin/rubrics/rubric/{DEMO_RUBRIC_ID}/change/", f"/console/rubrics/{DEMO_RUBRIC_ID}/")]
+    load_demo_traces()
+    trace = AgentTrace.objects.first()
+    pairs.append((f"/admin/traces/agenttrace/{trace.pk}/change/", f"/console/traces/{trace.session_id}/"))
+    for admin_url, console_url in pairs:
+        page = admin_client.get(admin_url)
+        assert page.status_code == 200 and f'href="{console_url}"' in page.content.decode(), admin_url
