@@ -111,6 +111,7 @@ def test_llm_down_is_a_parsing_error_with_the_reason_in_details(canned_backend, 
     for _ in range(3):
         openai_server.push_error(503, "overloaded")
     state = run_query("How busy were the processors?", now=NOW)
+    assert_invariant(state)
     assert state["error"].error_type == "parsing_error"
     assert "HTTP 503" in state["error"].details["reason"]
 
@@ -118,4 +119,5 @@ def test_llm_down_is_a_parsing_error_with_the_reason_in_details(canned_backend, 
 def test_llm_unknown_metric_goes_to_validation(canned_backend, openai_server):
     openai_server.push_json({"metric_name": "gpu_temperature_celsius"})
     state = run_query("GPU temperature last hour", now=NOW)
+    assert_invariant(state)
     assert state["error"].error_type == "metric_not_found"
