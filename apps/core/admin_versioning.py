@@ -24,6 +24,25 @@ class VersionHistoryAdminMixin:
     def restore_version(self, obj, version: int, author: str):
         raise NotImplementedError
 
+    def publish_failed(self, request, detail) -> None:
+        """The publishing service refused the save (e.g. a version was published meanwhile): say so,
+        and keep the admin from also reporting and logging a save that did not happen."""
+        request._version_publish_failed = True
+        messages.error(request, f"Not saved: {detail}")
+
+    def message_user(self, request, message, level=messages.INFO, *args, **kwargs):
+        if level == messages.SUCCESS and getattr(request, "_version_publish_failed", False):
+            return
+        super().message_user(request, message, level, *args, **kwargs)
+
+    def log_addition(self, request, obj, message):
+        if not getattr(request, "_version_publish_failed", False):
+            return super().log_addition(request, obj, message)
+
+    def log_change(self, request, obj, message):
+        if not getattr(request, "_version_publish_failed", False):
+            return super().log_change(request, obj, message)
+
     def construct_change_message(self, request, form, formsets, add=False):
         # The inline rows are not saved by the formsets (the publishing service rewrites them), so
         # the log entry describes the parent form only.

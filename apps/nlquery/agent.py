@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from . import parser as rule_parser
 from . import promql as promql_builder
-from .backends import PrometheusBackend, get_backend
+from .backends import PrometheusBackend, backend_config, get_backend
 from .errors import BackendRejected, BackendUnavailable, QueryFailure
 from .schemas import (
     AggregationStats,
@@ -51,7 +51,9 @@ def _unavailable(exc: BackendUnavailable) -> QueryFailure:
 
 
 def _not_configured() -> QueryFailure:
-    return QueryFailure("grafana_unavailable", "No metrics backend is configured.", NOT_CONFIGURED_SUGGESTION)
+    problem = backend_config().problem
+    message = f"No usable metrics backend is configured: {problem}" if problem else "No metrics backend is configured."
+    return QueryFailure("grafana_unavailable", message, NOT_CONFIGURED_SUGGESTION)
 
 
 # Step 1 ------------------------------------------------------------------------------------------

@@ -185,15 +185,30 @@ class BackendConfig:
     problem: str | None
 
 
+def _url_problem(name: str, value: str) -> str | None:
+    """Why a configured base URL cannot be used, or None. Checked here so a typo in the setting is
+    reported as configuration instead of crashing every query; the value itself is not echoed, as
+    it may carry credentials."""
+    try:
+        url = httpx.URL(value)
+    except httpx.InvalidURL as exc:
+        return f"{name} is not a valid URL ({exc})."
+    if url.scheme not in ("http", "https") or not url.host:
+        return f"{name} must be an http:// or https:// URL with a host name."
+    return None
+
+
 def backend_config() -> BackendConfig:
     """Which backend the settings select, or why none is usable."""
     if settings.PROMETHEUS_URL:
-        return BackendConfig(True, "prometheus", None)
+        problem = _url_problem("PROMETHEUS_URL", settings.PROMETHEUS_URL)
+        return BackendConfig(problem is None, "prometheus" if problem is None else None, problem)
     grafana = {"GRAFANA_URL": settings.GRAFANA_URL, "GRAFANA_DATASOURCE_UID": settings.GRAFANA_DATASOURCE_UID,
                "GRAFANA_TOKEN": settings.GRAFANA_TOKEN}
     present = [name for name, value in grafana.items() if value]
     if len(present) == len(grafana):
-        return BackendConfig(True, "grafana", None)
+        problem = _url_problem("GRAFANA_URL", settings.GRAFANA_URL)
+        return BackendConfig(problem is None, "grafana" if problem is None else None, problem)
     if present:
         missing = ", ".join(name for name in grafana if name not in present)
         return BackendConfig(False, None, f"Grafana is partly configured: {missing} missing.")

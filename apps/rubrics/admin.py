@@ -164,7 +164,7 @@ class RubricAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
                 rubric=rubric, content=content, changelog=rubric._changelog, author=author,
                 expected_version=rubric._based_on_version)
         except DomainError as exc:
-            messages.error(request, f"Not saved: {exc.detail}")
+            self.publish_failed(request, exc.detail)
             return
         if not published:
             messages.info(request, "Nothing changed, so no new version was published.")

@@ -230,7 +230,7 @@ class TestSetAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
                 test_set=test_set, content=content, changelog=test_set._changelog, author=author,
                 expected_version=test_set._based_on_version)
         except DomainError as exc:
-            messages.error(request, f"Not saved: {exc.detail}")
+            self.publish_failed(request, exc.detail)
             return
         if not published:
             messages.info(request, "Nothing changed, so no new version was published.")

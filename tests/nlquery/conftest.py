@@ -17,6 +17,7 @@ CANNED_METRICS = {
     "go_goroutines": {"type": "gauge", "help": "goroutines", "unit": ""},
     "scrape_duration_seconds": {"type": "gauge", "help": "scrape", "unit": ""},
     "up": {"type": "gauge", "help": "up", "unit": ""},
+    "vayu_agent_sessions_total": {"type": "counter", "help": "agent sessions", "unit": ""},
 }
 
 

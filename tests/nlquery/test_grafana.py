@@ -86,3 +86,26 @@ def test_partial_grafana_configuration_says_what_is_missing(settings):
 def test_prometheus_url_wins_over_grafana(settings, grafana):
     settings.PROMETHEUS_URL = "http://127.0.0.1:9"
     assert backend_config().kind == "prometheus"
+
+
+@pytest.mark.parametrize("setting, value", [
+    ("PROMETHEUS_URL", "http://[::1"),  # httpx cannot even build a client for it
+    ("PROMETHEUS_URL", "prometheus:9090"),
+    ("PROMETHEUS_URL", "ftp://prometheus.example"),
+    ("GRAFANA_URL", "grafana.example"),
+])
+def test_malformed_backend_url_is_reported_as_configuration(settings, setting, value, api, admin_client):
+    if setting == "GRAFANA_URL":
+        settings.GRAFANA_DATASOURCE_UID, settings.GRAFANA_TOKEN = "uid", TOKEN
+    setattr(settings, setting, value)
+    config = backend_config()
+    assert not config.configured and setting in config.problem
+    state = run_query("Show CPU usage for the last hour", now=NOW)
+    assert_invariant(state)
+    assert state["error"].error_type == "grafana_unavailable"
+    assert setting in state["error"].message and "PROMETHEUS_URL" in state["error"].suggestion
+    response = api.post("/api/v1/metrics-query", {"query": "cpu"}, format="json")
+    assert response.status_code == 200 and response.json()["error"]["error_type"] == "grafana_unavailable"
+    page = admin_client.get("/metrics-query/", {"q": "cpu"})
+    assert page.status_code == 200 and 'id="setup"' in page.content.decode()
+    assert setting in page.content.decode() and TOKEN not in page.content.decode()

@@ -90,16 +90,28 @@ def test_llm_garbage_is_a_parsing_error_not_a_guess(canned_backend, openai_serve
 
 
 def test_llm_says_unsupported(canned_backend, openai_server):
+    # A question the rule-based pre-check lets through, so the refusal is the model's.
     openai_server.push_json({"metric_name": "process_cpu_seconds_total", "unsupported_operation": "root cause analysis"})
+    state = run_query("What made CPU go up yesterday?", now=NOW)
+    assert_invariant(state)
+    assert len(openai_server.chat_requests) == 1
+    assert state["error"].error_type == "unsupported_operation"
+    assert state["error"].message == "Root cause analysis is not supported."
+    assert state["parsed_query"] is None
+
+
+def test_obvious_analysis_requests_are_refused_without_a_model_call(canned_backend, openai_server):
     state = run_query("Why did CPU go up yesterday?", now=NOW)
     assert_invariant(state)
     assert state["error"].error_type == "unsupported_operation"
+    assert openai_server.chat_requests == []
 
 
 def test_llm_down_is_a_parsing_error_with_the_reason_in_details(canned_backend, openai_server):
     for _ in range(3):
         openai_server.push_error(503, "overloaded")
     state = run_query("How busy were the processors?", now=NOW)
+    assert_invariant(state)
     assert state["error"].error_type == "parsing_error"
     assert "HTTP 503" in state["error"].details["reason"]
 
@@ -107,4 +119,5 @@ def test_llm_down_is_a_parsing_error_with_the_reason_in_details(canned_backend, 
 def test_llm_unknown_metric_goes_to_validation(canned_backend, openai_server):
     openai_server.push_json({"metric_name": "gpu_temperature_celsius"})
     state = run_query("GPU temperature last hour", now=NOW)
+    assert_invariant(state)
     assert state["error"].error_type == "metric_not_found"

@@ -52,7 +52,8 @@ CASES = [
     ('Show process_open_fds{instance="web-1"} between 10:00 and 11:00',
      {"metric_name": "process_open_fds", "filters": {"instance": "web-1"}, "time": (at(10), at(11))}),
     ("cpu with job=api and instance='localhost:9090'", {"filters": {"job": "api", "instance": "localhost:9090"}}),
-    ("sessions for agent billing-bot", {"filters": {"agent_name": "billing-bot"}}),
+    ("sessions for agent billing-bot", {"metric_name": "vayu_agent_sessions_total",
+                                        "filters": {"agent_name": "billing-bot"}}),
     # synonyms and word matching
     ("How much RAM is used", {"metric_name": "process_resident_memory_bytes"}),
     ("Show HTTP requests", {"metric_name": "django_http_requests_total_by_method_total"}),
@@ -105,6 +106,7 @@ def test_parser_table(question, expected, canned_backend):
         assert state["error"].error_type == "metric_not_found"
     else:
         # Parsing succeeded; the node went on to the canned backend and answered.
+        assert state["error"] is None, state["error"]
         assert state["parsed_query"] is not None
         _check(state["parsed_query"], {k: v for k, v in expected.items() if k != "step"})
 

@@ -104,3 +104,44 @@ def test_stopped_prometheus_is_grafana_unavailable(settings):
         assert uncached["error"].error_type == "grafana_unavailable"
     finally:
         server.cleanup()
+
+
+def test_api_answers_from_the_real_prometheus(use_prometheus, api):
+    response = api.post("/api/v1/metrics-query", {"query": "Show CPU usage for the last hour"}, format="json")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {"user_query", "parsed_query", "result", "error", "processing_time_ms"}
+    assert body["error"] is None, body["error"]
+    assert body["parsed_query"]["metric_name"] == "process_cpu_seconds_total"
+    result = body["result"]
+    assert result["promql"] == "rate(process_cpu_seconds_total[120s])"
+    assert result["datapoint_count"] == len(result["datapoints"]) > 0 and result["is_empty"] is False
+    assert result["statistics"]["count"] == result["datapoint_count"]
+    assert {p["labels"]["job"] for p in result["datapoints"]} == {"prometheus", "evalsite"}
+    timestamps = [p["timestamp"] for p in result["datapoints"]]
+    assert timestamps == sorted(timestamps)
+
+    failed = api.post("/api/v1/metrics-query", {"query": "Show process_cpu_secs_total for the last hour"},
+                      format="json").json()
+    assert failed["result"] is None
+    assert set(failed["error"]) == {"error_type", "message", "suggestion"}  # details stay in the logs
+    assert failed["error"]["error_type"] == "metric_not_found"
+    assert "process_cpu_seconds_total" in failed["error"]["suggestion"]
+
+
+def test_page_answers_from_the_real_prometheus(use_prometheus, admin_client):
+    html = admin_client.get("/metrics-query/", {"q": "Show CPU usage for the last hour"}).content.decode()
+    assert 'id="setup"' not in html and 'id="query-error"' not in html
+    # A young Prometheus may hold one rate point per series: drawn as a dot rather than a line.
+    assert 'class="nlq-chart"' in html and ("<polyline" in html or "<circle" in html)
+    assert 'id="statistics"' in html
+    assert "rate(process_cpu_seconds_total[120s])" in html
+    # Example questions name metrics this Prometheus really has.
+    assert 'id="examples"' in html and "Show CPU usage for the last hour" in html
+    names = set(get_backend().get_available_metrics())
+    shown = [e for e in example_questions(get_backend()) if e.startswith("Show ") and "_" in e]
+    assert shown and all(e.split()[1] in names for e in shown)
+
+    error_html = admin_client.get("/metrics-query/", {"q": "Show anomalies in CPU usage"}).content.decode()
+    assert 'id="query-error"' in error_html and "unsupported_operation" in error_html
+    assert "Try asking for raw metric data instead" in error_html

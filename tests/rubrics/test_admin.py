@@ -108,3 +108,26 @@ def test_version_history_diff_and_restore(admin_client, rubric):
     assert admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").status_code == 403
     missing = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=9")
     assert b"No version 9" in missing.content
+
+
+def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_client, rubric, monkeypatch):
+    """Someone publishes between the form's version check and the save: the service refuses with a
+    409-style conflict, and the admin must not also say (or log) that the change was saved."""
+    from django.contrib.admin.models import LogEntry
+
+    real_publish = services.rubric_publish_version
+
+    def publish_after_someone_else(**kwargs):
+        real_publish(rubric=kwargs["rubric"], content=RubricContent.model_validate(
+            rubric_body(rubric.agent.agent_id, name="Elsewhere")))
+        return real_publish(**kwargs)
+
+    monkeypatch.setattr(services, "rubric_publish_version", publish_after_someone_else)
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    response = admin_client.post(change_url(rubric), {**data, "name": "Mine"}, follow=True)
+    shown = [(m.level_tag, str(m)) for m in response.context["messages"]]
+    assert [level for level, _ in shown] == ["error"], shown
+    assert "Not saved" in shown[0][1] and "version 2" in shown[0][1]
+    assert Rubric.objects.get().name == "Elsewhere"
+    assert RubricVersion.objects.filter(rubric=rubric).count() == 2
+    assert not LogEntry.objects.exists()

@@ -84,3 +84,23 @@ def test_history_and_restore(admin_client, test_set):
     admin_client.post(f"/admin/testsets/testset/{test_set.pk}/versions/1/restore/")
     assert TestSet.objects.get(pk=test_set.pk).name == "Support test set"
     assert TestSet.objects.get(pk=test_set.pk).current_version == 3
+
+
+def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_client, test_set, monkeypatch):
+    from django.contrib.admin.models import LogEntry
+
+    real_publish = services.test_set_publish_version
+
+    def publish_after_someone_else(**kwargs):
+        real_publish(test_set=kwargs["test_set"], content=TestSetContent.model_validate(
+            make_test_set_payload(test_set.agent.agent_id, name="Elsewhere")))
+        return real_publish(**kwargs)
+
+    monkeypatch.setattr(services, "test_set_publish_version", publish_after_someone_else)
+    data = admin_form_data(admin_client.get(change_url(test_set)))
+    response = admin_client.post(change_url(test_set), {**data, "name": "Mine"}, follow=True)
+    shown = [(m.level_tag, str(m)) for m in response.context["messages"]]
+    assert [level for level, _ in shown] == ["error"], shown
+    assert "Not saved" in shown[0][1]
+    assert TestSet.objects.get(pk=test_set.pk).name == "Elsewhere"
+    assert not LogEntry.objects.exists()
