@@ -328,3 +328,13 @@ def test_admin_pages_link_to_the_console(admin_client, demo_run):
     for admin_url, console_url in pairs:
         page = admin_client.get(admin_url)
         assert page.status_code == 200 and f'href="{console_url}"' in page.content.decode(), admin_url
+
+
+def test_admin_lists_reviews_read_only(admin_client, db):
+    from apps.runs import services
+
+    result = make_result(make_run(), 0, criteria=[criterion("ok", True)], rules=[rule("R1", False)])
+    services.verdict_review_create(result=result, kind="rule", key="R1", passed=True, note="fine")
+    page = admin_client.get("/admin/runs/verdictreview/").content.decode()
+    assert f'href="/console/results/{result.result_id}/"' in page and "R1" in page
+    assert admin_client.get("/admin/runs/verdictreview/add/").status_code == 403
