@@ -360,3 +360,15 @@ def test_endpoints_are_in_the_openapi_schema(api):
     for path in ("health", "evaluate/session", "evaluate/manual", "evaluate/batch", "summary", "export", "history",
                  "history/{session_id}", "clear"):
         assert f"/api/v1/metrics/{path}" in schema["paths"], path
+
+
+@pytest.mark.parametrize("path, body", [
+    ("evaluate/session", {"session_id": "demo_k8s_list_delhi", "pad": "x" * 5000}),
+    ("evaluate/manual", {**CONTRACT_MANUAL, "agent_response": "x" * 5000}),
+    ("evaluate/batch", {"session_ids": [f"session_{i:05d}" for i in range(400)]}),
+])
+def test_oversized_body_is_413_and_judges_nothing(api, demo_traces, settings, path, body):
+    settings.EVALSITE_MAX_BODY_BYTES = 2000
+    response = api.post(f"{BASE}/{path}", body, format="json")
+    assert response.status_code == 413 and "too large" in response.json()["detail"]
+    assert AgentEvaluation.objects.count() == 0
