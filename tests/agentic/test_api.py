@@ -85,6 +85,21 @@ def test_health_is_503_when_the_database_is_down(api):
     assert "10.0.0.5" not in response.content.decode()
 
 
+def test_health_is_503_when_the_database_fails_while_checking_the_api_key(api):
+    # The usual case in production: clients send their key, and its lookup is the first query to fail.
+    with mock.patch("apps.core.authentication.ApiKey.objects.active",
+                    side_effect=DatabaseError("connection to server at 10.0.0.5 failed")):
+        response = api.get(f"{BASE}/health")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
+                               "database": {"status": "disconnected"}}
+    assert "10.0.0.5" not in response.content.decode()
+
+
+def test_health_still_needs_a_key_when_the_database_is_up(anon_api):
+    assert anon_api.get(f"{BASE}/health").status_code == 401
+
+
 # --- evaluate/session ---------------------------------------------------------------------------
 
 def test_evaluate_session_contract_shape(api, demo_traces):
