@@ -85,6 +85,21 @@ def test_health_is_503_when_the_database_is_down(api):
     assert "10.0.0.5" not in response.content.decode()
 
 
+def test_health_is_503_when_the_database_fails_while_checking_the_api_key(api):
+    # The usual case in production: clients send their key, and its lookup is the first query to fail.
+    with mock.patch("apps.core.authentication.ApiKey.objects.active",
+                    side_effect=DatabaseError("connection to server at 10.0.0.5 failed")):
+        response = api.get(f"{BASE}/health")
+    assert response.status_code == 503
+    assert response.json() == {"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
+                               "database": {"status": "disconnected"}}
+    assert "10.0.0.5" not in response.content.decode()
+
+
+def test_health_still_needs_a_key_when_the_database_is_up(anon_api):
+    assert anon_api.get(f"{BASE}/health").status_code == 401
+
+
 # --- evaluate/session ---------------------------------------------------------------------------
 
 def test_evaluate_session_contract_shape(api, demo_traces):
@@ -360,3 +375,15 @@ def test_endpoints_are_in_the_openapi_schema(api):
     for path in ("health", "evaluate/session", "evaluate/manual", "evaluate/batch", "summary", "export", "history",
                  "history/{session_id}", "clear"):
         assert f"/api/v1/metrics/{path}" in schema["paths"], path
+
+
+@pytest.mark.parametrize("path, body", [
+    ("evaluate/session", {"session_id": "demo_k8s_list_delhi", "pad": "x" * 5000}),
+    ("evaluate/manual", {**CONTRACT_MANUAL, "agent_response": "x" * 5000}),
+    ("evaluate/batch", {"session_ids": [f"session_{i:05d}" for i in range(400)]}),
+])
+def test_oversized_body_is_413_and_judges_nothing(api, demo_traces, settings, path, body):
+    settings.EVALSITE_MAX_BODY_BYTES = 2000
+    response = api.post(f"{BASE}/{path}", body, format="json")
+    assert response.status_code == 413 and "too large" in response.json()["detail"]
+    assert AgentEvaluation.objects.count() == 0

@@ -182,7 +182,16 @@ def test_unicode_and_nul_in_payload(api):
 
 
 def test_requires_auth(anon_api):
-    assert post(anon_api, PARIS).status_code in (401, 403)
+    for path in ("/trace", "/api/v1/trace"):
+        assert post(anon_api, PARIS, path).status_code == 401
+    assert anon_api.get("/api/v1/trace/history").status_code == 401
+    assert not TraceEvaluation.objects.exists()
+
+
+def test_anonymous_when_allowed(anon_api, allow_anonymous):
+    assert post(anon_api, PARIS).status_code == 200
+    history = anon_api.get("/api/v1/trace/history").json()
+    assert history["count"] == 1 and history["results"][0]["evaluation_scores"]["context_recall"] == 1.0
 
 
 def test_oversized_body_is_413(api, settings):

@@ -294,3 +294,120 @@ class TestBatch:
         start(api, session_id="inc")
         r = api.post(f"{BASE}/traces/batch", {"traces": [batch_item("inc")]}, format="json")
         assert r.json()["rejected"][0]["index"] == 0
+
+
+INTENT = {"intent": "list_k8s_cluster", "resource_type": "k8s_cluster", "operation": "list"}
+DONE = {"final_response": "Found 1 cluster: prod-01", "success": True}
+
+
+@pytest.mark.django_db
+class TestIntentAndComplete:
+    """The intent and complete endpoints get the same bad-input, unicode and retry checks as the others."""
+
+    @pytest.mark.parametrize("body, field", [
+        ({}, "intent"),
+        ({"resource_type": "k8s_cluster", "operation": "list"}, "intent"),
+        ({"intent": 5}, "intent"),
+        ({"intent": "   "}, "intent"),
+        ({"intent": "i\u0000x"}, "intent"),
+        ({"intent": "i" * 256}, "intent"),
+        ({"intent": "i", "operation": ["list"]}, "operation"),
+        ({"intent": "i", "resource_type": "r" * 256}, "resource_type"),
+    ])
+    def test_intent_bad_input_is_422_and_changes_nothing(self, api, body, field):
+        start(api)
+        r = api.post(f"{BASE}/traces/s1/intent", body, format="json")
+        assert r.status_code == 422
+        assert field in {err["loc"][0] for err in r.json()["detail"]}
+        assert AgentTrace.objects.get().intent_detected is None
+
+    def test_intent_body_that_is_not_an_object_is_422(self, api):
+        start(api)
+        assert api.post(f"{BASE}/traces/s1/intent", ["list_k8s_cluster"], format="json").status_code == 422
+
+    @pytest.mark.parametrize("body, field", [
+        ({}, "final_response"),
+        ({"success": True}, "final_response"),
+        ({"final_response": "x"}, "success"),
+        ({"final_response": 5, "success": True}, "final_response"),
+        ({"final_response": "x", "success": 1}, "success"),
+        ({"final_response": "x", "success": False, "error": {"code": 1}}, "error"),
+        ({"final_response": "nul\u0000", "success": True}, "final_response"),
+    ])
+    def test_complete_bad_input_is_422_and_leaves_the_trace_active(self, api, body, field):
+        start(api)
+        r = api.post(f"{BASE}/traces/s1/complete", body, format="json")
+        assert r.status_code == 422
+        assert field in {err["loc"][0] for err in r.json()["detail"]}
+        assert AgentTrace.objects.get().status == "active"
+
+    def test_unicode_intent_and_answer_round_trip(self, api):
+        start(api)
+        intent = {"intent": "列出_集群", "resource_type": "कुबेरनेट्स", "operation": "liste"}
+        answer = "Trouvé 1 cluster à Delhi 🚀 — 集群 prod-01"
+        assert api.post(f"{BASE}/traces/s1/intent", intent, format="json").status_code == 200
+        assert api.post(f"{BASE}/traces/s1/complete", {"final_response": answer, "success": True},
+                        format="json").status_code == 200
+        body = api.get(f"{BASE}/trace/s1").json()
+        assert (body["intent_detected"], body["resource_type"], body["operation"]) == (
+            intent["intent"], intent["resource_type"], intent["operation"])
+        assert body["final_response"] == answer
+
+    def test_intent_retry_is_a_no_op_even_after_completion(self, api):
+        start(api)
+        assert api.post(f"{BASE}/traces/s1/intent", INTENT, format="json").status_code == 200
+        assert api.post(f"{BASE}/traces/s1/intent", INTENT, format="json").status_code == 200
+        api.post(f"{BASE}/traces/s1/complete", DONE, format="json")
+        assert api.post(f"{BASE}/traces/s1/intent", INTENT, format="json").status_code == 200
+        assert api.post(f"{BASE}/traces/s1/intent", {**INTENT, "operation": "delete"}, format="json").status_code == 409
+        assert AgentTrace.objects.get().operation == "list"
+
+
+@pytest.mark.django_db
+class TestOversizedBodies:
+    """413 on every ingestion endpoint, before anything is parsed or written."""
+
+    @pytest.mark.parametrize("path, body", [
+        ("traces", {"session_id": "big", "user_query": "x" * 5000, "agent_name": "a"}),
+        ("traces/s1/intent", {**INTENT, "intent": "i" * 5000}),
+        ("traces/s1/tool-calls", tool_call(tool_result="x" * 5000)),
+        ("traces/s1/complete", {"final_response": "x" * 5000, "success": True}),
+        ("traces/batch", {"traces": [batch_item(f"b{i}") for i in range(20)]}),
+    ])
+    def test_oversized_body_is_413_and_writes_nothing(self, api, settings, path, body):
+        start(api)
+        settings.EVALSITE_MAX_BODY_BYTES = 2000
+        r = api.post(f"{BASE}/{path}", body, format="json")
+        assert r.status_code == 413 and "too large" in r.json()["detail"]
+        trace = AgentTrace.objects.get()
+        assert AgentTrace.objects.count() == 1 and ToolCall.objects.count() == 0
+        assert (trace.status, trace.intent_detected) == ("active", None)
+
+
+@pytest.mark.django_db
+class TestBatchItems:
+    @pytest.mark.parametrize("change, field", [
+        ({"success": "yes"}, "success"),
+        ({"session_id": 5}, "session_id"),
+        ({"tool_calls": "list_k8s_clusters"}, "tool_calls"),
+        ({"tool_calls": [{"tool_name": "t", "duration_ms": "fast"}]}, "tool_calls.0.duration_ms"),
+        ({"start_time": "yesterday-ish"}, "start_time"),
+        ({"final_response": "nul\u0000"}, "final_response"),
+    ])
+    def test_a_badly_typed_item_is_rejected_alone(self, api, change, field):
+        items = [batch_item("good"), {**batch_item("bad"), **change}]
+        body = api.post(f"{BASE}/traces/batch", {"traces": items}, format="json").json()
+        assert [a["session_id"] for a in body["accepted"]] == ["good"]
+        assert len(body["rejected"]) == 1 and body["rejected"][0]["index"] == 1
+        assert body["rejected"][0]["reason"].startswith(field)
+        assert list(AgentTrace.objects.values_list("session_id", flat=True)) == ["good"]
+
+    def test_unicode_round_trips(self, api):
+        item = batch_item("unicode-1", user_query="दिल्ली के क्लस्टर दिखाओ 🚀",
+                          final_response="Trouvé: prod-01 — 集群",
+                          tool_calls=[tool_call(tool_args={"ville": "Zürich", "标签": "生产"})])
+        body = api.post(f"{BASE}/traces/batch", {"traces": [item]}, format="json").json()
+        assert body["accepted"][0]["status"] == "created"
+        trace = api.get(f"{BASE}/trace/unicode-1").json()
+        assert trace["user_query"] == item["user_query"] and trace["final_response"] == item["final_response"]
+        assert trace["tool_calls"][0]["tool_args"] == {"ville": "Zürich", "标签": "生产"}

@@ -48,17 +48,28 @@ TAG = ["agentic metrics"]
 EXPORT_CHUNK_ROWS = 1000
 
 
+def _unhealthy() -> Response:
+    # The driver's message can name hosts and users; it goes to the log, not to the client.
+    logger.warning("agentic health check: database unavailable", exc_info=True)
+    return Response({"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
+                     "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+
+
 class HealthView(APIView):
+    def handle_exception(self, exc):
+        # API keys are looked up in the same database, so an outage first surfaces while authenticating
+        # the request, before get() runs: it must still be the contract's 503 "unhealthy", not a 500.
+        if isinstance(exc, DatabaseError):
+            return _unhealthy()
+        return super().handle_exception(exc)
+
     @extend_schema(tags=TAG, responses={200: HealthOut, 503: HealthOut}, summary="Service and database health")
     def get(self, request):
         try:
             evaluations = selectors.evaluation_count()
             traces = selectors.trace_count()
         except DatabaseError:
-            # The driver's message can name hosts and users; it goes to the log, not to the client.
-            logger.warning("agentic health check: database unavailable", exc_info=True)
-            return Response({"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
-                             "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+            return _unhealthy()
         return Response({
             "status": "healthy",
             "service": "agentic_metrics",
