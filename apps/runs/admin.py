@@ -13,6 +13,7 @@ from apps.core.admin_utils import pretty_json
 from apps.core.errors import DomainError
 
 from . import services
+from .forms import RunLaunchForm
 from .judging.aggregate import SCOPES
 from .models import EvaluationResult, EvaluationRun, VerdictReview
 
@@ -49,7 +50,7 @@ class ResultInline(admin.TabularInline):
         return "—" if obj.passed is None else _verdict_badge(obj.passed)
 
 
-class LaunchRunForm(forms.Form):
+class LaunchRunForm(RunLaunchForm):
     agent_id = forms.CharField(max_length=24, help_text="the bot's 24-hex agent_id")
     test_set_id = forms.UUIDField(required=False)
     test_set_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
@@ -107,12 +108,8 @@ class EvaluationRunAdmin(admin.ModelAdmin):
             return redirect("admin:login")
         form = LaunchRunForm(request.POST or None, initial=request.GET or None)
         if request.method == "POST" and form.is_valid():
-            data = {k: (v if v != "" else None) for k, v in form.cleaned_data.items()}
-            try:
-                run = services.run_create(created_by=request.user, **data)
-            except DomainError as exc:
-                form.add_error(None, str(exc.detail))
-            else:
+            run = form.launch(user=request.user)
+            if run is not None:
                 messages.success(request, f"Run {run.run_id} started with {run.total} items.")
                 return redirect("admin:runs_evaluationrun_change", run.pk)
         context = {**self.admin_site.each_context(request), "form": form, "title": "Launch an evaluation run",

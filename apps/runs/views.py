@@ -17,6 +17,7 @@ from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
 
 from . import selectors, services, sources
+from .forms import RunLaunchForm
 from .judging.aggregate import SCOPES
 from .models import EvaluationRun
 from .reviews import human_passed, in_force, reviewed_verdicts
@@ -59,7 +60,7 @@ def run_list(request):
         statuses=EvaluationRun.Status.values))
 
 
-class LaunchForm(forms.Form):
+class LaunchForm(RunLaunchForm):
     agent_id = forms.ChoiceField(label="Bot")
     test_set_id = forms.ChoiceField(label="Test set")
     rubric_id = forms.ChoiceField(label="Rubric", required=False)
@@ -87,12 +88,8 @@ def run_launch(request):
         return denied
     form = LaunchForm(request.POST or None, initial=request.GET or None)
     if request.method == "POST" and form.is_valid():
-        data = {k: (v if v != "" else None) for k, v in form.cleaned_data.items()}
-        try:
-            run = services.run_create(created_by=request.user, **data)
-        except DomainError as exc:
-            form.add_error(None, str(exc.detail))
-        else:
+        run = form.launch(user=request.user)
+        if run is not None:
             messages.success(request, f"Run started with {run.total} items.")
             return redirect("console:run-detail", run_id=run.run_id)
     return render(request, "console/run_launch.html", console_context(request, title="Launch a run", form=form))

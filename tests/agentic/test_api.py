@@ -333,6 +333,49 @@ def test_export_streamed_download(api, demo_traces, monkeypatch):
     assert [json.loads(line) for line in lines] == rows
 
 
+def test_postgres_export_writes_the_same_records_as_the_python_path(api, demo_traces, on_postgres):
+    from datetime import datetime
+
+    import orjson
+
+    from apps.agentic import selectors
+    from apps.agentic.api.serializers import record_from_values
+    from apps.agentic.models import AgentEvaluation
+
+    evaluate_all(api)
+    tricky = 'quotes " and \\ backslash, tab\t, newline\n, control \x01, emoji 🚀, «guillemets», 中文'
+    AgentEvaluation.objects.filter(pk=AgentEvaluation.objects.order_by("id").first().pk).update(
+        task_adherence_reasoning=tricky, operation=None)
+
+    def normalized(record):
+        return {**record, "timestamp": datetime.fromisoformat(record["timestamp"])}
+
+    by_database = [normalized(json.loads(line))
+                   for line in b"".join(selectors.evaluation_export_jsonl_postgres()).splitlines()]
+    by_python = [normalized(json.loads(orjson.dumps(record_from_values(row), default=str)))
+                 for row in selectors.evaluation_export_rows()]
+    assert len(by_database) == 5 and by_database == by_python
+    assert [list(r) for r in by_database] == [list(r) for r in by_python], "same keys in the same order"
+    assert any(r["task_adherence_reasoning"] == tricky for r in by_database)
+    streamed = api.get(f"{BASE}/export?format=jsonl&download=true")
+    assert [normalized(json.loads(line)) for line in b"".join(streamed.streaming_content).splitlines()] == by_python
+    as_array = api.get(f"{BASE}/export?format=json&download=true")
+    assert [normalized(r) for r in json.loads(b"".join(as_array.streaming_content))] == by_python
+    inline = api.get(f"{BASE}/export?format=json").json()
+    assert [normalized(r) for r in json.loads(inline["data"])] == by_python
+
+
+@pytest.mark.parametrize("blocks", [
+    [], [b'{"a":1}\n'], [b'{"a":1}\n{"b":', b'2}\n', b'{"c":"x,y"}\n'], [b'{"a"', b':1}', b'\n', b'{"b":2}\n'],
+])
+def test_json_lines_blocks_become_one_json_array(blocks):
+    from apps.agentic.api.views import _stream_lines
+
+    expected = [json.loads(line) for line in b"".join(blocks).splitlines()]
+    assert json.loads(b"".join(_stream_lines("json", iter(blocks)))) == expected
+    assert b"".join(_stream_lines("jsonl", iter(blocks))) == b"".join(blocks)
+
+
 def test_inline_export_over_the_limit_points_to_the_download(api, demo_traces, settings):
     settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS = 3
     evaluate_all(api)

@@ -3,7 +3,7 @@ from itertools import islice
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
@@ -174,6 +174,9 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
+    if connection.vendor == "postgresql":
+        yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
+        return
     rows = (orjson.dumps(record_from_values(row), default=str) for row in selectors.evaluation_export_rows())
     if fmt == "jsonl":
         for chunk in _chunks(rows):
@@ -184,6 +187,27 @@ def _stream(fmt: str):
     for chunk in _chunks(rows):
         yield separator + b",".join(chunk)
         separator = b","
+    yield b"]"
+
+
+def _stream_lines(fmt: str, blocks):
+    """JSON Lines blocks as they come (jsonl), or turned into one JSON array (json): a raw
+    newline never occurs inside a JSON record, so each one ends a record."""
+    if fmt == "jsonl":
+        yield from blocks
+        return
+    yield b"["
+    separator, pending = b"", b""
+    for block in blocks:
+        data = pending + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            pending = data
+            continue
+        yield separator + data[:cut].replace(b"\n", b",")
+        separator, pending = b",", data[cut + 1:]
+    if pending:
+        yield separator + pending
     yield b"]"
 
 
