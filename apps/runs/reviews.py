@@ -9,7 +9,7 @@ high-severity rule fails the item, and one who passes a criterion the judge erro
 
 from dataclasses import dataclass
 
-from .judging.aggregate import item_outcome
+from .judging.aggregate import item_outcome, verdict_passed
 
 
 def in_force(reviews) -> dict[tuple[str, str], object]:
@@ -34,8 +34,7 @@ def reviewed_verdicts(criteria: list[dict] | None, rules: list[dict] | None, lat
         for verdict in verdicts or []:
             review = latest.get((kind, verdict[key_name]))
             effective = _overridden(verdict, review)
-            rows.append({**verdict, "review": review,
-                         "human_passed": effective.get("status", "ok") == "ok" and bool(effective.get("passed"))})
+            rows.append({**verdict, "review": review, "human_passed": verdict_passed(effective)})
         return rows
     return annotate(criteria, "criterion", "criterion"), annotate(rules, "rule", "rule_id")
 

@@ -2,6 +2,7 @@ from django.db.models import OuterRef, Q, Subquery
 
 from apps.core.errors import InvalidInputError, NotFoundError
 
+from .judging.aggregate import verdict_passed
 from .models import EvaluationResult, EvaluationRun, VerdictReview
 from .reviews import agreement_table, human_passed, in_force
 
@@ -81,7 +82,7 @@ TABLE_FIELDS = ("pk", "result_id", "position", "test_case_id", "item_name", "ite
 
 def criterion_failed(verdict: dict) -> bool:
     """As the pass logic counts it: a criterion not judged (error, skipped) is not passed."""
-    return not (verdict.get("status", "ok") == "ok" and verdict.get("passed"))
+    return not verdict_passed(verdict)
 
 
 def rule_failed(verdict: dict) -> bool:
@@ -119,9 +120,9 @@ def run_result_rows(*, run: EvaluationRun) -> list[dict]:
             **values,
             "tags": list(item.get("tags") or []),
             "priority": item.get("priority") or "",
-            "criteria_ok": sum(1 for c in criteria if not criterion_failed(c)),
+            "criteria_ok": sum(1 for c in criteria if verdict_passed(c)),
             "criteria_n": len(criteria),
-            "rules_ok": sum(1 for r in rules if not rule_failed(r) and r.get("status", "ok") == "ok"),
+            "rules_ok": sum(1 for r in rules if verdict_passed(r)),
             "rules_n": len(rules),
             "failed_severities": sorted({r["severity"] for r in rules if rule_failed(r) and r.get("severity")}),
             "first_failure": anchor,

@@ -278,6 +278,17 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
     return run
 
 
+def run_get_recovered(*, run_id) -> EvaluationRun:
+    """A run for reading (NotFoundError if there is none). Reading a running run also recovers it
+    if its workers died, so it never looks busy forever."""
+    from .selectors import run_get_or_404
+
+    run = run_get_or_404(run_id=run_id)
+    if run.status == Status.RUNNING and runs_reap(run_pk=run.pk):
+        run.refresh_from_db()
+    return run
+
+
 def runs_reap(*, run_pk: int | None = None) -> int:
     """Recover items whose worker died. Returns how many items were re-queued or failed."""
     now = timezone.now()

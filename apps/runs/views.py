@@ -28,12 +28,9 @@ RUNS_PER_PAGE = 50
 
 def _run_or_404(run_id) -> EvaluationRun:
     try:
-        run = selectors.run_get_or_404(run_id=run_id)
+        return services.run_get_recovered(run_id=run_id)
     except NotFoundError as exc:
         raise Http404(exc.detail) from exc
-    if run.status == EvaluationRun.Status.RUNNING and services.runs_reap(run_pk=run.pk):
-        run.refresh_from_db()
-    return run
 
 
 def _staff_only(request):

@@ -12,7 +12,7 @@ from django.utils.html import escape
 from apps.bots.demo import DEMO_AGENT_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET_ID
 from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
 
-from .factories import RUBRIC, TEST_SET, criterion, make_result, make_run, rule
+from .factories import RUBRIC, criterion, make_result, make_run, rule
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -209,7 +209,8 @@ def test_run_page_links_to_the_previous_run_of_the_same_test_set(staff_client, d
     page = text(staff_client.get(f"/console/runs/{second.run_id}/"))
     assert f"?base={first.run_id}&amp;head={second.run_id}" in page
     assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{first.run_id}/"))
-    assert other.run_id
+    assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{other.run_id}/")), \
+        "a run of another test set is never the previous one"
 
 
 def test_rerun_pins_the_same_versions(staff_client, demo_run):

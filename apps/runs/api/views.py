@@ -7,7 +7,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.validation import validate_body
-from apps.core.errors import NotFoundError
 from apps.runs import selectors, services
 
 from apps.core.permissions import StaffForUnsafeMethods
@@ -30,14 +29,7 @@ class ResultQuery(BaseModel):
 
 
 def _run_or_404(run_id):
-    run = selectors.run_get(run_id=run_id)
-    if run is None:
-        raise NotFoundError(f"No run {run_id}")
-    if run.status == run.Status.RUNNING:
-        # Reading a run also recovers it if its workers died, so it never looks busy forever.
-        if services.runs_reap(run_pk=run.pk):
-            run.refresh_from_db()
-    return run
+    return services.run_get_recovered(run_id=run_id)
 
 
 class RunsView(APIView):

@@ -16,7 +16,7 @@ def rule_in_scope(rule: dict, *, scope_filter: str | None, ids_filter: list[str]
     return True
 
 
-def _passed(verdict: dict) -> bool:
+def verdict_passed(verdict: dict) -> bool:
     return verdict.get("status", "ok") == "ok" and bool(verdict.get("passed"))
 
 
@@ -30,10 +30,10 @@ def item_outcome(criteria: list[dict], rules: list[dict] | None) -> tuple[bool, 
     """(criteria_passed, rubric_passed, passed). An item fails if any criterion is not passed or any
     high-severity rule is not passed. A criterion the judge could not judge (error or skipped) and
     a rule whose judging failed (error) count as not passed: nothing unjudged becomes a pass."""
-    criteria_passed = all(_passed(c) for c in criteria)
+    criteria_passed = all(verdict_passed(c) for c in criteria)
     if rules is None:
         return criteria_passed, None, criteria_passed
-    rubric_passed = all(_passed(r) for r in assessed(rules) if r.get("severity") == "high")
+    rubric_passed = all(verdict_passed(r) for r in assessed(rules) if r.get("severity") == "high")
     return criteria_passed, rubric_passed, criteria_passed and rubric_passed
 
 
@@ -45,7 +45,7 @@ def component_scores(rule_verdicts: list[dict]) -> dict:
         scope = verdict.get("component_scope") or "general"
         bucket = buckets.setdefault(scope, {"score": 0.0, "total": 0, "passed": 0})
         bucket["total"] += 1
-        bucket["passed"] += _passed(verdict)
+        bucket["passed"] += verdict_passed(verdict)
     for bucket in buckets.values():
         bucket["score"] = round(bucket["passed"] / bucket["total"], 4)
     return dict(sorted(buckets.items(), key=lambda kv: SCOPES.index(kv[0]) if kv[0] in SCOPES else len(SCOPES)))
