@@ -105,7 +105,9 @@ class EvaluationResult(models.Model):
     class Meta:
         ordering = ["run_id", "position"]
         constraints = [models.UniqueConstraint(fields=["run", "test_case_id"], name="result_unique_per_test_case")]
-        indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"])]
+        indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"]),
+                   # The dashboard's newest failures, across every run.
+                   models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict")]
 
     def __str__(self):
         return f"{self.run_id}:{self.item_name or self.test_case_id}"
