@@ -52,13 +52,36 @@ def browser():
 
 
 def wait_for(predicate, timeout=20.0, message="condition"):
+    """Poll until predicate() is truthy. An element that is gone (the page is being replaced) or
+    not there yet counts as "not yet"."""
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = predicate()
+        try:
+            value = predicate()
+        except (NoSuchElementException, StaleElementReferenceException):
+            value = None
         if value:
             return value
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {message}")
+
+
+def click_and_wait_for_new_page(driver, element):
+    """Click something that loads a page, and return once the old page is gone."""
+    from selenium.common.exceptions import StaleElementReferenceException
+
+    old_page = driver.find_element("tag name", "html")
+    element.click()
+
+    def replaced():
+        try:
+            old_page.tag_name
+        except StaleElementReferenceException:
+            return True
+        return False
+    wait_for(replaced, message="the next page")
 
 
 def screenshot(driver, name: str, width: int = 1366):
@@ -96,7 +119,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     # the run is going; the test then works them off as a worker would, and the progress bar follows.
     queued: list[int] = []
     monkeypatch.setattr(services, "_enqueue", queued.extend)
-    find(By.LINK_TEXT, "Launch a run").click()
+    click_and_wait_for_new_page(browser, find(By.LINK_TEXT, "Launch a run"))
     Select(find(By.NAME, "agent_id")).select_by_value(DEMO_AGENT_ID)
     Select(find(By.NAME, "test_set_id")).select_by_value(DEMO_TEST_SET_ID)
     Select(find(By.NAME, "rubric_id")).select_by_value(DEMO_RUBRIC_ID)
@@ -104,7 +127,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     concurrency.clear()
     concurrency.send_keys("2")
     screenshot(browser, "02-launch")
-    find(By.ID, "launch").click()
+    click_and_wait_for_new_page(browser, find(By.ID, "launch"))
     wait_for(lambda: "/console/runs/" in browser.current_url and find(By.ID, "run-status").text == "running",
              message="the running run page")
     assert find(By.ID, "run-progress").get_attribute("value") == "0"
@@ -126,7 +149,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     from apps.bots.models import KnowledgeDocument
 
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()
-    find(By.ID, "rerun").click()
+    click_and_wait_for_new_page(browser, find(By.ID, "rerun"))
     wait_for(lambda: find(By.ID, "run-status").text == "completed" and browser.current_url.rstrip("/").split("/")[-1]
              != str(first.run_id), message="the second run")
     second = EvaluationRun.objects.exclude(pk=first.pk).get()
@@ -134,14 +157,14 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     screenshot(browser, "05-second-run")
 
     # Compare with the previous run: the regressions come first, each linking to what now fails.
-    find(By.ID, "compare-previous").click()
+    click_and_wait_for_new_page(browser, find(By.ID, "compare-previous"))
     wait_for(lambda: "Compare runs" in find(By.TAG_NAME, "h1").text, message="the comparison")
     regressions = find(By.ID, "regressions").find_element(By.XPATH, "following-sibling::div[1]")
     links = regressions.find_elements(By.CSS_SELECTOR, "td:last-child a")
     assert len(links) == second.failed, "every failed item passed in the first run"
     screenshot(browser, "06-compare")
     anchor = links[0].get_attribute("href").split("#", 1)[1]
-    links[0].click()
+    click_and_wait_for_new_page(browser, links[0])
 
     # The drill-down opens at the failed verdict; override it with a note.
     wait_for(lambda: browser.current_url.endswith(f"#{anchor}"), message="the failed verdict")
@@ -151,7 +174,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     screenshot(browser, "07-result-failed")
     verdict.find_element(By.CSS_SELECTOR, "input[name=passed][value=true]").click()
     verdict.find_element(By.NAME, "note").send_keys("Judged by hand: acceptable without the policy text.")
-    verdict.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+    click_and_wait_for_new_page(browser, verdict.find_element(By.CSS_SELECTOR, "button[type=submit]"))
     wait_for(lambda: find(By.ID, "review-history").is_displayed(), message="the review history")
     review = VerdictReview.objects.get()
     assert (review.passed, review.judge_passed, review.reviewer_name) == (True, False, "reviewer")
@@ -164,7 +187,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     while unreviewed_failures():
         verdict = unreviewed_failures()[0]
         verdict.find_element(By.CSS_SELECTOR, "input[name=passed][value=true]").click()
-        verdict.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        click_and_wait_for_new_page(browser, verdict.find_element(By.CSS_SELECTOR, "button[type=submit]"))
         wait_for(lambda: "Review saved" in find(By.CSS_SELECTOR, "ul.messagelist").text, message="saved")
     assert "PASS" in find(By.ID, "human-verdict").text
     screenshot(browser, "08-result-reviewed")
