@@ -19,7 +19,7 @@ def recent_runs_by_bot() -> list[dict]:
 
     bots: dict[str, dict] = {}
     for run in runs_with_bot_names()[:RECENT_RUNS_SCANNED]:
-        bot = bots.setdefault(run.agent_id, {"agent_id": run.agent_id, "name": run.bot_name or "(deleted bot)",
+        bot = bots.setdefault(run.agent_id, {"agent_id": run.agent_id, "name": run.bot_name_value or "(deleted bot)",
                                              "runs": []})
         if len(bot["runs"]) < RUNS_PER_BOT:
             bot["runs"].append(run)

@@ -9,3 +9,15 @@ def pretty_json(value) -> str:
         return "—"
     return format_html('<pre style="white-space: pre-wrap; margin: 0">{}</pre>',
                        json.dumps(value, indent=2, ensure_ascii=False, default=str))
+
+
+class ViewOnlyAdminMixin:
+    """Rows that only services write (runs, results, reviews): the admin shows them, with their
+    links and actions, but has no add form and never saves one. The change page stays reachable
+    for GET, as the read-only drill-down page."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)

@@ -3,19 +3,19 @@ result page with the transcript and every verdict. Launch and cancel go through 
 
 from django import forms
 from django.contrib import admin, messages
-from django.db.models import OuterRef, Subquery
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.core.admin_utils import pretty_json
+from apps.core.admin_utils import ViewOnlyAdminMixin, pretty_json
 from apps.core.errors import DomainError
 
 from . import services
 from .forms import RunLaunchForm
 from .judging.aggregate import SCOPES
 from .models import EvaluationResult, EvaluationRun, VerdictReview
+from .selectors import annotate_bot_names
 
 
 def _progress(run: EvaluationRun) -> str:
@@ -63,7 +63,7 @@ class LaunchRunForm(RunLaunchForm):
 
 
 @admin.register(EvaluationRun)
-class EvaluationRunAdmin(admin.ModelAdmin):
+class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["run_id", "bot_name", "status", "progress", "pass_rate_display", "test_set_version",
                     "rubric_version", "judge", "created_at"]
     list_filter = ["status", "judge", "agent_id"]
@@ -78,22 +78,13 @@ class EvaluationRunAdmin(admin.ModelAdmin):
                        "bot_llm_model", "judge", "created_by", "created_at", "started_at", "completed_at"]
     fields = readonly_fields
 
-    def has_add_permission(self, request):
-        return False  # runs are launched from the launch page, through the run service
-
     def get_queryset(self, request):
-        from apps.bots.models import Bot
-
-        # The bot's name in the same query: runs keep the agent_id, bots may be renamed or deleted.
-        bot_name = Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]
-        return super().get_queryset(request).annotate(bot_name_value=Subquery(bot_name))
+        # Runs are launched from the launch page, through the run service; the list shows bot names.
+        return annotate_bot_names(super().get_queryset(request))
 
     @admin.display(description="bot", ordering="bot_name_value")
     def bot_name(self, obj):
         return format_html("{}<br><small>{}</small>", obj.bot_name_value or "(deleted bot)", obj.agent_id)
-
-    def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
 
     def get_urls(self):
         launch = path("launch/", self.admin_site.admin_view(self.launch_view), name="runs_evaluationrun_launch")
@@ -148,7 +139,7 @@ class EvaluationRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(EvaluationResult)
-class EvaluationResultAdmin(admin.ModelAdmin):
+class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["item_name", "run_link", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms",
                     "state"]
     list_filter = ["passed", "item_type", "state"]
@@ -158,12 +149,6 @@ class EvaluationResultAdmin(admin.ModelAdmin):
               "criteria_table", "rubric_table", "scores_pretty", "duration_ms", "langsmith_run_id", "attempts",
               "state", "created_at", "finished_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
 
     @admin.display(description="run")
     def run_link(self, obj):
@@ -210,7 +195,7 @@ class EvaluationResultAdmin(admin.ModelAdmin):
 
 
 @admin.register(VerdictReview)
-class VerdictReviewAdmin(admin.ModelAdmin):
+class VerdictReviewAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     """Every human review, to audit who overrode what. Reviews are made on the console's result
     page or through the API, never edited: a new review supersedes an old one."""
 
@@ -221,12 +206,6 @@ class VerdictReviewAdmin(admin.ModelAdmin):
     fields = ["review_id", "result_link", "kind", "key", "judge", "judge_status", "judge_passed", "passed", "note",
               "reviewer_name", "created_at"]
     readonly_fields = fields
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
 
     @admin.display(description="verdict")
     def key_short(self, obj):

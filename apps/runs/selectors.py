@@ -49,12 +49,17 @@ def run_get_or_404(*, run_id) -> EvaluationRun:
     return run
 
 
-def runs_with_bot_names():
-    """Runs, newest first, with their bot's name in the same query (bots may be renamed or deleted)."""
+def annotate_bot_names(runs):
+    """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
+    and bots may be renamed or deleted."""
     from apps.bots.models import Bot
 
-    bot_name = Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]
-    return EvaluationRun.objects.annotate(bot_name=Subquery(bot_name)).order_by("-created_at", "-id")
+    return runs.annotate(bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]))
+
+
+def runs_with_bot_names():
+    """Runs, newest first, with their bot's name (`bot_name_value`)."""
+    return annotate_bot_names(EvaluationRun.objects.order_by("-created_at", "-id"))
 
 
 def result_get(*, result_id) -> EvaluationResult:
