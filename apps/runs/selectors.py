@@ -181,6 +181,15 @@ def run_previous(*, run: EvaluationRun) -> EvaluationRun | None:
             or earlier.order_by("-created_at", "-id").first())
 
 
+def runs_comparable(*, run: EvaluationRun, limit: int = 20) -> list[EvaluationRun]:
+    """Other runs of the same test set (or question set), newest first: what the run page offers
+    to compare with."""
+    if run.test_set_id is None and run.dataset_id is None:
+        return []
+    others = EvaluationRun.objects.filter(test_set_id=run.test_set_id, dataset_id=run.dataset_id).exclude(pk=run.pk)
+    return list(annotate_bot_names(others).order_by("-created_at", "-id")[:limit])
+
+
 def _verdict_scores(rows: list[dict]) -> tuple[dict, dict]:
     """Per rule id, and per (test case, criterion): the list of (passed, score) verdicts the judge gave."""
     rules: dict[str, dict] = {}

@@ -170,7 +170,7 @@ def run_detail(request, run_id):
         priorities=sorted({r["priority"] for r in rows if r["priority"]}),
         item_types=sorted({r["item_type"] for r in rows}),
         component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
-        previous=selectors.run_previous(run=run),
+        previous=selectors.run_previous(run=run), comparable=selectors.runs_comparable(run=run),
         admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk])))
 
 

@@ -211,6 +211,9 @@ def test_run_page_links_to_the_previous_run_of_the_same_test_set(staff_client, d
     assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{first.run_id}/"))
     assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{other.run_id}/")), \
         "a run of another test set is never the previous one"
+    # Any earlier or later run of the same test set can be picked for a comparison.
+    page = text(staff_client.get(f"/console/runs/{first.run_id}/"))
+    assert f'<option value="{second.run_id}"' in page and f'value="{other.run_id}"' not in page
 
 
 def test_rerun_pins_the_same_versions(staff_client, demo_run):
