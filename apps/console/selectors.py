@@ -4,7 +4,7 @@ whatever the number of runs, results or evaluations stored."""
 from collections import defaultdict
 from datetime import timedelta
 
-from django.db.models import Avg, Count
+from django.db.models import Avg, Count, Max, Min
 from django.db.models.functions import TruncDay, TruncHour
 from django.utils import timezone
 
@@ -36,11 +36,10 @@ def agentic_score_trend() -> dict[str, list]:
 
     since = timezone.now() - timedelta(days=TREND_DAYS)
     recent = AgentEvaluation.objects.filter(created_at__gte=since, overall_score__isnull=False)
-    bounds = recent.order_by("created_at").values_list("created_at", flat=True)
-    first, last = bounds.first(), recent.order_by("-created_at").values_list("created_at", flat=True).first()
-    if first is None:
+    span = recent.aggregate(first=Min("created_at"), last=Max("created_at"))
+    if span["first"] is None:
         return {}
-    bucket = TruncHour("created_at") if last - first <= timedelta(days=2) else TruncDay("created_at")
+    bucket = TruncHour("created_at") if span["last"] - span["first"] <= timedelta(days=2) else TruncDay("created_at")
     series: dict[str, list] = defaultdict(list)
     rows = (recent.annotate(bucket=bucket).values("agent_name", "bucket").annotate(score=Avg("overall_score"))
             .order_by("agent_name", "bucket"))

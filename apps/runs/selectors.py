@@ -42,13 +42,6 @@ def run_live_component_scores(*, run: EvaluationRun) -> dict | None:
     return component_scores(verdicts)
 
 
-def run_get_or_404(*, run_id) -> EvaluationRun:
-    run = EvaluationRun.objects.filter(run_id=run_id).first()
-    if run is None:
-        raise NotFoundError(f"No run {run_id}")
-    return run
-
-
 def annotate_bot_names(runs):
     """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
     and bots may be renamed or deleted."""

@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.core.errors import ConflictError, InvalidInputError
+from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 
 from . import sources
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
@@ -281,9 +281,11 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
 def run_get_recovered(*, run_id) -> EvaluationRun:
     """A run for reading (NotFoundError if there is none). Reading a running run also recovers it
     if its workers died, so it never looks busy forever."""
-    from .selectors import run_get_or_404
+    from .selectors import run_get
 
-    run = run_get_or_404(run_id=run_id)
+    run = run_get(run_id=run_id)
+    if run is None:
+        raise NotFoundError(f"No run {run_id}")
     if run.status == Status.RUNNING and runs_reap(run_pk=run.pk):
         run.refresh_from_db()
     return run
@@ -343,5 +345,5 @@ def verdict_review_create(*, result: EvaluationResult, kind: str, key: str, pass
         result=result, kind=kind, key=key, passed=passed, note=note.strip(),
         judge_passed=bool(verdict.get("passed")) if status == "ok" else None, judge_status=status,
         judge=verdict.get("judge", ""), reviewer=reviewer,
-        reviewer_name=getattr(reviewer, "get_username", lambda: "")() if reviewer is not None else "",
+        reviewer_name=reviewer.get_username() if reviewer is not None else "",
     )

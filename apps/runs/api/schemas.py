@@ -5,6 +5,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, RootModel, StrictInt, StrictStr
 
 from apps.core.validation import Identifier
+from apps.runs.services import MAX_REVIEW_NOTE
 
 AgentId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{24}$", description="mongodb-objectid: 24 hex characters")]
 
@@ -106,7 +107,7 @@ class ReviewIn(BaseModel):
     key: Annotated[StrictStr, Field(min_length=1, max_length=1000,
                                     description="the criterion's text, or the rule's rule_id")]
     passed: bool = Field(strict=True)
-    note: Annotated[StrictStr, Field(max_length=5000)] = ""
+    note: Annotated[StrictStr, Field(max_length=MAX_REVIEW_NOTE)] = ""
 
 
 class ReviewOut(BaseModel):
