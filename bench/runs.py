@@ -59,6 +59,8 @@ def main():
         **os.environ, "DATABASE_URL": f"{args.pg}/{args.db}", "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0",
         "CELERY_BROKER_URL": args.redis, "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "bench",
         "EVALSITE_JUDGE_MODEL": "bench-judge", "DJANGO_SETTINGS_MODULE": "evalsite.settings", "LOG_LEVEL": "WARNING",
+        # The fake bot listens on loopback, which the outbound guard refuses unless allowed.
+        "EVALSITE_OUTBOUND_ALLOW": "127.0.0.1",
     }
     os.environ.update(env)
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)

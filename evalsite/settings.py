@@ -185,6 +185,16 @@ EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # It must exceed the longest single step: one bot turn or one judge call with its retries.
 EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS", 300)
 
+# Requests to addresses users configure (bot endpoints) go only to public addresses, except the
+# networks (CIDRs) and host names listed here, e.g. "10.20.0.0/16,bots.internal". Empty: public only.
+EVALSITE_OUTBOUND_ALLOW = env_list("EVALSITE_OUTBOUND_ALLOW", [])
+# A response to such a request larger than this is cut off with an error.
+EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES = env_int("EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES", 1024 * 1024)
+# Fernet keys (comma-separated; the first encrypts, all decrypt) for bot secrets at rest. Empty: a
+# key derived from SECRET_KEY. The entry SECRET_KEY stands for that derived key, so a move to
+# explicit keys is "NEW_KEY,SECRET_KEY", then `manage.py rotate_bot_secrets`, then "NEW_KEY".
+EVALSITE_SECRET_KEY_ENCRYPTION = env_list("EVALSITE_SECRET_KEY_ENCRYPTION", [])
+
 # LLM judge. With no key and no base URL, the deterministic heuristic judge is used.
 OPENAI_API_KEY = os.environ.get("OPENAI_API_KEY", "")
 OPENAI_BASE_URL = os.environ.get("OPENAI_BASE_URL", "")

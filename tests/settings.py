@@ -9,6 +9,9 @@ os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-deployment")
 os.environ.setdefault("EVALSITE_VAR_DIR", os.path.join(tempfile.gettempdir(), "evalsite-test-var"))
 # Unit tests run Celery tasks in-process; the integration tests start a real worker instead.
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
+# The fake bots and LLM servers listen on loopback; the outbound guard refuses loopback unless told
+# otherwise. Tests of the guard itself set EVALSITE_OUTBOUND_ALLOW back to [] with `settings`.
+os.environ["EVALSITE_OUTBOUND_ALLOW"] = "127.0.0.1"
 # Never let a developer's real LLM or metrics backend configuration leak into tests.
 for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PROMETHEUS_URL", "GRAFANA_URL", "GRAFANA_DATASOURCE_UID",
              "GRAFANA_TOKEN"):

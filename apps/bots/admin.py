@@ -5,24 +5,23 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
+from .services import secret_survives_change
 
 
 class BotForm(forms.ModelForm):
     """The secret is write-only here too: the field never shows the stored value; leaving it blank
-    keeps it, and "clear secret" removes it."""
+    keeps it (unless the adapter or endpoint URL changes: see secret_survives_change), and "clear
+    secret" removes it."""
 
     secret = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
-                             help_text="Write-only. Leave blank to keep the stored secret.")
+                             help_text="Write-only. Leave blank to keep the stored secret; changing the adapter or "
+                                       "endpoint URL drops it unless you enter it again.")
     clear_secret = forms.BooleanField(required=False, help_text="Remove the stored secret.")
 
     class Meta:
         model = Bot
         fields = ["agent_id", "name", "organization_id", "organization_name", "adapter", "endpoint_url", "secret",
                   "system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.initial.pop("secret", None)
 
     def clean_agent_id(self):
         agent_id = self.cleaned_data["agent_id"].strip().lower()
@@ -38,10 +37,15 @@ class BotForm(forms.ModelForm):
 
     def save(self, commit=True):
         bot = super().save(commit=False)
+        new_secret = self.cleaned_data.get("secret")
         if self.cleaned_data.get("clear_secret"):
             bot.secret = ""
-        elif not self.cleaned_data.get("secret"):
-            bot.secret = Bot.objects.filter(pk=bot.pk).values_list("secret", flat=True).first() or ""
+        elif new_secret:
+            bot.secret = new_secret
+        elif not secret_survives_change(old_adapter=self.initial.get("adapter", ""),
+                                        old_endpoint_url=self.initial.get("endpoint_url", ""),
+                                        new_adapter=bot.adapter, new_endpoint_url=bot.endpoint_url):
+            bot.secret = ""
         if commit:
             bot.save()
         return bot

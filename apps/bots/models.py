@@ -2,6 +2,8 @@ import secrets
 
 from django.db import models
 
+from apps.core import crypto
+
 
 def new_object_id() -> str:
     """A 24-hex-character id, the shape existing clients know as a MongoDB ObjectId."""
@@ -27,8 +29,9 @@ class Bot(models.Model):
     harness_context = models.JSONField(default=dict, blank=True)
     adapter = models.CharField(max_length=16, choices=Adapter.choices, default=Adapter.DEMO)
     endpoint_url = models.CharField(max_length=2000, blank=True, default="")
-    # Write-only: no API response, admin page or log line ever shows it.
-    secret = models.CharField(max_length=4000, blank=True, default="")
+    # The credential evalsite sends to the bot, Fernet-encrypted (apps.core.crypto); read and set
+    # it through `secret`. Write-only: no API response, admin page or log line ever shows it.
+    encrypted_secret = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -43,7 +46,16 @@ class Bot(models.Model):
 
     @property
     def has_secret(self) -> bool:
-        return bool(self.secret)
+        return bool(self.encrypted_secret)
+
+    @property
+    def secret(self) -> str:
+        """The plaintext secret; raises crypto.SecretUnreadable when no configured key opens it."""
+        return crypto.decrypt(self.encrypted_secret)
+
+    @secret.setter
+    def secret(self, plaintext: str) -> None:
+        self.encrypted_secret = crypto.encrypt(plaintext)
 
 
 class BotTool(models.Model):

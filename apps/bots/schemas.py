@@ -69,7 +69,9 @@ class BotIn(BaseModel):
     adapter: AdapterName = "demo"
     endpoint_url: Annotated[OptText, Field(max_length=2000), AfterValidator(_http_url)] = ""
     secret: Annotated[Text, Field(max_length=4000)] | None = Field(
-        default=None, description="Write-only credential sent to the bot; on update, omit to keep the stored one.")
+        default=None, description="Write-only credential sent to the bot (stored encrypted); on update, omit to keep the "
+                    "stored one. A change of adapter or endpoint_url drops the stored secret unless it is sent again. "
+                    "An openai bot with its own endpoint_url needs one.")
     tools: Annotated[list[ToolIn], Field(max_length=MAX_TOOLS)] = Field(default_factory=list)
     knowledge_bases: Annotated[list[KnowledgeBaseIn], Field(max_length=MAX_KNOWLEDGE_BASES)] = Field(
         default_factory=list)

@@ -3,13 +3,29 @@
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
+from apps.core import crypto
 from apps.core.errors import ConflictError
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
 from .schemas import BotIn, KnowledgeBaseIn, ToolIn
 
 
+def secret_survives_change(*, old_adapter: str, old_endpoint_url: str, new_adapter: str,
+                           new_endpoint_url: str) -> bool:
+    """Whether a stored secret may stay with the bot after an edit that sends no new one.
+
+    A secret belongs to the address it was given for: if the URL or the adapter changed and the
+    secret were kept, anyone allowed to edit the bot could point it at their own listener and
+    receive the secret with the next run."""
+    return old_adapter == new_adapter and old_endpoint_url == new_endpoint_url
+
+
 def _apply_fields(bot: Bot, data: BotIn) -> None:
+    if data.secret is not None:
+        bot.secret = data.secret
+    elif bot.pk and not secret_survives_change(old_adapter=bot.adapter, old_endpoint_url=bot.endpoint_url,
+                                               new_adapter=data.adapter, new_endpoint_url=data.endpoint_url):
+        bot.secret = ""
     bot.name = data.name
     bot.organization_id = data.organization_id
     bot.organization_name = data.organization_name
@@ -20,8 +36,6 @@ def _apply_fields(bot: Bot, data: BotIn) -> None:
     bot.harness_context = data.harness_context
     bot.adapter = data.adapter
     bot.endpoint_url = data.endpoint_url
-    if data.secret is not None:
-        bot.secret = data.secret
 
 
 def _sync_tools(bot: Bot, tools: list[ToolIn]) -> None:
@@ -99,7 +113,8 @@ def bot_create(*, data: BotIn) -> Bot:
 
 @transaction.atomic
 def bot_update(*, bot: Bot, data: BotIn) -> Bot:
-    """Replace a bot's description. The stored secret is kept unless a new one is given; tools and
+    """Replace a bot's description. The stored secret is kept unless a new one is given or the
+    adapter or endpoint_url changes (then it is dropped unless sent again); tools and
     knowledge bases keep their ids when matched by id or name; omitted documents are kept."""
     bot = Bot.objects.select_for_update().get(pk=bot.pk)
     if data.agent_id and data.agent_id != bot.agent_id:
@@ -110,6 +125,23 @@ def bot_update(*, bot: Bot, data: BotIn) -> Bot:
     _sync_tools(bot, data.tools)
     _sync_knowledge_bases(bot, data.knowledge_bases)
     return bot
+
+
+def bot_secrets_reencrypt() -> tuple[int, list[str]]:
+    """Re-encrypt every stored bot secret under the current first key of
+    EVALSITE_SECRET_KEY_ENCRYPTION. Returns (re-encrypted count, agent_ids no configured key opens);
+    those are left as they are."""
+    done, unreadable = 0, []
+    for pk, agent_id, token in Bot.objects.exclude(encrypted_secret="").values_list("pk", "agent_id",
+                                                                                 "encrypted_secret").iterator():
+        try:
+            rotated = crypto.reencrypt(token)
+        except crypto.SecretUnreadable:
+            unreadable.append(agent_id)
+            continue
+        # Compared with the token read, so a secret changed meanwhile is not overwritten.
+        done += Bot.objects.filter(pk=pk, encrypted_secret=token).update(encrypted_secret=rotated)
+    return done, unreadable
 
 
 def bot_delete(*, bot: Bot) -> None:

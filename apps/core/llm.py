@@ -97,11 +97,12 @@ def reset_clients() -> None:
         _no_json_schema.clear()
 
 
-def get_llm_client(model: str | None = None, *, base_url: str | None = None, api_key: str | None = None) -> "LLMClient":
-    """A client for `model` (default EVALSITE_JUDGE_MODEL) on the configured server, or on the given
-    base_url/api_key (a bot's own endpoint). Raises LLMNotConfigured when there is no server."""
-    base_url = base_url or settings.OPENAI_BASE_URL or None
-    api_key = api_key or settings.OPENAI_API_KEY
+def get_llm_client(model: str | None = None) -> "LLMClient":
+    """A client for `model` (default EVALSITE_JUDGE_MODEL) on the operator's server: OPENAI_BASE_URL
+    and OPENAI_API_KEY, only ever together. Raises LLMNotConfigured when there is no server.
+    A bot's own endpoint goes through bot_endpoint_llm_client instead, never through here."""
+    base_url = settings.OPENAI_BASE_URL or None
+    api_key = settings.OPENAI_API_KEY
     if not base_url and not api_key:
         raise LLMNotConfigured("no LLM configured: set OPENAI_API_KEY and/or OPENAI_BASE_URL")
     # Local servers (Ollama, vLLM) take any key, but the SDK insists on one.
@@ -109,17 +110,66 @@ def get_llm_client(model: str | None = None, *, base_url: str | None = None, api
     return LLMClient(client, model or settings.EVALSITE_JUDGE_MODEL, base_url or "https://api.openai.com/v1")
 
 
+def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None) -> "LLMClient":
+    """A client for a bot's own OpenAI-compatible endpoint, with the bot's own secret.
+
+    The address is user-supplied, so this never falls back to the platform's OPENAI_API_KEY (it
+    would hand the operator's key to whoever chose the URL): without a secret there is no client.
+    Requests go through the outbound guard, and errors describe the server's answer instead of
+    quoting it."""
+    from apps.core import outbound
+
+    if not endpoint_url:
+        raise LLMNotConfigured("the bot has no endpoint_url")
+    if not secret:
+        raise LLMNotConfigured("a bot with its own endpoint_url needs its own secret (the platform's "
+                               "OPENAI_API_KEY is only sent to OPENAI_BASE_URL); for a server that takes "
+                               "no key, store any placeholder")
+    timeout = float(settings.EVALSITE_BOT_TIMEOUT_SECONDS)
+    key = ("bot", endpoint_url, secret, timeout)
+    with _lock:
+        if key not in _clients:
+            _clients[key] = openai.OpenAI(api_key=secret, base_url=endpoint_url, timeout=timeout, max_retries=0,
+                                          http_client=outbound.client())
+        client = _clients[key]
+    return LLMClient(client, model or settings.EVALSITE_JUDGE_MODEL, endpoint_url, untrusted_server=True)
+
+
+def _outbound_refusal(exc: Exception):
+    """The outbound guard's refusal behind an SDK error (the SDK wraps it as a connection error)."""
+    from apps.core.outbound import OutboundError, OutboundTimeout
+
+    cause = exc.__cause__
+    if isinstance(cause, OutboundError) and not isinstance(cause, OutboundTimeout):
+        return cause
+    return None
+
+
 def _retryable(exc: Exception) -> bool:
+    if _outbound_refusal(exc) is not None:
+        return False  # the same address or answer would be refused again
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
         return True
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
-def _describe(exc: Exception) -> str:
+def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | None = None) -> str:
+    """The reason for a failed request. With quote_server off (a user-supplied server, which may be
+    an internal service) nothing the server wrote is repeated: only status, content type and size."""
+    refusal = _outbound_refusal(exc)
+    if refusal is not None:
+        return refusal.reason
     if isinstance(exc, openai.APITimeoutError):
-        return f"timed out after {settings.EVALSITE_LLM_TIMEOUT_SECONDS} s"
+        return f"timed out after {timeout if timeout is not None else settings.EVALSITE_LLM_TIMEOUT_SECONDS} s"
     if isinstance(exc, openai.APIConnectionError):
         return "server unreachable"
+    if isinstance(exc, openai.APIStatusError) and not quote_server:
+        from apps.core.outbound import describe_response
+
+        return describe_response(exc.status_code, exc.response.headers.get("content-type", ""),
+                                 len(exc.response.content))
+    if not quote_server:
+        return type(exc).__name__
     if isinstance(exc, openai.APIStatusError):
         message = exc.message if isinstance(exc.message, str) else str(exc.message)
         return f"HTTP {exc.status_code}: {message[:300]}"
@@ -164,10 +214,14 @@ def _rejects_json_schema(exc: Exception) -> bool:
 
 
 class LLMClient:
-    def __init__(self, client: openai.OpenAI, model: str, base_url: str):
+    def __init__(self, client: openai.OpenAI, model: str, base_url: str, *, untrusted_server: bool = False):
         self._client = client
         self.model = model
         self.base_url = base_url
+        self._quote_server = not untrusted_server
+
+    def _reason(self, exc: Exception) -> str:
+        return _describe(exc, quote_server=self._quote_server, timeout=self._client.timeout)
 
     @property
     def judge_label(self) -> str:
@@ -186,9 +240,9 @@ class LLMClient:
                 last = exc
                 if not _retryable(exc) or attempt == MAX_ATTEMPTS:
                     break
-                logger.warning("LLM %s attempt %d failed (%s); retrying", what, attempt, _describe(exc))
+                logger.warning("LLM %s attempt %d failed (%s); retrying", what, attempt, self._reason(exc))
                 time.sleep(_backoff(attempt, exc))
-        raise LLMError(f"{what} failed after {attempt} attempt(s): {_describe(last)}")
+        raise LLMError(f"{what} failed after {attempt} attempt(s): {self._reason(last)}")
 
     def _create_completion(self, **body) -> ChatCompletion:
         # chat.completions.create() first walks its typed-dict annotations over the whole body to
@@ -218,8 +272,8 @@ class LLMClient:
                     attempt -= 1
                     continue
                 if not _retryable(exc):
-                    raise LLMError(f"{name}: {_describe(exc)}") from None
-                problems.append(_describe(exc))
+                    raise LLMError(f"{name}: {self._reason(exc)}") from None
+                problems.append(self._reason(exc))
                 if attempt < MAX_ATTEMPTS:
                     logger.warning("LLM %s attempt %d failed (%s); retrying", name, attempt, problems[-1])
                     time.sleep(_backoff(attempt, exc))
@@ -253,6 +307,10 @@ class LLMClient:
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         completion, _attempts = self._call("chat", lambda: self._create_completion(**kwargs))
+        # The SDK hands back the raw text when the answer is not JSON, and an object without
+        # choices when it is JSON of another shape.
+        if not isinstance(completion, ChatCompletion) or not completion.choices:
+            raise LLMError("chat: the server's answer is not a chat completion")
         usage = LLMUsage()
         usage.add(completion.usage)
         message = completion.choices[0].message

@@ -69,6 +69,21 @@ def test_bot_endpoint_and_secret_are_used(openai_server, settings):
     assert openai_server.headers[0]["Authorization"] == "Bearer bot-key"
 
 
+def test_bot_endpoint_without_a_secret_is_a_bot_error_and_gets_nothing(openai_server):
+    # The platform key is configured (openai_server sets OPENAI_API_KEY=test-key), yet a bot
+    # endpoint without its own secret is not called at all.
+    with pytest.raises(BotError, match="needs its own secret"):
+        get_adapter("openai").respond(openai_spec(endpoint_url=openai_server.url), user("hi"), conversation_id="c")
+    assert openai_server.requests == []
+
+
+def test_without_an_endpoint_the_platform_server_and_key_are_used(openai_server):
+    # The bot's secret is for the bot's own endpoint; the platform server gets the platform key.
+    openai_server.push_text("ok")
+    get_adapter("openai").respond(openai_spec(secret="bot-key"), user("hi"), conversation_id="c")
+    assert openai_server.headers[0]["Authorization"] == "Bearer test-key"
+
+
 def test_not_configured_is_a_bot_error(settings):
     settings.OPENAI_BASE_URL = ""
     settings.OPENAI_API_KEY = ""

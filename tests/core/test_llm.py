@@ -4,7 +4,8 @@ import pytest
 from pydantic import BaseModel, Field
 
 from apps.core import llm
-from apps.core.llm import LLMError, LLMNotConfigured, extract_json, get_llm_client, llm_configured
+from apps.core.llm import (LLMError, LLMNotConfigured, bot_endpoint_llm_client, extract_json, get_llm_client,
+                           llm_configured)
 
 
 class Verdict(BaseModel):
@@ -136,12 +137,49 @@ def test_chat_returns_tool_calls_and_usage(openai_server):
     assert openai_server.requests[0]["tools"][0]["function"]["name"] == "search_kb"
 
 
-def test_bot_endpoint_override(openai_server, settings):
-    client = get_llm_client(model="bot-model", base_url=openai_server.url, api_key="bot-secret")
+def test_bot_endpoint_uses_the_bots_secret(openai_server, settings):
+    client = bot_endpoint_llm_client(endpoint_url=openai_server.url, secret="bot-secret", model="bot-model")
     openai_server.push_text("hello")
     assert client.chat(messages=[{"role": "user", "content": "hi"}]).content == "hello"
     assert openai_server.requests[0]["model"] == "bot-model"
     assert openai_server.headers[0]["Authorization"] == "Bearer bot-secret"
+
+
+def test_bot_endpoint_without_a_secret_never_falls_back_to_the_platform_key(openai_server, settings):
+    # The platform key (test-key) is configured; a bot-supplied URL must still not get it.
+    with pytest.raises(LLMNotConfigured, match="needs its own secret"):
+        bot_endpoint_llm_client(endpoint_url=openai_server.url, secret="", model=None)
+    assert openai_server.requests == []
+
+
+def test_the_platform_client_takes_no_address_or_key_from_its_caller():
+    # Pairing a caller's URL with the platform key is impossible by construction.
+    with pytest.raises(TypeError):
+        get_llm_client(base_url="http://attacker.example/v1")  # type: ignore[call-arg]
+
+
+def test_bot_endpoint_errors_describe_the_answer_without_quoting_it(openai_server):
+    client = bot_endpoint_llm_client(endpoint_url=openai_server.url, secret="bot-secret", model="m")
+    openai_server.push_error(404, "internal admin console: password hunter2")
+    with pytest.raises(LLMError) as err:
+        client.chat(messages=[{"role": "user", "content": "hi"}])
+    assert "HTTP 404 (application/json" in err.value.reason and "hunter2" not in err.value.reason
+
+
+def test_bot_endpoint_goes_through_the_outbound_guard(openai_server, settings):
+    settings.EVALSITE_OUTBOUND_ALLOW = []
+    client = bot_endpoint_llm_client(endpoint_url=openai_server.url, secret="bot-secret", model="m")
+    with pytest.raises(LLMError, match="127.0.0.1 is not allowed") as err:
+        client.chat(messages=[{"role": "user", "content": "hi"}])
+    assert "after 1 attempt" in err.value.reason  # a refusal is not retried
+    assert openai_server.requests == []
+
+
+def test_bot_endpoint_answer_that_is_not_a_completion(openai_server):
+    client = bot_endpoint_llm_client(endpoint_url=openai_server.url, secret="bot-secret", model="m")
+    openai_server.push(lambda body: (200, {"unexpected": "shape"}, None))
+    with pytest.raises(LLMError, match="not a chat completion"):
+        client.chat(messages=[{"role": "user", "content": "hi"}])
 
 
 def test_embeddings(openai_server, settings):

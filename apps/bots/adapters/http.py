@@ -10,31 +10,21 @@ Response (JSON, status 200):
      "trace_id": "..."}                # optional: the bot's own trace id (e.g. a LangSmith run id)
 """
 
-import threading
+import json
 import time
 
-import httpx
 from django.conf import settings
+
+from apps.core import outbound
 
 from .base import BotError, BotSpec, BotTurn, ToolCallRecord
 
-_client: httpx.Client | None = None
-_client_lock = threading.Lock()
 
-
-def _http_client() -> httpx.Client:
-    # One pooled client per process: keep-alive connections to the bot across items and turns.
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = httpx.Client(timeout=settings.EVALSITE_BOT_TIMEOUT_SECONDS, follow_redirects=False)
-        return _client
-
-
-def post_conversation(url: str, payload: dict, secret: str, timeout: float) -> httpx.Response:
-    """The one network call of this adapter."""
+def post_conversation(url: str, payload: dict, secret: str, timeout: float) -> outbound.OutboundResponse:
+    """The one network call of this adapter. endpoint_url is user-supplied, so it goes through the
+    outbound guard (public addresses only, no redirects, capped answer)."""
     headers = {"Authorization": f"Bearer {secret}"} if secret else {}
-    return _http_client().post(url, json=payload, headers=headers, timeout=timeout)
+    return outbound.post_json(url, payload, headers=headers, timeout=timeout)
 
 
 def _tool_call(raw) -> ToolCallRecord:
@@ -56,19 +46,23 @@ class HttpBotAdapter:
             raise BotError("bot has no endpoint_url for the http adapter")
         payload = {"agent_id": spec.agent_id, "conversation_id": conversation_id, "messages": messages}
         started = time.perf_counter()
+        timeout = settings.EVALSITE_BOT_TIMEOUT_SECONDS
         try:
-            response = post_conversation(spec.endpoint_url, payload, spec.secret, settings.EVALSITE_BOT_TIMEOUT_SECONDS)
-        except httpx.TimeoutException:
-            raise BotError(f"bot did not answer within {settings.EVALSITE_BOT_TIMEOUT_SECONDS} s") from None
-        except httpx.HTTPError as exc:
-            raise BotError(f"bot unreachable: {type(exc).__name__}") from None
+            response = post_conversation(spec.endpoint_url, payload, spec.secret, timeout)
+        except outbound.OutboundRefused as exc:
+            raise BotError(f"bot endpoint refused: {exc.reason}") from None
+        except outbound.OutboundTimeout:
+            raise BotError(f"bot did not answer within {timeout} s") from None
+        except outbound.OutboundError as exc:
+            raise BotError(f"bot unreachable or unusable: {exc.reason}") from None
         latency_ms = (time.perf_counter() - started) * 1000
+        # Whatever answered may be an internal service: errors describe the answer, never quote it.
         if response.status_code != 200:
-            raise BotError(f"bot answered HTTP {response.status_code}: {response.text[:200]}")
+            raise BotError(f"bot answered {response.describe()}")
         try:
-            body = response.json()
+            body = json.loads(response.content)
         except ValueError:
-            raise BotError("bot answered something that is not JSON") from None
+            raise BotError(f"bot answered something that is not JSON: {response.describe()}") from None
         if not isinstance(body, dict) or not isinstance(body.get("reply"), str):
             raise BotError("bot answer has no string 'reply'")
         raw_calls = body.get("tool_calls") or []

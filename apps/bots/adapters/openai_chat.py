@@ -1,6 +1,7 @@
 """The `openai` adapter: the bot is a system prompt, an llm_config and tool definitions, run with
-chat completions on any OpenAI-compatible server (the bot's endpoint_url and secret, else the
-platform's OPENAI_BASE_URL / OPENAI_API_KEY).
+chat completions on any OpenAI-compatible server: the bot's own endpoint_url with the bot's own
+secret (through the outbound guard), or, without an endpoint_url, the platform's OPENAI_BASE_URL /
+OPENAI_API_KEY. The two are never mixed: the platform key never goes to a bot-supplied address.
 
 Tool calls the model makes are recorded. evalsite executes the two kinds it can run itself — a
 knowledge-base search (over the bot's stored documents) and a human hand-off — and answers any
@@ -9,7 +10,7 @@ other tool with an explicit "not executed" error, so the model sees the truth.""
 import json
 import time
 
-from apps.core.llm import LLMError, get_llm_client
+from apps.core.llm import LLMError, bot_endpoint_llm_client, get_llm_client
 
 from ..retrieval import PassageIndex
 from .base import BotError, BotSpec, BotTool, BotTurn, ToolCallRecord
@@ -49,8 +50,11 @@ class OpenAIBotAdapter:
     def respond(self, spec: BotSpec, messages: list[dict], *, conversation_id: str) -> BotTurn:
         started = time.perf_counter()
         try:
-            client = get_llm_client(model=spec.llm_model or None, base_url=spec.endpoint_url or None,
-                                    api_key=spec.secret or None)
+            if spec.endpoint_url:
+                client = bot_endpoint_llm_client(endpoint_url=spec.endpoint_url, secret=spec.secret,
+                                                 model=spec.llm_model or None)
+            else:
+                client = get_llm_client(model=spec.llm_model or None)
         except LLMError as exc:
             raise BotError(f"openai bot not configured: {exc.reason}") from None
         chat = ([{"role": "system", "content": spec.system_prompt}] if spec.system_prompt else []) + [

@@ -35,7 +35,9 @@ class BotDetailView(APIView):
         return Response(selectors.bot_data(selectors.bot_get(agent_id)))
 
     @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut}, operation_id="bots_update", summary="Replace a bot",
-                   description="Omit secret to keep the stored one; omit a knowledge base's documents to keep them.")
+                   description="Omit secret to keep the stored one, unless adapter or endpoint_url changes: then the "
+                               "stored secret is dropped unless sent again. Omit a knowledge base's documents to "
+                               "keep them.")
     def put(self, request, agent_id):
         bot = selectors.bot_get(agent_id)
         body = validate_body(BotIn, request.data)
