@@ -226,7 +226,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["apps.core.renderers.OrjsonRenderer"],
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.OrjsonParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "apps.core.exceptions.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }

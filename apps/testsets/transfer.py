@@ -5,6 +5,7 @@ import csv
 import io
 import json
 from dataclasses import dataclass, field
+from datetime import datetime
 
 import orjson
 
@@ -33,10 +34,15 @@ def format_for(name: str | None, content_type: str | None = None) -> str:
     raise InvalidInputError("Name the file format with ?format=json|jsonl|csv or a matching Content-Type")
 
 
+def _json_value(value):
+    # RFC 3339, as the API writes timestamps: str() would put a space where the "T" belongs.
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
 def export_test_set(data: dict, fmt: str) -> str:
     """`data` is a test set version in the contract's shape."""
     if fmt == "json":
-        return json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n"
+        return json.dumps(data, indent=2, ensure_ascii=False, default=_json_value) + "\n"
     if fmt == "jsonl":
         return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in data["items"])
     out = io.StringIO()

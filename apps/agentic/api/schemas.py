@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, RootModel, StrictBool
 
 from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
@@ -165,6 +165,11 @@ class HistoryOut(BaseModel):
 class ExportOut(BaseModel):
     format: Literal["json", "jsonl"]
     data: str
+
+
+class ExportJsonOut(RootModel[ExportOut | list[EvaluationRecordOut]]):
+    """GET /export as application/json: the contract's {format, data}, or with download=true and
+    format=json the file itself, an array of records."""
 
 
 class DatabaseHealthOut(BaseModel):

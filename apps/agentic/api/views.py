@@ -5,7 +5,8 @@ import orjson
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
@@ -22,7 +23,7 @@ from .schemas import (
     BatchEvaluationOut,
     ClearOut,
     EvaluationRecordOut,
-    ExportOut,
+    ExportJsonOut,
     ExportQuery,
     HealthOut,
     HistoryOut,
@@ -223,7 +224,9 @@ class ExportView(APIView):
     content_negotiation_class = ExportNegotiation
 
     @extend_schema(
-        tags=TAG, responses={200: ExportOut}, summary="Export every evaluation as JSON or JSONL",
+        tags=TAG, summary="Export every evaluation as JSON or JSONL",
+        responses={(200, "application/json"): OpenApiResponse(ExportJsonOut, description="{format, data}, or the file"),
+                   (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="download=true&format=jsonl")},
         description="Without `download`, the contract's `{format, data}` with the export as a string. With "
         "`download=true`, the file itself (a JSON array, or one JSON object per line), streamed from a "
         "database cursor so the server's memory does not grow with the number of evaluations.",

@@ -7,6 +7,7 @@ from apps.bots import selectors, services
 from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
 from apps.core.api.validation import validate_body
 from apps.core.permissions import IsStaff
+from apps.core.schema import CONFLICT
 
 TAG = ["bots"]
 
@@ -16,7 +17,7 @@ class BotListView(APIView):
     def get(self, request):
         return Response([selectors.bot_data(bot) for bot in selectors.bot_list()])
 
-    @extend_schema(tags=TAG, request=BotIn, responses={201: BotOut}, operation_id="bots_create", summary="Create a bot",
+    @extend_schema(tags=TAG, request=BotIn, responses={201: BotOut, 409: CONFLICT}, operation_id="bots_create", summary="Create a bot",
                    description="agent_id (24 hex characters) is generated when omitted; the secret is write-only.")
     def post(self, request):
         body = validate_body(BotIn, request.data)
@@ -34,7 +35,7 @@ class BotDetailView(APIView):
     def get(self, request, agent_id):
         return Response(selectors.bot_data(selectors.bot_get(agent_id)))
 
-    @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut}, operation_id="bots_update", summary="Replace a bot",
+    @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut, 409: CONFLICT}, operation_id="bots_update", summary="Replace a bot",
                    description="Omit secret to keep the stored one, unless adapter or endpoint_url changes: then the "
                                "stored secret is dropped unless sent again. Omit a knowledge base's documents to "
                                "keep them.")
@@ -44,7 +45,7 @@ class BotDetailView(APIView):
         services.bot_update(bot=bot, data=body)
         return Response(selectors.bot_data(selectors.bot_get(agent_id)))
 
-    @extend_schema(tags=TAG, responses={204: None}, operation_id="bots_delete", summary="Delete a bot (staff)")
+    @extend_schema(tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (staff)")
     def delete(self, request, agent_id):
         services.bot_delete(bot=selectors.bot_get(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

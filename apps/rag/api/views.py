@@ -5,6 +5,7 @@ from rest_framework.views import APIView
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError, NotFoundError
 from apps.core.pagination import LimitOffset
+from apps.core.schema import BAD_REQUEST
 
 from .. import selectors, services
 from ..models import TraceEvaluation
@@ -19,7 +20,7 @@ class TraceView(APIView):
     @extend_schema(
         tags=TAG,
         request=TraceQueryIn,
-        responses={200: TraceOut},
+        responses={200: TraceOut, 400: BAD_REQUEST},
         parameters=[OpenApiParameter("partial", bool, OpenApiParameter.QUERY, required=False,
                                      description="Score the complete tests even when others miss parameters.")],
         summary="Evaluate a RAG answer with TRACE metrics",

@@ -7,6 +7,7 @@ from apps.bots.selectors import bot_get
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
 from apps.core.permissions import IsStaff
+from apps.core.schema import CONFLICT
 from apps.core.versioning import parse_if_match, version_etag
 from apps.rubrics import selectors, services
 from apps.rubrics.schemas import (
@@ -62,7 +63,7 @@ class RubricDetailView(APIView):
     def get(self, request, rubric_id):
         return _with_etag(selectors.rubric_data(selectors.rubric_get(rubric_id)))
 
-    @extend_schema(tags=TAG, request=RubricUpdateIn, responses={200: RubricOut}, parameters=[IF_MATCH],
+    @extend_schema(tags=TAG, request=RubricUpdateIn, responses={200: RubricOut, 409: CONFLICT}, parameters=[IF_MATCH],
                    operation_id="rubrics_update", summary="Publish a new version of a rubric",
                    description="Earlier versions are kept. A body `version` or If-Match naming an older version "
                    "is 409. A PUT that changes nothing publishes nothing and returns the current version.")

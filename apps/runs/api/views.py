@@ -10,6 +10,7 @@ from apps.core.api.validation import validate_body
 from apps.runs import selectors, services
 
 from apps.core.permissions import StaffForUnsafeMethods
+from apps.core.schema import CONFLICT
 
 from .schemas import ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
 from .serializers import result_data, result_detail_data, review_data, reviews_data, run_data
@@ -66,7 +67,7 @@ class RunResultsView(APIView):
 
 
 class RunCancelView(APIView):
-    @extend_schema(tags=TAG, request=None, responses={200: RunOut}, summary="Cancel a pending or running run")
+    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT}, summary="Cancel a pending or running run")
     def post(self, request, run_id):
         run = services.run_cancel(run=_run_or_404(run_id))
         return Response(run_data(run))
@@ -91,7 +92,7 @@ class ResultReviewsView(APIView):
         result = selectors.result_get(result_id=result_id)
         return Response(reviews_data(selectors.result_reviews(result=result), result_id=result.result_id))
 
-    @extend_schema(tags=TAG, request=ReviewIn, responses={201: ReviewOut},
+    @extend_schema(tags=TAG, request=ReviewIn, responses={201: ReviewOut, 409: CONFLICT},
                    summary="Override one criterion or rule verdict (the judge's verdict is kept)")
     def post(self, request, result_id):
         result = selectors.result_get(result_id=result_id)

@@ -10,6 +10,7 @@ from apps.bots.selectors import bot_get
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
 from apps.core.permissions import IsStaff
+from apps.core.schema import CONFLICT
 from apps.core.versioning import parse_if_match, version_etag
 from apps.rubrics.api.views import author_of
 from apps.testsets import selectors, services, transfer
@@ -86,7 +87,7 @@ class TestSetDetailView(_StaffDelete, APIView):
     def get(self, request, test_set_id):
         return _with_etag(selectors.test_set_data(selectors.test_set_get(test_set_id)))
 
-    @extend_schema(tags=TAG, request=TestSetUpdateIn, responses={200: TestSetSavedOut},
+    @extend_schema(tags=TAG, request=TestSetUpdateIn, responses={200: TestSetSavedOut, 409: CONFLICT},
                    parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False,
                                                 description='ETag of the version this edit is based on ("v3").')],
                    operation_id="test_sets_update", summary="Publish a new version of a test set",
@@ -133,7 +134,9 @@ class TestSetExportView(APIView):
     @extend_schema(tags=TAG, operation_id="test_sets_export", summary="Export a test set as JSON, JSONL or CSV",
                    parameters=[FORMAT_PARAM, OpenApiParameter("version", int, required=False,
                                                               description="Defaults to the current version.")],
-                   responses={200: OpenApiResponse(OpenApiTypes.STR, description="The file")})
+                   responses={(200, "application/json"): OpenApiResponse(TestSetOut, description="The file: the test set version"),
+                              (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a line"),
+                              (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a row")})
     def get(self, request, test_set_id):
         fmt = transfer.format_for(request.query_params.get("format") or "json")
         test_set = selectors.test_set_get(test_set_id)
@@ -181,7 +184,7 @@ class TestSetImportVersionView(APIView):
     @extend_schema(tags=TAG, operation_id="test_sets_import_version", summary="Publish a file's items as the next version of a test set",
                    description=_IMPORT_DOC + " A file equal to the current version publishes nothing.",
                    request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[FORMAT_PARAM],
-                   responses={200: TestSetSavedOut})
+                   responses={200: TestSetSavedOut, 409: CONFLICT})
     def post(self, request, test_set_id):
         test_set = selectors.test_set_get(test_set_id)
         fmt = transfer.format_for(request.query_params.get("format"), request.content_type)

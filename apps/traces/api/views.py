@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import NotFoundError
 from apps.core.permissions import IsStaff
+from apps.core.schema import CONFLICT
 from apps.traces import selectors, services
 
 from .schemas import (
@@ -46,7 +47,7 @@ def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.T
 
 
 class TraceStartView(APIView):
-    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut},
+    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut, 409: CONFLICT},
                    summary="Start a trace (idempotent on session_id)")
     def post(self, request):
         body = validate_body(TraceStartIn, request.data)
@@ -56,7 +57,7 @@ class TraceStartView(APIView):
 
 
 class TraceIntentView(APIView):
-    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut}, summary="Record the detected intent")
+    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut, 409: CONFLICT}, summary="Record the detected intent")
     def post(self, request, session_id):
         body = validate_body(IntentIn, request.data)
         trace = services.record_intent(session_id, body.intent, body.resource_type, body.operation)
@@ -67,7 +68,7 @@ class TraceToolCallsView(APIView):
     @extend_schema(
         tags=TAG,
         request=ToolCallIn,
-        responses={201: ToolCallsOut, 200: ToolCallsOut},
+        responses={201: ToolCallsOut, 200: ToolCallsOut, 409: CONFLICT},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                                      description="Makes a retried request safe for calls sent without call_id.")],
         summary="Record one tool call, or a list of them in order",
@@ -92,7 +93,7 @@ class TraceToolCallsView(APIView):
 
 
 class TraceCompleteView(APIView):
-    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut}, summary="Complete a trace")
+    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut, 409: CONFLICT}, summary="Complete a trace")
     def post(self, request, session_id):
         body = validate_body(CompleteIn, request.data)
         trace = services.complete_trace(session_id, body.final_response, body.success, error=body.error)

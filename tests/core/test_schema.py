@@ -1,0 +1,128 @@
+"""The OpenAPI document says every status an operation answers with, in the shape it answers.
+
+schemathesis (`bin/fuzz-api`, run by `.ci/run`) checks the same against a live server; these tests
+keep the document honest in the ordinary suite, where a new view without its error answers fails
+fast."""
+
+import io
+from datetime import datetime
+
+import jsonschema
+import pytest
+from django.core.management import call_command
+from django.test import Client
+from drf_spectacular.generators import SchemaGenerator
+
+from tests.bots.factories import BotFactory, make_test_set_payload
+
+METHODS = {"get", "post", "put", "patch", "delete"}
+# Operations whose services refuse a write that conflicts with the stored state.
+CONFLICTS = {
+    ("post", "/api/v1/metrics/traces"), ("post", "/api/v1/metrics/traces/{session_id}/intent"),
+    ("post", "/api/v1/metrics/traces/{session_id}/tool-calls"), ("post", "/api/v1/metrics/traces/{session_id}/complete"),
+    ("post", "/api/v1/bots"), ("put", "/api/v1/bots/{agent_id}"), ("delete", "/api/v1/bots/{agent_id}"),
+    ("put", "/api/v1/rubrics/{rubric_id}"), ("put", "/api/v1/test-sets/{test_set_id}"),
+    ("post", "/api/v1/test-sets/{test_set_id}/import"), ("post", "/api/v1/runs/{run_id}/cancel"),
+    ("post", "/api/v1/results/{result_id}/reviews"),
+}
+
+
+@pytest.fixture(scope="module")
+def schema():
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+def operations(schema):
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            if method in METHODS:
+                yield method, path, operation
+
+
+def validate(instance, schema, component: str) -> None:
+    # The components travel with the schema so that its "#/components/..." references resolve.
+    jsonschema.Draft202012Validator(
+        {"$ref": f"#/components/schemas/{component}", "components": schema["components"]}).validate(instance)
+
+
+def error_schema(schema, operation, code) -> str:
+    return operation["responses"][code]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+
+
+def test_schema_validates_without_warnings(tmp_path):
+    # --fail-on-warn turns any view drf-spectacular cannot describe into a failure.
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"),
+                 stdout=io.StringIO())
+
+
+def test_every_operation_documents_auth_errors(schema):
+    for method, path, operation in operations(schema):
+        for code in ("401", "403"):
+            assert error_schema(schema, operation, code) == "ErrorOut", (method, path, code)
+
+
+def test_bodies_and_query_parameters_document_422_and_bodies_413(schema):
+    for method, path, operation in operations(schema):
+        takes_query = any(p["in"] == "query" for p in operation.get("parameters", []))
+        if "requestBody" in operation:
+            assert error_schema(schema, operation, "413") == "ErrorOut", (method, path)
+        if "requestBody" in operation or takes_query:
+            assert error_schema(schema, operation, "422") == "ValidationErrorOut", (method, path)
+        else:
+            assert "422" not in operation["responses"], (method, path)
+
+
+def test_ids_in_the_path_document_404(schema):
+    for method, path, operation in operations(schema):
+        if "{" in path:
+            assert error_schema(schema, operation, "404") == "ErrorOut", (method, path)
+
+
+def test_conflicting_writes_document_409(schema):
+    documented = {(method, path) for method, path, operation in operations(schema) if "409" in operation["responses"]}
+    assert documented == CONFLICTS
+
+
+def test_validation_error_schema_accepts_both_shapes(schema):
+    for body in ({"detail": "version must be a whole number"},
+                 {"detail": [{"loc": ["items", 0, "name"], "msg": "Field required", "type": "missing"}]}):
+        validate(body, schema, "ValidationErrorOut")
+
+
+def test_test_set_export_documents_each_file_format(schema):
+    content = schema["paths"]["/api/v1/test-sets/{test_set_id}/export"]["get"]["responses"]["200"]["content"]
+    # The JSON file is the test set version itself (an object), not a string.
+    assert content["application/json"]["schema"] == {"$ref": "#/components/schemas/TestSetOut"}
+    assert content["application/x-ndjson"]["schema"] == {"type": "string"}
+    assert content["text/csv"]["schema"] == {"type": "string"}
+
+
+@pytest.mark.django_db
+def test_test_set_json_export_matches_its_declaration(api, schema):
+    bot = BotFactory(tool_names=["search_kb", "live_handoff"])
+    test_set = api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id), format="json").json()
+    exported = api.get(f"/api/v1/test-sets/{test_set['test_set_id']}/export?format=json")
+    assert exported.status_code == 200
+    body = exported.json()
+    validate(body, schema, "TestSetOut")
+    # Found by the fuzzer: the file wrote "2026-11-23 09:47:40+00:00", not an RFC 3339 date-time
+    # (jsonschema checks formats only with an optional package, so check it here).
+    for name in ("created_at", "updated_at"):
+        assert body[name] == datetime.fromisoformat(body[name]).isoformat() and "T" in body[name]
+
+
+def test_agentic_export_documents_the_streamed_file(schema):
+    content = schema["paths"]["/api/v1/metrics/export"]["get"]["responses"]["200"]["content"]
+    assert set(content) == {"application/json", "application/x-ndjson"}
+    as_json = schema["components"]["schemas"]["ExportJsonOut"]["anyOf"]
+    assert {"$ref": "#/components/schemas/ExportOut"} in as_json
+    assert {"type": "array", "items": {"$ref": "#/components/schemas/EvaluationRecordOut"}} in as_json
+
+
+def test_post_to_an_unknown_api_path_is_a_json_404():
+    # Found by the fuzzer: the catch-all answered POSTs with Django's HTML CSRF page (403). The
+    # test client skips CSRF checks unless asked to, which is how the suite missed it.
+    client = Client(enforce_csrf_checks=True)
+    response = client.post("/api/v1/results/not-a-uuid/reviews", {"kind": "rule"}, content_type="application/json")
+    assert response.status_code == 404
+    assert response.json() == {"detail": "No API endpoint at /api/v1/results/not-a-uuid/reviews"}
