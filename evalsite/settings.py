@@ -182,7 +182,8 @@ EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 # How long one bot turn may take before the item fails with a timeout.
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
-# It must exceed the longest single step: one bot turn or one judge call with its retries.
+# A living worker beats every quarter of it even during a long bot turn, so this only bounds how
+# long a crashed worker's item waits.
 EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS", 300)
 
 # LLM judge. With no key and no base URL, the deterministic heuristic judge is used.
