@@ -5,6 +5,7 @@ embedded setup (`make run`, tests): a SQLite file and a filesystem Celery broker
 the heuristic judge because no LLM is configured.
 """
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -107,7 +108,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # django-prometheus' own, with made-up HTTP methods folded into one label value.
+    "apps.core.metrics_access.BoundedPrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -207,6 +209,16 @@ GRAFANA_URL = os.environ.get("GRAFANA_URL", "").strip()
 GRAFANA_DATASOURCE_UID = os.environ.get("GRAFANA_DATASOURCE_UID", "").strip()
 GRAFANA_TOKEN = os.environ.get("GRAFANA_TOKEN", "").strip()
 METRICS_BACKEND_TIMEOUT_SECONDS = env_int("METRICS_BACKEND_TIMEOUT_SECONDS", 10)
+
+# Who may scrape /metrics: a bearer token, and/or scrapers' networks (CIDRs, direct connections
+# only). Unset, the networks default to loopback without a token and to none with one.
+EVALSITE_METRICS_TOKEN = os.environ.get("EVALSITE_METRICS_TOKEN", "").strip()
+EVALSITE_METRICS_ALLOW = env_list("EVALSITE_METRICS_ALLOW", []) if "EVALSITE_METRICS_ALLOW" in os.environ else None
+for _network in EVALSITE_METRICS_ALLOW or []:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"EVALSITE_METRICS_ALLOW: {exc}") from None
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -3,6 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.core.metrics_access import metrics_view
 from apps.core.views import api_not_found, server_error
 from apps.rag.api.views import TraceView
 
@@ -23,7 +24,7 @@ urlpatterns = [
     path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
-    path("", include("django_prometheus.urls")),
+    path("metrics", metrics_view, name="prometheus-django-metrics"),
     # Anything else under /api/ answers JSON, not the HTML 404 page.
     path("api/<path:rest>", api_not_found),
 ]
