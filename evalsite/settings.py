@@ -243,6 +243,9 @@ SPECTACULAR_SETTINGS = {
     # Request and response models are pydantic, whose JSON Schema (type: null, …) is OpenAPI 3.1.
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs are read like any other endpoint: a key or a session, or nothing when
+    # EVALSITE_ALLOW_ANONYMOUS says the network is trusted (drf-spectacular's default is AllowAny).
+    "SERVE_PERMISSIONS": REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -1,10 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from apps.core.metrics_access import metrics_view
-from apps.core.views import api_not_found, server_error
+from apps.core.views import ApiDocsView, api_not_found, server_error
 from apps.rag.api.views import TraceView
 
 urlpatterns = [
@@ -12,7 +12,7 @@ urlpatterns = [
     path("console/", include("apps.console.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/metrics/", include("apps.agentic.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),

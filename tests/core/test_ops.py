@@ -62,3 +62,20 @@ def test_made_up_methods_add_at_most_one_series(client):
     methods = {dict(labels)["method"] for labelsets in after.values() for labels in labelsets}
     assert not any(m.startswith("AUDITX") for m in methods)
     assert "other" in methods
+
+
+class TestApiDocsAccess:
+    def test_schema_needs_a_key_or_a_session(self, client, api, admin_client):
+        assert client.get("/api/schema/").status_code in (401, 403)
+        assert api.get("/api/schema/").status_code == 200
+        assert admin_client.get("/api/schema/").status_code == 200
+
+    def test_docs_page_sends_a_browser_to_log_in(self, client, admin_client):
+        response = client.get("/api/docs/")
+        assert response.status_code == 302 and response["Location"].startswith("/admin/login/?next=/api/docs/")
+        # A logged-in reviewer reads the page, and its browser fetches the schema with the same session.
+        assert admin_client.get("/api/docs/").status_code == 200
+
+    def test_both_open_when_anonymous_use_is_allowed(self, client, allow_anonymous):
+        assert client.get("/api/schema/").status_code == 200
+        assert client.get("/api/docs/").status_code == 200
