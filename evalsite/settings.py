@@ -71,6 +71,26 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS. With DEBUG off evalsite assumes it is served over HTTPS by a TLS-terminating proxy that
+# sets X-Forwarded-Proto, so everything is on by default; each can be turned off (bin/run-local
+# does, serving plain HTTP on loopback).
+_https = not DEBUG
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _https)
+# Load balancers and Prometheus talk plain HTTP to the app server itself, not through the proxy.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _https)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _https)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if _https else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _https)
+# Preloading is a promise to browsers that is slow to take back: the domain's owner opts in.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# The header the proxy sets to "https" (its value is trusted, so the app must only be reachable
+# through that proxy); empty turns it off.
+_proxy_ssl_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto" if _https else "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",

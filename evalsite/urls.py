@@ -4,7 +4,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView
 
 from apps.core.metrics_access import metrics_view
-from apps.core.views import ApiDocsView, api_not_found, server_error
+from apps.core.views import ApiDocsView, api_not_found, healthz, readyz, server_error
 from apps.rag.api.views import TraceView
 
 urlpatterns = [
@@ -24,6 +24,8 @@ urlpatterns = [
     path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
     path("metrics", metrics_view, name="prometheus-django-metrics"),
     # Anything else under /api/ answers JSON, not the HTML 404 page.
     path("api/<path:rest>", api_not_found),
