@@ -194,9 +194,12 @@ def main() -> int:
 
     latencies = sorted(tally.latencies)
     lost = sum(tally.failures.values())
-    print(f"server: {args.server if server is not None else args.url}; {args.clients} clients x {args.rounds} round(s), "
-          f"{args.calls} tool calls per trace, {'keep-alive' if args.keep_alive else 'new connection per request'}")
-    print(f"requests sent: {tally.sent}   failures: {lost}   traces wrong after read-back: {len(wrong)}/{len(sessions)}")
+    target = args.server if server is not None else args.url
+    connections = "keep-alive" if args.keep_alive else "new connection per request"
+    print(f"server: {target}; {args.clients} clients x {args.rounds} round(s), {args.calls} tool calls per trace, "
+          f"{connections}")
+    print(f"requests sent: {tally.sent}   failures: {lost}   "
+          f"traces wrong after read-back: {len(wrong)}/{len(sessions)}")
     for reason, count in tally.failures.most_common():
         print(f"  {count:5d}  {reason}")
     print(f"throughput: {tally.sent / elapsed:.0f} requests/s over {elapsed:.1f} s")

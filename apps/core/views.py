@@ -31,8 +31,8 @@ class ApiDocsView(SpectacularSwaggerView):
     the login page rather than shown a bare 401, and comes back here afterwards."""
 
     def handle_exception(self, exc):
-        if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed, exceptions.PermissionDenied)) \
-                and not self.request.user.is_authenticated:
+        refused = (exceptions.NotAuthenticated, exceptions.AuthenticationFailed, exceptions.PermissionDenied)
+        if isinstance(exc, refused) and not self.request.user.is_authenticated:
             return redirect_to_login(self.request.get_full_path())
         return super().handle_exception(exc)
 

@@ -371,7 +371,7 @@ def runs_reap(*, run_pk: int | None = None) -> int:
     # stale, so only this finds it. run_dispatch counts under the run's lock, so racing a live
     # worker that is about to dispatch the same run queues nothing twice.
     in_flight = EvaluationResult.objects.filter(run=OuterRef("pk"), state__in=EvaluationResult.IN_FLIGHT)
-    stalled = EvaluationRun.objects.filter(status=Status.RUNNING).exclude(pk__in=touched_runs).filter(~Exists(in_flight))
+    stalled = EvaluationRun.objects.filter(~Exists(in_flight), status=Status.RUNNING).exclude(pk__in=touched_runs)
     if run_pk is not None:
         stalled = stalled.filter(pk=run_pk)
     for pk in stalled.values_list("pk", flat=True):
