@@ -17,7 +17,7 @@ install: $(STAMP)
 migrate: install
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
 
-# Web server on 127.0.0.1:8001 and a Celery worker (with beat) on the embedded broker; Ctrl-C stops both.
+# gunicorn on 127.0.0.1:8001 and a Celery worker (with beat) on the embedded broker; Ctrl-C stops both.
 run: install
 	DEBUG=$${DEBUG:-1} bin/run-local
 

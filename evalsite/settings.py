@@ -5,6 +5,7 @@ embedded setup (`make run`, tests): a SQLite file and a filesystem Celery broker
 the heuristic judge because no LLM is configured.
 """
 
+import ipaddress
 import os
 import secrets
 from pathlib import Path
@@ -70,6 +71,26 @@ SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
+# HTTPS. With DEBUG off evalsite assumes it is served over HTTPS by a TLS-terminating proxy that
+# sets X-Forwarded-Proto, so everything is on by default; each can be turned off (bin/run-local
+# does, serving plain HTTP on loopback).
+_https = not DEBUG
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _https)
+# Load balancers and Prometheus talk plain HTTP to the app server itself, not through the proxy.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", _https)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", _https)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000 if _https else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", _https)
+# Preloading is a promise to browsers that is slow to take back: the domain's owner opts in.
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+# The header the proxy sets to "https" (its value is trusted, so the app must only be reachable
+# through that proxy); empty turns it off.
+_proxy_ssl_header = os.environ.get("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto" if _https else "").strip()
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _proxy_ssl_header.upper().replace("-", "_"), "https") if _proxy_ssl_header else None
+)
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -107,7 +128,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_prometheus.middleware.PrometheusAfterMiddleware",
+    # django-prometheus' own, with made-up HTTP methods folded into one label value.
+    "apps.core.metrics_access.BoundedPrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -182,7 +204,8 @@ EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 # How long one bot turn may take before the item fails with a timeout.
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
-# It must exceed the longest single step: one bot turn or one judge call with its retries.
+# A living worker beats every quarter of it even during a long bot turn, so this only bounds how
+# long a crashed worker's item waits.
 EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS", 300)
 
 # Requests to addresses users configure (bot endpoints) go only to public addresses, except the
@@ -217,6 +240,16 @@ GRAFANA_DATASOURCE_UID = os.environ.get("GRAFANA_DATASOURCE_UID", "").strip()
 GRAFANA_TOKEN = os.environ.get("GRAFANA_TOKEN", "").strip()
 METRICS_BACKEND_TIMEOUT_SECONDS = env_int("METRICS_BACKEND_TIMEOUT_SECONDS", 10)
 
+# Who may scrape /metrics: a bearer token, and/or scrapers' networks (CIDRs, direct connections
+# only). Unset, the networks default to loopback without a token and to none with one.
+EVALSITE_METRICS_TOKEN = os.environ.get("EVALSITE_METRICS_TOKEN", "").strip()
+EVALSITE_METRICS_ALLOW = env_list("EVALSITE_METRICS_ALLOW", []) if "EVALSITE_METRICS_ALLOW" in os.environ else None
+for _network in EVALSITE_METRICS_ALLOW or []:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"EVALSITE_METRICS_ALLOW: {exc}") from None
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.core.authentication.ApiKeyAuthentication",
@@ -240,6 +273,9 @@ SPECTACULAR_SETTINGS = {
     # Request and response models are pydantic, whose JSON Schema (type: null, …) is OpenAPI 3.1.
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
+    # The schema and docs are read like any other endpoint: a key or a session, or nothing when
+    # EVALSITE_ALLOW_ANONYMOUS says the network is trusted (drf-spectacular's default is AllowAny).
+    "SERVE_PERMISSIONS": REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",

@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
-from apps.core.views import api_not_found, server_error
+from apps.core.metrics_access import metrics_view
+from apps.core.views import ApiDocsView, api_not_found, healthz, readyz, server_error
 from apps.rag.api.views import TraceView
 
 urlpatterns = [
@@ -11,7 +12,7 @@ urlpatterns = [
     path("console/", include("apps.console.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="swagger-ui"),
+    path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/metrics/", include("apps.agentic.api.urls")),
     path("api/v1/", include("apps.nlquery.api.urls")),
@@ -23,7 +24,9 @@ urlpatterns = [
     path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
-    path("", include("django_prometheus.urls")),
+    path("healthz", healthz, name="healthz"),
+    path("readyz", readyz, name="readyz"),
+    path("metrics", metrics_view, name="prometheus-django-metrics"),
     # Anything else under /api/ answers JSON, not the HTML 404 page.
     path("api/<path:rest>", api_not_found),
 ]

@@ -25,3 +25,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     # A file, not the default in-memory database, so a real Celery worker process started by the
     # integration tests can open the same test database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405
+
+# Test clients and the browser tests speak plain HTTP to the app. The HTTPS defaults that DEBUG off
+# implies are checked in a production-like process by tests/core/test_ops.py.
+SECURE_SSL_REDIRECT = False
+SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
+SECURE_HSTS_SECONDS = 0
+SECURE_PROXY_SSL_HEADER = None

@@ -1,5 +1,18 @@
+import logging
+
+from django.contrib.auth.views import redirect_to_login
+from django.db import connections
 from django.http import JsonResponse
+from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
+from drf_spectacular.views import SpectacularSwaggerView
+from rest_framework import exceptions
+
+logger = logging.getLogger(__name__)
+
+# Probes come every few seconds from each load balancer; a dead broker must fail fast, not hold a
+# web thread for kombu's default retry schedule.
+READINESS_TIMEOUT_SECONDS = 2
 
 
 # A 404 changes nothing, so it needs no CSRF token: without this a POST to an unknown API path
@@ -15,3 +28,54 @@ def server_error(request):
     from django.views.defaults import server_error as html_server_error
 
     return html_server_error(request)
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """Swagger UI under the schema's own access rule. A browser that is not logged in is sent to
+    the login page rather than shown a bare 401, and comes back here afterwards."""
+
+    def handle_exception(self, exc):
+        refused = (exceptions.NotAuthenticated, exceptions.AuthenticationFailed, exceptions.PermissionDenied)
+        if isinstance(exc, refused) and not self.request.user.is_authenticated:
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
+
+
+@never_cache
+def healthz(request):
+    """Liveness: the process answers. Touches nothing else, so a database outage does not make a
+    load balancer restart every web process at once."""
+    return JsonResponse({"status": "ok"})
+
+
+def _database_ready() -> None:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT 1")
+
+
+def _broker_ready() -> None:
+    from evalsite.celery import app
+
+    with app.connection_for_write(connect_timeout=READINESS_TIMEOUT_SECONDS) as connection:
+        connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
+                                     timeout=READINESS_TIMEOUT_SECONDS)
+
+
+READINESS_CHECKS = {"database": _database_ready, "broker": _broker_ready}
+
+
+@never_cache
+def readyz(request):
+    """Readiness: the database and the Celery broker are reachable. 503 names the one that is not;
+    the reason (which may hold a host name) goes to the log, not to anonymous callers."""
+    checks = {}
+    for name, check in READINESS_CHECKS.items():
+        try:
+            check()
+        except Exception as exc:
+            logger.warning("readiness: %s unreachable", name, exc_info=True)
+            checks[name] = f"unreachable ({type(exc).__name__})"
+        else:
+            checks[name] = "ok"
+    ready = all(value == "ok" for value in checks.values())
+    return JsonResponse({"status": "ok" if ready else "unavailable", "checks": checks}, status=200 if ready else 503)

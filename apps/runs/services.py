@@ -5,20 +5,24 @@ The limit lives in the database, not in Celery: items are handed to the queue on
 `run_dispatch`, which counts the run's in-flight items under the run's row lock and queues just
 enough pending ones to fill the free slots. Every finished item dispatches again.
 
-Failure: a running item refreshes its heartbeat between turns and verdicts. The reaper
-(`runs_reap`, a beat task and a check on read) re-queues items whose heartbeat went stale (their
-worker died) up to MAX_ATTEMPTS, then fails them with the reason; a run never stays `running`.
+Failure: a running item refreshes its heartbeat between turns and verdicts, and a keep-alive
+thread refreshes it while one long step (a bot turn, a judge call with its retries) is under way.
+The reaper (`runs_reap`, a beat task and a check on read) re-queues items whose heartbeat went
+stale (their worker died) up to MAX_ATTEMPTS, then fails them with the reason; and it dispatches
+again any running run with nothing in flight (its worker died between an item's commit and the
+next dispatch), which also completes a run whose items are all done. A run never stays `running`.
 A result is written once: the final UPDATE only matches a row that is not done yet.
 """
 
 import logging
+import threading
 import time
 import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import F
+from django.db import connection, transaction
+from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
@@ -189,11 +193,57 @@ def _heartbeat(result: EvaluationResult):
     return beat
 
 
+class _KeepAlive:
+    """Refreshes a running item's heartbeat from a side thread while the item works.
+
+    Why a thread rather than a start-up check of the timeout against the worst-case step: one
+    `openai` bot turn may take MAX_TOOL_ROUNDS LLM calls of 3 attempts each, with backoffs and
+    Retry-After waits, about 10 minutes with the default timeouts, far past the 5-minute default
+    heartbeat; and that bound moves whenever an adapter or the LLM retry policy changes. The thread
+    lives in the worker process, so it dies with it: a dead worker still goes stale and is reaped,
+    while a slow but living one never is. A step that hangs is bounded by the adapters' own
+    timeouts, not by the heartbeat.
+    """
+
+    def __init__(self, result_pk: int):
+        self.result_pk = result_pk
+        # Several beats per timeout, so one slow UPDATE (a locked SQLite file) does not lose the item.
+        self.interval = max(0.2, settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS / 4)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._beat, name=f"heartbeat-{result_pk}", daemon=True)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info):
+        self._stop.set()
+        self._thread.join()
+
+    def _beat(self) -> None:
+        try:
+            while not self._stop.wait(self.interval):
+                try:
+                    EvaluationResult.objects.filter(pk=self.result_pk, state=State.RUNNING).update(
+                        heartbeat_at=timezone.now())
+                except Exception:  # a missed beat is retried next interval; the item itself goes on
+                    logger.warning("heartbeat of result %s failed", self.result_pk, exc_info=True)
+        finally:
+            # Django opened a connection for this thread; nothing else will close it.
+            connection.close()
+
+
 def result_execute(*, result_pk: int) -> None:
     result = _claim_for_execution(result_pk)
     if result is None:
         return
     run = result.run
+    with _KeepAlive(result.pk):
+        _execute_claimed(result, run)
+    run_dispatch(run_pk=run.pk)
+
+
+def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
     try:
         bot = sources.bot_spec(run.agent_id)
         options = RunOptions(scope_filter=run.component_scope_filter, ids_filter=run.component_ids_filter or None,
@@ -219,7 +269,6 @@ def result_execute(*, result_pk: int) -> None:
                 criteria_passed=outcome.criteria_passed, rubric_scores=outcome.rubric_scores,
                 rubric_passed=outcome.rubric_passed, duration_ms=outcome.duration_ms,
                 langsmith_run_id=outcome.external_trace_id)
-    run_dispatch(run_pk=run.pk)
 
 
 def _counted(verdicts: list[dict] | None) -> tuple[int, int]:
@@ -292,7 +341,8 @@ def run_get_recovered(*, run_id) -> EvaluationRun:
 
 
 def runs_reap(*, run_pk: int | None = None) -> int:
-    """Recover items whose worker died. Returns how many items were re-queued or failed."""
+    """Recover items whose worker died, and runs left with nothing in flight. Returns how many items
+    were re-queued or failed plus how many stalled runs were dispatched again."""
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
     stale = EvaluationResult.objects.filter(state__in=EvaluationResult.IN_FLIGHT, heartbeat_at__lt=stale_before,
@@ -316,6 +366,17 @@ def runs_reap(*, run_pk: int | None = None) -> int:
         handled += 1
     for pk in touched_runs:
         run_dispatch(run_pk=pk)
+    # A worker that died after an item's result committed and before its run_dispatch leaves the
+    # run with pending items (or none left to finalize) and nothing in flight: no heartbeat can go
+    # stale, so only this finds it. run_dispatch counts under the run's lock, so racing a live
+    # worker that is about to dispatch the same run queues nothing twice.
+    in_flight = EvaluationResult.objects.filter(run=OuterRef("pk"), state__in=EvaluationResult.IN_FLIGHT)
+    stalled = EvaluationRun.objects.filter(~Exists(in_flight), status=Status.RUNNING).exclude(pk__in=touched_runs)
+    if run_pk is not None:
+        stalled = stalled.filter(pk=run_pk)
+    for pk in stalled.values_list("pk", flat=True):
+        if run_dispatch(run_pk=pk) or not EvaluationRun.objects.filter(pk=pk, status=Status.RUNNING).exists():
+            handled += 1
     # A run whose start message was lost still starts.
     for pk in EvaluationRun.objects.filter(status=Status.PENDING, created_at__lt=stale_before).values_list("pk", flat=True):
         run_start(run_pk=pk)

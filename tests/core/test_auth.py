@@ -67,7 +67,8 @@ class TestApiKeys:
 
 @pytest.mark.django_db
 class TestPlumbing:
-    def test_schema_and_docs_are_served(self, client):
+    def test_schema_and_docs_are_served(self, admin_client):
+        client = admin_client  # anonymous access is refused: tests/core/test_ops.py
         schema = client.get("/api/schema/")
         assert schema.status_code == 200
         assert b"/api/v1/metrics/traces/batch" in schema.content
