@@ -1,5 +1,5 @@
 from django.conf import settings
-from django.http import JsonResponse
+from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
 
 class BodySizeLimitMiddleware:
@@ -19,4 +19,35 @@ class BodySizeLimitMiddleware:
             return JsonResponse(
                 {"detail": f"Request body too large: {length} bytes, the limit is {limit} bytes."}, status=413
             )
+        return self.get_response(request)
+
+
+class NulCharacterMiddleware:
+    """Refuse a NUL (%00) in the path or the query string before any view turns it into a query.
+
+    PostgreSQL cannot hold a NUL in text, so psycopg raises on any lookup that carries one and
+    every id and filter in the project would answer 500. No id contains a NUL, so such a path is
+    404; a query parameter is 422 under /api/ (the shape of a validation error) and 400 elsewhere."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        is_api = request.path_info.startswith("/api/")
+        if "\x00" in request.path_info:
+            if is_api:
+                return JsonResponse({"detail": "Not found."}, status=404)
+            return HttpResponseNotFound("Not found.", content_type="text/plain")
+        query_string = request.META.get("QUERY_STRING", "")
+        if "%00" in query_string or "\x00" in query_string:
+            name = next((key for key, values in request.GET.lists() if "\x00" in key or any("\x00" in v for v in values)),
+                        None)
+            if name is not None:
+                if is_api:
+                    return JsonResponse({"detail": [{
+                        "loc": ["query", name.replace("\x00", "\\u0000")],
+                        "msg": "contains a NUL character (\\u0000), which no parameter accepts",
+                        "type": "value_error",
+                    }]}, status=422)
+                return HttpResponseBadRequest("A query parameter contains a NUL character.", content_type="text/plain")
         return self.get_response(request)

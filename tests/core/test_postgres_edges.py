@@ -4,6 +4,7 @@ Each test runs on both databases; the ones that only fail on PostgreSQL say so. 
 DATABASE_URL=postgres://... to see the reproduction."""
 
 import pytest
+from django.db import DataError
 
 from apps.bots.models import Bot
 from apps.traces.models import AgentTrace, ToolCall
@@ -83,3 +84,47 @@ def test_float_stored_as_jsonb_numeric_renders(api, on_postgres):
     response = api.get("/api/v1/bots")
     assert response.status_code == 200
     assert response.json()[0]["harness_context"]["n"] == 10**20
+
+
+# --- NUL characters in the URL ---------------------------------------------------------------
+# PostgreSQL refuses a NUL in any text parameter ("A string literal cannot contain NUL"), so an id or
+# filter carrying one used to reach the database and come back as a 500.
+
+NUL_PATHS = [
+    "/api/v1/metrics/trace/a%00b",
+    "/api/v1/metrics/history/a%00b",
+    "/api/v1/bots/a%00b",
+    "/api/v1/rubrics/a%00b",
+    "/api/v1/test-sets/a%00b",
+    "/api/v1/datasets/a%00b",
+]
+
+
+@pytest.mark.parametrize("path", NUL_PATHS)
+def test_nul_in_an_api_path_is_404(api, path):
+    response = api.get(path)
+    assert response.status_code == 404
+    assert response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/rubrics", "/api/v1/test-sets", "/api/v1/runs", "/api/v1/metrics/history",
+                                  "/api/v1/trace/history", "/api/v1/bots"])
+@pytest.mark.parametrize("query", ["agent_id=%00", "status=a%00", "x%00=1"])
+def test_nul_in_a_query_parameter_is_422_naming_it(api, path, query):
+    response = api.get(f"{path}?{query}")
+    assert response.status_code == 422
+    detail = response.json()["detail"]
+    assert detail[0]["loc"][0] == "query"
+    assert "NUL" in detail[0]["msg"]
+
+
+def test_nul_in_a_console_filter_or_path_is_refused(admin_client):
+    assert admin_client.get("/console/runs/?agent_id=%00").status_code == 400
+    assert admin_client.get("/console/traces/a%00b/").status_code == 404
+    assert admin_client.get("/admin/traces/agenttrace/?q=%00").status_code == 400
+
+
+def test_nul_reaches_postgres_as_an_error_without_the_guard(on_postgres):
+    # Why the guard exists: the database itself refuses the value.
+    with pytest.raises(DataError, match="NUL"):
+        AgentTrace.objects.filter(session_id="a\x00b").exists()
