@@ -2,11 +2,11 @@
 not discovered as a 500 at INSERT time."""
 
 import re
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import orjson
 
-from pydantic import AfterValidator, BeforeValidator, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, model_validator
 
 MAX_JSON_DEPTH = 64
 # jsonb keeps any number exactly (1e20 becomes the numeric 100000000000000000000) and reads it back
@@ -85,3 +85,22 @@ def _none_to_empty_dict(value):
 
 
 JsonObject = Annotated[dict[str, Any], BeforeValidator(_none_to_empty_dict), AfterValidator(check_storable_json)]
+
+
+class ConfigurationIn(BaseModel):
+    """A body of a configuration endpoint (bots, rubrics, test sets, datasets, their imports): a field
+    it does not know is a 422 naming it. Dropped silently, an item-level `success_criteria` (it belongs
+    in `expected`) once gave a run with no criteria at all.
+
+    `read_only` names the fields of the GET shape (ids, timestamps, counts) that a client may send back
+    unchanged when it edits what it fetched: those are ignored, not refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    read_only: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ignore_read_only(cls, data):
+        if cls.read_only and isinstance(data, dict):
+            return {key: value for key, value in data.items() if key not in cls.read_only}
+        return data
