@@ -73,7 +73,8 @@ class TracePayload(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tests: Annotated[list[Text], Field(max_length=MAX_TESTS)] = Field(default_factory=list)
+    tests: Annotated[list[Annotated[Text, Field(max_length=255)]], Field(max_length=MAX_TESTS)] = Field(
+        default_factory=list)
     question: Annotated[Text, Field(max_length=MAX_QUESTION_CHARS)] | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_CONTEXTS)] = Field(default_factory=list)
     answer: Annotated[Text, Field(max_length=MAX_ANSWER_CHARS)] | None = None

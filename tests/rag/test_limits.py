@@ -87,3 +87,11 @@ def test_levenshtein_is_bounded_for_in_process_callers():
     scoring = score_metrics(["answer_accuracy"], payload, use_llm=False)
     assert scoring.scores["answer_accuracy"] is None
     assert "too long" in scoring.details["answer_accuracy"]["reason"]
+
+
+def test_a_test_name_longer_than_its_column_is_422(api):
+    # Stored as TraceEvaluationTest.name (255 characters): PostgreSQL refused the INSERT with a 500.
+    response = post(api, {**BASE, "tests": ["faithfulness", "x" * 256]})
+    assert response.status_code == 422, response.content[:300]
+    assert "tests" in json.dumps(response.json()["detail"])
+    assert post(api, {**BASE, "tests": ["faithfulness", "x" * 255]}).status_code == 200
