@@ -22,12 +22,16 @@ class BodySizeLimitMiddleware:
         return self.get_response(request)
 
 
+_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
 class NulCharacterMiddleware:
-    """Refuse a NUL (%00) in the path or the query string before any view turns it into a query.
+    """Refuse a NUL (%00) in the path, the query string or a form before any view turns it into a query.
 
     PostgreSQL cannot hold a NUL in text, so psycopg raises on any lookup that carries one and
     every id and filter in the project would answer 500. No id contains a NUL, so such a path is
-    404; a query parameter is 422 under /api/ (the shape of a validation error) and 400 elsewhere."""
+    404; a query parameter or form field is 422 under /api/ (the shape of a validation error) and 400
+    elsewhere."""
 
     def __init__(self, get_response):
         self.get_response = get_response
@@ -40,14 +44,27 @@ class NulCharacterMiddleware:
             return HttpResponseNotFound("Not found.", content_type="text/plain")
         query_string = request.META.get("QUERY_STRING", "")
         if "%00" in query_string or "\x00" in query_string:
-            name = next((key for key, values in request.GET.lists() if "\x00" in key or any("\x00" in v for v in values)),
-                        None)
-            if name is not None:
-                if is_api:
-                    return JsonResponse({"detail": [{
-                        "loc": ["query", name.replace("\x00", "\\u0000")],
-                        "msg": "contains a NUL character (\\u0000), which no parameter accepts",
-                        "type": "value_error",
-                    }]}, status=422)
-                return HttpResponseBadRequest("A query parameter contains a NUL character.", content_type="text/plain")
+            refused = self._refuse(request.GET, "query", is_api)
+            if refused:
+                return refused
+        # Forms (console, admin) are checked too: a view that reads request.POST directly would
+        # pass the NUL on. JSON bodies are the validation layer's (apps/core/validation.py).
+        if request.method == "POST" and request.content_type in _FORM_TYPES:
+            refused = self._refuse(request.POST, "body", is_api)
+            if refused:
+                return refused
         return self.get_response(request)
+
+    @staticmethod
+    def _refuse(params, where: str, is_api: bool):
+        name = next((key for key, values in params.lists() if "\x00" in key or any("\x00" in v for v in values)), None)
+        if name is None:
+            return None
+        if is_api:
+            return JsonResponse({"detail": [{
+                "loc": [where, name.replace("\x00", "\\u0000")],
+                "msg": "contains a NUL character (\\u0000), which cannot be stored",
+                "type": "value_error",
+            }]}, status=422)
+        return HttpResponseBadRequest(f"A {'query parameter' if where == 'query' else 'form field'} contains a NUL "
+                                      "character.", content_type="text/plain")
