@@ -22,7 +22,7 @@ class BodySizeLimitMiddleware:
         return self.get_response(request)
 
 
-_FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+_URLENCODED, _MULTIPART = "application/x-www-form-urlencoded", "multipart/form-data"
 
 
 class NulCharacterMiddleware:
@@ -49,7 +49,10 @@ class NulCharacterMiddleware:
                 return refused
         # Forms (console, admin) are checked too: a view that reads request.POST directly would
         # pass the NUL on. JSON bodies are the validation layer's (apps/core/validation.py).
-        if request.method == "POST" and request.content_type in _FORM_TYPES:
+        # Multipart only off the API: parsing it here consumes the stream, and API views that read
+        # request.body raw (test set import) still need it; DRF parses API forms itself.
+        if request.method == "POST" and (request.content_type == _URLENCODED
+                                         or (request.content_type == _MULTIPART and not is_api)):
             refused = self._refuse(request.POST, "body", is_api)
             if refused:
                 return refused

@@ -128,3 +128,16 @@ def test_nul_reaches_postgres_as_an_error_without_the_guard(on_postgres):
     # Why the guard exists: the database itself refuses the value.
     with pytest.raises(DataError, match="NUL"):
         AgentTrace.objects.filter(session_id="a\x00b").exists()
+
+
+def test_nul_in_an_api_form_field_is_422(api):
+    response = api.post("/api/v1/bots", "name=a%00b", content_type="application/x-www-form-urlencoded")
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["body", "name"]
+
+
+def test_multipart_bodies_are_left_to_the_views(api):
+    # The middleware must not consume a body a view reads raw: the import still answers, not a 500.
+    response = api.post("/api/v1/test-sets/import?format=csv&agent_id=64f1c0ffee0000000000a001&name=x",
+                        {"file": "type,name\n"}, format="multipart")
+    assert response.status_code < 500
