@@ -120,6 +120,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     # Runs before anything reads the body, so an oversized request is refused unparsed.
     "apps.core.middleware.BodySizeLimitMiddleware",
+    "apps.core.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",

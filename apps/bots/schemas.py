@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, RootModel, StringConstraints, model_validator
 
-from apps.core.validation import Identifier, JsonObject, NonBlankText, Text
+from apps.core.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
 
 
 def _none_to_blank(value):
@@ -30,13 +30,13 @@ def _http_url(value: str) -> str:
     return value
 
 
-class LlmConfig(BaseModel):
+class LlmConfig(ConfigurationIn):
     provider: ShortText = ""
     model: ShortText = ""
     parameters: JsonObject = Field(default_factory=dict)
 
 
-class ToolIn(BaseModel):
+class ToolIn(ConfigurationIn):
     id: ObjectId | None = None
     name: Name
     tool_name: Identifier
@@ -45,12 +45,13 @@ class ToolIn(BaseModel):
     output_instructions: OptText = ""
 
 
-class DocumentIn(BaseModel):
+class DocumentIn(ConfigurationIn):
     title: Annotated[NonBlankText, Field(max_length=500)]
     text: NonBlankText
 
 
-class KnowledgeBaseIn(BaseModel):
+class KnowledgeBaseIn(ConfigurationIn):
+    read_only = frozenset({"document_count"})
     id: ObjectId | None = None
     name: Name
     type: ShortText = "file"
@@ -58,7 +59,8 @@ class KnowledgeBaseIn(BaseModel):
         default=None, description="The documents; on update, omit to keep the stored ones.")
 
 
-class BotIn(BaseModel):
+class BotIn(ConfigurationIn):
+    read_only = frozenset({"has_secret", "created_at", "updated_at"})
     agent_id: ObjectId | None = Field(default=None, description="24 hex characters; generated when omitted.")
     name: Name
     organization_id: Annotated[OptText, Field(max_length=24)] = ""

@@ -1,13 +1,20 @@
 """Input checks shared by every API: what PostgreSQL cannot store must be refused with a 422,
 not discovered as a 500 at INSERT time."""
 
-from typing import Annotated, Any
+import re
+from typing import Annotated, Any, ClassVar
 
 import orjson
 
-from pydantic import AfterValidator, BeforeValidator, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, model_validator
 
 MAX_JSON_DEPTH = 64
+# jsonb keeps any number exactly (1e20 becomes the numeric 100000000000000000000) and reads it back
+# as a Python int; past 64 bits no JSON encoder we use can write it out again.
+JSON_INT_MIN, JSON_INT_MAX = -(2**63), 2**63 - 1
+# In orjson's output a number that may be out of range has 19+ digits or an exponent; strings can
+# match too, which only costs the exact walk.
+_MAYBE_BIG_NUMBER = re.compile(rb"[0-9]{19}|[0-9]e[+0-9]")
 
 
 def _check_text(value: str, where: str) -> None:
@@ -24,6 +31,10 @@ def _walk(value: Any, where: str, depth: int) -> None:
         raise ValueError(f"{where} is nested more than {MAX_JSON_DEPTH} levels deep")
     if isinstance(value, str):
         _check_text(value, where)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        if not JSON_INT_MIN <= value <= JSON_INT_MAX:
+            raise ValueError(f"{where} holds the number {value:g}, outside the 64-bit integer range "
+                             f"that can be stored and read back; send it as a string")
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(str(key), f"a key in {where}")
@@ -34,10 +45,11 @@ def _walk(value: Any, where: str, depth: int) -> None:
 
 
 def check_storable_json(value: Any, where: str = "value") -> Any:
-    """Reject NULs, unpaired surrogates and absurd nesting in a JSON value.
+    """Reject NULs, unpaired surrogates, absurd nesting and numbers outside 64 bits in a JSON value.
 
-    orjson serialises in C and already refuses surrogates and deep nesting, so the slow Python
-    walk runs only when the output might hold an escaped NUL, or to name the problem."""
+    orjson serialises in C and already refuses surrogates, deep nesting and ints past 64 bits, so
+    the slow Python walk runs only when the output might hold an escaped NUL or a big number, or to
+    name the problem."""
     try:
         encoded = orjson.dumps(value)
     except orjson.JSONEncodeError:
@@ -45,7 +57,7 @@ def check_storable_json(value: Any, where: str = "value") -> Any:
         raise ValueError(f"{where} cannot be stored as JSON") from None
     if b"\\u0000" in encoded:
         _walk(value, where, 0)
-    elif encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_DEPTH:
+    elif encoded.count(b"[") + encoded.count(b"{") > MAX_JSON_DEPTH or _MAYBE_BIG_NUMBER.search(encoded):
         _walk(value, where, 0)
     return value
 
@@ -73,3 +85,22 @@ def _none_to_empty_dict(value):
 
 
 JsonObject = Annotated[dict[str, Any], BeforeValidator(_none_to_empty_dict), AfterValidator(check_storable_json)]
+
+
+class ConfigurationIn(BaseModel):
+    """A body of a configuration endpoint (bots, rubrics, test sets, datasets, their imports): a field
+    it does not know is a 422 naming it. Dropped silently, an item-level `success_criteria` (it belongs
+    in `expected`) once gave a run with no criteria at all.
+
+    `read_only` names the fields of the GET shape (ids, timestamps, counts) that a client may send back
+    unchanged when it edits what it fetched: those are ignored, not refused."""
+
+    model_config = ConfigDict(extra="forbid")
+    read_only: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _ignore_read_only(cls, data):
+        if cls.read_only and isinstance(data, dict):
+            return {key: value for key, value in data.items() if key not in cls.read_only}
+        return data

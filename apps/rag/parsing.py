@@ -18,9 +18,21 @@ from .payload import SUPPORTED_TESTS, TracePayload
 
 
 class QueryParseError(Exception):
+    status_code = 400
+
     def __init__(self, detail):
         super().__init__(str(detail))
         self.detail = detail
+
+
+class PayloadLimitError(QueryParseError):
+    """A field past its documented size limit: 422 like any other body over a limit, not the
+    contract's 400 for a query that cannot be read."""
+
+    status_code = 422
+
+
+_LIMIT_ERRORS = {"string_too_long", "too_long"}
 
 
 @dataclass
@@ -73,7 +85,10 @@ def validate_payload(data: dict) -> TracePayload:
     try:
         payload = TracePayload.model_validate(data)
     except ValidationError as exc:
-        raise QueryParseError(pydantic_error_detail(exc)) from None
+        detail = pydantic_error_detail(exc)
+        if any(err["type"] in _LIMIT_ERRORS for err in detail):
+            raise PayloadLimitError(detail) from None
+        raise QueryParseError(detail) from None
     if not payload.tests:
         raise QueryParseError("no tests requested; name at least one of: " + ", ".join(SUPPORTED_TESTS))
     return payload

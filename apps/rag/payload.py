@@ -8,11 +8,24 @@ import re
 from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from apps.core.validation import JsonObject, Text
 
+# Field limits (README, "TRACE"): each metric is linear in these sizes except the Levenshtein
+# similarity of answer_accuracy, which is quadratic in the answer and ground truth lengths; at these
+# sizes the largest payload scores in well under a second of CPU (bench/trace_worst.py). Past them
+# the request is 422, never a worker pinned for seconds.
 MAX_CONTEXTS = 500
 MAX_TESTS = 50
+MAX_QUESTION_CHARS = 10_000
+MAX_ANSWER_CHARS = 20_000
+MAX_GROUND_TRUTHS = 10
+MAX_GROUND_TRUTH_CHARS = 20_000
+MAX_CONTEXT_CHARS = 100_000
+MAX_CONTEXTS_TOTAL_CHARS = 1_000_000
+# The whole `query` (JSON or natural language), so the parsers too see a bounded text.
+MAX_QUERY_CHARS = 1_500_000
 
 # The contract's table, in its order. Parameter names are the canonical payload's field names.
 METRIC_REQUIREMENTS: dict[str, tuple[str, ...]] = {
@@ -49,7 +62,10 @@ class Context(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: Annotated[Text, Field(min_length=1, max_length=255)]
-    text: Text
+    text: Annotated[Text, Field(max_length=MAX_CONTEXT_CHARS)]
+
+
+_GroundTruth = Annotated[Text, Field(max_length=MAX_GROUND_TRUTH_CHARS)]
 
 
 class TracePayload(BaseModel):
@@ -57,11 +73,13 @@ class TracePayload(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    tests: Annotated[list[Text], Field(max_length=MAX_TESTS)] = Field(default_factory=list)
-    question: Text | None = None
+    tests: Annotated[list[Annotated[Text, Field(max_length=255)]], Field(max_length=MAX_TESTS)] = Field(
+        default_factory=list)
+    question: Annotated[Text, Field(max_length=MAX_QUESTION_CHARS)] | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_CONTEXTS)] = Field(default_factory=list)
-    answer: Text | None = None
-    ground_truth: Text | list[Text] | None = None
+    answer: Annotated[Text, Field(max_length=MAX_ANSWER_CHARS)] | None = None
+    ground_truth: (_GroundTruth | Annotated[list[_GroundTruth], Field(max_length=MAX_GROUND_TRUTHS)]
+                   | None) = None
     relevant_context_ids: list[Annotated[Text, Field(max_length=255)]] = Field(default_factory=list)
     extra: JsonObject = Field(default_factory=dict)
 
@@ -74,6 +92,15 @@ class TracePayload(BaseModel):
     @classmethod
     def _dedupe_ids(cls, ids: list[str]) -> list[str]:
         return _unique([i.strip() for i in ids if i.strip()])
+
+    @field_validator("contexts")
+    @classmethod
+    def _bounded_contexts(cls, contexts: list[Context]) -> list[Context]:
+        total = sum(len(c.text) for c in contexts)
+        if total > MAX_CONTEXTS_TOTAL_CHARS:
+            raise PydanticCustomError("too_long", "the contexts hold {total} characters together, more than the "
+                                      "limit of {limit}", {"total": total, "limit": MAX_CONTEXTS_TOTAL_CHARS})
+        return contexts
 
     @model_validator(mode="after")
     def _unique_context_ids(self):

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints, field_validator
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.validation import NonBlankText
+from apps.core.validation import ConfigurationIn, NonBlankText
 
 MAX_RULES = 500
 MAX_CONDITIONS = 100
@@ -29,19 +29,19 @@ def _blank_scope_to_none(value):
     return None if value == "" else value
 
 
-class EvaluationCriteria(BaseModel):
+class EvaluationCriteria(ConfigurationIn):
     pass_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
                                Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
     fail_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
                                Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
 
 
-class Examples(BaseModel):
+class Examples(ConfigurationIn):
     violation: OptText = ""
     correct: OptText = ""
 
 
-class RuleIn(BaseModel):
+class RuleIn(ConfigurationIn):
     id: RuleId = Field(description="Unique in its rubric, e.g. BRIEF_RESPONSES (letters, digits, _ . : -).")
     name: Name
     severity: SeverityName
@@ -58,8 +58,10 @@ class RuleIn(BaseModel):
         default_factory=list)
 
 
-class RubricContent(BaseModel):
+class RubricContent(ConfigurationIn):
     """What a version captures; two equal contents are the same version."""
+
+    read_only = frozenset({"rubric_id", "created_at", "updated_at"})
 
     agent_id: ObjectId
     name: Name
@@ -82,6 +84,7 @@ class RubricContent(BaseModel):
 
 
 class RubricCreateIn(RubricContent):
+    read_only = RubricContent.read_only | {"version"}
     changelog: Annotated[OptText, Field(max_length=5000)] = ""
 
 

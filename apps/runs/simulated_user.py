@@ -3,6 +3,7 @@
 from pydantic import BaseModel
 
 from apps.core.llm import LLMClient, LLMError
+from apps.core.prompting import wrap_data
 
 from apps.bots.adapters import BotError
 
@@ -28,8 +29,8 @@ class LLMUser:
 
     def next_message(self, *, persona: str, messages: list[dict]) -> str | None:
         conversation = "\n".join(f"{m['role'].upper()}: {m['content']}" for m in messages)
-        user = (f"<persona>\n{persona}\n</persona>\n<goal>\n{self.goal or 'get a useful answer'}\n</goal>\n"
-                f"<conversation>\n{conversation}\n</conversation>\nWrite the user's next message.")
+        user = "\n".join([wrap_data("persona", persona), wrap_data("goal", self.goal or "get a useful answer"),
+                          wrap_data("conversation", conversation), "Write the user's next message."])
         try:
             result = self.client.complete_structured(system=SYSTEM, user=user, response_model=NextMessage,
                                                      name="simulated_user_turn", temperature=0.7)

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, Field, RootModel, field_validator, model_validator
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.validation import Identifier, NonBlankText
+from apps.core.validation import ConfigurationIn, Identifier, NonBlankText
 
 from .models import DEFAULT_MAX_TURNS
 
@@ -34,7 +34,7 @@ def _list_of(item_type, max_length=MAX_LIST):
     return Annotated[list[item_type], BeforeValidator(_none_to_list), Field(max_length=max_length)]
 
 
-class InputsIn(BaseModel):
+class InputsIn(ConfigurationIn):
     message: OptText = ""
     persona: OptText = ""
     initial_message: OptText = ""
@@ -44,14 +44,14 @@ class InputsIn(BaseModel):
         description="Scenario only: user turns the simulator sends in order instead of improvising.")
 
 
-class ExpectedIn(BaseModel):
+class ExpectedIn(ConfigurationIn):
     success_criteria: _list_of(Criterion) = Field(default_factory=list)
     should_use_tools: _list_of(ToolName) = Field(default_factory=list)
     should_not_use_tools: _list_of(ToolName) = Field(default_factory=list)
     expected_outcome: OptText = ""
 
 
-class ItemIn(BaseModel):
+class ItemIn(ConfigurationIn):
     item_id: uuid.UUID | None = Field(default=None, description="Kept across versions; generated when omitted.")
     type: ItemType
     name: Name
@@ -75,8 +75,9 @@ class ItemIn(BaseModel):
         return self
 
 
-class TestSetContent(BaseModel):
+class TestSetContent(ConfigurationIn):
     __test__ = False
+    read_only = frozenset({"test_set_id", "created_at", "updated_at", "warnings"})
 
     agent_id: ObjectId
     name: Name
@@ -94,6 +95,7 @@ class TestSetContent(BaseModel):
 
 
 class TestSetCreateIn(TestSetContent):
+    read_only = TestSetContent.read_only | {"version"}
     changelog: Annotated[OptText, Field(max_length=5000)] = ""
 
 
@@ -152,13 +154,14 @@ class TestSetVersionSummaryOut(BaseModel):
     created_at: datetime
 
 
-class QuestionIn(BaseModel):
+class QuestionIn(ConfigurationIn):
     question_id: uuid.UUID | None = None
     question: NonBlankText
     expected_answer: OptText = ""
 
 
-class DatasetIn(BaseModel):
+class DatasetIn(ConfigurationIn):
+    read_only = frozenset({"dataset_id", "created_at", "updated_at"})
     name: Name
     description: OptText = ""
     agent_id: ObjectId | None = None

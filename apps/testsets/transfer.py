@@ -19,6 +19,26 @@ INPUT_COLUMNS = ("message", "persona", "initial_message", "max_turns", "scripted
 EXPECTED_COLUMNS = ("success_criteria", "should_use_tools", "should_not_use_tools", "expected_outcome")
 
 
+# A cell starting with one of these runs as a formula when the file is opened in a spreadsheet
+# (CSV injection). Export writes such a cell with a leading ' (read as "text" by spreadsheets);
+# import removes it. A value that itself starts with ' before one of these (or before another ')
+# gets one more, so export and import stay exact inverses.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _spreadsheet_safe(value):
+    if isinstance(value, str) and (value.startswith(_FORMULA_STARTS)
+                                   or (value.startswith("'") and value[1:].startswith((*_FORMULA_STARTS, "'")))):
+        return "'" + value
+    return value
+
+
+def _from_spreadsheet(cell: str) -> str:
+    if cell.startswith("'") and cell[1:].startswith((*_FORMULA_STARTS, "'")):
+        return cell[1:]
+    return cell
+
+
 def format_for(name: str | None, content_type: str | None = None) -> str:
     """The file format named by ?format=, else guessed from the Content-Type."""
     if name:
@@ -60,7 +80,7 @@ def export_test_set(data: dict, fmt: str) -> str:
         for column in EXPECTED_COLUMNS:
             value = item["expected"].get(column)
             row[column] = json.dumps(value, ensure_ascii=False) if column in LIST_COLUMNS else value
-        writer.writerow(row)
+        writer.writerow({column: _spreadsheet_safe(value) for column, value in row.items()})
     return out.getvalue()
 
 
@@ -106,7 +126,7 @@ def _csv_items(text: str) -> list[dict]:
     for line_no, row in enumerate(reader, start=2):
         if None in row:
             raise InvalidInputError(f"CSV line {line_no}: more cells than columns")
-        values = {k: (v or "") for k, v in row.items()}
+        values = {k: _from_spreadsheet(v or "") for k, v in row.items()}
         inputs, expected = {}, {}
         for column in INPUT_COLUMNS:
             if column not in values:

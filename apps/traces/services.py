@@ -117,6 +117,16 @@ def record_tool_call(
     return record_tool_calls(session_id, [call])[0][0]
 
 
+def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
+    seen: set[str] = set()
+    for call in calls:
+        if call.call_id:
+            if call.call_id in seen:
+                return call.call_id
+            seen.add(call.call_id)
+    return None
+
+
 @transaction.atomic
 def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
     """Append calls in order under the trace's row lock, so concurrent writers get distinct,
@@ -124,8 +134,9 @@ def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple
     Returns (tool_call, created) per input."""
     trace = _locked_trace(session_id)
     call_ids = [c.call_id for c in calls if c.call_id]
-    if len(call_ids) != len(set(call_ids)):
-        raise InvalidInputError("call_id values must be unique within one request")
+    repeated = _repeated_call_id(calls)
+    if repeated:
+        raise InvalidInputError(f"call_id {repeated!r} appears more than once in one request; call_ids must be unique")
     stored = {tc.call_id: tc for tc in trace.tool_calls.filter(call_id__in=call_ids)} if call_ids else {}
 
     outcome: list[tuple[ToolCall, bool]] = []
@@ -294,8 +305,10 @@ def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
     rows = _tool_call_rows(traces, items)
     if connection.vendor == "postgresql":
         # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
-        # costs several times more than streaming the rows.
-        with connection.cursor() as cursor, cursor.cursor.copy(
+        # costs several times more than streaming the rows. It goes to psycopg's own cursor, so
+        # its errors are wrapped by hand into Django's: callers catch IntegrityError, not
+        # psycopg's UniqueViolation.
+        with connection.wrap_database_errors, connection.cursor() as cursor, cursor.cursor.copy(
             f"COPY {ToolCall._meta.db_table} ({', '.join(_TOOL_CALL_COPY_COLUMNS)}) FROM STDIN"
         ) as copy:
             for row in rows:
@@ -319,6 +332,11 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
     for index, item in items:
         if item.end_time and item.start_time and item.end_time < item.start_time:
             outcome.rejected.append({"index": index, "session_id": item.session_id, "reason": "end_time is before start_time"})
+            continue
+        repeated = _repeated_call_id(item.tool_calls)
+        if repeated:
+            outcome.rejected.append({"index": index, "session_id": item.session_id,
+                                     "reason": f"tool_calls: call_id {repeated!r} appears more than once"})
             continue
         hashes[index] = item.content_hash
         if item.session_id in first_in_request:
@@ -358,13 +376,17 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
                 with transaction.atomic():
                     _insert([item], [hashes[index]], now)
                 outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
-            except IntegrityError:
+            except IntegrityError as exc:
                 stored = AgentTrace.objects.filter(session_id=item.session_id).values_list("content_hash", flat=True).first()
                 if stored == hashes[index]:
                     outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
-                else:
+                elif stored is not None:
                     outcome.rejected.append({"index": index, "session_id": item.session_id,
                                              "reason": f"Session {item.session_id} already exists with different content"})
+                else:
+                    # Not a race: the item itself breaks a constraint the checks above do not know.
+                    outcome.rejected.append({"index": index, "session_id": item.session_id,
+                                             "reason": f"could not be stored: {str(exc).splitlines()[0]}"})
     outcome.accepted.sort(key=lambda entry: entry["index"])
     outcome.rejected.sort(key=lambda entry: entry["index"])
     return outcome

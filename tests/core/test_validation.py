@@ -31,3 +31,15 @@ def test_storable_values_pass_unchanged(value):
 def test_unstorable_values_are_refused_with_the_reason(value, message):
     with pytest.raises(ValueError, match=message):
         check_storable_json(value)
+
+
+@pytest.mark.parametrize("value", [{"n": 2**63}, [1, {"x": 1e20}], -(2**63) - 1, {"f": -1.5e300}])
+def test_numbers_past_64_bits_are_refused(value):
+    # jsonb would store them exactly and hand back ints that no 64-bit encoder can write.
+    with pytest.raises(ValueError, match="64-bit"):
+        check_storable_json(value, "metadata")
+
+
+@pytest.mark.parametrize("value", [{"n": 2**63 - 1}, {"n": -(2**63)}, {"s": "1e20 and 12345678901234567890"}, 1e-300])
+def test_numbers_within_64_bits_and_number_like_text_pass(value):
+    assert check_storable_json(value) is value

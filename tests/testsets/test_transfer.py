@@ -108,3 +108,32 @@ def test_new_import_needs_agent_and_name(api, bot):
                         content_type="application/json")
     assert response.status_code == 201
     assert TestSet.objects.count() == 1
+
+
+FORMULAS = {"name": "=HYPERLINK(\"http://evil.example\",\"x\")", "message": "+1+cmd|' /C calc'!A0",
+            "expected_outcome": "-2 days", "persona": "@SUM(A1)", "initial_message": "\tleading tab"}
+
+
+def test_csv_cells_cannot_start_a_spreadsheet_formula_and_still_round_trip(api, bot):
+    # Issue 12, item 10: a cell starting with = + - @ (or a tab / CR) runs as a formula when a
+    # reviewer opens the export in a spreadsheet. Prefixed with ' it is text; import removes it.
+    body = make_test_set_payload(bot.agent_id)
+    body["items"][0]["name"] = FORMULAS["name"]
+    body["items"][0]["inputs"]["message"] = FORMULAS["message"]
+    body["items"][0]["expected"]["expected_outcome"] = FORMULAS["expected_outcome"]
+    scenario = body["items"][1]
+    scenario["inputs"]["persona"], scenario["inputs"]["initial_message"] = FORMULAS["persona"], FORMULAS["initial_message"]
+    body["items"][1]["name"] = "'=already quoted"
+    created = api.post("/api/v1/test-sets", body, format="json").json()
+
+    text = api.get(f"/api/v1/test-sets/{created['test_set_id']}/export?format=csv").content.decode()
+    for row in csv.DictReader(io.StringIO(text)):
+        for column, cell in row.items():
+            assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r"), (column, cell)
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert rows[0]["name"] == "'" + FORMULAS["name"] and rows[1]["persona"] == "'@SUM(A1)"
+
+    copy = api.post(f"/api/v1/test-sets/import?format=csv&agent_id={bot.agent_id}&name=Copy",
+                    data=text.encode(), content_type="text/csv")
+    assert copy.status_code == 201, copy.json()
+    assert copy.json()["items"] == created["items"]

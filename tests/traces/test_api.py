@@ -411,3 +411,54 @@ class TestBatchItems:
         trace = api.get(f"{BASE}/trace/unicode-1").json()
         assert trace["user_query"] == item["user_query"] and trace["final_response"] == item["final_response"]
         assert trace["tool_calls"][0]["tool_args"] == {"ville": "Zürich", "标签": "生产"}
+
+
+@pytest.mark.django_db
+class TestPostgresEdges:
+    """Requests that SQLite stored and PostgreSQL answered with a 500 (issue 12, item 6)."""
+
+    def test_duplicate_call_id_inside_a_batch_item_rejects_that_item_only(self, api):
+        # COPY raised psycopg's UniqueViolation, which is not Django's IntegrityError: the whole
+        # batch was a 500 and every good trace in it was lost.
+        dup = batch_item("dup", tool_calls=[tool_call(call_id="c1"), tool_call(call_id="c1", tool_name="other")])
+        r = api.post(f"{BASE}/traces/batch", {"traces": [batch_item("good"), dup, batch_item("good2")]}, format="json")
+        assert r.status_code == 200
+        body = r.json()
+        assert [a["session_id"] for a in body["accepted"]] == ["good", "good2"]
+        assert [(rej["index"], rej["session_id"]) for rej in body["rejected"]] == [(1, "dup")]
+        assert "c1" in body["rejected"][0]["reason"]
+        assert set(AgentTrace.objects.values_list("session_id", flat=True)) == {"good", "good2"}
+
+    def test_duplicate_call_id_in_one_tool_calls_request_is_422_naming_it(self, api):
+        start(api)
+        r = api.post(f"{BASE}/traces/s1/tool-calls", [tool_call(call_id="a"), tool_call(call_id="dup-7"),
+                                                       tool_call(call_id="dup-7")], format="json")
+        assert r.status_code == 422
+        assert "dup-7" in str(r.json()["detail"])
+        assert ToolCall.objects.count() == 0
+
+    def test_long_idempotency_key_is_422_and_writes_nothing(self, api):
+        # It becomes part of each call's call_id (varchar 255): PostgreSQL refused the INSERT.
+        start(api)
+        r = api.post(f"{BASE}/traces/s1/tool-calls", tool_call(), format="json", HTTP_IDEMPOTENCY_KEY="k" * 256)
+        assert r.status_code == 422
+        assert "Idempotency-Key" in str(r.json()["detail"])
+        assert ToolCall.objects.count() == 0
+
+    def test_longest_idempotency_key_is_accepted_for_the_largest_request(self, api):
+        from apps.traces.api.schemas import MAX_IDEMPOTENCY_KEY_LENGTH, MAX_TOOL_CALLS_PER_REQUEST
+
+        start(api)
+        key = "k" * MAX_IDEMPOTENCY_KEY_LENGTH
+        calls = [tool_call(tool_name=f"t{i}") for i in range(MAX_TOOL_CALLS_PER_REQUEST)]
+        for expected in (201, 200):
+            r = api.post(f"{BASE}/traces/s1/tool-calls", calls, format="json", HTTP_IDEMPOTENCY_KEY=key)
+            assert r.status_code == expected
+        assert ToolCall.objects.count() == MAX_TOOL_CALLS_PER_REQUEST
+
+    @pytest.mark.parametrize("key", [" ", "a\x00b"])
+    def test_blank_or_unstorable_idempotency_key_is_422(self, api, key):
+        start(api)
+        r = api.post(f"{BASE}/traces/s1/tool-calls", tool_call(), format="json", HTTP_IDEMPOTENCY_KEY=key)
+        assert r.status_code == 422
+        assert r.json()["detail"][0]["loc"] == ["header", "Idempotency-Key"]

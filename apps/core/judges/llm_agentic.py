@@ -15,6 +15,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field
 
 from apps.core.llm import LLMClient, LLMError, LLMUsage
+from apps.core.prompting import json_for_tag
 
 from .base import AgenticVerdict, JudgeInput, MetricResult, TokenUsage
 
@@ -113,8 +114,8 @@ def _clip(text: str | None) -> str | None:
 
 
 def session_message(data: JudgeInput) -> str:
-    """The user message: the session as JSON between tags. json.dumps leaves '<' alone, so a closing
-    tag written inside the user's text is escaped by hand and cannot end the data block early."""
+    """The user message: the session as JSON between tags, with every '<' escaped so that no text
+    the agent or its user wrote can end the block early; the JSON still decodes to the exact text."""
     payload = {
         "user_query": _clip(data.query),
         "detected_intent": data.intent,
@@ -129,7 +130,7 @@ def session_message(data: JudgeInput) -> str:
         "final_response": _clip(data.final_response),
         "agent_reported_success": data.success,
     }
-    body = json.dumps(payload, ensure_ascii=False, indent=1).replace("</session>", "<\\/session>")
+    body = json_for_tag(payload, indent=1)
     return f"<session>\n{body}\n</session>\n\nGrade the session above by the rubric."
 
 

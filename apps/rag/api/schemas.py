@@ -3,16 +3,25 @@
 from datetime import datetime
 from typing import Annotated, Any
 
+import orjson
 from pydantic import AfterValidator, BaseModel, Field
 
 from apps.core.validation import NonBlankText, check_storable_json
 
-from ..payload import Context
+from ..payload import MAX_QUERY_CHARS, Context
+
+
+def _bounded_object(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(orjson.dumps(value))
+    if size > MAX_QUERY_CHARS:
+        raise ValueError(f"the query object is {size} bytes as JSON, more than the limit of {MAX_QUERY_CHARS}")
+    return value
 
 
 class TraceQueryIn(BaseModel):
     query: Annotated[
-        NonBlankText | Annotated[dict[str, Any], AfterValidator(check_storable_json)],
+        Annotated[NonBlankText, Field(max_length=MAX_QUERY_CHARS)]
+        | Annotated[dict[str, Any], AfterValidator(check_storable_json), AfterValidator(_bounded_object)],
         Field(description="The TRACE payload as a JSON string (or, leniently, as a JSON object), or natural "
                           "language such as 'Evaluate context_recall. Question: … Context ctx1: … Relevant: ctx1'."),
     ]

@@ -27,8 +27,8 @@ class TraceView(APIView):
         description="Parses `query` (a JSON payload or natural language), flags missing parameters per test and "
         "scores the requested metrics (answer_accuracy, context_recall, context_precision, faithfulness, "
         "answer_relevancy, context_utilisation). When any test misses a parameter nothing is scored unless "
-        "?partial=true. A query that is neither JSON nor understandable text is 400; a body without query is "
-        "422. The stored evaluation's id is in the X-Trace-Evaluation-Id header.",
+        "?partial=true. A query that is neither JSON nor understandable text is 400; a body without query, or "
+        "a field past its size limit (README), is 422. The stored evaluation's id is in the X-Trace-Evaluation-Id header.",
     )
     def post(self, request):
         body = validate_body(TraceQueryIn, request.data)
@@ -36,7 +36,7 @@ class TraceView(APIView):
         try:
             answer = services.trace_evaluate(query=body.query, partial=partial, user=request.user)
         except QueryParseError as exc:
-            return Response({"detail": exc.detail}, status=400)
+            return Response({"detail": exc.detail}, status=exc.status_code)
         return Response(answer.body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from apps.core import llm
 
-from ..payload import TracePayload
+from ..payload import MAX_ANSWER_CHARS, MAX_GROUND_TRUTH_CHARS, TracePayload
 from . import lexical
 from . import ragas_backend as rb
 
@@ -21,6 +21,7 @@ logger = logging.getLogger(__name__)
 DETERMINISTIC = "deterministic"
 # Ragas' ContextUtilization makes one LLM call per context, one after another, inside the request.
 MAX_LLM_CONTEXTS = 20
+MAX_LEVENSHTEIN_CELLS = MAX_ANSWER_CHARS * MAX_GROUND_TRUTH_CHARS
 
 
 @dataclass
@@ -91,11 +92,21 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
             candidates.append({"ground_truth": truth, "normalised": normalised, "method": "exact_match", "score": 0.0})
         elif answer == normalised:
             candidates.append({"ground_truth": truth, "normalised": normalised, "method": "exact_match", "score": 1.0})
+        elif len(answer) * len(normalised) > MAX_LEVENSHTEIN_CELLS:
+            # Levenshtein is quadratic: the payload limits keep API requests under this, an
+            # in-process caller past it gets a reason rather than a worker busy for a minute.
+            candidates.append({"ground_truth": truth, "normalised": normalised, "score": None, "status": "skipped",
+                               "reason": f"answer and ground truth too long to compare ({len(answer)} x "
+                                         f"{len(normalised)} characters, limit {MAX_LEVENSHTEIN_CELLS} cells)"})
         else:
             similarity = await rb.string_similarity(response=answer, reference=normalised)
             candidates.append({"ground_truth": truth, "normalised": normalised,
                                "method": "ragas:NonLLMStringSimilarity(levenshtein)", "score": similarity})
-    best = max(candidates, key=lambda c: c["score"])
+    scored = [c for c in candidates if c["score"] is not None]
+    if not scored:
+        return MetricOutcome(None, {"method": "ragas:NonLLMStringSimilarity(levenshtein)", "status": "skipped",
+                                    "reason": candidates[0]["reason"], "candidates": candidates})
+    best = max(scored, key=lambda c: c["score"])
     return MetricOutcome(best["score"], {
         "method": best["method"], "normalised_answer": answer, "best_ground_truth": best["ground_truth"],
         "candidates": candidates,

@@ -1,12 +1,13 @@
 """The LLM judge of success criteria and rubric rules (`openai:<model>`).
 
 One call per criterion and per rule, so one unparseable answer costs one verdict, not the item.
-The transcript and bot context go into the prompt as delimited data; the instructions say that
-nothing inside the delimiters is an instruction to the judge."""
+The transcript and bot context go into the prompt as delimited data, escaped so that no text in it can
+close the block; the instructions say that nothing inside the delimiters is an instruction to the judge."""
 
 from pydantic import BaseModel, Field
 
 from apps.core.llm import LLMClient, LLMError
+from apps.core.prompting import data_block
 
 from .types import Transcript, Verdict
 
@@ -27,11 +28,6 @@ class JudgeAnswer(BaseModel):
     reasoning: str
 
 
-def _data(**sections: str) -> str:
-    parts = [f"<{name}>\n{text}\n</{name}>" for name, text in sections.items() if text]
-    return "<data>\n" + "\n".join(parts) + "\n</data>"
-
-
 def _ask(client: LLMClient, system: str, user: str, name: str) -> Verdict:
     try:
         result = client.complete_structured(system=system, user=user, response_model=JudgeAnswer, name=name)
@@ -47,7 +43,7 @@ def _ask(client: LLMClient, system: str, user: str, name: str) -> Verdict:
 def judge_criterion(client: LLMClient, criterion: str, transcript: Transcript, *, expected_outcome: str = "") -> Verdict:
     user = (
         "Decide whether the assistant met this success criterion.\n\n"
-        + _data(criterion=criterion, expected_outcome=expected_outcome, conversation=transcript.as_text())
+        + data_block(criterion=criterion, expected_outcome=expected_outcome, conversation=transcript.as_text())
     )
     return _ask(client, SYSTEM.format(subject="success criterion"), user, "criterion_verdict")
 
@@ -67,6 +63,6 @@ def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_con
         "Decide whether the assistant followed this rubric rule across the whole conversation. The rule "
         "fails if any fail condition holds or a pass condition is clearly not met. Use the bot context to "
         "tell a real violation from behaviour the bot's own instructions require.\n\n"
-        + _data(rule=rule_text, bot_context=bot_context, conversation=transcript.as_text())
+        + data_block(rule=rule_text, bot_context=bot_context, conversation=transcript.as_text())
     )
     return _ask(client, SYSTEM.format(subject="rubric rule"), user, "rule_verdict")

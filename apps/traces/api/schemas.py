@@ -9,6 +9,8 @@ from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJ
 
 MAX_TOOL_CALLS_PER_REQUEST = 1000
 MAX_TRACES_PER_BATCH = 1000
+# The key becomes part of each call's call_id ("idem:<key>:<index>"), a 255-character column.
+MAX_IDEMPOTENCY_KEY_LENGTH = 200
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -50,6 +52,9 @@ class CompleteIn(BaseModel):
     final_response: Text | None
     success: StrictBool
     error: Text | None = None
+
+
+IdempotencyKey = Annotated[Identifier, Field(max_length=MAX_IDEMPOTENCY_KEY_LENGTH)]
 
 
 class BatchTraceIn(BaseModel):

@@ -17,7 +17,9 @@ from .schemas import (
     BatchOut,
     BatchTraceIn,
     CompleteIn,
+    IdempotencyKey,
     IntentIn,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_TOOL_CALLS_PER_REQUEST,
     ToolCallIn,
     ToolCallsOut,
@@ -31,6 +33,20 @@ _tool_calls_body = TypeAdapter(
     ToolCallIn | Annotated[list[ToolCallIn], Field(min_length=1, max_length=MAX_TOOL_CALLS_PER_REQUEST)]
 )
 _batch_item = TypeAdapter(BatchTraceIn)
+_idempotency_key = TypeAdapter(IdempotencyKey)
+
+
+def _header_idempotency_key(request) -> str | None:
+    raw = request.headers.get("Idempotency-Key")
+    if raw is None:
+        return None
+    try:
+        return _idempotency_key.validate_python(raw)
+    except ValidationError as exc:
+        raise ValidationError.from_exception_data(exc.title, [
+            {"type": err["type"], "loc": ("header", "Idempotency-Key"), "input": raw, "ctx": err.get("ctx", {})}
+            for err in exc.errors()
+        ]) from None
 
 
 def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.ToolCallInput:
@@ -70,7 +86,8 @@ class TraceToolCallsView(APIView):
         request=ToolCallIn,
         responses={201: ToolCallsOut, 200: ToolCallsOut, 409: CONFLICT},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                     description="Makes a retried request safe for calls sent without call_id.")],
+                                     description="Makes a retried request safe for calls sent without call_id "
+                                     f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).")],
         summary="Record one tool call, or a list of them in order",
         description="The body is one tool call object or a JSON array of them. Calls carrying a call_id "
         "(or sent with an Idempotency-Key header) are recorded once however often the request is retried.",
@@ -78,7 +95,7 @@ class TraceToolCallsView(APIView):
     def post(self, request, session_id):
         body = _tool_calls_body.validate_python(request.data)
         calls = body if isinstance(body, list) else [body]
-        idempotency_key = request.headers.get("Idempotency-Key")
+        idempotency_key = _header_idempotency_key(request)
         inputs = [
             _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
             for i, call in enumerate(calls)
