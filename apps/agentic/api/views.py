@@ -15,7 +15,6 @@ from apps.agentic import selectors, services
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError, NotFoundError
 from apps.core.judges import JudgeInput, JudgeToolCall
-from apps.core.permissions import IsStaff
 
 from .schemas import (
     BatchEvaluateIn,
@@ -56,6 +55,8 @@ def _unhealthy() -> Response:
 
 
 class HealthView(APIView):
+    required_scopes = {"GET": "read"}
+
     def handle_exception(self, exc):
         # API keys are looked up in the same database, so an outage first surfaces while authenticating
         # the request, before get() runs: it must still be the contract's 503 "unhealthy", not a 500.
@@ -79,6 +80,8 @@ class HealthView(APIView):
 
 
 class EvaluateSessionView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut},
                    summary="Evaluate a traced session")
     def post(self, request):
@@ -90,6 +93,8 @@ class EvaluateSessionView(APIView):
 
 
 class EvaluateManualView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=ManualEvaluateIn, responses={200: ManualEvaluationOut},
                    summary="Evaluate an interaction that was not traced")
     def post(self, request):
@@ -111,6 +116,8 @@ class EvaluateManualView(APIView):
 
 
 class EvaluateBatchView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=BatchEvaluateIn, responses={200: BatchEvaluationOut},
                    summary="Evaluate up to 500 traced sessions")
     def post(self, request):
@@ -125,6 +132,8 @@ class EvaluateBatchView(APIView):
 
 
 class SummaryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
         return Response(selectors.evaluation_summary())
@@ -135,6 +144,8 @@ def _query(model, request):
 
 
 class HistoryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(
         tags=TAG, responses={200: HistoryOut}, summary="Stored evaluations, newest first",
         operation_id="v1_metrics_history_list",
@@ -160,6 +171,8 @@ class HistoryView(APIView):
 
 
 class HistoryDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: EvaluationRecordOut}, summary="Latest evaluation of a session")
     def get(self, request, session_id):
         evaluation = selectors.evaluation_latest(session_id=session_id)
@@ -220,6 +233,8 @@ class ExportNegotiation(DefaultContentNegotiation):
 
 
 class ExportView(APIView):
+    required_scopes = {"GET": "read"}
+
     content_negotiation_class = ExportNegotiation
 
     @extend_schema(
@@ -250,7 +265,7 @@ class ExportView(APIView):
 
 
 class ClearView(APIView):
-    permission_classes = [IsStaff]
+    required_scopes = {"DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (staff)")
     def delete(self, request):

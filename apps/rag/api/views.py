@@ -16,6 +16,8 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 class TraceView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(
         tags=TAG,
         request=TraceQueryIn,
@@ -60,6 +62,8 @@ def evaluation_data(evaluation: TraceEvaluation) -> dict:
 
 
 class TraceHistoryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(
         tags=TAG,
         operation_id="trace_history_list",
@@ -84,6 +88,8 @@ class TraceHistoryView(APIView):
 
 
 class TraceEvaluationDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
                    summary="One stored TRACE evaluation")
     def get(self, request, evaluation_id: int):
