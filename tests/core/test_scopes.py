@@ -341,7 +341,8 @@ def test_every_api_view_declares_a_scope_per_method():
             problems.append(f"{route} ({view.__name__}) declares no required_scopes")
             continue
         if set(declared) != implemented:
-            problems.append(f"{route} ({view.__name__}) declares {sorted(declared)} but implements {sorted(implemented)}")
+            problems.append(f"{route} ({view.__name__}) declares {sorted(declared)} "
+                            f"but implements {sorted(implemented)}")
         if not set(declared.values()) <= set(ALL_SCOPES):
             problems.append(f"{route} ({view.__name__}) names an unknown scope: {declared}")
         checked += 1
