@@ -22,9 +22,11 @@ ANONYMOUS_SCOPES = frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE})
 def scopes_of(request) -> frozenset[str]:
     """The scopes of a DRF or plain Django request: its API key's (capped by the owner's staff
     flag as it is now), a session user's by their staff flag, or the anonymous ones if allowed."""
-    api_key = getattr(request, "auth", None)
-    if isinstance(api_key, ApiKey):
-        return api_key.effective_scopes
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, ApiKey):
+        return auth.effective_scopes
+    if auth is not None:
+        return frozenset()  # credentials from an authenticator this module does not know grant nothing
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         if not user.is_active:
