@@ -1,22 +1,48 @@
+from django import forms
 from django.contrib import admin, messages
 
-from .models import ApiKey
-from .services import api_key_revoke
+from .errors import InvalidInputError
+from .models import ALL_SCOPES, ApiKey
+from .services import api_key_revoke, api_key_scopes_clean, api_key_update
+
+
+class ApiKeyForm(forms.ModelForm):
+    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in ALL_SCOPES], widget=forms.CheckboxSelectMultiple,
+                                       help_text="admin only for a staff user's key; see the README's Authentication.")
+
+    class Meta:
+        model = ApiKey
+        fields = ["name", "scopes"]
+
+    def clean_scopes(self):
+        # The service's rule, checked here too so a refusal shows on the form rather than as a 500.
+        try:
+            return api_key_scopes_clean(scopes=self.cleaned_data["scopes"], user=self.instance.user)
+        except InvalidInputError as exc:
+            raise forms.ValidationError(exc.detail) from exc
 
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ["prefix", "user", "name", "created_at", "last_used_at", "revoked_at"]
+    form = ApiKeyForm
+    list_display = ["prefix", "user", "name", "scopes_display", "created_at", "last_used_at", "revoked_at"]
     list_select_related = ["user"]
     list_filter = ["revoked_at"]
     search_fields = ["user__username", "name", "prefix"]
-    readonly_fields = ["prefix", "created_at", "last_used_at", "revoked_at"]
-    fields = ["user", "name", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["user", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["user", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
     def has_add_permission(self, request):
         # Keys are created with `manage.py create_api_key`, which shows the secret once.
         return False
+
+    @admin.display(description="scopes")
+    def scopes_display(self, obj):
+        return ", ".join(obj.scopes or [])
+
+    def save_model(self, request, obj, form, change):
+        api_key_update(api_key=obj, name=form.cleaned_data["name"], scopes=form.cleaned_data["scopes"])
 
     @admin.action(description="Revoke selected keys")
     def revoke(self, request, queryset):

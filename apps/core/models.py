@@ -6,6 +6,28 @@ from django.db import models
 
 API_KEY_PREFIX = "es_"
 
+# What a key (or a session user) may do. Listed from least to most powerful; the order is the one
+# forms and messages show.
+SCOPE_READ = "read"
+SCOPE_INGEST = "ingest"
+SCOPE_EVALUATE = "evaluate"
+SCOPE_CONFIGURE = "configure"
+SCOPE_ADMIN = "admin"
+ALL_SCOPES = (SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_CONFIGURE, SCOPE_ADMIN)
+# A new key can record and score work but not change what others evaluate against, nor destroy it.
+DEFAULT_KEY_SCOPES = (SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE)
+# Destructive calls stay with staff: a non-staff user's key never holds these, whatever was stored.
+STAFF_ONLY_SCOPES = frozenset({SCOPE_ADMIN})
+
+
+def default_key_scopes() -> list[str]:
+    return list(DEFAULT_KEY_SCOPES)
+
+
+def scopes_allowed_for(user) -> frozenset[str]:
+    """The most a user's keys or session may hold: everything for staff, all but admin otherwise."""
+    return frozenset(ALL_SCOPES) if user.is_staff else frozenset(ALL_SCOPES) - STAFF_ONLY_SCOPES
+
 
 def hash_api_key(raw_key: str) -> str:
     # Keys are 256-bit random tokens, so a fast unsalted hash is enough and allows an indexed lookup.
@@ -32,6 +54,9 @@ class ApiKey(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # A list of ALL_SCOPES names, written only through the services (which validate it against the
+    # owner's staff flag).
+    scopes = models.JSONField(default=default_key_scopes)
 
     objects = ApiKeyQuerySet.as_manager()
 
@@ -41,3 +66,9 @@ class ApiKey(models.Model):
 
     def __str__(self):
         return f"{self.prefix}… ({self.user})"
+
+    @property
+    def effective_scopes(self) -> frozenset[str]:
+        # Capped by the owner as they are now: demoting a staff user takes admin from their keys at
+        # once, without anyone having to edit each key.
+        return frozenset(self.scopes or ()) & scopes_allowed_for(self.user)

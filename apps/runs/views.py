@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.console.context import console_context
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
+from apps.core.permissions import scopes_of
 
 from . import selectors, services, sources
 from .forms import RunLaunchForm
@@ -33,8 +34,11 @@ def _run_or_404(run_id) -> EvaluationRun:
         raise Http404(exc.detail) from exc
 
 
-def _staff_only(request):
-    return None if request.user.is_staff else HttpResponseForbidden("This needs a staff account.")
+def _lacks_scope(request, scope: str):
+    """The console refuses what the API would refuse the same user (apps.core.permissions)."""
+    if scope in scopes_of(request):
+        return None
+    return HttpResponseForbidden(f"Your account lacks the '{scope}' scope.")
 
 
 def _bool_param(value: str | None) -> bool | None:
@@ -81,7 +85,7 @@ class LaunchForm(RunLaunchForm):
 
 @login_required
 def run_launch(request):
-    if denied := _staff_only(request):
+    if denied := _lacks_scope(request, "evaluate"):
         return denied
     form = LaunchForm(request.POST or None, initial=request.GET or None)
     if request.method == "POST" and form.is_valid():
@@ -96,7 +100,7 @@ def run_launch(request):
 @require_POST
 def run_rerun(request, run_id):
     """The same test set and rubric versions and settings again: the run to compare against."""
-    if denied := _staff_only(request):
+    if denied := _lacks_scope(request, "evaluate"):
         return denied
     run = _run_or_404(run_id)
     try:
@@ -117,7 +121,7 @@ def run_rerun(request, run_id):
 @login_required
 @require_POST
 def run_cancel(request, run_id):
-    if denied := _staff_only(request):
+    if denied := _lacks_scope(request, "evaluate"):
         return denied
     try:
         services.run_cancel(run=_run_or_404(run_id))
@@ -192,7 +196,7 @@ def result_detail(request, result_id):
     except NotFoundError as exc:
         raise Http404(exc.detail) from exc
     if request.method == "POST":
-        if denied := _staff_only(request):
+        if denied := _lacks_scope(request, "configure"):
             return denied
         return _review(request, result)
     run = result.run

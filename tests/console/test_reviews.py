@@ -118,10 +118,10 @@ def test_api_review_bad_input_is_422_and_writes_nothing(staff_api, judged, body,
     assert not VerdictReview.objects.exists()
 
 
-def test_api_review_auth_and_unknown_ids(api, anon_api, staff_api, judged, allow_anonymous):
+def test_api_review_auth_and_unknown_ids(default_key_api, anon_api, staff_api, judged, allow_anonymous):
     url = f"/api/v1/results/{judged.result_id}/reviews"
     body = {"kind": "rule", "key": "BRIEF", "passed": False}
-    assert api.post(url, body, format="json").status_code == 403
+    assert default_key_api.post(url, body, format="json").status_code == 403
     assert anon_api.post(url, body, format="json").status_code == 401, "anonymous access never writes reviews"
     assert anon_api.get(url).status_code == 200
     missing = uuid.uuid4()

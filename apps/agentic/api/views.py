@@ -16,7 +16,6 @@ from apps.agentic import selectors, services
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError, NotFoundError
 from apps.core.judges import JudgeInput, JudgeToolCall
-from apps.core.permissions import IsStaff
 
 from .schemas import (
     BatchEvaluateIn,
@@ -57,6 +56,8 @@ def _unhealthy() -> Response:
 
 
 class HealthView(APIView):
+    required_scopes = {"GET": "read"}
+
     def handle_exception(self, exc):
         # API keys are looked up in the same database, so an outage first surfaces while authenticating
         # the request, before get() runs: it must still be the contract's 503 "unhealthy", not a 500.
@@ -80,6 +81,8 @@ class HealthView(APIView):
 
 
 class EvaluateSessionView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut},
                    summary="Evaluate a traced session")
     def post(self, request):
@@ -91,6 +94,8 @@ class EvaluateSessionView(APIView):
 
 
 class EvaluateManualView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=ManualEvaluateIn, responses={200: ManualEvaluationOut},
                    summary="Evaluate an interaction that was not traced")
     def post(self, request):
@@ -112,6 +117,8 @@ class EvaluateManualView(APIView):
 
 
 class EvaluateBatchView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=BatchEvaluateIn, responses={200: BatchEvaluationOut},
                    summary="Evaluate up to 500 traced sessions")
     def post(self, request):
@@ -126,6 +133,8 @@ class EvaluateBatchView(APIView):
 
 
 class SummaryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
         return Response(selectors.evaluation_summary())
@@ -136,6 +145,8 @@ def _query(model, request):
 
 
 class HistoryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(
         tags=TAG, responses={200: HistoryOut}, summary="Stored evaluations, newest first",
         operation_id="v1_metrics_history_list",
@@ -161,6 +172,8 @@ class HistoryView(APIView):
 
 
 class HistoryDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: EvaluationRecordOut}, summary="Latest evaluation of a session")
     def get(self, request, session_id):
         evaluation = selectors.evaluation_latest(session_id=session_id)
@@ -221,6 +234,8 @@ class ExportNegotiation(DefaultContentNegotiation):
 
 
 class ExportView(APIView):
+    required_scopes = {"GET": "read"}
+
     content_negotiation_class = ExportNegotiation
 
     @extend_schema(
@@ -253,7 +268,7 @@ class ExportView(APIView):
 
 
 class ClearView(APIView):
-    permission_classes = [IsStaff]
+    required_scopes = {"DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (staff)")
     def delete(self, request):

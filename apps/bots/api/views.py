@@ -6,13 +6,14 @@ from rest_framework.views import APIView
 from apps.bots import selectors, services
 from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
 from apps.core.api.validation import validate_body
-from apps.core.permissions import IsStaff
 from apps.core.schema import CONFLICT
 
 TAG = ["bots"]
 
 
 class BotListView(APIView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
     @extend_schema(tags=TAG, responses={200: BotListOut}, operation_id="bots_list", summary="List bots")
     def get(self, request):
         return Response([selectors.bot_data(bot) for bot in selectors.bot_list()])
@@ -26,10 +27,7 @@ class BotListView(APIView):
 
 
 class BotDetailView(APIView):
-    def get_permissions(self):
-        if self.request.method == "DELETE":
-            return [IsStaff()]
-        return super().get_permissions()
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: BotOut}, operation_id="bots_get", summary="Get a bot")
     def get(self, request, agent_id):
@@ -52,12 +50,16 @@ class BotDetailView(APIView):
 
 
 class BotContextView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)")
     def get(self, request, agent_id):
         return Response(selectors.bot_context_data(selectors.bot_get(agent_id)))
 
 
 class KnowledgeBaseDocumentsView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: KnowledgeBaseDocumentsOut},
                    operation_id="bots_knowledge_base_documents", summary="A knowledge base with its documents")
     def get(self, request, agent_id, kb_id):

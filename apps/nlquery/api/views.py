@@ -9,6 +9,8 @@ from .schemas import MetricsQueryIn, MetricsQueryStateOut
 
 
 class MetricsQueryView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(
         tags=["nlquery"],
         request=MetricsQueryIn,

@@ -17,6 +17,8 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 class TraceView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(
         tags=TAG,
         request=TraceQueryIn,
@@ -61,6 +63,8 @@ def evaluation_data(evaluation: TraceEvaluation) -> dict:
 
 
 class TraceHistoryView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(
         tags=TAG,
         operation_id="trace_history_list",
@@ -85,6 +89,8 @@ class TraceHistoryView(APIView):
 
 
 class TraceEvaluationDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
                    summary="One stored TRACE evaluation")
     def get(self, request, evaluation_id: int):

@@ -6,7 +6,6 @@ from rest_framework.views import APIView
 from apps.bots.selectors import bot_get
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
-from apps.core.permissions import IsStaff
 from apps.core.schema import CONFLICT
 from apps.core.versioning import parse_if_match, version_etag
 from apps.rubrics import selectors, services
@@ -37,6 +36,8 @@ def _with_etag(data: dict, **kwargs) -> Response:
 
 
 class RubricListView(APIView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
     @extend_schema(tags=TAG, responses={200: RubricListOut}, operation_id="rubrics_list", summary="List rubrics (current versions)",
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's rubrics.")])
     def get(self, request):
@@ -54,10 +55,7 @@ class RubricListView(APIView):
 
 
 class RubricDetailView(APIView):
-    def get_permissions(self):
-        if self.request.method == "DELETE":
-            return [IsStaff()]
-        return super().get_permissions()
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: RubricOut}, operation_id="rubrics_get", summary="Get a rubric at its current version")
     def get(self, request, rubric_id):
@@ -87,12 +85,16 @@ class RubricDetailView(APIView):
 
 
 class RubricVersionListView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: RubricVersionListOut}, operation_id="rubrics_versions_list", summary="List a rubric's versions")
     def get(self, request, rubric_id):
         return Response(selectors.rubric_versions(selectors.rubric_get(rubric_id)))
 
 
 class RubricVersionDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: RubricVersionOut}, operation_id="rubrics_versions_get", summary="Get a rubric at one version")
     def get(self, request, rubric_id, version):
         rubric = selectors.rubric_get(rubric_id)

@@ -7,10 +7,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.validation import validate_body
-from apps.runs import selectors, services
-
-from apps.core.permissions import StaffForUnsafeMethods
 from apps.core.schema import CONFLICT
+from apps.runs import selectors, services
 
 from .schemas import ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
 from .serializers import result_data, result_detail_data, review_data, reviews_data, run_data
@@ -34,6 +32,8 @@ def _run_or_404(run_id):
 
 
 class RunsView(APIView):
+    required_scopes = {"GET": "read", "POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=RunCreateIn, responses={201: RunOut}, summary="Start an evaluation run")
     def post(self, request):
         body = validate_body(RunCreateIn, request.data)
@@ -51,12 +51,16 @@ class RunsView(APIView):
 
 
 class RunDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
     def get(self, request, run_id):
         return Response(run_data(_run_or_404(run_id)))
 
 
 class RunResultsView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: ResultList},
                    parameters=[OpenApiParameter("passed", bool), OpenApiParameter("item_type", str)],
                    summary="Results of a run, one per finished test item")
@@ -67,6 +71,8 @@ class RunResultsView(APIView):
 
 
 class RunCancelView(APIView):
+    required_scopes = {"POST": "evaluate"}
+
     @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT}, summary="Cancel a pending or running run")
     def post(self, request, run_id):
         run = services.run_cancel(run=_run_or_404(run_id))
@@ -74,6 +80,8 @@ class RunCancelView(APIView):
 
 
 class ResultDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
@@ -81,10 +89,10 @@ class ResultDetailView(APIView):
 
 
 class ResultReviewsView(APIView):
-    """Human overrides of a result's verdicts. Reading follows the API's access rule; reviewing is
-    an edit of shared figures, so it needs a staff account, as in the console."""
+    """Human overrides of a result's verdicts. Reviewing changes figures everyone else reads (human
+    pass rates, judge agreement), so it needs `configure`, in the console as here."""
 
-    permission_classes = [StaffForUnsafeMethods]
+    required_scopes = {"GET": "read", "POST": "configure"}
 
     @extend_schema(tags=TAG, responses={200: ReviewList}, summary="Reviews of a result, oldest first",
                    operation_id="result_reviews_list")

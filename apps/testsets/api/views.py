@@ -9,7 +9,6 @@ from rest_framework.views import APIView
 from apps.bots.selectors import bot_get
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
-from apps.core.permissions import IsStaff
 from apps.core.schema import CONFLICT
 from apps.core.versioning import parse_if_match, version_etag
 from apps.rubrics.api.views import author_of
@@ -32,13 +31,6 @@ TAG = ["test sets"]
 DATASET_TAG = ["datasets"]
 FORMAT_PARAM = OpenApiParameter("format", str, enum=list(transfer.FORMATS), required=False,
                                 description="File format; for import, defaults from the Content-Type.")
-
-
-class _StaffDelete:
-    def get_permissions(self):
-        if self.request.method == "DELETE":
-            return [IsStaff()]
-        return super().get_permissions()
 
 
 class _FileFormatNegotiation(DefaultContentNegotiation):
@@ -66,6 +58,8 @@ def _saved(test_set, warnings: list[str], **kwargs) -> Response:
 
 
 class TestSetListView(APIView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
     @extend_schema(tags=TAG, responses={200: TestSetListOut}, operation_id="test_sets_list", summary="List test sets (current versions)",
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's test sets.")])
     def get(self, request):
@@ -82,7 +76,9 @@ class TestSetListView(APIView):
         return _saved(test_set, warnings, status=status.HTTP_201_CREATED)
 
 
-class TestSetDetailView(_StaffDelete, APIView):
+class TestSetDetailView(APIView):
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
+
     @extend_schema(tags=TAG, responses={200: TestSetOut}, operation_id="test_sets_get", summary="Get a test set at its current version")
     def get(self, request, test_set_id):
         return _with_etag(selectors.test_set_data(selectors.test_set_get(test_set_id)))
@@ -115,12 +111,16 @@ class TestSetDetailView(_StaffDelete, APIView):
 
 
 class TestSetVersionListView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: TestSetVersionListOut}, operation_id="test_sets_versions_list", summary="List a test set's versions")
     def get(self, request, test_set_id):
         return Response(selectors.test_set_versions(selectors.test_set_get(test_set_id)))
 
 
 class TestSetVersionDetailView(APIView):
+    required_scopes = {"GET": "read"}
+
     @extend_schema(tags=TAG, responses={200: TestSetVersionOut}, operation_id="test_sets_versions_get", summary="Get a test set at one version")
     def get(self, request, test_set_id, version):
         test_set = selectors.test_set_get(test_set_id)
@@ -129,6 +129,8 @@ class TestSetVersionDetailView(APIView):
 
 
 class TestSetExportView(APIView):
+    required_scopes = {"GET": "read"}
+
     content_negotiation_class = _FileFormatNegotiation
 
     @extend_schema(tags=TAG, operation_id="test_sets_export", summary="Export a test set as JSON, JSONL or CSV",
@@ -158,6 +160,8 @@ _IMPORT_DOC = ("The request body is the file itself (raw JSON, JSONL or CSV, the
 
 
 class TestSetImportView(APIView):
+    required_scopes = {"POST": "configure"}
+
     content_negotiation_class = _FileFormatNegotiation
 
     @extend_schema(tags=TAG, operation_id="test_sets_import", summary="Create a test set from a JSON, JSONL or CSV file", description=_IMPORT_DOC,
@@ -179,6 +183,8 @@ class TestSetImportView(APIView):
 
 
 class TestSetImportVersionView(APIView):
+    required_scopes = {"POST": "configure"}
+
     content_negotiation_class = _FileFormatNegotiation
 
     @extend_schema(tags=TAG, operation_id="test_sets_import_version", summary="Publish a file's items as the next version of a test set",
@@ -194,6 +200,8 @@ class TestSetImportVersionView(APIView):
 
 
 class DatasetListView(APIView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
     @extend_schema(tags=DATASET_TAG, responses={200: DatasetListOut}, operation_id="datasets_list", summary="List V1 question sets",
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's question sets.")])
     def get(self, request):
@@ -206,7 +214,9 @@ class DatasetListView(APIView):
         return Response(selectors.dataset_data(selectors.dataset_get(dataset.pk)), status=status.HTTP_201_CREATED)
 
 
-class DatasetDetailView(_StaffDelete, APIView):
+class DatasetDetailView(APIView):
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
+
     @extend_schema(tags=DATASET_TAG, responses={200: DatasetOut}, operation_id="datasets_get", summary="Get a question set")
     def get(self, request, dataset_id):
         return Response(selectors.dataset_data(selectors.dataset_get(dataset_id)))

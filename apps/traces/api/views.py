@@ -8,7 +8,6 @@ from rest_framework.views import APIView
 
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import NotFoundError
-from apps.core.permissions import IsStaff
 from apps.core.schema import CONFLICT
 from apps.traces import selectors, services
 
@@ -63,6 +62,8 @@ def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.T
 
 
 class TraceStartView(APIView):
+    required_scopes = {"POST": "ingest"}
+
     @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut, 409: CONFLICT},
                    summary="Start a trace (idempotent on session_id)")
     def post(self, request):
@@ -73,6 +74,8 @@ class TraceStartView(APIView):
 
 
 class TraceIntentView(APIView):
+    required_scopes = {"POST": "ingest"}
+
     @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut, 409: CONFLICT}, summary="Record the detected intent")
     def post(self, request, session_id):
         body = validate_body(IntentIn, request.data)
@@ -81,6 +84,8 @@ class TraceIntentView(APIView):
 
 
 class TraceToolCallsView(APIView):
+    required_scopes = {"POST": "ingest"}
+
     @extend_schema(
         tags=TAG,
         request=ToolCallIn,
@@ -110,6 +115,8 @@ class TraceToolCallsView(APIView):
 
 
 class TraceCompleteView(APIView):
+    required_scopes = {"POST": "ingest"}
+
     @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut, 409: CONFLICT}, summary="Complete a trace")
     def post(self, request, session_id):
         body = validate_body(CompleteIn, request.data)
@@ -118,6 +125,8 @@ class TraceCompleteView(APIView):
 
 
 class TraceBatchView(APIView):
+    required_scopes = {"POST": "ingest"}
+
     @extend_schema(
         tags=TAG,
         request=BatchIn,
@@ -165,10 +174,7 @@ class TraceBatchView(APIView):
 
 
 class TraceDetailView(APIView):
-    def get_permissions(self):
-        if self.request.method == "DELETE":
-            return [IsStaff()]
-        return super().get_permissions()
+    required_scopes = {"GET": "read", "DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session")
     def get(self, request, session_id):

@@ -1,5 +1,7 @@
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.errors import InvalidInputError
+from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES
 from apps.core.services import api_key_create
 
 
@@ -8,9 +10,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True, help="username that owns the key")
-        parser.add_argument("--staff", action="store_true", help="make the user staff (needed for destructive calls)")
+        parser.add_argument("--staff", action="store_true",
+                            help="make the user staff; the key then gets every scope unless --scopes says otherwise")
+        parser.add_argument("--scopes", default=None,
+                            help=f"comma-separated, from {', '.join(ALL_SCOPES)} "
+                                 f"(default: {','.join(DEFAULT_KEY_SCOPES)}; admin needs a staff user)")
         parser.add_argument("--name", default="", help="a label for the key")
 
-    def handle(self, *args, user, staff, name, **options):
-        _api_key, raw_key = api_key_create(username=user, staff=staff, name=name)
+    def handle(self, *args, user, staff, scopes, name, **options):
+        requested = None if scopes is None else scopes.split(",")
+        try:
+            _api_key, raw_key = api_key_create(username=user, staff=staff, name=name, scopes=requested)
+        except InvalidInputError as exc:
+            raise CommandError(exc.detail) from exc
         self.stdout.write(raw_key)
