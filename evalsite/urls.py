@@ -1,17 +1,16 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView
 
 from apps.core.metrics_access import metrics_view
-from apps.core.views import ApiDocsView, api_not_found, healthz, readyz, server_error
+from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, readyz, server_error
 from apps.rag.api.views import TraceView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),
     path("console/", include("apps.console.urls")),
     path("admin/", admin.site.urls),
-    path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("api/schema/", ApiSchemaView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/metrics/", include("apps.agentic.api.urls")),

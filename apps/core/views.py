@@ -5,7 +5,7 @@ from django.db import connections
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions
 
 logger = logging.getLogger(__name__)
@@ -30,9 +30,17 @@ def server_error(request):
     return html_server_error(request)
 
 
+class ApiSchemaView(SpectacularAPIView):
+    """The OpenAPI document: reading it is reading the API, so it needs the `read` scope."""
+
+    required_scopes = {"GET": "read"}
+
+
 class ApiDocsView(SpectacularSwaggerView):
     """Swagger UI under the schema's own access rule. A browser that is not logged in is sent to
     the login page rather than shown a bare 401, and comes back here afterwards."""
+
+    required_scopes = {"GET": "read"}
 
     def handle_exception(self, exc):
         refused = (exceptions.NotAuthenticated, exceptions.AuthenticationFailed, exceptions.PermissionDenied)
