@@ -114,7 +114,7 @@ def record_tool_call(
         call_id=call_id,
         timestamp=timestamp,
     )
-    return record_tool_calls(session_id, [call])[0][0]
+    return tool_call_append(session_id=session_id, call=call)[0]
 
 
 @transaction.atomic
@@ -158,6 +158,72 @@ def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple
         ToolCall.objects.bulk_create(to_insert)
         trace.save(update_fields=["tool_call_count", "updated_at"])
     return outcome
+
+
+# One tool call in one statement: the UPDATE takes the trace's row lock and bumps the count, the
+# INSERT uses the bumped count as seq, and both commit together, so seq stays distinct and gap-free
+# exactly as under select_for_update. It only handles the common case: an active trace and a call_id
+# not stored yet. Anything else matches no row (or, when a concurrent request stores the same
+# call_id first, breaks the unique constraint) and goes through record_tool_calls, which answers
+# retries, 404 and 409.
+_APPEND_TOOL_CALL_SQL = f"""
+WITH trace AS (
+    UPDATE {AgentTrace._meta.db_table} AS t
+       SET tool_call_count = t.tool_call_count + 1, updated_at = %(now)s
+     WHERE t.session_id = %(session_id)s AND t.status = %(active)s
+       AND NOT EXISTS (SELECT 1 FROM {ToolCall._meta.db_table} AS c WHERE c.trace_id = t.id AND c.call_id = %(call_id)s)
+ RETURNING t.id, t.tool_call_count
+)
+INSERT INTO {ToolCall._meta.db_table}
+       (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error, timestamp, duration_ms)
+SELECT trace.id, trace.tool_call_count, %(call_id)s, %(tool_name)s, %(tool_args)s::jsonb, %(tool_result)s::jsonb,
+       %(success)s, %(error)s, %(timestamp)s, %(duration_ms)s
+  FROM trace
+RETURNING id, trace_id, seq
+"""
+
+
+def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall | None:
+    now = timezone.now()
+    timestamp = call.timestamp or now
+    params = {"now": now, "session_id": session_id, "active": AgentTrace.Status.ACTIVE, "call_id": call.call_id,
+              "tool_name": call.tool_name, "tool_args": _json_text(call.tool_args),
+              "tool_result": _json_text(call.tool_result), "success": call.success, "error": call.error,
+              "timestamp": timestamp, "duration_ms": call.duration_ms}
+
+    def execute():
+        with connection.cursor() as cursor:
+            cursor.execute(_APPEND_TOOL_CALL_SQL, params)
+            return cursor.fetchone()
+
+    try:
+        if connection.in_atomic_block:
+            # A savepoint, so a refused statement leaves the caller's transaction usable.
+            with transaction.atomic():
+                row = execute()
+        else:
+            # Autocommit: the statement is its own transaction, one round trip in all.
+            row = execute()
+    except IntegrityError:
+        return None
+    if row is None:
+        return None
+    pk, trace_id, seq = row
+    stored = ToolCall(id=pk, trace_id=trace_id, seq=seq, call_id=call.call_id, tool_name=call.tool_name,
+                      tool_args=call.tool_args, tool_result=call.tool_result, success=call.success,
+                      error=call.error, duration_ms=call.duration_ms, timestamp=timestamp)
+    stored._state.adding, stored._state.db = False, connection.alias
+    return stored
+
+
+def tool_call_append(*, session_id: str, call: ToolCallInput) -> tuple[ToolCall, bool]:
+    """Record one tool call: the path of agents that report each call as it happens.
+    Same outcome as record_tool_calls(session_id, [call])[0], in one statement on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        stored = _append_in_one_statement(session_id, call)
+        if stored is not None:
+            return stored, True
+    return record_tool_calls(session_id, [call])[0]
 
 
 def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:
