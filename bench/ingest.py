@@ -164,6 +164,7 @@ def per_call_client(port: int, key: str, warmup: list, measured: list, start_evt
     start_evt.wait()
     latencies, errors = [], []
     clock = time.perf_counter
+    cpu_started = time.process_time()
     for path, body, expected in measured:
         t0 = clock()
         try:
@@ -175,7 +176,31 @@ def per_call_client(port: int, key: str, warmup: list, measured: list, start_evt
         if status != expected:
             errors.append(f"{path}: {status}")
     conn.close()
-    out_q.put((latencies, errors, clock()))
+    out_q.put((latencies, errors, clock(), time.process_time() - cpu_started))
+
+
+def cpu_seconds(pids) -> float:
+    """User + system CPU of these processes so far (Linux /proc); processes that are gone count 0."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
@@ -201,13 +226,21 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
         for p in procs:
             p.start()
         time.sleep(2.0)
+        # Every server thread has its PostgreSQL connection open after the warm-up (CONN_MAX_AGE).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            backends = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (args.db,))]
+        server_pids = group_pids(server.pid)
         load_before = os.getloadavg()
+        server_cpu, db_cpu = cpu_seconds(server_pids), cpu_seconds(backends)
         started = time.perf_counter()
         start_evt.set()
         results = [out_q.get(timeout=900) for _ in procs]
+        seconds = max(r[2] for r in results) - started
+        server_cpu, db_cpu = cpu_seconds(server_pids) - server_cpu, cpu_seconds(backends) - db_cpu
+        load_after = os.getloadavg()
         for p in procs:
             p.join()
-        seconds = max(r[2] for r in results) - started
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
@@ -224,8 +257,9 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
 
     n = len(latencies)
     ms = lambda q: 1000 * percentile(latencies, q)  # noqa: E731
-    print(f"machine: {os.cpu_count()} cores, load average before the run {load_before[0]:.2f} "
-          f"(1 min) {load_before[1]:.2f} (5 min)")
+    client_cpu = sum(r[3] for r in results)
+    print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
+          f"{load_after[0]:.2f} after")
     print(f"server: gunicorn gthread, {args.server_workers} workers x {args.server_threads} threads, keep-alive; "
           f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
           f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}")
@@ -233,6 +267,9 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
           f"{per_client} traces x {2 + args.calls + 1} requests each (after 2 warm-up traces)")
     print(f"per-call ingest: {n} requests in {seconds:.2f} s = {n / seconds:,.0f} requests/s; "
           f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, max {1000 * latencies[-1]:.1f} ms")
+    print(f"CPU per request: server {1000 * server_cpu / n:.2f} ms, PostgreSQL {1000 * db_cpu / n:.2f} ms, "
+          f"clients {1000 * client_cpu / n:.2f} ms; the run used {(server_cpu + db_cpu + client_cpu) / seconds:.2f} "
+          f"of {os.cpu_count()} cores (the rest went to other processes or idle)")
     print(f"errors: {len(errors)}" + (f" (first: {errors[:3]})" if errors else ""))
     print(f"stored: {stored[1]}/{stored[0]} traces completed with {args.calls} gap-free tool calls "
           f"(expected {per_client * clients})")
