@@ -31,25 +31,32 @@ def _locked_trace(session_id: str) -> AgentTrace:
         raise _not_found(session_id) from None
 
 
+def _run_alone(statement):
+    """Run a single-statement write so that a failure leaves everything as it was: in autocommit the
+    statement is its own transaction (one round trip), inside a caller's transaction a savepoint."""
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            return statement()
+    return statement()
+
+
 def start_trace(
     session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
 ) -> tuple[AgentTrace, bool]:
     """Open a trace. Returns (trace, created); starting the same session again with the same query
     and agent is a no-op, with different ones a conflict."""
     metadata = metadata or {}
-    existing = AgentTrace.objects.filter(session_id=session_id).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                return (
-                    AgentTrace.objects.create(
-                        session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
-                    ),
-                    True,
-                )
-        except IntegrityError:
-            # A concurrent start of the same session won the race; judge against what it stored.
-            existing = AgentTrace.objects.get(session_id=session_id)
+    try:
+        # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
+        return (
+            _run_alone(lambda: AgentTrace.objects.create(
+                session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
+            )),
+            True,
+        )
+    except IntegrityError:
+        # A retry, or a concurrent start of the same session that won the race: judge against what it stored.
+        existing = AgentTrace.objects.get(session_id=session_id)
     if existing.user_query != user_query or existing.agent_name != agent_name:
         raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
     if metadata and existing.metadata != metadata:
@@ -57,9 +64,31 @@ def start_trace(
     return existing, False
 
 
-@transaction.atomic
+def _update_active_trace(session_id: str, set_sql: str, params: list) -> AgentTrace | None:
+    """The hot path of intent and complete on PostgreSQL: one UPDATE … RETURNING of an active trace,
+    which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT. Returns
+    None when no active trace has that session_id; the caller's locked path then answers (an
+    identical retry on a finished trace, 404 or 409)."""
+    if connection.vendor != "postgresql":
+        return None
+    table = AgentTrace._meta.db_table
+    columns = ", ".join(f.column for f in AgentTrace._meta.concrete_fields)
+    sql = (f"UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+           f"RETURNING {columns}")
+    query = AgentTrace.objects.raw(sql, [*params, timezone.now(), session_id, AgentTrace.Status.ACTIVE])
+    rows = _run_alone(lambda: list(query))
+    return rows[0] if rows else None
+
+
 def record_intent(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
+    trace = _update_active_trace(session_id, "intent_detected = %s, resource_type = %s, operation = %s",
+                                 [intent, resource_type, operation])
+    return trace if trace is not None else _record_intent_locked(session_id, intent, resource_type, operation)
+
+
+@transaction.atomic
+def _record_intent_locked(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
     trace = _locked_trace(session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
@@ -231,8 +260,21 @@ def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:
     trace.duration_seconds = max((end_time - trace.start_time).total_seconds(), 0.0)
 
 
-@transaction.atomic
 def complete_trace(session_id: str, final_response: str | None, success: bool, *, error: str | None = None) -> AgentTrace:
+    status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
+    end_time = timezone.now()
+    trace = _update_active_trace(
+        session_id,
+        "final_response = %s, success = %s, error = %s, status = %s, end_time = %s,"
+        " duration_seconds = GREATEST(EXTRACT(EPOCH FROM (%s - start_time)), 0)",
+        [final_response, success, error, status, end_time, end_time],
+    )
+    return trace if trace is not None else _complete_trace_locked(session_id, final_response, success, error=error)
+
+
+@transaction.atomic
+def _complete_trace_locked(session_id: str, final_response: str | None, success: bool, *,
+                           error: str | None = None) -> AgentTrace:
     trace = _locked_trace(session_id)
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
@@ -244,7 +286,9 @@ def complete_trace(session_id: str, final_response: str | None, success: bool, *
     trace.error = error
     trace.status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     _finish_fields(trace, timezone.now())
-    trace.save()
+    # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
+    trace.save(update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds",
+                              "updated_at"])
     return trace
 
 
