@@ -1,15 +1,18 @@
 """Queries per request on the per-call path (bench/ingest.py --per-call), so a regression shows up
 here before it shows up as lost throughput. The counts are for a web request in autocommit, as a
 server runs it: transaction=True, because inside pytest's transaction every write is wrapped in a
-savepoint that a real request does not pay for."""
+savepoint that a real request does not pay for. The races those single statements must survive
+are at the end."""
 
 import json
+import threading
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 
-from apps.traces.models import AgentTrace
+from apps.traces import services
+from apps.traces.models import AgentTrace, ToolCall
 
 BASE = "/api/v1/metrics/traces"
 CALL = {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"}, "tool_result": [{"name": "prod-01"}],
@@ -72,3 +75,36 @@ class TestPerCallQueries:
         assert _post(self.api, f"{BASE}/s1/intent", {"intent": "x", "resource_type": None,
                                                      "operation": None}).status_code == 409
         assert _post(self.api, f"{BASE}/nope/tool-calls", CALL).status_code == 404
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
+    services.start_trace("race", "q", "agent")
+    threads_n = 16
+    barrier = threading.Barrier(threads_n)
+    results, errors = [], []
+
+    def worker():
+        try:
+            barrier.wait()
+            results.append(services.record_tool_call("race", "tool", {"a": 1}, None, True, call_id="dup").seq)
+        except Exception as exc:  # collected and asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=worker) for _ in range(threads_n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    # The losers of the race either see the stored call_id in the statement's NOT EXISTS or break
+    # the unique constraint; both fall back to the locked path and get the stored call back.
+    assert errors == []
+    assert results == [1] * threads_n
+    assert list(ToolCall.objects.filter(trace__session_id="race").values_list("seq", flat=True)) == [1]
+    # A refused statement must not have bumped the count: the next call is seq 2, with no gap.
+    assert AgentTrace.objects.get(session_id="race").tool_call_count == 1
+    assert services.record_tool_call("race", "tool", {}, None, True).seq == 2
