@@ -266,7 +266,8 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
     print(f"clients: {clients} processes, one request at a time each, keep-alive; "
           f"{per_client} traces x {2 + args.calls + 1} requests each (after 2 warm-up traces)")
     print(f"per-call ingest: {n} requests in {seconds:.2f} s = {n / seconds:,.0f} requests/s; "
-          f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, max {1000 * latencies[-1]:.1f} ms")
+          f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, "
+          f"max {1000 * latencies[-1]:.1f} ms")
     print(f"CPU per request: server {1000 * server_cpu / n:.2f} ms, PostgreSQL {1000 * db_cpu / n:.2f} ms, "
           f"clients {1000 * client_cpu / n:.2f} ms; the run used {(server_cpu + db_cpu + client_cpu) / seconds:.2f} "
           f"of {os.cpu_count()} cores (the rest went to other processes or idle)")
