@@ -226,13 +226,7 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
             return cursor.fetchone()
 
     try:
-        if connection.in_atomic_block:
-            # A savepoint, so a refused statement leaves the caller's transaction usable.
-            with transaction.atomic():
-                row = execute()
-        else:
-            # Autocommit: the statement is its own transaction, one round trip in all.
-            row = execute()
+        row = _run_alone(execute)
     except IntegrityError:
         return None
     if row is None:
