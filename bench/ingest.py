@@ -1,13 +1,22 @@
-"""Trace ingestion throughput: the batch API through a real server vs raw COPY into PostgreSQL.
+"""Trace ingestion throughput through a real server on PostgreSQL.
 
     .venv/bin/python bench/ingest.py [--traces 20000] [--calls 10] [--batch 500] [--clients 2]
+    .venv/bin/python bench/ingest.py --per-call [--traces 1600] [--calls 10] [--clients 8]
 
 Creates a fresh PostgreSQL database, migrates it, starts gunicorn, and sends the traces from
-client processes (pre-built request bodies, keep-alive connections). Then it truncates the tables
-and loads the same rows with psycopg COPY in one transaction. Prints both rates and their ratio.
+client processes (pre-built request bodies, keep-alive connections).
+
+Default mode: whole traces through the batch API; then it truncates the tables and loads the same
+rows with psycopg COPY in one transaction, and prints both rates and their ratio.
+
+--per-call: agents that record each step as it happens. Every trace is start, intent, one request
+per tool call, complete (13 requests with --calls 10); each client works through its traces one
+request at a time. Prints requests/s, p50/p95/p99 latency, errors and the server's configuration,
+then checks every trace and gap-free seq in the database.
 """
 
 import argparse
+import http.client
 import json
 import multiprocessing as mp
 import os
@@ -120,13 +129,164 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
         return time.perf_counter() - started
 
 
+def per_call_requests(n_traces: int, n_calls: int, prefix: str) -> list[tuple[str, bytes, int]]:
+    """(path, body, expected status) for every request of n_traces traces, in the order an agent sends them."""
+    base = "/api/v1/metrics/traces"
+    requests = []
+    for trace in make_traces(n_traces, n_calls):
+        sid = f"{prefix}-{trace['session_id']}"
+        requests.append((base, json.dumps({"session_id": sid, "user_query": trace["user_query"],
+                                           "agent_name": trace["agent_name"]}).encode(), 201))
+        requests.append((f"{base}/{sid}/intent", json.dumps({"intent": trace["intent_detected"],
+                                                             "resource_type": trace["resource_type"],
+                                                             "operation": trace["operation"]}).encode(), 200))
+        for call in trace["tool_calls"]:
+            requests.append((f"{base}/{sid}/tool-calls", json.dumps(call).encode(), 201))
+        requests.append((f"{base}/{sid}/complete", json.dumps({"final_response": trace["final_response"],
+                                                               "success": True}).encode(), 200))
+    return requests
+
+
+def per_call_client(port: int, key: str, warmup: list, measured: list, start_evt, out_q):
+    # http.client rather than httpx: the clients share the server's two cores, so the lighter the
+    # client, the more of the machine measures the server.
+    headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json", "Connection": "keep-alive"}
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+
+    def send(path: str, body: bytes) -> int:
+        conn.request("POST", path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        return response.status
+
+    for path, body, _ in warmup:
+        send(path, body)
+    start_evt.wait()
+    latencies, errors = [], []
+    clock = time.perf_counter
+    cpu_started = time.process_time()
+    for path, body, expected in measured:
+        t0 = clock()
+        try:
+            status = send(path, body)
+        except (OSError, http.client.HTTPException) as exc:
+            conn.close()
+            status = repr(exc)
+        latencies.append(clock() - t0)
+        if status != expected:
+            errors.append(f"{path}: {status}")
+    conn.close()
+    out_q.put((latencies, errors, clock(), time.process_time() - cpu_started))
+
+
+def cpu_seconds(pids) -> float:
+    """User + system CPU of these processes so far (Linux /proc); processes that are gone count 0."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def group_pids(pgid: int) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.getpgid(int(entry.name)) == pgid:
+                    pids.append(int(entry.name))
+            except OSError:
+                pass
+    return pids
+
+
+def percentile(sorted_values: list[float], q: float) -> float:
+    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+
+
+def run_per_call(args, env: dict, key: str, dsn: str) -> None:
+    clients = args.clients or 8
+    n_traces = args.traces or 1600
+    per_client = n_traces // clients
+    shares = [per_call_requests(per_client, args.calls, f"c{i}") for i in range(clients)]
+    warmups = [per_call_requests(2, args.calls, f"warm{i}") for i in range(clients)]
+    server_cmd = [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-k", "gthread", "-w", str(args.server_workers),
+                  "--threads", str(args.server_threads), "-b", f"127.0.0.1:{args.port}", "--keep-alive", "30",
+                  "--timeout", "300", "--log-level", "warning"]
+    server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, start_new_session=True)
+    try:
+        wait_http(f"http://127.0.0.1:{args.port}/api/v1/metrics/trace/none")
+        ctx = mp.get_context("spawn")
+        start_evt, out_q = ctx.Event(), ctx.Queue()
+        procs = [ctx.Process(target=per_call_client, args=(args.port, key, warm, share, start_evt, out_q))
+                 for warm, share in zip(warmups, shares)]
+        for p in procs:
+            p.start()
+        time.sleep(2.0)
+        # Every server thread has its PostgreSQL connection open after the warm-up (CONN_MAX_AGE).
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            backends = [r[0] for r in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (args.db,))]
+        server_pids = group_pids(server.pid)
+        load_before = os.getloadavg()
+        server_cpu, db_cpu = cpu_seconds(server_pids), cpu_seconds(backends)
+        started = time.perf_counter()
+        start_evt.set()
+        results = [out_q.get(timeout=900) for _ in procs]
+        seconds = max(r[2] for r in results) - started
+        server_cpu, db_cpu = cpu_seconds(server_pids) - server_cpu, cpu_seconds(backends) - db_cpu
+        load_after = os.getloadavg()
+        for p in procs:
+            p.join()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+
+    latencies = sorted(lat for r in results for lat in r[0])
+    errors = [e for r in results for e in r[1]]
+    with psycopg.connect(dsn) as conn:
+        stored = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE t.status = 'completed' AND t.tool_call_count = %s"
+            "  AND (SELECT count(*) FILTER (WHERE c.seq BETWEEN 1 AND %s) FROM traces_toolcall c"
+            "       WHERE c.trace_id = t.id) = %s) FROM traces_agenttrace t WHERE t.session_id NOT LIKE 'warm%%'",
+            (args.calls, args.calls, args.calls),
+        ).fetchone()
+
+    n = len(latencies)
+    ms = lambda q: 1000 * percentile(latencies, q)  # noqa: E731
+    client_cpu = sum(r[3] for r in results)
+    print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
+          f"{load_after[0]:.2f} after")
+    print(f"server: gunicorn gthread, {args.server_workers} workers x {args.server_threads} threads, keep-alive; "
+          f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
+          f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}")
+    print(f"clients: {clients} processes, one request at a time each, keep-alive; "
+          f"{per_client} traces x {2 + args.calls + 1} requests each (after 2 warm-up traces)")
+    print(f"per-call ingest: {n} requests in {seconds:.2f} s = {n / seconds:,.0f} requests/s; "
+          f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, "
+          f"max {1000 * latencies[-1]:.1f} ms")
+    print(f"CPU per request: server {1000 * server_cpu / n:.2f} ms, PostgreSQL {1000 * db_cpu / n:.2f} ms, "
+          f"clients {1000 * client_cpu / n:.2f} ms; the run used {(server_cpu + db_cpu + client_cpu) / seconds:.2f} "
+          f"of {os.cpu_count()} cores (the rest went to other processes or idle)")
+    print(f"errors: {len(errors)}" + (f" (first: {errors[:3]})" if errors else ""))
+    print(f"stored: {stored[1]}/{stored[0]} traces completed with {args.calls} gap-free tool calls "
+          f"(expected {per_client * clients})")
+    if errors or stored != (per_client * clients, per_client * clients):
+        raise SystemExit("per-call ingestion incomplete")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--traces", type=int, default=20_000)
+    parser.add_argument("--per-call", action="store_true", help="one request per step instead of batches")
+    parser.add_argument("--traces", type=int, default=None, help="default 20000; --per-call: 1600")
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--batch", type=int, default=500)
-    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--clients", type=int, default=None, help="default 2; --per-call: 8")
     parser.add_argument("--server-workers", type=int, default=2)
+    parser.add_argument("--server-threads", type=int, default=4, help="--per-call only (gthread)")
     parser.add_argument("--port", type=int, default=18050)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
     parser.add_argument("--db", default="evalsite_bench_ingest")
@@ -141,6 +301,15 @@ def main():
     subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,
                          capture_output=True, text=True).stdout.strip()
+    if args.per_call:
+        try:
+            run_per_call(args, env, key, dsn)
+        finally:
+            with admin_conn(args.pg) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        return
+    args.traces = args.traces or 20_000
+    args.clients = args.clients or 2
 
     traces = make_traces(args.traces, args.calls)
     bodies = [json.dumps({"traces": traces[i:i + args.batch]}).encode() for i in range(0, len(traces), args.batch)]

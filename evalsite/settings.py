@@ -200,6 +200,10 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = 10_000
 # Anonymous clients may use the non-destructive API only when this is switched on explicitly,
 # for trusted local networks and old clients that send no key.
 EVALSITE_ALLOW_ANONYMOUS = env_bool("EVALSITE_ALLOW_ANONYMOUS", False)
+# A process reuses an API key it has authenticated (with its user) for this long. Revoking a key or
+# deactivating a user takes effect at once in the process that did it, and in the others within
+# this many seconds; 0 looks the key up on every request.
+EVALSITE_API_KEY_CACHE_SECONDS = env_int("EVALSITE_API_KEY_CACHE_SECONDS", 5)
 # A trace that stays active longer than this is marked failed by the periodic reaper.
 EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
 # How long one bot turn may take before the item fails with a timeout.

@@ -31,25 +31,32 @@ def _locked_trace(session_id: str) -> AgentTrace:
         raise _not_found(session_id) from None
 
 
+def _run_alone(statement):
+    """Run a single-statement write so that a failure leaves everything as it was: in autocommit the
+    statement is its own transaction (one round trip), inside a caller's transaction a savepoint."""
+    if connection.in_atomic_block:
+        with transaction.atomic():
+            return statement()
+    return statement()
+
+
 def start_trace(
     session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
 ) -> tuple[AgentTrace, bool]:
     """Open a trace. Returns (trace, created); starting the same session again with the same query
     and agent is a no-op, with different ones a conflict."""
     metadata = metadata or {}
-    existing = AgentTrace.objects.filter(session_id=session_id).first()
-    if existing is None:
-        try:
-            with transaction.atomic():
-                return (
-                    AgentTrace.objects.create(
-                        session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
-                    ),
-                    True,
-                )
-        except IntegrityError:
-            # A concurrent start of the same session won the race; judge against what it stored.
-            existing = AgentTrace.objects.get(session_id=session_id)
+    try:
+        # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
+        return (
+            _run_alone(lambda: AgentTrace.objects.create(
+                session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
+            )),
+            True,
+        )
+    except IntegrityError:
+        # A retry, or a concurrent start of the same session that won the race: judge against what it stored.
+        existing = AgentTrace.objects.get(session_id=session_id)
     if existing.user_query != user_query or existing.agent_name != agent_name:
         raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
     if metadata and existing.metadata != metadata:
@@ -57,9 +64,31 @@ def start_trace(
     return existing, False
 
 
-@transaction.atomic
+def _update_active_trace(session_id: str, set_sql: str, params: list) -> AgentTrace | None:
+    """The hot path of intent and complete on PostgreSQL: one UPDATE … RETURNING of an active trace,
+    which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT. Returns
+    None when no active trace has that session_id; the caller's locked path then answers (an
+    identical retry on a finished trace, 404 or 409)."""
+    if connection.vendor != "postgresql":
+        return None
+    table = AgentTrace._meta.db_table
+    columns = ", ".join(f.column for f in AgentTrace._meta.concrete_fields)
+    sql = (f"UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+           f"RETURNING {columns}")
+    query = AgentTrace.objects.raw(sql, [*params, timezone.now(), session_id, AgentTrace.Status.ACTIVE])
+    rows = _run_alone(lambda: list(query))
+    return rows[0] if rows else None
+
+
 def record_intent(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
+    trace = _update_active_trace(session_id, "intent_detected = %s, resource_type = %s, operation = %s",
+                                 [intent, resource_type, operation])
+    return trace if trace is not None else _record_intent_locked(session_id, intent, resource_type, operation)
+
+
+@transaction.atomic
+def _record_intent_locked(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
     trace = _locked_trace(session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
@@ -114,7 +143,7 @@ def record_tool_call(
         call_id=call_id,
         timestamp=timestamp,
     )
-    return record_tool_calls(session_id, [call])[0][0]
+    return tool_call_append(session_id=session_id, call=call)[0]
 
 
 def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
@@ -171,13 +200,86 @@ def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple
     return outcome
 
 
+# One tool call in one statement: the UPDATE takes the trace's row lock and bumps the count, the
+# INSERT uses the bumped count as seq, and both commit together, so seq stays distinct and gap-free
+# exactly as under select_for_update. It only handles the common case: an active trace and a call_id
+# not stored yet. Anything else matches no row (or, when a concurrent request stores the same
+# call_id first, breaks the unique constraint) and goes through record_tool_calls, which answers
+# retries, 404 and 409.
+_APPEND_TOOL_CALL_SQL = f"""
+WITH trace AS (
+    UPDATE {AgentTrace._meta.db_table} AS t
+       SET tool_call_count = t.tool_call_count + 1, updated_at = %(now)s
+     WHERE t.session_id = %(session_id)s AND t.status = %(active)s
+       AND NOT EXISTS (SELECT 1 FROM {ToolCall._meta.db_table} AS c WHERE c.trace_id = t.id AND c.call_id = %(call_id)s)
+ RETURNING t.id, t.tool_call_count
+)
+INSERT INTO {ToolCall._meta.db_table}
+       (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error, timestamp, duration_ms)
+SELECT trace.id, trace.tool_call_count, %(call_id)s, %(tool_name)s, %(tool_args)s::jsonb, %(tool_result)s::jsonb,
+       %(success)s, %(error)s, %(timestamp)s, %(duration_ms)s
+  FROM trace
+RETURNING id, trace_id, seq
+"""
+
+
+def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall | None:
+    now = timezone.now()
+    timestamp = call.timestamp or now
+    params = {"now": now, "session_id": session_id, "active": AgentTrace.Status.ACTIVE, "call_id": call.call_id,
+              "tool_name": call.tool_name, "tool_args": _json_text(call.tool_args),
+              "tool_result": _json_text(call.tool_result), "success": call.success, "error": call.error,
+              "timestamp": timestamp, "duration_ms": call.duration_ms}
+
+    def execute():
+        with connection.cursor() as cursor:
+            cursor.execute(_APPEND_TOOL_CALL_SQL, params)
+            return cursor.fetchone()
+
+    try:
+        row = _run_alone(execute)
+    except IntegrityError:
+        return None
+    if row is None:
+        return None
+    pk, trace_id, seq = row
+    stored = ToolCall(id=pk, trace_id=trace_id, seq=seq, call_id=call.call_id, tool_name=call.tool_name,
+                      tool_args=call.tool_args, tool_result=call.tool_result, success=call.success,
+                      error=call.error, duration_ms=call.duration_ms, timestamp=timestamp)
+    stored._state.adding, stored._state.db = False, connection.alias
+    return stored
+
+
+def tool_call_append(*, session_id: str, call: ToolCallInput) -> tuple[ToolCall, bool]:
+    """Record one tool call: the path of agents that report each call as it happens.
+    Same outcome as record_tool_calls(session_id, [call])[0], in one statement on PostgreSQL."""
+    if connection.vendor == "postgresql":
+        stored = _append_in_one_statement(session_id, call)
+        if stored is not None:
+            return stored, True
+    return record_tool_calls(session_id, [call])[0]
+
+
 def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:
     trace.end_time = end_time
     trace.duration_seconds = max((end_time - trace.start_time).total_seconds(), 0.0)
 
 
-@transaction.atomic
 def complete_trace(session_id: str, final_response: str | None, success: bool, *, error: str | None = None) -> AgentTrace:
+    status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
+    end_time = timezone.now()
+    trace = _update_active_trace(
+        session_id,
+        "final_response = %s, success = %s, error = %s, status = %s, end_time = %s,"
+        " duration_seconds = GREATEST(EXTRACT(EPOCH FROM (%s - start_time)), 0)",
+        [final_response, success, error, status, end_time, end_time],
+    )
+    return trace if trace is not None else _complete_trace_locked(session_id, final_response, success, error=error)
+
+
+@transaction.atomic
+def _complete_trace_locked(session_id: str, final_response: str | None, success: bool, *,
+                           error: str | None = None) -> AgentTrace:
     trace = _locked_trace(session_id)
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
@@ -189,7 +291,9 @@ def complete_trace(session_id: str, final_response: str | None, success: bool, *
     trace.error = error
     trace.status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     _finish_fields(trace, timezone.now())
-    trace.save()
+    # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
+    trace.save(update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds",
+                              "updated_at"])
     return trace
 
 
