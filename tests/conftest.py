@@ -46,7 +46,8 @@ def allow_anonymous(settings):
 @pytest.fixture
 def on_postgres():
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...); SQLite serialises writers itself")
+        pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...): row locks, real concurrency or "
+                    "PostgreSQL-only storage behaviour")
 
 
 from tests.fakes.openai_server import openai_server  # noqa: E402,F401  (shared fixture)

@@ -1,6 +1,14 @@
 from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
+# The TRACE contract fixes its own path outside /api/; its clients expect the API's JSON errors there.
+_API_PATHS_OUTSIDE_API = frozenset({"/trace"})
+
+
+def is_api_path(path: str) -> bool:
+    """Whether `path` belongs to the REST API (JSON errors) rather than to the pages."""
+    return path.startswith("/api/") or path in _API_PATHS_OUTSIDE_API
+
 
 class BodySizeLimitMiddleware:
     """Refuse bodies over EVALSITE_MAX_BODY_BYTES with 413 before any of it is read or parsed."""
@@ -37,7 +45,7 @@ class NulCharacterMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        is_api = request.path_info.startswith("/api/")
+        is_api = is_api_path(request.path_info)
         if "\x00" in request.path_info:
             if is_api:
                 return JsonResponse({"detail": "Not found."}, status=404)

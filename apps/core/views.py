@@ -8,6 +8,8 @@ from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions
 
+from .middleware import is_api_path
+
 logger = logging.getLogger(__name__)
 
 # Probes come every few seconds from each load balancer; a dead broker must fail fast, not hold a
@@ -23,7 +25,7 @@ def api_not_found(request, rest=""):
 
 
 def server_error(request):
-    if request.path.startswith("/api/"):
+    if is_api_path(request.path):
         return JsonResponse({"detail": "Internal server error."}, status=500)
     from django.views.defaults import server_error as html_server_error
 

@@ -141,3 +141,12 @@ def test_multipart_bodies_are_left_to_the_views(api):
     response = api.post("/api/v1/test-sets/import?format=csv&agent_id=64f1c0ffee0000000000a001&name=x",
                         {"file": "type,name\n"}, format="multipart")
     assert response.status_code < 500
+
+
+def test_the_trace_contract_path_answers_json_like_the_rest_of_the_api(api):
+    """`/trace` is the TRACE contract's own path outside /api/: its refusals are the API's JSON,
+    not the pages' plain text (schemathesis found the text/plain 400 as an undocumented type)."""
+    response = api.post("/trace?x=%00", {"query": "q"}, format="json")
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["detail"][0]["loc"] == ["query", "x"]

@@ -89,6 +89,10 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
                                       judge_model="heuristic")
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: run.results.filter(state="running").exists(), timeout=60)
+            # Killed only once the hanging request is at the bot: killed earlier (between the item
+            # turning `running` and its POST, a window a loaded machine widens), the retry would be
+            # the bot's first request and hang instead.
+            assert wait_for(lambda: behaviour.served >= 1, timeout=60)
             stop_worker(doomed, signal.SIGKILL)  # the machine is gone: no cleanup, no ack
         stuck = run.results.get(state="running")
 
