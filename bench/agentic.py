@@ -167,7 +167,7 @@ def main():
         conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{args.db}"')
     dsn = f"{args.pg}/{args.db}"
-    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECRET_KEY": uuid.uuid4().hex,
+    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": uuid.uuid4().hex,
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS": "1000"}
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(name, None)

@@ -296,7 +296,7 @@ def main():
         conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{args.db}"')
     dsn = f"{args.pg}/{args.db}"
-    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECRET_KEY": uuid.uuid4().hex,
+    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": uuid.uuid4().hex,
            "ALLOWED_HOSTS": "127.0.0.1,localhost", "EVALSITE_MAX_BODY_BYTES": str(64 * 1024 * 1024)}
     subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,

@@ -56,7 +56,7 @@ def main():
         conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{args.db}"')
     env = {
-        **os.environ, "DATABASE_URL": f"{args.pg}/{args.db}", "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0",
+        **os.environ, "DATABASE_URL": f"{args.pg}/{args.db}", "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
         "CELERY_BROKER_URL": args.redis, "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "bench",
         "EVALSITE_JUDGE_MODEL": "bench-judge", "DJANGO_SETTINGS_MODULE": "evalsite.settings", "LOG_LEVEL": "WARNING",
         # The fake bot listens on loopback, which the outbound guard refuses unless allowed.

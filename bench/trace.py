@@ -49,7 +49,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def server_env(var_dir: str, database_url: str) -> dict:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECRET_KEY": "bench-only-secret",
+    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": "bench-only-secret",
                 "EVALSITE_VAR_DIR": var_dir, "DATABASE_URL": database_url, "LOG_LEVEL": "WARNING",
                 "ALLOWED_HOSTS": "127.0.0.1", "RAGAS_DO_NOT_TRACK": "true", "PYTHONPATH": str(ROOT)})
     return env
