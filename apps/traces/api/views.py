@@ -80,7 +80,7 @@ class TraceIntentView(APIView):
     def post(self, request, session_id):
         body = validate_body(IntentIn, request.data)
         trace = services.record_intent(session_id, body.intent, body.resource_type, body.operation)
-        return Response(trace_data(trace))
+        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
 
 
 class TraceToolCallsView(APIView):
@@ -124,7 +124,7 @@ class TraceCompleteView(APIView):
     def post(self, request, session_id):
         body = validate_body(CompleteIn, request.data)
         trace = services.complete_trace(session_id, body.final_response, body.success, error=body.error)
-        return Response(trace_data(trace))
+        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
 
 
 class TraceBatchView(APIView):
