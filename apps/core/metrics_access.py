@@ -87,7 +87,26 @@ class BoundedPrometheusAfterMiddleware(PrometheusAfterMiddleware):
     def _method(self, request):
         return request.method if request.method in KNOWN_METHODS else OTHER_METHOD
 
+    # The labelled children by (metric, label values). prometheus_client's labels() validates and
+    # normalises its arguments and takes a lock on every call; the middleware makes ten such calls
+    # per request. The label values are bounded (methods folded above, status codes, view names,
+    # charsets), and the cap only guards against a surprise.
+    _CHILDREN_MAX = 10_000
+
+    def __init__(self, get_response=None):
+        super().__init__(get_response)
+        self._children: dict = {}
+
     def label_metric(self, metric, request, response=None, **labels):
+        if not labels:
+            return metric
         if "method" in labels and labels["method"] not in KNOWN_METHODS:
             labels["method"] = OTHER_METHOD
-        return super().label_metric(metric, request, response, **labels)
+        key = (id(metric), *labels.items())
+        child = self._children.get(key)
+        if child is None:
+            child = metric.labels(**labels)
+            if len(self._children) >= self._CHILDREN_MAX:
+                self._children.clear()
+            self._children[key] = child
+        return child
