@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django_prometheus.exports import ExportToDjangoView
 from django_prometheus.middleware import PrometheusAfterMiddleware
+from django_prometheus.utils import Time
 
 # A request through a reverse proxy arrives from the proxy's address, often loopback on the same
 # host, so an address check would let the whole internet in. Such requests need the token.
@@ -96,6 +97,21 @@ class BoundedPrometheusAfterMiddleware(PrometheusAfterMiddleware):
     def __init__(self, get_response=None):
         super().__init__(get_response)
         self._children: dict = {}
+
+    def process_request(self, request):
+        # django-prometheus' own, reading META where it read request.headers: that property builds
+        # a dict of every header on first use, and on an ingestion call nothing else needs it.
+        method = self._method(request)
+        self.label_metric(self.metrics.requests_by_method, request, method=method).inc()
+        self.label_metric(self.metrics.requests_by_transport, request, transport=self._transport(request)).inc()
+        if request.META.get("HTTP_X_REQUESTED_WITH") == "XMLHttpRequest":
+            self.label_metric(self.metrics.requests_ajax, request).inc()
+        try:
+            content_length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            content_length = 0
+        self.label_metric(self.metrics.requests_body_bytes, request).observe(content_length)
+        request.prometheus_after_middleware_event = Time()
 
     def label_metric(self, metric, request, response=None, **labels):
         if not labels:

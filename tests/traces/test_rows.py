@@ -56,3 +56,22 @@ def test_intent_and_complete_answer_what_the_detail_shows(api):
     assert complete.status_code == 200
     assert complete.json() == api.get("/api/v1/metrics/trace/rows-3").json()
     assert [c["seq"] for c in complete.json()["tool_calls"]] == [1, 2, 3]
+
+
+def test_ingestion_calls_do_not_build_request_headers(api, monkeypatch):
+    """request.headers parses every header into a dict on first use; the per-call path reads the
+    few it needs (Authorization, Idempotency-Key, Content-Length) from META, so it is never built."""
+    from django.http.request import HttpHeaders
+
+    built = []
+    original = HttpHeaders.__init__
+    monkeypatch.setattr(HttpHeaders, "__init__", lambda self, environ: (built.append(1), original(self, environ))[1])
+    api.post(BASE, data=json.dumps({"session_id": "rows-4", "user_query": "q", "agent_name": "A"}),
+             content_type="application/json")
+    response = api.post(f"{BASE}/rows-4/tool-calls", data=json.dumps({"tool_name": "t"}),
+                        content_type="application/json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert response.status_code == 201
+    retry = api.post(f"{BASE}/rows-4/tool-calls", data=json.dumps({"tool_name": "t"}),
+                     content_type="application/json", HTTP_IDEMPOTENCY_KEY="k-1")
+    assert retry.status_code == 200 and retry.json()["tool_calls"][0]["seq"] == 1
+    assert built == []

@@ -36,7 +36,8 @@ _idempotency_key = TypeAdapter(IdempotencyKey)
 
 
 def _header_idempotency_key(request) -> str | None:
-    raw = request.headers.get("Idempotency-Key")
+    # META rather than request.headers, which would build a dict of every header just for this one.
+    raw = request.META.get("HTTP_IDEMPOTENCY_KEY")
     if raw is None:
         return None
     try:
