@@ -260,7 +260,8 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
     client_cpu = sum(r[3] for r in results)
     print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
           f"{load_after[0]:.2f} after")
-    print(f"server: gunicorn {args.worker_class}, {args.server_workers} workers x {args.server_threads} threads, keep-alive; "
+    print(f"server: gunicorn {args.worker_class}, {args.server_workers} workers x {args.server_threads} threads, "
+          "keep-alive; "
           f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
           f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}")
     print(f"clients: {clients} processes, one request at a time each, keep-alive; "

@@ -4,10 +4,11 @@ on SQLite (whose datetimes and booleans need converters) and on PostgreSQL (json
 import json
 from datetime import datetime, timezone
 
+from django.db import connection
+
 from apps.traces import selectors, services
 from apps.traces.models import AgentTrace, ToolCall
 from apps.traces.rows import from_rows, select_columns
-from django.db import connection
 
 BASE = "/api/v1/metrics/traces"
 
