@@ -213,7 +213,7 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
     per_client = n_traces // clients
     shares = [per_call_requests(per_client, args.calls, f"c{i}") for i in range(clients)]
     warmups = [per_call_requests(2, args.calls, f"warm{i}") for i in range(clients)]
-    server_cmd = [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-k", "gthread", "-w", str(args.server_workers),
+    server_cmd = [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-k", args.worker_class, "-w", str(args.server_workers),
                   "--threads", str(args.server_threads), "-b", f"127.0.0.1:{args.port}", "--keep-alive", "30",
                   "--timeout", "300", "--log-level", "warning"]
     server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, start_new_session=True)
@@ -260,7 +260,8 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
     client_cpu = sum(r[3] for r in results)
     print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
           f"{load_after[0]:.2f} after")
-    print(f"server: gunicorn gthread, {args.server_workers} workers x {args.server_threads} threads, keep-alive; "
+    print(f"server: gunicorn {args.worker_class}, {args.server_workers} workers x {args.server_threads} threads, "
+          "keep-alive; "
           f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
           f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}")
     print(f"clients: {clients} processes, one request at a time each, keep-alive; "
@@ -287,6 +288,7 @@ def main():
     parser.add_argument("--clients", type=int, default=None, help="default 2; --per-call: 8")
     parser.add_argument("--server-workers", type=int, default=2)
     parser.add_argument("--server-threads", type=int, default=4, help="--per-call only (gthread)")
+    parser.add_argument("--worker-class", default="gthread", help="--per-call only: gunicorn -k (gthread, sync)")
     parser.add_argument("--port", type=int, default=18050)
     parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
     parser.add_argument("--db", default="evalsite_bench_ingest")

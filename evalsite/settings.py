@@ -263,6 +263,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["apps.core.permissions.ApiAccess"],
     "DEFAULT_RENDERER_CLASSES": ["apps.core.renderers.OrjsonRenderer"],
     "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.OrjsonParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.negotiation.ApiContentNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     "DEFAULT_SCHEMA_CLASS": "apps.core.schema.ApiAutoSchema",
     "EXCEPTION_HANDLER": "apps.core.exceptions.api_exception_handler",

@@ -14,6 +14,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.http import HttpResponse
 from django_prometheus.exports import ExportToDjangoView
 from django_prometheus.middleware import PrometheusAfterMiddleware
+from django_prometheus.utils import Time
 
 # A request through a reverse proxy arrives from the proxy's address, often loopback on the same
 # host, so an address check would let the whole internet in. Such requests need the token.
@@ -87,7 +88,41 @@ class BoundedPrometheusAfterMiddleware(PrometheusAfterMiddleware):
     def _method(self, request):
         return request.method if request.method in KNOWN_METHODS else OTHER_METHOD
 
+    # The labelled children by (metric, label values). prometheus_client's labels() validates and
+    # normalises its arguments and takes a lock on every call; the middleware makes ten such calls
+    # per request. The label values are bounded (methods folded above, status codes, view names,
+    # charsets), and the cap only guards against a surprise.
+    _CHILDREN_MAX = 10_000
+
+    def __init__(self, get_response=None):
+        super().__init__(get_response)
+        self._children: dict = {}
+
+    def process_request(self, request):
+        # django-prometheus' own, reading META where it read request.headers: that property builds
+        # a dict of every header on first use, and on an ingestion call nothing else needs it.
+        method = self._method(request)
+        self.label_metric(self.metrics.requests_by_method, request, method=method).inc()
+        self.label_metric(self.metrics.requests_by_transport, request, transport=self._transport(request)).inc()
+        if request.META.get("HTTP_X_REQUESTED_WITH") == "XMLHttpRequest":
+            self.label_metric(self.metrics.requests_ajax, request).inc()
+        try:
+            content_length = int(request.META.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            content_length = 0
+        self.label_metric(self.metrics.requests_body_bytes, request).observe(content_length)
+        request.prometheus_after_middleware_event = Time()
+
     def label_metric(self, metric, request, response=None, **labels):
+        if not labels:
+            return metric
         if "method" in labels and labels["method"] not in KNOWN_METHODS:
             labels["method"] = OTHER_METHOD
-        return super().label_metric(metric, request, response, **labels)
+        key = (id(metric), *labels.items())
+        child = self._children.get(key)
+        if child is None:
+            child = metric.labels(**labels)
+            if len(self._children) >= self._CHILDREN_MAX:
+                self._children.clear()
+            self._children[key] = child
+        return child

@@ -18,6 +18,7 @@ from django.utils import timezone
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 
 from .models import AgentTrace, ToolCall
+from .rows import from_rows, select_columns
 
 
 def _not_found(session_id: str) -> NotFoundError:
@@ -71,12 +72,16 @@ def _update_active_trace(session_id: str, set_sql: str, params: list) -> AgentTr
     identical retry on a finished trace, 404 or 409)."""
     if connection.vendor != "postgresql":
         return None
-    table = AgentTrace._meta.db_table
-    columns = ", ".join(f.column for f in AgentTrace._meta.concrete_fields)
-    sql = (f"UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
-           f"RETURNING {columns}")
-    query = AgentTrace.objects.raw(sql, [*params, timezone.now(), session_id, AgentTrace.Status.ACTIVE])
-    rows = _run_alone(lambda: list(query))
+    sql = (f"UPDATE {AgentTrace._meta.db_table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+           f"RETURNING {select_columns(AgentTrace)}")
+
+    def execute():
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [*params, timezone.now(), session_id, AgentTrace.Status.ACTIVE])
+            return cursor.fetchall()
+
+    # A cursor and from_rows rather than objects.raw(), which re-derives columns and converters per call.
+    rows = from_rows(AgentTrace, _run_alone(execute))
     return rows[0] if rows else None
 
 

@@ -95,3 +95,23 @@ class TestApiKeyCache:
         with CaptureQueriesContext(connection) as queries:
             assert _authenticated(api)
         assert not any(q["sql"].startswith("UPDATE") and "core_apikey" in q["sql"] for q in queries.captured_queries)
+
+
+def test_each_request_gets_its_own_copy_of_the_cached_key_and_user(api, clock):
+    """The cache hands out shallow copies: equal fields, but what a request sets on its user or key
+    (permission caches, …) reaches neither the cache nor the next request."""
+    authenticator = ApiKeyAuthentication()
+    request = APIRequestFactory().get(TRACE_URL, HTTP_AUTHORIZATION=f"Bearer {api.raw_key}")
+    user1, key1 = authenticator.authenticate(request)
+    user2, key2 = authenticator.authenticate(request)
+    cached = api_key_cache.get(key1.key_hash)
+    assert key1 is not key2 and key1 is not cached and user1 is not user2 and user1 is not cached.user
+    assert key1.user is user1 and key2.user is user2
+    assert key1.__dict__.keys() == cached.__dict__.keys() and key1.pk == cached.pk == key2.pk
+    assert user1.pk == cached.user.pk and user1.username == cached.user.username
+    assert key1._state is not cached._state and key1._state.db == cached._state.db and not key1._state.adding
+    user1._perm_cache = {"x"}
+    key1.scopes = ["admin"]
+    assert not hasattr(cached.user, "_perm_cache") and not hasattr(user2, "_perm_cache")
+    assert cached.scopes != ["admin"] and key2.scopes != ["admin"]
+    assert key1.effective_scopes is not None

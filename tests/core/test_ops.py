@@ -70,6 +70,23 @@ def test_made_up_methods_add_at_most_one_series(client):
     assert "other" in methods
 
 
+def test_request_metrics_still_count_every_request(api):
+    """The after-middleware caches labelled children; each request must still move its series."""
+    def value(name, **labels):
+        return REGISTRY.get_sample_value(name, labels) or 0.0
+
+    view, method = "trace-detail", "GET"
+    before = (value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
+              value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
+              value("django_http_responses_total_by_status_total", status="404"))
+    for _ in range(3):
+        assert api.get("/api/v1/metrics/trace/none").status_code == 404
+    after = (value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
+             value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
+             value("django_http_responses_total_by_status_total", status="404"))
+    assert [a - b for a, b in zip(after, before)] == [3, 3, 3]
+
+
 class TestApiDocsAccess:
     def test_schema_needs_a_key_or_a_session(self, client, api, admin_client):
         assert client.get("/api/schema/").status_code in (401, 403)

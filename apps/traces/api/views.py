@@ -36,7 +36,8 @@ _idempotency_key = TypeAdapter(IdempotencyKey)
 
 
 def _header_idempotency_key(request) -> str | None:
-    raw = request.headers.get("Idempotency-Key")
+    # META rather than request.headers, which would build a dict of every header just for this one.
+    raw = request.META.get("HTTP_IDEMPOTENCY_KEY")
     if raw is None:
         return None
     try:
@@ -80,7 +81,7 @@ class TraceIntentView(APIView):
     def post(self, request, session_id):
         body = validate_body(IntentIn, request.data)
         trace = services.record_intent(session_id, body.intent, body.resource_type, body.operation)
-        return Response(trace_data(trace))
+        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
 
 
 class TraceToolCallsView(APIView):
@@ -124,7 +125,7 @@ class TraceCompleteView(APIView):
     def post(self, request, session_id):
         body = validate_body(CompleteIn, request.data)
         trace = services.complete_trace(session_id, body.final_response, body.success, error=body.error)
-        return Response(trace_data(trace))
+        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
 
 
 class TraceBatchView(APIView):
