@@ -12,6 +12,8 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from pydantic import BaseModel, Field
 
+from .permissions import required_scope
+
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = "apps.core.authentication.ApiKeyAuthentication"
@@ -80,6 +82,13 @@ class ApiAutoSchema(AutoSchema):
             # A view's own declaration of the code (a richer description) wins.
             responses.setdefault(code, self._get_response_for_code(response, code))
         operation["responses"] = dict(sorted(responses.items()))
+        # The scope comes from the same declaration the permission check reads, so the document
+        # cannot name a different one than the 403 would.
+        scope = required_scope(self.view, method)
+        if scope is not None:
+            needs = f"Needs an API key with the `{scope}` scope (403 naming it otherwise)."
+            described = operation.get("description")
+            operation["description"] = f"{described}\n\n{needs}" if described else needs
         return operation
 
     def _body_fields(self) -> list[str]:

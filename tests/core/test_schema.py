@@ -126,3 +126,13 @@ def test_post_to_an_unknown_api_path_is_a_json_404():
     response = client.post("/api/v1/results/not-a-uuid/reviews", {"kind": "rule"}, content_type="application/json")
     assert response.status_code == 404
     assert response.json() == {"detail": "No API endpoint at /api/v1/results/not-a-uuid/reviews"}
+
+
+def test_every_operation_names_the_scope_it_needs(schema):
+    """The scope a client must hold is part of the contract: a key made for CI should be made with it."""
+    for method, path, operation in operations(schema):
+        assert "` scope" in operation.get("description", ""), f"{method.upper()} {path} names no scope"
+    delete_bot = schema["paths"]["/api/v1/bots/{agent_id}"]["delete"]
+    assert "`admin` scope" in delete_bot["description"]
+    start_trace = schema["paths"]["/api/v1/metrics/traces"]["post"]
+    assert "`ingest` scope" in start_trace["description"]

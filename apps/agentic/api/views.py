@@ -270,7 +270,7 @@ class ExportView(APIView):
 class ClearView(APIView):
     required_scopes = {"DELETE": "admin"}
 
-    @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (staff)")
+    @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (admin scope)")
     def delete(self, request):
         services.evaluations_clear()
         return Response({"message": "All traces and evaluation results cleared"})

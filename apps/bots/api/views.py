@@ -43,7 +43,7 @@ class BotDetailView(APIView):
         services.bot_update(bot=bot, data=body)
         return Response(selectors.bot_data(selectors.bot_get(agent_id)))
 
-    @extend_schema(tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (staff)")
+    @extend_schema(tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (admin scope)")
     def delete(self, request, agent_id):
         services.bot_delete(bot=selectors.bot_get(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -78,7 +78,7 @@ class RubricDetailView(APIView):
             expected_version=expected)
         return _with_etag(selectors.rubric_data(rubric))
 
-    @extend_schema(tags=TAG, responses={204: None}, operation_id="rubrics_delete", summary="Delete a rubric and its versions (staff)")
+    @extend_schema(tags=TAG, responses={204: None}, operation_id="rubrics_delete", summary="Delete a rubric and its versions (admin scope)")
     def delete(self, request, rubric_id):
         services.rubric_delete(rubric=selectors.rubric_get(rubric_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -104,7 +104,7 @@ class TestSetDetailView(APIView):
             expected_version=expected)
         return _saved(test_set, warnings)
 
-    @extend_schema(tags=TAG, responses={204: None}, operation_id="test_sets_delete", summary="Delete a test set and its versions (staff)")
+    @extend_schema(tags=TAG, responses={204: None}, operation_id="test_sets_delete", summary="Delete a test set and its versions (admin scope)")
     def delete(self, request, test_set_id):
         services.test_set_delete(test_set=selectors.test_set_get(test_set_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -229,7 +229,7 @@ class DatasetDetailView(APIView):
         services.dataset_update(dataset=dataset, data=body)
         return Response(selectors.dataset_data(selectors.dataset_get(dataset_id)))
 
-    @extend_schema(tags=DATASET_TAG, responses={204: None}, operation_id="datasets_delete", summary="Delete a question set (staff)")
+    @extend_schema(tags=DATASET_TAG, responses={204: None}, operation_id="datasets_delete", summary="Delete a question set (admin scope)")
     def delete(self, request, dataset_id):
         services.dataset_delete(dataset=selectors.dataset_get(dataset_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

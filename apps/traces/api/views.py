@@ -187,7 +187,7 @@ class TraceDetailView(APIView):
             raise NotFoundError(f"No trace found for session {session_id}")
         return Response(trace_data(trace))
 
-    @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (staff)")
+    @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (admin scope)")
     def delete(self, request, session_id):
         services.trace_delete(session_id=session_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
