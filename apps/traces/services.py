@@ -148,7 +148,7 @@ def record_tool_call(
         call_id=call_id,
         timestamp=timestamp,
     )
-    return tool_call_append(session_id=session_id, call=call)[0]
+    return record_tool_calls(session_id, [call])[0][0]
 
 
 def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
@@ -161,11 +161,20 @@ def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
     return None
 
 
-@transaction.atomic
 def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
     """Append calls in order under the trace's row lock, so concurrent writers get distinct,
     gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
-    Returns (tool_call, created) per input."""
+    Returns (tool_call, created) per input. One call on PostgreSQL (agents reporting each call as it
+    happens) is first tried as one statement, with the same outcome."""
+    if len(calls) == 1 and connection.vendor == "postgresql":
+        stored = _append_in_one_statement(session_id, calls[0])
+        if stored is not None:
+            return [(stored, True)]
+    return _record_tool_calls_locked(session_id, calls)
+
+
+@transaction.atomic
+def _record_tool_calls_locked(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
     trace = _locked_trace(session_id)
     call_ids = [c.call_id for c in calls if c.call_id]
     repeated = _repeated_call_id(calls)
@@ -209,7 +218,7 @@ def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple
 # INSERT uses the bumped count as seq, and both commit together, so seq stays distinct and gap-free
 # exactly as under select_for_update. It only handles the common case: an active trace and a call_id
 # not stored yet. Anything else matches no row (or, when a concurrent request stores the same
-# call_id first, breaks the unique constraint) and goes through record_tool_calls, which answers
+# call_id first, breaks the unique constraint) and goes through the locked path, which answers
 # retries, 404 and 409.
 _APPEND_TOOL_CALL_SQL = f"""
 WITH trace AS (
@@ -253,16 +262,6 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
                       error=call.error, duration_ms=call.duration_ms, timestamp=timestamp)
     stored._state.adding, stored._state.db = False, connection.alias
     return stored
-
-
-def tool_call_append(*, session_id: str, call: ToolCallInput) -> tuple[ToolCall, bool]:
-    """Record one tool call: the path of agents that report each call as it happens.
-    Same outcome as record_tool_calls(session_id, [call])[0], in one statement on PostgreSQL."""
-    if connection.vendor == "postgresql":
-        stored = _append_in_one_statement(session_id, call)
-        if stored is not None:
-            return stored, True
-    return record_tool_calls(session_id, [call])[0]
 
 
 def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:

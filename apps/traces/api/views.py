@@ -106,10 +106,7 @@ class TraceToolCallsView(APIView):
             _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
             for i, call in enumerate(calls)
         ]
-        if len(inputs) == 1:
-            recorded = [services.tool_call_append(session_id=session_id, call=inputs[0])]
-        else:
-            recorded = services.record_tool_calls(session_id, inputs)
+        recorded = services.record_tool_calls(session_id, inputs)
         any_created = any(created for _, created in recorded)
         return Response(
             {"session_id": session_id,
