@@ -23,6 +23,8 @@ from openai.types.chat import ChatCompletion
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
+from apps.core import outbound
+
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
@@ -117,8 +119,6 @@ def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None
     would hand the operator's key to whoever chose the URL): without a secret there is no client.
     Requests go through the outbound guard, and errors describe the server's answer instead of
     quoting it."""
-    from apps.core import outbound
-
     if not endpoint_url:
         raise LLMNotConfigured("the bot has no endpoint_url")
     if not secret:
@@ -137,10 +137,8 @@ def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None
 
 def _outbound_refusal(exc: Exception):
     """The outbound guard's refusal behind an SDK error (the SDK wraps it as a connection error)."""
-    from apps.core.outbound import OutboundError, OutboundTimeout
-
     cause = exc.__cause__
-    if isinstance(cause, OutboundError) and not isinstance(cause, OutboundTimeout):
+    if isinstance(cause, outbound.OutboundError) and not isinstance(cause, outbound.OutboundTimeout):
         return cause
     return None
 
@@ -164,9 +162,7 @@ def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | Non
     if isinstance(exc, openai.APIConnectionError):
         return "server unreachable"
     if isinstance(exc, openai.APIStatusError) and not quote_server:
-        from apps.core.outbound import describe_response
-
-        return describe_response(exc.status_code, exc.response.headers.get("content-type", ""),
+        return outbound.describe_response(exc.status_code, exc.response.headers.get("content-type", ""),
                                  len(exc.response.content))
     if not quote_server:
         return type(exc).__name__
