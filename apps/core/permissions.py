@@ -9,14 +9,14 @@ and anonymous clients, so a page never offers what the API would refuse.
 from django.conf import settings
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from .models import ALL_SCOPES, SCOPE_ADMIN, SCOPE_EVALUATE, SCOPE_INGEST, SCOPE_READ, ApiKey
+from .models import ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
 
 # A session user who is not staff gets what a new key gets: recording and scoring work, not
 # changing what others evaluate against (nor reviewing verdicts, which moves figures others read).
-SESSION_SCOPES = frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE})
+SESSION_SCOPES = frozenset(DEFAULT_KEY_SCOPES)
 # EVALSITE_ALLOW_ANONYMOUS means "a trusted network may use the non-destructive endpoints" and no
 # more than it meant before scopes: never configuration, never destruction.
-ANONYMOUS_SCOPES = frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE})
+ANONYMOUS_SCOPES = frozenset(DEFAULT_KEY_SCOPES)
 
 
 def scopes_of(request) -> frozenset[str]:
