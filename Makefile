@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: install run test migrate clean
+.PHONY: install run test test-fast migrate clean
 
 $(STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "evalsite needs Python 3.11, got " + sys.version' 
@@ -21,8 +21,16 @@ migrate: install
 run: install
 	DEBUG=$${DEBUG:-1} bin/run-local
 
+# The layer contract (.importlinter) first: an import against the layers fails the run before any test.
 test: install
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The quick local loop: everything but the slow tiers (markers in pyproject.toml). `make test` and
+# .ci/run still run them all.
+FAST_MARKERS := not browser and not celery_integration and not prometheus and not subprocess
+test-fast: install
+	$(BIN)/python -m pytest -m "$(FAST_MARKERS)" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) var

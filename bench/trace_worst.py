@@ -4,8 +4,8 @@
 
 Builds payloads at the limits of apps/rag/payload.py (answer and every ground truth as long as allowed and
 all different, so Levenshtein runs on each; as many contexts as allowed, each as long as allowed; the
-natural-language form of the same) and times trace_evaluate in this process (parse, validate, score,
-store in a temporary SQLite database, no LLM), the median of --repeat runs. Target: every case <= 1 s.
+natural-language form of the same) and times trace_evaluation_create in this process (parse, validate,
+score, store in a temporary SQLite database, no LLM), the median of --repeat runs. Target: every case <= 1 s.
 --over also times the same metrics on the 1.2 MB answer and ground truth of issue 12, past the limits,
 to show what the limits prevent (that one is scored directly, as the API now refuses it with 422).
 """
@@ -74,7 +74,7 @@ def main() -> int:
     from apps.rag import payload as limits
     from apps.rag.metrics.evaluate import score_metrics
     from apps.rag.parsing import parse_query
-    from apps.rag.services import trace_evaluate
+    from apps.rag.services import trace_evaluation_create
 
     rng = random.Random(12)
     tests = list(limits.SUPPORTED_TESTS)
@@ -100,13 +100,13 @@ def main() -> int:
         "natural language, long fields": natural,
     }
     # Importing ragas takes seconds once per process; it is not what a request costs.
-    trace_evaluate(query=orjson.dumps({"tests": tests, **bench_small()}).decode(), use_llm=False)
+    trace_evaluation_create(query=orjson.dumps({"tests": tests, **bench_small()}).decode(), use_llm=False)
     failed = False
     print(f"limits: answer {limits.MAX_ANSWER_CHARS}, ground truth {limits.MAX_GROUND_TRUTHS} x "
           f"{limits.MAX_GROUND_TRUTH_CHARS}, question {limits.MAX_QUESTION_CHARS}, contexts {limits.MAX_CONTEXTS} x "
           f"{limits.MAX_CONTEXT_CHARS} (total {limits.MAX_CONTEXTS_TOTAL_CHARS}) characters")
     for name, query in cases.items():
-        seconds = timed(lambda q=query: trace_evaluate(query=q, use_llm=False), args.repeat)
+        seconds = timed(lambda q=query: trace_evaluation_create(query=q, use_llm=False), args.repeat)
         failed |= seconds > TARGET_SECONDS
         print(f"{name:40s} {len(query) / 1e6:6.2f} MB  {seconds:6.3f} s CPU  "
               f"{'ok' if seconds <= TARGET_SECONDS else 'OVER the ' + str(TARGET_SECONDS) + ' s target'}")

@@ -113,6 +113,7 @@ INSTALLED_APPS = [
     "apps.rubrics",
     "apps.testsets",
     "apps.runs",
+    "apps.queues",
     "apps.console",
 ]
 
@@ -190,7 +191,8 @@ STORAGES = {
 # Serve straight from the finders so a fresh checkout needs no collectstatic step.
 WHITENOISE_USE_FINDERS = True
 
-LOGIN_URL = "/admin/login/"
+# The console's own login: the admin's refuses non-staff users, who may read the console.
+LOGIN_URL = "/console/login/"
 
 # Requests larger than this are answered 413 before their body is read.
 EVALSITE_MAX_BODY_BYTES = env_int("EVALSITE_MAX_BODY_BYTES", 10 * 1024 * 1024)
@@ -206,12 +208,31 @@ EVALSITE_ALLOW_ANONYMOUS = env_bool("EVALSITE_ALLOW_ANONYMOUS", False)
 EVALSITE_API_KEY_CACHE_SECONDS = env_int("EVALSITE_API_KEY_CACHE_SECONDS", 5)
 # A trace that stays active longer than this is marked failed by the periodic reaper.
 EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
+# OTLP receiver (POST /v1/traces). The compressed body is bounded by EVALSITE_MAX_BODY_BYTES; this
+# bounds it once inflated, so a gzip bomb is refused after at most this many bytes of output.
+EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES = env_int("EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES", 64 * 1024 * 1024)
+# Exports one server process handles at once; more are answered 429 with Retry-After (exporters retry).
+EVALSITE_OTLP_MAX_IN_FLIGHT = env_int("EVALSITE_OTLP_MAX_IN_FLIGHT", 4)
+# Retry-After (seconds) on 429 and 503 answers.
+EVALSITE_OTLP_RETRY_AFTER_SECONDS = env_int("EVALSITE_OTLP_RETRY_AFTER_SECONDS", 2)
+# How long an export waits for another request holding the same trace (PostgreSQL) before 503.
+EVALSITE_OTLP_LOCK_TIMEOUT_MS = env_int("EVALSITE_OTLP_LOCK_TIMEOUT_MS", 5000)
+# Unmapped span attributes kept per trace (in its metadata), serialised size.
+EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES = env_int("EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES", 32 * 1024)
+# Span ids are remembered this long to ignore re-sent batches; children whose root never came are
+# dropped after it too.
+EVALSITE_OTLP_SPAN_RETENTION_HOURS = env_int("EVALSITE_OTLP_SPAN_RETENTION_HOURS", 72)
 # How long one bot turn may take before the item fails with a timeout.
+# Where people reach this evalsite: `evalrun --wait` prints links to the console's result pages under it.
+EVALSITE_BASE_URL = os.environ.get("EVALSITE_BASE_URL", "").strip().rstrip("/") or "http://localhost:8000"
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
 # A living worker beats every quarter of it even during a long bot turn, so this only bounds how
 # long a crashed worker's item waits.
 EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS", 300)
+# How many of one item's verdicts (criteria and rules) are judged at once. A run holds at most
+# `concurrency` items in flight, so it never has more than concurrency x this judge requests open.
+EVALSITE_JUDGE_CONCURRENCY_PER_ITEM = env_int("EVALSITE_JUDGE_CONCURRENCY_PER_ITEM", 4)
 
 # Requests to addresses users configure (bot endpoints) go only to public addresses, except the
 # networks (CIDRs) and host names listed here, e.g. "10.20.0.0/16,bots.internal". Empty: public only.
@@ -235,6 +256,11 @@ EVALSITE_LLM_BACKOFF_SECONDS = float(os.environ.get("EVALSITE_LLM_BACKOFF_SECOND
 # rows GET /export returns inline (larger exports stream with download=true).
 EVALSITE_AGENTIC_BATCH_CONCURRENCY = env_int("EVALSITE_AGENTIC_BATCH_CONCURRENCY", 4)
 EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS = env_int("EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS", 100_000)
+# Online evaluation rules judge an OTLP trace this long after its root span arrived, so children an
+# exporter sends in a later batch (BatchSpanProcessor flushes every 5 s) are part of what is judged.
+EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS = env_int("EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS", 10)
+# How long a process keeps the list of enabled rules it consults at every trace completion.
+EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS = env_int("EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS", 5)
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
 # Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is
@@ -291,6 +317,9 @@ SPECTACULAR_SETTINGS = {
         "LevelEnum": ["high", "medium", "low"],
         "RunStatusEnum": ["pending", "running", "completed", "failed", "cancelled"],
         "VerdictStatusEnum": ["ok", "skipped", "error"],
+        "QueueKindEnum": ["run_result", "agentic_evaluation", "rag_evaluation"],
+        "QueueVerdictKindEnum": ["criterion", "rule", "metric"],
+        "ReviewKindEnum": ["criterion", "rule"],
     },
 }
 
@@ -323,6 +352,7 @@ CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-traces": {"task": "apps.traces.tasks.fail_stale_traces", "schedule": 300.0},
     "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
+    "prune-otlp-spans": {"task": "apps.traces.tasks.prune_otlp_spans", "schedule": 3600.0},
 }
 
 LOGGING = {

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from apps.core.metrics_access import metrics_view
 from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, readyz, server_error
 from apps.rag.api.views import TraceView
+from apps.traces.otlp.views import OtlpTracesView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),
@@ -18,10 +19,14 @@ urlpatterns = [
     path("api/v1/", include("apps.rag.api.urls")),
     # The TRACE contract's own path; the same view as /api/v1/trace.
     path("trace", TraceView.as_view(), name="trace"),
+    # OTLP/HTTP's own path: exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT.
+    path("v1/traces", OtlpTracesView.as_view(), name="otlp-traces"),
     path("api/v1/", include("apps.bots.api.urls")),
     path("api/v1/", include("apps.rubrics.api.urls")),
     path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
+    path("api/v1/", include("apps.queues.api.urls")),
+    path("api/v1/", include("apps.agentic.api.rule_urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

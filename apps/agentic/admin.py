@@ -1,13 +1,18 @@
 from functools import partial
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.core.admin_utils import pretty_json
+from apps.core.errors import DomainError
+from apps.traces.admin import AgentTraceAdmin
+from apps.traces.models import AgentTrace
 
-from .models import AgentEvaluation
+from . import rule_services
+from .models import AgentEvaluation, EvaluationRule
 from .tasks import evaluate_traces
 
 SCORE_FIELDS = ["task_adherence", "task_adherence_status", "task_adherence_reasoning",
@@ -23,21 +28,24 @@ def _score(value: float | None) -> str:
 class AgentEvaluationAdmin(admin.ModelAdmin):
     """Verdicts are produced by judges; reviewers read them and follow the link to the trace."""
 
-    list_display = ["session_id", "agent_name", "operation", "overall", "rating", "judge", "source", "trace_link",
-                    "created_at"]
-    list_filter = ["rating", "judge", "source", "agent_name", "operation"]
+    # The trace column links by a word, not by the session id the first column already shows, and
+    # source and rule share a column: the list then fits a 1440 px window beside its filters.
+    list_display = ["session_id", "agent_name", "operation", "overall", "rating", "judge", "source_and_rule",
+                    "trace_short", "created_at"]
+    list_filter = ["rating", "judge", "source", "rule", "agent_name", "operation"]
     search_fields = ["session_id", "agent_name"]
-    list_select_related = ["trace"]
+    list_select_related = ["trace", "rule"]
     date_hierarchy = "created_at"
     list_per_page = 50
     show_full_result_count = False
     fieldsets = [
-        (None, {"fields": ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "created_at"]}),
+        (None, {"fields": ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "rule",
+                           "created_at"]}),
         ("Scores", {"fields": ["overall_score", "rating", *SCORE_FIELDS]}),
         ("Judge usage", {"fields": ["prompt_tokens", "completion_tokens", "total_tokens", "fingerprint"]}),
         ("Manual input", {"fields": ["manual_input_pretty"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "created_at",
+    readonly_fields = ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "rule", "created_at",
                        "overall_score", "rating", *SCORE_FIELDS, "prompt_tokens", "completion_tokens",
                        "total_tokens", "fingerprint", "manual_input_pretty"]
 
@@ -61,6 +69,17 @@ class AgentEvaluationAdmin(admin.ModelAdmin):
             return "—"
         url = reverse("admin:traces_agenttrace_change", args=[obj.trace_id])
         return format_html('<a href="{}">{}</a>', url, obj.trace.session_id)
+
+    @admin.display(description="source", ordering="source")
+    def source_and_rule(self, obj):
+        source = obj.get_source_display()
+        return format_html("{}<br><small>rule {}</small>", source, obj.rule) if obj.rule_id else source
+
+    @admin.display(description="trace")
+    def trace_short(self, obj):
+        if obj.trace_id is None:
+            return "—"
+        return format_html('<a href="{}">timeline</a>', reverse("admin:traces_agenttrace_change", args=[obj.trace_id]))
 
     @admin.display(description="manual input")
     def manual_input_pretty(self, obj):
@@ -91,3 +110,61 @@ def evaluate_selected_traces(modeladmin, request, queryset):
     trace_ids = list(queryset.values_list("pk", flat=True))
     transaction.on_commit(partial(evaluate_traces.delay, trace_ids))
     modeladmin.message_user(request, f"Evaluation of {len(trace_ids)} trace(s) queued.", messages.SUCCESS)
+
+
+class AgentTraceWithEvaluationsAdmin(AgentTraceAdmin):
+    """The trace page with its verdicts and the evaluate action. Traces sit below agentic and cannot
+    import it, so agentic extends the page that apps.traces.admin registered."""
+
+    inlines = [*AgentTraceAdmin.inlines, AgentEvaluationInline]
+    actions = [*AgentTraceAdmin.actions, evaluate_selected_traces]
+
+
+admin.site.unregister(AgentTrace)
+admin.site.register(AgentTrace, AgentTraceWithEvaluationsAdmin)
+class EvaluationRuleForm(forms.ModelForm):
+    class Meta:
+        model = EvaluationRule
+        fields = ["name", "enabled", "agent_name", "source", "sample_rate", "judge"]
+
+    def clean_sample_rate(self):
+        rate = self.cleaned_data["sample_rate"]
+        if not 0 <= rate <= 1:
+            raise forms.ValidationError("Between 0 and 1.")
+        return rate
+
+    def clean_judge(self):
+        judge = self.cleaned_data["judge"].strip()
+        if self.instance.pk is None or judge != self.instance.judge:
+            try:
+                rule_services.rule_judge_check(judge=judge)
+            except DomainError as exc:
+                raise forms.ValidationError(str(exc.detail)) from None
+        return judge
+
+
+@admin.register(EvaluationRule)
+class EvaluationRuleAdmin(admin.ModelAdmin):
+    """The same fields as the API; saves go through the rule services (created_by is the reviewer)."""
+
+    form = EvaluationRuleForm
+    list_display = ["name", "enabled", "agent_name", "source", "sample_rate", "judge", "created_by", "created_at"]
+    list_filter = ["enabled", "source", "judge"]
+    search_fields = ["name", "agent_name"]
+    list_select_related = ["created_by"]
+    readonly_fields = ["created_by", "created_at"]
+
+    def save_model(self, request, obj, form, change):
+        data = rule_services.RuleData(**{name: form.cleaned_data[name] for name in EvaluationRuleForm.Meta.fields})
+        try:
+            if change:
+                rule_services.rule_update(rule=obj, data=data)
+            else:
+                saved = rule_services.rule_create(data=data, created_by=request.user)
+                obj.pk = saved.pk
+        except DomainError as exc:
+            # Only a race can get here (the form checked the name and the judge): say so, do not 500.
+            self.message_user(request, str(exc.detail), messages.ERROR)
+
+    def delete_model(self, request, obj):
+        rule_services.rule_delete(rule=obj)

@@ -1,5 +1,8 @@
 from django.apps import AppConfig
 
+from apps.core.demo import demo_loader_register
+from apps.traces.signals import trace_completed
+
 
 class AgenticConfig(AppConfig):
     name = "apps.agentic"
@@ -7,6 +10,12 @@ class AgenticConfig(AppConfig):
     verbose_name = "Agentic evaluations"
 
     def ready(self):
+        # Imported here, not at the top: these modules import models, which need the app registry.
+        from .demo import load_demo_evaluations
         from .metrics import register_collector
+        from .receivers import queue_online_evaluations
 
         register_collector()
+        # After the demo traces (order 10): these are their verdicts.
+        demo_loader_register(label="agentic evaluations", order=20, load=load_demo_evaluations)
+        trace_completed.connect(queue_online_evaluations, dispatch_uid="agentic.online_evaluations")

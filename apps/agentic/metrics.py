@@ -5,11 +5,11 @@ import logging
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, Sum
+from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
-from apps.core.judges import AGENTIC_METRICS
-
-from .models import AgentEvaluation, EvaluationRollup
+from .judges import AGENTIC_METRICS
+from .models import AgentEvaluation, EvaluationRollup, OnlineEvaluationCount
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +20,12 @@ UNRATED = "unrated"
 
 def _histogram_name(metric: str) -> str:
     return f"vayu_agentic_{metric}_score"
+
+
+def _online_family() -> CounterMetricFamily:
+    # Exposed as evalsite_online_evaluations_total; outcome is one of rule_services.ONLINE_OUTCOMES.
+    return CounterMetricFamily("evalsite_online_evaluations", "Evaluations asked for by online evaluation rules, "
+                               "by rule and outcome (evaluated, reused, error, skipped)", labels=["rule", "outcome"])
 
 
 class AgenticMetricsCollector:
@@ -35,6 +41,7 @@ class AgenticMetricsCollector:
                                 labels=["agent_name", "score_category"]),
             *[HistogramMetricFamily(_histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name"])
               for m in SCORED],
+            _online_family(),
         ]
 
     def _collect(self):
@@ -58,6 +65,12 @@ class AgenticMetricsCollector:
                 histogram.add_metric([row["agent_name"]], buckets, row["score_sum"] or 0.0)
             yield histogram
 
+        online = _online_family()
+        for rule_name, outcome, count in OnlineEvaluationCount.objects.order_by("rule_name", "outcome").values_list(
+                "rule_name", "outcome", "count"):
+            online.add_metric([rule_name, outcome], count)
+        yield online
+
 
 _collector: AgenticMetricsCollector | None = None
 
@@ -65,7 +78,5 @@ _collector: AgenticMetricsCollector | None = None
 def register_collector() -> None:
     global _collector
     if _collector is None:
-        from prometheus_client import REGISTRY
-
         _collector = AgenticMetricsCollector()
         REGISTRY.register(_collector)

@@ -1,13 +1,64 @@
+from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.core.scoring import RATINGS
+from apps.core.sampling import sampled
+from apps.traces.models import AgentTrace
+
+from .scoring import RATINGS
 
 
 class MetricStatus(models.TextChoices):
     OK = "ok"
     SKIPPED = "skipped"
     ERROR = "error"
+
+
+class EvaluationRuleQuerySet(models.QuerySet):
+    def enabled(self):
+        return self.filter(enabled=True)
+
+
+class EvaluationRule(models.Model):
+    """Online evaluation: traces that finish and match the rule are judged without anyone asking."""
+
+    class Source(models.TextChoices):
+        ANY = "any", "Any"
+        REST = AgentTrace.Source.REST.value, AgentTrace.Source.REST.label
+        BATCH = AgentTrace.Source.BATCH.value, AgentTrace.Source.BATCH.label
+        OTLP = AgentTrace.Source.OTLP.value, AgentTrace.Source.OTLP.label
+
+    # Unique: it is the `rule` label of evalsite_online_evaluations_total, one series per rule.
+    name = models.CharField(max_length=100, unique=True)
+    enabled = models.BooleanField(default=True)
+    agent_name = models.CharField(max_length=255, blank=True, default="",
+                                  help_text="Blank: traces of every agent.")
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.ANY)
+    sample_rate = models.FloatField(default=1.0, help_text="Share of matching traces judged, 0..1.")
+    judge = models.CharField(max_length=100, default="heuristic",
+                             help_text='"heuristic", "llm" (the configured judge model), or a model name.')
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = EvaluationRuleQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
+                                              name="evaluationrule_sample_rate_0_1")]
+
+    def __str__(self):
+        return self.name
+
+    def matches(self, *, agent_name: str, source: str) -> bool:
+        return (self.agent_name in ("", agent_name)) and self.source in (self.Source.ANY, source)
+
+    def samples(self, session_id: str) -> bool:
+        """Whether this rule judges the trace: a hash of the rule and the session, not a coin toss,
+        so a retried announcement, a second worker or a backfill all reach the same answer."""
+        return sampled(f"{self.pk}:{session_id}", self.sample_rate)
 
 
 class AgentEvaluation(models.Model):
@@ -45,8 +96,14 @@ class AgentEvaluation(models.Model):
     total_tokens = models.PositiveIntegerField(default=0)
     # sha256 of the judged input: an unchanged trace re-evaluated by the same judge reuses this row.
     fingerprint = models.CharField(max_length=64)
+    # What judged it (apps.core.judge_fingerprint: judge kind, model, prompt template hash, judge
+    # version); null for evaluations stored before judges were fingerprinted.
+    judge_fingerprint = models.JSONField(null=True, blank=True)
     # What a manual evaluation judged, since there is no trace to look it up in.
     manual_input = models.JSONField(null=True, blank=True)
+    # The online evaluation rule that asked for this verdict; null for evaluations someone requested.
+    rule = models.ForeignKey(EvaluationRule, null=True, blank=True, on_delete=models.SET_NULL,
+                             related_name="evaluations")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -60,6 +117,16 @@ class AgentEvaluation(models.Model):
             # /history/{session_id} (latest of a session) and the re-use lookup.
             models.Index(fields=["session_id", "-created_at"], name="agenteval_session_newest"),
             models.Index(fields=["trace", "judge", "fingerprint"], name="agenteval_reuse"),
+        ]
+        constraints = [
+            # Rules never judge the same content of a trace twice with one judge, even when two rules
+            # match or a backfill overlaps them on another worker. Verdicts with a metric in error are
+            # left out so that a later attempt may retry; requested evaluations (no rule) may be forced.
+            models.UniqueConstraint(
+                fields=["trace", "judge", "fingerprint"],
+                condition=Q(rule__isnull=False) & ~Q(task_adherence_status=MetricStatus.ERROR)
+                & ~Q(tool_call_accuracy_status=MetricStatus.ERROR) & ~Q(intent_resolution_status=MetricStatus.ERROR),
+                name="agenteval_online_once"),
         ]
 
     def __str__(self):
@@ -88,6 +155,26 @@ class EvaluationRollup(models.Model):
     tool_call_accuracy_sum = models.FloatField(default=0.0)
     intent_resolution_count = models.BigIntegerField(default=0)
     intent_resolution_sum = models.FloatField(default=0.0)
+    # Fail-closed denominators: per metric, verdicts the judge skipped or errored on (scored is
+    # its _count: a score is stored only when the judge gave one).
+    task_adherence_skipped = models.BigIntegerField(default=0)
+    task_adherence_errored = models.BigIntegerField(default=0)
+    tool_call_accuracy_skipped = models.BigIntegerField(default=0)
+    tool_call_accuracy_errored = models.BigIntegerField(default=0)
+    intent_resolution_skipped = models.BigIntegerField(default=0)
+    intent_resolution_errored = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent_name", "operation", "rating"], name="rollup_unique_key")]
+
+
+class OnlineEvaluationCount(models.Model):
+    """evalsite_online_evaluations_total, kept in the database because the workers that judge are
+    not the process Prometheus scrapes. Keyed by rule name so a deleted rule's series stays."""
+
+    rule_name = models.CharField(max_length=100)
+    outcome = models.CharField(max_length=16)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["rule_name", "outcome"], name="onlinecount_unique_key")]

@@ -3,11 +3,14 @@
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from apps.core.judges import AGENTIC_METRICS
-from apps.core.scoring import RATINGS
+from django.db import connection
+
+from apps.core.errors import NotFoundError
 from apps.traces.models import AgentTrace
 
+from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRollup
+from .scoring import RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
 
@@ -20,8 +23,17 @@ EXPORT_FIELDS = (
 )
 
 
-def evaluation_latest(*, session_id: str) -> AgentEvaluation | None:
-    return AgentEvaluation.objects.filter(session_id=session_id).order_by(*HISTORY_ORDER).first()
+def evaluation_list(*, session_id: str) -> list[AgentEvaluation]:
+    """The agentic evaluations of a session, newest first, with the online rule that asked for each."""
+    return list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id).order_by(*HISTORY_ORDER))
+
+
+def evaluation_latest_get(*, session_id: str) -> AgentEvaluation:
+    evaluation = (AgentEvaluation.objects.select_related("rule").filter(session_id=session_id)
+                  .order_by(*HISTORY_ORDER).first())
+    if evaluation is None:
+        raise NotFoundError(f"No evaluation found for session {session_id}")
+    return evaluation
 
 
 @dataclass
@@ -43,7 +55,7 @@ def evaluation_history(*, limit: int, offset: int, agent_name: str | None = None
         qs = qs.filter(overall_score__gte=min_score)
     ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset:offset + limit + 1])
     page_ids = ids[:limit]
-    rows = AgentEvaluation.objects.in_bulk(page_ids)
+    rows = AgentEvaluation.objects.select_related("rule").in_bulk(page_ids)
     return HistoryPage(evaluations=[rows[i] for i in page_ids if i in rows], has_more=len(ids) > limit)
 
 
@@ -54,12 +66,17 @@ def evaluation_summary() -> dict:
     total = 0
     sums = {name: [0, 0.0] for name in names}
     distribution = dict.fromkeys(RATINGS, 0)
+    coverage = {name: {"scored": 0, "skipped": 0, "errored": 0} for name in AGENTIC_METRICS}
     groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
     for row in EvaluationRollup.objects.all():
         total += row.count
         for name in names:
             sums[name][0] += getattr(row, f"{name}_count")
             sums[name][1] += getattr(row, f"{name}_sum")
+        for name in AGENTIC_METRICS:
+            coverage[name]["scored"] += getattr(row, f"{name}_count")
+            coverage[name]["skipped"] += getattr(row, f"{name}_skipped")
+            coverage[name]["errored"] += getattr(row, f"{name}_errored")
         if row.rating in distribution:
             distribution[row.rating] += row.count
         for group, key in (("by_agent", row.agent_name), ("by_operation", row.operation or "unknown")):
@@ -75,6 +92,8 @@ def evaluation_summary() -> dict:
         "total_evaluations": total,
         "average_scores": {**{name: mean(*sums[name]) for name in AGENTIC_METRICS}, "overall": mean(*sums["overall"])},
         "score_distribution": distribution,
+        # The denominators of each average: evaluations the judge scored, skipped or errored on.
+        "coverage": coverage,
         **{group: {key: {"count": n, "avg_score": mean(scored, value)}
                    for key, (n, scored, value) in sorted(rows.items())}
            for group, rows in groups.items()},
@@ -99,8 +118,6 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
     COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
     the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
     line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
-    from django.db import connection
-
     fields = {f.name: f.column for f in AgentEvaluation._meta.concrete_fields}
     pairs = [(name if name != "created_at" else "timestamp", fields[name]) for name in EXPORT_FIELDS]
     pairs.sort(key=lambda pair: pair[0] == "timestamp")  # timestamp last, as record_from_values puts it

@@ -15,13 +15,13 @@ import orjson
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.core.errors import NotFoundError
-from apps.core.judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
-from apps.core.scoring import rating_for, weighted_overall
 from apps.traces.models import AgentTrace
+from apps.traces.selectors import trace_get
 from apps.traces.services import traces_clear
 
-from .models import AgentEvaluation, EvaluationRollup
+from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
+from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricStatus
+from .scoring import rating_for, weighted_overall
 
 MAX_BATCH_SESSIONS = 500
 MANUAL_AGENT_NAME = "manual"
@@ -33,7 +33,7 @@ class EvaluationOutcome:
     reused: bool
 
 
-def judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
+def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
     """The trace as a judge sees it; tool calls must be prefetched (or are loaded here)."""
     calls = sorted(trace.tool_calls.all(), key=lambda c: c.seq)
     return JudgeInput(
@@ -54,7 +54,7 @@ def fingerprint(data: JudgeInput) -> str:
 
 def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | None, session_id: str, source: str,
                              agent_name: str, operation: str | None, fingerprint_hex: str,
-                             manual_input: dict | None = None) -> AgentEvaluation:
+                             manual_input: dict | None = None, rule: EvaluationRule | None = None) -> AgentEvaluation:
     fields = {}
     for name in AGENTIC_METRICS:
         metric = verdict.metric(name)
@@ -66,13 +66,18 @@ def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | Non
         trace=trace, session_id=session_id, source=source, agent_name=agent_name, operation=operation,
         overall_score=overall, rating=rating_for(overall), judge=verdict.judge,
         prompt_tokens=verdict.usage.prompt_tokens, completion_tokens=verdict.usage.completion_tokens,
-        total_tokens=verdict.usage.total_tokens, fingerprint=fingerprint_hex, manual_input=manual_input, **fields,
+        total_tokens=verdict.usage.total_tokens, fingerprint=fingerprint_hex, judge_fingerprint=verdict.fingerprint,
+        manual_input=manual_input, rule=rule,
+        **fields,
     )
 
 
 _ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
 _ROLLUP_COLUMNS = ("agent_name", "operation", "rating", "count",
-                   *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")])
+                   *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")],
+                   *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")])
+# A metric's status as the rollup counts it apart (MetricStatus.OK is counted by its score).
+_ROLLUP_STATUSES = (("skipped", MetricStatus.SKIPPED), ("errored", MetricStatus.ERROR))
 
 
 def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
@@ -81,13 +86,17 @@ def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
     totals: dict[tuple, list] = {}
     for ev in evaluations:
         key = (ev.agent_name, ev.operation or "", ev.rating or "")
-        row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS))
+        row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS) + [0, 0] * len(AGENTIC_METRICS))
         row[0] += 1
         for i, name in enumerate(_ROLLUP_SUMS):
             value = ev.overall_score if name == "overall" else getattr(ev, name)
             if value is not None:
                 row[1 + 2 * i] += 1
                 row[2 + 2 * i] += value
+        status_base = 1 + 2 * len(_ROLLUP_SUMS)
+        for i, name in enumerate(AGENTIC_METRICS):
+            for j, (_, status) in enumerate(_ROLLUP_STATUSES):
+                row[status_base + 2 * i + j] += getattr(ev, f"{name}_status") == status
     if not totals:
         return
     table = EvaluationRollup._meta.db_table
@@ -105,6 +114,8 @@ def evaluation_rollup_rebuild() -> int:
     source = AgentEvaluation._meta.db_table
     columns = ["overall_score" if name == "overall" else name for name in _ROLLUP_SUMS]
     sums = ", ".join(f"COUNT({c}), COALESCE(SUM({c}), 0)" for c in columns)
+    sums += "".join(f", SUM(CASE WHEN {name}_status = '{status.value}' THEN 1 ELSE 0 END)"
+                    for name in AGENTIC_METRICS for _, status in _ROLLUP_STATUSES)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {table}")
         cursor.execute(
@@ -135,9 +146,12 @@ def _reusable(trace_ids: list[int], judge_label: str,
     return found
 
 
-def evaluate_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False) -> list[EvaluationOutcome]:
-    """Evaluate traces (tool calls prefetched) with one judge; outcomes in the order given."""
-    inputs = [judge_input_for_trace(t) for t in traces]
+def evaluations_create_for_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False,
+                    rule: EvaluationRule | None = None) -> list[EvaluationOutcome]:
+    """Evaluate traces (tool calls prefetched) with one judge; outcomes in the order given. With a
+    `rule`, the new verdicts record it, and an insert that races another rule's identical verdict
+    raises IntegrityError (the agenteval_online_once constraint) and stores nothing."""
+    inputs = [_judge_input_for_trace(t) for t in traces]
     prints = [fingerprint(data) for data in inputs]
     reusable = {} if force else _reusable([t.pk for t in traces], judge.label, prints)
     pending = [i for i, (t, fp) in enumerate(zip(traces, prints)) if (t.pk, fp) not in reusable]
@@ -145,7 +159,7 @@ def evaluate_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: boo
     fresh = [
         _evaluation_from_verdict(verdict, trace=traces[i], session_id=traces[i].session_id,
                                  source=AgentEvaluation.Source.TRACE, agent_name=traces[i].agent_name,
-                                 operation=traces[i].operation, fingerprint_hex=prints[i])
+                                 operation=traces[i].operation, fingerprint_hex=prints[i], rule=rule)
         for i, verdict in zip(pending, verdicts)
     ]
     with transaction.atomic():
@@ -158,11 +172,9 @@ def evaluate_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: boo
     ]
 
 
-def evaluation_for_session(*, session_id: str, judge_name: str | None = None, force: bool = False) -> EvaluationOutcome:
-    trace = AgentTrace.objects.with_tool_calls().filter(session_id=session_id).first()
-    if trace is None:
-        raise NotFoundError(f"No trace found for session {session_id}")
-    return evaluate_traces(traces=[trace], judge=get_agentic_judge(judge_name), force=force)[0]
+def evaluation_create_for_session(*, session_id: str, judge_name: str | None = None, force: bool = False) -> EvaluationOutcome:
+    trace = trace_get(session_id=session_id)
+    return evaluations_create_for_traces(traces=[trace], judge=get_agentic_judge(judge_name), force=force)[0]
 
 
 @dataclass
@@ -171,7 +183,7 @@ class BatchEvaluation:
     missing_sessions: list[str]
 
 
-def evaluations_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
+def evaluations_create_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
                              force: bool = False) -> BatchEvaluation:
     """Evaluate stored sessions (each once, in the order first named); unknown ones are reported."""
     judge = get_agentic_judge(judge_name)
@@ -179,22 +191,22 @@ def evaluations_for_sessions(*, session_ids: list[str], judge_name: str | None =
     traces = {t.session_id: t for t in AgentTrace.objects.with_tool_calls().filter(session_id__in=wanted)}
     found = [traces[s] for s in wanted if s in traces]
     return BatchEvaluation(
-        outcomes=evaluate_traces(traces=found, judge=judge, force=force),
+        outcomes=evaluations_create_for_traces(traces=found, judge=judge, force=force),
         missing_sessions=[s for s in wanted if s not in traces],
     )
 
 
-def evaluations_for_trace_ids(*, trace_ids: list[int], judge_name: str | None = None, force: bool = False) -> int:
+def evaluations_create_for_trace_ids(*, trace_ids: list[int], judge_name: str | None = None, force: bool = False) -> int:
     """For the admin action's Celery task. Returns how many evaluations were newly made."""
     judge = get_agentic_judge(judge_name)
     made = 0
     for start in range(0, len(trace_ids), MAX_BATCH_SESSIONS):
         traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids[start:start + MAX_BATCH_SESSIONS]))
-        made += sum(not o.reused for o in evaluate_traces(traces=traces, judge=judge, force=force))
+        made += sum(not o.reused for o in evaluations_create_for_traces(traces=traces, judge=judge, force=force))
     return made
 
 
-def evaluation_manual(*, data: JudgeInput, agent_name: str = MANUAL_AGENT_NAME, judge_name: str | None = None,
+def evaluation_create_manual(*, data: JudgeInput, agent_name: str = MANUAL_AGENT_NAME, judge_name: str | None = None,
                       manual_input: dict | None = None) -> AgentEvaluation:
     """Judge an interaction that was never traced. It gets its own session id so that history can
     find it; it is always judged afresh (there is no trace whose change could be detected)."""

@@ -4,6 +4,8 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.core.admin_utils import CollapsibleStackedInline
+
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
 from .services import secret_survives_change
 
@@ -26,7 +28,7 @@ class BotForm(forms.ModelForm):
     def clean_agent_id(self):
         agent_id = self.cleaned_data["agent_id"].strip().lower()
         if len(agent_id) != 24 or any(c not in "0123456789abcdef" for c in agent_id):
-            raise forms.ValidationError("agent_id is 24 hexadecimal characters.")
+            raise forms.ValidationError("The bot id (agent_id) is 24 hexadecimal characters.")
         return agent_id
 
     def clean(self):
@@ -51,10 +53,31 @@ class BotForm(forms.ModelForm):
         return bot
 
 
-class BotToolInline(admin.TabularInline):
+class BotToolForm(forms.ModelForm):
+    type = forms.ChoiceField(required=False)
+
+    class Meta:
+        model = BotTool
+        fields = ["position", "name", "tool_name", "type", "description", "output_instructions"]
+        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60}),
+                   "output_instructions": forms.Textarea(attrs={"rows": 2, "cols": 60})}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        choices = [("", "—"), *BotTool.Type.choices]
+        current = self.instance.type if self.instance.pk else ""
+        if current and current not in BotTool.Type.values:
+            choices.append((current, current))
+        self.fields["type"].choices = choices
+
+
+class BotToolInline(CollapsibleStackedInline):
+    """Stacked and collapsed to one line per tool: tabular, the description text areas made the bot
+    page twice the window's width."""
+
     model = BotTool
+    form = BotToolForm
     extra = 0
-    fields = ["position", "name", "tool_name", "type", "description", "output_instructions"]
     ordering = ["position", "id"]
 
 

@@ -10,6 +10,16 @@ def new_object_id() -> str:
     return secrets.token_hex(12)
 
 
+class OfBotQuerySet(models.QuerySet):
+    """For the rows that belong to a bot through a foreign key named `agent` (rubrics, test sets,
+    question sets), read with their bot."""
+
+    def of_bot(self, agent_id: str | None = None):
+        """The rows of the bot `agent_id`, every row when None."""
+        rows = self.select_related("agent")
+        return rows if agent_id is None else rows.filter(agent__agent_id=agent_id)
+
+
 class Bot(models.Model):
     """An agent under test: what it is (prompt, model, tools, knowledge) and how evalsite reaches it."""
 
@@ -18,7 +28,8 @@ class Bot(models.Model):
         OPENAI = "openai"
         DEMO = "demo"
 
-    agent_id = models.CharField(max_length=24, unique=True, default=new_object_id)
+    agent_id = models.CharField("bot id", max_length=24, unique=True, default=new_object_id,
+                                help_text="24 hexadecimal characters; the API calls it agent_id.")
     name = models.CharField(max_length=255)
     organization_id = models.CharField(max_length=24, blank=True, default="")
     organization_name = models.CharField(max_length=255, blank=True, default="")
@@ -59,6 +70,13 @@ class Bot(models.Model):
 
 
 class BotTool(models.Model):
+    class Type(models.TextChoices):
+        # The kinds the demo data and the seed contracts use. The API keeps accepting any short
+        # text (old clients send others); the admin offers these plus whatever a row already has.
+        FUNCTION = "function"
+        KNOWLEDGE_BASE = "knowledge_base"
+        HUMAN_HANDOFF = "human_handoff"
+
     id = models.CharField(max_length=24, primary_key=True, default=new_object_id)
     bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="tools")
     position = models.PositiveIntegerField(default=0)

@@ -94,6 +94,12 @@ class BotIn(ConfigurationIn):
         return self
 
 
+class LlmConfigOut(BaseModel):
+    provider: str
+    model: str
+    parameters: dict
+
+
 class ToolOut(BaseModel):
     id: str
     name: str
@@ -116,7 +122,7 @@ class BotOut(BaseModel):
     organization_id: str
     organization_name: str
     system_prompt: str
-    llm_config: LlmConfig
+    llm_config: LlmConfigOut
     harness_context: dict
     adapter: AdapterName
     endpoint_url: str
@@ -133,7 +139,7 @@ class BotContextOut(BaseModel):
     organization_id: str
     organization_name: str
     system_prompt: str
-    llm_config: LlmConfig
+    llm_config: LlmConfigOut
     tools: list[ToolOut]
     knowledge_bases: list[KnowledgeBaseOut]
     harness_context: dict

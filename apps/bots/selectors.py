@@ -1,10 +1,13 @@
 """Reads of bots, in the API's and the run engine's shapes."""
 
+import hashlib
+
 from django.db.models import Count, Prefetch
 
-from apps.core.errors import NotFoundError
+from apps.core.errors import InvalidInputError, NotFoundError
 
-from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
+from .adapters import BotSpec
+from .models import Bot, KnowledgeBase, KnowledgeDocument
 
 
 def _with_components(queryset):
@@ -25,12 +28,13 @@ def bot_get(agent_id: str) -> Bot:
     return bot
 
 
-def bot_exists(agent_id: str) -> bool:
-    return Bot.objects.filter(agent_id=agent_id).exists()
-
-
-def bot_tool_names(agent_id: str) -> list[str]:
-    return list(BotTool.objects.filter(bot__agent_id=agent_id).values_list("tool_name", flat=True))
+def bot_named_in_body(agent_id: str) -> Bot:
+    """The bot a request body's agent_id names (a rubric's, a test set's). Naming none is an
+    InvalidInputError (422), not a 404: the body is wrong, not the URL."""
+    bot = Bot.objects.filter(agent_id=agent_id).first()
+    if bot is None:
+        raise InvalidInputError(f"agent_id {agent_id} does not name a bot")
+    return bot
 
 
 def _tool_data(tool) -> dict:
@@ -113,3 +117,68 @@ def bot_spec_data(agent_id: str) -> dict:
                   for t in bot.tools.all()],
         "documents": [{"knowledge_base": d.knowledge_base.name, "title": d.title, "text": d.text} for d in documents],
     }
+
+
+def bot_config_snapshot(spec: BotSpec) -> dict:
+    """What a run records of its bot: enough to say later what changed between two runs (prompt,
+    model, parameters, tools, knowledge-base documents), never the secret. Documents keep their
+    title and a sha256 of their text, not the text: a changed document shows as a changed hash."""
+    return {
+        "name": spec.name, "adapter": spec.adapter, "endpoint_url": spec.endpoint_url,
+        "system_prompt": spec.system_prompt, "llm_provider": spec.llm_provider, "llm_model": spec.llm_model,
+        "llm_parameters": dict(spec.llm_parameters or {}),
+        "tools": [{"tool_name": t.tool_name, "name": t.name, "type": t.type, "description": t.description}
+                  for t in spec.tools],
+        "documents": [{"knowledge_base": d.knowledge_base, "title": d.title,
+                       "sha256": hashlib.sha256(d.text.encode()).hexdigest()} for d in spec.documents],
+    }
+
+
+def _model_name(snapshot: dict) -> str:
+    return " ".join(p for p in (snapshot.get("llm_provider"), snapshot.get("llm_model")) if p) or "(none)"
+
+
+def bot_snapshot_changes(before: dict, after: dict) -> list[dict]:
+    """What changed from one bot snapshot to another, as {"what", "change", "detail"} rows (what:
+    prompt, model, parameter, tool, document, ...; change: changed, added, removed). An empty
+    snapshot (a run older than snapshots) compares as unknown, not as "everything removed"."""
+    if not before or not after:
+        return []
+    changes = []
+    for key, what in (("name", "name"), ("adapter", "adapter"), ("endpoint_url", "endpoint")):
+        if before.get(key) != after.get(key):
+            changes.append({"what": what, "change": "changed", "detail": f"{before.get(key) or '—'} → {after.get(key) or '—'}"})
+    if before.get("system_prompt") != after.get("system_prompt"):
+        changes.append({"what": "prompt", "change": "changed",
+                        "detail": f"{len(before.get('system_prompt') or '')} → {len(after.get('system_prompt') or '')} characters"})
+    if _model_name(before) != _model_name(after):
+        changes.append({"what": "model", "change": "changed", "detail": f"{_model_name(before)} → {_model_name(after)}"})
+    old_params, new_params = before.get("llm_parameters") or {}, after.get("llm_parameters") or {}
+    for name in sorted(set(old_params) | set(new_params)):
+        if name not in new_params:
+            changes.append({"what": "parameter", "change": "removed", "detail": f"{name} (was {old_params[name]!r})"})
+        elif name not in old_params:
+            changes.append({"what": "parameter", "change": "added", "detail": f"{name} = {new_params[name]!r}"})
+        elif old_params[name] != new_params[name]:
+            changes.append({"what": "parameter", "change": "changed",
+                            "detail": f"{name}: {old_params[name]!r} → {new_params[name]!r}"})
+    old_tools = {t["tool_name"]: t for t in before.get("tools") or []}
+    new_tools = {t["tool_name"]: t for t in after.get("tools") or []}
+    for name in sorted(set(old_tools) | set(new_tools)):
+        if name not in new_tools:
+            changes.append({"what": "tool", "change": "removed", "detail": name})
+        elif name not in old_tools:
+            changes.append({"what": "tool", "change": "added", "detail": name})
+        elif old_tools[name] != new_tools[name]:
+            changes.append({"what": "tool", "change": "changed", "detail": name})
+    old_docs = {(d["knowledge_base"], d["title"]): d["sha256"] for d in before.get("documents") or []}
+    new_docs = {(d["knowledge_base"], d["title"]): d["sha256"] for d in after.get("documents") or []}
+    for kb, title in sorted(set(old_docs) | set(new_docs)):
+        detail = f"{title} ({kb})"
+        if (kb, title) not in new_docs:
+            changes.append({"what": "document", "change": "removed", "detail": detail})
+        elif (kb, title) not in old_docs:
+            changes.append({"what": "document", "change": "added", "detail": detail})
+        elif old_docs[(kb, title)] != new_docs[(kb, title)]:
+            changes.append({"what": "document", "change": "changed", "detail": f"{detail}: content differs"})
+    return changes

@@ -1,24 +1,5 @@
-"""What every console page's template needs from the admin's base layout."""
+"""The console pages' layout context: the one in core, under the name the console's views use."""
 
-from django.contrib import admin
+from apps.core.pages import layout_context as console_context
 
-from apps.core.permissions import scopes_of
-
-
-def console_context(request, *, title: str, **extra) -> dict:
-    scopes = scopes_of(request)
-    return {
-        "title": title,
-        "site_header": admin.site.site_header,
-        "site_title": admin.site.site_title,
-        "site_url": None,
-        # admin/base.html shows the user links only when this is set; every console page needs a login.
-        "has_permission": request.user.is_authenticated,
-        "is_nav_sidebar_enabled": False,
-        # Links into the admin, which only staff may open.
-        "can_edit": request.user.is_staff,
-        # Forms shown only to users whose scopes allow them (the views refuse them otherwise).
-        "can_evaluate": "evaluate" in scopes,
-        "can_review": "configure" in scopes,
-        **extra,
-    }
+__all__ = ["console_context"]

@@ -2,6 +2,8 @@
 
 from django import forms
 
+from apps.core.exceptions import pydantic_error_detail
+
 
 class LinesField(forms.CharField):
     """A list of strings edited as one entry per line; blank lines are dropped."""
@@ -23,7 +25,5 @@ class LinesField(forms.CharField):
 
 def pydantic_messages(exc) -> list[str]:
     """Readable one-line messages for an admin form error from a pydantic ValidationError."""
-    from apps.core.exceptions import pydantic_error_detail
-
     return [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
             for err in pydantic_error_detail(exc)]

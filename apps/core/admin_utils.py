@@ -1,5 +1,6 @@
 import json
 
+from django.contrib import admin
 from django.utils.html import format_html
 
 
@@ -21,3 +22,18 @@ class ViewOnlyAdminMixin:
 
     def has_change_permission(self, request, obj=None):
         return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+
+class CollapsibleStackedInline(admin.StackedInline):
+    """A stacked inline whose rows collapse to their heading and, past twenty rows, show a page at a
+    time (static/evalsite_admin/admin.js, loaded by templates/admin/base_site.html). Every row stays
+    in the form, so a save still sees them all: versioned heads publish their whole content."""
+
+    classes = ["evalsite-collapsible"]
+
+
+def show_for(widget, *types: str):
+    """Marks a field as applying only to rows whose `type` select has one of `types`: admin.js hides
+    its row for any other type. Returns the widget."""
+    widget.attrs["data-evalsite-show-for"] = " ".join(types)
+    return widget

@@ -7,4 +7,6 @@ class CoreConfig(AppConfig):
     verbose_name = "Core"
 
     def ready(self):
-        from . import schema  # noqa: F401  registers the API key scheme with drf-spectacular
+        # Imported here, not at the top: drf-spectacular needs the app registry. The import itself
+        # registers the API key scheme.
+        from . import schema  # noqa: F401

@@ -24,4 +24,6 @@ class InvalidInputError(DomainError):
 
 
 class ServiceUnavailableError(DomainError):
+    """A dependency the request needs (the task queue) is down: 503, try again later."""
+
     status_code = 503

@@ -6,8 +6,9 @@ explicit timeout and at most MAX_ATTEMPTS attempts, with exponential backoff on 
 and connection errors. Structured output asks for `response_format: json_schema`; a server that
 rejects that gets `json_object` with the schema in the prompt from then on. Replies are parsed
 tolerantly (code fences, text around the object) and validated with the caller's pydantic model;
-an unparseable reply is retried like a transport error. When every attempt fails the caller gets
-LLMError with the reason: nothing here ever invents a result.
+an unparseable reply is retried like a transport error, unless the caller's contract forbids
+re-asking the model (`retry_unusable_reply=False`: one answer, transport retries only). When every
+attempt fails the caller gets LLMError with the reason: nothing here ever invents a result.
 """
 
 import json
@@ -248,7 +249,11 @@ class LLMClient:
         return self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
     def complete_structured(self, *, system: str, user: str, response_model: type[BaseModel], name: str,
-                            temperature: float = 0.0, max_tokens: int | None = None) -> StructuredResult:
+                            temperature: float = 0.0, max_tokens: int | None = None,
+                            retry_unusable_reply: bool = True) -> StructuredResult:
+        """One structured answer. retry_unusable_reply=False: the first answer the model gives is the
+        only one asked for (requests that fail in transport are still retried), so an unusable
+        answer raises LLMError at once."""
         schema = response_model.model_json_schema()
         usage = LLMUsage()
         problems: list[str] = []
@@ -280,6 +285,8 @@ class LLMClient:
                 data = response_model.model_validate(extract_json(text))
             except (ValueError, ValidationError) as exc:
                 problems.append(f"unusable reply ({str(exc).splitlines()[0][:200]})")
+                if not retry_unusable_reply:
+                    raise LLMError(f"{name}: {problems[-1]}") from None
                 continue
             return StructuredResult(data=data, usage=usage, model=completion.model or self.model, attempts=attempt)
         raise LLMError(f"{name}: no valid answer after {MAX_ATTEMPTS} attempts: {'; '.join(problems)}")

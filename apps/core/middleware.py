@@ -2,7 +2,7 @@ from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
 # The TRACE contract fixes its own path outside /api/; its clients expect the API's JSON errors there.
-_API_PATHS_OUTSIDE_API = frozenset({"/trace"})
+_API_PATHS_OUTSIDE_API = frozenset({"/trace", "/v1/traces"})
 
 
 def is_api_path(path: str) -> bool:

@@ -11,9 +11,10 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from .models import ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
 
-# A session user who is not staff gets what a new key gets: recording and scoring work, not
-# changing what others evaluate against (nor reviewing verdicts, which moves figures others read).
-SESSION_SCOPES = frozenset(DEFAULT_KEY_SCOPES)
+# A session user who is not staff reads: the console and browsable API show them every run, trace
+# and verdict, while launching runs, reviewing and configuring stay with staff (integrations that
+# record or score use an API key, whose scopes are granted one by one).
+SESSION_SCOPES = frozenset({SCOPE_READ})
 # EVALSITE_ALLOW_ANONYMOUS means "a trusted network may use the non-destructive endpoints" and no
 # more than it meant before scopes: never configuration, never destruction.
 ANONYMOUS_SCOPES = frozenset(DEFAULT_KEY_SCOPES)

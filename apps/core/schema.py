@@ -36,13 +36,21 @@ class FieldErrorOut(BaseModel):
 
 
 class ValidationErrorOut(BaseModel):
-    """422 (and a contract's 400): the field errors of a body or query that failed validation, or one message."""
+    """422: the field errors of a body or query that failed validation, or one message."""
 
     detail: str | list[FieldErrorOut]
 
 
+class BadRequestOut(BaseModel):
+    """A contract's 400: `detail` is always a message (the contracts' `HTTPException(400, detail=str(e))`)."""
+
+    detail: str = Field(description="What cannot be understood, for a person to read.")
+    errors: list[FieldErrorOut] | None = Field(
+        default=None, description="The field errors, when the request parsed but failed validation.")
+
+
 CONFLICT = OpenApiResponse(ErrorOut, description="Conflicts with the current state (see the operation's description).")
-BAD_REQUEST = OpenApiResponse(ValidationErrorOut, description="The request cannot be understood.")
+BAD_REQUEST = OpenApiResponse(BadRequestOut, description="The request cannot be understood.")
 
 _UNAUTHORIZED = OpenApiResponse(ErrorOut, description="No API key, or an invalid or revoked one.")
 _FORBIDDEN = OpenApiResponse(ErrorOut, description="The key may not do this (staff only, or a missing scope).")
@@ -50,6 +58,10 @@ _NOT_FOUND = OpenApiResponse(ErrorOut, description="An id in the path, query or 
 _TOO_LARGE = OpenApiResponse(ErrorOut, description="The body is over EVALSITE_MAX_BODY_BYTES.")
 _UNSUPPORTED = OpenApiResponse(ErrorOut, description="The body's Content-Type is not application/json.")
 _INVALID = OpenApiResponse(ValidationErrorOut, description="The body or a query parameter is invalid.")
+# Answered by gunicorn before the request reaches evalsite (its limit_request_line, 4,094 bytes), as
+# an HTML page: no body is declared. Long free text belongs in a body.
+_URI_TOO_LONG = OpenApiResponse(description="The request line (path and query string) is over the server's limit "
+                                            "(gunicorn's 4,094 bytes); send long text in the body.")
 
 
 def _names_a_resource(name: str) -> bool:
@@ -78,6 +90,8 @@ class ApiAutoSchema(AutoSchema):
                 errors["415"] = _UNSUPPORTED
         if body is not None or in_query:
             errors["422"] = _INVALID
+        if in_query or any(p["in"] == "path" for p in parameters):
+            errors["414"] = _URI_TOO_LONG
         for code, response in errors.items():
             # A view's own declaration of the code (a richer description) wins.
             responses.setdefault(code, self._get_response_for_code(response, code))

@@ -80,6 +80,22 @@ Identifier = Annotated[StrictStr, Field(min_length=1, max_length=255), AfterVali
 StorableJson = Annotated[Any, AfterValidator(check_storable_json)]
 
 
+def unique_ids(attribute: str, *, what: str) -> AfterValidator:
+    """For a list of rows named by `attribute` (a rubric's rule ids, a test set's item ids): no two
+    rows may share a name; None (an id still to be assigned) names nothing."""
+
+    def check(rows):
+        seen, duplicates = set(), set()
+        for value in (getattr(row, attribute) for row in rows):
+            if value is not None:
+                (duplicates if str(value) in seen else seen).add(str(value))
+        if duplicates:
+            raise ValueError(f"duplicate {what}: {', '.join(sorted(duplicates))}")
+        return rows
+
+    return AfterValidator(check)
+
+
 def _none_to_empty_dict(value):
     return {} if value is None else value
 

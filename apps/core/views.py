@@ -5,8 +5,11 @@ from django.db import connections
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import server_error as html_server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions
+
+from evalsite.celery import app as celery_app
 
 from .middleware import is_api_path
 
@@ -27,8 +30,6 @@ def api_not_found(request, rest=""):
 def server_error(request):
     if is_api_path(request.path):
         return JsonResponse({"detail": "Internal server error."}, status=500)
-    from django.views.defaults import server_error as html_server_error
-
     return html_server_error(request)
 
 
@@ -64,9 +65,7 @@ def _database_ready() -> None:
 
 
 def _broker_ready() -> None:
-    from evalsite.celery import app
-
-    with app.connection_for_write(connect_timeout=READINESS_TIMEOUT_SECONDS) as connection:
+    with celery_app.connection_for_write(connect_timeout=READINESS_TIMEOUT_SECONDS) as connection:
         connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
                                      timeout=READINESS_TIMEOUT_SECONDS)
 

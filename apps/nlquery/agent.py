@@ -20,10 +20,13 @@ from django.utils import timezone as dj_timezone
 from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
+from apps.core.llm import llm_configured
+
 from . import parser as rule_parser
 from . import promql as promql_builder
 from .backends import PrometheusBackend, backend_config, get_backend
 from .errors import BackendRejected, BackendUnavailable, QueryFailure
+from .llm_parser import parse_with_llm
 from .schemas import (
     AggregationStats,
     DataPoint,
@@ -72,8 +75,6 @@ def _available_for_parsing(backend: PrometheusBackend | None) -> list[str]:
 def parse_step(user_query: str, backend: PrometheusBackend | None, now: datetime, parser: str) -> MetricsQuery:
     available = _available_for_parsing(backend)
     if parser == "llm":
-        from .llm_parser import parse_with_llm
-
         return parse_with_llm(user_query, available_metrics=available, now=now)
     return rule_parser.parse_question(user_query, available_metrics=available, now=now,
                                       tz=ZoneInfo(settings.TIME_ZONE))
@@ -209,8 +210,6 @@ def _step(name: str, timings: dict | None):
 def _choose_parser(requested: str | None) -> str:
     if requested in ("rules", "llm"):
         return requested
-    from apps.core.llm import llm_configured
-
     return "llm" if llm_configured() else "rules"
 
 

@@ -1,7 +1,8 @@
 """Step 1 with an LLM: structured extraction through the shared client in apps/core/llm.py.
 
 The model is given the backend's metric names and the question as data. A failed or unusable
-answer is a parsing_error; the node adds no retries beyond the client's own.
+answer is a parsing_error: the model is asked once, and only a request that fails in transport
+(timeout, 429, 5xx) is sent again, by the client.
 """
 
 from datetime import datetime
@@ -9,6 +10,7 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
+from apps.core.llm import LLMError, LLMNotConfigured, get_llm_client
 from apps.core.prompting import wrap_data
 
 from .errors import QueryFailure
@@ -70,8 +72,6 @@ def extraction_to_query(extraction: LLMExtraction, now: datetime) -> MetricsQuer
 
 
 def parse_with_llm(question: str, *, available_metrics: list[str], now: datetime) -> MetricsQuery:
-    from apps.core.llm import LLMError, LLMNotConfigured, get_llm_client
-
     if not question or not question.strip():
         raise QueryFailure("parsing_error", "Could not understand your query: it is empty.", PARSING_SUGGESTION)
     # Obvious requests for analysis are refused without spending a model call.
@@ -80,8 +80,11 @@ def parse_with_llm(question: str, *, available_metrics: list[str], now: datetime
             f"AVAILABLE METRICS: {', '.join(metrics_for_prompt(question, available_metrics)) or '(unknown)'}\n"
             + wrap_data("question", question))
     try:
+        # The contract: the node does not retry automatically, so the model is asked once; an
+        # unusable answer is a parsing_error for the user to retry.
         answer = get_llm_client().complete_structured(system=SYSTEM_PROMPT, user=user, response_model=LLMExtraction,
-                                                      name="metrics_query", temperature=0.0, max_tokens=400)
+                                                      name="metrics_query", temperature=0.0, max_tokens=400,
+                                                      retry_unusable_reply=False)
     except (LLMError, LLMNotConfigured) as exc:
         raise QueryFailure("parsing_error", "Could not understand your query", PARSING_SUGGESTION,
                            {"source": "llm", "reason": getattr(exc, "reason", type(exc).__name__)}) from exc

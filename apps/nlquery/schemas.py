@@ -7,7 +7,7 @@ through the same validation.
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal, Optional, TypedDict
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
 METRIC_NAME_PATTERN = r"^[a-zA-Z_:][a-zA-Z0-9_:]*$"
 LABEL_NAME_PATTERN = r"^[a-zA-Z_][a-zA-Z0-9_]*$"
@@ -30,7 +30,14 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(timezone.utc)
 
 
-UtcDatetime = Annotated[datetime, AfterValidator(_utc)]
+def _rfc3339_z(value: datetime) -> str:
+    return value.isoformat().replace("+00:00", "Z")
+
+
+# Written with "Z" as pydantic's JSON mode writes UTC, also when an answer is dumped as Python
+# objects for the API's renderer (which would write "+00:00"): the NL query answers kept this form.
+UtcDatetime = Annotated[datetime, AfterValidator(_utc), PlainSerializer(_rfc3339_z, return_type=str),
+                        WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")]
 LabelName = Annotated[str, Field(pattern=LABEL_NAME_PATTERN, max_length=100)]
 LabelValue = Annotated[str, Field(max_length=500)]
 

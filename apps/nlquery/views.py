@@ -1,6 +1,9 @@
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
+
+from apps.core.pages import layout_context
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend
@@ -8,21 +11,41 @@ from .chart import legend, render_svg
 from .selectors import example_questions, metrics_query_answer
 
 
+def scrape_snippet(request) -> str:
+    """A Prometheus scrape job for evalsite's own /metrics at the address this page was opened on.
+    The token is the EVALSITE_METRICS_TOKEN variable's value, read from a file on the Prometheus
+    host: the page names it and never shows it."""
+    lines = [
+        "scrape_configs:",
+        "  - job_name: evalsite",
+        f"    scheme: {request.scheme}",
+        "    metrics_path: /metrics",
+        "    authorization:",
+        "      type: Bearer",
+        "      credentials_file: /etc/prometheus/evalsite-metrics-token  # the EVALSITE_METRICS_TOKEN value",
+        "    static_configs:",
+        f"      - targets: [\"{request.get_host()}\"]",
+    ]
+    return "\n".join(lines)
+
+
 @login_required
 def metrics_query_page(request):
-    """The question box and its answer. A GET with ?q= so answers can be bookmarked and shared."""
+    """The question box and its answer. A GET with ?q= so answers can be bookmarked and shared; the
+    question stays in the box whatever the answer, including that no backend is configured."""
     question = (request.GET.get("q") or "").strip()[:MAX_QUERY_LENGTH]
     config = backend_config()
-    backend = get_backend()
+    backend = get_backend() if config.configured else None
     context = {
+        **layout_context(request, title="Metrics query"),
         "question": question,
         "configured": config.configured,
         "config_problem": config.problem,
         "backend_kind": config.kind,
         "examples": example_questions(backend) if backend else [],
         "max_length": MAX_QUERY_LENGTH,
-        "has_permission": True,
-        "title": "Metrics query",
+        "scrape_snippet": scrape_snippet(request),
+        "metrics_token_set": bool(settings.EVALSITE_METRICS_TOKEN),
     }
     if question and config.configured:
         state = metrics_query_answer(question=question)

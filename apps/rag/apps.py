@@ -1,7 +1,15 @@
 from django.apps import AppConfig
 
+from apps.core.demo import demo_loader_register
+
 
 class RagConfig(AppConfig):
     name = "apps.rag"
     label = "rag"
-    verbose_name = "TRACE RAG evaluations"
+    verbose_name = "RAG evaluations"
+
+    def ready(self):
+        # Imported here, not at the top: the demo module imports models, which need the app registry.
+        from .demo import load_demo_trace_evaluations
+
+        demo_loader_register(label="TRACE evaluations", order=30, load=load_demo_trace_evaluations)

@@ -4,7 +4,7 @@
 import json
 
 from .models import TraceEvaluation
-from .services import trace_evaluate
+from .services import trace_evaluation_create
 
 _PARIS = {
     "question": "What is the capital of France?",
@@ -26,5 +26,5 @@ def load_demo_trace_evaluations() -> int:
     if TraceEvaluation.objects.filter(payload__extra__demo=True).exists():
         return 0
     for query, partial in DEMO_QUERIES:
-        trace_evaluate(query=query, partial=partial, use_llm=False)
+        trace_evaluation_create(query=query, partial=partial, use_llm=False)
     return len(DEMO_QUERIES)

@@ -35,6 +35,8 @@ class TraceEvaluation(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
+        # What POST /api/v1/trace stores; "trace" in the console is an agent session.
+        verbose_name = "RAG evaluation"
 
     def __str__(self):
         return f"TRACE #{self.pk} ({', '.join(self.tests)})"
@@ -61,6 +63,7 @@ class TraceEvaluationTest(models.Model):
 
     class Meta:
         ordering = ["evaluation_id", "id"]
+        verbose_name = "RAG evaluation test"
         constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="rag_unique_test_per_evaluation")]
 
     def __str__(self):

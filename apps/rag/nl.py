@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from apps.core import llm
 
-from .parsing import ParsedQuery, QueryParseError, normalise_object, validate_payload
+from .query_object import ParsedQuery, QueryParseError, normalise_object, validate_payload
 from .payload import SUPPORTED_TESTS, TEST_ALIASES
 
 logger = logging.getLogger(__name__)

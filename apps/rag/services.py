@@ -20,8 +20,9 @@ class TraceAnswer:
     evaluation: TraceEvaluation
 
 
-def trace_evaluate(*, query: str | dict, partial: bool = False, user=None, use_llm: bool | None = None) -> TraceAnswer:
-    """Raises parsing.QueryParseError for a query that yields no payload (the API's 400).
+def trace_evaluation_create(*, query: str | dict, partial: bool = False, user=None,
+                            use_llm: bool | None = None) -> TraceAnswer:
+    """Raises query_object.QueryParseError for a query that yields no payload (the API's 400).
     use_llm: None means "when one is configured"."""
     started = time.perf_counter()
     use_llm = llm.llm_configured() if use_llm is None else use_llm

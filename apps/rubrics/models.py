@@ -2,7 +2,8 @@ import uuid
 
 from django.db import models
 
-from apps.bots.models import Bot
+from apps.bots.models import Bot, OfBotQuerySet
+from apps.core.versioning.models import VersionedHead, snapshot_version_model
 
 
 class Severity(models.TextChoices):
@@ -18,25 +19,20 @@ class ComponentScope(models.TextChoices):
     GENERAL = "general"
 
 
-class Rubric(models.Model):
-    """The editable head of a rubric. Every change is published as an immutable RubricVersion;
-    runs point at a version, never at this moving head."""
+class Rubric(VersionedHead):
+    """The editable head of a rubric; every change is published as an immutable RubricVersion."""
 
     rubric_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="rubrics")
-    name = models.CharField(max_length=255)
-    description = models.TextField(blank=True, default="")
     severity_definitions = models.JSONField(default=dict, blank=True)
-    # The newest published version; the row lock on the head serialises publishers.
-    current_version = models.PositiveIntegerField(default=0, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OfBotQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "rubric_id"]
 
-    def __str__(self):
-        return self.name
+
+RubricVersion = snapshot_version_model(Rubric, field="rubric")
 
 
 class RubricRule(models.Model):
@@ -62,21 +58,3 @@ class RubricRule(models.Model):
 
     def __str__(self):
         return self.rule_id
-
-
-class RubricVersion(models.Model):
-    """An immutable snapshot: the rubric and its rules in the contract's Rubric shape."""
-
-    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="versions")
-    version = models.PositiveIntegerField()
-    snapshot = models.JSONField()
-    changelog = models.TextField(blank=True, default="")
-    author = models.CharField(max_length=150, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["rubric_id", "-version"]
-        constraints = [models.UniqueConstraint(fields=["rubric", "version"], name="rubricversion_unique_version")]
-
-    def __str__(self):
-        return f"{self.rubric_id} v{self.version}"

@@ -3,10 +3,11 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints, field_validator
+from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.validation import ConfigurationIn, NonBlankText
+from apps.core.validation import ConfigurationIn, NonBlankText, unique_ids
+from apps.core.versioning.schemas import input_schemas
 
 MAX_RULES = 500
 MAX_CONDITIONS = 100
@@ -68,34 +69,37 @@ class RubricContent(ConfigurationIn):
     description: OptText = ""
     severity_definitions: Annotated[dict[SeverityName, OptText], BeforeValidator(_none_to_dict)] = Field(
         default_factory=dict)
-    rules: Annotated[list[RuleIn], Field(max_length=MAX_RULES)] = Field(default_factory=list)
-
-    @field_validator("rules")
-    @classmethod
-    def _unique_rule_ids(cls, rules):
-        seen, duplicates = set(), []
-        for rule in rules:
-            if rule.id in seen:
-                duplicates.append(rule.id)
-            seen.add(rule.id)
-        if duplicates:
-            raise ValueError(f"duplicate rule id: {', '.join(sorted(set(duplicates)))}")
-        return rules
+    rules: Annotated[list[RuleIn], Field(max_length=MAX_RULES), unique_ids("id", what="rule id")] = Field(
+        default_factory=list)
 
 
-class RubricCreateIn(RubricContent):
-    read_only = RubricContent.read_only | {"version"}
-    changelog: Annotated[OptText, Field(max_length=5000)] = ""
+RubricCreateIn, RubricUpdateIn = input_schemas(RubricContent)
 
 
-class RubricUpdateIn(RubricContent):
-    version: int | None = Field(default=None, description="The version this edit is based on; a stale one is 409. "
-                                "The If-Match header (ETag of GET) does the same.")
-    changelog: Annotated[OptText, Field(max_length=5000)] = ""
+# The Out models take what a stored version holds with the types the document shows, not the
+# input limits: a limit tightened later must not make an older version unreadable.
+class EvaluationCriteriaOut(BaseModel):
+    pass_conditions: list[str] = Field(default_factory=list)
+    fail_conditions: list[str] = Field(default_factory=list)
 
 
-class RuleOut(RuleIn):
+class ExamplesOut(BaseModel):
+    violation: str = ""
+    correct: str = ""
+
+
+class RuleOut(BaseModel):
     id: str
+    name: str
+    severity: SeverityName
+    category: str = ""
+    description: str = ""
+    prompt_reference: str = ""
+    evaluation_criteria: EvaluationCriteriaOut = Field(default_factory=EvaluationCriteriaOut)
+    examples: ExamplesOut = Field(default_factory=ExamplesOut)
+    component_scope: ScopeName | None = None
+    component_ids: list[str] = Field(default_factory=list)
+    component_names: list[str] = Field(default_factory=list)
 
 
 class RubricOut(BaseModel):

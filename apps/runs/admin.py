@@ -1,7 +1,6 @@
 """The reviewer console for runs: list with progress, run page with aggregates and results,
 result page with the transcript and every verdict. Launch and cancel go through the services."""
 
-from django import forms
 from django.contrib import admin, messages
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -12,14 +11,14 @@ from apps.core.admin_utils import ViewOnlyAdminMixin, pretty_json
 from apps.core.errors import DomainError
 
 from . import services
-from .forms import RunLaunchForm
-from .judging.aggregate import SCOPES
+from .forms import AdminRunLaunchForm
+from .judging.types import CRITERION, RULE, Verdict
 from .models import EvaluationResult, EvaluationRun, VerdictReview
-from .selectors import annotate_bot_names
+from .selectors import run_live_component_scores
 
 
 def _progress(run: EvaluationRun) -> str:
-    return format_html('<progress max="{}" value="{}" style="width:8em" title="{}/{}"></progress> {}/{}',
+    return format_html('<progress max="{}" value="{}" style="width:6em" title="{}/{}"></progress> {}/{}',
                        run.total or 1, run.completed, run.completed, run.total, run.completed, run.total)
 
 
@@ -50,22 +49,13 @@ class ResultInline(admin.TabularInline):
         return "—" if obj.passed is None else _verdict_badge(obj.passed)
 
 
-class LaunchRunForm(RunLaunchForm):
-    agent_id = forms.CharField(max_length=24, help_text="the bot's 24-hex agent_id")
-    test_set_id = forms.UUIDField(required=False)
-    test_set_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
-    dataset_id = forms.UUIDField(required=False, help_text="V1 question set, instead of a test set")
-    rubric_id = forms.UUIDField(required=False)
-    rubric_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
-    concurrency = forms.IntegerField(min_value=1, max_value=services.MAX_CONCURRENCY, initial=3)
-    component_scope_filter = forms.ChoiceField(required=False, choices=[("", "all scopes")] + [(s, s) for s in SCOPES])
-    judge_model = forms.CharField(required=False, help_text='blank: the configured judge; "heuristic" forces it')
-
-
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["run_id", "bot_name", "status", "progress", "pass_rate_display", "test_set_version",
-                    "rubric_version", "judge", "created_at"]
+    # Short enough to fit a 1440 px window beside the filters: the run id is shortened (the whole one
+    # is its title) and both versions share a column.
+    list_display = ["short_run_id", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge",
+                    "created_at"]
+    list_display_links = ["short_run_id"]
     list_filter = ["status", "judge", "agent_id"]
     search_fields = ["run_id", "agent_id"]
     list_per_page = 50
@@ -80,7 +70,16 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
     def get_queryset(self, request):
         # Runs are launched from the launch page, through the run service; the list shows bot names.
-        return annotate_bot_names(super().get_queryset(request))
+        return super().get_queryset(request).with_bot_names()
+
+    @admin.display(description="run", ordering="run_id")
+    def short_run_id(self, obj):
+        return format_html('<span title="{}">{}…</span>', obj.run_id, str(obj.run_id)[:8])
+
+    @admin.display(description="versions")
+    def versions(self, obj):
+        source = f"test set v{obj.test_set_version}" if obj.test_set_id else "question set"
+        return source + (f", rubric v{obj.rubric_version}" if obj.rubric_id else "")
 
     @admin.display(description="bot", ordering="bot_name_value")
     def bot_name(self, obj):
@@ -97,7 +96,7 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     def launch_view(self, request):
         if not request.user.is_staff:
             return redirect("admin:login")
-        form = LaunchRunForm(request.POST or None, initial=request.GET or None)
+        form = AdminRunLaunchForm(request.POST or None, initial=request.GET or None)
         if request.method == "POST" and form.is_valid():
             run = form.launch(user=request.user)
             if run is not None:
@@ -117,8 +116,6 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="component scores")
     def component_scores_display(self, obj):
-        from .selectors import run_live_component_scores
-
         scores = run_live_component_scores(run=obj)
         if not scores:
             return "—"
@@ -178,16 +175,16 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
         if obj.criteria_scores is None:
             return "—"
         return format_html_join("", "<div>{} <em>{}</em> — {} <small>({}, score {})</small></div>",
-                                ((_verdict_badge(c["passed"], c.get("status", "ok")), c["criterion"], c["reasoning"],
-                                  c.get("judge", ""), c["score"]) for c in obj.criteria_scores))
+                                ((_verdict_badge(c.passed, c.status), c.key, c.reasoning, c.judge, c.score)
+                                 for c in Verdict.list_from_json(obj.criteria_scores, kind=CRITERION)))
 
     @admin.display(description="rubric rules")
     def rubric_table(self, obj):
         if obj.rubric_scores is None:
             return "—"
         return format_html_join("", "<div>{} <code>{}</code> {} [{}] — {} <small>({})</small></div>",
-                                ((_verdict_badge(r["passed"], r.get("status", "ok")), r["rule_id"], r["rule_name"],
-                                  r["severity"], r["reasoning"], r.get("judge", "")) for r in obj.rubric_scores))
+                                ((_verdict_badge(r.passed, r.status), r.key, r.rule_name, r.severity, r.reasoning,
+                                  r.judge) for r in Verdict.list_from_json(obj.rubric_scores, kind=RULE)))
 
     @admin.display(description="scores")
     def scores_pretty(self, obj):

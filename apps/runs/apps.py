@@ -1,7 +1,16 @@
 from django.apps import AppConfig
 
+from apps.core.demo import demo_loader_register
+
 
 class RunsConfig(AppConfig):
     name = "apps.runs"
     label = "runs"
     verbose_name = "Evaluation runs"
+
+    def ready(self):
+        # Imported here, not at the top: the demo modules import models, which need the app registry.
+        from .demo import load_demo_evaluation_data
+
+        demo_loader_register(label="bot, rubric, test set and question set", order=40,
+                             load=load_demo_evaluation_data)

@@ -2,16 +2,25 @@
 pass logic. Pure with respect to the database, so the Celery task, the CLI and the tests share it."""
 
 import json
+import logging
 import time
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
 from apps.bots.adapters import BotError, BotSpec, get_adapter
+from apps.core.errors import InvalidInputError
+from apps.core.judge_fingerprint import judge_fingerprint
+from apps.core.llm import get_llm_client
 
-from .judging import heuristic
+from .judging import heuristic, llm
+from .judging.answers import judge_answer
 from .judging.aggregate import item_outcome, rule_in_scope
-from .judging.types import JUDGE_HEURISTIC, Transcript, Verdict
+from .judging.types import JUDGE_HEURISTIC, Transcript, Verdict, verdicts_to_json
+from .simulated_user import LLMUser
 from .simulator import Conversation, ScriptedUser, run_scenario, run_single_turn
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -24,20 +33,44 @@ class JudgeChoice:
     def label(self) -> str:
         return self.client.judge_label if self.client is not None else JUDGE_HEURISTIC
 
+    @staticmethod
+    def model_of(label: str) -> str | None:
+        """The LLM model a judge label names (`openai:<model>`), None for the heuristic judge; the
+        only parser of the labels that runs and verdicts store."""
+        if label == JUDGE_HEURISTIC:
+            return None
+        provider, _, model = label.partition(":")
+        if provider != "openai" or not model:
+            raise InvalidInputError(f"Unknown judge {label!r}: expected {JUDGE_HEURISTIC!r} or 'openai:<model>'")
+        return model
+
+    @classmethod
+    def from_label(cls, label: str) -> "JudgeChoice":
+        """The judge a stored label names, rebuilt (in the worker that runs the run's items)."""
+        model = cls.model_of(label)
+        return cls() if model is None else cls(client=get_llm_client(model=model))
+
 
 @dataclass
 class RunOptions:
     scope_filter: str | None = None
     ids_filter: list[str] | None = None
     judge: JudgeChoice = field(default_factory=JudgeChoice)
+    # The rubric version the rules come from, recorded in each rule verdict's fingerprint.
+    rubric_version: int | None = None
     # Called between turns and verdicts, so a long item keeps its heartbeat fresh and sees a cancel.
+    # Always from the item's own thread: it may touch the database and raise to stop the item.
     heartbeat: Callable[[], None] = lambda: None
+    # How many of one item's verdicts are judged at once. The run engine holds at most `concurrency`
+    # items in flight, so a run never has more than concurrency x judge_concurrency judge requests open.
+    judge_concurrency: int = 1
 
 
 @dataclass
 class ItemOutcome:
     input: dict
     output: dict
+    # Verdicts in their stored shape (Verdict.to_json), as the result row keeps them.
     criteria_scores: list[dict] | None = None
     criteria_passed: bool | None = None
     rubric_scores: list[dict] | None = None
@@ -67,8 +100,6 @@ def bot_context(bot: BotSpec) -> str:
 def _simulated_user(item: dict, judge: JudgeChoice):
     inputs = item.get("inputs") or {}
     if judge.client is not None and not inputs.get("scripted_turns"):
-        from .simulated_user import LLMUser
-
         return LLMUser(judge.client, goal=(item.get("expected") or {}).get("expected_outcome", ""))
     return ScriptedUser(inputs.get("scripted_turns"))
 
@@ -83,35 +114,68 @@ def _converse(item: dict, bot: BotSpec, conversation_id: str, judge: JudgeChoice
     return run_single_turn(adapter=adapter, spec=bot, message=inputs["message"], conversation_id=conversation_id)
 
 
-def _judge_criteria(item: dict, transcript: Transcript, options: RunOptions) -> list[dict]:
-    expected = item.get("expected") or {}
-    verdicts = []
-    for criterion in expected.get("success_criteria") or []:
-        if options.judge.client is not None:
-            from .judging import llm
+HEURISTIC_FINGERPRINT = judge_fingerprint(judge=JUDGE_HEURISTIC)
 
-            verdict = llm.judge_criterion(options.judge.client, criterion, transcript,
+
+def _criterion_job(criterion: str, transcript: Transcript, expected: dict, judge: JudgeChoice) -> Callable[[], Verdict]:
+    def job() -> Verdict:
+        if judge.client is not None:
+            verdict = llm.judge_criterion(judge.client, criterion, transcript,
                                           expected_outcome=expected.get("expected_outcome", ""))
         else:
             verdict = heuristic.judge_criterion(criterion, transcript)
-        verdicts.append(verdict.as_criterion(criterion))
-        options.heartbeat()
-    return verdicts + heuristic.tool_verdicts(expected=expected, transcript=transcript)
+        return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_criterion(criterion)
+    return job
 
 
-def _judge_rules(rules: list[dict], transcript: Transcript, bot: BotSpec, options: RunOptions) -> list[dict]:
-    verdicts = []
-    context = bot_context(bot)
-    for rule in rules:
-        if options.judge.client is not None:
-            from .judging import llm
-
-            verdict = llm.judge_rule(options.judge.client, rule, transcript, bot_context=context)
+def _rule_job(rule: dict, transcript: Transcript, context: str, judge: JudgeChoice,
+              rubric_version: int | None) -> Callable[[], Verdict]:
+    def job() -> Verdict:
+        if judge.client is not None:
+            verdict = llm.judge_rule(judge.client, rule, transcript, bot_context=context)
         else:
             verdict = heuristic.judge_rule(rule, transcript)
-        verdicts.append(verdict.as_rule(rule))
-        options.heartbeat()
-    return verdicts
+        return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_rule(rule, rubric_version)
+    return job
+
+
+def _guarded(job: Callable[[], Verdict], subject: Callable[[Verdict], Verdict], judge: JudgeChoice) -> Callable[[], Verdict]:
+    """The job, answering an error verdict for its own subject when it raises: a fault in one
+    judgement must not take the item's other verdicts with it."""
+    def run() -> Verdict:
+        try:
+            return job()
+        except Exception as exc:
+            logger.exception("a verdict could not be judged")
+            return subject(Verdict.error(judge.label, f"Judge error: {type(exc).__name__}: {exc}"))
+    return run
+
+
+def _judge_all(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]],
+               options: RunOptions) -> list[Verdict]:
+    """Run independent verdict jobs, at most options.judge_concurrency at once, and return their
+    verdicts in the jobs' order (the rubric's and criteria's order, as stored). The heartbeat runs in
+    this thread after every verdict, so a cancel stops the item here: jobs not started are dropped,
+    the ones under way finish (a judge call cannot be interrupted) and are discarded."""
+    guarded = [_guarded(job, subject, options.judge) for job, subject in jobs]
+    # The heuristic judge only computes: threads would add overhead and no overlap (the GIL).
+    workers = min(options.judge_concurrency, len(guarded)) if options.judge.client is not None else 1
+    if workers <= 1:
+        verdicts = []
+        for job in guarded:
+            verdicts.append(job())
+            options.heartbeat()
+        return verdicts
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="judge")
+    try:
+        futures = [pool.submit(job) for job in guarded]
+        pending = set(futures)
+        while pending:
+            pending = wait(pending, return_when=FIRST_COMPLETED).not_done
+            options.heartbeat()
+        return [future.result() for future in futures]
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options: RunOptions,
@@ -122,26 +186,37 @@ def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options:
     try:
         conversation = _converse(item, bot, conversation_id, options.judge)
     except BotError as exc:
-        criteria = [Verdict.error(options.judge.label, f"Not judged: the bot failed ({exc.reason}).").as_criterion(c)
-                    for c in (item.get("expected") or {}).get("success_criteria") or []]
-        return ItemOutcome(input=item_input, output={"messages": []}, criteria_scores=criteria, criteria_passed=False,
+        not_judged = Verdict.error(options.judge.label, f"Not judged: the bot failed ({exc.reason}).")
+        criteria = [not_judged.for_criterion(c) for c in (item.get("expected") or {}).get("success_criteria") or []]
+        return ItemOutcome(input=item_input, output={"messages": []}, criteria_scores=verdicts_to_json(criteria),
+                           criteria_passed=False,
                            rubric_scores=[] if rubric else None, rubric_passed=False if rubric else None,
                            passed=False, duration_ms=int((time.perf_counter() - started) * 1000),
                            error=f"Bot error: {exc.reason}")
     options.heartbeat()
     transcript = _transcript(conversation, bot)
-    criteria = _judge_criteria(item, transcript, options)
-    rules = None
-    if rubric is not None:
-        in_scope = [r for r in rubric.get("rules") or []
-                    if rule_in_scope(r, scope_filter=options.scope_filter, ids_filter=options.ids_filter)]
-        rules = _judge_rules(in_scope, transcript, bot, options)
-    criteria_passed, rubric_passed, passed = item_outcome(criteria, rules)
+    expected = item.get("expected") or {}
+    success_criteria = expected.get("success_criteria") or []
+    in_scope = [r for r in (rubric or {}).get("rules") or []
+                if rule_in_scope(r, scope_filter=options.scope_filter, ids_filter=options.ids_filter)]
+    context = bot_context(bot)
+    # Criteria and rules in one pool, so an item's judge calls overlap across both lists.
+    verdicts = _judge_all(
+        [(_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
+         for c in success_criteria]
+        + [(_rule_job(r, transcript, context, options.judge, options.rubric_version),
+            lambda v, r=r: v.for_rule(r, options.rubric_version)) for r in in_scope],
+        options)
+    tool_checks = heuristic.tool_verdicts(expected=expected, transcript=transcript)
+    criteria = verdicts[:len(success_criteria)] + [
+        v.with_fingerprint({**HEURISTIC_FINGERPRINT, "criterion": v.key}) for v in tool_checks]
+    rules = verdicts[len(success_criteria):] if rubric is not None else None
+    criteria_passed, rubric_passed, passed, _ = item_outcome(criteria, rules)
     return ItemOutcome(
         input=item_input,
         output={"messages": conversation.messages, "stopped_because": conversation.stopped_because},
-        criteria_scores=criteria, criteria_passed=criteria_passed,
-        rubric_scores=rules, rubric_passed=rubric_passed, passed=passed,
+        criteria_scores=verdicts_to_json(criteria), criteria_passed=criteria_passed,
+        rubric_scores=verdicts_to_json(rules), rubric_passed=rubric_passed, passed=passed,
         duration_ms=int((time.perf_counter() - started) * 1000),
         external_trace_id=conversation.external_trace_id,
     )
@@ -149,8 +224,6 @@ def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options:
 
 def execute_question(*, question: dict, bot: BotSpec, options: RunOptions, conversation_id: str) -> ItemOutcome:
     """A V1 question-set item: one turn, scored against the expected answer into `scores`."""
-    from .judging.answers import judge_answer
-
     started = time.perf_counter()
     item_input = {"message": question["question"], "expected_answer": question.get("expected_answer", "")}
     try:

@@ -2,6 +2,57 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
+
+from apps.bots.models import Bot
+from apps.rubrics.models import Rubric
+from apps.testsets.models import Dataset, TestSet
+
+from .judging.aggregate import OUTCOMES
+from .judging.types import JUDGE_HEURISTIC, RULE, Verdict
+
+
+class EvaluationRunQuerySet(models.QuerySet):
+    def newest_first(self):
+        return self.order_by("-created_at", "-id")
+
+    def with_bot_names(self):
+        """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
+        and bots may be renamed or deleted (then it is None)."""
+        return self.annotate(bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]))
+
+    def with_names(self):
+        """with_bot_names, plus `test_set_name_value` (the test set's, or V1 question set's, name) and
+        `rubric_name_value`, all in the same query; None where the thing was deleted since."""
+        test_set = Subquery(TestSet.objects.filter(pk=OuterRef("test_set_id")).values("name")[:1])
+        question_set = Subquery(Dataset.objects.filter(pk=OuterRef("dataset_id")).values("name")[:1])
+        return self.with_bot_names().annotate(
+            test_set_name_value=Coalesce(test_set, question_set),
+            rubric_name_value=Subquery(Rubric.objects.filter(pk=OuterRef("rubric_id")).values("name")[:1]))
+
+    def of_same_test_set(self, run: "EvaluationRun"):
+        """Runs of the run's test set (or V1 question set), whatever their versions; the run included."""
+        return self.filter(test_set_id=run.test_set_id, dataset_id=run.dataset_id)
+
+    def status_counts(self) -> dict[str, int]:
+        return dict(self.values_list("status").annotate(n=Count("id")).order_by())
+
+
+class EvaluationResultQuerySet(models.QuerySet):
+    def done(self):
+        return self.filter(state=EvaluationResult.State.DONE)
+
+    def in_flight(self):
+        return self.filter(state__in=EvaluationResult.IN_FLIGHT)
+
+    def rule_verdicts(self) -> list[Verdict]:
+        """Every rubric-rule verdict of these results, in one query."""
+        return [Verdict.from_json(v, kind=RULE)
+                for scores in self.values_list("rubric_scores", flat=True) for v in scores or []]
+
+
+LABEL_MAX_LENGTH = 200
 
 
 class EvaluationRun(models.Model):
@@ -18,7 +69,10 @@ class EvaluationRun(models.Model):
     FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
     run_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    agent_id = models.CharField(max_length=24, db_index=True)
+    # What the person who launched it calls it ("after removing the PTO doc"): runs of one minute
+    # and one test set are otherwise told apart only by their ids.
+    label = models.CharField(max_length=LABEL_MAX_LENGTH, blank=True, default="")
+    agent_id = models.CharField("bot id", max_length=24, db_index=True)
     dataset_id = models.UUIDField(null=True, blank=True)
     test_set_id = models.UUIDField(null=True, blank=True)
     test_set_version = models.PositiveIntegerField(null=True, blank=True)
@@ -39,15 +93,26 @@ class EvaluationRun(models.Model):
     rubric_rules_total = models.PositiveIntegerField(default=0)
     # Rule verdicts the judge said it could not give; outside passed and total, shown apart.
     rubric_rules_skipped = models.PositiveIntegerField(default=0)
+    # Items a high-severity rule of which was not assessed: neither passed nor failed (fail-closed).
+    unassessed = models.PositiveIntegerField(default=0)
+    # The denominators of every score: criterion and rule verdicts scored, skipped and errored.
+    verdicts_scored = models.PositiveIntegerField(default=0)
+    verdicts_skipped = models.PositiveIntegerField(default=0)
+    verdicts_errored = models.PositiveIntegerField(default=0)
     bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
     bot_llm_model = models.CharField(max_length=200, blank=True, default="")
-    judge = models.CharField(max_length=200, default="heuristic:v1")
+    judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
+    # The bot as it stood when the run was created (apps.bots.selectors.bot_config_snapshot): bots
+    # are edited in place, so without it a comparison cannot say what changed between two runs.
+    bot_snapshot = models.JSONField(default=dict, blank=True)
     error = models.TextField(null=True, blank=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EvaluationRunQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -63,6 +128,16 @@ class EvaluationRun(models.Model):
     @property
     def pass_rate(self) -> float | None:
         return round(self.passed / self.completed, 4) if self.completed else None
+
+    @property
+    def coverage(self) -> dict:
+        return {"scored": self.verdicts_scored, "skipped": self.verdicts_skipped, "errored": self.verdicts_errored}
+
+    @property
+    def errored_share(self) -> float:
+        """Errored verdicts over all verdicts (0 when there are none)."""
+        n = self.verdicts_scored + self.verdicts_skipped + self.verdicts_errored
+        return self.verdicts_errored / n if n else 0.0
 
 
 class EvaluationResult(models.Model):
@@ -96,11 +171,15 @@ class EvaluationResult(models.Model):
     rubric_scores = models.JSONField(null=True, blank=True)
     rubric_passed = models.BooleanField(null=True)
     passed = models.BooleanField(null=True, db_index=True)
+    # passed, failed or unassessed (apps.runs.judging.aggregate.item_outcome); null until done.
+    outcome = models.CharField(max_length=10, choices=[(o, o) for o in OUTCOMES], null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
     langsmith_run_id = models.CharField(max_length=255, null=True, blank=True)
     error = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    objects = EvaluationResultQuerySet.as_manager()
 
     class Meta:
         ordering = ["run_id", "position"]

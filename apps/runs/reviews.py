@@ -9,7 +9,8 @@ high-severity rule fails the item, and one who passes a criterion the judge erro
 
 from dataclasses import dataclass
 
-from .judging.aggregate import item_outcome, verdict_passed
+from .judging.aggregate import item_outcome
+from .judging.types import CRITERION, RULE, Verdict
 
 
 def in_force(reviews) -> dict[tuple[str, str], object]:
@@ -20,35 +21,35 @@ def in_force(reviews) -> dict[tuple[str, str], object]:
     return latest
 
 
-def _overridden(verdict: dict, review) -> dict:
-    if review is None:
-        return verdict
-    # A human verdict is a verdict: it is assessed ("ok") even where the judge errored or skipped.
-    return {**verdict, "passed": review.passed, "status": "ok"}
+def _overridden(verdict: Verdict, latest: dict) -> Verdict:
+    review = latest.get((verdict.kind, verdict.key))
+    return verdict if review is None else verdict.with_review(review.passed)
+
+
+def apply_reviews(verdicts: list[Verdict], latest: dict) -> list[Verdict]:
+    """The verdicts as the reviewers in force left them: what the human figures count."""
+    return [_overridden(verdict, latest) for verdict in verdicts]
 
 
 def reviewed_verdicts(criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> tuple[list, list]:
-    """Each verdict with `review` (the one in force, or None) and `human_passed` added, for display."""
-    def annotate(verdicts, kind, key_name):
-        rows = []
-        for verdict in verdicts or []:
-            review = latest.get((kind, verdict[key_name]))
-            effective = _overridden(verdict, review)
-            rows.append({**verdict, "review": review, "human_passed": verdict_passed(effective)})
-        return rows
-    return annotate(criteria, "criterion", "criterion"), annotate(rules, "rule", "rule_id")
+    """Each stored verdict with `review` (the one in force, or None) and `human_passed` added, for display."""
+    def annotate(stored, kind):
+        return [{**verdict.to_json(), "review": latest.get((kind, verdict.key)),
+                 "human_passed": _overridden(verdict, latest).counts_as_passed}
+                for verdict in Verdict.list_from_json(stored, kind=kind)]
+    return annotate(criteria, CRITERION), annotate(rules, RULE)
 
 
 def human_passed(*, judge_passed: bool | None, criteria: list[dict] | None, rules: list[dict] | None,
                  latest: dict) -> bool | None:
     """The item's verdict with the reviews in force applied; the judge's own when nobody reviewed it
-    (and for V1 items, which have no criteria or rules to review)."""
+    (and for V1 items, which have no criteria or rules to review). Takes the stored columns."""
     if not latest or criteria is None:
         return judge_passed
-    criteria = [_overridden(c, latest.get(("criterion", c["criterion"]))) for c in criteria]
-    if rules is not None:
-        rules = [_overridden(r, latest.get(("rule", r["rule_id"]))) for r in rules]
-    return item_outcome(criteria, rules)[2]
+    reviewed_criteria = [_overridden(c, latest) for c in Verdict.list_from_json(criteria, kind=CRITERION)]
+    reviewed_rules = None if rules is None else [_overridden(r, latest)
+                                                 for r in Verdict.list_from_json(rules, kind=RULE)]
+    return item_outcome(reviewed_criteria, reviewed_rules)[2]
 
 
 def cohen_kappa(judge: list[bool], human: list[bool]) -> float | None:

@@ -14,6 +14,7 @@ next dispatch), which also completes a run whose items are all done. A run never
 A result is written once: the final UPDATE only matches a row that is not done yet.
 """
 
+import json
 import logging
 import threading
 import time
@@ -25,13 +26,17 @@ from django.db import connection, transaction
 from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
-from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.bots.selectors import bot_config_snapshot
+from apps.core.errors import ConflictError, InvalidInputError
+from apps.core.llm import get_llm_client, llm_configured
 
-from . import sources
+from . import sources, tasks
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
-from .judging.aggregate import SCOPES, assessed, component_scores
-from .judging.types import JUDGE_HEURISTIC
-from .models import EvaluationResult, EvaluationRun, VerdictReview
+from .judging.aggregate import (FAILED, PASSED, SCOPES, UNASSESSED, assessed, component_scores, coverage,
+                                stored_outcome)
+from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict
+from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun, VerdictReview
+from .selectors import run_get
 
 logger = logging.getLogger(__name__)
 
@@ -47,18 +52,14 @@ class RunCancelled(Exception):
 
 
 def _enqueue(result_ids: list[int]) -> None:
-    from .tasks import execute_result
-
     for result_id in result_ids:
-        execute_result.delay(result_id)
+        tasks.execute_result.delay(result_id)
 
 
 def _judge_choice(judge_model: str | None) -> JudgeChoice:
     """The judge for a new run: "heuristic", a model name, or None for the configured default."""
     if judge_model in ("heuristic", JUDGE_HEURISTIC):
         return JudgeChoice()
-    from apps.core.llm import get_llm_client, llm_configured
-
     if not llm_configured():
         if judge_model:
             raise InvalidInputError(f"judge_model {judge_model!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
@@ -71,9 +72,13 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
                dataset_id: uuid.UUID | None = None, rubric_id: uuid.UUID | None = None,
                rubric_version: int | None = None, concurrency: int = 3, component_scope_filter: str | None = None,
                component_ids_filter: list[str] | None = None, judge_model: str | None = None,
-               created_by=None) -> EvaluationRun:
+               label: str | None = None, created_by=None) -> EvaluationRun:
     """Create a pending run pinned to the versions it will use, with one result row per item, and
-    queue its start once the transaction commits."""
+    queue its start once the transaction commits. The bot is edited in place, so its configuration
+    as it stands now is snapshot on the run (bot_snapshot)."""
+    label = (label or "").strip()
+    if len(label) > LABEL_MAX_LENGTH:
+        raise InvalidInputError(f"label is at most {LABEL_MAX_LENGTH} characters")
     if (test_set_id is None) == (dataset_id is None):
         raise InvalidInputError("Give exactly one of test_set_id (V2) or dataset_id (V1).")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
@@ -86,7 +91,7 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
     judge = _judge_choice(judge_model)
 
     if test_set_id is not None:
-        test_set_version, items = sources.test_set_items(test_set_id, test_set_version)
+        test_set_version, items = sources.testset_items(test_set_id, test_set_version)
         rows = [(item["item_id"], item.get("name", ""), item["type"], item) for item in items]
     else:
         questions = sources.question_set_items(dataset_id)
@@ -103,17 +108,26 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         rubric_id=rubric_id, rubric_version=rubric_version, concurrency=concurrency,
         component_scope_filter=component_scope_filter, component_ids_filter=component_ids_filter or [],
         bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label, total=len(rows),
-        created_by=created_by,
+        label=label, bot_snapshot=bot_config_snapshot(bot), created_by=created_by,
     )
     EvaluationResult.objects.bulk_create([
         EvaluationResult(run=run, position=n, test_case_id=case_id, item_name=name, item_type=item_type, item=item,
                          input=dict(item.get("inputs") or {}) if item_type != "question" else {"message": item["question"]})
         for n, (case_id, name, item_type, item) in enumerate(rows)
     ])
-    from .tasks import start_run
-
-    transaction.on_commit(lambda: start_run.delay(run.pk))
+    transaction.on_commit(lambda: tasks.start_run.delay(run.pk))
     return run
+
+
+def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) -> EvaluationRun:
+    """The same test set and rubric versions, judge and settings again: the run to compare against.
+    The bot is snapshot anew, so the comparison shows what changed in it since."""
+    return run_create(
+        agent_id=run.agent_id, test_set_id=run.test_set_id, test_set_version=run.test_set_version,
+        dataset_id=run.dataset_id, rubric_id=run.rubric_id, rubric_version=run.rubric_version,
+        concurrency=run.concurrency, component_scope_filter=run.component_scope_filter,
+        component_ids_filter=run.component_ids_filter or None,
+        judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC, label=label, created_by=created_by)
 
 
 def run_start(*, run_pk: int) -> None:
@@ -133,7 +147,7 @@ def run_dispatch(*, run_pk: int) -> list[int]:
         run = EvaluationRun.objects.select_for_update().filter(pk=run_pk).first()
         if run is None or run.status != Status.RUNNING:
             return []
-        in_flight = run.results.filter(state__in=EvaluationResult.IN_FLIGHT).count()
+        in_flight = run.results.in_flight().count()
         free = run.concurrency - in_flight
         if free <= 0:
             return []
@@ -162,15 +176,6 @@ def _claim_for_execution(result_pk: int) -> EvaluationResult | None:
         result.heartbeat_at = timezone.now()
         result.save(update_fields=["state", "attempts", "heartbeat_at"])
         return result
-
-
-def _judge_of(run: EvaluationRun) -> JudgeChoice:
-    """The judge a run was created with (its label pins it), rebuilt in the worker."""
-    if run.judge == JUDGE_HEURISTIC:
-        return JudgeChoice()
-    from apps.core.llm import get_llm_client
-
-    return JudgeChoice(client=get_llm_client(model=run.judge.split(":", 1)[1]))
 
 
 # A beat is two queries; items call it after every turn and verdict, so it writes at most this
@@ -247,8 +252,9 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
     try:
         bot = sources.bot_spec(run.agent_id)
         options = RunOptions(scope_filter=run.component_scope_filter, ids_filter=run.component_ids_filter or None,
-                             judge=_judge_of(run),
-                             heartbeat=_heartbeat(result))
+                             judge=JudgeChoice.from_label(run.judge), rubric_version=run.rubric_version,
+                             heartbeat=_heartbeat(result),
+                             judge_concurrency=settings.EVALSITE_JUDGE_CONCURRENCY_PER_ITEM)
         conversation_id = f"{run.run_id}:{result.test_case_id}"
         if result.item_type == "question":
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
@@ -271,45 +277,64 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
                 langsmith_run_id=outcome.external_trace_id)
 
 
-def _counted(verdicts: list[dict] | None) -> tuple[int, int]:
-    verdicts = verdicts or []
-    return sum(1 for v in verdicts if v.get("status", "ok") == "ok" and v.get("passed")), len(verdicts)
+def _counted(verdicts: list[Verdict]) -> tuple[int, int]:
+    return sum(1 for v in verdicts if v.counts_as_passed), len(verdicts)
 
 
-def _rules_counted(verdicts: list[dict] | None) -> tuple[int, int, int]:
+def _rules_counted(verdicts: list[Verdict]) -> tuple[int, int, int]:
     """(passed, total, skipped) of rule verdicts; skipped ones are outside passed and total."""
-    verdicts = verdicts or []
     passed, total = _counted(assessed(verdicts))
     return passed, total, len(verdicts) - total
 
 
 def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
-    """Write the item's outcome once and add it to the run's running totals."""
+    """Write the item's outcome once and add it to the run's running totals. The outcome follows
+    from the verdicts (fail-closed: see aggregate.item_outcome); `passed` is true only for passed."""
+    criteria = Verdict.list_from_json(fields.get("criteria_scores"), kind=CRITERION)
+    rules = Verdict.list_from_json(fields.get("rubric_scores"), kind=RULE)
+    outcome = stored_outcome(passed=passed, criteria=fields.get("criteria_scores"), rules=fields.get("rubric_scores"))
+    passed = outcome == PASSED
     with transaction.atomic():
         written = EvaluationResult.objects.filter(pk=result.pk).exclude(state=State.DONE).update(
-            state=State.DONE, passed=passed, finished_at=timezone.now(), **fields)
+            state=State.DONE, passed=passed, outcome=outcome, finished_at=timezone.now(), **fields)
         if not written:
             return False
-        criteria_ok, criteria_n = _counted(fields.get("criteria_scores"))
-        rules_ok, rules_n, rules_skipped = _rules_counted(fields.get("rubric_scores"))
+        criteria_ok, criteria_n = _counted(criteria)
+        rules_ok, rules_n, rules_skipped = _rules_counted(rules)
+        counts = coverage(criteria + rules + _question_verdicts(fields.get("scores")))
         EvaluationRun.objects.filter(pk=result.run_id).update(
-            completed=F("completed") + 1, passed=F("passed") + int(passed), failed=F("failed") + int(not passed),
+            completed=F("completed") + 1, passed=F("passed") + int(passed),
+            failed=F("failed") + int(outcome == FAILED), unassessed=F("unassessed") + int(outcome == UNASSESSED),
             criteria_passed=F("criteria_passed") + criteria_ok, criteria_total=F("criteria_total") + criteria_n,
             rubric_rules_passed=F("rubric_rules_passed") + rules_ok,
             rubric_rules_total=F("rubric_rules_total") + rules_n,
             rubric_rules_skipped=F("rubric_rules_skipped") + rules_skipped,
+            verdicts_scored=F("verdicts_scored") + counts["scored"],
+            verdicts_skipped=F("verdicts_skipped") + counts["skipped"],
+            verdicts_errored=F("verdicts_errored") + counts["errored"],
         )
         return True
+
+
+def _question_verdicts(scores: dict | None) -> list[Verdict]:
+    """A V1 item's correctness verdict, for the coverage counts (its status is in the stored comment)."""
+    comment = ((scores or {}).get("correctness") or {}).get("comment")
+    try:
+        status = json.loads(comment).get("status", "ok") if comment else None
+    except (TypeError, ValueError, AttributeError):
+        status = None
+    if status is None:
+        return []
+    return [Verdict(passed=None, score=None, reasoning="", judge="", status=status)]
 
 
 def _finalize(run: EvaluationRun) -> None:
     """Called under the run's row lock when nothing is pending or in flight."""
     if run.rubric_id:
-        verdicts = [v for scores in run.results.filter(state=State.DONE).values_list("rubric_scores", flat=True)
-                    for v in (scores or [])]
-        run.component_scores = component_scores(verdicts)
-    run.refresh_from_db(fields=["completed", "passed", "failed", "criteria_passed", "criteria_total",
-                                "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped"])
+        run.component_scores = component_scores(run.results.done().rule_verdicts())
+    run.refresh_from_db(fields=["completed", "passed", "failed", "unassessed", "criteria_passed", "criteria_total",
+                                "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped",
+                                "verdicts_scored", "verdicts_skipped", "verdicts_errored"])
     run.status = Status.COMPLETED
     run.completed_at = timezone.now()
     run.save(update_fields=["status", "completed_at", "component_scores"])
@@ -327,14 +352,10 @@ def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
     return run
 
 
-def run_get_recovered(*, run_id) -> EvaluationRun:
+def run_recover(*, run_id) -> EvaluationRun:
     """A run for reading (NotFoundError if there is none). Reading a running run also recovers it
     if its workers died, so it never looks busy forever."""
-    from .selectors import run_get
-
     run = run_get(run_id=run_id)
-    if run is None:
-        raise NotFoundError(f"No run {run_id}")
     if run.status == Status.RUNNING and runs_reap(run_pk=run.pk):
         run.refresh_from_db()
     return run
@@ -345,8 +366,7 @@ def runs_reap(*, run_pk: int | None = None) -> int:
     were re-queued or failed plus how many stalled runs were dispatched again."""
     now = timezone.now()
     stale_before = now - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
-    stale = EvaluationResult.objects.filter(state__in=EvaluationResult.IN_FLIGHT, heartbeat_at__lt=stale_before,
-                                            run__status=Status.RUNNING)
+    stale = EvaluationResult.objects.in_flight().filter(heartbeat_at__lt=stale_before, run__status=Status.RUNNING)
     if run_pk is not None:
         stale = stale.filter(run_id=run_pk)
     touched_runs: set[int] = set()
@@ -370,7 +390,7 @@ def runs_reap(*, run_pk: int | None = None) -> int:
     # run with pending items (or none left to finalize) and nothing in flight: no heartbeat can go
     # stale, so only this finds it. run_dispatch counts under the run's lock, so racing a live
     # worker that is about to dispatch the same run queues nothing twice.
-    in_flight = EvaluationResult.objects.filter(run=OuterRef("pk"), state__in=EvaluationResult.IN_FLIGHT)
+    in_flight = EvaluationResult.objects.in_flight().filter(run=OuterRef("pk"))
     stalled = EvaluationRun.objects.filter(~Exists(in_flight), status=Status.RUNNING).exclude(pk__in=touched_runs)
     if run_pk is not None:
         stalled = stalled.filter(pk=run_pk)
@@ -396,15 +416,13 @@ def verdict_review_create(*, result: EvaluationResult, kind: str, key: str, pass
         raise InvalidInputError(f"note is longer than {MAX_REVIEW_NOTE} characters")
     if result.state != State.DONE:
         raise ConflictError("This result is not finished yet; review it once its run has judged it.")
-    verdicts, key_name = ((result.criteria_scores, "criterion") if kind == VerdictReview.Kind.CRITERION
-                          else (result.rubric_scores, "rule_id"))
-    verdict = next((v for v in verdicts or [] if v.get(key_name) == key), None)
+    stored = result.criteria_scores if kind == VerdictReview.Kind.CRITERION else result.rubric_scores
+    verdict = next((v for v in Verdict.list_from_json(stored, kind=kind) if v.key == key), None)
     if verdict is None:
         raise InvalidInputError(f"This result has no {kind} verdict {key!r}")
-    status = verdict.get("status", "ok")
     return VerdictReview.objects.create(
         result=result, kind=kind, key=key, passed=passed, note=note.strip(),
-        judge_passed=bool(verdict.get("passed")) if status == "ok" else None, judge_status=status,
-        judge=verdict.get("judge", ""), reviewer=reviewer,
+        judge_passed=bool(verdict.passed) if verdict.status == "ok" else None, judge_status=verdict.status,
+        judge=verdict.judge, reviewer=reviewer,
         reviewer_name=reviewer.get_username() if reviewer is not None else "",
     )

@@ -5,11 +5,12 @@ A run may use another bot's test set or rubric: comparing two bots on the same t
 point of an A/B run, so ownership is not checked here."""
 
 from apps.bots.adapters import BotDocument, BotSpec, BotTool
+from apps.bots.selectors import bot_spec_data
+from apps.rubrics.selectors import rubric_version_snapshot
+from apps.testsets.selectors import dataset_questions, testset_version_items
 
 
 def bot_spec(agent_id: str) -> BotSpec:
-    from apps.bots.selectors import bot_spec_data
-
     data = bot_spec_data(agent_id)
     return BotSpec(
         agent_id=data["agent_id"], name=data["name"], adapter=data["adapter"], system_prompt=data["system_prompt"],
@@ -20,19 +21,13 @@ def bot_spec(agent_id: str) -> BotSpec:
     )
 
 
-def test_set_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
-    from apps.testsets.selectors import test_set_version_items
-
-    return test_set_version_items(test_set_id, version)
+def testset_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
+    return testset_version_items(test_set_id, version)
 
 
 def rubric_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:
-    from apps.rubrics.selectors import rubric_version_snapshot
-
     return rubric_version_snapshot(rubric_id, version)
 
 
 def question_set_items(dataset_id) -> list[dict]:
-    from apps.testsets.selectors import dataset_questions
-
     return dataset_questions(dataset_id)

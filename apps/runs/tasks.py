@@ -1,18 +1,26 @@
-from celery import shared_task
+"""Celery tasks of the run engine: each takes ids and calls one service. The services module imports
+this one to enqueue (with transaction.on_commit), so each task imports its service in its body
+(HackSoft's convention); a top-level import would be a cycle."""
 
-from . import services
+from celery import shared_task
 
 
 @shared_task(name="apps.runs.tasks.start_run")
 def start_run(run_pk: int) -> None:
-    services.run_start(run_pk=run_pk)
+    from .services import run_start  # in the body: services imports this module (a cycle otherwise)
+
+    run_start(run_pk=run_pk)
 
 
 @shared_task(name="apps.runs.tasks.execute_result", acks_late=True)
 def execute_result(result_pk: int) -> None:
-    services.result_execute(result_pk=result_pk)
+    from .services import result_execute  # in the body: services imports this module
+
+    result_execute(result_pk=result_pk)
 
 
 @shared_task(name="apps.runs.tasks.reap_runs")
 def reap_runs() -> int:
-    return services.runs_reap()
+    from .services import runs_reap  # in the body: services imports this module
+
+    return runs_reap()

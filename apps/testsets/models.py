@@ -2,34 +2,28 @@ import uuid
 
 from django.db import models
 
-from apps.bots.models import Bot
+from apps.bots.models import Bot, OfBotQuerySet
+from apps.core.versioning.models import VersionedHead, snapshot_version_model
 
 DEFAULT_MAX_TURNS = 8
 
 
-class TestSet(models.Model):
+class TestSet(VersionedHead):
     """The editable head of a test set; every change is published as an immutable TestSetVersion."""
-
-    __test__ = False  # a model, not a pytest test class
 
     test_set_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
-    name = models.CharField(max_length=255)
-    description = models.TextField(blank=True, default="")
-    current_version = models.PositiveIntegerField(default=0, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = OfBotQuerySet.as_manager()
 
     class Meta:
         ordering = ["name", "test_set_id"]
 
-    def __str__(self):
-        return self.name
+
+TestSetVersion = snapshot_version_model(TestSet, field="test_set")
 
 
 class TestItem(models.Model):
-    __test__ = False  # a model, not a pytest test class
-
     class Type(models.TextChoices):
         SINGLE_TURN = "single_turn"
         SCENARIO = "scenario"
@@ -65,36 +59,22 @@ class TestItem(models.Model):
         return self.name
 
 
-class TestSetVersion(models.Model):
-    __test__ = False  # a model, not a pytest test class
-
-    test_set = models.ForeignKey(TestSet, on_delete=models.CASCADE, related_name="versions")
-    version = models.PositiveIntegerField()
-    snapshot = models.JSONField()
-    changelog = models.TextField(blank=True, default="")
-    author = models.CharField(max_length=150, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["test_set_id", "-version"]
-        constraints = [models.UniqueConstraint(fields=["test_set", "version"], name="testsetversion_unique_version")]
-
-    def __str__(self):
-        return f"{self.test_set_id} v{self.version}"
-
-
 class Dataset(models.Model):
     """A V1 question set: questions with expected answers."""
 
     dataset_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
-    agent = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets")
+    agent = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets",
+                              verbose_name="bot")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = OfBotQuerySet.as_manager()
+
     class Meta:
         ordering = ["name", "dataset_id"]
+        verbose_name = "question set"
 
     def __str__(self):
         return self.name
@@ -109,6 +89,7 @@ class DatasetQuestion(models.Model):
 
     class Meta:
         ordering = ["dataset_id", "position", "id"]
+        verbose_name = "question"
         constraints = [models.UniqueConstraint(fields=["dataset", "question_id"], name="datasetquestion_unique_id")]
 
     def __str__(self):

@@ -4,10 +4,12 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, RootModel, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, RootModel, model_validator
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.validation import ConfigurationIn, Identifier, NonBlankText
+from apps.core.api.responses import absent_if_none
+from apps.core.validation import ConfigurationIn, Identifier, NonBlankText, unique_ids
+from apps.core.versioning.schemas import input_schemas
 
 from .models import DEFAULT_MAX_TURNS
 
@@ -76,40 +78,35 @@ class ItemIn(ConfigurationIn):
 
 
 class TestSetContent(ConfigurationIn):
-    __test__ = False
     read_only = frozenset({"test_set_id", "created_at", "updated_at", "warnings"})
 
     agent_id: ObjectId
     name: Name
     description: OptText = ""
-    items: Annotated[list[ItemIn], Field(max_length=MAX_ITEMS)] = Field(default_factory=list)
-
-    @field_validator("items")
-    @classmethod
-    def _unique_item_ids(cls, items):
-        ids = [str(i.item_id) for i in items if i.item_id is not None]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate item_id: {', '.join(duplicates)}")
-        return items
+    items: Annotated[list[ItemIn], Field(max_length=MAX_ITEMS), unique_ids("item_id", what="item_id")] = Field(
+        default_factory=list)
 
 
-class TestSetCreateIn(TestSetContent):
-    read_only = TestSetContent.read_only | {"version"}
-    changelog: Annotated[OptText, Field(max_length=5000)] = ""
-
-
-class TestSetUpdateIn(TestSetContent):
-    version: int | None = Field(default=None, description="The version this edit is based on; a stale one is 409.")
-    changelog: Annotated[OptText, Field(max_length=5000)] = ""
+TestSetCreateIn, TestSetUpdateIn = input_schemas(TestSetContent)
 
 
 class InputsOut(BaseModel):
-    message: str | None = None
-    persona: str | None = None
-    initial_message: str | None = None
-    max_turns: int | None = None
-    scripted_turns: list[str] | None = None
+    """The inputs an item's type uses, and any other one that was filled in; the rest are absent."""
+
+    message: str | None = absent_if_none()
+    persona: str | None = absent_if_none()
+    initial_message: str | None = absent_if_none()
+    max_turns: int | None = absent_if_none()
+    scripted_turns: list[str] | None = absent_if_none()
+
+
+# Like InputsOut: the stored shape with the document's types, not the input limits (a limit
+# tightened later must not make an older version unreadable).
+class ExpectedOut(BaseModel):
+    success_criteria: list[str] = Field(default_factory=list)
+    should_use_tools: list[str] = Field(default_factory=list)
+    should_not_use_tools: list[str] = Field(default_factory=list)
+    expected_outcome: str = ""
 
 
 class ItemOut(BaseModel):
@@ -117,14 +114,12 @@ class ItemOut(BaseModel):
     type: ItemType
     name: str
     inputs: InputsOut
-    expected: ExpectedIn
+    expected: ExpectedOut
     tags: list[str]
     priority: PriorityName
 
 
 class TestSetOut(BaseModel):
-    __test__ = False
-
     test_set_id: str
     agent_id: str
     version: int
@@ -165,16 +160,8 @@ class DatasetIn(ConfigurationIn):
     name: Name
     description: OptText = ""
     agent_id: ObjectId | None = None
-    questions: Annotated[list[QuestionIn], Field(max_length=MAX_QUESTIONS)] = Field(default_factory=list)
-
-    @field_validator("questions")
-    @classmethod
-    def _unique_question_ids(cls, questions):
-        ids = [str(q.question_id) for q in questions if q.question_id is not None]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            raise ValueError(f"duplicate question_id: {', '.join(duplicates)}")
-        return questions
+    questions: Annotated[list[QuestionIn], Field(max_length=MAX_QUESTIONS),
+                         unique_ids("question_id", what="question_id")] = Field(default_factory=list)
 
 
 class QuestionOut(BaseModel):

@@ -1,15 +1,20 @@
-"""Test set and question set writes. test_set_publish_version is the only code that creates a
-TestSetVersion: the API's POST, PUT and import, admin saves and restores all go through it."""
+"""Test set and question set writes. Every TestSetVersion is published through
+testset_publish_version (the API's POST, PUT and import, admin saves and restores); the shared
+rules of publishing are in apps.core.versioning, this module adds the test set's snapshot shape,
+item rows and stable item ids."""
 
 import uuid
 
-from django.db import IntegrityError, transaction
+from django.db import transaction
 
 from apps.bots.models import Bot, BotTool
-from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.bots.selectors import bot_named_in_body
+from apps.core.errors import InvalidInputError
+from apps.core.versioning.services import version_head_create, version_publish
 
-from .models import Dataset, DatasetQuestion, TestItem, TestSet, TestSetVersion
+from .models import Dataset, DatasetQuestion, TestItem, TestSet
 from .schemas import DatasetIn, ItemIn, TestSetContent
+from .transfer import parse_test_set_file
 
 
 def item_snapshot(item: ItemIn, item_id: uuid.UUID) -> dict:
@@ -39,13 +44,6 @@ def item_snapshot(item: ItemIn, item_id: uuid.UUID) -> dict:
     }
 
 
-def _bot(agent_id: str) -> Bot:
-    bot = Bot.objects.filter(agent_id=agent_id).first()
-    if bot is None:
-        raise InvalidInputError(f"agent_id {agent_id} does not name a bot")
-    return bot
-
-
 def _assign_item_ids(test_set: TestSet, items: list[ItemIn]) -> list[uuid.UUID]:
     """Items sent without item_id keep the id of the head item with the same name, so clients that
     never send ids still get stable ids (results join to items through them)."""
@@ -65,7 +63,7 @@ def _assign_item_ids(test_set: TestSet, items: list[ItemIn]) -> list[uuid.UUID]:
     return ids
 
 
-def tool_warnings(agent_id: str, items: list[ItemIn]) -> list[str]:
+def testset_tool_warnings(*, agent_id: str, items: list[ItemIn]) -> list[str]:
     """Tools the items expect (or forbid) that the bot does not have: a warning, not an error,
     since the bot may gain the tool later."""
     known = set(BotTool.objects.filter(bot__agent_id=agent_id).values_list("tool_name", flat=True))
@@ -91,92 +89,51 @@ def _content_snapshot(test_set_id, content: TestSetContent, item_ids: list[uuid.
     }
 
 
-def _content_of(snapshot: dict) -> dict:
-    return {k: v for k, v in snapshot.items() if k not in ("version", "created_at", "updated_at")}
-
-
-def _write_head(test_set: TestSet, content: TestSetContent, item_ids: list[uuid.UUID], bot: Bot) -> None:
-    test_set.agent = bot
-    test_set.name = content.name
-    test_set.description = content.description
+def _write_items(test_set: TestSet, content: TestSetContent, snapshot: dict) -> None:
     test_set.items.all().delete()
     TestItem.objects.bulk_create(
         TestItem(
-            test_set=test_set, item_id=item_id, position=position, type=item.type, name=item.name,
-            message=item.inputs.message, persona=item.inputs.persona, initial_message=item.inputs.initial_message,
-            max_turns=item.inputs.max_turns, scripted_turns=item.inputs.scripted_turns,
-            success_criteria=item.expected.success_criteria, should_use_tools=item.expected.should_use_tools,
-            should_not_use_tools=item.expected.should_not_use_tools,
+            test_set=test_set, item_id=uuid.UUID(published["item_id"]), position=position, type=item.type,
+            name=item.name, message=item.inputs.message, persona=item.inputs.persona,
+            initial_message=item.inputs.initial_message, max_turns=item.inputs.max_turns,
+            scripted_turns=item.inputs.scripted_turns, success_criteria=item.expected.success_criteria,
+            should_use_tools=item.expected.should_use_tools, should_not_use_tools=item.expected.should_not_use_tools,
             expected_outcome=item.expected.expected_outcome, tags=item.tags, priority=item.priority,
         )
-        for position, (item, item_id) in enumerate(zip(content.items, item_ids))
+        for position, (item, published) in enumerate(zip(content.items, snapshot["items"]))
     )
 
 
-@transaction.atomic
-def test_set_create(*, content: TestSetContent, changelog: str = "", author: str = "",
-                    test_set_id=None) -> TestSet:
-    bot = _bot(content.agent_id)
-    test_set = TestSet(agent=bot, name=content.name)
-    if test_set_id is not None:
-        test_set.test_set_id = test_set_id
-    test_set.save(force_insert=True)
-    test_set_publish_version(test_set=test_set, content=content, changelog=changelog or "Created", author=author)
-    test_set.refresh_from_db()
-    return test_set
+def _publishing(content: TestSetContent) -> dict:
+    """What publishing `content` as a test set's next version needs from this app. Item ids are
+    assigned against the locked head, so the head rows take them from the snapshot."""
+    return {"snapshot_of": lambda test_set: _content_snapshot(test_set.pk, content,
+                                                              _assign_item_ids(test_set, content.items)),
+            "head_fields": lambda: {"agent": bot_named_in_body(content.agent_id), "name": content.name,
+                                    "description": content.description},
+            "write_rows": lambda test_set, snapshot: _write_items(test_set, content, snapshot)}
 
 
-def test_set_publish_version(*, test_set: TestSet, content: TestSetContent, changelog: str = "", author: str = "",
-                             expected_version: int | None = None) -> tuple[TestSet, bool]:
-    """Make `content` the head and publish it as the next version; (test_set, published).
-
-    Content equal to the current version publishes nothing; an edit based on an older version
-    than the current one is a ConflictError."""
-    with transaction.atomic():
-        try:
-            locked = TestSet.objects.select_for_update().get(pk=test_set.pk)
-        except TestSet.DoesNotExist:
-            raise NotFoundError(f"No test set {test_set.pk}") from None
-        if expected_version is not None and expected_version != locked.current_version:
-            raise ConflictError(
-                f"Test set {locked.pk} is at version {locked.current_version}; this edit is based on version "
-                f"{expected_version}. Reload it and apply your change again.")
-        item_ids = _assign_item_ids(locked, content.items)
-        snapshot = _content_snapshot(locked.pk, content, item_ids)
-        if locked.current_version:
-            current = TestSetVersion.objects.get(test_set=locked, version=locked.current_version)
-            if _content_of(current.snapshot) == snapshot:
-                return locked, False
-        bot = _bot(content.agent_id)
-        _write_head(locked, content, item_ids, bot)
-        locked.current_version += 1
-        locked.save()
-        try:
-            with transaction.atomic():
-                TestSetVersion.objects.create(test_set=locked, version=locked.current_version,
-                                              snapshot={**snapshot, "version": locked.current_version},
-                                              changelog=changelog, author=author)
-        except IntegrityError:
-            raise ConflictError(f"Version {locked.current_version} of test set {locked.pk} was published "
-                                "concurrently; reload and try again.") from None
-    return locked, True
+def testset_create(*, content: TestSetContent, changelog: str = "", author: str = "",
+                   test_set_id=None) -> TestSet:
+    """A new test set (`test_set_id`, or a fresh uuid when None) and its version 1."""
+    return version_head_create(model=TestSet, pk=test_set_id, changelog=changelog, author=author,
+                               **_publishing(content))
 
 
-def test_set_restore_version(*, test_set: TestSet, version: int, author: str = "") -> tuple[TestSet, bool]:
-    old = TestSetVersion.objects.filter(test_set=test_set, version=version).first()
-    if old is None:
-        raise NotFoundError(f"Test set {test_set.pk} has no version {version}")
-    content = TestSetContent.model_validate(_content_of(old.snapshot))
-    return test_set_publish_version(test_set=test_set, content=content, changelog=f"Restored version {version}",
-                                    author=author)
+def testset_publish_version(*, test_set: TestSet, content: TestSetContent, changelog: str = "", author: str = "",
+                            expected_version: int | None = None) -> tuple[TestSet, bool]:
+    """Make `content` the head and publish it as the next version (see version_publish)."""
+    return version_publish(head=test_set, changelog=changelog, author=author, expected_version=expected_version,
+                           **_publishing(content))
 
 
-def test_set_delete(*, test_set: TestSet) -> None:
+def testset_delete(*, test_set: TestSet) -> None:
     test_set.delete()
 
 
 def _optional_bot(agent_id: str | None) -> Bot | None:
-    return None if agent_id is None else _bot(agent_id)
+    return None if agent_id is None else bot_named_in_body(agent_id)
 
 
 def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
@@ -219,20 +176,13 @@ def dataset_delete(*, dataset: Dataset) -> None:
     dataset.delete()
 
 
-# A test module importing these must not have pytest collect them as tests.
-for _service in (test_set_create, test_set_publish_version, test_set_restore_version, test_set_delete):
-    _service.__test__ = False
-
-
-def test_set_import(*, raw: bytes, fmt: str, test_set: TestSet | None = None, agent_id: str | None = None,
+def testset_import(*, raw: bytes, fmt: str, test_set: TestSet | None = None, agent_id: str | None = None,
                     name: str | None = None, description: str | None = None,
                     author: str = "") -> tuple[TestSet, bool, list[str]]:
     """Create a test set from a file, or publish a file's items as the next version of `test_set`.
 
     Returns (test_set, published, warnings). Arguments given explicitly win over what a JSON file
     says; an existing test set keeps its bot."""
-    from .transfer import parse_test_set_file
-
     parsed = parse_test_set_file(raw, fmt)
     if test_set is not None:
         agent_id = test_set.agent.agent_id
@@ -248,13 +198,10 @@ def test_set_import(*, raw: bytes, fmt: str, test_set: TestSet | None = None, ag
                                     "JSON file's top-level object)")
     content = TestSetContent.model_validate(
         {"agent_id": agent_id, "name": name, "description": description, "items": parsed.items})
-    warnings = tool_warnings(content.agent_id, content.items)
+    warnings = testset_tool_warnings(agent_id=content.agent_id, items=content.items)
     changelog = f"Imported from {fmt.upper()}"
     if test_set is None:
-        return test_set_create(content=content, changelog=changelog, author=author), True, warnings
-    test_set, published = test_set_publish_version(test_set=test_set, content=content, changelog=changelog,
-                                                   author=author)
+        return testset_create(content=content, changelog=changelog, author=author), True, warnings
+    test_set, published = testset_publish_version(test_set=test_set, content=content, changelog=changelog,
+                                                  author=author)
     return test_set, published, warnings
-
-
-test_set_import.__test__ = False

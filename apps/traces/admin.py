@@ -1,6 +1,5 @@
 from django.contrib import admin
 
-from apps.agentic.admin import AgentEvaluationInline, evaluate_selected_traces
 from apps.core.admin_utils import pretty_json
 
 from .models import AgentTrace, ToolCall
@@ -31,29 +30,37 @@ class ToolCallInline(admin.TabularInline):
 
 @admin.register(AgentTrace)
 class AgentTraceAdmin(admin.ModelAdmin):
-    """Traces are what agents reported: reviewers read them, nobody edits them here."""
+    """Traces are what agents reported: reviewers read them, nobody edits them here. Apps above
+    traces add their own inlines and actions to this page (apps.agentic.admin adds the verdicts)."""
 
-    list_display = ["session_id", "agent_name", "status", "operation", "intent_detected", "tool_call_count",
-                    "duration", "start_time"]
-    list_filter = ["status", "agent_name", "operation", "success"]
+    # Operation and intent share a column so the list fits a 1440 px window beside its filters.
+    list_display = ["session_id", "agent_name", "source", "status", "request", "tool_calls", "duration", "start_time"]
+    list_filter = ["status", "source", "agent_name", "operation", "success"]
     search_fields = ["session_id", "user_query", "agent_name", "intent_detected"]
     date_hierarchy = "start_time"
     list_per_page = 50
     show_full_result_count = False
-    inlines = [ToolCallInline, AgentEvaluationInline]
-    actions = [evaluate_selected_traces]
+    inlines = [ToolCallInline]
     fieldsets = [
-        (None, {"fields": ["session_id", "agent_name", "status", "success", "error"]}),
+        (None, {"fields": ["session_id", "agent_name", "source", "status", "success", "error"]}),
         ("Request", {"fields": ["user_query", "intent_detected", "resource_type", "operation"]}),
         ("Outcome", {"fields": ["final_response", "start_time", "end_time", "duration", "tool_call_count"]}),
         ("Metadata", {"fields": ["metadata_pretty"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["session_id", "agent_name", "status", "success", "error", "user_query", "intent_detected",
+    readonly_fields = ["session_id", "agent_name", "source", "status", "success", "error", "user_query", "intent_detected",
                        "resource_type", "operation", "final_response", "start_time", "end_time", "duration",
                        "tool_call_count", "metadata_pretty"]
 
     def has_add_permission(self, request):
         return False
+
+    @admin.display(description="operation · intent", ordering="operation")
+    def request(self, obj):
+        return " · ".join(v for v in (obj.operation, obj.intent_detected) if v) or "—"
+
+    @admin.display(description="tool calls", ordering="tool_call_count")
+    def tool_calls(self, obj):
+        return obj.tool_call_count
 
     @admin.display(description="duration", ordering="duration_seconds")
     def duration(self, obj):

@@ -73,16 +73,21 @@ def load_demo_traces() -> int:
     created_count = 0
     for demo in DEMO_TRACES:
         session_id = demo["session_id"]
-        _trace, created = services.start_trace(session_id, demo["user_query"], demo["agent_name"], {"source": "demo"})
+        _trace, created = services.trace_start(session_id=session_id, user_query=demo["user_query"],
+                                                agent_name=demo["agent_name"], metadata={"source": "demo"})
         if not created:
             continue
         created_count += 1
-        services.record_intent(session_id, *demo["intent"])
+        intent, resource_type, operation = demo["intent"]
+        services.trace_intent_record(session_id=session_id, intent=intent, resource_type=resource_type,
+                                     operation=operation)
         for i, (tool_name, args, result, success, error) in enumerate(demo["tool_calls"], start=1):
-            services.record_tool_call(session_id, tool_name, args, result, success, error=error,
-                                      duration_ms=120.0 * i, call_id=f"{session_id}-{i}")
+            services.trace_tool_call_record(session_id=session_id, tool_name=tool_name, tool_args=args,
+                                            tool_result=result, success=success, error=error,
+                                            duration_ms=120.0 * i, call_id=f"{session_id}-{i}")
         try:
-            services.complete_trace(session_id, demo["final_response"], demo["success"])
+            services.trace_complete(session_id=session_id, final_response=demo["final_response"],
+                                    success=demo["success"])
         except ConflictError:
             pass
     return created_count

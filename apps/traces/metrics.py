@@ -9,6 +9,7 @@ import logging
 
 from django.db import DatabaseError
 from django.db.models import Count, Q, Sum
+from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
 from .models import AgentTrace
@@ -71,7 +72,5 @@ _collector: TraceMetricsCollector | None = None
 def register_collector() -> None:
     global _collector
     if _collector is None:
-        from prometheus_client import REGISTRY
-
         _collector = TraceMetricsCollector()
         REGISTRY.register(_collector)

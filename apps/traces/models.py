@@ -3,6 +3,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 
+# A trigram (pg_trgm) GIN index on the query text, made by migration 0004 where PostgreSQL has the
+# extension; the console's trace search uses it when present (apps.console.selectors).
+TRACE_QUERY_TRGM_INDEX = "agenttrace_query_trgm"
+
+
 class AgentTraceQuerySet(models.QuerySet):
     def active(self):
         return self.filter(status=AgentTrace.Status.ACTIVE)
@@ -19,6 +24,11 @@ class AgentTrace(models.Model):
         COMPLETED = "completed"
         FAILED = "failed"
 
+    class Source(models.TextChoices):
+        REST = "rest", "REST"  # the per-step lifecycle endpoints (or the in-process functions)
+        BATCH = "batch", "Batch"  # POST /traces/batch
+        OTLP = "otlp", "OTLP"  # OpenTelemetry spans through POST /v1/traces
+
     session_id = models.CharField(max_length=255, unique=True)
     agent_name = models.CharField(max_length=255, db_index=True)
     user_query = models.TextField()
@@ -29,7 +39,7 @@ class AgentTrace(models.Model):
     success = models.BooleanField(null=True)
     error = models.TextField(null=True, blank=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.ACTIVE, db_index=True)
-    start_time = models.DateTimeField(default=timezone.now, db_index=True)
+    start_time = models.DateTimeField(default=timezone.now)
     end_time = models.DateTimeField(null=True, blank=True)
     # end_time - start_time, kept so metrics and listings aggregate without date arithmetic in SQL.
     duration_seconds = models.FloatField(null=True, blank=True)
@@ -38,6 +48,9 @@ class AgentTrace(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     # sha256 of a batch-ingested trace's canonical JSON: a retried batch is recognised as the same.
     content_hash = models.CharField(max_length=64, null=True, blank=True, editable=False)
+    source = models.CharField(max_length=8, choices=Source.choices, default=Source.REST, db_index=True)
+    # The OpenTelemetry trace id (32 hex digits) of an OTLP trace: late spans find their trace by it.
+    otel_trace_id = models.CharField(max_length=32, null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -45,7 +58,16 @@ class AgentTrace(models.Model):
 
     class Meta:
         ordering = ["-start_time", "-id"]
-        indexes = [models.Index(fields=["agent_name", "status"])]
+        indexes = [
+            models.Index(fields=["agent_name", "status"]),
+            # The console's trace list pages newest first by (start_time, id) keyset, over everything
+            # or one agent's traces; the first also serves every start_time range (metrics, reaper).
+            models.Index(fields=["start_time", "id"], name="agenttrace_newest"),
+            models.Index(fields=["agent_name", "start_time", "id"], name="agenttrace_agent_newest"),
+        ]
+        # A constraint rather than unique=True, which on PostgreSQL adds a second (LIKE) index that
+        # every OTLP trace would pay for and no query uses.
+        constraints = [models.UniqueConstraint(fields=["otel_trace_id"], name="agenttrace_unique_otel_trace_id")]
 
     def __str__(self):
         return self.session_id
@@ -80,3 +102,19 @@ class ToolCall(models.Model):
 
     def __str__(self):
         return f"{self.trace_id}#{self.seq} {self.tool_name}"
+
+
+class OtlpSpan(models.Model):
+    """Every span POST /v1/traces accepted, by its OpenTelemetry ids: a re-sent span is recognised and
+    ignored. A span whose trace has no agent/root span yet waits here with its mapped content
+    (`payload`) until the root arrives; once applied to its AgentTrace the payload is cleared."""
+
+    pk = models.CompositePrimaryKey("otel_trace_id", "span_id")
+    otel_trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    # Not indexed: only the periodic prune reads it, and an index would cost every span a write.
+    received_at = models.DateTimeField(default=timezone.now)
+    payload = models.JSONField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.otel_trace_id}/{self.span_id}"

@@ -1,5 +1,7 @@
 from django.db import connection
 
+from apps.core.errors import NotFoundError
+
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
 
@@ -7,18 +9,18 @@ _TOOL_CALLS_SQL = (f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_t
                    "WHERE trace_id = %s ORDER BY seq")
 
 
-def trace_get(*, session_id: str) -> AgentTrace | None:
+def trace_find(*, session_id: str) -> AgentTrace | None:
     return AgentTrace.objects.with_tool_calls().filter(session_id=session_id).first()
 
 
-def trace_evaluations(*, session_id: str):
-    """The agentic evaluations of a session, newest first."""
-    from apps.agentic.models import AgentEvaluation
+def trace_get(*, session_id: str) -> AgentTrace:
+    trace = trace_find(session_id=session_id)
+    if trace is None:
+        raise NotFoundError(f"No trace found for session {session_id}")
+    return trace
 
-    return list(AgentEvaluation.objects.filter(session_id=session_id).order_by("-created_at", "-id"))
 
-
-def trace_tool_calls(*, trace: AgentTrace) -> list[ToolCall]:
+def trace_tool_call_list(*, trace: AgentTrace) -> list[ToolCall]:
     """The trace's tool calls in seq order: what intent and complete answer with. A fixed statement
     instead of trace.tool_calls.all(), whose compilation cost more than the rows."""
     with connection.cursor() as cursor:

@@ -1,9 +1,9 @@
 """Trace lifecycle: the only code that writes AgentTrace and ToolCall rows.
 
-The four lifecycle functions keep the contract's positional signatures ("How Tracing Works") so a
-Python agent can call them in-process exactly as documented. Every one is idempotent: a retry of
-the same call changes nothing and returns what the first call stored; a call that would change a
-finished trace raises ConflictError.
+The lifecycle services (trace_start, trace_intent_record, trace_tool_call(s)_record,
+trace_complete) are idempotent: a retry of the same call changes nothing and returns what the first
+call stored; a call that would change a finished trace raises ConflictError. The contract's
+positional in-process names (start_trace, record_intent, …) are the shim in `tracing.py`.
 """
 
 import hashlib
@@ -19,6 +19,7 @@ from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
+from .signals import trace_completed
 
 
 def _not_found(session_id: str) -> NotFoundError:
@@ -41,8 +42,8 @@ def _run_alone(statement):
     return statement()
 
 
-def start_trace(
-    session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
+def trace_start(
+    *, session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
 ) -> tuple[AgentTrace, bool]:
     """Open a trace. Returns (trace, created); starting the same session again with the same query
     and agent is a no-op, with different ones a conflict."""
@@ -85,15 +86,16 @@ def _update_active_trace(session_id: str, set_sql: str, params: list) -> AgentTr
     return rows[0] if rows else None
 
 
-def record_intent(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
+def trace_intent_record(*, session_id: str, intent: str, resource_type: str | None,
+                        operation: str | None) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
     trace = _update_active_trace(session_id, "intent_detected = %s, resource_type = %s, operation = %s",
                                  [intent, resource_type, operation])
-    return trace if trace is not None else _record_intent_locked(session_id, intent, resource_type, operation)
+    return trace if trace is not None else _intent_record_locked(session_id, intent, resource_type, operation)
 
 
 @transaction.atomic
-def _record_intent_locked(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
+def _intent_record_locked(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
     trace = _locked_trace(session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
@@ -126,13 +128,13 @@ class ToolCallInput:
         )
 
 
-def record_tool_call(
+def trace_tool_call_record(
+    *,
     session_id: str,
     tool_name: str,
     tool_args: dict | None,
     tool_result: Any,
     success: bool = True,
-    *,
     error: str | None = None,
     duration_ms: float | None = None,
     call_id: str | None = None,
@@ -148,7 +150,7 @@ def record_tool_call(
         call_id=call_id,
         timestamp=timestamp,
     )
-    return record_tool_calls(session_id, [call])[0][0]
+    return trace_tool_calls_record(session_id=session_id, calls=[call])[0][0]
 
 
 def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
@@ -161,7 +163,7 @@ def _repeated_call_id(calls: list[ToolCallInput]) -> str | None:
     return None
 
 
-def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
+def trace_tool_calls_record(*, session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
     """Append calls in order under the trace's row lock, so concurrent writers get distinct,
     gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
     Returns (tool_call, created) per input. One call on PostgreSQL (agents reporting each call as it
@@ -170,11 +172,11 @@ def record_tool_calls(session_id: str, calls: list[ToolCallInput]) -> list[tuple
         stored = _append_in_one_statement(session_id, calls[0])
         if stored is not None:
             return [(stored, True)]
-    return _record_tool_calls_locked(session_id, calls)
+    return _tool_calls_record_locked(session_id, calls)
 
 
 @transaction.atomic
-def _record_tool_calls_locked(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
+def _tool_calls_record_locked(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
     trace = _locked_trace(session_id)
     call_ids = [c.call_id for c in calls if c.call_id]
     repeated = _repeated_call_id(calls)
@@ -241,8 +243,8 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
     now = timezone.now()
     timestamp = call.timestamp or now
     params = {"now": now, "session_id": session_id, "active": AgentTrace.Status.ACTIVE, "call_id": call.call_id,
-              "tool_name": call.tool_name, "tool_args": _json_text(call.tool_args),
-              "tool_result": _json_text(call.tool_result), "success": call.success, "error": call.error,
+              "tool_name": call.tool_name, "tool_args": json_text(call.tool_args),
+              "tool_result": json_text(call.tool_result), "success": call.success, "error": call.error,
               "timestamp": timestamp, "duration_ms": call.duration_ms}
 
     def execute():
@@ -264,12 +266,20 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
     return stored
 
 
+def _announce_completed(trace_ids: list[int]) -> None:
+    """Tell listeners (online evaluation rules) which traces just finished, once their rows are
+    committed: a listener that queues work must never see a trace its worker cannot read yet."""
+    if trace_ids and trace_completed.receivers:
+        transaction.on_commit(lambda: trace_completed.send(sender=AgentTrace, trace_ids=list(trace_ids)))
+
+
 def _finish_fields(trace: AgentTrace, end_time: datetime) -> None:
     trace.end_time = end_time
     trace.duration_seconds = max((end_time - trace.start_time).total_seconds(), 0.0)
 
 
-def complete_trace(session_id: str, final_response: str | None, success: bool, *, error: str | None = None) -> AgentTrace:
+def trace_complete(*, session_id: str, final_response: str | None, success: bool,
+                   error: str | None = None) -> AgentTrace:
     status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     end_time = timezone.now()
     trace = _update_active_trace(
@@ -278,11 +288,14 @@ def complete_trace(session_id: str, final_response: str | None, success: bool, *
         " duration_seconds = GREATEST(EXTRACT(EPOCH FROM (%s - start_time)), 0)",
         [final_response, success, error, status, end_time, end_time],
     )
-    return trace if trace is not None else _complete_trace_locked(session_id, final_response, success, error=error)
+    if trace is not None:
+        _announce_completed([trace.pk])
+        return trace
+    return _complete_locked(session_id, final_response, success, error=error)
 
 
 @transaction.atomic
-def _complete_trace_locked(session_id: str, final_response: str | None, success: bool, *,
+def _complete_locked(session_id: str, final_response: str | None, success: bool, *,
                            error: str | None = None) -> AgentTrace:
     trace = _locked_trace(session_id)
     if trace.is_finished:
@@ -298,6 +311,7 @@ def _complete_trace_locked(session_id: str, final_response: str | None, success:
     # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
     trace.save(update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds",
                               "updated_at"])
+    _announce_completed([trace.pk])
     return trace
 
 
@@ -388,16 +402,35 @@ def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTra
         tool_call_count=len(item.tool_calls),
         metadata=item.metadata,
         content_hash=content_hash,
+        source=AgentTrace.Source.BATCH,
     )
 
 
-_TOOL_CALL_COPY_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
-                           "timestamp", "duration_ms")
+TOOL_CALL_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
+                     "timestamp", "duration_ms")
 
 
-def _json_text(value) -> str | None:
+def json_text(value) -> str | None:
     # SQL NULL for a missing result, as the ORM stores JSONField(null=True) None.
     return None if value is None else orjson.dumps(value).decode()
+
+
+def tool_call_rows_insert(*, rows) -> None:
+    """Store tool calls given as tuples in TOOL_CALL_COLUMNS order (tool_args and tool_result as
+    Python values), inside the caller's transaction. Shared by batch and OTLP ingestion."""
+    if connection.vendor == "postgresql":
+        # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
+        # costs several times more than streaming the rows. It goes to psycopg's own cursor, so
+        # its errors are wrapped by hand into Django's: callers catch IntegrityError, not
+        # psycopg's UniqueViolation.
+        with connection.wrap_database_errors, connection.cursor() as cursor, cursor.cursor.copy(
+            f"COPY {ToolCall._meta.db_table} ({', '.join(TOOL_CALL_COLUMNS)}) FROM STDIN"
+        ) as copy:
+            for row in rows:
+                copy.write_row((*row[:4], json_text(row[4]), json_text(row[5]), *row[6:]))
+    else:
+        ToolCall.objects.bulk_create([ToolCall(**dict(zip(TOOL_CALL_COLUMNS, row))) for row in rows],
+                                     batch_size=500)
 
 
 def _tool_call_rows(traces: list[AgentTrace], items: list[BatchTrace]):
@@ -410,20 +443,9 @@ def _tool_call_rows(traces: list[AgentTrace], items: list[BatchTrace]):
 def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
     traces = AgentTrace.objects.bulk_create([_build_trace(i, h, now) for i, h in zip(items, hashes, strict=True)],
                                             batch_size=1000)
-    rows = _tool_call_rows(traces, items)
-    if connection.vendor == "postgresql":
-        # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
-        # costs several times more than streaming the rows. It goes to psycopg's own cursor, so
-        # its errors are wrapped by hand into Django's: callers catch IntegrityError, not
-        # psycopg's UniqueViolation.
-        with connection.wrap_database_errors, connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {ToolCall._meta.db_table} ({', '.join(_TOOL_CALL_COPY_COLUMNS)}) FROM STDIN"
-        ) as copy:
-            for row in rows:
-                copy.write_row((*row[:4], _json_text(row[4]), _json_text(row[5]), *row[6:]))
-    else:
-        ToolCall.objects.bulk_create([ToolCall(**dict(zip(_TOOL_CALL_COPY_COLUMNS, row))) for row in rows],
-                                     batch_size=2000)
+    tool_call_rows_insert(rows=_tool_call_rows(traces, items))
+    # Registered inside the caller's atomic block: a batch that rolls back announces nothing.
+    _announce_completed([trace.pk for trace in traces])
 
 
 def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:

@@ -4,9 +4,15 @@ from celery import shared_task
 from django.conf import settings
 
 from . import services
+from .otlp import services as otlp_services
 
 
 @shared_task(name="apps.traces.tasks.fail_stale_traces")
 def fail_stale_traces(older_than_seconds: int | None = None) -> int:
     seconds = older_than_seconds if older_than_seconds is not None else settings.EVALSITE_TRACE_TIMEOUT_SECONDS
     return services.trace_fail_stale(older_than=timedelta(seconds=seconds))
+
+
+@shared_task(name="apps.traces.tasks.prune_otlp_spans")
+def prune_otlp_spans() -> int:
+    return otlp_services.otlp_spans_prune(older_than=timedelta(hours=settings.EVALSITE_OTLP_SPAN_RETENTION_HOURS))

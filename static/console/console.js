@@ -1,23 +1,64 @@
-// The run page's live progress: poll the run while it is going, then reload once so the results,
-// figures and charts are the finished ones. Nothing else on the console needs JavaScript.
+// The run page's live view: while the run goes, poll its live endpoint for the progress, the cards
+// and the rows finished since the last answer (inserted in the table's order without a reload), and
+// say so when no worker picks the run up. Once it is finished, reload once so the charts, filters
+// and pages are the finished ones. Nothing else on the console needs JavaScript.
 (function () {
   "use strict";
+  function rowFrom(html) {
+    var body = document.createElement("tbody");
+    body.innerHTML = html.trim();
+    return body.firstElementChild;
+  }
+  function insertRow(tbody, row) {
+    var id = row.getAttribute("data-result-id");
+    if (tbody.querySelector('tr[data-result-id="' + id + '"]')) { return; }
+    var empty = tbody.querySelector("tr.no-rows");
+    if (empty) { empty.remove(); }
+    var key = row.getAttribute("data-sort-key");
+    var rows = tbody.querySelectorAll("tr[data-sort-key]");
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].getAttribute("data-sort-key") > key) { tbody.insertBefore(row, rows[i]); return; }
+    }
+    tbody.appendChild(row);
+  }
   function watch(section) {
-    var url = section.getAttribute("data-progress-url");
+    var base = section.getAttribute("data-progress-url");
+    var filters = section.getAttribute("data-filters");
+    var liveRows = section.getAttribute("data-live-rows") === "1";
+    var cursor = section.getAttribute("data-cursor") || "";
     var bar = document.getElementById("run-progress");
     var status = document.getElementById("run-status");
     var counts = document.getElementById("run-counts");
+    var cards = document.getElementById("run-cards");
+    var noWorker = document.getElementById("no-worker");
+    var tbody = document.querySelector("#results-table tbody");
+    var shown = document.getElementById("shown-count");
     function poll() {
+      var url = base + "?after=" + encodeURIComponent(cursor) + (filters ? "&" + filters : "");
       fetch(url, {credentials: "same-origin", headers: {"Accept": "application/json"}})
         .then(function (response) { return response.ok ? response.json() : Promise.reject(response.status); })
         .then(function (run) {
+          if (run.finished) { window.location.reload(); return; }
           bar.max = Math.max(run.total, 1);
           bar.value = run.completed;
           bar.textContent = run.completed + "/" + run.total;
           status.textContent = run.status;
           counts.textContent = run.completed + "/" + run.total + " done, " + run.passed + " passed, " +
-            run.failed + " failed";
-          if (run.finished) { window.location.reload(); } else { window.setTimeout(poll, 1500); }
+            run.failed + " failed" + (run.unassessed ? ", " + run.unassessed + " unassessed" : "");
+          cards.innerHTML = run.cards;
+          if (noWorker) {
+            noWorker.hidden = !run.unclaimed;
+            // "Run queued" from the launch is no longer the news: nothing is consuming the queue.
+            if (run.unclaimed) {
+              document.querySelectorAll(".messagelist .success").forEach(function (m) { m.remove(); });
+            }
+          }
+          if (liveRows && tbody) {
+            run.rows.forEach(function (html) { insertRow(tbody, rowFrom(html)); });
+            if (shown) { shown.textContent = tbody.querySelectorAll("tr[data-result-id]").length; }
+          }
+          cursor = run.cursor || cursor;
+          window.setTimeout(poll, 1500);
         })
         .catch(function () { window.setTimeout(poll, 5000); });
     }

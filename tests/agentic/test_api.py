@@ -150,12 +150,15 @@ def test_reevaluating_an_unchanged_trace_reuses_it_unless_forced(api, demo_trace
 def test_a_changed_trace_is_judged_again(api, db):
     from apps.traces import services
 
-    services.start_trace("s-change", "List all Kubernetes clusters in Delhi", "OrchestratorAgent")
-    services.record_intent("s-change", "list_k8s_cluster", "k8s_cluster", "list")
+    services.trace_start(session_id="s-change", user_query="List all Kubernetes clusters in Delhi",
+                         agent_name="OrchestratorAgent")
+    services.trace_intent_record(session_id="s-change", intent="list_k8s_cluster", resource_type="k8s_cluster",
+                                 operation="list")
     url = f"{BASE}/evaluate/session"
     active = api.post(url, {"session_id": "s-change"}, format="json").json()
-    services.record_tool_call("s-change", "list_k8s_clusters", {"datacenter": "Delhi"}, [{"name": "prod-01"}], True)
-    services.complete_trace("s-change", "Delhi has one cluster: prod-01.", True)
+    services.trace_tool_call_record(session_id="s-change", tool_name="list_k8s_clusters",
+                                    tool_args={"datacenter": "Delhi"}, tool_result=[{"name": "prod-01"}], success=True)
+    services.trace_complete(session_id="s-change", final_response="Delhi has one cluster: prod-01.", success=True)
     done = api.post(url, {"session_id": "s-change"}, format="json").json()
     assert done["reused"] is False and done["overall_score"] > active["overall_score"]
 

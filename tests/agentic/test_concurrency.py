@@ -4,24 +4,29 @@ import pytest
 from django.db import connection
 
 from apps.agentic.models import AgentEvaluation, EvaluationRollup
-from apps.agentic.services import evaluation_rollup_rebuild, evaluations_for_sessions
+from apps.agentic.services import evaluation_rollup_rebuild, evaluations_create_for_sessions
 from apps.traces import services as traces
 
 
+# transaction=True: the racing threads each use their own connection, which sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_batches_keep_the_summary_totals_exact(on_postgres):
     agents = ["AgentA", "AgentB"]
     for i in range(40):
         sid = f"c{i}"
-        traces.start_trace(sid, "List all Kubernetes clusters in Delhi", agents[i % 2])
-        traces.record_intent(sid, "list_k8s_cluster", "k8s_cluster", "list")
-        traces.record_tool_call(sid, "list_k8s_clusters", {"datacenter": "Delhi"}, [{"name": f"prod-{i}"}], True)
-        traces.complete_trace(sid, f"Delhi has prod-{i}." if i % 3 else "No idea.", True)
+        traces.trace_start(session_id=sid, user_query="List all Kubernetes clusters in Delhi", agent_name=agents[i % 2])
+        traces.trace_intent_record(session_id=sid, intent="list_k8s_cluster", resource_type="k8s_cluster",
+                                   operation="list")
+        traces.trace_tool_call_record(session_id=sid, tool_name="list_k8s_clusters",
+                                      tool_args={"datacenter": "Delhi"}, tool_result=[{"name": f"prod-{i}"}],
+                                      success=True)
+        traces.trace_complete(session_id=sid, final_response=f"Delhi has prod-{i}." if i % 3 else "No idea.",
+                              success=True)
     errors = []
 
     def run(ids):
         try:
-            evaluations_for_sessions(session_ids=ids, judge_name="heuristic", force=True)
+            evaluations_create_for_sessions(session_ids=ids, judge_name="heuristic", force=True)
         except Exception as exc:  # surfaced by the assertion below
             errors.append(exc)
         finally:

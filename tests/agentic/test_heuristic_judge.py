@@ -1,7 +1,7 @@
 import pytest
 
-from apps.core.judges import HeuristicAgenticJudge, JudgeInput, JudgeToolCall
-from apps.core.scoring import rating_for, weighted_overall
+from apps.agentic.judges import HeuristicAgenticJudge, JudgeInput, JudgeToolCall
+from apps.agentic.scoring import rating_for, weighted_overall
 from apps.traces.demo import DEMO_TRACES
 
 judge = HeuristicAgenticJudge()

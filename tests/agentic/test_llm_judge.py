@@ -5,7 +5,7 @@ import json
 import pytest
 
 from apps.agentic.models import AgentEvaluation
-from apps.core.judges import JudgeInput, JudgeToolCall, get_agentic_judge
+from apps.agentic.judges import JudgeInput, JudgeToolCall, get_agentic_judge
 
 ORDER = ("intent_resolution", "tool_call_accuracy", "task_adherence")  # the judge's request order
 

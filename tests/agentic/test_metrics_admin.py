@@ -3,7 +3,9 @@ import pytest
 from apps.agentic.demo import load_demo_evaluations
 from apps.agentic.models import AgentEvaluation
 from apps.traces.models import AgentTrace
-from tests.traces.test_metrics_admin import sample
+from tests.agentic.factories import AgentEvaluationFactory
+from tests.prometheus_text import sample
+from tests.traces.factories import AgentTraceFactory
 
 
 def test_prometheus_series_come_from_stored_evaluations(client, demo_traces):
@@ -42,23 +44,22 @@ def test_admin_evaluation_list_filters_and_trace_link(admin_client, demo_traces)
     assert page.status_code == 200 and "no tool fits" in page.content.decode()
 
 
-def test_trace_page_lists_its_evaluations(admin_client, demo_traces):
-    load_demo_evaluations()
-    trace = AgentTrace.objects.get(session_id="demo_vm_create_mumbai")
+def test_trace_page_lists_its_evaluations(admin_client):
+    trace = AgentTraceFactory()
+    AgentEvaluationFactory(trace=trace)
     html = admin_client.get(f"/admin/traces/agenttrace/{trace.pk}/change/").content.decode()
     assert "heuristic:v1" in html and "Excellent" in html and "agentevaluation/" in html
 
 
-@pytest.mark.django_db(transaction=True)
-def test_admin_action_evaluates_selected_traces_through_celery(admin_client):
-    from apps.traces.demo import load_demo_traces
-
-    load_demo_traces()
+def test_admin_action_evaluates_selected_traces_through_celery(admin_client, demo_traces,
+                                                              django_capture_on_commit_callbacks):
     ids = list(AgentTrace.objects.filter(agent_name="OrchestratorAgent").values_list("pk", flat=True))
-    response = admin_client.post("/admin/traces/agenttrace/",
-                                 {"action": "evaluate_selected_traces", "_selected_action": ids}, follow=True)
+    with django_capture_on_commit_callbacks(execute=True) as enqueued:
+        response = admin_client.post("/admin/traces/agenttrace/",
+                                     {"action": "evaluate_selected_traces", "_selected_action": ids}, follow=True)
     assert response.status_code == 200 and "queued" in response.content.decode()
-    # Eager Celery in tests: the task ran after the commit.
+    # The task is enqueued on commit, never inside the request's transaction; eager Celery ran it then.
+    assert enqueued
     assert set(AgentEvaluation.objects.values_list("session_id", flat=True)) == set(
         AgentTrace.objects.filter(pk__in=ids).values_list("session_id", flat=True))
 

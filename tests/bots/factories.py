@@ -1,5 +1,6 @@
 import factory
 
+from apps.bots.adapters import BotDocument, BotSpec, BotTool as BotSpecTool
 from apps.bots.models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
 
 
@@ -45,42 +46,50 @@ class KnowledgeDocumentFactory(factory.django.DjangoModelFactory):
     text = "Paragraph one.\n\nParagraph two."
 
 
-def rubric_body(agent_id: str, **overrides) -> dict:
-    body = {
-        "agent_id": agent_id,
-        "name": "Support rubric",
-        "description": "How support answers are judged",
-        "severity_definitions": {"high": "Critical", "medium": "Moderate", "low": "Minor"},
-        "rules": [
-            {"id": "BRIEF_RESPONSES", "name": "Brief, Focused Responses", "severity": "medium",
-             "category": "response_quality", "description": "Concise answers",
-             "prompt_reference": "Section: Communication Style",
-             "evaluation_criteria": {"pass_conditions": ["Under 3 sentences"], "fail_conditions": ["Filler"]},
-             "examples": {"violation": "Well, so...", "correct": "15 days."},
-             "component_scope": "prompt", "component_ids": [], "component_names": []},
-            {"id": "USES_KB", "name": "Uses the handbook", "severity": "high", "component_scope": "knowledge_base",
-             "evaluation_criteria": {"pass_conditions": ["Cites the handbook"]}, "component_names": ["Handbook"]},
-        ],
-    }
-    body.update(overrides)
-    return body
+# What the run engine hands an adapter: a bot as BotSpec, with the HR handbook the demo bot answers from.
+HANDBOOK = (
+    BotDocument("HR Handbook", "PTO Policy",
+                "Full-time employees accrue 1.5 days of paid time off per month, up to 18 days a year.\n\n"
+                "Unused PTO of up to 5 days carries over into the next calendar year."),
+    BotDocument("HR Handbook", "Expense Policy",
+                "Submit expense reports within 30 days with itemised receipts.\n\n"
+                "Meals while travelling are reimbursed up to 75 dollars per day."),
+)
+TOOLS = (BotSpecTool("search_kb", "Search handbook", "knowledge_base"),
+         BotSpecTool("live_handoff", "Live Chat Handoff", "human_handoff"))
 
 
-def make_test_set_payload(agent_id: str, **overrides) -> dict:
+def make_bot_spec(**extra) -> BotSpec:
+    base = dict(agent_id="a" * 24, name="HR bot", adapter="demo", tools=TOOLS, documents=HANDBOOK)
+    return BotSpec(**{**base, **extra})
+
+
+def user_turn(text: str) -> list[dict]:
+    """A conversation of one user message."""
+    return [{"role": "user", "content": text}]
+
+
+SECRET = "sk-very-secret-value-123"
+
+
+def bot_body(**overrides):
+    """The body of POST /api/v1/bots: every field, two tools and a knowledge base of two documents."""
     body = {
-        "agent_id": agent_id,
-        "name": "Support test set",
-        "description": "Questions",
-        "items": [
-            {"type": "single_turn", "name": "PTO Policy Inquiry", "inputs": {"message": "What is our PTO policy?"},
-             "expected": {"success_criteria": ["Mentions 15 days"], "should_use_tools": ["search_kb"],
-                          "should_not_use_tools": ["live_handoff"], "expected_outcome": "PTO info"},
-             "tags": ["hr", "policy"], "priority": "high"},
-            {"type": "scenario", "name": "Carry-over chat",
-             "inputs": {"persona": "An employee", "initial_message": "Hi, about PTO…",
-                        "scripted_turns": ["How many days carry over?", "Merci — and the rest?"]},
-             "expected": {"success_criteria": ["Says 5 days"]}, "tags": [], "priority": "medium"},
-        ],
+        "name": "O'Connor Associate",
+        "organization_id": "64f1c0ffee0000000000a001",
+        "organization_name": "O'Connor Insurance",
+        "system_prompt": "You are an assistant.",
+        "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0.3}},
+        "harness_context": {"version": "1.0", "execution_flow": [{"step": 1, "node": "invoke_model"}]},
+        "adapter": "http",
+        "endpoint_url": "http://127.0.0.1:9/chat",
+        "secret": SECRET,
+        "tools": [{"name": "Live Chat Handoff", "tool_name": "live_handoff", "type": "human_handoff",
+                   "description": "Transfer", "output_instructions": "Say so"},
+                  {"name": "Search", "tool_name": "search_kb", "type": "knowledge_base"}],
+        "knowledge_bases": [{"name": "Handbook", "type": "file",
+                             "documents": [{"title": "PTO", "text": "15 days.\n\nCarry over 5."},
+                                           {"title": "Expenses", "text": "Receipts over $25."}]}],
     }
     body.update(overrides)
     return body

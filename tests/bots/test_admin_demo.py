@@ -1,10 +1,13 @@
 import pytest
 
-from apps.bots.demo import DEMO_AGENT_ID, DEMO_DATASET_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET_ID, load_demo_evaluation_data
+from apps.bots.demo import DEMO_AGENT_ID
 from apps.bots.models import Bot, KnowledgeDocument
 from apps.bots.selectors import bot_spec_data
+from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.rubrics.selectors import rubric_version_snapshot
-from apps.testsets.selectors import dataset_questions, test_set_version_items
+from apps.runs.demo import load_demo_evaluation_data
+from apps.testsets.demo import DEMO_DATASET_ID, DEMO_TEST_SET_ID
+from apps.testsets.selectors import dataset_questions, testset_version_items
 from tests.admin_forms import admin_form_data
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +26,7 @@ def test_demo_data_is_complete_and_idempotent():
     _, rubric = rubric_version_snapshot(DEMO_RUBRIC_ID, None)
     assert {r["component_scope"] for r in rubric["rules"]} == {"prompt", "knowledge_base", "function", "general"}
     assert {r["severity"] for r in rubric["rules"]} == {"high", "medium", "low"}
-    _, items = test_set_version_items(DEMO_TEST_SET_ID, None)
+    _, items = testset_version_items(DEMO_TEST_SET_ID, None)
     assert {i["type"] for i in items} == {"single_turn", "scenario"}
     assert all(i["inputs"].get("scripted_turns") for i in items if i["type"] == "scenario")
     assert len(dataset_questions(DEMO_DATASET_ID)) == 3

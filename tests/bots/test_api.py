@@ -5,33 +5,10 @@ import pytest
 from apps.bots import selectors
 from apps.bots.models import Bot
 from apps.core.errors import NotFoundError
-
-from .factories import BotFactory, KnowledgeDocumentFactory
+from tests.bots.factories import SECRET, BotFactory, KnowledgeDocumentFactory, bot_body
+from tests.rubrics.factories import RubricFactory
 
 pytestmark = pytest.mark.django_db
-SECRET = "sk-very-secret-value-123"
-
-
-def bot_body(**overrides):
-    body = {
-        "name": "O'Connor Associate",
-        "organization_id": "64f1c0ffee0000000000a001",
-        "organization_name": "O'Connor Insurance",
-        "system_prompt": "You are an assistant.",
-        "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0.3}},
-        "harness_context": {"version": "1.0", "execution_flow": [{"step": 1, "node": "invoke_model"}]},
-        "adapter": "http",
-        "endpoint_url": "http://127.0.0.1:9/chat",
-        "secret": SECRET,
-        "tools": [{"name": "Live Chat Handoff", "tool_name": "live_handoff", "type": "human_handoff",
-                   "description": "Transfer", "output_instructions": "Say so"},
-                  {"name": "Search", "tool_name": "search_kb", "type": "knowledge_base"}],
-        "knowledge_bases": [{"name": "Handbook", "type": "file",
-                             "documents": [{"title": "PTO", "text": "15 days.\n\nCarry over 5."},
-                                           {"title": "Expenses", "text": "Receipts over $25."}]}],
-    }
-    body.update(overrides)
-    return body
 
 
 def test_create_get_and_context(api):
@@ -131,11 +108,10 @@ def test_unknown_bot_is_404(api, staff_api):
 
 
 def test_delete_is_staff_only_and_protected_by_rubrics(api, staff_api):
-    from tests.bots.factories import rubric_body
-
-    agent_id = api.post("/api/v1/bots", bot_body(), format="json").json()["agent_id"]
+    bot = BotFactory()
+    agent_id = bot.agent_id
     assert api.delete(f"/api/v1/bots/{agent_id}").status_code == 403
-    rubric_id = api.post("/api/v1/rubrics", rubric_body(agent_id), format="json").json()["rubric_id"]
+    rubric_id = RubricFactory(agent=bot).rubric_id
     response = staff_api.delete(f"/api/v1/bots/{agent_id}")
     assert response.status_code == 409 and "rubrics" in response.json()["detail"]
     assert staff_api.delete(f"/api/v1/rubrics/{rubric_id}").status_code == 204

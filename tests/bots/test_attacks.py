@@ -3,28 +3,11 @@ bot over the API, run a test set against it, and look at what the listener recei
 
 import pytest
 
-from tests.bots.factories import make_test_set_payload
+from tests.bots.helpers import create_bot, run_against
 from tests.fakes.bot_server import FakeBotServer
 from tests.fakes.openai_server import ScriptedOpenAIServer
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-SINGLE_TURN = {"type": "single_turn", "name": "PTO", "inputs": {"message": "What is our PTO policy?"},
-               "expected": {"success_criteria": ["Mentions 15 days"]}, "tags": [], "priority": "high"}
-
-
-def run_against(api, agent_id: str) -> list[dict]:
-    created = api.post("/api/v1/test-sets", make_test_set_payload(agent_id, items=[SINGLE_TURN]), format="json")
-    assert created.status_code == 201, created.json()
-    run = api.post("/api/v1/runs", {"agent_id": agent_id, "test_set_id": created.json()["test_set_id"]}, format="json")
-    assert run.status_code == 201, run.json()
-    return api.get(f"/api/v1/runs/{run.json()['run_id']}/results").json()
-
-
-def create_bot(api, **fields) -> str:
-    response = api.post("/api/v1/bots", {"name": "attacker bot", **fields}, format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()["agent_id"]
+pytestmark = pytest.mark.django_db
 
 
 def test_platform_openai_key_never_goes_to_a_bot_supplied_url(api, openai_server):

@@ -13,11 +13,11 @@ from apps.core import crypto
 from apps.runs.sources import bot_spec
 from tests.admin_forms import admin_form_data
 from tests.bots.factories import BotFactory
-from tests.bots.test_attacks import create_bot, run_against
+from tests.bots.helpers import create_bot, run_against
 from tests.fakes.bot_server import FakeBotServer
 
 
-@pytest.mark.django_db(transaction=True)
+@pytest.mark.django_db
 class TestSecretFollowsTheAddress:
     def test_changing_the_endpoint_drops_the_stored_secret(self, api):
         with FakeBotServer() as honest, FakeBotServer() as attacker:
@@ -195,6 +195,8 @@ def test_rotate_names_bots_it_cannot_decrypt(settings):
         call_command("rotate_bot_secrets")
 
 
+# transaction=True: migrating back and forth rewrites the bots table, which SQLite's schema editor
+# refuses to do inside the atomic block the plain db fixture wraps a test in.
 @pytest.mark.django_db(transaction=True)
 def test_the_migration_encrypts_existing_plaintext_secrets():
     from django.db.migrations.executor import MigrationExecutor

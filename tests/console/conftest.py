@@ -1,18 +1,21 @@
 import pytest
-from django.contrib.auth import get_user_model
 
-from apps.bots.demo import DEMO_AGENT_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET_ID, load_demo_evaluation_data
+from apps.bots.demo import DEMO_AGENT_ID
+from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
+from apps.runs.demo import load_demo_evaluation_data
+from apps.testsets.demo import DEMO_TEST_SET_ID
+from tests.core.factories import UserFactory
 
 
 @pytest.fixture
 def staff_user(db):
-    return get_user_model().objects.create_user("reviewer", password="pw", is_staff=True)
+    return UserFactory(username="reviewer", is_staff=True)
 
 
 @pytest.fixture
 def reader_user(db):
-    return get_user_model().objects.create_user("reader", password="pw", is_staff=False)
+    return UserFactory(username="reader")
 
 
 @pytest.fixture
@@ -29,13 +32,30 @@ def reader_client(client, reader_user):
 
 @pytest.fixture
 def demo(db):
+    """The demo bot, rubric and test set: the pages show what the real engine makes of them (verdicts,
+    component chart, rubric conditions), which stand-in rows would only imitate."""
     load_demo_evaluation_data()
 
 
 @pytest.fixture
-def demo_run(demo):
-    """A finished run of the demo test set and rubric against the demo bot (Celery eager)."""
-    run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
-                              concurrency=2)
+def demo_run(demo, django_capture_on_commit_callbacks):
+    """A finished run of the demo test set and rubric against the demo bot (Celery eager; the run is
+    enqueued on commit, which the capture stands in for)."""
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
+                                  concurrency=2)
     run.refresh_from_db()
     return run
+
+
+@pytest.fixture
+def browser():
+    """Headless Chromium (tests/console/browser.py), quit after the test."""
+    import shutil
+
+    from tests.console.browser import start_browser
+
+    driver, profile = start_browser()
+    yield driver
+    driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)

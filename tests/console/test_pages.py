@@ -9,12 +9,17 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
-from apps.bots.demo import DEMO_AGENT_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET_ID
+from apps.bots.demo import DEMO_AGENT_ID
+from apps.rubrics.demo import DEMO_RUBRIC_ID
+from apps.rubrics.models import Rubric
 from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
+from apps.testsets.demo import DEMO_TEST_SET_ID
+from apps.testsets.models import TestSet
+from tests.agentic.factories import AgentEvaluationFactory, EvaluationRuleFactory
+from tests.runs.factories import RUBRIC, EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.traces.factories import AgentTraceFactory
 
-from .factories import RUBRIC, criterion, make_result, make_run, rule
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def text(response) -> str:
@@ -24,22 +29,28 @@ def text(response) -> str:
 def test_pages_need_a_login(client, demo_run):
     result = demo_run.results.first()
     for url in ["/console/", "/console/runs/", f"/console/runs/{demo_run.run_id}/",
-                f"/console/results/{result.result_id}/", f"/console/rubrics/{DEMO_RUBRIC_ID}/", "/console/runs/new/"]:
+                f"/console/results/{result.result_id}/", f"/console/rubrics/{DEMO_RUBRIC_ID}/", "/console/runs/new/",
+                "/console/traces/", "/console/runs/compare/"]:
         response = client.get(url)
-        assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
+        assert response.status_code == 302 and response["Location"].startswith("/console/login/?next="), url
 
 
-def test_readers_run_but_do_not_review(reader_client, demo_run):
-    """A non-staff session has the scopes of a new API key (read, ingest, evaluate): it may launch,
-    re-run and cancel as the API lets such a key, but not review, which needs configure."""
+def test_readers_read_but_neither_launch_nor_review(reader_client, demo_run):
+    """A non-staff session reads every page (issue 15: "other users read"); launching, re-running,
+    cancelling and reviewing are staff's, hidden from the pages and refused with 403."""
     result = demo_run.results.first()
     page = reader_client.get(f"/console/runs/{demo_run.run_id}/")
     assert page.status_code == 200
-    assert "Run again" in text(page) and "Open in admin" not in text(page)
+    assert "Run again" not in text(page) and "Open in admin" not in text(page)
+    assert "Launch a run" not in text(page) and ">Admin<" not in text(page)
     assert "Save review" not in text(reader_client.get(f"/console/results/{result.result_id}/"))
-    assert reader_client.get("/console/runs/new/").status_code == 200
-    assert reader_client.post(f"/console/runs/{demo_run.run_id}/rerun/").status_code == 302
-    assert EvaluationRun.objects.count() == 2
+    for url in ["/console/", "/console/runs/", "/console/traces/", "/console/runs/compare/",
+                f"/console/rubrics/{DEMO_RUBRIC_ID}/"]:
+        assert reader_client.get(url).status_code == 200, url
+    assert reader_client.get("/console/runs/new/").status_code == 403
+    assert reader_client.post(f"/console/runs/{demo_run.run_id}/rerun/").status_code == 403
+    assert reader_client.post(f"/console/runs/{demo_run.run_id}/cancel/").status_code == 403
+    assert EvaluationRun.objects.count() == 1
     denied = reader_client.post(f"/console/results/{result.result_id}/",
                                 {"kind": "rule", "key": "BRIEF_RESPONSES", "passed": "false"})
     assert denied.status_code == 403 and not VerdictReview.objects.exists()
@@ -48,26 +59,30 @@ def test_readers_run_but_do_not_review(reader_client, demo_run):
 def test_unknown_ids_are_404(staff_client, db):
     for url in [f"/console/runs/{uuid.uuid4()}/", f"/console/results/{uuid.uuid4()}/",
                 f"/console/rubrics/{uuid.uuid4()}/", "/console/traces/no-such-session/",
-                f"/console/runs/{uuid.uuid4()}/progress/", "/console/runs/compare/"]:
+                f"/console/runs/{uuid.uuid4()}/progress/",
+                f"/console/runs/compare/?base={uuid.uuid4()}&head={uuid.uuid4()}"]:
         assert staff_client.get(url).status_code == 404, url
 
 
-def test_launch_from_the_console_runs_against_the_demo_bot(staff_client, demo):
+def test_launch_from_the_console_runs_against_the_demo_bot(staff_client, demo, django_capture_on_commit_callbacks):
     form = staff_client.get("/console/runs/new/")
     assert DEMO_AGENT_ID in text(form) and DEMO_TEST_SET_ID in text(form)
-    response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
-                                                        "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                                            "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2})
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/console/runs/{run.run_id}/"
     assert (run.status, run.completed, run.created_by.username) == ("completed", 5, "reviewer")
     progress = staff_client.get(f"/console/runs/{run.run_id}/progress/").json()
-    assert progress == {"status": "completed", "total": 5, "completed": 5, "passed": run.passed,
-                        "failed": run.failed, "finished": True}
+    # Fail-closed (issue 16): the heuristic judge skips both high-severity demo rules on every item.
+    assert progress == {"status": "completed", "total": 5, "completed": 5, "passed": 0, "failed": 0,
+                        "unassessed": 5, "coverage": {"scored": 20, "skipped": 20, "errored": 0}, "finished": True}
 
 
-def test_launch_form_errors_are_shown_and_nothing_is_created(staff_client, demo):
-    response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
-                                                        "concurrency": 99})
+def test_launch_form_errors_are_shown_and_nothing_is_created(staff_client, demo, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                                            "concurrency": 99})
     assert response.status_code == 200 and "less than or equal to 32" in text(response)
     assert not EvaluationRun.objects.exists()
 
@@ -77,37 +92,44 @@ def test_run_page_shows_figures_chart_versions_and_results(staff_client, demo_ru
     run = EvaluationRun.objects.get(pk=demo_run.pk)
     assert f"{run.criteria_passed}/{run.criteria_total}" in page
     assert f"{run.rubric_rules_passed}/{run.rubric_rules_total}" in page
-    assert f"test set {DEMO_TEST_SET_ID} v1" in page and "heuristic:v1" in page
+    # The test set and rubric by name and version (issue 15: the UUID alone told a reader nothing).
+    test_set, rubric = TestSet.objects.get(pk=DEMO_TEST_SET_ID), Rubric.objects.get(pk=DEMO_RUBRIC_ID)
+    assert f"{escape(test_set.name)} v1" in page and "heuristic:v1" in page
+    assert f'<a href="/console/rubrics/{DEMO_RUBRIC_ID}/">{escape(rubric.name)}</a> v1' in page
     assert 'id="component-scores"' in page and "<svg" in page and 'aria-label="Rubric pass rate per component scope' in page
-    assert page.count('href="/console/results/') == 5
+    assert page.count('data-result-id=') == 5
     assert f'href="/admin/runs/evaluationrun/{run.pk}/change/"' in page, "a link to the admin"
     assert 'data-finished="1"' in page, "a finished run does not poll"
 
 
-def test_running_run_page_polls_and_offers_cancel(staff_client, demo, monkeypatch):
+def test_running_run_page_polls_and_offers_cancel(staff_client, demo, monkeypatch, django_capture_on_commit_callbacks):
     from apps.runs import services
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # items stay queued: the run is "running"
-    run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert 'data-finished="0"' in page and "Cancel run" in page and "console/console.js" in page
     assert staff_client.get(f"/console/runs/{run.run_id}/progress/").json()["finished"] is False
-    staff_client.post(f"/console/runs/{run.run_id}/cancel/")
+    with django_capture_on_commit_callbacks(execute=True):
+        staff_client.post(f"/console/runs/{run.run_id}/cancel/")
     assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"
     again = staff_client.post(f"/console/runs/{run.run_id}/cancel/", follow=True)
     assert "already cancelled" in text(again)
 
 
 def test_result_filters_and_failed_first(staff_client, db):
-    run = make_run()
-    make_result(run, 0, criteria=[criterion("ok", True)], rules=[rule("R1", True)], tags=["hr"], priority="high")
-    make_result(run, 1, criteria=[criterion("ok", True)], rules=[rule("R1", False, "high")], tags=["it"])
-    make_result(run, 2, criteria=[criterion("bad", False)], rules=[rule("R2", False, "low")], tags=["hr"],
-                item_type="scenario")
+    run = EvaluationRunFactory()
+    EvaluationResultFactory(run=run, position=0, criteria_scores=[criterion("ok", True)],
+                            rubric_scores=[rule("R1", True)], tags=["hr"], priority="high")
+    EvaluationResultFactory(run=run, position=1, criteria_scores=[criterion("ok", True)],
+                            rubric_scores=[rule("R1", False, "high")], tags=["it"])
+    EvaluationResultFactory(run=run, position=2, criteria_scores=[criterion("bad", False)],
+                            rubric_scores=[rule("R2", False, "low")], tags=["hr"], item_type="scenario")
 
     def names(query=""):
         page = staff_client.get(f"/console/runs/{run.run_id}/?{query}").content.decode()
-        return re.findall(r'href="/console/results/[^"]+">([^<]+)</a>', page)
+        return re.findall(r'<td><a href="/console/results/[^"#]+">([^<]+)</a></td>', page)
 
     assert names() == ["item 1", "item 2", "item 0"], "failed first, then test set order"
     assert names("passed=true") == ["item 0"]
@@ -123,9 +145,11 @@ def test_result_filters_and_failed_first(staff_client, db):
 
 
 def test_review_through_the_result_page_changes_human_figures_and_agreement(staff_client, db):
-    run = make_run()
-    failed = make_result(run, 0, criteria=[criterion("ok", True)], rules=[rule("R1", False, "high")])
-    make_result(run, 1, criteria=[criterion("ok", True)], rules=[rule("R1", True, "high")])
+    run = EvaluationRunFactory()
+    failed = EvaluationResultFactory(run=run, position=0, criteria_scores=[criterion("ok", True)],
+                                     rubric_scores=[rule("R1", False, "high")])
+    EvaluationResultFactory(run=run, position=1, criteria_scores=[criterion("ok", True)],
+                            rubric_scores=[rule("R1", True, "high")])
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">50%', page)
 
@@ -155,7 +179,8 @@ def test_review_through_the_result_page_changes_human_figures_and_agreement(staf
 
 
 def test_review_form_errors_are_reported(staff_client, db):
-    result = make_result(make_run(), 0, criteria=[criterion("ok", True)], rules=[rule("R1", False)])
+    result = EvaluationResultFactory(run=EvaluationRunFactory(), position=0, criteria_scores=[criterion("ok", True)],
+                                     rubric_scores=[rule("R1", False)])
     missing_choice = staff_client.post(f"/console/results/{result.result_id}/", {"kind": "rule", "key": "R1"},
                                        follow=True)
     assert "Choose pass or fail." in text(missing_choice)
@@ -179,16 +204,23 @@ def test_rubric_page_shows_conditions_and_kappa(staff_client, demo_run):
 
 
 def test_compare_lists_regressions_first_then_fixed_and_deltas(staff_client, db):
-    base, head = make_run(), make_run()
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
     cases = [uuid.UUID(int=n) for n in range(1, 5)]
-    make_result(base, 0, case=cases[0], name="stays good", criteria=[criterion("c", True)], rules=[rule("R1", True)])
-    make_result(base, 1, case=cases[1], name="regresses", criteria=[criterion("c", True)], rules=[rule("R1", True)])
-    make_result(base, 2, case=cases[2], name="gets fixed", criteria=[criterion("c", False)], rules=[rule("R1", True)])
-    make_result(base, 3, case=cases[3], name="dropped", criteria=[criterion("c", True)])
-    make_result(head, 0, case=cases[0], name="stays good", criteria=[criterion("c", True)], rules=[rule("R1", True)])
-    regressed = make_result(head, 1, case=cases[1], name="regresses", criteria=[criterion("c", True)],
-                            rules=[rule("R1", False, "high")])
-    make_result(head, 2, case=cases[2], name="gets fixed", criteria=[criterion("c", True)], rules=[rule("R1", True)])
+    EvaluationResultFactory(run=base, position=0, test_case_id=cases[0], item_name="stays good",
+                            criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
+    EvaluationResultFactory(run=base, position=1, test_case_id=cases[1], item_name="regresses",
+                            criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
+    EvaluationResultFactory(run=base, position=2, test_case_id=cases[2], item_name="gets fixed",
+                            criteria_scores=[criterion("c", False)], rubric_scores=[rule("R1", True)])
+    EvaluationResultFactory(run=base, position=3, test_case_id=cases[3], item_name="dropped",
+                            criteria_scores=[criterion("c", True)])
+    EvaluationResultFactory(run=head, position=0, test_case_id=cases[0], item_name="stays good",
+                            criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
+    regressed = EvaluationResultFactory(run=head, position=1, test_case_id=cases[1], item_name="regresses",
+                                        criteria_scores=[criterion("c", True)],
+                                        rubric_scores=[rule("R1", False, "high")])
+    EvaluationResultFactory(run=head, position=2, test_case_id=cases[2], item_name="gets fixed",
+                            criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
     page = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}").content.decode()
     flat = re.sub(r"\s+", " ", page)
     assert flat.index('id="regressions"') < flat.index("regresses") < flat.index('id="fixed"') < \
@@ -201,13 +233,14 @@ def test_compare_lists_regressions_first_then_fixed_and_deltas(staff_client, db)
 
 
 def test_compare_refuses_runs_of_different_test_sets(staff_client, db):
-    base, head = make_run(), make_run(test_set_id=uuid.uuid4())
+    base, head = EvaluationRunFactory(), EvaluationRunFactory(test_set_id=uuid.uuid4())
     response = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}")
     assert response.status_code == 422 and "same test set" in text(response)
 
 
 def test_run_page_links_to_the_previous_run_of_the_same_test_set(staff_client, db):
-    first, other, second = make_run(), make_run(test_set_id=uuid.uuid4()), make_run()
+    first, other, second = (EvaluationRunFactory(), EvaluationRunFactory(test_set_id=uuid.uuid4()),
+                            EvaluationRunFactory())
     page = text(staff_client.get(f"/console/runs/{second.run_id}/"))
     assert f"?base={first.run_id}&amp;head={second.run_id}" in page
     assert "Compare with previous run" not in text(staff_client.get(f"/console/runs/{first.run_id}/"))
@@ -218,8 +251,9 @@ def test_run_page_links_to_the_previous_run_of_the_same_test_set(staff_client, d
     assert f'<option value="{second.run_id}"' in page and f'value="{other.run_id}"' not in page
 
 
-def test_rerun_pins_the_same_versions(staff_client, demo_run):
-    response = staff_client.post(f"/console/runs/{demo_run.run_id}/rerun/")
+def test_rerun_pins_the_same_versions(staff_client, demo_run, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(f"/console/runs/{demo_run.run_id}/rerun/")
     new = EvaluationRun.objects.exclude(pk=demo_run.pk).get()
     assert response["Location"] == f"/console/runs/{new.run_id}/"
     assert (new.test_set_version, new.rubric_version, new.judge, new.concurrency) == \
@@ -227,11 +261,13 @@ def test_rerun_pins_the_same_versions(staff_client, demo_run):
 
 
 def test_dashboard_three_clicks_to_the_failed_rule_of_a_regression(staff_client, db):
-    base, head = make_run(), make_run()
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
     case = uuid.UUID(int=99)
-    make_result(base, 0, case=case, name="refund question", criteria=[criterion("c", True)], rules=[rule("R1", True)])
-    regressed = make_result(head, 0, case=case, name="refund question", criteria=[criterion("c", True)],
-                            rules=[rule("R1", False, "high")])
+    EvaluationResultFactory(run=base, position=0, test_case_id=case, item_name="refund question",
+                            criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
+    regressed = EvaluationResultFactory(run=head, position=0, test_case_id=case, item_name="refund question",
+                                        criteria_scores=[criterion("c", True)],
+                                        rubric_scores=[rule("R1", False, "high")])
     dashboard = staff_client.get("/console/").content.decode()
     run_link = f"/console/runs/{head.run_id}/"
     assert run_link in dashboard                                                     # click 1
@@ -243,11 +279,9 @@ def test_dashboard_three_clicks_to_the_failed_rule_of_a_regression(staff_client,
 
 
 def test_dashboard_shows_trends_distribution_and_newest_failures(staff_client, demo_run):
-    from apps.agentic.demo import load_demo_evaluations
-    from apps.traces.demo import load_demo_traces
-
-    load_demo_traces()
-    load_demo_evaluations()
+    AgentEvaluationFactory()  # excellent
+    AgentEvaluationFactory(trace__agent_name="BillingAgent", tool_call_accuracy=0.2)  # acceptable
+    AgentEvaluationFactory(trace__agent_name="NetworkAgent", task_adherence=0.1, tool_call_accuracy=0.0)  # failed
     page = text(staff_client.get("/console/"))
     for marker in ('id="run-trend"', 'id="agentic-trend"', 'id="score-distribution"'):
         assert marker in page, marker
@@ -264,20 +298,22 @@ def test_dashboard_shows_trends_distribution_and_newest_failures(staff_client, d
 
 
 def test_trace_page_timeline_and_evaluations(staff_client, db):
-    from apps.agentic.demo import load_demo_evaluations
-    from apps.agentic.models import AgentEvaluation
-    from apps.traces.demo import load_demo_traces
-
-    load_demo_traces()
-    load_demo_evaluations()
-    evaluation = AgentEvaluation.objects.exclude(trace=None).select_related("trace").first()
-    trace = evaluation.trace
+    trace = AgentTraceFactory(tool_calls=[{"tool_name": "check_quota"}, {"tool_name": "create_vm"}])
+    evaluation = AgentEvaluationFactory(trace=trace)
     page = text(staff_client.get(f"/console/traces/{trace.session_id}/"))
     assert trace.user_query[:40] in page
     for call in trace.tool_calls.all():
         assert f"<code>{call.tool_name}</code>" in page
     assert evaluation.judge in page and "Task adherence" in page
     assert f'href="/admin/traces/agenttrace/{trace.pk}/change/"' in page
+    assert "on request" in page
+
+
+def test_trace_page_names_the_rule_that_judged_it(staff_client, db):
+    trace = AgentTraceFactory()
+    AgentEvaluationFactory(trace=trace, rule=EvaluationRuleFactory(name="nightly sample"))
+    page = text(staff_client.get(f"/console/traces/{trace.session_id}/"))
+    assert "by rule “nightly sample”" in page and "on request" not in page
 
 
 def _count_queries(client, url) -> int:
@@ -290,7 +326,7 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
     """1,000 results with reviews: the run page (any page of its table), the comparison and the
     dashboard read the same number of queries as with 10."""
     def build(n):
-        run = make_run()
+        run = EvaluationRunFactory()
         EvaluationResult.objects.bulk_create([
             EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i}",
                              item_type="single_turn", state="done", item={"tags": ["t"], "priority": "low"},
@@ -315,21 +351,17 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
     assert _count_queries(staff_client, "/console/") <= 15
     # The table is paginated: 50 rows a page.
     page = staff_client.get(f"/console/runs/{big_b.run_id}/").content.decode()
-    assert page.count('href="/console/results/') == 50 and "Page 1 of 20" in page
+    assert page.count('data-result-id=') == 50 and "Page 1 of 20" in page
     api_page = _count_queries(staff_client, f"/api/v1/results/{big_b.results.first().result_id}")
     assert api_page <= 6
 
 
 def test_admin_pages_link_to_the_console(admin_client, demo_run):
-    from apps.traces.demo import load_demo_traces
-    from apps.traces.models import AgentTrace
-
     result = demo_run.results.first()
     pairs = [(f"/admin/runs/evaluationrun/{demo_run.pk}/change/", f"/console/runs/{demo_run.run_id}/"),
              (f"/admin/runs/evaluationresult/{result.pk}/change/", f"/console/results/{result.result_id}/"),
              (f"/admin/rubrics/rubric/{DEMO_RUBRIC_ID}/change/", f"/console/rubrics/{DEMO_RUBRIC_ID}/")]
-    load_demo_traces()
-    trace = AgentTrace.objects.first()
+    trace = AgentTraceFactory()
     pairs.append((f"/admin/traces/agenttrace/{trace.pk}/change/", f"/console/traces/{trace.session_id}/"))
     for admin_url, console_url in pairs:
         page = admin_client.get(admin_url)
@@ -339,7 +371,8 @@ def test_admin_pages_link_to_the_console(admin_client, demo_run):
 def test_admin_lists_reviews_read_only(admin_client, db):
     from apps.runs import services
 
-    result = make_result(make_run(), 0, criteria=[criterion("ok", True)], rules=[rule("R1", False)])
+    result = EvaluationResultFactory(run=EvaluationRunFactory(), position=0, criteria_scores=[criterion("ok", True)],
+                                     rubric_scores=[rule("R1", False)])
     services.verdict_review_create(result=result, kind="rule", key="R1", passed=True, note="fine")
     page = admin_client.get("/admin/runs/verdictreview/").content.decode()
     assert f'href="/console/results/{result.result_id}/"' in page and "R1" in page

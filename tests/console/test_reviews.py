@@ -8,8 +8,7 @@ import pytest
 from apps.runs import services
 from apps.runs.models import VerdictReview
 from apps.runs.reviews import agreement_table, cohen_kappa, human_passed, in_force
-
-from .factories import criterion, make_result, make_run, rule
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
 
 def review(kind, key, passed, judge_passed=True, status="ok", result_id=1):
@@ -71,9 +70,11 @@ def test_agreement_table_counts_only_the_review_in_force_and_judged_verdicts():
 
 @pytest.fixture
 def judged(db):
-    run = make_run()
-    return make_result(run, 0, criteria=[criterion("Mentions 15 days", True), criterion("Cites the handbook", False)],
-                       rules=[rule("BRIEF", True, "high"), rule("TONE", False, "low", status="error")])
+    run = EvaluationRunFactory()
+    return EvaluationResultFactory(
+        run=run, position=0,
+        criteria_scores=[criterion("Mentions 15 days", True), criterion("Cites the handbook", False)],
+        rubric_scores=[rule("BRIEF", True, "high"), rule("TONE", False, "low", status="error")])
 
 
 def test_api_review_keeps_the_judge_verdict_and_changes_the_human_one(staff_api, api, judged):

@@ -59,6 +59,22 @@ def test_garbage_every_time_is_an_error_not_a_number(openai_server):
     assert len(openai_server.requests) == 3
 
 
+def test_without_reasking_an_unusable_reply_is_an_error_after_one_request(openai_server):
+    openai_server.push_json({"score": 7, "reasoning": "out of range"})
+    openai_server.push_json({"score": 0.7, "reasoning": "would have been accepted"})
+    with pytest.raises(LLMError, match="unusable reply"):
+        ask(retry_unusable_reply=False)
+    assert len(openai_server.requests) == 1
+
+
+def test_without_reasking_transport_failures_are_still_retried(openai_server):
+    openai_server.push_error(503, "busy")
+    openai_server.push_json({"score": 0.7, "reasoning": "after a transport retry"})
+    result = ask(retry_unusable_reply=False)
+    assert result.data.score == 0.7 and result.attempts == 2
+    assert len(openai_server.requests) == 2
+
+
 def test_out_of_schema_json_is_retried_then_accepted(openai_server):
     openai_server.push_json({"score": 7, "reasoning": "out of range"})
     openai_server.push_json({"score": 0.7, "reasoning": "fixed"})

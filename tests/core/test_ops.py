@@ -95,7 +95,7 @@ class TestApiDocsAccess:
 
     def test_docs_page_sends_a_browser_to_log_in(self, client, admin_client):
         response = client.get("/api/docs/")
-        assert response.status_code == 302 and response["Location"].startswith("/admin/login/?next=/api/docs/")
+        assert response.status_code == 302 and response["Location"].startswith("/console/login/?next=/api/docs/")  # settings.LOGIN_URL, the console's login
         # A logged-in reviewer reads the page, and its browser fetches the schema with the same session.
         assert admin_client.get("/api/docs/").status_code == 200
 
@@ -124,12 +124,14 @@ def check_deploy(env: dict, tmp_path) -> subprocess.CompletedProcess:
                           cwd=settings.BASE_DIR, env=full, capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.subprocess
 def test_check_deploy_is_clean_with_debug_off(tmp_path):
     result = check_deploy(PRODUCTION_ENV, tmp_path)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "security.W" not in result.stdout + result.stderr
 
 
+@pytest.mark.subprocess
 def test_check_deploy_names_what_an_operator_turned_off(tmp_path):
     result = check_deploy({**PRODUCTION_ENV, "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0",
                            "SECURE_HSTS_SECONDS": "0"}, tmp_path)

@@ -20,8 +20,9 @@ from apps.core.services import api_key_create
 from apps.rubrics.models import RubricVersion
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.testsets.models import TestSet
-from tests.bots.factories import BotFactory, rubric_body
-from tests.console.factories import make_result, make_run
+from tests.bots.factories import BotFactory
+from tests.rubrics.factories import RubricFactory, rubric_body
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -41,11 +42,11 @@ def lacks(response, scope: str) -> bool:
 
 
 def running_run() -> EvaluationRun:
-    run = make_run()
+    run = EvaluationRunFactory()
     EvaluationRun.objects.filter(pk=run.pk).update(status=EvaluationRun.Status.RUNNING)
     # One item in flight with a fresh heartbeat: without it the reaper (which runs whenever a running
     # run is read) would rightly complete a run that has nothing left to do before it is cancelled.
-    result = make_result(run, 0, criteria=[])
+    result = EvaluationResultFactory(run=run, position=0, criteria_scores=[])
     EvaluationResult.objects.filter(pk=result.pk).update(state="running", heartbeat_at=timezone.now())
     return run
 
@@ -56,17 +57,15 @@ def bot():
 
 
 @pytest.fixture
-def rubric(api, bot):
-    response = api.post("/api/v1/rubrics", rubric_body(bot.agent_id), format="json")
-    assert response.status_code == 201, response.json()
-    return response.json()
+def rubric(bot):
+    return RubricFactory(agent=bot)
 
 
 # --- the attacks, with a key made with the defaults -------------------------------------------------
 
 def test_default_key_cannot_empty_a_rubric(default_key_api, rubric):
-    url = f"/api/v1/rubrics/{rubric['rubric_id']}"
-    response = default_key_api.put(url, {**rubric_body(rubric["agent_id"]), "rules": []}, format="json",
+    url = f"/api/v1/rubrics/{rubric.rubric_id}"
+    response = default_key_api.put(url, {**rubric_body(rubric.agent.agent_id), "rules": []}, format="json",
                                    HTTP_IF_MATCH='"v1"')
     assert lacks(response, "configure")
     # A PUT publishes a version: a refused one must leave exactly the version the rubric had.
@@ -112,7 +111,7 @@ def test_default_key_may_cancel_a_run(default_key_api):
 @pytest.mark.parametrize("client_fixture", ["default_key_api", "api"])
 def test_deleting_needs_admin_even_with_configure(request, client_fixture, bot, rubric, path):
     client = request.getfixturevalue(client_fixture)
-    response = client.delete(path.format(agent_id=bot.agent_id, rubric_id=rubric["rubric_id"]))
+    response = client.delete(path.format(agent_id=bot.agent_id, rubric_id=rubric.rubric_id))
     assert lacks(response, "admin")
     assert Bot.objects.filter(pk=bot.pk).exists()
 
@@ -191,7 +190,7 @@ def test_reading_needs_read(method, path):
 
 
 def test_configure_key_may_publish_a_rubric_version(api, rubric):
-    response = api.put(f"/api/v1/rubrics/{rubric['rubric_id']}", {**rubric_body(rubric["agent_id"]), "rules": []},
+    response = api.put(f"/api/v1/rubrics/{rubric.rubric_id}", {**rubric_body(rubric.agent.agent_id), "rules": []},
                        format="json", HTTP_IF_MATCH='"v1"')
     assert response.status_code == 200 and response.json()["version"] == 2
 
@@ -214,7 +213,7 @@ def test_anonymous_access_keeps_non_destructive_use_only(anon_api, allow_anonymo
     assert anon_api.post("/api/v1/runs", {}, format="json").status_code == 422
     # Configuration and destruction ask for a key rather than naming a scope nobody anonymous can hold.
     assert anon_api.post("/api/v1/bots", {}, format="json").status_code == 401
-    assert anon_api.put(f"/api/v1/rubrics/{rubric['rubric_id']}", {}, format="json").status_code == 401
+    assert anon_api.put(f"/api/v1/rubrics/{rubric.rubric_id}", {}, format="json").status_code == 401
     assert anon_api.delete(f"/api/v1/bots/{bot.agent_id}").status_code == 401
 
 
@@ -226,11 +225,15 @@ def session_client(*, staff: bool) -> APIClient:
     return client
 
 
-def test_non_staff_session_has_the_default_key_scopes(bot):
+def test_non_staff_session_reads_only(bot):
+    """Issue 15: readers log in to the console and read; launching, cancelling and configuring are
+    staff's (integrations that write use an API key)."""
     client = session_client(staff=False)
     assert client.get("/api/v1/bots").status_code == 200
     run = running_run()
-    assert client.post(f"/api/v1/runs/{run.run_id}/cancel").status_code == 200
+    refused_cancel = client.post(f"/api/v1/runs/{run.run_id}/cancel")
+    assert refused_cancel.status_code == 403
+    assert refused_cancel.json() == {"detail": "This account lacks the 'evaluate' scope."}
     refused = client.post("/api/v1/bots", {}, format="json")
     assert refused.status_code == 403
     assert refused.json() == {"detail": "This account lacks the 'configure' scope."}

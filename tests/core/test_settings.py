@@ -3,7 +3,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+
+# Settings are read once, at import: each case imports them in a fresh interpreter.
+pytestmark = pytest.mark.subprocess
 
 
 def load_settings(tmp_path, **env):

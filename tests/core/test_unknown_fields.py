@@ -11,8 +11,9 @@ import pytest
 
 from apps.rubrics.models import Rubric
 from apps.testsets.models import TestSet
-from tests.bots.factories import BotFactory, make_test_set_payload, rubric_body
-from tests.bots.test_api import bot_body
+from tests.bots.factories import BotFactory, KnowledgeDocumentFactory, bot_body
+from tests.rubrics.factories import RubricFactory, rubric_body
+from tests.testsets.factories import DatasetFactory, SuiteFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -94,26 +95,28 @@ def test_free_form_json_fields_keep_any_key(api):
 
 def test_what_get_returns_can_be_put_back(api, bot):
     # Read-only fields of the GET shape are ignored, so a client may edit the object it fetched.
-    test_set = api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id), format="json").json()
-    fetched = api.get(f"/api/v1/test-sets/{test_set['test_set_id']}").json()
+    test_set = SuiteFactory(agent=bot)
+    fetched = api.get(f"/api/v1/test-sets/{test_set.test_set_id}").json()
     fetched["name"] = "Renamed"
-    response = api.put(f"/api/v1/test-sets/{test_set['test_set_id']}", fetched, format="json")
+    response = api.put(f"/api/v1/test-sets/{test_set.test_set_id}", fetched, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["version"] == 2
 
-    rubric = api.post("/api/v1/rubrics", rubric_body(bot.agent_id), format="json").json()
-    fetched = api.get(f"/api/v1/rubrics/{rubric['rubric_id']}").json()
+    rubric = RubricFactory(agent=bot)
+    fetched = api.get(f"/api/v1/rubrics/{rubric.rubric_id}").json()
     fetched["description"] = "Edited"
-    response = api.put(f"/api/v1/rubrics/{rubric['rubric_id']}", fetched, format="json")
+    response = api.put(f"/api/v1/rubrics/{rubric.rubric_id}", fetched, format="json")
     assert response.status_code == 200, response.content
 
-    created = api.post("/api/v1/bots", bot_body(adapter="demo"), format="json").json()
-    fetched = api.get(f"/api/v1/bots/{created['agent_id']}").json()
+    # A bot with tools and a knowledge base, so the nested lists make the round trip too.
+    other = BotFactory(tool_names=["search_kb", "live_handoff"])
+    KnowledgeDocumentFactory(knowledge_base__bot=other)
+    fetched = api.get(f"/api/v1/bots/{other.agent_id}").json()
     fetched["name"] = "Renamed bot"
-    response = api.put(f"/api/v1/bots/{created['agent_id']}", fetched, format="json")
+    response = api.put(f"/api/v1/bots/{other.agent_id}", fetched, format="json")
     assert response.status_code == 200, response.content
 
-    dataset = api.post("/api/v1/datasets", {"name": "Q", "questions": [{"question": "PTO?"}]}, format="json").json()
+    dataset = api.get(f"/api/v1/datasets/{DatasetFactory().dataset_id}").json()
     dataset["name"] = "Renamed dataset"
     response = api.put(f"/api/v1/datasets/{dataset['dataset_id']}", dataset, format="json")
     assert response.status_code == 200, response.content

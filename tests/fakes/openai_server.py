@@ -3,7 +3,8 @@
 Replies are queued: push_json / push_text / push_error / push_delay / push_tool_calls / push(fn).
 When the queue is empty the server answers `default` (a JSON object reply). Every request body is
 kept in `requests`. `reject_json_schema = True` makes it answer 400 to response_format json_schema,
-like servers that only know json_object.
+like servers that only know json_object. `in_flight` / `peak_in_flight` count the chat requests
+being answered at once (concurrency bounds).
 """
 
 import hashlib
@@ -51,6 +52,9 @@ class ScriptedOpenAIServer:
         # Seconds every default reply waits, to stand in for a model's latency (benchmarks).
         self.default_delay = 0.0
         self.reject_json_schema = False
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self._counting = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -91,13 +95,18 @@ class ScriptedOpenAIServer:
                 if server.reject_json_schema and fmt == "json_schema":
                     return self._send(400, {"error": {"message": "response_format json_schema is not supported",
                                                       "type": "invalid_request_error", "param": "response_format"}})
-                if server.queue:
-                    step = server.queue.popleft()
-                elif server.default_delay:
-                    step = ("delay", (server.default_delay, server.default))
-                else:
-                    step = ("json", server.default)
-                status, reply, headers = server._render(step, body)
+                with server._counting:
+                    step = server.queue.popleft() if server.queue else None
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    if step is None:
+                        step = ("delay", (server.default_delay, server.default)) if server.default_delay \
+                            else ("json", server.default)
+                    status, reply, headers = server._render(step, body)
+                finally:
+                    with server._counting:
+                        server.in_flight -= 1
                 self._send(status, reply, headers)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -10,12 +10,14 @@ from apps.traces.models import AgentTrace
 
 from .worker import broker_for_tests, celery_worker, sender, wait_for
 
+# transaction=True: a real worker process reads and writes these rows through its own connection, so
+# they must be committed.
 pytestmark = [pytest.mark.celery_integration, pytest.mark.django_db(transaction=True)]
 
 
 def test_worker_runs_the_stale_trace_reaper(tmp_path):
-    services.start_trace("stale-1", "q", "agent")
-    services.start_trace("live-1", "q", "agent")
+    services.trace_start(session_id="stale-1", user_query="q", agent_name="agent")
+    services.trace_start(session_id="live-1", user_query="q", agent_name="agent")
     AgentTrace.objects.filter(session_id="stale-1").update(start_time=timezone.now() - timedelta(hours=2))
 
     broker_url, options = broker_for_tests(tmp_path)

@@ -7,15 +7,22 @@ import time
 
 import pytest
 
-from apps.bots.demo import DEMO_TEST_SET_ID, load_demo_evaluation_data
 from apps.bots.schemas import BotIn
 from apps.bots.services import bot_create
 from apps.runs import services
+from apps.runs.demo import load_demo_evaluation_data
+from apps.rubrics.schemas import RubricContent
+from apps.rubrics.services import rubric_create
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.testsets.schemas import TestSetContent
+from apps.testsets.services import testset_create
+from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.fakes.bot_server import FakeBotServer
 
 from .worker import broker_for_tests, celery_worker, sender, stop_worker, wait_for
 
+# transaction=True: a real worker process reads and writes these rows through its own connection, so
+# they must be committed.
 pytestmark = [pytest.mark.celery_integration, pytest.mark.django_db(transaction=True)]
 
 
@@ -111,3 +118,37 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
     assert run.completed == run.total == 5
     recovered = EvaluationResult.objects.get(pk=stuck.pk)
     assert recovered.state == "done" and recovered.attempts == 2 and recovered.error is None
+
+
+def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(tmp_path, monkeypatch, openai_server):
+    openai_server.default = {"passed": True, "score": 1.0, "reasoning": "Met."}
+    openai_server.default_delay = 0.3
+    broker_url, options = broker_for_tests(tmp_path)
+    app = sender(broker_url, options)
+    route_through(monkeypatch, app)
+    worker_env = {"DJANGO_SETTINGS_MODULE": "tests.integration.settings_llm_judge",
+                  "EVALSITE_TEST_OPENAI_BASE_URL": openai_server.url, "EVALSITE_JUDGE_CONCURRENCY_PER_ITEM": "2"}
+    with FakeBotServer(CountingBot(pause=0.05)) as bot:
+        agent_id = http_bot(bot.url)
+        test_set = testset_create(content=TestSetContent.model_validate({
+            "agent_id": agent_id, "name": "judge bound",
+            "items": [{"type": "single_turn", "name": f"item {i}", "inputs": {"message": f"PTO question {i}?"},
+                       "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]}}
+                      for i in range(4)]}))
+        rubric = rubric_create(content=RubricContent.model_validate({
+            "agent_id": agent_id, "name": "judge bound",
+            "rules": [{"id": f"RULE_{r}", "name": f"Rule {r}", "severity": "medium", "category": "c", "description": "d",
+                       "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []}}
+                      for r in range(3)]}))
+        # Two workers with two slots each: four items could run, but the run allows two.
+        with celery_worker(broker_url, tmp_path, worker_env, concurrency=2), \
+                celery_worker(broker_url, tmp_path, worker_env, concurrency=2):
+            run = services.run_create(agent_id=agent_id, test_set_id=test_set.pk, rubric_id=rubric.pk, concurrency=2,
+                                      judge_model="judge-model")
+            app.send_task("apps.runs.tasks.start_run", args=[run.pk])
+            assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
+    run.refresh_from_db()
+    assert run.completed == run.total == 4 and run.passed == 4
+    assert len(openai_server.chat_requests) == 4 * 6
+    # Never past concurrency x per-item (2 x 2), and more than one request per item at once.
+    assert 2 < openai_server.peak_in_flight <= 4

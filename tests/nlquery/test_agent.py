@@ -11,9 +11,8 @@ from apps.nlquery import agent
 from apps.nlquery.agent import NODE_NAME, get_graph, run_query
 from apps.nlquery.backends import get_backend
 from apps.nlquery.schemas import initial_state
-
-from .conftest import CANNED_METRICS, assert_invariant
 from tests.fakes.prometheus import canned_prometheus
+from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
 NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
 T0 = NOW.timestamp() - 120

@@ -9,8 +9,7 @@ import pytest
 from apps.nlquery.agent import run_query
 from apps.nlquery.backends import GrafanaProxyBackend, backend_config, get_backend
 from tests.fakes.prometheus import FakeGrafana, canned_prometheus
-
-from .conftest import CANNED_METRICS, assert_invariant
+from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
 TOKEN = "glsa_secret-token-value-123"
 NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)

@@ -61,8 +61,7 @@ def test_prompt_metric_list_is_bounded_and_relevant_first():
 # against the canned Prometheus API.
 
 from apps.nlquery.agent import run_query  # noqa: E402
-
-from .conftest import CANNED_METRICS, assert_invariant  # noqa: E402
+from tests.nlquery.helpers import CANNED_METRICS, assert_invariant  # noqa: E402
 
 
 def test_llm_extraction_runs_through_the_node(canned_backend, openai_server):
@@ -86,7 +85,21 @@ def test_llm_garbage_is_a_parsing_error_not_a_guess(canned_backend, openai_serve
     state = run_query("How busy were the processors?", now=NOW)
     assert_invariant(state)
     assert state["error"].error_type == "parsing_error" and state["parsed_query"] is None
-    assert len(openai_server.chat_requests) == 3  # the client's retries, none added by the node
+    # The contract: "Do not retry automatically". The model is asked once; re-asking it after an
+    # unusable answer (3 requests before issue 13) is a retry the node must not make.
+    assert len(openai_server.chat_requests) == 1
+    assert "unusable reply" in state["error"].details["reason"]
+
+
+def test_llm_transport_failures_are_retried_by_the_client_but_not_the_answer(canned_backend, openai_server):
+    openai_server.push_error(503, "overloaded")
+    openai_server.push_text("CPU, probably.")
+    openai_server.push_json({"metric_name": "process_cpu_seconds_total"})
+    state = run_query("How busy were the processors?", now=NOW)
+    assert_invariant(state)
+    assert state["error"].error_type == "parsing_error" and state["parsed_query"] is None
+    # One request lost in transport, sent again; the unusable answer to it is final.
+    assert len(openai_server.chat_requests) == 2
 
 
 def test_llm_says_unsupported(canned_backend, openai_server):

@@ -8,8 +8,7 @@ import pytest
 from apps.nlquery.agent import run_query
 from apps.nlquery.errors import QueryFailure
 from apps.nlquery.parser import parse_question
-
-from .conftest import CANNED_METRICS, assert_invariant
+from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
 NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
 AVAILABLE = sorted(CANNED_METRICS)

@@ -9,8 +9,9 @@ from apps.nlquery.agent import run_query
 from apps.nlquery.backends import get_backend
 from apps.nlquery.selectors import example_questions
 from tests.fakes.prometheus import PrometheusProcess, wait_until
+from tests.nlquery.helpers import NO_BINARY, assert_invariant
 
-from .conftest import NO_BINARY, assert_invariant
+pytestmark = pytest.mark.prometheus
 
 
 def test_cpu_usage_for_the_last_hour_has_datapoints_and_statistics(use_prometheus):

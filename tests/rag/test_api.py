@@ -1,28 +1,13 @@
 import itertools
 import json
 
+import jsonschema
 import pytest
+from drf_spectacular.generators import SchemaGenerator
 
 from apps.rag.models import TraceEvaluation, TraceEvaluationTest
 from apps.rag.payload import METRIC_REQUIREMENTS
-
-PARIS = {
-    "tests": ["answer_accuracy", "context_recall", "context_utilisation"],
-    "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."}, {"id": "ctx2", "text": "Lyon is in France."}],
-    "answer": "Paris",
-    "ground_truth": "Paris",
-    "relevant_context_ids": ["ctx1"],
-}
-AUSTEN = ("{ \"tests\": [\"context_recall\"], \"question\": \"Who wrote 'Pride and Prejudice'?\", \"contexts\": "
-          "[{ \"id\": \"c1\", \"text\": \"Jane Austen authored Pride and Prejudice.\" }], \"answer\": \"Jane Austen\", "
-          "\"ground_truth\": \"Jane Austen\", \"relevant_context_ids\": [\"c1\"]}")
-FULL = {**PARIS, "tests": list(METRIC_REQUIREMENTS)}
-
-
-def post(client, query, path="/trace", **params):
-    suffix = ("?" + "&".join(f"{k}={v}" for k, v in params.items())) if params else ""
-    return client.post(path + suffix, {"query": query if isinstance(query, str) else json.dumps(query)}, format="json")
+from tests.rag.helpers import AUSTEN, FULL, PARIS, post
 
 
 @pytest.mark.parametrize("path", ["/trace", "/api/v1/trace"])
@@ -159,11 +144,33 @@ def test_natural_language_query(api):
                                    '{"tests": ["context_recall"], "contexts": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}',
                                    "Question: what? Answer: that.", '{"tests": [], "answer": "x"}',
                                    '{"answer": "x"}', '{"tests": "  "}'])
-def test_bad_query_is_400(api, query):
+def test_bad_query_is_400(api, query, trace_400_schema):
     response = api.post("/trace", {"query": query}, format="json")
     assert response.status_code == 400, response.content
     assert response.json()["detail"]
+    # The contract's HTTPException(status_code=400, detail=str(e)): a string, whatever went wrong.
+    assert isinstance(response.json()["detail"], str)
+    trace_400_schema.validate(response.json())
     assert not TraceEvaluation.objects.exists()
+
+
+def test_invalid_payload_400_names_the_fields_in_errors(api, trace_400_schema):
+    # Before issue 13 the field errors were the detail itself (a list), against the contract.
+    response = post(api, {"tests": ["context_recall"], "contexts": 5, "unknown_field": 1})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["detail"].startswith("invalid payload: ")
+    assert "contexts" in body["detail"] and "unknown_field" in body["detail"]
+    assert {tuple(err["loc"]) for err in body["errors"]} == {("contexts",), ("unknown_field",)}
+    assert all(set(err) == {"loc", "msg", "type"} for err in body["errors"])
+    trace_400_schema.validate(body)
+
+
+@pytest.fixture(scope="module")
+def trace_400_schema():
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    response = schema["paths"]["/trace"]["post"]["responses"]["400"]["content"]["application/json"]["schema"]
+    return jsonschema.Draft202012Validator({**response, "components": schema["components"]})
 
 
 @pytest.mark.parametrize("body", [{}, {"question": "x"}, {"query": None}, {"query": ""}, {"query": 5},

@@ -8,8 +8,7 @@ import pytest
 from apps.rag.metrics import ragas_backend
 from apps.rag.models import TraceEvaluation
 from tests.fakes.openai_server import completion_body
-
-from .test_api import FULL, PARIS, post
+from tests.rag.helpers import FULL, PARIS, post
 
 REPLIES = {
     "AnswerAccuracyOutput": {"rating": 4},

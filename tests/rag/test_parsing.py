@@ -1,7 +1,8 @@
 import pytest
 
 from apps.rag.nl import extract_with_rules
-from apps.rag.parsing import QueryParseError, parse_query
+from apps.rag.parsing import parse_query
+from apps.rag.query_object import QueryParseError
 
 
 def test_rules_extract_labelled_multiline_text():

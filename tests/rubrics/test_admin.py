@@ -4,15 +4,15 @@ from apps.rubrics import services
 from apps.rubrics.models import Rubric, RubricRule, RubricVersion
 from apps.rubrics.schemas import RubricContent
 from tests.admin_forms import admin_form_data
-from tests.bots.factories import BotFactory, rubric_body
+from tests.bots.factories import BotFactory
+from tests.rubrics.factories import RubricFactory, rubric_body
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def rubric():
-    bot = BotFactory()
-    return services.rubric_create(content=RubricContent.model_validate(rubric_body(bot.agent_id)), author="api")
+    return RubricFactory(author="api")
 
 
 def change_url(rubric):
@@ -105,7 +105,9 @@ def test_version_history_diff_and_restore(admin_client, rubric):
     v3 = RubricVersion.objects.get(rubric=rubric, version=3)
     assert v3.snapshot["name"] == "Support rubric" and v3.changelog == "Restored version 1"
     assert Rubric.objects.get().name == "Support rubric"
-    assert admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").status_code == 403
+    # GET asks to confirm (see tests/core/test_admin_ui.py); it publishes nothing.
+    assert admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").status_code == 200
+    assert RubricVersion.objects.filter(rubric=rubric).count() == 3
     missing = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=9")
     assert b"No version 9" in missing.content
 

@@ -5,7 +5,8 @@ import pytest
 from apps.core.errors import NotFoundError
 from apps.rubrics.models import Rubric, RubricRule, RubricVersion
 from apps.rubrics.selectors import rubric_version_snapshot
-from tests.bots.factories import BotFactory, rubric_body
+from tests.bots.factories import BotFactory
+from tests.rubrics.factories import RubricFactory, rubric_body
 
 pytestmark = pytest.mark.django_db
 RUBRIC_KEYS = {"rubric_id", "agent_id", "version", "name", "description", "severity_definitions", "rules",
@@ -85,7 +86,7 @@ def test_stale_put_is_409_by_body_version_or_if_match(api, bot, rubric):
 
 def test_list_by_agent(api, bot, rubric):
     other = BotFactory()
-    api.post("/api/v1/rubrics", rubric_body(other.agent_id, name="Other"), format="json")
+    RubricFactory(agent=other, name="Other")
     assert [r["name"] for r in api.get(f"/api/v1/rubrics?agent_id={bot.agent_id}").json()] == ["Support rubric"]
     assert len(api.get("/api/v1/rubrics").json()) == 2
     assert api.get("/api/v1/rubrics?agent_id=64f1c0ffee0000000000dead").status_code == 404
@@ -157,6 +158,6 @@ def test_nulls_are_accepted_as_empty(api, bot):
 
 def test_list_query_count_does_not_grow_with_rubrics(api, bot, django_assert_max_num_queries):
     for n in range(6):
-        api.post("/api/v1/rubrics", rubric_body(bot.agent_id, name=f"R{n}"), format="json")
+        RubricFactory(agent=bot, name=f"R{n}")
     with django_assert_max_num_queries(6):
         assert len(api.get("/api/v1/rubrics").json()) == 6

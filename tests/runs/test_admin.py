@@ -1,18 +1,32 @@
 import pytest
 
 from apps.runs.models import EvaluationResult, EvaluationRun
+from tests.bots.factories import BotFactory
+from tests.rubrics.factories import RubricFactory
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
+from tests.testsets.factories import SuiteFactory
 
-from .conftest import AGENT, RUBRIC_ID, TEST_SET
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
-def test_launch_from_the_admin_then_drill_down(admin_client, plan):
+@pytest.fixture
+def plan_choices(plan):
+    """Rows under the plan's ids: the launch form offers the bots, test sets and rubrics that exist
+    (the run itself still reads the plan's fakes)."""
+    bot = BotFactory(agent_id=PLAN_AGENT)
+    SuiteFactory(agent=bot, test_set_id=PLAN_TEST_SET)
+    RubricFactory(agent=bot, rubric_id=PLAN_RUBRIC)
+    return plan
+
+
+def test_launch_from_the_admin_then_drill_down(admin_client, plan_choices, django_capture_on_commit_callbacks):
     page = admin_client.get("/admin/runs/evaluationrun/launch/")
     assert page.status_code == 200 and b"Launch run" in page.content
-    response = admin_client.post("/admin/runs/evaluationrun/launch/", {
-        "agent_id": AGENT, "test_set_id": str(TEST_SET), "rubric_id": str(RUBRIC_ID), "concurrency": 2,
-        "judge_model": "heuristic"})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post("/admin/runs/evaluationrun/launch/", {
+            "agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "rubric_id": str(PLAN_RUBRIC),
+            "concurrency": 2, "judge_model": "heuristic"})
+    assert response.status_code == 302, response.context["form"].errors
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and response["Location"].endswith(f"/{run.pk}/change/")
 
@@ -28,17 +42,19 @@ def test_launch_from_the_admin_then_drill_down(admin_client, plan):
     assert "heuristic:v1" in result_page
 
 
-def test_launch_form_shows_service_errors(admin_client, plan):
+def test_launch_form_shows_service_errors(admin_client, plan_choices):
+    BotFactory(agent_id="b" * 24)  # offered by the form; the plan's bot source does not know it
     response = admin_client.post("/admin/runs/evaluationrun/launch/", {"agent_id": "b" * 24,
-                                                                       "test_set_id": str(TEST_SET), "concurrency": 3})
+                                                                       "test_set_id": str(PLAN_TEST_SET), "concurrency": 3})
     assert response.status_code == 200 and b"No bot with agent_id" in response.content
     assert EvaluationRun.objects.count() == 0
 
 
-def test_cancel_action(admin_client, plan, monkeypatch):
+def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit_callbacks):
     from apps.runs import services
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
-    run = services.run_create(agent_id=AGENT, test_set_id=TEST_SET, judge_model="heuristic")
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic")
     admin_client.post("/admin/runs/evaluationrun/", {"action": "cancel_runs", "_selected_action": [run.pk]})
     assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"

@@ -1,12 +1,12 @@
 import uuid
 
 import pytest
+from django.test import TestCase
 
 from apps.runs.models import EvaluationRun
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
 
-from .conftest import AGENT, RUBRIC_ID, TEST_SET
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 RUN_FIELDS = {"run_id", "dataset_id", "agent_id", "status", "total", "completed", "passed", "failed", "concurrency",
               "started_at", "completed_at", "error", "rubric_id", "rubric_version", "test_set_id", "test_set_version",
@@ -18,9 +18,12 @@ RESULT_FIELDS = {"result_id", "run_id", "test_case_id", "langsmith_run_id", "inp
 
 
 def start(api, **extra):
-    body = {"agent_id": AGENT, "test_set_id": str(TEST_SET), "rubric_id": str(RUBRIC_ID), "judge_model": "heuristic",
+    body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "rubric_id": str(PLAN_RUBRIC), "judge_model": "heuristic",
             **extra}
-    return api.post("/api/v1/runs", body, format="json")
+    # The run is enqueued on commit; the test's transaction never commits, so run what the request
+    # queued when it returns (what the django_capture_on_commit_callbacks fixture does).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return api.post("/api/v1/runs", body, format="json")
 
 
 def test_start_read_and_list_a_run(api, plan):
@@ -45,9 +48,9 @@ def test_start_read_and_list_a_run(api, plan):
     assert api.get(f"/api/v1/runs/{run_id}/results?item_type=scenario").json() == []
 
     start(api)
-    listed = api.get(f"/api/v1/runs?agent_id={AGENT}&status=completed&limit=5").json()
+    listed = api.get(f"/api/v1/runs?agent_id={PLAN_AGENT}&status=completed&limit=5").json()
     assert len(listed) == 2 and listed[0]["created_at"] >= listed[1]["created_at"]
-    assert len(api.get(f"/api/v1/runs?agent_id={AGENT}&limit=1").json()) == 1
+    assert len(api.get(f"/api/v1/runs?agent_id={PLAN_AGENT}&limit=1").json()) == 1
 
 
 @pytest.mark.parametrize("body, status", [
@@ -89,3 +92,24 @@ def test_cancel_a_finished_run_is_409(api, plan):
 def test_runs_need_a_key(anon_api, plan):
     assert anon_api.get("/api/v1/runs").status_code == 401
     assert start(anon_api).status_code == 401
+
+
+def test_unassessed_outcome_and_coverage_in_the_api(api, plan, monkeypatch):
+    """Issue 16, fail-closed: a skipped high-severity rule makes the item unassessed (passed false),
+    counted apart from failed, and the run shows its verdict denominators."""
+    from apps.runs.judging import heuristic
+    from apps.runs.judging.types import Verdict
+
+    def skip_high(rule, transcript):
+        if rule["severity"] == "high":
+            return Verdict.skipped("heuristic:v1", "cannot judge")
+        return Verdict.of(passed=True, reasoning="ok", judge="heuristic:v1")
+    monkeypatch.setattr(heuristic, "judge_rule", skip_high)
+    run = api.get(f"/api/v1/runs/{start(api).json()['run_id']}").json()
+    assert {"unassessed", "coverage"} <= set(run)
+    assert (run["passed"], run["failed"], run["unassessed"]) == (0, 2, 4)
+    assert set(run["coverage"]) == {"scored", "skipped", "errored"}
+    assert run["coverage"]["skipped"] == 6 * 2 and run["coverage"]["errored"] == 0
+    results = api.get(f"/api/v1/runs/{run['run_id']}/results").json()
+    assert sorted(r["outcome"] for r in results) == ["failed"] * 2 + ["unassessed"] * 4
+    assert all(r["passed"] is False for r in results)

@@ -3,16 +3,18 @@
 import copy
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
-from apps.bots.demo import DEMO_AGENT_ID, DEMO_DATASET_ID, DEMO_RUBRIC_ID, DEMO_TEST_SET, DEMO_TEST_SET_ID, \
-    load_demo_evaluation_data
+from apps.bots.demo import DEMO_AGENT_ID
+from apps.rubrics.demo import DEMO_RUBRIC_ID
+from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
+from apps.testsets.demo import DEMO_DATASET_ID, DEMO_TEST_SET, DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
 from apps.testsets.schemas import TestSetContent
-from apps.testsets.services import test_set_publish_version
+from apps.testsets.services import testset_publish_version
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
@@ -20,9 +22,10 @@ def demo():
     load_demo_evaluation_data()
 
 
-def test_demo_run_through_the_api(api, demo):
-    created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
-                                        "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2}, format="json")
+def test_demo_run_through_the_api(api, demo, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
+                                            "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2}, format="json")
     assert created.status_code == 201, created.json()
     run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
     assert run["status"] == "completed" and run["total"] == run["completed"] == 5
@@ -44,26 +47,31 @@ def test_demo_run_through_the_api(api, demo):
         assert result["passed"] == (result["criteria_passed"] and result["rubric_passed"] is not False)
 
 
-def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch):
+def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch, django_capture_on_commit_callbacks):
     from apps.runs import services
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
-    run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1)
     edited = copy.deepcopy(DEMO_TEST_SET)
     edited["items"][0]["inputs"]["message"] = "Edited after the run started"
-    test_set_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
                              content=TestSetContent.model_validate(edited), changelog="edit", author="t")
     first = run.results.get(position=0)
-    services.result_execute(result_pk=first.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.result_execute(result_pk=first.pk)
     first.refresh_from_db()
     assert first.input["message"] == "How many PTO days do I accrue per year?"
     assert EvaluationRun.objects.get(pk=run.pk).test_set_version == 1
-    newer = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+    with django_capture_on_commit_callbacks(execute=True):
+        newer = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
     assert newer.test_set_version == 2
 
 
-def test_demo_question_set_run(api, demo):
-    created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "dataset_id": DEMO_DATASET_ID}, format="json")
+def test_demo_question_set_run(api, demo, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "dataset_id": DEMO_DATASET_ID},
+                           format="json")
     run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
     assert run["status"] == "completed" and run["dataset_id"] == DEMO_DATASET_ID and run["test_set_id"] is None
     for result in api.get(f"/api/v1/runs/{run['run_id']}/results").json():
@@ -71,8 +79,20 @@ def test_demo_question_set_run(api, demo):
         assert isinstance(result["scores"]["correctness"]["comment"], str)
 
 
+# transaction=True: --wait polls inside call_command for a run that starts only when run_create's
+# transaction commits (see tests/runs/test_cli.py).
+@pytest.mark.django_db(transaction=True)
 def test_cli_against_the_demo_bot(demo, capsys):
-    call_command("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
-                 "--wait", "--poll", "0.01", "--timeout", "60")
+    """Issue 16, fail-closed: with the heuristic judge both high-severity demo rules are skipped on
+    every item (20 of 25 rule verdicts), so no item passes: all 5 are unassessed and the gate fails.
+    This test used to pass with "5 passed", which was the bug."""
+    args = ("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
+            "--wait", "--poll", "0.01", "--timeout", "60")
+    with pytest.raises(CommandError, match="5 items unassessed"):
+        call_command(*args)
     out = capsys.readouterr().out
-    assert "completed: 5/5 done" in out and "rubric rules:" in out
+    assert "completed: 5/5 done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 2/5 passed" in out
+    assert "verdicts    : 20 scored, 20 skipped, 0 errored" in out
+    assert "UNASSESSED PTO Policy Inquiry" in out and "rule GROUNDED_IN_HANDBOOK (high) skipped" in out
+    call_command(*args, "--allow-unassessed")
+    assert "completed: 5/5 done" in capsys.readouterr().out

@@ -1,25 +1,29 @@
 from datetime import timedelta
 
 import pytest
+from django.test import TestCase
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.runs import services
 from apps.runs.models import EvaluationResult, EvaluationRun
+from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer
-from tests.bots.test_adapters import spec
+from tests.runs.factories import PLAN_AGENT, PLAN_DATASET, PLAN_RUBRIC, PLAN_TEST_SET
 
-from .conftest import AGENT, DATASET, RUBRIC_ID, TEST_SET
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def create(**extra):
-    return services.run_create(**{"agent_id": AGENT, "test_set_id": TEST_SET, "judge_model": "heuristic", **extra})
+    # run_create enqueues the run on commit; the test's transaction never commits, so run what it
+    # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
+                                      **extra})
 
 
 def test_run_completes_with_contract_aggregates(plan):
-    run = create(rubric_id=RUBRIC_ID, concurrency=2)
+    run = create(rubric_id=PLAN_RUBRIC, concurrency=2)
     run.refresh_from_db()
     assert run.status == "completed" and run.started_at and run.completed_at
     assert (run.total, run.completed) == (6, 6)
@@ -42,8 +46,9 @@ def test_no_rubric_means_null_component_scores(plan):
     assert all(r.rubric_scores is None and r.rubric_passed is None for r in run.results.all())
 
 
-def test_v1_question_set_run(plan):
-    run = services.run_create(agent_id=AGENT, dataset_id=DATASET, judge_model="heuristic")
+def test_v1_question_set_run(plan, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=PLAN_AGENT, dataset_id=PLAN_DATASET, judge_model="heuristic")
     run.refresh_from_db()
     result = run.results.get()
     assert run.status == "completed" and result.item_type == "question"
@@ -53,7 +58,7 @@ def test_v1_question_set_run(plan):
 @pytest.mark.parametrize("kwargs, error", [
     ({"agent_id": "b" * 24}, NotFoundError),
     ({"test_set_id": None}, InvalidInputError),
-    ({"dataset_id": DATASET}, InvalidInputError),
+    ({"dataset_id": PLAN_DATASET}, InvalidInputError),
     ({"concurrency": 0}, InvalidInputError),
     ({"concurrency": 33}, InvalidInputError),
     ({"component_scope_filter": "everything"}, InvalidInputError),
@@ -74,7 +79,7 @@ def test_bot_failures_fail_items_and_the_run_goes_on(plan):
         return (500, {"error": "boom"}) if calls["n"] % 2 else (200, {"reply": "1.5 days per month", "tool_calls": []})
 
     with FakeBotServer(flaky) as bot:
-        plan["bot"] = spec(adapter="http", endpoint_url=bot.url)
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
         run = create()
     run.refresh_from_db()
     assert run.status == "completed" and run.completed == 6
@@ -92,15 +97,17 @@ def test_redelivered_task_writes_the_result_once(plan, monkeypatch):
     assert run.completed == 1 and EvaluationResult.objects.get(pk=result.pk).attempts == 1
 
 
-def test_never_more_than_concurrency_items_in_flight(plan, monkeypatch):
+def test_never_more_than_concurrency_items_in_flight(plan, monkeypatch, django_capture_on_commit_callbacks):
     queued_batches = []
     monkeypatch.setattr(services, "_enqueue", lambda ids: queued_batches.append(list(ids)))
     run = create(concurrency=4)
     assert run.results.filter(state__in=["queued", "running"]).count() == 4
-    services.run_dispatch(run_pk=run.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_dispatch(run_pk=run.pk)
     assert run.results.filter(state__in=["queued", "running"]).count() == 4
     first = run.results.filter(state="queued").order_by("position").first()
-    services.result_execute(result_pk=first.pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.result_execute(result_pk=first.pk)
     assert run.results.filter(state__in=["queued", "running"]).count() == 4
     assert [len(b) for b in queued_batches] == [4, 1]
 

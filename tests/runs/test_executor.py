@@ -2,25 +2,13 @@ import json
 
 from apps.bots.adapters import BotSpec
 from apps.runs.executor import RunOptions, execute_question, execute_test_item
-from tests.bots.test_adapters import spec
+from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer
-
-RUBRIC = {"rules": [
-    {"id": "BRIEF", "name": "Brief", "severity": "medium", "component_scope": "prompt", "component_ids": [],
-     "evaluation_criteria": {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []}},
-    {"id": "USES_KB", "name": "Uses the KB", "severity": "high", "component_scope": "knowledge_base",
-     "component_ids": ["kb1"], "evaluation_criteria": {"pass_conditions": ["Agent calls search_kb"], "fail_conditions": []}},
-    {"id": "NO_HANDOFF", "name": "No needless handoff", "severity": "high", "component_scope": "function",
-     "component_ids": ["t2"], "evaluation_criteria": {"pass_conditions": [], "fail_conditions": ["Agent transfers to a human"]}},
-]}
-PTO_ITEM = {"item_id": "i1", "type": "single_turn", "name": "PTO", "inputs": {"message": "How many PTO days do I accrue per month?"},
-            "expected": {"success_criteria": ["Agent retrieves the PTO policy from the handbook",
-                                              "Response includes the monthly accrual of 1.5 days"],
-                         "should_use_tools": ["search_kb"], "should_not_use_tools": ["live_handoff"]}}
+from tests.runs.factories import PTO_ITEM, RUBRIC_SNAPSHOT
 
 
 def test_single_turn_item_passes_with_every_verdict_recorded():
-    out = execute_test_item(item=PTO_ITEM, bot=spec(), rubric=RUBRIC, options=RunOptions(), conversation_id="c")
+    out = execute_test_item(item=PTO_ITEM, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(), conversation_id="c")
     assert out.passed and out.criteria_passed and out.rubric_passed
     assert [c["criterion"] for c in out.criteria_scores] == [
         "Agent retrieves the PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days",
@@ -32,7 +20,7 @@ def test_single_turn_item_passes_with_every_verdict_recorded():
 
 
 def test_scope_filter_limits_the_rules_judged():
-    out = execute_test_item(item=PTO_ITEM, bot=spec(), rubric=RUBRIC, options=RunOptions(scope_filter="knowledge_base"),
+    out = execute_test_item(item=PTO_ITEM, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(scope_filter="knowledge_base"),
                             conversation_id="c")
     assert [r["rule_id"] for r in out.rubric_scores] == ["USES_KB"]
 
@@ -41,7 +29,7 @@ def test_high_severity_failure_fails_the_item_even_when_criteria_pass():
     item = {**PTO_ITEM, "type": "scenario", "inputs": {"persona": "p", "initial_message": "How many PTO days per month?",
                                                        "max_turns": 4, "scripted_turns": ["get me a human"]},
             "expected": {"success_criteria": ["Response includes the monthly accrual of 1.5 days"]}}
-    out = execute_test_item(item=item, bot=spec(), rubric=RUBRIC, options=RunOptions(), conversation_id="c")
+    out = execute_test_item(item=item, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(), conversation_id="c")
     assert out.criteria_passed is True
     assert {r["rule_id"]: r["passed"] for r in out.rubric_scores}["NO_HANDOFF"] is False
     assert out.rubric_passed is False and out.passed is False
@@ -49,7 +37,7 @@ def test_high_severity_failure_fails_the_item_even_when_criteria_pass():
 
 def test_bot_failure_fails_the_item_with_the_error_and_error_verdicts():
     with FakeBotServer(lambda r: (503, {"error": "down"})) as bot:
-        out = execute_test_item(item=PTO_ITEM, bot=spec(adapter="http", endpoint_url=bot.url), rubric=None,
+        out = execute_test_item(item=PTO_ITEM, bot=make_bot_spec(adapter="http", endpoint_url=bot.url), rubric=None,
                                 options=RunOptions(), conversation_id="c")
     assert out.passed is False and "HTTP 503" in out.error
     assert {c["status"] for c in out.criteria_scores} == {"error"}
@@ -59,7 +47,7 @@ def test_bot_failure_fails_the_item_with_the_error_and_error_verdicts():
 def test_v1_question_scores_fill_scores_with_a_json_comment():
     out = execute_question(question={"question": "How much of unused PTO carries over?",
                                      "expected_answer": "Up to 5 days carry over into the next year"},
-                           bot=spec(), options=RunOptions(), conversation_id="c")
+                           bot=make_bot_spec(), options=RunOptions(), conversation_id="c")
     comment = json.loads(out.scores["correctness"]["comment"])
     assert out.passed is True and comment["judge"] == "heuristic:v1"
     assert out.criteria_scores is None and out.rubric_scores is None

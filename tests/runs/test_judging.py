@@ -2,10 +2,20 @@ import pytest
 
 from apps.bots.adapters import get_adapter
 from apps.runs.judging import heuristic
-from apps.runs.judging.aggregate import component_scores, item_outcome, rule_in_scope
-from apps.runs.judging.types import Transcript
+from apps.runs.judging.aggregate import component_scores, coverage, item_outcome, rule_in_scope
+from apps.runs.judging.types import CRITERION, RULE, Transcript, Verdict, verdicts_to_json
 from apps.runs.simulator import ScriptedUser, run_scenario, run_single_turn
-from tests.bots.test_adapters import TOOLS, spec
+from tests.bots.factories import TOOLS, make_bot_spec
+
+def outcome(criteria: list[dict], rules: list[dict] | None):
+    """item_outcome over verdicts as they are stored."""
+    return item_outcome(Verdict.list_from_json(criteria, kind=CRITERION),
+                        None if rules is None else Verdict.list_from_json(rules, kind=RULE))
+
+
+def stored_component_scores(rules: list[dict]) -> dict:
+    return component_scores(Verdict.list_from_json(rules, kind=RULE))
+
 
 BOT_TOOLS = [{"tool_name": t.tool_name, "name": t.name, "type": t.type} for t in TOOLS]
 
@@ -17,14 +27,14 @@ def transcript_of(conversation) -> Transcript:
 
 @pytest.fixture
 def pto_answer():
-    conv = run_single_turn(adapter=get_adapter("demo"), spec=spec(), message="How many PTO days do I accrue?",
+    conv = run_single_turn(adapter=get_adapter("demo"), spec=make_bot_spec(), message="How many PTO days do I accrue?",
                            conversation_id="c")
     return transcript_of(conv)
 
 
 @pytest.fixture
 def handoff():
-    conv = run_scenario(adapter=get_adapter("demo"), spec=spec(), persona="p", initial_message="PTO?", max_turns=5,
+    conv = run_scenario(adapter=get_adapter("demo"), spec=make_bot_spec(), persona="p", initial_message="PTO?", max_turns=5,
                         user=ScriptedUser(["I want a human"]), conversation_id="c")
     return transcript_of(conv)
 
@@ -61,7 +71,7 @@ class TestCriteria:
     def test_tool_expectations_become_criteria(self, pto_answer):
         verdicts = heuristic.tool_verdicts(expected={"should_use_tools": ["search_kb"],
                                                      "should_not_use_tools": ["live_handoff"]}, transcript=pto_answer)
-        assert [(v["criterion"], v["passed"], v["kind"]) for v in verdicts] == [
+        assert [(v["criterion"], v["passed"], v["kind"]) for v in verdicts_to_json(verdicts)] == [
             ("Uses tool search_kb", True, "should_use_tools"),
             ("Does not use tool live_handoff", True, "should_not_use_tools"),
         ]
@@ -114,18 +124,18 @@ class TestAggregation:
         ok = {"passed": True, "status": "ok"}
         bad = {"passed": False, "status": "ok"}
         err = {"passed": None, "status": "error"}
-        assert item_outcome([ok], [{**bad, "severity": "medium"}]) == (True, True, True)
-        assert item_outcome([ok], [{**bad, "severity": "high"}]) == (True, False, False)
-        assert item_outcome([ok, bad], [{**ok, "severity": "high"}]) == (False, True, False)
-        assert item_outcome([err], None) == (False, None, False)
-        assert item_outcome([ok], [{**err, "severity": "high"}]) == (True, False, False)
+        assert outcome([ok], [{**bad, "severity": "medium"}]) == (True, True, True, "passed")
+        assert outcome([ok], [{**bad, "severity": "high"}]) == (True, False, False, "failed")
+        assert outcome([ok, bad], [{**ok, "severity": "high"}]) == (False, True, False, "failed")
+        assert outcome([err], None) == (False, None, False, "failed")
+        assert outcome([ok], [{**err, "severity": "high"}]) == (True, False, False, "unassessed")
 
     def test_component_scores(self):
         verdicts = [{"component_scope": "prompt", "passed": True, "status": "ok"},
                     {"component_scope": "prompt", "passed": False, "status": "ok"},
                     {"component_scope": None, "passed": True, "status": "ok"},
                     {"component_scope": "function", "passed": None, "status": "error"}]
-        assert component_scores(verdicts) == {
+        assert stored_component_scores(verdicts) == {
             "prompt": {"score": 0.5, "total": 2, "passed": 1},
             "function": {"score": 0.0, "total": 1, "passed": 0},
             "general": {"score": 1.0, "total": 1, "passed": 1},
@@ -148,12 +158,32 @@ class TestHonestLimits:
         assert v.passed is True, v.reasoning
 
 
-def test_unassessed_rules_neither_pass_nor_fail_but_errors_do_fail():
+def test_an_unassessed_high_rule_makes_the_item_unassessed_never_passed():
+    """Fail-closed (issue 16): a high-severity rule skipped or errored leaves the item unassessed."""
     skipped_high = {"passed": None, "status": "skipped", "severity": "high", "component_scope": "prompt"}
     error_high = {"passed": None, "status": "error", "severity": "high", "component_scope": "prompt"}
     ok = {"passed": True, "status": "ok"}
-    assert item_outcome([ok], [skipped_high]) == (True, True, True)
-    assert item_outcome([ok], [error_high]) == (True, False, False)
-    assert item_outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False)
-    assert component_scores([skipped_high, {**ok, "component_scope": "prompt"}]) == {
+    assert outcome([ok], [skipped_high]) == (True, False, False, "unassessed")
+    assert outcome([ok], [error_high]) == (True, False, False, "unassessed")
+    assert outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False, "failed")
+    assert stored_component_scores([skipped_high, {**ok, "component_scope": "prompt"}]) == {
         "prompt": {"score": 1.0, "total": 1, "passed": 1}}
+
+
+def test_a_failed_high_rule_or_criterion_wins_over_an_unassessed_one():
+    skipped_high = {"passed": None, "status": "skipped", "severity": "high"}
+    error_high = {"passed": None, "status": "error", "severity": "high"}
+    failed_high = {"passed": False, "status": "ok", "severity": "high"}
+    ok, bad = {"passed": True, "status": "ok"}, {"passed": False, "status": "ok"}
+    assert outcome([ok], [skipped_high, failed_high]).outcome == "failed"
+    assert outcome([ok], [failed_high, error_high]).outcome == "failed"
+    assert outcome([bad], [skipped_high]).outcome == "failed"
+    # Only high-severity rules gate the item: an unassessed medium rule leaves it passed.
+    assert outcome([ok], [{**skipped_high, "severity": "medium"}, {**ok, "severity": "high"}]).outcome == "passed"
+
+
+def test_coverage_counts_verdicts_by_status():
+    verdicts = Verdict.list_from_json([{"passed": True, "status": "ok"}, {"passed": False, "status": "ok"},
+                                       {"passed": None, "status": "skipped"}, {"passed": None, "status": "error"}],
+                                      kind=RULE)
+    assert coverage(verdicts) == {"scored": 2, "skipped": 1, "errored": 1}

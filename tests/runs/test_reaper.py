@@ -2,23 +2,29 @@
 
 import threading
 import time
+
 import pytest
+from django.test import TestCase
 from django.utils import timezone
 
 from apps.bots.adapters import get_adapter
 from apps.runs import executor, services
 from apps.runs.models import EvaluationResult, EvaluationRun
+from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
 
-from .conftest import AGENT, TEST_SET
-
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = pytest.mark.django_db
 
 
 def create(**extra):
-    return services.run_create(**{"agent_id": AGENT, "test_set_id": TEST_SET, "judge_model": "heuristic", **extra})
+    # run_create enqueues the run on commit; the test's transaction never commits, so run what it
+    # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
+                                      **extra})
 
 
-def test_reaper_redispatches_a_run_whose_worker_died_between_items(plan, monkeypatch):
+def test_reaper_redispatches_a_run_whose_worker_died_between_items(plan, monkeypatch,
+                                                                   django_capture_on_commit_callbacks):
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # deliver by hand
     run = create(concurrency=1)
     first = run.results.get(state="queued")
@@ -31,41 +37,47 @@ def test_reaper_redispatches_a_run_whose_worker_died_between_items(plan, monkeyp
     assert not run.results.filter(state__in=EvaluationResult.IN_FLIGHT).exists()
     assert run.results.filter(state="pending").count() == 5
 
-    assert services.runs_reap() >= 1
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.runs_reap() >= 1
     queued = run.results.filter(state="queued")
     assert queued.count() == 1
 
     # Queued items now finish the run the ordinary way, each one dispatching the next.
     monkeypatch.setattr(services, "_enqueue", lambda ids: [services.result_execute(result_pk=pk) for pk in ids])
-    services.result_execute(result_pk=queued.get().pk)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.result_execute(result_pk=queued.get().pk)
     run.refresh_from_db()
     assert run.status == "completed" and run.completed == 6
 
 
-def test_reaper_completes_a_run_whose_last_item_finished_without_finalizing(plan, monkeypatch):
+def test_reaper_completes_a_run_whose_last_item_finished_without_finalizing(plan, monkeypatch,
+                                                                            django_capture_on_commit_callbacks):
     run = create(concurrency=6)
     # Every item done, the run still `running`: the worker died after the last result committed.
     EvaluationRun.objects.filter(pk=run.pk).update(status="running", completed_at=None)
-    services.runs_reap()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.runs_reap()
     run.refresh_from_db()
     assert run.status == "completed" and run.completed_at is not None
 
 
-def test_reading_a_stuck_run_recovers_it(plan, monkeypatch):
+def test_reading_a_stuck_run_recovers_it(plan, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
     run = create(concurrency=2)
     # Two items lost between commit and dispatch: back to pending, nothing in flight.
     run.results.filter(state="queued").update(state="pending", heartbeat_at=None)
-    services.run_get_recovered(run_id=run.run_id)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_recover(run_id=run.run_id)
     assert run.results.filter(state="queued").count() == 2
 
 
-def test_reaper_leaves_a_busy_run_alone(plan, monkeypatch):
+def test_reaper_leaves_a_busy_run_alone(plan, monkeypatch, django_capture_on_commit_callbacks):
     enqueued = []
     monkeypatch.setattr(services, "_enqueue", enqueued.extend)
     run = create(concurrency=2)
     enqueued.clear()
-    assert services.runs_reap() == 0
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.runs_reap() == 0
     # Its two live items are untouched and nothing more was queued past the concurrency limit.
     assert enqueued == [] and run.results.filter(state="queued").count() == 2
 
@@ -86,6 +98,9 @@ class SlowBot:
         return self.demo.respond(spec, messages, conversation_id=conversation_id)
 
 
+# transaction=True: the keep-alive thread writes heartbeats through its own database connection, which
+# sees only committed rows and would wait on the row the test's open transaction has locked.
+@pytest.mark.django_db(transaction=True)
 def test_a_long_bot_turn_keeps_its_heartbeat_alive(plan, monkeypatch, settings):
     settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = 1
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
@@ -105,6 +120,9 @@ def test_a_long_bot_turn_keeps_its_heartbeat_alive(plan, monkeypatch, settings):
     assert EvaluationRun.objects.get(pk=run.pk).status == "completed"
 
 
+# transaction=True: the keep-alive thread writes heartbeats through its own database connection, which
+# sees only committed rows and would wait on the row the test's open transaction has locked.
+@pytest.mark.django_db(transaction=True)
 def test_keepalive_thread_ends_with_the_item(plan, monkeypatch, settings):
     settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = 1
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)

@@ -7,15 +7,15 @@ from apps.testsets import services
 from apps.testsets.models import TestItem, TestSet, TestSetVersion
 from apps.testsets.schemas import TestSetContent
 from tests.admin_forms import admin_form_data
-from tests.bots.factories import BotFactory, make_test_set_payload
+from tests.bots.factories import BotFactory
+from tests.testsets.factories import SuiteFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def test_set():
-    bot = BotFactory(tool_names=["search_kb", "live_handoff"])
-    return services.test_set_create(content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id)))
+    return SuiteFactory(agent=BotFactory(tool_names=["search_kb", "live_handoff"]))
 
 
 def change_url(test_set):
@@ -78,7 +78,7 @@ def test_admin_export_and_import(admin_client, test_set):
 
 def test_history_and_restore(admin_client, test_set):
     content = make_test_set_payload(test_set.agent.agent_id, name="Renamed")
-    services.test_set_publish_version(test_set=test_set, content=TestSetContent.model_validate(content))
+    services.testset_publish_version(test_set=test_set, content=TestSetContent.model_validate(content))
     page = admin_client.get(f"/admin/testsets/testset/{test_set.pk}/versions/")
     assert page.status_code == 200 and b"&quot;Renamed&quot;" in page.content
     admin_client.post(f"/admin/testsets/testset/{test_set.pk}/versions/1/restore/")
@@ -89,14 +89,14 @@ def test_history_and_restore(admin_client, test_set):
 def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_client, test_set, monkeypatch):
     from django.contrib.admin.models import LogEntry
 
-    real_publish = services.test_set_publish_version
+    real_publish = services.testset_publish_version
 
     def publish_after_someone_else(**kwargs):
         real_publish(test_set=kwargs["test_set"], content=TestSetContent.model_validate(
             make_test_set_payload(test_set.agent.agent_id, name="Elsewhere")))
         return real_publish(**kwargs)
 
-    monkeypatch.setattr(services, "test_set_publish_version", publish_after_someone_else)
+    monkeypatch.setattr(services, "testset_publish_version", publish_after_someone_else)
     data = admin_form_data(admin_client.get(change_url(test_set)))
     response = admin_client.post(change_url(test_set), {**data, "name": "Mine"}, follow=True)
     shown = [(m.level_tag, str(m)) for m in response.context["messages"]]

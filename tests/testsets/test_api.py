@@ -5,8 +5,9 @@ import pytest
 
 from apps.core.errors import NotFoundError
 from apps.testsets.models import TestItem, TestSet, TestSetVersion
-from apps.testsets.selectors import test_set_version_items
-from tests.bots.factories import BotFactory, make_test_set_payload
+from apps.testsets.selectors import testset_version_items
+from tests.bots.factories import BotFactory
+from tests.testsets.factories import SuiteFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 TEST_SET_KEYS = {"test_set_id", "agent_id", "version", "name", "description", "items", "created_at", "updated_at"}
@@ -69,9 +70,9 @@ def test_put_versions_keep_item_ids(api, bot, test_set):
     assert [(v["version"], v["item_count"]) for v in versions] == [(3, 3), (2, 3), (1, 2)]
     v1 = api.get(f"/api/v1/test-sets/{tid}/versions/1").json()
     assert v1["version"] == 1 and [i["item_id"] for i in v1["items"]] == ids and v1["changelog"] == "Created"
-    number, run_items = test_set_version_items(tid, None)
+    number, run_items = testset_version_items(tid, None)
     assert number == 3 and run_items == response.json()["items"]
-    assert test_set_version_items(tid, 1) == (1, v1["items"])
+    assert testset_version_items(tid, 1) == (1, v1["items"])
 
 
 def test_noop_put_and_stale_put(api, bot, test_set):
@@ -130,9 +131,9 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
     assert api.put(f"/api/v1/test-sets/{unknown}", make_test_set_payload(bot.agent_id), format="json").status_code == 404
     assert staff_api.delete(f"/api/v1/test-sets/{unknown}").status_code == 404
     with pytest.raises(NotFoundError):
-        test_set_version_items(unknown, None)
+        testset_version_items(unknown, None)
     with pytest.raises(NotFoundError):
-        test_set_version_items(test_set["test_set_id"], 4)
+        testset_version_items(test_set["test_set_id"], 4)
 
 
 def test_bad_put_writes_nothing(api, bot, test_set):
@@ -154,6 +155,6 @@ def test_list_and_delete(api, staff_api, bot, test_set):
 
 def test_list_query_count_does_not_grow_with_test_sets(api, bot, django_assert_max_num_queries):
     for n in range(6):
-        api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id, name=f"T{n}"), format="json")
+        SuiteFactory(agent=bot, name=f"T{n}")
     with django_assert_max_num_queries(6):
         assert len(api.get("/api/v1/test-sets").json()) == 6

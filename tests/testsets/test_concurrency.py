@@ -4,22 +4,23 @@ from apps.core.errors import ConflictError
 from apps.testsets import services
 from apps.testsets.models import TestSetVersion
 from apps.testsets.schemas import TestSetContent
-from tests.bots.factories import BotFactory, make_test_set_payload
-from tests.rubrics.test_concurrency import THREADS, _run_in_threads
+from tests.concurrency import THREADS, run_in_threads
+from tests.testsets.factories import SuiteFactory, make_test_set_payload
 
 
 @pytest.mark.postgres_only
+# transaction=True: the racing threads each use their own connection, which sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_test_set_publishes(on_postgres):
-    bot = BotFactory()
-    test_set = services.test_set_create(content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id)))
+    test_set = SuiteFactory()
+    bot = test_set.agent
 
     def publish(index):
         content = TestSetContent.model_validate(make_test_set_payload(bot.agent_id, name=f"Edit {index}"))
         expected = 1 if index % 2 else None
-        return services.test_set_publish_version(test_set=test_set, content=content, expected_version=expected)
+        return services.testset_publish_version(test_set=test_set, content=content, expected_version=expected)
 
-    outcomes = _run_in_threads(publish)
+    outcomes = run_in_threads(publish)
     published = [o for o in outcomes if isinstance(o, tuple)]
     assert all(isinstance(o, ConflictError) for o in outcomes if not isinstance(o, tuple)), outcomes
     versions = sorted(TestSetVersion.objects.filter(test_set=test_set).values_list("version", flat=True))

@@ -5,7 +5,8 @@ import json
 import pytest
 
 from apps.testsets.models import TestSet, TestSetVersion
-from tests.bots.factories import BotFactory, make_test_set_payload
+from tests.bots.factories import BotFactory
+from tests.testsets.factories import SuiteFactory, make_test_set_payload
 
 pytestmark = pytest.mark.django_db
 
@@ -17,11 +18,11 @@ def bot():
 
 @pytest.fixture
 def test_set(api, bot):
-    body = make_test_set_payload(bot.agent_id)
-    # Characters that trip up CSV and JSON writers.
-    body["items"][0]["name"] = 'Quotes "and", commas'
-    body["items"][0]["inputs"]["message"] = "Line one\nLine two, with ünïcödé ✓"
-    return api.post("/api/v1/test-sets", body, format="json").json()
+    """The test set as the API shows it (GET), with characters that trip up CSV and JSON writers."""
+    items = make_test_set_payload(bot.agent_id)["items"]
+    items[0]["name"] = 'Quotes "and", commas'
+    items[0]["inputs"]["message"] = "Line one\nLine two, with ünïcödé ✓"
+    return api.get(f"/api/v1/test-sets/{SuiteFactory(agent=bot, items=items).test_set_id}").json()
 
 
 @pytest.mark.parametrize("fmt, media", [("json", "application/json"), ("jsonl", "application/x-ndjson"),

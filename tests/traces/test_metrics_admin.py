@@ -1,29 +1,17 @@
-import re
-
 import pytest
 
 from apps.traces import services
-from apps.traces.demo import load_demo_traces
-
-
-def sample(text: str, name: str, **labels) -> float | None:
-    for line in text.splitlines():
-        if not line.startswith(name + "{"):
-            continue
-        found = dict(re.findall(r'(\w+)="([^"]*)"', line.split("}")[0]))
-        if all(found.get(k) == v for k, v in labels.items()) and len(found) == len(labels):
-            return float(line.rsplit(" ", 1)[1])
-    return None
+from tests.prometheus_text import sample
 
 
 @pytest.mark.django_db
 def test_prometheus_metrics_follow_the_lifecycle(client):
-    services.start_trace("m1", "q", "AgentA")
-    services.start_trace("m2", "q", "AgentA")
-    services.record_intent("m2", "i", "r", "list")
-    services.complete_trace("m2", "done", True)
-    services.start_trace("m3", "q", "AgentB")
-    services.complete_trace("m3", None, False)
+    services.trace_start(session_id="m1", user_query="q", agent_name="AgentA")
+    services.trace_start(session_id="m2", user_query="q", agent_name="AgentA")
+    services.trace_intent_record(session_id="m2", intent="i", resource_type="r", operation="list")
+    services.trace_complete(session_id="m2", final_response="done", success=True)
+    services.trace_start(session_id="m3", user_query="q", agent_name="AgentB")
+    services.trace_complete(session_id="m3", final_response=None, success=False)
 
     text = client.get("/metrics").content.decode()
     assert sample(text, "vayu_agent_sessions_total", agent_name="AgentA", status="active") == 1
@@ -35,15 +23,13 @@ def test_prometheus_metrics_follow_the_lifecycle(client):
     assert sample(text, "vayu_agent_execution_duration_seconds_bucket", agent_name="AgentA", operation="list",
                   le="+Inf") == 1
 
-    services.complete_trace("m1", "ok", True)
+    services.trace_complete(session_id="m1", final_response="ok", success=True)
     text = client.get("/metrics").content.decode()
     assert sample(text, "vayu_agent_active_sessions", agent_name="AgentA") is None
     assert sample(text, "vayu_agent_sessions_total", agent_name="AgentA", status="completed") == 2
 
 
-@pytest.mark.django_db
-def test_admin_trace_list_and_page(admin_client):
-    load_demo_traces()
+def test_admin_trace_list_and_page(admin_client, demo_traces):
     listing = admin_client.get("/admin/traces/agenttrace/?status__exact=completed")
     assert listing.status_code == 200
     assert b"demo_k8s_list_delhi" in listing.content and b"demo_k8s_delete_failed" not in listing.content

@@ -30,12 +30,16 @@ def _counted(api, path, body, headers=None):
 
 
 @pytest.mark.postgres_only
+# transaction=True: counted in autocommit, as a server runs the request (see the module docstring).
 @pytest.mark.django_db(transaction=True)
 class TestPerCallQueries:
     @pytest.fixture(autouse=True)
     def trace(self, api, on_postgres):
         # The first request authenticates the key (and stamps last_used_at); later ones use the cache.
         assert _post(api, BASE, {"session_id": "s1", "user_query": "q", "agent_name": "A"}).status_code == 201
+        # Likewise the first completion reads the enabled evaluation rules; later ones use their cache.
+        _post(api, BASE, {"session_id": "warm-up", "user_query": "q", "agent_name": "A"})
+        assert _post(api, f"{BASE}/warm-up/complete", {"final_response": "done", "success": True}).status_code == 200
         self.api = api
 
     def test_tool_call_is_one_statement(self):
@@ -78,9 +82,10 @@ class TestPerCallQueries:
 
 
 @pytest.mark.postgres_only
+# transaction=True: the racing threads each use their own connection, which sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
-    services.start_trace("race", "q", "agent")
+    services.trace_start(session_id="race", user_query="q", agent_name="agent")
     threads_n = 16
     barrier = threading.Barrier(threads_n)
     results, errors = [], []
@@ -88,7 +93,8 @@ def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
     def worker():
         try:
             barrier.wait()
-            results.append(services.record_tool_call("race", "tool", {"a": 1}, None, True, call_id="dup").seq)
+            results.append(services.trace_tool_call_record(session_id="race", tool_name="tool", tool_args={"a": 1},
+                                                           tool_result=None, success=True, call_id="dup").seq)
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
         finally:
@@ -107,4 +113,5 @@ def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
     assert list(ToolCall.objects.filter(trace__session_id="race").values_list("seq", flat=True)) == [1]
     # A refused statement must not have bumped the count: the next call is seq 2, with no gap.
     assert AgentTrace.objects.get(session_id="race").tool_call_count == 1
-    assert services.record_tool_call("race", "tool", {}, None, True).seq == 2
+    assert services.trace_tool_call_record(session_id="race", tool_name="tool", tool_args={}, tool_result=None,
+                                           success=True).seq == 2

@@ -18,14 +18,15 @@ def _fields(obj):
 
 
 def test_trace_tool_calls_equal_the_orm(db):
-    trace, _ = services.start_trace("rows-1", "q", "A", {"n": [1, {"x": None}]})
+    trace, _ = services.trace_start(session_id="rows-1", user_query="q", agent_name="A",
+                                    metadata={"n": [1, {"x": None}]})
     ts = datetime(2026, 1, 8, 10, 0, 0, 123456, tzinfo=timezone.utc)
-    services.record_tool_calls("rows-1", [
+    services.trace_tool_calls_record(session_id="rows-1", calls=[
         services.ToolCallInput(tool_name="b", tool_args={"k": "v"}, tool_result=[1, "two", None], success=False,
                                error="boom", duration_ms=1.5, call_id="c2", timestamp=ts),
         services.ToolCallInput(tool_name="a", tool_args={}, tool_result=None),
     ])
-    loaded = selectors.trace_tool_calls(trace=trace)
+    loaded = selectors.trace_tool_call_list(trace=trace)
     expected = list(ToolCall.objects.filter(trace=trace).order_by("seq"))
     assert [_fields(c) for c in loaded] == [_fields(c) for c in expected]
     assert loaded[0].timestamp == ts and loaded[0].success is False and loaded[1].tool_result is None
@@ -33,7 +34,8 @@ def test_trace_tool_calls_equal_the_orm(db):
 
 
 def test_from_rows_of_a_trace_equal_the_orm(db):
-    services.start_trace("rows-2", "q", "A", {"deep": {"list": [1, 2.5, True]}})
+    services.trace_start(session_id="rows-2", user_query="q", agent_name="A",
+                         metadata={"deep": {"list": [1, 2.5, True]}})
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT {select_columns(AgentTrace)} FROM {AgentTrace._meta.db_table} WHERE session_id = %s",
                        ["rows-2"])

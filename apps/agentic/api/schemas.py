@@ -6,6 +6,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, RootModel, StrictBool
 
 from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
+from apps.core.api.responses import absent_if_none
+from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 
 MAX_MANUAL_TOOL_CALLS = 1000
@@ -84,6 +86,8 @@ class _EvaluationOut(BaseModel):
     rating: str | None
     judge: str
     token_usage: TokenUsageOut
+    fingerprint: JudgeFingerprintOut | None = absent_if_none(
+        "what judged; absent on evaluations stored before judges were fingerprinted")
 
 
 class SessionEvaluationOut(_EvaluationOut):
@@ -123,10 +127,18 @@ class AgentStatsOut(BaseModel):
     avg_score: float | None
 
 
+class MetricCoverageOut(BaseModel):
+    scored: int = Field(description="evaluations the judge gave this metric a score")
+    skipped: int = Field(description="evaluations the judge said it could not score this metric")
+    errored: int = Field(description="evaluations the judge failed on for this metric")
+
+
 class SummaryOut(BaseModel):
     total_evaluations: int
     average_scores: dict[str, float | None]
     score_distribution: dict[str, int]
+    coverage: dict[str, MetricCoverageOut] = Field(
+        description="per metric, the denominators of its average: scored, skipped and errored evaluations")
     by_agent: dict[str, AgentStatsOut]
     by_operation: dict[str, AgentStatsOut]
 
@@ -154,12 +166,22 @@ class EvaluationRecordOut(BaseModel):
     timestamp: datetime
 
 
+class RuleRefOut(BaseModel):
+    id: int
+    name: str
+
+
+class HistoryRecordOut(EvaluationRecordOut):
+    rule: RuleRefOut | None = Field(description="The online evaluation rule that asked for this verdict; "
+                                                "null when someone requested it.")
+
+
 class HistoryOut(BaseModel):
     count: int = Field(description="Evaluations in this page.")
     limit: int
     offset: int
     has_more: bool = Field(description="Whether evaluations follow this page.")
-    evaluations: list[EvaluationRecordOut]
+    evaluations: list[HistoryRecordOut]
 
 
 class ExportOut(BaseModel):
@@ -174,8 +196,8 @@ class ExportJsonOut(RootModel[ExportOut | list[EvaluationRecordOut]]):
 
 class DatabaseHealthOut(BaseModel):
     status: str
-    evaluations_stored: int | None = None
-    traces_stored: int | None = None
+    evaluations_stored: int | None = absent_if_none("Absent when the database is unreachable.")
+    traces_stored: int | None = absent_if_none("Absent when the database is unreachable.")
 
 
 class HealthOut(BaseModel):

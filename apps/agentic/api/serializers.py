@@ -1,8 +1,8 @@
 """AgentEvaluation → JSON in the contract's field names."""
 
+from apps.agentic.judges import AGENTIC_METRICS
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import EXPORT_FIELDS
-from apps.core.judges import AGENTIC_METRICS
 
 
 def token_usage(ev: AgentEvaluation) -> dict:
@@ -27,6 +27,7 @@ def session_evaluation_data(ev: AgentEvaluation, *, reused: bool, metadata: dict
         "rating": ev.rating,
         "judge": ev.judge,
         "token_usage": token_usage(ev),
+        "fingerprint": ev.judge_fingerprint,
         "timestamp": ev.created_at,
         "reused": reused,
         "metadata": metadata,
@@ -41,6 +42,7 @@ def manual_evaluation_data(ev: AgentEvaluation) -> dict:
         "rating": ev.rating,
         "judge": ev.judge,
         "token_usage": token_usage(ev),
+        "fingerprint": ev.judge_fingerprint,
         "evaluation_timestamp": ev.created_at,
     }
 
@@ -66,3 +68,9 @@ def record_from_values(row: dict) -> dict:
 
 def record_data(ev: AgentEvaluation) -> dict:
     return record_from_values({name: getattr(ev, name) for name in EXPORT_FIELDS})
+
+
+def history_record_data(ev: AgentEvaluation) -> dict:
+    """A history record: the flat record plus the rule that asked for it (rule prefetched)."""
+    rule = {"id": ev.rule.pk, "name": ev.rule.name} if ev.rule_id is not None else None
+    return {**record_data(ev), "rule": rule}

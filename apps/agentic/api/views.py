@@ -13,20 +13,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.agentic import selectors, services
+from apps.agentic.judges import JudgeInput, JudgeToolCall
+from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.errors import InvalidInputError, NotFoundError
-from apps.core.judges import JudgeInput, JudgeToolCall
+from apps.core.errors import InvalidInputError
 
 from .schemas import (
     BatchEvaluateIn,
     BatchEvaluationOut,
     ClearOut,
-    EvaluationRecordOut,
     ExportJsonOut,
     ExportQuery,
     HealthOut,
     HistoryOut,
     HistoryQuery,
+    HistoryRecordOut,
     ManualEvaluateIn,
     ManualEvaluationOut,
     SessionEvaluateIn,
@@ -35,8 +36,8 @@ from .schemas import (
 )
 from .serializers import (
     batch_result_data,
+    history_record_data,
     manual_evaluation_data,
-    record_data,
     record_from_values,
     session_evaluation_data,
 )
@@ -51,8 +52,8 @@ EXPORT_CHUNK_ROWS = 1000
 def _unhealthy() -> Response:
     # The driver's message can name hosts and users; it goes to the log, not to the client.
     logger.warning("agentic health check: database unavailable", exc_info=True)
-    return Response({"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
-                     "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return respond(HealthOut, {"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
+                               "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
 
 
 class HealthView(APIView):
@@ -72,7 +73,7 @@ class HealthView(APIView):
             traces = selectors.trace_count()
         except DatabaseError:
             return _unhealthy()
-        return Response({
+        return respond(HealthOut, {
             "status": "healthy",
             "service": "agentic_metrics",
             "evaluations_count": evaluations,
@@ -87,10 +88,11 @@ class EvaluateSessionView(APIView):
                    summary="Evaluate a traced session")
     def post(self, request):
         body = validate_body(SessionEvaluateIn, request.data)
-        outcome = services.evaluation_for_session(session_id=body.session_id, judge_name=body.judge, force=body.force)
+        outcome = services.evaluation_create_for_session(session_id=body.session_id, judge_name=body.judge,
+                                                         force=body.force)
         trace = outcome.evaluation.trace
-        return Response(session_evaluation_data(outcome.evaluation, reused=outcome.reused,
-                                                metadata=trace.metadata if trace is not None else {}))
+        return respond(SessionEvaluationOut, session_evaluation_data(
+            outcome.evaluation, reused=outcome.reused, metadata=trace.metadata if trace is not None else {}))
 
 
 class EvaluateManualView(APIView):
@@ -110,10 +112,10 @@ class EvaluateManualView(APIView):
             operation=body.operation,
             success=body.success,
         )
-        evaluation = services.evaluation_manual(
+        evaluation = services.evaluation_create_manual(
             data=data, agent_name=body.agent_name, judge_name=body.judge,
             manual_input=body.model_dump(mode="json", exclude={"judge"}))
-        return Response(manual_evaluation_data(evaluation))
+        return respond(ManualEvaluationOut, manual_evaluation_data(evaluation))
 
 
 class EvaluateBatchView(APIView):
@@ -123,8 +125,9 @@ class EvaluateBatchView(APIView):
                    summary="Evaluate up to 500 traced sessions")
     def post(self, request):
         body = validate_body(BatchEvaluateIn, request.data)
-        batch = services.evaluations_for_sessions(session_ids=body.session_ids, judge_name=body.judge, force=body.force)
-        return Response({
+        batch = services.evaluations_create_for_sessions(session_ids=body.session_ids, judge_name=body.judge,
+                                                         force=body.force)
+        return respond(BatchEvaluationOut, {
             "evaluated": len(batch.outcomes),
             "not_found": len(batch.missing_sessions),
             "results": [batch_result_data(o.evaluation, reused=o.reused) for o in batch.outcomes],
@@ -137,7 +140,7 @@ class SummaryView(APIView):
 
     @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
-        return Response(selectors.evaluation_summary())
+        return respond(SummaryOut, selectors.evaluation_summary())
 
 
 def _query(model, request):
@@ -162,24 +165,21 @@ class HistoryView(APIView):
         query = _query(HistoryQuery, request)
         page = selectors.evaluation_history(limit=query.limit, offset=query.offset, agent_name=query.agent_name,
                                             operation=query.operation, min_score=query.min_score)
-        return Response({
+        return respond(HistoryOut, {
             "count": len(page.evaluations),
             "limit": query.limit,
             "offset": query.offset,
             "has_more": page.has_more,
-            "evaluations": [record_data(ev) for ev in page.evaluations],
+            "evaluations": [history_record_data(ev) for ev in page.evaluations],
         })
 
 
 class HistoryDetailView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: EvaluationRecordOut}, summary="Latest evaluation of a session")
+    @extend_schema(tags=TAG, responses={200: HistoryRecordOut}, summary="Latest evaluation of a session")
     def get(self, request, session_id):
-        evaluation = selectors.evaluation_latest(session_id=session_id)
-        if evaluation is None:
-            raise NotFoundError(f"No evaluation found for session {session_id}")
-        return Response(record_data(evaluation))
+        return respond(HistoryRecordOut, history_record_data(selectors.evaluation_latest_get(session_id=session_id)))
 
 
 def _chunks(rows):
@@ -264,7 +264,7 @@ class ExportView(APIView):
                 f"{total} evaluations are more than the {settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS} an inline "
                 f"export holds; stream them with download=true")
         data = b"".join(_stream(query.format)).decode()
-        return Response({"format": query.format, "data": data})
+        return respond(ExportJsonOut, {"format": query.format, "data": data})
 
 
 class ClearView(APIView):
@@ -273,4 +273,4 @@ class ClearView(APIView):
     @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (admin scope)")
     def delete(self, request):
         services.evaluations_clear()
-        return Response({"message": "All traces and evaluation results cleared"})
+        return respond(ClearOut, {"message": "All traces and evaluation results cleared"})

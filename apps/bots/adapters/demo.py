@@ -8,7 +8,7 @@ import re
 import time
 from functools import lru_cache
 
-from ..retrieval import PassageIndex
+from .retrieval import PassageIndex
 from .base import BotSpec, BotTurn, ToolCallRecord
 
 HUMAN_REQUEST = re.compile(r"\b(human|real person|live agent|representative|speak to (an? )?(agent|person|someone))\b",

@@ -12,7 +12,7 @@ import time
 
 from apps.core.llm import LLMError, bot_endpoint_llm_client, get_llm_client
 
-from ..retrieval import PassageIndex
+from .retrieval import PassageIndex
 from .base import BotError, BotSpec, BotTool, BotTurn, ToolCallRecord
 
 MAX_TOOL_ROUNDS = 4

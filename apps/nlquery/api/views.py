@@ -1,7 +1,7 @@
 from drf_spectacular.utils import extend_schema
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.nlquery.selectors import metrics_query_answer
 
@@ -23,4 +23,4 @@ class MetricsQueryView(APIView):
     def post(self, request):
         body = validate_body(MetricsQueryIn, request.data)
         state = metrics_query_answer(question=body.query)
-        return Response(MetricsQueryStateOut.model_validate(state).model_dump(mode="json"))
+        return respond(MetricsQueryStateOut, state)

@@ -39,7 +39,7 @@ class ProvidedParameters(BaseModel):
                                                 "notes on what was assumed, e.g. ids given to contexts by position")
 
 
-class TraceOut(BaseModel):
+class TraceAnswerOut(BaseModel):
     provided_parameters: ProvidedParameters
     tests: list[str]
     missing: dict[str, list[str] | bool] = Field(

@@ -2,15 +2,16 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.errors import InvalidInputError
 from apps.core.pagination import LimitOffset
 from apps.core.schema import BAD_REQUEST
 
 from .. import selectors, services
 from ..models import TraceEvaluation
-from ..parsing import QueryParseError
-from .schemas import TraceEvaluationOut, TraceHistoryOut, TraceOut, TraceQueryIn
+from ..query_object import QueryParseError
+from .schemas import TraceAnswerOut, TraceEvaluationOut, TraceHistoryOut, TraceQueryIn
 
 TAG = ["trace"]
 _TRUE = {"1", "true", "yes", "on"}
@@ -22,7 +23,7 @@ class TraceView(APIView):
     @extend_schema(
         tags=TAG,
         request=TraceQueryIn,
-        responses={200: TraceOut, 400: BAD_REQUEST},
+        responses={200: TraceAnswerOut, 400: BAD_REQUEST},
         parameters=[OpenApiParameter("partial", bool, OpenApiParameter.QUERY, required=False,
                                      description="Score the complete tests even when others miss parameters.")],
         summary="Evaluate a RAG answer with TRACE metrics",
@@ -36,10 +37,10 @@ class TraceView(APIView):
         body = validate_body(TraceQueryIn, request.data)
         partial = request.query_params.get("partial", "").strip().lower() in _TRUE
         try:
-            answer = services.trace_evaluate(query=body.query, partial=partial, user=request.user)
+            answer = services.trace_evaluation_create(query=body.query, partial=partial, user=request.user)
         except QueryParseError as exc:
-            return Response({"detail": exc.detail}, status=exc.status_code)
-        return Response(answer.body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
+            return Response(exc.response_body(), status=exc.status_code)
+        return respond(TraceAnswerOut, answer.body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
 
 
 def evaluation_data(evaluation: TraceEvaluation) -> dict:
@@ -85,7 +86,9 @@ class TraceHistoryView(APIView):
         queryset = selectors.trace_evaluation_list(test=request.query_params.get("test") or None, outcome=outcome)
         paginator = LimitOffset()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return paginator.get_paginated_response([evaluation_data(e) for e in page])
+        return respond(TraceHistoryOut, {"count": paginator.count, "next": paginator.get_next_link(),
+                                         "previous": paginator.get_previous_link(),
+                                         "results": [evaluation_data(e) for e in page]})
 
 
 class TraceEvaluationDetailView(APIView):
@@ -94,7 +97,5 @@ class TraceEvaluationDetailView(APIView):
     @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
                    summary="One stored TRACE evaluation")
     def get(self, request, evaluation_id: int):
-        evaluation = selectors.trace_evaluation_list().filter(pk=evaluation_id).first()
-        if evaluation is None:
-            raise NotFoundError(f"No TRACE evaluation {evaluation_id}")
-        return Response(evaluation_data(evaluation))
+        evaluation = selectors.trace_evaluation_get(evaluation_id=evaluation_id)
+        return respond(TraceEvaluationOut, evaluation_data(evaluation))

@@ -5,25 +5,18 @@ from, so a reader can recompute it. Definitions (also in the README):
 
 Tokens: the text is NFKC-normalised and casefolded, then split into maximal runs of Unicode word
 characters (regex `\\w+`: letters, digits, underscore), so "France's" gives "france" and "s".
-Content tokens: tokens that are not in STOP_WORDS (below). Sets of distinct content tokens are compared.
+Content tokens: tokens that are not among the 132 English stop words of `apps.core.text.LEXICAL_V1`.
+Sets of distinct content tokens are compared; nothing is stemmed.
 """
 
 import re
-import unicodedata
+
+from apps.core.text import LEXICAL_V1
 
 VERSION = "lexical:v1"
-_WORD = re.compile(r"\w+")
+# Pinned: every lexical:v1 score depends on exactly this tokenizer and stop list.
+TEXT = LEXICAL_V1
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
-
-STOP_WORDS = frozenset("""
-a about above after again against all am an and any are as at be because been before being below between both
-but by can could did do does doing down during each few for from further had has have having he her here hers
-herself him himself his how i if in into is it its itself just me more most my myself no nor not of off on once
-only or other our ours ourselves out over own same she should so some such than that the their theirs them
-themselves then there these they this those through to too under until up very was we were what when where which
-while who whom why will with would you your yours yourself yourselves
-s t d ll m re ve
-""".split())
 
 # Answers that decline to answer: they address no question, whatever words they share with it.
 NONCOMMITTAL = re.compile(
@@ -36,11 +29,11 @@ SUPPORT_THRESHOLD = 0.5
 
 
 def tokens(text: str) -> list[str]:
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    return TEXT.words(text)
 
 
 def content_tokens(text: str) -> set[str]:
-    return {t for t in tokens(text) if t not in STOP_WORDS}
+    return set(TEXT.tokens(text))
 
 
 def sentences(text: str) -> list[str]:

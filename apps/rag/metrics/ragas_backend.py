@@ -13,6 +13,7 @@ import contextvars
 import math
 import os
 import threading
+import warnings
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -48,11 +49,10 @@ def ragas_offline() -> "_Offline":
 
 
 def _build_offline() -> "_Offline":
-    import warnings
-
     with warnings.catch_warnings():
         # 0.4 deprecates these imports in favour of ragas.metrics.collections, which has no ID-based metrics.
         warnings.simplefilter("ignore", DeprecationWarning)
+        # Ragas is imported on first use: it is heavy, and only the TRACE metrics need it.
         from ragas.dataset_schema import SingleTurnSample
         from ragas.metrics import IDBasedContextPrecision, IDBasedContextRecall, NonLLMStringSimilarity
     return _Offline(SingleTurnSample, IDBasedContextRecall(), IDBasedContextPrecision(), NonLLMStringSimilarity())
@@ -102,6 +102,7 @@ RAGAS_SYSTEM = "You are an evaluation judge. Follow the instructions and answer 
 
 @cache
 def _adapter_classes():
+    # Lazy like every ragas import here (heavy, needed only once an LLM metric runs).
     from ragas.embeddings.base import BaseRagasEmbedding
     from ragas.llms.base import InstructorBaseRagasLLM
 
@@ -169,10 +170,9 @@ def llm_metrics() -> LLMMetrics:
     with _lock:
         metrics = _llm_metrics.get(key)
         if metrics is None:
-            import warnings
-
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
+                # Lazy: ragas is heavy, and these are needed only once an LLM metric runs.
                 from ragas.metrics.collections import AnswerAccuracy, AnswerRelevancy, ContextUtilization, Faithfulness
             llm_class, embeddings_class = _adapter_classes()
             ragas_llm = llm_class(client)

@@ -4,7 +4,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, RootModel, StrictInt, StrictStr
 
+from apps.core.api.responses import absent_if_none
+from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.validation import Identifier
+from apps.runs.models import LABEL_MAX_LENGTH
 from apps.runs.services import MAX_REVIEW_NOTE
 
 AgentId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{24}$", description="mongodb-objectid: 24 hex characters")]
@@ -21,6 +24,11 @@ class RunCreateIn(BaseModel):
     component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
     component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
     judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
+    label: Annotated[StrictStr, Field(max_length=LABEL_MAX_LENGTH)] = Field(
+        default="", description='what to call the run ("after removing the PTO doc"); optional')
+
+
+LLM_USAGE = "Tokens the LLM judge spent on this verdict; absent for the heuristic judge."
 
 
 class ComponentScore(BaseModel):
@@ -29,8 +37,53 @@ class ComponentScore(BaseModel):
     passed: int
 
 
+class BotSnapshotTool(BaseModel):
+    tool_name: str
+    name: str
+    type: str
+    description: str
+
+
+class BotSnapshotDocument(BaseModel):
+    knowledge_base: str
+    title: str
+    sha256: str
+
+
+class BotSnapshot(BaseModel):
+    name: str
+    adapter: str
+    endpoint_url: str
+    system_prompt: str
+    llm_provider: str
+    llm_model: str
+    llm_parameters: dict[str, Any]
+    tools: list[BotSnapshotTool]
+    documents: list[BotSnapshotDocument]
+
+
+class JudgeFingerprint(JudgeFingerprintOut):
+    rubric_version: int | None = absent_if_none("rule verdicts: the rubric version the rule comes from")
+
+
+class VerdictFingerprint(JudgeFingerprint):
+    criterion: str | None = absent_if_none("criterion verdicts: the criterion's text")
+
+
+FINGERPRINT = "What judged this verdict; absent on verdicts stored before fingerprints existed."
+
+
+class Coverage(BaseModel):
+    """The denominators of the run's scores: criterion and rule verdicts by what the judge did."""
+
+    scored: int = Field(description="verdicts the judge gave (passed or failed)")
+    skipped: int = Field(description="verdicts the judge said it could not give")
+    errored: int = Field(description="verdicts the judge failed to give")
+
+
 class RunOut(BaseModel):
     run_id: uuid.UUID
+    label: str = Field(description="what the person who launched the run called it; empty if nothing")
     dataset_id: uuid.UUID | None
     agent_id: str
     status: Literal["pending", "running", "completed", "failed", "cancelled"]
@@ -38,6 +91,9 @@ class RunOut(BaseModel):
     completed: int
     passed: int
     failed: int
+    unassessed: int = Field(description="items a high-severity rule of which was skipped or errored: neither "
+                                        "passed nor failed, never counted as a pass")
+    coverage: Coverage
     concurrency: int
     started_at: datetime | None
     completed_at: datetime | None
@@ -57,6 +113,10 @@ class RunOut(BaseModel):
     bot_llm_provider: str
     bot_llm_model: str
     judge: str
+    bot_snapshot: BotSnapshot | None = Field(
+        description="the bot's configuration when the run was created (no secret); null for runs older than snapshots")
+    judge_fingerprints: list[JudgeFingerprint] = Field(
+        description="the distinct judges of the run's verdicts so far (criterion texts left out)")
     created_at: datetime
 
 
@@ -67,6 +127,8 @@ class CriterionScore(BaseModel):
     reasoning: str
     status: Literal["ok", "skipped", "error"]
     judge: str
+    usage: dict[str, int] | None = absent_if_none(LLM_USAGE)
+    fingerprint: VerdictFingerprint | None = absent_if_none(FINGERPRINT)
     kind: str
 
 
@@ -79,6 +141,8 @@ class RubricScore(BaseModel):
     reasoning: str
     status: Literal["ok", "skipped", "error"]
     judge: str
+    usage: dict[str, int] | None = absent_if_none(LLM_USAGE)
+    fingerprint: VerdictFingerprint | None = absent_if_none(FINGERPRINT)
     component_scope: str | None
 
 
@@ -96,7 +160,9 @@ class ResultOut(BaseModel):
     criteria_passed: bool | None
     rubric_scores: list[RubricScore] | None
     rubric_passed: bool | None
-    passed: bool | None
+    passed: bool | None = Field(description="true only when outcome is passed")
+    outcome: Literal["passed", "failed", "unassessed"] | None = Field(
+        description="unassessed: a high-severity rule was skipped or errored and none failed; null until done")
     duration_ms: int | None
     error: str | None
     created_at: datetime
@@ -140,3 +206,44 @@ class RunList(RootModel[list[RunOut]]):
 
 class ResultList(RootModel[list[ResultOut]]):
     pass
+
+
+class ChangeCounts(BaseModel):
+    both_passed: int
+    both_failed: int
+    pass_to_fail: int
+    fail_to_pass: int
+
+
+class RegressionOut(BaseModel):
+    test_case_id: uuid.UUID
+    item_name: str
+    item_type: str
+    base_result_id: uuid.UUID
+    head_result_id: uuid.UUID
+    question: str
+    base_answer: str | None
+    head_answer: str | None
+    failure_reason: str = Field(description="what fails the item in the head run, first")
+
+
+class ComparisonOut(BaseModel):
+    base_run_id: uuid.UUID
+    head_run_id: uuid.UUID
+    base_pass_rate: float | None
+    head_pass_rate: float | None
+    paired_items: int = Field(description="items (by test case id) finished in both runs; the statistics are over these")
+    changes: ChangeCounts
+    mcnemar_p: float = Field(description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed")
+    pass_rate_diff_ci: list[float] | None = Field(
+        description="[low, high]: 95% paired bootstrap interval of head's pass rate minus base's; null under two items")
+    verdict: Literal["worse", "better", "within_noise"] = Field(
+        description="worse or better when McNemar p < 0.05 in that direction, else within_noise")
+    verdict_text: str
+    regressions: list[RegressionOut]
+    new_items: int
+    dropped_items: int
+    judge_changed: bool
+    judge_changes: list[str] = Field(description='what differs, e.g. "prompt template 3f2a… → 9c1d…"')
+    base_judge_fingerprints: list[JudgeFingerprint]
+    head_judge_fingerprints: list[JudgeFingerprint]

@@ -1,12 +1,17 @@
 from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
 from apps.runs.reviews import human_passed, in_force
-from apps.runs.selectors import run_live_component_scores
+from apps.runs.selectors import run_judge_fingerprints, run_live_component_scores
+from apps.runs.stats import VERDICT_WORDS
 
 
-def run_data(run: EvaluationRun) -> dict:
+def run_data(run: EvaluationRun, judge_fingerprints: list[dict] | None = None) -> dict:
+    """judge_fingerprints: the run's, when the caller read them for many runs at once."""
+    if judge_fingerprints is None:
+        judge_fingerprints = run_judge_fingerprints(runs=[run])[run.pk]
     return {
-        "run_id": run.run_id, "dataset_id": run.dataset_id, "agent_id": run.agent_id, "status": run.status,
+        "run_id": run.run_id, "label": run.label, "dataset_id": run.dataset_id, "agent_id": run.agent_id, "status": run.status,
         "total": run.total, "completed": run.completed, "passed": run.passed, "failed": run.failed,
+        "unassessed": run.unassessed, "coverage": run.coverage,
         "concurrency": run.concurrency, "started_at": run.started_at, "completed_at": run.completed_at,
         "error": run.error, "rubric_id": run.rubric_id, "rubric_version": run.rubric_version,
         "test_set_id": run.test_set_id, "test_set_version": run.test_set_version,
@@ -16,6 +21,7 @@ def run_data(run: EvaluationRun) -> dict:
         "rubric_rules_passed": run.rubric_rules_passed, "rubric_rules_total": run.rubric_rules_total,
         "rubric_rules_skipped": run.rubric_rules_skipped,
         "bot_llm_provider": run.bot_llm_provider, "bot_llm_model": run.bot_llm_model, "judge": run.judge,
+        "bot_snapshot": run.bot_snapshot or None, "judge_fingerprints": judge_fingerprints,
         "created_at": run.created_at,
     }
 
@@ -27,6 +33,7 @@ def result_data(result: EvaluationResult, run: EvaluationRun) -> dict:
         "scores": result.scores, "item_name": result.item_name, "item_type": result.item_type,
         "criteria_scores": result.criteria_scores, "criteria_passed": result.criteria_passed,
         "rubric_scores": result.rubric_scores, "rubric_passed": result.rubric_passed, "passed": result.passed,
+        "outcome": result.outcome,
         "duration_ms": result.duration_ms, "error": result.error, "created_at": result.created_at,
     }
 
@@ -51,4 +58,25 @@ def result_detail_data(result: EvaluationResult, reviews: list[VerdictReview]) -
         "human_passed": human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
                                      rules=result.rubric_scores, latest=in_force(reviews)),
         "reviews": reviews_data(reviews, result_id=result.result_id),
+    }
+
+
+def comparison_data(comparison: dict) -> dict:
+    statistics = comparison["statistics"]
+    return {
+        "base_run_id": comparison["base"].run_id, "head_run_id": comparison["head"].run_id,
+        "base_pass_rate": comparison["base_figures"]["judge_pass_rate"],
+        "head_pass_rate": comparison["head_figures"]["judge_pass_rate"],
+        "paired_items": statistics["paired_items"], "changes": statistics["changes"],
+        "mcnemar_p": statistics["mcnemar_p"], "pass_rate_diff_ci": statistics["pass_rate_diff_ci"],
+        "verdict": statistics["verdict"], "verdict_text": VERDICT_WORDS[statistics["verdict"]],
+        "regressions": [{
+            "test_case_id": head["test_case_id"], "item_name": head["item_name"], "item_type": head["item_type"],
+            "base_result_id": base["result_id"], "head_result_id": head["result_id"], "question": head["question"],
+            "base_answer": base["answer"], "head_answer": head["answer"], "failure_reason": head["failure_reason"],
+        } for base, head in comparison["regressions"]],
+        "new_items": len(comparison["new_items"]), "dropped_items": len(comparison["dropped"]),
+        "judge_changed": comparison["judge_changed"], "judge_changes": comparison["judge_changes"],
+        "base_judge_fingerprints": comparison["base_judge_fingerprints"],
+        "head_judge_fingerprints": comparison["head_judge_fingerprints"],
     }

@@ -1,17 +1,17 @@
 from typing import Literal
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import BaseModel, Field
 from rest_framework import status
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT
+from apps.core.schema import CONFLICT, ErrorOut
 from apps.runs import selectors, services
 
-from .schemas import ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
-from .serializers import result_data, result_detail_data, review_data, reviews_data, run_data
+from .schemas import ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
+from .serializers import comparison_data, result_data, result_detail_data, review_data, reviews_data, run_data
 
 TAG = ["runs"]
 
@@ -28,7 +28,7 @@ class ResultQuery(BaseModel):
 
 
 def _run_or_404(run_id):
-    return services.run_get_recovered(run_id=run_id)
+    return services.run_recover(run_id=run_id)
 
 
 class RunsView(APIView):
@@ -39,7 +39,7 @@ class RunsView(APIView):
         body = validate_body(RunCreateIn, request.data)
         run = services.run_create(created_by=request.user if request.user.is_authenticated else None,
                                   **body.model_dump())
-        return Response(run_data(run), status=status.HTTP_201_CREATED)
+        return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
 
     @extend_schema(tags=TAG, responses={200: RunList},
                    parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str),
@@ -47,7 +47,9 @@ class RunsView(APIView):
                    summary="List runs, newest first", operation_id="runs_list")
     def get(self, request):
         query = RunListQuery.model_validate(request.query_params.dict())
-        return Response([run_data(r) for r in selectors.runs_list(**query.model_dump())])
+        runs = list(selectors.run_list(**query.model_dump()))
+        fingerprints = selectors.run_judge_fingerprints(runs=runs)
+        return respond(RunList, [run_data(r, fingerprints[r.pk]) for r in runs])
 
 
 class RunDetailView(APIView):
@@ -55,7 +57,20 @@ class RunDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
     def get(self, request, run_id):
-        return Response(run_data(_run_or_404(run_id)))
+        return respond(RunOut, run_data(_run_or_404(run_id)))
+
+
+NOT_COMPARABLE = OpenApiResponse(ErrorOut, description="The runs are not of the same test set (or question set).")
+
+
+class RunCompareView(APIView):
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(tags=TAG, responses={200: ComparisonOut, 422: NOT_COMPARABLE},
+                   summary="Compare run b with run a: paired changes, McNemar test, verdict, judge changes")
+    def get(self, request, run_id, other_run_id):
+        comparison = selectors.run_comparison(base=_run_or_404(run_id), head=_run_or_404(other_run_id))
+        return respond(ComparisonOut, comparison_data(comparison))
 
 
 class RunResultsView(APIView):
@@ -67,7 +82,7 @@ class RunResultsView(APIView):
     def get(self, request, run_id):
         run = _run_or_404(run_id)
         query = ResultQuery.model_validate(request.query_params.dict())
-        return Response([result_data(r, run) for r in selectors.run_results(run=run, **query.model_dump())])
+        return respond(ResultList, [result_data(r, run) for r in selectors.result_list(run=run, **query.model_dump())])
 
 
 class RunCancelView(APIView):
@@ -76,7 +91,7 @@ class RunCancelView(APIView):
     @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT}, summary="Cancel a pending or running run")
     def post(self, request, run_id):
         run = services.run_cancel(run=_run_or_404(run_id))
-        return Response(run_data(run))
+        return respond(RunOut, run_data(run))
 
 
 class ResultDetailView(APIView):
@@ -85,7 +100,7 @@ class ResultDetailView(APIView):
     @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
-        return Response(result_detail_data(result, selectors.result_reviews(result=result)))
+        return respond(ResultDetailOut, result_detail_data(result, selectors.verdict_review_list(result=result)))
 
 
 class ResultReviewsView(APIView):
@@ -98,7 +113,8 @@ class ResultReviewsView(APIView):
                    operation_id="result_reviews_list")
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
-        return Response(reviews_data(selectors.result_reviews(result=result), result_id=result.result_id))
+        return respond(ReviewList,
+                       reviews_data(selectors.verdict_review_list(result=result), result_id=result.result_id))
 
     @extend_schema(tags=TAG, request=ReviewIn, responses={201: ReviewOut, 409: CONFLICT},
                    summary="Override one criterion or rule verdict (the judge's verdict is kept)")
@@ -106,4 +122,5 @@ class ResultReviewsView(APIView):
         result = selectors.result_get(result_id=result_id)
         body = validate_body(ReviewIn, request.data)
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
-        return Response(review_data(review, result_id=result.result_id, current=True), status=status.HTTP_201_CREATED)
+        return respond(ReviewOut, review_data(review, result_id=result.result_id, current=True),
+                       status=status.HTTP_201_CREATED)

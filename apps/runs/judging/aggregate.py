@@ -1,5 +1,9 @@
 """The contract's arithmetic: which rules apply, when an item passes, and the run's figures."""
 
+from typing import NamedTuple
+
+from .types import CRITERION, RULE, Verdict
+
 SCOPES = ("prompt", "knowledge_base", "function", "general")
 
 
@@ -16,36 +20,76 @@ def rule_in_scope(rule: dict, *, scope_filter: str | None, ids_filter: list[str]
     return True
 
 
-def verdict_passed(verdict: dict) -> bool:
-    return verdict.get("status", "ok") == "ok" and bool(verdict.get("passed"))
+def assessed(rules: list[Verdict]) -> list[Verdict]:
+    """Rule verdicts the judge actually gave (passed, failed or errored)."""
+    return [r for r in rules if r.assessed]
 
 
-def assessed(rules: list[dict]) -> list[dict]:
-    """Rule verdicts the judge actually gave (passed, failed or errored). A rule the judge says it
-    cannot assess is reported, and counted apart, but neither passes nor fails anything."""
-    return [r for r in rules if r.get("status", "ok") != "skipped"]
+PASSED, FAILED, UNASSESSED = "passed", "failed", "unassessed"
+OUTCOMES = (PASSED, FAILED, UNASSESSED)
 
 
-def item_outcome(criteria: list[dict], rules: list[dict] | None) -> tuple[bool, bool | None, bool]:
-    """(criteria_passed, rubric_passed, passed). An item fails if any criterion is not passed or any
-    high-severity rule is not passed. A criterion the judge could not judge (error or skipped) and
-    a rule whose judging failed (error) count as not passed: nothing unjudged becomes a pass."""
-    criteria_passed = all(verdict_passed(c) for c in criteria)
+class Outcome(NamedTuple):
+    """(criteria_passed, rubric_passed, passed, outcome); `passed` is outcome == PASSED, kept as a
+    boolean because the API and the run's counters always had it."""
+
+    criteria_passed: bool
+    rubric_passed: bool | None
+    passed: bool
+    outcome: str  # PASSED, FAILED or UNASSESSED
+
+
+def item_outcome(criteria: list[Verdict], rules: list[Verdict] | None) -> Outcome:
+    """Fail-closed: an item fails if any criterion is not passed (a criterion the judge could not
+    judge counts as not passed) or any high-severity rule was judged and failed. Otherwise, if a
+    high-severity rule was not assessed (skipped or error), the item is unassessed: never passed,
+    counted apart, because a gate must not go green with its most important rules unjudged. A
+    failed high rule wins over an unassessed one: the item is known to fail."""
+    criteria_passed = all(c.counts_as_passed for c in criteria)
     if rules is None:
-        return criteria_passed, None, criteria_passed
-    rubric_passed = all(verdict_passed(r) for r in assessed(rules) if r.get("severity") == "high")
-    return criteria_passed, rubric_passed, criteria_passed and rubric_passed
+        return _outcome(criteria_passed, None, PASSED if criteria_passed else FAILED)
+    high = [r for r in rules if r.severity == "high"]
+    rubric_passed = all(r.counts_as_passed for r in high)
+    if not criteria_passed or any(r.status == "ok" and not r.passed for r in high):
+        return _outcome(criteria_passed, rubric_passed, FAILED)
+    return _outcome(criteria_passed, rubric_passed, PASSED if rubric_passed else UNASSESSED)
 
 
-def component_scores(rule_verdicts: list[dict]) -> dict:
+def _outcome(criteria_passed: bool, rubric_passed: bool | None, outcome: str) -> Outcome:
+    return Outcome(criteria_passed, rubric_passed, outcome == PASSED, outcome)
+
+
+def stored_outcome(*, passed: bool | None, criteria: list[dict] | None, rules: list[dict] | None) -> str | None:
+    """The outcome of a stored result: from its verdicts where it has criteria (V2), else from its
+    boolean (V1 questions, engine faults); None for a result not finished. A result recorded as not
+    passed (the bot failed, the engine faulted) is never made passed by its verdicts."""
+    if passed is None and criteria is None:
+        return None
+    if criteria is None:
+        return PASSED if passed else FAILED
+    outcome = item_outcome(Verdict.list_from_json(criteria, kind=CRITERION),
+                           None if rules is None else Verdict.list_from_json(rules, kind=RULE)).outcome
+    return FAILED if outcome == PASSED and passed is False else outcome
+
+
+def coverage(verdicts: list[Verdict]) -> dict:
+    """The denominators shown beside every score: verdicts the judge gave (scored), said it could
+    not give (skipped), or failed to give (errored)."""
+    counts = {"scored": 0, "skipped": 0, "errored": 0}
+    for verdict in verdicts:
+        counts[{"ok": "scored", "skipped": "skipped"}.get(verdict.status, "errored")] += 1
+    return counts
+
+
+def component_scores(rule_verdicts: list[Verdict]) -> dict:
     """Rule pass rates per component scope across all results; rules without a scope count as
     general; rules the judge could not assess are left out."""
     buckets: dict[str, dict] = {}
     for verdict in assessed(rule_verdicts):
-        scope = verdict.get("component_scope") or "general"
+        scope = verdict.component_scope or "general"
         bucket = buckets.setdefault(scope, {"score": 0.0, "total": 0, "passed": 0})
         bucket["total"] += 1
-        bucket["passed"] += verdict_passed(verdict)
+        bucket["passed"] += verdict.counts_as_passed
     for bucket in buckets.values():
         bucket["score"] = round(bucket["passed"] / bucket["total"], 4)
     return dict(sorted(buckets.items(), key=lambda kv: SCOPES.index(kv[0]) if kv[0] in SCOPES else len(SCOPES)))

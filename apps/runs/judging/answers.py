@@ -2,6 +2,7 @@
 
 import re
 
+from . import llm
 from .heuristic import COVERAGE_TO_PASS, _content_terms, _coverage
 from .types import JUDGE_HEURISTIC, Transcript, Verdict
 
@@ -14,8 +15,6 @@ def judge_answer(judge, *, question: str, answer: str, expected: str) -> Verdict
     if not expected.strip():
         return Verdict.skipped(judge.label, "The question has no expected answer to compare with.")
     if judge.client is not None:
-        from . import llm
-
         transcript = Transcript(messages=[{"role": "user", "content": question},
                                           {"role": "assistant", "content": answer}], tool_calls=[])
         return llm.judge_criterion(judge.client, f"The answer agrees with the expected answer: {expected}", transcript)

@@ -7,9 +7,13 @@ counts as not passed): it never guesses a verdict. Configure an LLM judge for th
 
 import re
 
-from apps.bots.retrieval import STOP_WORDS, tokens
+from apps.core.text import CRITERIA_V1
 
 from .types import JUDGE_HEURISTIC, Transcript, Verdict
+
+# Pinned: heuristic:v1 verdicts depend on exactly this tokenizer, stop list and stemmer. It used to
+# be the demo bot's BM25 tokenizer, so tuning the bot's search moved the judge's verdicts.
+TEXT = CRITERIA_V1
 
 # Words that describe the evaluation rather than the content the answer should carry.
 EVAL_WORDS = frozenset(
@@ -39,34 +43,20 @@ QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
 COVERAGE_TO_PASS = 0.6
 
 
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ingly", "ings", "ing", "edly", "ed", "ally", "al", "ly",
-             "es", "s", "e")
-
-
-def _stem(word: str) -> str:
-    # Enough folding for "monthly"/"month", "accrual"/"accrue", "carries"/"carry" to meet.
-    if word.endswith("ies") and len(word) > 4:
-        return word[:-3] + "y"
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def _content_terms(text: str) -> list[str]:
     seen, terms = set(), []
-    for word in tokens(text):
-        if word in EVAL_WORDS or word in STOP_WORDS or word.isdigit() and len(word) < 2:
+    for word in TEXT.tokens(text):
+        if word in EVAL_WORDS or word.isdigit() and len(word) < 2:
             continue
-        if _stem(word) not in seen:
-            seen.add(_stem(word))
+        if TEXT.stem(word) not in seen:
+            seen.add(TEXT.stem(word))
             terms.append(word)
     return terms
 
 
 def _coverage(terms: list[str], text: str) -> tuple[list[str], list[str]]:
-    present = {_stem(w) for w in tokens(text)}
-    found = [t for t in terms if _stem(t) in present]
+    present = {TEXT.stem(w) for w in TEXT.tokens(text)}
+    found = [t for t in terms if TEXT.stem(t) in present]
     return found, [t for t in terms if t not in found]
 
 
@@ -74,7 +64,7 @@ def _sentences(text: str) -> list[str]:
     return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
 
 
-def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[dict]:
+def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[Verdict]:
     """should_use_tools / should_not_use_tools, checked against the tool log, reported as criteria."""
     used = transcript.tools_used()
     verdicts = []
@@ -84,13 +74,13 @@ def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[dict]:
             passed=ok, judge=JUDGE_HEURISTIC,
             reasoning=f"Tool `{tool}` was called {used.count(tool)} time(s)." if ok else
             f"Tool `{tool}` was never called (tools called: {', '.join(sorted(set(used))) or 'none'}).",
-        ).as_criterion(f"Uses tool {tool}", kind="should_use_tools"))
+        ).for_criterion(f"Uses tool {tool}", kind="should_use_tools"))
     for tool in expected.get("should_not_use_tools") or []:
         ok = tool not in used
         verdicts.append(Verdict.of(
             passed=ok, judge=JUDGE_HEURISTIC,
             reasoning=f"Tool `{tool}` was not called." if ok else f"Tool `{tool}` was called {used.count(tool)} time(s).",
-        ).as_criterion(f"Does not use tool {tool}", kind="should_not_use_tools"))
+        ).for_criterion(f"Does not use tool {tool}", kind="should_not_use_tools"))
     return verdicts
 
 

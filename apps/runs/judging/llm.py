@@ -6,6 +6,7 @@ close the block; the instructions say that nothing inside the delimiters is an i
 
 from pydantic import BaseModel, Field
 
+from apps.core.judge_fingerprint import judge_fingerprint
 from apps.core.llm import LLMClient, LLMError
 from apps.core.prompting import data_block
 
@@ -28,24 +29,33 @@ class JudgeAnswer(BaseModel):
     reasoning: str
 
 
-def _ask(client: LLMClient, system: str, user: str, name: str) -> Verdict:
+CRITERION_INSTRUCTIONS = "Decide whether the assistant met this success criterion.\n\n"
+RULE_INSTRUCTIONS = (
+    "Decide whether the assistant followed this rubric rule across the whole conversation. The rule "
+    "fails if any fail condition holds or a pass condition is clearly not met. Use the bot context to "
+    "tell a real violation from behaviour the bot's own instructions require.\n\n"
+)
+
+
+def _ask(client: LLMClient, system: str, user: str, name: str, *, template: str) -> Verdict:
+    fingerprint = judge_fingerprint(judge="llm", model=client.model, template=template)
     try:
         result = client.complete_structured(system=system, user=user, response_model=JudgeAnswer, name=name)
     except LLMError as exc:
-        return Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}")
+        return Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}", fingerprint=fingerprint)
     answer: JudgeAnswer = result.data
     usage = {"prompt_tokens": result.usage.prompt_tokens, "completion_tokens": result.usage.completion_tokens,
              "total_tokens": result.usage.total_tokens}
     return Verdict.of(passed=answer.passed, score=answer.score, reasoning=answer.reasoning, judge=client.judge_label,
-                      usage=usage)
+                      usage=usage, fingerprint=judge_fingerprint(judge="llm", model=client.model, server_model=result.model,
+                                                                 template=template))
 
 
 def judge_criterion(client: LLMClient, criterion: str, transcript: Transcript, *, expected_outcome: str = "") -> Verdict:
-    user = (
-        "Decide whether the assistant met this success criterion.\n\n"
-        + data_block(criterion=criterion, expected_outcome=expected_outcome, conversation=transcript.as_text())
-    )
-    return _ask(client, SYSTEM.format(subject="success criterion"), user, "criterion_verdict")
+    user = CRITERION_INSTRUCTIONS + data_block(criterion=criterion, expected_outcome=expected_outcome,
+                                               conversation=transcript.as_text())
+    system = SYSTEM.format(subject="success criterion")
+    return _ask(client, system, user, "criterion_verdict", template=system + CRITERION_INSTRUCTIONS)
 
 
 def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str) -> Verdict:
@@ -59,10 +69,6 @@ def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_con
         f"Example of a violation: {examples['violation']}" if examples.get("violation") else "",
         f"Example of correct behaviour: {examples['correct']}" if examples.get("correct") else "",
     ]))
-    user = (
-        "Decide whether the assistant followed this rubric rule across the whole conversation. The rule "
-        "fails if any fail condition holds or a pass condition is clearly not met. Use the bot context to "
-        "tell a real violation from behaviour the bot's own instructions require.\n\n"
-        + data_block(rule=rule_text, bot_context=bot_context, conversation=transcript.as_text())
-    )
-    return _ask(client, SYSTEM.format(subject="rubric rule"), user, "rule_verdict")
+    user = RULE_INSTRUCTIONS + data_block(rule=rule_text, bot_context=bot_context, conversation=transcript.as_text())
+    system = SYSTEM.format(subject="rubric rule")
+    return _ask(client, system, user, "rule_verdict", template=system + RULE_INSTRUCTIONS)

@@ -7,12 +7,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.bots.selectors import bot_get
+from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
 from apps.core.schema import CONFLICT
-from apps.core.versioning import parse_if_match, version_etag
-from apps.rubrics.api.views import author_of
+from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
+from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
+from apps.testsets.models import TestSet
 from apps.testsets.schemas import (
     DatasetIn,
     DatasetListOut,
@@ -24,7 +26,6 @@ from apps.testsets.schemas import (
     TestSetUpdateIn,
     TestSetVersionListOut,
     TestSetVersionOut,
-    TestSetVersionSummaryOut,
 )
 
 TAG = ["test sets"]
@@ -40,12 +41,6 @@ class _FileFormatNegotiation(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _with_etag(data: dict, **kwargs) -> Response:
-    response = Response(data, **kwargs)
-    response["ETag"] = version_etag(data["version"])
-    return response
-
-
 def _agent_filter(request) -> str | None:
     agent_id = request.query_params.get("agent_id")
     if agent_id is not None:
@@ -54,7 +49,7 @@ def _agent_filter(request) -> str | None:
 
 
 def _saved(test_set, warnings: list[str], **kwargs) -> Response:
-    return _with_etag({**selectors.test_set_data(test_set), "warnings": warnings}, **kwargs)
+    return with_etag(TestSetSavedOut, {**head_data(test_set), "warnings": warnings}, **kwargs)
 
 
 class TestSetListView(APIView):
@@ -63,16 +58,16 @@ class TestSetListView(APIView):
     @extend_schema(tags=TAG, responses={200: TestSetListOut}, operation_id="test_sets_list", summary="List test sets (current versions)",
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's test sets.")])
     def get(self, request):
-        test_sets = selectors.test_set_list(agent_id=_agent_filter(request))
-        return Response(selectors.test_set_list_data(test_sets))
+        test_sets = selectors.testset_list(agent_id=_agent_filter(request))
+        return respond(TestSetListOut, head_list_data(test_sets))
 
     @extend_schema(tags=TAG, request=TestSetCreateIn, responses={201: TestSetSavedOut},
                    operation_id="test_sets_create", summary="Create a test set (version 1)",
                    description="`warnings` lists expected tools the bot does not have; they do not block saving.")
     def post(self, request):
         body = validate_body(TestSetCreateIn, request.data)
-        warnings = services.tool_warnings(body.agent_id, body.items)
-        test_set = services.test_set_create(content=body, changelog=body.changelog, author=author_of(request))
+        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
+        test_set = services.testset_create(content=body, changelog=body.changelog, author=author_of(request))
         return _saved(test_set, warnings, status=status.HTTP_201_CREATED)
 
 
@@ -81,51 +76,28 @@ class TestSetDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: TestSetOut}, operation_id="test_sets_get", summary="Get a test set at its current version")
     def get(self, request, test_set_id):
-        return _with_etag(selectors.test_set_data(selectors.test_set_get(test_set_id)))
+        return with_etag(TestSetOut, head_data(selectors.testset_get(test_set_id)))
 
     @extend_schema(tags=TAG, request=TestSetUpdateIn, responses={200: TestSetSavedOut, 409: CONFLICT},
-                   parameters=[OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False,
-                                                description='ETag of the version this edit is based on ("v3").')],
+                   parameters=[IF_MATCH],
                    operation_id="test_sets_update", summary="Publish a new version of a test set",
                    description="Earlier versions are kept; item_id stays stable (items sent without one keep the "
                    "id of the item with the same name). A stale body `version` or If-Match is 409; a PUT that "
                    "changes nothing publishes nothing.")
     def put(self, request, test_set_id):
-        test_set = selectors.test_set_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id)
         body = validate_body(TestSetUpdateIn, request.data)
-        expected = parse_if_match(request.headers.get("If-Match"))
-        if expected is None:
-            expected = body.version
-        elif body.version is not None and body.version != expected:
-            raise InvalidInputError("The body's version and the If-Match header name different versions")
-        warnings = services.tool_warnings(body.agent_id, body.items)
-        test_set, _published = services.test_set_publish_version(
+        expected = expected_version(request, body.version)
+        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
+        test_set, _published = services.testset_publish_version(
             test_set=test_set, content=body, changelog=body.changelog, author=author_of(request),
             expected_version=expected)
         return _saved(test_set, warnings)
 
     @extend_schema(tags=TAG, responses={204: None}, operation_id="test_sets_delete", summary="Delete a test set and its versions (admin scope)")
     def delete(self, request, test_set_id):
-        services.test_set_delete(test_set=selectors.test_set_get(test_set_id))
+        services.testset_delete(test_set=selectors.testset_get(test_set_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
-
-
-class TestSetVersionListView(APIView):
-    required_scopes = {"GET": "read"}
-
-    @extend_schema(tags=TAG, responses={200: TestSetVersionListOut}, operation_id="test_sets_versions_list", summary="List a test set's versions")
-    def get(self, request, test_set_id):
-        return Response(selectors.test_set_versions(selectors.test_set_get(test_set_id)))
-
-
-class TestSetVersionDetailView(APIView):
-    required_scopes = {"GET": "read"}
-
-    @extend_schema(tags=TAG, responses={200: TestSetVersionOut}, operation_id="test_sets_versions_get", summary="Get a test set at one version")
-    def get(self, request, test_set_id, version):
-        test_set = selectors.test_set_get(test_set_id)
-        found = selectors.test_set_version_get(test_set, version)
-        return _with_etag(selectors.test_set_version_data(test_set, found, with_history=True))
 
 
 class TestSetExportView(APIView):
@@ -141,14 +113,14 @@ class TestSetExportView(APIView):
                               (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a row")})
     def get(self, request, test_set_id):
         fmt = transfer.format_for(request.query_params.get("format") or "json")
-        test_set = selectors.test_set_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id)
         raw_version = request.query_params.get("version")
         try:
             version = int(raw_version) if raw_version else None
         except ValueError:
             raise InvalidInputError("version must be a whole number") from None
-        found = selectors.test_set_version_get(test_set, version)
-        data = selectors.test_set_version_data(test_set, found)
+        found = version_get(test_set, version)
+        data = version_data(test_set, found)
         response = HttpResponse(transfer.export_test_set(data, fmt),
                                 content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="test-set-{test_set.pk}-v{found.version}.{fmt}"'
@@ -175,7 +147,7 @@ class TestSetImportView(APIView):
                    responses={201: TestSetSavedOut})
     def post(self, request):
         fmt = transfer.format_for(request.query_params.get("format"), request.content_type)
-        test_set, _published, warnings = services.test_set_import(
+        test_set, _published, warnings = services.testset_import(
             raw=request.body, fmt=fmt, agent_id=request.query_params.get("agent_id"),
             name=request.query_params.get("name"), description=request.query_params.get("description"),
             author=author_of(request))
@@ -192,11 +164,16 @@ class TestSetImportVersionView(APIView):
                    request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[FORMAT_PARAM],
                    responses={200: TestSetSavedOut, 409: CONFLICT})
     def post(self, request, test_set_id):
-        test_set = selectors.test_set_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id)
         fmt = transfer.format_for(request.query_params.get("format"), request.content_type)
-        test_set, _published, warnings = services.test_set_import(raw=request.body, fmt=fmt, test_set=test_set,
+        test_set, _published, warnings = services.testset_import(raw=request.body, fmt=fmt, test_set=test_set,
                                                                   author=author_of(request))
         return _saved(test_set, warnings)
+
+
+TestSetVersionListView, TestSetVersionDetailView = version_views(
+    TestSet, list_out=TestSetVersionListOut, version_out=TestSetVersionOut, rows="items", row_count="item_count",
+    noun="test set", operation_prefix="test_sets", tags=TAG)
 
 
 class DatasetListView(APIView):
@@ -205,13 +182,15 @@ class DatasetListView(APIView):
     @extend_schema(tags=DATASET_TAG, responses={200: DatasetListOut}, operation_id="datasets_list", summary="List V1 question sets",
                    parameters=[OpenApiParameter("agent_id", str, description="Only this bot's question sets.")])
     def get(self, request):
-        return Response([selectors.dataset_data(d) for d in selectors.dataset_list(agent_id=_agent_filter(request))])
+        datasets = selectors.dataset_list(agent_id=_agent_filter(request))
+        return respond(DatasetListOut, [selectors.dataset_data(d) for d in datasets])
 
     @extend_schema(tags=DATASET_TAG, request=DatasetIn, responses={201: DatasetOut}, operation_id="datasets_create", summary="Create a question set")
     def post(self, request):
         body = validate_body(DatasetIn, request.data)
         dataset = services.dataset_create(data=body)
-        return Response(selectors.dataset_data(selectors.dataset_get(dataset.pk)), status=status.HTTP_201_CREATED)
+        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset.pk)),
+                       status=status.HTTP_201_CREATED)
 
 
 class DatasetDetailView(APIView):
@@ -219,7 +198,7 @@ class DatasetDetailView(APIView):
 
     @extend_schema(tags=DATASET_TAG, responses={200: DatasetOut}, operation_id="datasets_get", summary="Get a question set")
     def get(self, request, dataset_id):
-        return Response(selectors.dataset_data(selectors.dataset_get(dataset_id)))
+        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
 
     @extend_schema(tags=DATASET_TAG, request=DatasetIn, responses={200: DatasetOut}, operation_id="datasets_update", summary="Replace a question set",
                    description="Questions keep their question_id when sent with it or with unchanged text.")
@@ -227,7 +206,7 @@ class DatasetDetailView(APIView):
         dataset = selectors.dataset_get(dataset_id)
         body = validate_body(DatasetIn, request.data)
         services.dataset_update(dataset=dataset, data=body)
-        return Response(selectors.dataset_data(selectors.dataset_get(dataset_id)))
+        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
 
     @extend_schema(tags=DATASET_TAG, responses={204: None}, operation_id="datasets_delete", summary="Delete a question set (admin scope)")
     def delete(self, request, dataset_id):

@@ -4,6 +4,10 @@ import django.db.models.deletion
 import uuid
 from django.db import migrations, models
 
+# Edited after it was applied: the head and version models come from the frozen helpers, which
+# state exactly the operations makemigrations wrote here (sqlmigrate prints the same SQL).
+from apps.core.versioning.migration_fields import create_head_model, create_version_model
+
 
 class Migration(migrations.Migration):
 
@@ -28,21 +32,8 @@ class Migration(migrations.Migration):
                 'ordering': ['name', 'dataset_id'],
             },
         ),
-        migrations.CreateModel(
-            name='TestSet',
-            fields=[
-                ('test_set_id', models.UUIDField(default=uuid.uuid4, editable=False, primary_key=True, serialize=False)),
-                ('name', models.CharField(max_length=255)),
-                ('description', models.TextField(blank=True, default='')),
-                ('current_version', models.PositiveIntegerField(default=0, editable=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='test_sets', to='bots.bot')),
-            ],
-            options={
-                'ordering': ['name', 'test_set_id'],
-            },
-        ),
+        create_head_model('TestSet', pk='test_set_id', bot=models.ForeignKey(
+            on_delete=django.db.models.deletion.PROTECT, related_name='test_sets', to='bots.bot')),
         migrations.CreateModel(
             name='DatasetQuestion',
             fields=[
@@ -84,20 +75,5 @@ class Migration(migrations.Migration):
                 'constraints': [models.UniqueConstraint(fields=('test_set', 'item_id'), name='testitem_unique_item_id')],
             },
         ),
-        migrations.CreateModel(
-            name='TestSetVersion',
-            fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('version', models.PositiveIntegerField()),
-                ('snapshot', models.JSONField()),
-                ('changelog', models.TextField(blank=True, default='')),
-                ('author', models.CharField(blank=True, default='', max_length=150)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('test_set', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='versions', to='testsets.testset')),
-            ],
-            options={
-                'ordering': ['test_set_id', '-version'],
-                'constraints': [models.UniqueConstraint(fields=('test_set', 'version'), name='testsetversion_unique_version')],
-            },
-        ),
+        create_version_model('TestSetVersion', head='test_set', to='testsets.testset'),
     ]

@@ -106,6 +106,7 @@ class TraceOut(BaseModel):
     start_time: datetime
     end_time: datetime | None
     metadata: dict
+    source: str = Field(description="How the trace arrived: rest (per-step calls), batch or otlp (OpenTelemetry)")
 
 
 class ToolCallRecorded(ToolCallOut):

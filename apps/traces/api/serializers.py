@@ -34,4 +34,5 @@ def trace_data(trace: AgentTrace, tool_calls=None) -> dict:
         "start_time": trace.start_time,
         "end_time": trace.end_time,
         "metadata": trace.metadata,
+        "source": trace.source,
     }

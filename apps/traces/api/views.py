@@ -6,8 +6,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
-from apps.core.errors import NotFoundError
 from apps.core.schema import CONFLICT
 from apps.traces import selectors, services
 
@@ -69,9 +69,10 @@ class TraceStartView(APIView):
                    summary="Start a trace (idempotent on session_id)")
     def post(self, request):
         body = validate_body(TraceStartIn, request.data)
-        trace, created = services.start_trace(body.session_id, body.user_query, body.agent_name, body.metadata)
-        return Response(trace_data(trace, tool_calls=[] if created else None),
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        trace, created = services.trace_start(session_id=body.session_id, user_query=body.user_query,
+                                              agent_name=body.agent_name, metadata=body.metadata)
+        return respond(TraceOut, trace_data(trace, tool_calls=[] if created else None),
+                       status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class TraceIntentView(APIView):
@@ -80,8 +81,9 @@ class TraceIntentView(APIView):
     @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut, 409: CONFLICT}, summary="Record the detected intent")
     def post(self, request, session_id):
         body = validate_body(IntentIn, request.data)
-        trace = services.record_intent(session_id, body.intent, body.resource_type, body.operation)
-        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
+        trace = services.trace_intent_record(session_id=session_id, intent=body.intent,
+                                             resource_type=body.resource_type, operation=body.operation)
+        return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
 
 
 class TraceToolCallsView(APIView):
@@ -106,9 +108,10 @@ class TraceToolCallsView(APIView):
             _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
             for i, call in enumerate(calls)
         ]
-        recorded = services.record_tool_calls(session_id, inputs)
+        recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
         any_created = any(created for _, created in recorded)
-        return Response(
+        return respond(
+            ToolCallsOut,
             {"session_id": session_id,
              "tool_calls": [{**tool_call_data(call), "created": created} for call, created in recorded]},
             status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK,
@@ -121,8 +124,9 @@ class TraceCompleteView(APIView):
     @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut, 409: CONFLICT}, summary="Complete a trace")
     def post(self, request, session_id):
         body = validate_body(CompleteIn, request.data)
-        trace = services.complete_trace(session_id, body.final_response, body.success, error=body.error)
-        return Response(trace_data(trace, tool_calls=selectors.trace_tool_calls(trace=trace)))
+        trace = services.trace_complete(session_id=session_id, final_response=body.final_response,
+                                        success=body.success, error=body.error)
+        return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
 
 
 class TraceBatchView(APIView):
@@ -166,7 +170,7 @@ class TraceBatchView(APIView):
             )))
         outcome = services.traces_ingest_batch(items=valid)
         rejected = sorted(rejected + outcome.rejected, key=lambda entry: entry["index"])
-        return Response({
+        return respond(BatchOut, {
             "accepted_count": len(outcome.accepted),
             "rejected_count": len(rejected),
             "accepted": outcome.accepted,
@@ -179,10 +183,7 @@ class TraceDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session")
     def get(self, request, session_id):
-        trace = selectors.trace_get(session_id=session_id)
-        if trace is None:
-            raise NotFoundError(f"No trace found for session {session_id}")
-        return Response(trace_data(trace))
+        return respond(TraceOut, trace_data(selectors.trace_get(session_id=session_id)))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (admin scope)")
     def delete(self, request, session_id):

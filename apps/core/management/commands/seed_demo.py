@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
+from apps.core.demo import demo_loaders
 from apps.core.models import ApiKey
 from apps.core.services import api_key_create, api_key_revoke
 
@@ -28,8 +29,8 @@ class Command(BaseCommand):
         _key, raw_key = api_key_create(username=DEMO_USERNAME, staff=True, name=DEMO_KEY_NAME)
 
         loaded = {}
-        for label, loader in demo_loaders():
-            loaded[label] = loader()
+        for loader in demo_loaders():
+            loaded[loader.label] = loader.load()
 
         self.stdout.write("")
         self.stdout.write("evalsite demo")
@@ -40,13 +41,3 @@ class Command(BaseCommand):
             self.stdout.write(f"  demo {label}: {count} new")
         self.stdout.write("")
 
-
-def demo_loaders():
-    from apps.agentic.demo import load_demo_evaluations
-    from apps.bots.demo import load_demo_evaluation_data
-    from apps.rag.demo import load_demo_trace_evaluations
-    from apps.traces.demo import load_demo_traces
-
-    return [("traces", load_demo_traces), ("agentic evaluations", load_demo_evaluations),
-            ("TRACE evaluations", load_demo_trace_evaluations),
-            ("bot, rubric, test set and question set", load_demo_evaluation_data)]

@@ -1,15 +1,32 @@
 """CI gate: start a run, optionally wait for it, and fail the build when the pass rate is too low.
 
-    python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] --wait [--fail-under 0.9]
+    python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] [--label TEXT] --wait [--fail-under 0.9]
+                             [--baseline RUN_ID|latest [--allow-judge-change]] [--max-errors 0.05] [--allow-unassessed]
+
+With --baseline the finished run is compared with the baseline item by item; the build fails on
+a significant regression (exact McNemar test, p < 0.05), and never compares across a judge change
+(a new judge model or prompt moves pass rates by itself) unless --allow-judge-change.
+
+Fail-closed: with --wait it also fails when the judge errored on more than --max-errors of the
+verdicts (default 0) or any item is unassessed (a high-severity rule skipped or errored), unless
+--allow-unassessed: a run whose judge was down or could not judge is never a green build.
 """
 
+import argparse
 import time
 import uuid
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+from django.urls import reverse
 
 from apps.core.errors import DomainError
 from apps.runs import selectors, services
+from apps.runs.judging.aggregate import UNASSESSED
+from apps.runs.judging.types import CRITERION, RULE, Verdict
+from apps.runs.stats import VERDICT_WORDS, WORSE
+
+FAILED_SHOWN = 20
 
 
 class Command(BaseCommand):
@@ -26,20 +43,34 @@ class Command(BaseCommand):
         parser.add_argument("--concurrency", type=int, default=3)
         parser.add_argument("--scope", dest="component_scope_filter", help="component scope filter")
         parser.add_argument("--judge-model", help='"heuristic", or an LLM model name')
+        parser.add_argument("--label", default="", help='what to call the run, e.g. the commit it tests')
         parser.add_argument("--wait", action="store_true", help="wait for the run to finish")
         parser.add_argument("--fail-under", type=float, help="with --wait: exit 1 if the pass rate is below this")
+        parser.add_argument("--baseline", help='with --wait: a run id, or "latest" (the newest earlier completed run '
+                                               'of the test set); exit 1 only on a significant regression')
+        parser.add_argument("--allow-judge-change", action="store_true",
+                            help="with --baseline: compare even when the judge's fingerprints differ")
+        parser.add_argument("--max-errors", type=float, default=0.0,
+                            help="with --wait: exit 1 if the share of errored verdicts is above this (0 to 1)")
+        parser.add_argument("--allow-unassessed", action="store_true",
+                            help="with --wait: do not fail on items whose high-severity rules were not assessed")
         parser.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after this many seconds")
         parser.add_argument("--poll", type=float, default=2.0, help=argparse_hidden())
 
     def handle(self, *args, **o):
         if o["fail_under"] is not None and not 0 <= o["fail_under"] <= 1:
             raise CommandError("--fail-under is a pass rate between 0 and 1")
+        if o["baseline"] and not o["wait"]:
+            raise CommandError("--baseline compares the finished run: add --wait")
+        baseline = self._baseline(o["baseline"]) if o["baseline"] not in (None, "latest") else None
+        if not 0 <= o["max_errors"] <= 1:
+            raise CommandError("--max-errors is a share of verdicts between 0 and 1")
         try:
             run = services.run_create(
                 agent_id=o["agent"], test_set_id=o["test_set"], test_set_version=o["test_set_version"],
                 dataset_id=o["dataset"], rubric_id=o["rubric"], rubric_version=o["rubric_version"],
                 concurrency=o["concurrency"], component_scope_filter=o["component_scope_filter"],
-                judge_model=o["judge_model"],
+                judge_model=o["judge_model"], label=o["label"],
             )
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
@@ -52,9 +83,10 @@ class Command(BaseCommand):
             run = selectors.run_get(run_id=run.run_id)
             if run.status == run.Status.RUNNING:
                 services.runs_reap(run_pk=run.pk)
-            progress = (run.status, run.completed, run.passed, run.failed)
+            progress = (run.status, run.completed, run.passed, run.failed, run.unassessed)
             if progress != last:
-                self.stdout.write(f"  {run.status}: {run.completed}/{run.total} done, {run.passed} passed, {run.failed} failed")
+                self.stdout.write(f"  {run.status}: {run.completed}/{run.total} done, {run.passed} passed, {run.failed} failed"
+                                  + (f", {run.unassessed} unassessed" if run.unassessed else ""))
                 last = progress
             if run.is_finished:
                 break
@@ -64,23 +96,121 @@ class Command(BaseCommand):
         self._summary(run)
         if run.status != run.Status.COMPLETED:
             raise CommandError(f"run {run.run_id} ended {run.status}: {run.error or ''}")
+        if o["baseline"]:
+            baseline = baseline or selectors.run_previous_find(run=run, completed_only=True)
+            if baseline is None:
+                self.stdout.write("no earlier completed run of this test set: nothing to compare with")
+            else:
+                self._compare(baseline, run, allow_judge_change=o["allow_judge_change"])
+        reasons = []
         rate = run.pass_rate or 0.0
         if o["fail_under"] is not None and rate < o["fail_under"]:
-            raise CommandError(f"pass rate {rate:.1%} is below {o['fail_under']:.1%}")
+            reasons.append(f"pass rate {rate:.1%} is below {o['fail_under']:.1%}")
+        if run.errored_share > o["max_errors"]:
+            reasons.append(f"{run.verdicts_errored} errored verdicts ({run.errored_share:.1%}) is above --max-errors "
+                           f"{o['max_errors']:.1%}")
+        if run.unassessed and not o["allow_unassessed"]:
+            reasons.append(f"{run.unassessed} items unassessed (a high-severity rule skipped or errored; "
+                           "--allow-unassessed to accept)")
+        if reasons:
+            raise CommandError("; ".join(reasons))
+
+    def _baseline(self, run_id: str):
+        try:
+            return selectors.run_get(run_id=uuid.UUID(run_id))
+        except ValueError as exc:
+            raise CommandError(f'--baseline is a run id or "latest", not {run_id!r}') from exc
+        except DomainError as exc:
+            raise CommandError(f"baseline: {exc.detail}") from exc
+
+    def _compare(self, baseline, run, *, allow_judge_change: bool):
+        """Print the comparison with the baseline; raise (exit 1) on a judge change not allowed,
+        or on a significant regression, listing the regressed items."""
+        try:
+            comparison = selectors.run_comparison(base=baseline, head=run)
+        except DomainError as exc:
+            raise CommandError(f"baseline {baseline.run_id}: {exc.detail}") from exc
+        if comparison["judge_changed"]:
+            changes = "; ".join(comparison["judge_changes"])
+            if not allow_judge_change:
+                raise CommandError(f"the judge changed since baseline {baseline.run_id} ({changes}): pass rates are "
+                                   "not comparable; rerun the baseline with this judge, or pass --allow-judge-change")
+            self.stdout.write(f"warning: the judge changed since the baseline: {changes}")
+        statistics = comparison["statistics"]
+        changes = statistics["changes"]
+        interval = statistics["pass_rate_diff_ci"]
+        self.stdout.write(f"compared with baseline {baseline.run_id}: {VERDICT_WORDS[statistics['verdict']]}")
+        self.stdout.write(f"  {statistics['paired_items']} paired items: {changes['both_passed']} both passed, "
+                          f"{changes['both_failed']} both failed, {changes['pass_to_fail']} pass→fail, "
+                          f"{changes['fail_to_pass']} fail→pass; McNemar p = {statistics['mcnemar_p']:.3g}"
+                          + (f"; pass rate difference 95% CI [{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""))
+        for base, head in comparison["regressions"]:
+            self.stdout.write(f"  REGRESSED {head['item_name']}" + (f": {head['failure_reason']}" if head["failure_reason"] else ""))
+            self.stdout.write(f"    {console_url('console:result-detail', head['result_id'])}")
+        if statistics["verdict"] == WORSE:
+            raise CommandError(f"significant regression against baseline {baseline.run_id}: "
+                               f"{changes['pass_to_fail']} items went from pass to fail "
+                               f"(McNemar p = {statistics['mcnemar_p']:.3g})")
 
     def _summary(self, run):
         self.stdout.write(f"run {run.run_id} {run.status}")
         self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}" + (f" = {run.pass_rate:.1%}" if run.completed else ""))
+        if run.unassessed:
+            self.stdout.write(f"  unassessed  : {run.unassessed} (neither passed nor failed: a high-severity rule "
+                              "was skipped or errored)")
+        cov = run.coverage
+        self.stdout.write(f"  verdicts    : {cov['scored']} scored, {cov['skipped']} skipped, {cov['errored']} errored")
         self.stdout.write(f"  criteria    : {run.criteria_passed}/{run.criteria_total} passed")
         if run.rubric_id:
             self.stdout.write(f"  rubric rules: {run.rubric_rules_passed}/{run.rubric_rules_total} passed")
             for scope, score in (run.component_scores or {}).items():
                 self.stdout.write(f"    {scope:<15} {score['passed']}/{score['total']} = {score['score']:.0%}")
-        for result in selectors.run_results(run=run, passed=False)[:20]:
-            self.stdout.write(f"  FAILED {result.item_name}: {result.error or ''}".rstrip())
+        failed = selectors.result_list(run=run, passed=False)
+        for result in failed[:FAILED_SHOWN]:
+            self._failed_result(result, "UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
+        if (more := failed.count() - FAILED_SHOWN) > 0:
+            self.stdout.write(f"  … and {more} more failed or unassessed items: {console_url('console:run-detail', run.run_id)}")
+
+    def _failed_result(self, result, label: str = "FAILED"):
+        """A failed or unassessed item: why (each criterion and rule that did not pass, the error if
+        the bot or judge failed) and where to read and review it."""
+        self.stdout.write(f"  {label} {result.item_name}")
+        if result.error:
+            self.stdout.write(f"    error: {result.error}")
+        skipped = 0
+        for verdict in Verdict.list_from_json(result.criteria_scores, kind=CRITERION):
+            if verdict.status == "skipped":
+                skipped += 1
+            elif verdict.passed is not True:
+                self.stdout.write(f"    criterion {_outcome(verdict)}: {verdict.key}" + _reason(verdict))
+        for verdict in Verdict.list_from_json(result.rubric_scores, kind=RULE):
+            if verdict.status == "skipped" and verdict.severity == "high":
+                self.stdout.write(f"    rule {verdict.key} (high) skipped" + _reason(verdict))
+            elif verdict.status == "skipped":
+                skipped += 1
+            elif verdict.passed is not True:
+                self.stdout.write(f"    rule {verdict.key} ({verdict.severity or 'no severity'}) {_outcome(verdict)}"
+                                  + _reason(verdict))
+        if skipped:
+            # Listed by count only: with the heuristic judge most rules are skipped on every item.
+            self.stdout.write(f"    {skipped} skipped (the judge could not assess them)")
+        self.stdout.write(f"    {console_url('console:result-detail', result.result_id)}")
+
+
+def console_url(name: str, *args) -> str:
+    return settings.EVALSITE_BASE_URL + reverse(name, args=args)
+
+
+def _outcome(verdict: Verdict) -> str:
+    return "failed" if verdict.status == "ok" else verdict.status
+
+
+def _reason(verdict: Verdict) -> str:
+    reasoning = " ".join((verdict.reasoning or "").split())
+    if len(reasoning) > 160:
+        reasoning = reasoning[:159] + "…"
+    return f" — {reasoning}" if reasoning else ""
 
 
 def argparse_hidden():
-    import argparse
-
     return argparse.SUPPRESS

@@ -1,0 +1,262 @@
+"""Online evaluation rules: writing them, and judging the traces they pick.
+
+A finished trace is announced once (apps.traces.signals.trace_completed, after commit); every
+enabled rule that matches it and samples it queues a Celery task, which judges it with the
+rule's judge. The usual re-use applies (same judge, same content: the stored verdict is returned),
+and it holds across workers too: on PostgreSQL an advisory lock per (trace, judge) makes a second
+worker wait for the first one's verdict instead of judging in parallel, and the
+agenteval_online_once constraint refuses a second stored verdict on any database.
+"""
+
+import hashlib
+import logging
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
+from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
+from apps.traces.models import AgentTrace
+
+from . import tasks
+from .judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
+from .judges.llm_agentic import LLMAgenticJudge
+from .models import EvaluationRule, OnlineEvaluationCount
+from .services import evaluations_create_for_traces
+
+logger = logging.getLogger(__name__)
+
+# The `outcome` label of evalsite_online_evaluations_total: a closed set, so the series stay bounded.
+EVALUATED, REUSED, ERROR, SKIPPED = "evaluated", "reused", "error", "skipped"
+ONLINE_OUTCOMES = (EVALUATED, REUSED, ERROR, SKIPPED)
+# Traces per queued task: large enough that a backfill of a day is a few hundred messages.
+TASK_CHUNK = 200
+# Namespace of our pg_advisory_lock(int, int) keys, so they cannot meet another feature's.
+_LOCK_NAMESPACE = 0x4F4E4C  # "ONL"
+
+
+class EnabledRulesCache:
+    """The enabled rules, read at most once per EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS per
+    process: every trace completion consults them, and rules change rarely. A rule written through
+    these services is seen at once by this process, by the others within the TTL."""
+
+    def __init__(self, load, clock=time.monotonic):
+        self.load = load
+        self.clock = clock
+        self._entry: tuple[float, list[EvaluationRule]] | None = None
+        self._lock = threading.Lock()
+
+    def get(self) -> list[EvaluationRule]:
+        entry = self._entry
+        if entry is not None and self.clock() < entry[0]:
+            return entry[1]
+        rules = self.load()
+        ttl = settings.EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS
+        with self._lock:
+            self._entry = (self.clock() + ttl, rules) if ttl > 0 else None
+        return rules
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entry = None
+
+
+enabled_rules = EnabledRulesCache(lambda: list(EvaluationRule.objects.enabled()))
+
+
+@dataclass(frozen=True)
+class RuleData:
+    name: str
+    enabled: bool
+    agent_name: str
+    source: str
+    sample_rate: float
+    judge: str
+
+
+def rule_judge_check(*, judge: str) -> None:
+    if judge != "heuristic" and not llm_configured():
+        raise InvalidInputError(f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, "
+                                f"or use the heuristic judge")
+
+
+def _save(rule: EvaluationRule) -> EvaluationRule:
+    try:
+        with transaction.atomic():
+            rule.save()
+    except IntegrityError:
+        raise ConflictError(f"An evaluation rule named {rule.name!r} already exists") from None
+    enabled_rules.clear()
+    transaction.on_commit(enabled_rules.clear)
+    return rule
+
+
+def rule_create(*, data: RuleData, created_by=None) -> EvaluationRule:
+    rule_judge_check(judge=data.judge)
+    user = created_by if created_by is not None and created_by.is_authenticated else None
+    return _save(EvaluationRule(**vars(data), created_by=user))
+
+
+def rule_update(*, rule: EvaluationRule, data: RuleData) -> EvaluationRule:
+    if data.judge != rule.judge:
+        rule_judge_check(judge=data.judge)
+    for field, value in vars(data).items():
+        setattr(rule, field, value)
+    return _save(rule)
+
+
+def rule_delete(*, rule: EvaluationRule) -> None:
+    # Its evaluations stay (their rule becomes null); queued tasks find no rule and do nothing.
+    rule.delete()
+    enabled_rules.clear()
+    transaction.on_commit(enabled_rules.clear)
+
+
+def rule_judge(*, judge: str) -> AgenticJudge:
+    """The judge a rule names: "heuristic", "llm" (EVALSITE_JUDGE_MODEL), or a model name on the
+    configured LLM server. Raises InvalidInputError or LLMNotConfigured when it is not available."""
+    if judge in JUDGE_CHOICES:
+        return get_agentic_judge(judge)
+    return LLMAgenticJudge(get_llm_client(model=judge))
+
+
+def _send(rule_id: int, trace_ids: list[int], countdown: float | None) -> None:
+    tasks.evaluate_for_rule.apply_async(args=[rule_id, trace_ids], countdown=countdown)
+
+
+def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False) -> None:
+    for start in range(0, len(trace_ids), TASK_CHUNK):
+        chunk = trace_ids[start:start + TASK_CHUNK]
+
+        # A function, not a functools.partial: a robust on_commit logs a failure by the
+        # callback's __qualname__, which a partial lacks.
+        def send(chunk=chunk):
+            _send(rule_id, chunk, countdown)
+
+        transaction.on_commit(send, robust=robust)
+
+
+def online_evaluations_queue(*, trace_ids: list[int]) -> int:
+    """Queue the rules' evaluations of traces that just finished. OTLP traces wait
+    EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS: an exporter may still send a child span after the
+    root, and judging before it lands would judge a trace that is about to change. Returns how many
+    (rule, trace) evaluations were queued."""
+    rules = enabled_rules.get()
+    if not rules or not trace_ids:
+        return 0
+    traces = list(AgentTrace.objects.filter(pk__in=trace_ids).exclude(status=AgentTrace.Status.ACTIVE)
+                  .values_list("pk", "session_id", "agent_name", "source"))
+    settle = settings.EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS or None
+    queued = 0
+    for rule in rules:
+        now, later = [], []
+        for pk, session_id, agent_name, source in traces:
+            if rule.matches(agent_name=agent_name, source=source) and rule.samples(session_id):
+                (later if source == AgentTrace.Source.OTLP else now).append(pk)
+        # Robust: the traces are stored already; a broker outage is logged, it does not fail the
+        # agent's request (a backfill can judge them later).
+        _enqueue(rule.pk, now, robust=True)
+        _enqueue(rule.pk, later, countdown=settle, robust=True)
+        queued += len(now) + len(later)
+    return queued
+
+
+def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | None = None) -> int:
+    """Queue the rule's evaluation of the finished traces that ended in [since, until), sampled as
+    they would have been live. Traces already judged by the rule's judge are re-used, not judged
+    again. Returns how many traces were queued."""
+    until = until or timezone.now()
+    if since >= until:
+        raise InvalidInputError("since must be earlier than until")
+    if not rule.enabled:
+        raise ConflictError(f"Evaluation rule {rule.name!r} is disabled; enable it before a backfill")
+    traces = (AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
+              .filter(end_time__gte=since, end_time__lt=until).order_by("pk"))
+    if rule.agent_name:
+        traces = traces.filter(agent_name=rule.agent_name)
+    if rule.source != EvaluationRule.Source.ANY:
+        traces = traces.filter(source=rule.source)
+    picked = [pk for pk, session_id in traces.values_list("pk", "session_id").iterator(chunk_size=2000)
+              if rule.samples(session_id)]
+    try:
+        _enqueue(rule.pk, picked)
+    except OperationalError:
+        # Some chunks may have gone: repeating the backfill is harmless, the re-use skips them.
+        raise ServiceUnavailableError("The task queue is unavailable; try the backfill again later") from None
+    return len(picked)
+
+
+@contextmanager
+def _judging_lock(trace_id: int, judge_label: str):
+    """On PostgreSQL, one judge at a time per (trace, judge) across every worker: the second waits,
+    then finds the first one's verdict and re-uses it. A session lock, not a transaction: judging
+    may take seconds and happens outside any transaction. SQLite has no such lock; there the unique
+    constraint still keeps a second verdict from being stored."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    digest = hashlib.sha256(f"{trace_id}:{judge_label}".encode()).digest()
+    key = (_LOCK_NAMESPACE, int.from_bytes(digest[:4], "big", signed=True))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+
+
+def _evaluate_one(*, rule: EvaluationRule, judge: AgenticJudge, trace: AgentTrace) -> str:
+    with _judging_lock(trace.pk, judge.label):
+        try:
+            outcome = evaluations_create_for_traces(traces=[trace], judge=judge, rule=rule)[0]
+        except IntegrityError:
+            # Another worker stored the same verdict between our re-use check and our insert.
+            return REUSED
+    if outcome.reused:
+        return REUSED
+    return ERROR if outcome.evaluation.has_error else EVALUATED
+
+
+def _count(rule_name: str, outcomes: dict[str, int]) -> None:
+    rows = [(rule_name, outcome, n) for outcome, n in sorted(outcomes.items()) if n]
+    if not rows:
+        return
+    table = OnlineEvaluationCount._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.executemany(f"INSERT INTO {table} (rule_name, outcome, count) VALUES (%s, %s, %s) "
+                           f"ON CONFLICT (rule_name, outcome) DO UPDATE SET count = {table}.count + excluded.count",
+                           rows)
+
+
+def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, int]:
+    """Judge traces for a rule (the Celery task's work). Returns the count per outcome; a rule that
+    was deleted meanwhile does nothing, one that was disabled skips."""
+    rule = EvaluationRule.objects.filter(pk=rule_id).first()
+    if rule is None:
+        return {}
+    outcomes = dict.fromkeys(ONLINE_OUTCOMES, 0)
+    traces = []
+    if rule.enabled:
+        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids)
+                      .exclude(status=AgentTrace.Status.ACTIVE).order_by("pk"))
+    outcomes[SKIPPED] = len(set(trace_ids)) - len(traces)
+    judge = None
+    if traces:
+        try:
+            judge = rule_judge(judge=rule.judge)
+        except (InvalidInputError, LLMNotConfigured) as exc:
+            logger.warning("evaluation rule %s: judge %r unavailable: %s", rule.name, rule.judge, exc)
+            outcomes[ERROR] += len(traces)
+    if judge is not None:
+        for trace in traces:
+            outcomes[_evaluate_one(rule=rule, judge=judge, trace=trace)] += 1
+    _count(rule.name, outcomes)
+    return outcomes

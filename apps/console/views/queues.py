@@ -1,0 +1,264 @@
+"""Review queue pages: the list with progress, a queue's page (reviewers, what is left, judge-human
+agreement, its items), and the reviewing page that shows one item's answer and evidence beside its
+verdicts and moves on to the next item when saved. Writes go through apps.queues.services."""
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.agentic.judges.base import AGENTIC_METRICS
+from apps.core.errors import DomainError, NotFoundError
+from apps.core.permissions import scopes_of
+from apps.queues import selectors, services
+from apps.queues.models import MetricReview, QueueKind
+from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
+from apps.runs.reviews import in_force, reviewed_verdicts
+from apps.runs.selectors import verdict_review_list
+
+from ..context import console_context
+from .runs import _lacks_scope
+
+ITEMS_PER_PAGE = 50
+
+
+class QueueForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    kind = forms.ChoiceField(choices=QueueKind.choices)
+    description = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}))
+    include_unassessed = forms.BooleanField(required=False, label="Judge errors and skipped verdicts")
+    score_below = forms.FloatField(required=False, min_value=0, max_value=1, label="Overall score below (0..1)")
+    disagreement_prone = forms.BooleanField(required=False, label="Disagreement-prone rules and metrics")
+    sample_percent = forms.FloatField(min_value=0, max_value=100, initial=0, label="Random sample (%)")
+
+
+def _queue_or_404(queue_id):
+    try:
+        return selectors.queue_get(queue_id=queue_id)
+    except NotFoundError as exc:
+        raise Http404(exc.detail) from exc
+
+
+@login_required
+def queue_list(request):
+    form = QueueForm(request.POST or None)
+    if request.method == "POST":
+        if denied := _lacks_scope(request, "configure"):
+            return denied
+        if form.is_valid():
+            try:
+                queue = services.queue_create(created_by=request.user, **form.cleaned_data)
+            except DomainError as exc:
+                form.add_error("name", str(exc.detail))
+            else:
+                entered = services.queue_fill(queue=queue)
+                messages.success(request, f"Queue created; {entered} item(s) entered by its rule.")
+                return redirect("console:queue", queue_id=queue.pk)
+    return render(request, "console/queue_list.html", console_context(
+        request, title="Review queues", queues=list(selectors.queue_list()), form=form))
+
+
+@login_required
+@require_GET
+def queue_page(request, queue_id):
+    queue = _queue_or_404(queue_id)
+    state = request.GET.get("state") or ""
+    items = selectors.queue_item_list(queue=queue, state=state or None)
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
+    threshold = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}.get(queue.kind)
+    # Who items can be assigned to: the accounts that may review (staff), one query.
+    reviewers = list(get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
+                     .values_list("username", flat=True)) if "configure" in scopes_of(request) else []
+    return render(request, "console/queue_detail.html", console_context(
+        request, title=f"Queue: {queue.name}", queue=queue, page=page, state=state, query=f"state={state}",
+        assignable=reviewers,
+        left=selectors.queue_left(queue=queue), reviewers=selectors.queue_reviewer_progress(queue=queue),
+        agreement=selectors.queue_agreement(queue=queue), threshold=threshold))
+
+
+@login_required
+@require_POST
+def queue_fill(request, queue_id):
+    if denied := _lacks_scope(request, "configure"):
+        return denied
+    queue = _queue_or_404(queue_id)
+    messages.success(request, f"{services.queue_fill(queue=queue)} item(s) entered by the queue's rule.")
+    return redirect("console:queue", queue_id=queue.pk)
+
+
+@login_required
+@require_POST
+def queue_item_add(request):
+    """"Add to queue" from any list: a queue and a target id; back to where the form was."""
+    if denied := _lacks_scope(request, "configure"):
+        return denied
+    queue = _queue_or_404(request.POST.get("queue") or "")
+    try:
+        _, created = services.queue_item_add(queue=queue, target_id=request.POST.get("target_id", "").strip())
+    except DomainError as exc:
+        messages.error(request, str(exc.detail))
+    else:
+        messages.success(request, f"Added to {queue.name}." if created else f"Already in {queue.name}.")
+    return _back(request, queue)
+
+
+def _back(request, queue):
+    """To the page the form was on (a path of this site only), else the queue's page."""
+    back = request.POST.get("next") or ""
+    if url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return redirect(back)
+    return redirect("console:queue", queue_id=queue.pk)
+
+
+def _item_or_404(queue, item_id):
+    try:
+        return selectors.queue_item_get(queue=queue, item_id=item_id)
+    except NotFoundError as exc:
+        raise Http404(exc.detail) from exc
+
+
+@login_required
+@require_POST
+def queue_item_assign(request, queue_id, item_id):
+    if denied := _lacks_scope(request, "configure"):
+        return denied
+    queue = _queue_or_404(queue_id)
+    item = _item_or_404(queue, item_id)
+    username = request.POST.get("username", "")
+    user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
+    if username and user is None:
+        messages.error(request, f"No active user {username!r}.")
+    else:
+        services.queue_item_assign(item=item, user=user)
+        messages.success(request, f"Item {item.pk} assigned to {username}." if user else f"Item {item.pk} unassigned.")
+    return _back(request, queue)
+
+
+@login_required
+@require_POST
+def queue_item_claim(request, queue_id, item_id):
+    if denied := _lacks_scope(request, "configure"):
+        return denied
+    queue = _queue_or_404(queue_id)
+    try:
+        services.queue_item_claim(item=_item_or_404(queue, item_id), user=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc.detail))
+    else:
+        messages.success(request, "Claimed: this item is yours to review.")
+    return redirect("console:queue-item", queue_id=queue.pk, item_id=item_id)
+
+
+@login_required
+@require_GET
+def queue_review_next(request, queue_id):
+    """Start (or go on) reviewing: the first item left that is the user's or nobody's."""
+    queue = _queue_or_404(queue_id)
+    item_id = selectors.queue_item_next(queue=queue, user=request.user)
+    if item_id is None:
+        messages.info(request, "Nothing left to review in this queue for you.")
+        return redirect("console:queue", queue_id=queue.pk)
+    return redirect("console:queue-item", queue_id=queue.pk, item_id=item_id)
+
+
+def _run_result_context(item) -> dict:
+    result = item.result
+    latest = in_force(verdict_review_list(result=result))
+    criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
+    rows = [{"kind": "criterion", "key": c["criterion"], "label": c["criterion"], "judge_passed": c["passed"],
+             "status": c["status"], "reasoning": c.get("reasoning", ""), "review": c["review"]} for c in criteria]
+    rows += [{"kind": "rule", "key": r["rule_id"], "label": f"{r.get('rule_name') or r['rule_id']} ({r.get('severity')})",
+              "judge_passed": r["passed"], "status": r["status"], "reasoning": r.get("reasoning", ""),
+              "review": r["review"]} for r in rules]
+    item_def = result.item or {}
+    messages_ = (result.output or {}).get("messages") or []
+    answer = next((m.get("content") for m in reversed(messages_) if m.get("role") == "assistant"), None)
+    return {"rows": rows, "result": result, "run": result.run, "transcript": messages_, "answer": answer,
+            "question": (result.input or {}).get("message") or (item_def.get("inputs") or {}).get("message"),
+            "expected": (item_def.get("expected") or {}).get("success_criteria") or []}
+
+
+def _metric_reviews(**target) -> dict:
+    latest = {}
+    for review in MetricReview.objects.filter(**target).select_related("reviewer"):
+        latest[review.metric] = review
+    return latest
+
+
+def _agentic_context(item) -> dict:
+    evaluation = item.agent_evaluation
+    latest = _metric_reviews(agent_evaluation=evaluation)
+    rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": getattr(evaluation, metric),
+             "status": getattr(evaluation, f"{metric}_status"), "reasoning": getattr(evaluation, f"{metric}_reasoning"),
+             "review": latest.get(metric), "scored": True} for metric in AGENTIC_METRICS]
+    trace = evaluation.trace
+    manual = evaluation.manual_input or {}
+    calls = list(trace.tool_calls.all()) if trace is not None else []
+    return {"rows": rows, "evaluation": evaluation, "trace": trace, "calls": calls,
+            "question": trace.user_query if trace is not None else manual.get("user_query"),
+            "answer": trace.final_response if trace is not None else manual.get("agent_response"),
+            "threshold": AGENTIC_PASS}
+
+
+def _rag_context(item) -> dict:
+    evaluation = item.rag_evaluation
+    latest = _metric_reviews(rag_evaluation=evaluation)
+    rows = [{"kind": "metric", "key": row.name, "label": row.name.replace("_", " "), "judge_score": row.score,
+             "judge_passed": None if row.score is None else row.score >= RAG_PASS, "status": row.status,
+             "reasoning": row.method, "review": latest.get(row.name)} for row in evaluation.test_rows.all()]
+    payload = evaluation.payload or {}
+    return {"rows": rows, "evaluation": evaluation, "question": payload.get("question"), "answer": payload.get("answer"),
+            "ground_truth": payload.get("ground_truth"), "contexts": payload.get("contexts") or [],
+            "threshold": RAG_PASS}
+
+
+CONTEXTS = {QueueKind.RUN_RESULT: _run_result_context, QueueKind.AGENTIC_EVALUATION: _agentic_context,
+            QueueKind.RAG_EVALUATION: _rag_context}
+
+
+def _posted_verdicts(post) -> list[dict]:
+    """The rows the reviewer marked; unmarked rows are left as the judge gave them."""
+    verdicts = []
+    for n in range(int(post.get("rows") or 0)):
+        kind, key = post.get(f"v-{n}-kind", ""), post.get(f"v-{n}-key", "")
+        passed = {"pass": True, "fail": False}.get(post.get(f"v-{n}-passed", ""))
+        score = post.get(f"v-{n}-score", "").strip()
+        if score:
+            try:
+                verdicts.append({"kind": kind, "key": key, "score": float(score)})
+            except ValueError:
+                raise DomainError(f"{key}: the score must be a number between 0 and 1") from None
+        elif passed is not None:
+            verdicts.append({"kind": kind, "key": key, "passed": passed})
+    return verdicts
+
+
+@login_required
+def queue_item_page(request, queue_id, item_id):
+    queue = _queue_or_404(queue_id)
+    item = _item_or_404(queue, item_id)
+    if request.method == "POST":
+        if denied := _lacks_scope(request, "configure"):
+            return denied
+        try:
+            services.queue_item_review(item=item, reviewer=request.user, verdicts=_posted_verdicts(request.POST),
+                                       note=request.POST.get("note", ""))
+        except DomainError as exc:
+            messages.error(request, str(exc.detail))
+            return redirect("console:queue-item", queue_id=queue.pk, item_id=item.pk)
+        following = selectors.queue_item_next(queue=queue, user=request.user, after=item.pk)
+        if following is None:
+            messages.success(request, "Saved. That was the last item left for you in this queue.")
+            return redirect("console:queue", queue_id=queue.pk)
+        messages.success(request, "Saved; here is the next item.")
+        return redirect("console:queue-item", queue_id=queue.pk, item_id=following)
+    previous, following = selectors.queue_item_neighbours(item=item)
+    left = selectors.queue_left(queue=queue)
+    return render(request, "console/queue_review.html", console_context(
+        request, title=f"{queue.name}: item {item.pk}", queue=queue, item=item, previous=previous,
+        following=following, left=left, **CONTEXTS[queue.kind](item)))

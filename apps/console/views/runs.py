@@ -1,0 +1,313 @@
+"""The console's run pages: list, launch, run page with its results, result drill-down with human
+review, comparison of two runs, and a rubric's judge agreement. Reads go through the selectors,
+writes (launch, cancel, review) through the services, exactly as the API does."""
+
+import uuid
+from urllib.parse import urlencode
+
+from django.core.exceptions import ValidationError
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.safestring import mark_safe
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.core.charts import bar_chart
+from apps.core.errors import DomainError, NotFoundError
+from apps.core.permissions import scopes_of
+from apps.core.versioning.selectors import head_data
+from apps.rubrics.selectors import rubric_get
+from apps.runs import selectors, services, sources
+from apps.runs.forms import RunLaunchForm
+from apps.runs.models import EvaluationRun
+from apps.runs.reviews import human_passed, in_force, reviewed_verdicts
+from apps.runs.stats import VERDICT_WORDS
+
+from .. import selectors as console_selectors
+from ..context import console_context
+from ..selectors import run_filter_choices
+
+RESULTS_PER_PAGE = 50
+RUNS_PER_PAGE = 50
+# The README's worker command: what a run nobody picks up needs.
+WORKER_COMMAND = ".venv/bin/celery -A evalsite worker --loglevel=INFO"
+
+
+def _run_or_404(run_id) -> EvaluationRun:
+    try:
+        return services.run_recover(run_id=run_id)
+    except NotFoundError as exc:
+        raise Http404(exc.detail) from exc
+
+
+def _lacks_scope(request, scope: str):
+    """The console refuses what the API would refuse the same user (apps.core.permissions)."""
+    if scope in scopes_of(request):
+        return None
+    return HttpResponseForbidden(f"Your account lacks the '{scope}' scope.")
+
+
+def _bool_param(value: str | None) -> bool | None:
+    return {"true": True, "false": False}.get((value or "").lower())
+
+
+@login_required
+@require_GET
+def run_list(request):
+    filters = {"agent_id": request.GET.get("agent_id") or "", "test_set_id": request.GET.get("test_set_id") or "",
+               "status": request.GET.get("status") or ""}
+    try:
+        runs = selectors.run_named_list(**{k: v or None for k, v in filters.items()})
+        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
+    except ValidationError:  # a test set id that is not a UUID names no run
+        page = Paginator(EvaluationRun.objects.none(), RUNS_PER_PAGE).get_page(1)
+    return render(request, "console/run_list.html", console_context(
+        request, title="Evaluation runs", page=page, filters=filters, filter_query=urlencode(filters),
+        statuses=EvaluationRun.Status.values, **run_filter_choices()))
+
+
+@login_required
+def run_launch(request):
+    if denied := _lacks_scope(request, "evaluate"):
+        return denied
+    form = RunLaunchForm(request.POST or None, initial=request.GET or None)
+    if request.method == "POST" and form.is_valid():
+        run = form.launch(user=request.user)
+        if run is not None:
+            messages.success(request, f"Run queued with {run.total} items.")
+            return redirect("console:run-detail", run_id=run.run_id)
+    return render(request, "console/run_launch.html", console_context(request, title="Launch a run", form=form))
+
+
+@login_required
+@require_POST
+def run_rerun(request, run_id):
+    """The same test set and rubric versions and settings again: the run to compare against."""
+    if denied := _lacks_scope(request, "evaluate"):
+        return denied
+    run = _run_or_404(run_id)
+    try:
+        new = services.run_rerun(run=run, created_by=request.user)
+    except DomainError as exc:
+        messages.error(request, str(exc.detail))
+        return redirect("console:run-detail", run_id=run.run_id)
+    messages.success(request, "Run queued again with the same versions and settings.")
+    return redirect("console:run-detail", run_id=new.run_id)
+
+
+@login_required
+@require_POST
+def run_cancel(request, run_id):
+    if denied := _lacks_scope(request, "evaluate"):
+        return denied
+    try:
+        services.run_cancel(run=_run_or_404(run_id))
+    except DomainError as exc:
+        messages.warning(request, str(exc.detail))
+    else:
+        messages.success(request, "Run cancelled.")
+    return redirect("console:run-detail", run_id=run_id)
+
+
+@login_required
+@require_GET
+def run_progress(request, run_id):
+    """A run's progress in a few numbers (the run page itself polls run_live, which adds cards and rows)."""
+    run = _run_or_404(run_id)
+    return JsonResponse({"status": run.status, "total": run.total, "completed": run.completed,
+                         "passed": run.passed, "failed": run.failed, "unassessed": run.unassessed,
+                         "coverage": run.coverage, "finished": run.is_finished})
+
+
+def _row_filters(request) -> dict:
+    return {
+        "passed": _bool_param(request.GET.get("passed")),
+        "item_type": request.GET.get("item_type") or None,
+        "tag": request.GET.get("tag") or None,
+        "priority": request.GET.get("priority") or None,
+        "failed_severity": request.GET.get("failed_severity") or None,
+    }
+
+
+@login_required
+@require_GET
+def run_detail(request, run_id):
+    run = selectors.run_named_get(run=_run_or_404(run_id))
+    rows = selectors.run_result_rows(run=run)
+    figures = selectors.run_review_figures(rows=rows)
+    filters = _row_filters(request)
+    shown = selectors.filter_result_rows(rows, **filters)
+    page = Paginator(shown, RESULTS_PER_PAGE).get_page(request.GET.get("page"))
+    scores = selectors.run_live_component_scores(run=run) or {}
+    chart = bar_chart([(scope, v["score"], f"({v['passed']}/{v['total']})") for scope, v in scores.items()],
+                      title="Rubric pass rate per component scope")
+    query = request.GET.copy()
+    query.pop("page", None)
+    cursor = selectors.rows_cursor(rows)
+    return render(request, "console/run_detail.html", console_context(
+        request, title=f"Run {run.label or run.run_id}", run=run, figures=figures,
+        judge_fingerprints=selectors.rows_judge_fingerprints(rows),
+        page=page, shown_count=len(shown), filters=filters, filter_query=query.urlencode(),
+        live_cursor=cursor.isoformat() if cursor else "", unclaimed=selectors.run_unclaimed(run=run),
+        worker_command=WORKER_COMMAND,
+        tags=sorted({t for r in rows for t in r["tags"]}),
+        priorities=sorted({r["priority"] for r in rows if r["priority"]}),
+        item_types=sorted({r["item_type"] for r in rows}),
+        component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
+        previous=selectors.run_previous_find(run=run), comparable=selectors.run_comparable_list(run=run),
+        admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk])))
+
+
+@login_required
+@require_GET
+def run_live(request, run_id):
+    """What the run page polls while the run goes: its cards, and the table rows (under the page's
+    filters) finished since `after`, the cursor the page was last given. Rendered by the templates
+    the page itself uses, so a polled row is the row a reload would show. A bounded number of
+    queries whatever the run's size."""
+    run = _run_or_404(run_id)
+    after = _datetime_param(request.GET.get("after"))
+    rows = selectors.run_result_rows(run=run)
+    figures = selectors.run_review_figures(rows=rows)
+    fresh = selectors.filter_result_rows(selectors.rows_finished_since(rows, after), **_row_filters(request))
+    cursor = selectors.rows_cursor(rows)
+    return JsonResponse({
+        "status": run.status, "total": run.total, "completed": run.completed, "passed": run.passed,
+        "failed": run.failed, "unassessed": run.unassessed, "finished": run.is_finished, "unclaimed": selectors.run_unclaimed(run=run),
+        "cursor": cursor.isoformat() if cursor else (after.isoformat() if after else ""),
+        "cards": render_to_string("console/_run_cards.html", {"run": run, "figures": figures}, request=request),
+        "rows": [render_to_string("console/_result_row.html", {"row": row}, request=request) for row in fresh],
+    })
+
+
+def _datetime_param(value: str | None):
+    try:
+        parsed = parse_datetime(value or "")
+    except ValueError:  # well formed but no such time: as if none was given
+        return None
+    if parsed is not None and timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed)
+    return parsed
+
+
+def _rule_definitions(run: EvaluationRun) -> dict[str, dict]:
+    """The rules as they stood in the rubric version the run used, by id (for their conditions)."""
+    if not run.rubric_id:
+        return {}
+    try:
+        _, snapshot = sources.rubric_snapshot(run.rubric_id, run.rubric_version)
+    except NotFoundError:
+        return {}  # the rubric was deleted since; the verdicts still stand on their own
+    return {rule["id"]: rule for rule in snapshot.get("rules") or []}
+
+
+@login_required
+def result_detail(request, result_id):
+    try:
+        result = selectors.result_get(result_id=result_id)
+    except NotFoundError as exc:
+        raise Http404(exc.detail) from exc
+    if request.method == "POST":
+        if denied := _lacks_scope(request, "configure"):
+            return denied
+        return _review(request, result)
+    run = result.run
+    reviews = selectors.verdict_review_list(result=result)
+    latest = in_force(reviews)
+    criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
+    definitions = _rule_definitions(run)
+    failures, warnings = selectors.reviewed_failures(result.criteria_scores, result.rubric_scores, latest)
+    flagged = {anchor for anchor, _ in failures + warnings}
+    for n, criterion in enumerate(criteria):
+        criterion["anchor"] = f"criterion-{n}"
+        criterion["flagged"] = criterion["anchor"] in flagged
+    for rule in rules:
+        rule["anchor"] = f"rule-{rule['rule_id']}"
+        rule["definition"] = definitions.get(rule["rule_id"])
+        rule["flagged"] = rule["anchor"] in flagged
+    conversation = (result.output or {}).get("messages") or []
+    return render(request, "console/result_detail.html", console_context(
+        request, title=result.item_name or str(result.test_case_id), result=result, run=run,
+        item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
+        messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
+        criteria=criteria, rules=rules, reviews=reviews,
+        failures=failures, warnings=warnings,
+        human_passed=human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
+                                  rules=result.rubric_scores, latest=latest),
+        correctness=(result.scores or {}).get("correctness"),
+        admin_url=reverse("admin:runs_evaluationresult_change", args=[result.pk])))
+
+
+def _review(request, result):
+    passed = _bool_param(request.POST.get("passed"))
+    if passed is None:
+        messages.error(request, "Choose pass or fail.")
+    else:
+        try:
+            services.verdict_review_create(result=result, kind=request.POST.get("kind", ""),
+                                           key=request.POST.get("key", ""), passed=passed,
+                                           note=request.POST.get("note", ""), reviewer=request.user)
+        except DomainError as exc:
+            messages.error(request, str(exc.detail))
+        else:
+            messages.success(request, "Review saved; the judge's verdict is kept beside it.")
+    anchor = request.POST.get("anchor", "")
+    return redirect(reverse("console:result-detail", args=[result.result_id]) + (f"#{anchor}" if anchor else ""))
+
+
+def _run_id_param(request, name: str) -> uuid.UUID | None:
+    """A run id from the query string; None when absent, 404 when it is not a run id at all (a
+    typed-over link is a page that does not exist, not a server error)."""
+    value = (request.GET.get(name) or "").strip()
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError as exc:
+        raise Http404(f"{name}={value!r} is not a run id") from exc
+
+
+@login_required
+@require_GET
+def run_compare(request):
+    """Two runs side by side; without both (or with one) a page to pick them."""
+    base_id, head_id = _run_id_param(request, "base"), _run_id_param(request, "head")
+    if base_id is None or head_id is None:
+        return render(request, "console/run_compare_pick.html", console_context(
+            request, title="Compare runs", runs=console_selectors.compare_choices(),
+            base_id=base_id, head_id=head_id))
+    base, head = _run_or_404(base_id), _run_or_404(head_id)
+    try:
+        comparison = selectors.run_comparison(base=base, head=head)
+    except DomainError as exc:
+        return render(request, "console/run_compare.html", console_context(
+            request, title="Compare runs", base=selectors.run_named_get(run=base), head=selectors.run_named_get(run=head),
+            problem=exc.detail), status=422)
+    interval = comparison["statistics"]["pass_rate_diff_ci"]
+    return render(request, "console/run_compare.html", console_context(
+        request, title="Compare runs", **comparison, verdict_text=VERDICT_WORDS[comparison["statistics"]["verdict"]],
+        diff_ci_text=f"[{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""))
+
+
+@login_required
+@require_GET
+def rubric_page(request, rubric_id):
+    try:
+        rubric = rubric_get(rubric_id)
+    except NotFoundError as exc:
+        raise Http404(exc.detail) from exc
+    current = head_data(rubric)
+    agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
+    by_rule = {row.key: row for row in agreement["rules"]}
+    rules = [{**rule, "agreement": by_rule.get(rule["id"])} for rule in current.get("rules") or []]
+    return render(request, "console/rubric.html", console_context(
+        request, title=f"Rubric: {rubric.name}", rubric=current, rules=rules, agreement=agreement,
+        # Rules reviewed in runs of older versions that the current version no longer has.
+        retired=[row for row in agreement["rules"] if row.key not in {r["id"] for r in rules}],
+        admin_url=reverse("admin:rubrics_rubric_change", args=[rubric.pk])))

@@ -1,0 +1,69 @@
+"""The console's trace pages: the list (search, filters, keyset pages) and one session's timeline."""
+
+from django import forms
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_GET
+
+from apps.agentic.models import AgentEvaluation
+from apps.agentic.selectors import evaluation_list
+from apps.traces.models import AgentTrace
+from apps.traces.selectors import trace_find
+
+from .. import selectors
+from ..context import console_context
+
+
+class TraceFilterForm(forms.Form):
+    q = forms.CharField(required=False, max_length=255, strip=True, label="Search")
+    agent = forms.ChoiceField(required=False)
+    status = forms.ChoiceField(required=False, choices=[("", "any")] + AgentTrace.Status.choices)
+    rating = forms.ChoiceField(required=False, label="Latest rating",
+                               choices=[("", "any")] + AgentEvaluation.Rating.choices
+                               + [(selectors.UNRATED, "not evaluated")])
+    source = forms.ChoiceField(required=False, choices=[("", "any")] + AgentTrace.Source.choices)
+    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
+    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
+
+    def __init__(self, *args, agents: list[str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["agent"].choices = [("", "any")] + [(name, name or "(unnamed)") for name in agents]
+
+
+@login_required
+@require_GET
+def trace_list(request):
+    """Agent sessions newest first. The filters that do not validate (an unknown agent, a date that
+    is not one) are shown with their error and left out, rather than answering with no traces."""
+    form = TraceFilterForm(request.GET, agents=selectors.trace_agent_names())
+    form.is_valid()
+    filters = {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
+    page = selectors.trace_list_page(
+        **filters,
+        after=selectors.TraceCursor.decode(request.GET.get("after", "")),
+        before=selectors.TraceCursor.decode(request.GET.get("before", "")))
+    query = request.GET.copy()
+    for key in ("after", "before"):
+        query.pop(key, None)
+    return render(request, "console/trace_list.html", console_context(
+        request, title="Traces", form=form, page=page, filter_query=query.urlencode(), filtered=bool(filters),
+        text_window=selectors.TRACE_TEXT_SEARCH_WINDOW))
+
+
+@login_required
+@require_GET
+def trace_page(request, session_id):
+    """The session as a timeline (query, intent, each tool call with its timing, final answer) and
+    the evaluations of it."""
+    trace = trace_find(session_id=session_id)
+    if trace is None:
+        raise Http404(f"No trace found for session {session_id}")
+    calls = list(trace.tool_calls.all())
+    for call in calls:
+        call.offset_ms = (call.timestamp - trace.start_time).total_seconds() * 1000 if call.timestamp else None
+    return render(request, "console/trace.html", console_context(
+        request, title=f"Trace {trace.session_id}", trace=trace, calls=calls,
+        evaluations=evaluation_list(session_id=trace.session_id),
+        admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk])))

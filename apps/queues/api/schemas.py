@@ -1,0 +1,96 @@
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictStr
+
+from apps.runs.services import MAX_REVIEW_NOTE
+
+Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
+
+
+class QueueIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    kind: Kind
+    description: Annotated[StrictStr, Field(max_length=5000)] = ""
+    include_unassessed: StrictBool = Field(default=False, description="judge errors and skipped verdicts enter")
+    score_below: Annotated[float, Field(ge=0, le=1)] | None = Field(
+        default=None, description="objects whose overall score (0..1) is below this enter")
+    disagreement_prone: StrictBool = Field(
+        default=False, description="objects judged on a rule or metric whose human reviews disagreed with the judge")
+    sample_percent: Annotated[float, Field(ge=0, le=100)] = Field(default=0.0, description="a random sample, per cent")
+
+
+class QueueOut(BaseModel):
+    id: int
+    name: str
+    kind: Kind
+    description: str
+    include_unassessed: bool
+    score_below: float | None
+    disagreement_prone: bool
+    sample_percent: float
+    created_by: str | None
+    created_at: datetime
+    total: int
+    done: int
+    left: int
+
+
+class QueueList(RootModel[list[QueueOut]]):
+    pass
+
+
+class QueueFillOut(BaseModel):
+    entered: int = Field(description="objects the rule added; those already in the queue are not counted")
+    total: int
+
+
+class QueueItemAddIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    target_id: Annotated[StrictStr, Field(min_length=1, max_length=64, description=(
+        "a run result's result_id, or an agentic or RAG evaluation's id, as the queue's kind says"))]
+
+
+class QueueItemOut(BaseModel):
+    id: int
+    queue_id: int
+    kind: Kind
+    target_id: str
+    origin: Literal["rule", "hand"]
+    assigned_to: str | None
+    claimed_at: datetime | None
+    done_at: datetime | None
+    reviewed_by: str | None
+    created_at: datetime
+
+
+class QueueItemList(BaseModel):
+    count: int
+    results: list[QueueItemOut]
+
+
+class QueueAssignIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    username: Annotated[StrictStr, Field(min_length=1, max_length=150)] | None = Field(
+        description="the reviewer, or null to unassign")
+
+
+class QueueVerdictIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["criterion", "rule", "metric"] = "metric"
+    key: Annotated[StrictStr, Field(min_length=1, max_length=1000, description=(
+        "a criterion's text or a rule's rule_id (run results), or a metric's name"))]
+    passed: StrictBool | None = Field(default=None, description="run results and RAG metrics")
+    score: Annotated[float, Field(ge=0, le=1)] | None = Field(default=None, description="agentic metrics, 0..1")
+
+
+class QueueItemReviewIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    verdicts: Annotated[list[QueueVerdictIn], Field(min_length=1, max_length=200)]
+    note: Annotated[StrictStr, Field(max_length=MAX_REVIEW_NOTE)] = ""

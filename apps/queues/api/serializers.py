@@ -1,0 +1,22 @@
+from ..models import QueueItem, ReviewQueue
+
+
+def _name(user) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+def queue_data(queue: ReviewQueue) -> dict:
+    total, done = getattr(queue, "total", None), getattr(queue, "done", None)
+    if total is None:
+        total, done = queue.items.count(), queue.items.filter(done_at__isnull=False).count()
+    return {**{f: getattr(queue, f) for f in ("id", "name", "kind", "description", "include_unassessed", "score_below",
+                                              "disagreement_prone", "sample_percent", "created_at")},
+            "created_by": _name(queue.created_by), "total": total, "done": done, "left": total - done}
+
+
+def item_data(item: QueueItem) -> dict:
+    # Lists annotate the result's public id (queue_item_list), a single item reads it from its result.
+    target = getattr(item, "result_uuid", None) or (item.result.result_id if item.result_id else item.target_id)
+    return {"id": item.pk, "queue_id": item.queue_id, "kind": item.queue.kind, "target_id": str(target),
+            "origin": item.origin, "assigned_to": _name(item.assigned_to), "claimed_at": item.claimed_at,
+            "done_at": item.done_at, "reviewed_by": _name(item.reviewed_by), "created_at": item.created_at}

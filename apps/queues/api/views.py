@@ -1,0 +1,149 @@
+"""/api/v1/queues: review queues, their items, assignment and reviews. Everyone with `read` reads;
+writing needs the `configure` scope and a staff account, since reviews move figures others read."""
+
+from django.contrib.auth import get_user_model
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from pydantic import BaseModel, Field
+from rest_framework import status
+from rest_framework.permissions import SAFE_METHODS, BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.core.api.responses import respond
+from apps.core.api.validation import validate_body
+from apps.core.errors import NotFoundError
+from apps.core.permissions import ApiAccess
+from apps.core.schema import CONFLICT
+
+from .. import selectors, services
+from .schemas import QueueAssignIn, QueueFillOut, QueueItemAddIn, QueueItemList, QueueItemOut, QueueItemReviewIn, QueueIn, QueueList, QueueOut
+from .serializers import item_data, queue_data
+
+TAG = ["queues"]
+
+
+class StaffWrites(BasePermission):
+    message = "Only staff accounts change review queues."
+
+    def has_permission(self, request, view):
+        return request.method in SAFE_METHODS or bool(request.user and request.user.is_staff)
+
+
+class QueueView(APIView):
+    permission_classes = [ApiAccess, StaffWrites]
+
+
+class ItemQuery(BaseModel):
+    state: str | None = Field(default=None, pattern="^(left|done)$")
+    limit: int = Field(default=50, ge=1, le=500)
+    offset: int = Field(default=0, ge=0)
+
+
+def _user(request):
+    return request.user if request.user.is_authenticated else None
+
+
+def _item(queue_id, item_id):
+    return selectors.queue_item_get(queue=selectors.queue_get(queue_id=queue_id), item_id=item_id)
+
+
+class QueuesView(QueueView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
+    @extend_schema(tags=TAG, responses={200: QueueList}, summary="Review queues with their progress",
+                   operation_id="queues_list")
+    def get(self, request):
+        return respond(QueueList, [queue_data(q) for q in selectors.queue_list()])
+
+    @extend_schema(tags=TAG, request=QueueIn, responses={201: QueueOut, 409: CONFLICT}, summary="Create a review queue")
+    def post(self, request):
+        body = validate_body(QueueIn, request.data)
+        queue = services.queue_create(created_by=_user(request), **body.model_dump())
+        return respond(QueueOut, queue_data(queue), status=status.HTTP_201_CREATED)
+
+
+class QueueDetailView(QueueView):
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "configure"}
+
+    @extend_schema(tags=TAG, responses={200: QueueOut}, summary="Get a review queue")
+    def get(self, request, queue_id):
+        return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue_id)))
+
+    @extend_schema(tags=TAG, request=QueueIn, responses={200: QueueOut, 409: CONFLICT},
+                   summary="Replace a review queue's name, description and rule")
+    def put(self, request, queue_id):
+        body = validate_body(QueueIn, request.data)
+        queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.model_dump())
+        return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue.pk)))
+
+    @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (its reviews stay)")
+    def delete(self, request, queue_id):
+        services.queue_delete(queue=selectors.queue_get(queue_id=queue_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class QueueFillView(QueueView):
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(tags=TAG, request=None, responses={200: QueueFillOut},
+                   summary="Apply the queue's rule to what exists now (idempotent)")
+    def post(self, request, queue_id):
+        queue = selectors.queue_get(queue_id=queue_id)
+        entered = services.queue_fill(queue=queue)
+        return respond(QueueFillOut, {"entered": entered, "total": queue.items.count()})
+
+
+class QueueItemsView(QueueView):
+    required_scopes = {"GET": "read", "POST": "configure"}
+
+    @extend_schema(tags=TAG, responses={200: QueueItemList}, summary="A queue's items in queue order",
+                   parameters=[OpenApiParameter("state", str, enum=["left", "done"]),
+                               OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
+                   operation_id="queue_items_list")
+    def get(self, request, queue_id):
+        query = ItemQuery.model_validate(request.query_params.dict())
+        items = selectors.queue_item_list(queue=selectors.queue_get(queue_id=queue_id), state=query.state)
+        page = items[query.offset:query.offset + query.limit]
+        return respond(QueueItemList, {"count": items.count(), "results": [item_data(i) for i in page]})
+
+    @extend_schema(tags=TAG, request=QueueItemAddIn, responses={201: QueueItemOut, 200: QueueItemOut},
+                   summary="Add an object to the queue by hand (200 when it already is in it)")
+    def post(self, request, queue_id):
+        body = validate_body(QueueItemAddIn, request.data)
+        item, created = services.queue_item_add(queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id)
+        return respond(QueueItemOut, item_data(item), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+
+
+class ItemAssignView(QueueView):
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(tags=TAG, request=QueueAssignIn, responses={200: QueueItemOut}, summary="Assign an item to a reviewer")
+    def post(self, request, queue_id, item_id):
+        body = validate_body(QueueAssignIn, request.data)
+        user = None
+        if body.username is not None:
+            user = get_user_model().objects.filter(username=body.username, is_active=True).first()
+            if user is None:
+                raise NotFoundError(f"No active user {body.username!r}")
+        return respond(QueueItemOut, item_data(services.queue_item_assign(item=_item(queue_id, item_id), user=user)))
+
+
+class ItemClaimView(QueueView):
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(tags=TAG, request=None, responses={200: QueueItemOut, 409: CONFLICT},
+                   summary="Claim an item for yourself")
+    def post(self, request, queue_id, item_id):
+        return respond(QueueItemOut, item_data(services.queue_item_claim(item=_item(queue_id, item_id), user=request.user)))
+
+
+class ItemReviewView(QueueView):
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(tags=TAG, request=QueueItemReviewIn, responses={200: QueueItemOut},
+                   summary="Review an item's verdicts; the item is then done")
+    def post(self, request, queue_id, item_id):
+        body = validate_body(QueueItemReviewIn, request.data)
+        item = services.queue_item_review(item=_item(queue_id, item_id), reviewer=request.user,
+                                          verdicts=[v.model_dump() for v in body.verdicts], note=body.note)
+        return respond(QueueItemOut, item_data(item))

@@ -1,0 +1,74 @@
+"""Statistics of a paired comparison of two runs: did run B really get worse than run A, or is
+the difference noise? Items are paired by test case id; every distribution comes from scipy."""
+
+import numpy as np
+from scipy.stats import binomtest, bootstrap
+
+SIGNIFICANCE = 0.05
+CONFIDENCE = 0.95
+# Fixed so that the same two runs always give the same interval (a CI gate must not flicker).
+BOOTSTRAP_SEED = 20261123
+BOOTSTRAP_RESAMPLES = 9999
+
+WORSE, BETTER, WITHIN_NOISE = "worse", "better", "within_noise"
+VERDICT_WORDS = {WORSE: "worse, significant at 95%", BETTER: "better, significant", WITHIN_NOISE: "within noise"}
+
+
+def change_counts(pairs: list[tuple[bool, bool]]) -> dict[str, int]:
+    """(base passed, head passed) pairs counted: both passed, both failed, pass→fail, fail→pass."""
+    return {
+        "both_passed": sum(1 for b, h in pairs if b and h),
+        "both_failed": sum(1 for b, h in pairs if not b and not h),
+        "pass_to_fail": sum(1 for b, h in pairs if b and not h),
+        "fail_to_pass": sum(1 for b, h in pairs if not b and h),
+    }
+
+
+def mcnemar_p(*, pass_to_fail: int, fail_to_pass: int) -> float:
+    """Exact McNemar test: under no change each discordant pair is equally likely either way, so
+    the p-value is a two-sided binomial test of pass→fail among the discordant pairs."""
+    discordant = pass_to_fail + fail_to_pass
+    if discordant == 0:
+        return 1.0
+    return float(binomtest(pass_to_fail, discordant, 0.5, alternative="two-sided").pvalue)
+
+
+def _rate_difference(base, head, axis=-1):
+    return np.mean(head, axis=axis) - np.mean(base, axis=axis)
+
+
+def pass_rate_diff_ci(pairs: list[tuple[bool, bool]], *, confidence: float = CONFIDENCE,
+                      seed: int = BOOTSTRAP_SEED) -> list[float] | None:
+    """[low, high] of head's pass rate minus base's, by a paired bootstrap (items resampled with
+    both their outcomes). None with fewer than two pairs; a single point where every pair
+    differs by the same amount (nothing to resample)."""
+    if len(pairs) < 2:
+        return None
+    base = np.array([float(b) for b, _ in pairs])
+    head = np.array([float(h) for _, h in pairs])
+    differences = head - base
+    if np.all(differences == differences[0]):
+        return [float(differences[0]), float(differences[0])]
+    # Percentile, not BCa: BCa's jackknife is undefined for some small 0/1 samples.
+    result = bootstrap((base, head), _rate_difference, paired=True, vectorized=True, confidence_level=confidence,
+                       n_resamples=BOOTSTRAP_RESAMPLES, method="percentile", rng=np.random.default_rng(seed))
+    return [round(float(result.confidence_interval.low), 4), round(float(result.confidence_interval.high), 4)]
+
+
+def comparison_verdict(*, p: float, pass_to_fail: int, fail_to_pass: int) -> str:
+    if p < SIGNIFICANCE and pass_to_fail > fail_to_pass:
+        return WORSE
+    if p < SIGNIFICANCE and fail_to_pass > pass_to_fail:
+        return BETTER
+    return WITHIN_NOISE
+
+
+def paired_statistics(pairs: list[tuple[bool, bool]]) -> dict:
+    """Everything a comparison reports about pass/fail changes: counts, mcnemar_p,
+    pass_rate_diff_ci and verdict."""
+    counts = change_counts(pairs)
+    p = mcnemar_p(pass_to_fail=counts["pass_to_fail"], fail_to_pass=counts["fail_to_pass"])
+    return {"paired_items": len(pairs), "changes": counts, "mcnemar_p": p,
+            "pass_rate_diff_ci": pass_rate_diff_ci(pairs),
+            "verdict": comparison_verdict(p=p, pass_to_fail=counts["pass_to_fail"],
+                                          fail_to_pass=counts["fail_to_pass"])}

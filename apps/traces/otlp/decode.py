@@ -1,0 +1,126 @@
+"""OTLP/HTTP bodies in and out: protobuf or OTLP JSON, optionally gzip-compressed.
+
+OTLP JSON is protobuf's JSON mapping with two differences (trace and span ids are hex, not base64;
+enums may be integers, which protobuf's parser accepts anyway), so ids are rewritten to base64 and
+the rest goes through `google.protobuf.json_format`.
+"""
+
+import base64
+import binascii
+import zlib
+
+import orjson
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from google.rpc import status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# application/protobuf is not in the spec, but some hand-written clients send it.
+_CONTENT_TYPES = {PROTOBUF: PROTOBUF, "application/protobuf": PROTOBUF, JSON: JSON}
+
+# gRPC codes for google.rpc.Status, by HTTP status (as the OTLP/HTTP spec pairs them).
+_GRPC_CODES = {400: 3, 401: 16, 403: 7, 404: 5, 405: 12, 406: 3, 413: 8, 415: 3, 429: 8, 503: 14}
+
+
+class BodyError(Exception):
+    """A request the receiver refuses as a whole: HTTP status and a message for the client."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def encoding_of(content_type: str) -> str | None:
+    """PROTOBUF, JSON, or None for a content type OTLP/HTTP does not define."""
+    return _CONTENT_TYPES.get(content_type.split(";", 1)[0].strip().lower())
+
+
+def decompress(body: bytes, content_encoding: str, *, limit: int) -> bytes:
+    """The body without its Content-Encoding, never more than `limit` bytes of it in memory."""
+    coding = content_encoding.strip().lower()
+    if coding in ("", "identity"):
+        if len(body) > limit:
+            raise BodyError(413, f"Request body is {len(body)} bytes; the limit is {limit} bytes.")
+        return body
+    if coding not in ("gzip", "deflate"):
+        raise BodyError(415, f"Unsupported Content-Encoding {content_encoding!r}: use gzip or none.")
+    out = bytearray()
+    data = body
+    while data:
+        # 16 + MAX_WBITS reads gzip; 32 + MAX_WBITS detects zlib or gzip (deflate as servers see it).
+        decompressor = zlib.decompressobj(16 + zlib.MAX_WBITS if coding == "gzip" else 32 + zlib.MAX_WBITS)
+        try:
+            # max_length bounds what one call may inflate: a small bomb never grows past the limit.
+            out += decompressor.decompress(data, limit + 1 - len(out))
+        except zlib.error as exc:
+            raise BodyError(400, f"Body is not valid {coding}: {exc}") from None
+        if len(out) > limit:
+            raise BodyError(413, f"Decompressed body exceeds the limit of {limit} bytes.")
+        if not decompressor.eof:
+            raise BodyError(400, f"Body is truncated {coding} data.")
+        # Concatenated gzip members are one body (RFC 1952).
+        data = decompressor.unused_data
+    return bytes(out)
+
+
+def _ids_to_base64(node) -> None:
+    """OTLP JSON carries ids as hex; protobuf's JSON parser expects base64 for bytes fields."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in ("traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"):
+                if isinstance(value, str):
+                    try:
+                        node[key] = base64.b64encode(bytes.fromhex(value)).decode()
+                    except ValueError:
+                        raise BodyError(400, f"{key} {value[:40]!r} is not hexadecimal.") from None
+            else:
+                _ids_to_base64(value)
+    elif isinstance(node, list):
+        for item in node:
+            _ids_to_base64(item)
+
+
+def parse_request(body: bytes, encoding: str) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    if encoding == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RuntimeWarning, ValueError) as exc:
+            raise BodyError(400, f"Body is not a valid protobuf ExportTraceServiceRequest: {exc}") from None
+        return request
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise BodyError(400, f"Body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BodyError(400, "Body must be a JSON object (an ExportTraceServiceRequest).")
+    _ids_to_base64(data)
+    try:
+        json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    except (json_format.ParseError, ValueError, TypeError, RecursionError, binascii.Error) as exc:
+        raise BodyError(400, f"Body is not a valid OTLP JSON ExportTraceServiceRequest: {exc}") from None
+    return request
+
+
+def export_response_protobuf(*, rejected: int = 0, message: str | None = None) -> bytes:
+    """An ExportTraceServiceResponse; partial_success only when spans were refused."""
+    response = ExportTraceServiceResponse()
+    if rejected or message:
+        response.partial_success.rejected_spans = rejected
+        response.partial_success.error_message = message or ""
+    return response.SerializeToString()
+
+
+def status_body(encoding: str | None, http_status: int, message: str) -> tuple[bytes, str]:
+    """An error body as the spec asks: a google.rpc.Status in the request's encoding (JSON when the
+    encoding is unknown)."""
+    code = _GRPC_CODES.get(http_status, 2)
+    if encoding == PROTOBUF:
+        return status_pb2.Status(code=code, message=message).SerializeToString(), PROTOBUF
+    return orjson.dumps({"code": code, "message": message}), JSON

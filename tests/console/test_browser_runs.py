@@ -1,0 +1,93 @@
+"""Issue 15, points 2 and 4, as a reviewer sees them in headless Chromium: two labelled runs of the
+demo test set, the PTO document deleted between them; the run list names them and filters by bot
+and test set from dropdowns, the run page's header names bot, test set and label, the comparison
+shows the removed document and the regressed item's two answers side by side, and the dashboard
+draws one trend line per test set. Screenshots go to test-output/screenshots/ (2x-*.png).
+
+Its own module (the browser fixture is in conftest.py) so it does not wait behind the reviewer path."""
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from apps.bots.demo import DEMO_AGENT_ID
+from apps.bots.models import KnowledgeDocument
+from apps.rubrics.demo import DEMO_RUBRIC_ID
+from apps.runs import services
+from apps.runs.demo import load_demo_evaluation_data
+from apps.testsets.demo import DEMO_TEST_SET_ID
+from tests.console.browser import click_and_wait_for_new_page, needs_chromium, screenshot
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    needs_chromium,
+]
+
+
+def log_in(browser, live_server, user):
+    """The session of a logged-in user, set as the browser's cookie (the login page is not what
+    this test is about)."""
+    client = Client()
+    client.force_login(user)
+    browser.get(f"{live_server.url}/static/console/console.css")
+    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                        "path": "/"})
+
+
+def test_runs_are_named_and_bot_changes_show(browser, live_server):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    load_demo_evaluation_data()
+    reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
+    # Tasks run in-process (eager) once each run's transaction commits.
+    first = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
+                                concurrency=2, label="baseline", created_by=reviewer)
+    KnowledgeDocument.objects.filter(title="PTO Policy").delete()
+    second = services.run_rerun(run=first, label="PTO document deleted", created_by=reviewer)
+    second.refresh_from_db()
+    assert second.status == "completed" and second.failed >= 1
+    find = browser.find_element
+    log_in(browser, live_server, reviewer)
+
+    # The run list: label, bot and test set by name; dropdown filters.
+    browser.get(f"{live_server.url}/console/runs/")
+    table = find(By.ID, "runs").text
+    assert "PTO document deleted" in table and "baseline" in table
+    assert "O'Connor Internal Ops Associate Test Set v1" in table
+    Select(find(By.ID, "filter-bot")).select_by_value(DEMO_AGENT_ID)
+    Select(find(By.ID, "filter-test-set")).select_by_value(DEMO_TEST_SET_ID)
+    click_and_wait_for_new_page(browser, find(By.CSS_SELECTOR, "form.filters button[type=submit]"))
+    assert len(find(By.ID, "runs").find_elements(By.CSS_SELECTOR, "tbody tr")) == 2
+    screenshot(browser, "2x-01-run-list")
+
+    # The run page's header names the run.
+    click_and_wait_for_new_page(browser, find(By.PARTIAL_LINK_TEXT, "PTO document deleted"))
+    heading = find(By.TAG_NAME, "h1").text
+    assert heading.startswith("PTO document deleted:") and "Test Set v1" in heading
+    screenshot(browser, "2x-02-run-header")
+
+    # The comparison: what changed in the bot, and the regressed item's two answers side by side.
+    click_and_wait_for_new_page(browser, find(By.ID, "compare-previous"))
+    changes = find(By.ID, "bot-change-list").text
+    assert "document removed PTO Policy" in changes
+    pairs = find(By.CSS_SELECTOR, "#regressions + div .compare-answers .side-by-side")
+    before, after = pairs.find_element(By.CLASS_NAME, "answer-before"), pairs.find_element(By.CLASS_NAME, "answer-after")
+    assert before.location["y"] == after.location["y"] and before.location["x"] < after.location["x"], "side by side"
+    assert before.text != after.text
+    screenshot(browser, "2x-03-compare")
+    screenshot(browser, "2x-03-compare-tablet", width=820)
+
+    # The dashboard: one trend line per test set; the runs named.
+    browser.get(f"{live_server.url}/console/")
+    trend = find(By.CSS_SELECTOR, "#run-trend svg").get_attribute("aria-label")
+    assert "O'Connor Internal Ops Associate Test Set" in trend
+    assert "PTO document deleted" in find(By.CSS_SELECTOR, "table.bot-runs").text
+    screenshot(browser, "2x-04-dashboard")
+
+    # The launch form takes a label.
+    browser.get(f"{live_server.url}/console/runs/new/")
+    find(By.NAME, "label").send_keys("after restoring the PTO document")
+    screenshot(browser, "2x-05-launch-label")

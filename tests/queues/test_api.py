@@ -1,0 +1,54 @@
+import pytest
+
+from apps.queues.models import QueueItem
+from apps.runs.models import VerdictReview
+from tests.agentic.factories import AgentEvaluationFactory
+
+from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+
+pytestmark = pytest.mark.django_db
+QUEUES = "/api/v1/queues"
+
+
+def test_staff_create_fill_and_review(staff_api):
+    result = reviewable_result()
+    queue = staff_api.post(QUEUES, {"name": "triage", "kind": "run_result", "include_unassessed": True},
+                           format="json").json()
+    assert staff_api.post(f"{QUEUES}/{queue['id']}/fill").json() == {"entered": 1, "total": 1}
+    assert staff_api.post(f"{QUEUES}/{queue['id']}/fill").json() == {"entered": 0, "total": 1}
+    items = staff_api.get(f"{QUEUES}/{queue['id']}/items").json()
+    assert items["count"] == 1 and items["results"][0]["target_id"] == str(result.result_id)
+    item_id = items["results"][0]["id"]
+    response = staff_api.post(f"{QUEUES}/{queue['id']}/items/{item_id}/review",
+                              {"verdicts": [{"kind": "rule", "key": "USES_KB", "passed": True}]}, format="json")
+    assert response.status_code == 200 and response.json()["reviewed_by"] == "staff-user"
+    assert VerdictReview.objects.get(result=result).judge_status == "skipped"
+    got = staff_api.get(f"{QUEUES}/{queue['id']}").json()
+    assert (got["total"], got["done"], got["left"]) == (1, 1, 0)
+
+
+def test_readers_read_and_non_staff_cannot_write(api, default_key_api):
+    item = QueueItemFactory()
+    assert default_key_api.get(QUEUES).status_code == 200
+    assert default_key_api.get(f"{QUEUES}/{item.queue_id}/items").status_code == 200
+    # `api` holds configure but is not staff: writing queues is staff's.
+    assert api.post(QUEUES, {"name": "x", "kind": "run_result"}, format="json").status_code == 403
+    assert api.post(f"{QUEUES}/{item.queue_id}/items/{item.pk}/claim").status_code == 403
+    assert default_key_api.post(f"{QUEUES}/{item.queue_id}/fill").status_code == 403
+
+
+def test_bad_input_and_unknown_ids(staff_api):
+    queue = ReviewQueueFactory(kind="agentic_evaluation")
+    assert staff_api.post(QUEUES, {"name": "x", "kind": "nope"}, format="json").status_code == 422
+    assert staff_api.get(f"{QUEUES}/999999").status_code == 404
+    assert staff_api.post(f"{QUEUES}/{queue.pk}/items", {"target_id": "424242"}, format="json").status_code == 404
+    evaluation = AgentEvaluationFactory()
+    added = staff_api.post(f"{QUEUES}/{queue.pk}/items", {"target_id": str(evaluation.pk)}, format="json")
+    assert added.status_code == 201
+    item_id = added.json()["id"]
+    too_high = staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/review",
+                              {"verdicts": [{"key": "task_adherence", "score": 2}]}, format="json")
+    assert too_high.status_code == 422
+    assert staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/assign", {"username": "ghost"},
+                          format="json").status_code == 404
+    assert QueueItem.objects.get(pk=item_id).done_at is None
