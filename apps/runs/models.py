@@ -84,6 +84,10 @@ class EvaluationRun(models.Model):
     passed = models.PositiveIntegerField(default=0)
     failed = models.PositiveIntegerField(default=0)
     concurrency = models.PositiveSmallIntegerField(default=3)
+    # Each item runs this many times (attempts 1..repeats), so a verdict that flips between runs of
+    # the same system shows up as flaky instead of as a change. total/completed/passed/failed count
+    # attempts; the item-level figures (pass^k, pass@k, flaky) are below.
+    repeats = models.PositiveSmallIntegerField(default=1)
     component_scope_filter = models.CharField(max_length=32, null=True, blank=True)
     component_ids_filter = models.JSONField(default=list, blank=True)
     component_scores = models.JSONField(null=True, blank=True)
@@ -99,6 +103,16 @@ class EvaluationRun(models.Model):
     verdicts_scored = models.PositiveIntegerField(default=0)
     verdicts_skipped = models.PositiveIntegerField(default=0)
     verdicts_errored = models.PositiveIntegerField(default=0)
+    # Item-level figures over attempts, written when the run finishes (apps.runs.selectors
+    # run_item_figures computes them live before that): items every attempt of which passed (pass^k),
+    # items some attempt of which passed (pass@k), items whose attempts disagree (flaky), items judged.
+    items_passed_all = models.PositiveIntegerField(default=0)
+    items_passed_any = models.PositiveIntegerField(default=0)
+    flaky_items = models.PositiveIntegerField(default=0)
+    items_done = models.PositiveIntegerField(default=0)
+    # The distinct judges of the run's verdicts (fingerprint.distinct_judges), written when the run
+    # finishes so that reading a large finished run does not scan every verdict; null before.
+    judge_fingerprints = models.JSONField(null=True, blank=True)
     bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
     bot_llm_model = models.CharField(max_length=200, blank=True, default="")
     judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
@@ -141,8 +155,8 @@ class EvaluationRun(models.Model):
 
 
 class EvaluationResult(models.Model):
-    """The verdict on one test item of a run: one row per (run, test case), created when the run
-    starts and written once when its item finishes."""
+    """The verdict on one attempt of one test item of a run: one row per (run, test case, attempt),
+    created when the run starts and written once when the attempt finishes."""
 
     class State(models.TextChoices):
         PENDING = "pending"
@@ -156,6 +170,9 @@ class EvaluationResult(models.Model):
     run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="results")
     position = models.PositiveIntegerField()
     test_case_id = models.UUIDField()
+    # 1..run.repeats: which trial of the item this is. Not `attempts`, which counts executions of
+    # this one row (a worker that died and was retried).
+    attempt = models.PositiveSmallIntegerField(default=1)
     item_name = models.CharField(max_length=255, blank=True, default="")
     item_type = models.CharField(max_length=16)
     # The item definition as it stood in the pinned version, so a worker never reads the moving head.
@@ -174,6 +191,9 @@ class EvaluationResult(models.Model):
     # passed, failed or unassessed (apps.runs.judging.aggregate.item_outcome); null until done.
     outcome = models.CharField(max_length=10, choices=[(o, o) for o in OUTCOMES], null=True, blank=True)
     duration_ms = models.PositiveIntegerField(null=True, blank=True)
+    # Short hash of the distinct judges of this result's verdicts (fingerprint.judges_hash): equal
+    # hashes, same judge; empty until done or where no verdict carries a fingerprint.
+    fingerprint = models.CharField(max_length=12, blank=True, default="")
     langsmith_run_id = models.CharField(max_length=255, null=True, blank=True)
     error = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -182,8 +202,9 @@ class EvaluationResult(models.Model):
     objects = EvaluationResultQuerySet.as_manager()
 
     class Meta:
-        ordering = ["run_id", "position"]
-        constraints = [models.UniqueConstraint(fields=["run", "test_case_id"], name="result_unique_per_test_case")]
+        ordering = ["run_id", "position", "attempt"]
+        constraints = [models.UniqueConstraint(fields=["run", "test_case_id", "attempt"],
+                                               name="result_unique_per_test_case_attempt")]
         indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"]),
                    # The dashboard's newest failures, across every run.
                    models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict")]

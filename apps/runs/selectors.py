@@ -1,17 +1,17 @@
 from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
 
-from .judging.aggregate import FAILED, UNASSESSED, component_scores, coverage
+from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, component_scores, coverage, is_flaky
 from .judging.fingerprint import distinct_judges, judge_changes
 from .judging.types import CRITERION, RULE, SEVERITY_ORDER, Verdict
 from .models import EvaluationResult, EvaluationRun, VerdictReview
 from .reviews import agreement_table, apply_reviews, human_passed, in_force
-from .stats import paired_statistics
+from .stats import paired_statistics, wilson_interval
 
 
 def run_find(*, run_id) -> EvaluationRun | None:
@@ -66,12 +66,101 @@ def run_list(*, agent_id: str | None = None, status: str | None = None, limit: i
 
 def result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: str | None = None):
     """Finished results of a run, in test set order."""
-    results = run.results.done().order_by("position")
+    results = run.results.done().order_by("position", "attempt")
     if passed is not None:
         results = results.filter(passed=passed)
     if item_type:
         results = results.filter(item_type=item_type)
     return results
+
+
+def _attempt_counts(run: EvaluationRun) -> dict:
+    """Per test case id, (done attempts, passed, failed), counted in the database."""
+    rows = (run.results.done().order_by().values("test_case_id")
+            .annotate(n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
+            .values_list("test_case_id", "n", "ok", "bad"))
+    return {case: (n, ok, bad) for case, n, ok, bad in rows.iterator()}
+
+
+def _outcomes_of(n: int, ok: int, bad: int) -> list[str]:
+    return [PASSED] * ok + [FAILED] * bad + [UNASSESSED] * (n - ok - bad)
+
+
+def item_figures(*, run: EvaluationRun) -> dict:
+    """The run's item-level figures over attempts, from its finished results: items judged, items
+    every attempt of which passed (pass^k), items some attempt of which passed (pass@k), and items
+    whose attempts disagree (flaky). A finished run has them stored (services._finalize)."""
+    figures = {"items_done": 0, "items_passed_all": 0, "items_passed_any": 0, "flaky_items": 0}
+    for n, ok, bad in _attempt_counts(run).values():
+        outcomes = _outcomes_of(n, ok, bad)
+        figures["items_done"] += 1
+        figures["items_passed_all"] += canonical_outcome(outcomes) == PASSED
+        figures["items_passed_any"] += ok > 0
+        figures["flaky_items"] += is_flaky(outcomes)
+    return figures
+
+
+def item_pairs(*, base: EvaluationRun, head: EvaluationRun) -> tuple[list[tuple[bool, bool]], list[tuple[float, float]]]:
+    """The items finished in both runs, paired by test case id: their canonical verdicts (every
+    attempt passed) and their pass rates over attempts, in the same order, for
+    stats.paired_statistics. Counted in the database: no verdict column is read."""
+    base_counts, head_counts = _attempt_counts(base), _attempt_counts(head)
+    verdicts, rates = [], []
+    for case in sorted(set(base_counts) & set(head_counts), key=str):
+        (bn, bok, _), (hn, hok, _) = base_counts[case], head_counts[case]
+        verdicts.append((bok == bn, hok == hn))
+        rates.append((bok / bn, hok / hn))
+    return verdicts, rates
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def run_trial_figures(*, run: EvaluationRun) -> dict:
+    """What a run reports over repeated trials: repeats, the mean pass rate over attempts with its
+    95% Wilson interval, pass^k and pass@k over items, and how many items are flaky. Stored figures
+    for a finished run; computed from the results so far for one still going."""
+    figures = {name: getattr(run, name) for name in ("items_done", "items_passed_all", "items_passed_any",
+                                                      "flaky_items")}
+    if not run.is_finished:
+        figures = item_figures(run=run)
+    return {
+        "repeats": run.repeats, "pass_rate": run.pass_rate, "pass_rate_ci": wilson_interval(run.passed, run.completed),
+        "pass_hat_k": _share(figures["items_passed_all"], figures["items_done"]),
+        "pass_at_k": _share(figures["items_passed_any"], figures["items_done"]),
+        "flaky_items": figures["flaky_items"], "items_judged": figures["items_done"],
+    }
+
+
+def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flaky: bool | None = None) -> dict:
+    """The run's items with their attempts, in test set order: per item its canonical outcome
+    (aggregate.canonical_outcome), pass rate over attempts, pass^k and pass@k, whether it is flaky,
+    and its attempts (result id, attempt, outcome). Paged by item; `flaky` keeps only flaky (or
+    only steady) items. Returns {"items": [...], "total": items matching, "has_more": bool}."""
+    rows = (run.results.order_by("position", "attempt")
+            .values_list("position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state",
+                         "outcome"))
+    by_item: dict = {}
+    for position, case, name, item_type, attempt, result_id, state, outcome in rows.iterator():
+        item = by_item.setdefault(case, {"test_case_id": case, "position": position, "item_name": name,
+                                         "item_type": item_type, "attempts": []})
+        item["attempts"].append({"attempt": attempt, "result_id": result_id,
+                                 "outcome": outcome if state == EvaluationResult.State.DONE else None})
+    items = []
+    for item in by_item.values():
+        outcomes = [a["outcome"] for a in item["attempts"] if a["outcome"] is not None]
+        passed = outcomes.count(PASSED)
+        item.update({
+            "attempts_done": len(outcomes), "attempts_passed": passed,
+            "pass_rate": _share(passed, len(outcomes)),
+            "passed_all": bool(outcomes) and passed == len(outcomes), "passed_any": passed > 0,
+            "flaky": is_flaky(outcomes),
+            "outcome": canonical_outcome(outcomes) if len(outcomes) == len(item["attempts"]) else None,
+        })
+        if flaky is None or item["flaky"] == flaky:
+            items.append(item)
+    return {"items": items[offset:offset + limit], "total": len(items), "has_more": offset + limit < len(items)}
 
 
 def run_live_component_scores(*, run: EvaluationRun) -> dict | None:
@@ -306,13 +395,17 @@ def rows_judge_fingerprints(rows: list[dict]) -> list[dict]:
     return _fingerprints_of((r["criteria_scores"], r["rubric_scores"]) for r in rows)
 
 
-def run_judge_fingerprints(*, runs) -> dict[int, list[dict]]:
-    """Per run pk, the distinct judges of its verdicts (judge_fingerprints): one query for all the runs."""
-    columns: dict[int, list] = {run.pk: [] for run in runs}
+def run_judge_fingerprints(*, runs, stored: bool = True) -> dict[int, list[dict]]:
+    """Per run pk, the distinct judges of its verdicts (judge_fingerprints): what a finished run
+    stored, and for the others one query for all of them (stored=False: always from the verdicts)."""
+    found = {run.pk: run.judge_fingerprints for run in runs if stored and run.judge_fingerprints is not None}
+    columns: dict[int, list] = {run.pk: [] for run in runs if run.pk not in found}
+    if not columns:
+        return found
     rows = EvaluationResult.objects.filter(run__in=list(columns)).values_list("run_id", "criteria_scores", "rubric_scores")
     for run_pk, criteria, rules in rows.iterator():
         columns[run_pk].append((criteria, rules))
-    return {pk: _fingerprints_of(stored) for pk, stored in columns.items()}
+    return {**found, **{pk: _fingerprints_of(verdict_columns) for pk, verdict_columns in columns.items()}}
 
 
 def _verdict_scores(rows: list[dict]) -> tuple[dict, dict]:
@@ -368,7 +461,7 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun) -> dict:
     head_judges = rows_judge_fingerprints(list(head_rows.values()))
     # Runs judged before fingerprints existed have none: nothing to say they differ.
     changes = judge_changes(base_judges, head_judges) if base_judges and head_judges else []
-    statistics = paired_statistics([(bool(b["passed"]), bool(h["passed"])) for b, h in pairs if b])
+    statistics = paired_statistics(*item_pairs(base=base, head=head))
     named = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in=(base.pk, head.pk))}
     base, head = named.get(base.pk, base), named.get(head.pk, head)
 

@@ -34,14 +34,16 @@ from . import sources, tasks
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
 from .judging.aggregate import (FAILED, PASSED, SCOPES, UNASSESSED, assessed, component_scores, coverage,
                                 stored_outcome)
+from .judging.fingerprint import distinct_judges, judges_hash
 from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict
 from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun, VerdictReview
-from .selectors import run_get
+from .selectors import item_figures, run_get, run_judge_fingerprints
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
 MAX_CONCURRENCY = 32
+MAX_REPEATS = 10
 
 State = EvaluationResult.State
 Status = EvaluationRun.Status
@@ -72,10 +74,11 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
                dataset_id: uuid.UUID | None = None, rubric_id: uuid.UUID | None = None,
                rubric_version: int | None = None, concurrency: int = 3, component_scope_filter: str | None = None,
                component_ids_filter: list[str] | None = None, judge_model: str | None = None,
-               label: str | None = None, created_by=None) -> EvaluationRun:
-    """Create a pending run pinned to the versions it will use, with one result row per item, and
-    queue its start once the transaction commits. The bot is edited in place, so its configuration
-    as it stands now is snapshot on the run (bot_snapshot)."""
+               label: str | None = None, repeats: int = 1, created_by=None) -> EvaluationRun:
+    """Create a pending run pinned to the versions it will use, with one result row per item and
+    attempt (`repeats` attempts of every item), and queue its start once the transaction commits.
+    The bot is edited in place, so its configuration as it stands now is snapshot on the run
+    (bot_snapshot)."""
     label = (label or "").strip()
     if len(label) > LABEL_MAX_LENGTH:
         raise InvalidInputError(f"label is at most {LABEL_MAX_LENGTH} characters")
@@ -83,6 +86,8 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         raise InvalidInputError("Give exactly one of test_set_id (V2) or dataset_id (V1).")
     if not 1 <= concurrency <= MAX_CONCURRENCY:
         raise InvalidInputError(f"concurrency must be between 1 and {MAX_CONCURRENCY}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise InvalidInputError(f"repeats must be a whole number between 1 and {MAX_REPEATS}")
     if component_scope_filter is not None and component_scope_filter not in SCOPES:
         raise InvalidInputError(f"component_scope_filter must be one of {', '.join(SCOPES)}")
     if rubric_id is None and rubric_version is not None:
@@ -107,14 +112,17 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         agent_id=agent_id, dataset_id=dataset_id, test_set_id=test_set_id, test_set_version=test_set_version,
         rubric_id=rubric_id, rubric_version=rubric_version, concurrency=concurrency,
         component_scope_filter=component_scope_filter, component_ids_filter=component_ids_filter or [],
-        bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label, total=len(rows),
+        bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label,
+        total=len(rows) * repeats, repeats=repeats,
         label=label, bot_snapshot=bot_config_snapshot(bot), created_by=created_by,
     )
     EvaluationResult.objects.bulk_create([
-        EvaluationResult(run=run, position=n, test_case_id=case_id, item_name=name, item_type=item_type, item=item,
+        EvaluationResult(run=run, position=n, attempt=attempt, test_case_id=case_id, item_name=name,
+                         item_type=item_type, item=item,
                          input=dict(item.get("inputs") or {}) if item_type != "question" else {"message": item["question"]})
+        for attempt in range(1, repeats + 1)
         for n, (case_id, name, item_type, item) in enumerate(rows)
-    ])
+    ], batch_size=2000)
     transaction.on_commit(lambda: tasks.start_run.delay(run.pk))
     return run
 
@@ -127,7 +135,8 @@ def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) 
         dataset_id=run.dataset_id, rubric_id=run.rubric_id, rubric_version=run.rubric_version,
         concurrency=run.concurrency, component_scope_filter=run.component_scope_filter,
         component_ids_filter=run.component_ids_filter or None,
-        judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC, label=label, created_by=created_by)
+        judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC, label=label, repeats=run.repeats,
+        created_by=created_by)
 
 
 def run_start(*, run_pk: int) -> None:
@@ -151,7 +160,10 @@ def run_dispatch(*, run_pk: int) -> list[int]:
         free = run.concurrency - in_flight
         if free <= 0:
             return []
-        claimed = list(run.results.filter(state=State.PENDING).order_by("position").values_list("pk", flat=True)[:free])
+        # Attempt by attempt: a run cancelled part way has whole first attempts rather than every
+        # attempt of its first items.
+        claimed = list(run.results.filter(state=State.PENDING).order_by("attempt", "position")
+                       .values_list("pk", flat=True)[:free])
         if claimed:
             EvaluationResult.objects.filter(pk__in=claimed).update(state=State.QUEUED, heartbeat_at=timezone.now())
             transaction.on_commit(lambda: _enqueue(claimed))
@@ -255,7 +267,9 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
                              judge=JudgeChoice.from_label(run.judge), rubric_version=run.rubric_version,
                              heartbeat=_heartbeat(result),
                              judge_concurrency=settings.EVALSITE_JUDGE_CONCURRENCY_PER_ITEM)
-        conversation_id = f"{run.run_id}:{result.test_case_id}"
+        # Every attempt is its own conversation: a bot that keeps state per conversation id must not
+        # answer a repeat from the first attempt's memory. Attempt 1 keeps the id runs always had.
+        conversation_id = f"{run.run_id}:{result.test_case_id}" + (f":{result.attempt}" if result.attempt > 1 else "")
         if result.item_type == "question":
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
         else:
@@ -294,6 +308,7 @@ def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
     rules = Verdict.list_from_json(fields.get("rubric_scores"), kind=RULE)
     outcome = stored_outcome(passed=passed, criteria=fields.get("criteria_scores"), rules=fields.get("rubric_scores"))
     passed = outcome == PASSED
+    fields["fingerprint"] = judges_hash(distinct_judges(v.fingerprint for v in criteria + rules))
     with transaction.atomic():
         written = EvaluationResult.objects.filter(pk=result.pk).exclude(state=State.DONE).update(
             state=State.DONE, passed=passed, outcome=outcome, finished_at=timezone.now(), **fields)
@@ -335,9 +350,22 @@ def _finalize(run: EvaluationRun) -> None:
     run.refresh_from_db(fields=["completed", "passed", "failed", "unassessed", "criteria_passed", "criteria_total",
                                 "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped",
                                 "verdicts_scored", "verdicts_skipped", "verdicts_errored"])
+    _store_item_figures(run)
     run.status = Status.COMPLETED
     run.completed_at = timezone.now()
-    run.save(update_fields=["status", "completed_at", "component_scores"])
+    run.save(update_fields=["status", "completed_at", "component_scores", *ITEM_FIGURE_FIELDS, "judge_fingerprints"])
+
+
+ITEM_FIGURE_FIELDS = ("items_done", "items_passed_all", "items_passed_any", "flaky_items")
+
+
+def _store_item_figures(run: EvaluationRun) -> None:
+    """Freeze what readers would otherwise compute from every result: the item-level figures over
+    attempts and the run's judge fingerprints."""
+    figures = item_figures(run=run)
+    for name in ITEM_FIGURE_FIELDS:
+        setattr(run, name, figures[name])
+    run.judge_fingerprints = run_judge_fingerprints(runs=[run], stored=False)[run.pk]
 
 
 def run_cancel(*, run: EvaluationRun) -> EvaluationRun:

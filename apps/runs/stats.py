@@ -14,6 +14,16 @@ WORSE, BETTER, WITHIN_NOISE = "worse", "better", "within_noise"
 VERDICT_WORDS = {WORSE: "worse, significant at 95%", BETTER: "better, significant", WITHIN_NOISE: "within noise"}
 
 
+def wilson_interval(successes: int, trials: int, *, confidence: float = CONFIDENCE) -> list[float] | None:
+    """[low, high] of a proportion by the Wilson score interval (scipy), None without trials.
+    Over a run's attempts it treats them as independent; attempts of one item are not, so with
+    repeats the interval is narrower than an item-level one would be (pass^k is the item-level figure)."""
+    if trials <= 0:
+        return None
+    interval = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return [round(float(interval.low), 4), round(float(interval.high), 4)]
+
+
 def change_counts(pairs: list[tuple[bool, bool]]) -> dict[str, int]:
     """(base passed, head passed) pairs counted: both passed, both failed, pass→fail, fail→pass."""
     return {
@@ -37,10 +47,12 @@ def _rate_difference(base, head, axis=-1):
     return np.mean(head, axis=axis) - np.mean(base, axis=axis)
 
 
-def pass_rate_diff_ci(pairs: list[tuple[bool, bool]], *, confidence: float = CONFIDENCE,
+def pass_rate_diff_ci(pairs: list[tuple[float, float]], *, confidence: float = CONFIDENCE,
                       seed: int = BOOTSTRAP_SEED) -> list[float] | None:
     """[low, high] of head's pass rate minus base's, by a paired bootstrap (items resampled with
-    both their outcomes). None with fewer than two pairs; a single point where every pair
+    both their outcomes). A pair holds each run's pass rate of the item: 0 or 1 (booleans) with one
+    attempt, the share of passed attempts with repeats, so the interval is over attempts while items
+    stay the unit resampled. None with fewer than two pairs; a single point where every pair
     differs by the same amount (nothing to resample)."""
     if len(pairs) < 2:
         return None
@@ -63,12 +75,14 @@ def comparison_verdict(*, p: float, pass_to_fail: int, fail_to_pass: int) -> str
     return WITHIN_NOISE
 
 
-def paired_statistics(pairs: list[tuple[bool, bool]]) -> dict:
+def paired_statistics(pairs: list[tuple[bool, bool]], rate_pairs: list[tuple[float, float]] | None = None) -> dict:
     """Everything a comparison reports about pass/fail changes: counts, mcnemar_p,
-    pass_rate_diff_ci and verdict."""
+    pass_rate_diff_ci and verdict. `pairs` are the items' canonical verdicts (with repeats: every
+    attempt passed), which the counts and McNemar's test use; `rate_pairs`, in the same order, the
+    items' pass rates over attempts, which the bootstrap uses (the verdicts themselves by default)."""
     counts = change_counts(pairs)
     p = mcnemar_p(pass_to_fail=counts["pass_to_fail"], fail_to_pass=counts["fail_to_pass"])
     return {"paired_items": len(pairs), "changes": counts, "mcnemar_p": p,
-            "pass_rate_diff_ci": pass_rate_diff_ci(pairs),
+            "pass_rate_diff_ci": pass_rate_diff_ci(pairs if rate_pairs is None else rate_pairs),
             "verdict": comparison_verdict(p=p, pass_to_fail=counts["pass_to_fail"],
                                           fail_to_pass=counts["fail_to_pass"])}

@@ -302,6 +302,8 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     walk(api, "get", f"{v1}/runs?agent_id={agent_id}", 200)
     assert walk(api, "get", f"{v1}/runs/{run_id}", 200)["status"] == "completed"
     results = walk(api, "get", f"{v1}/runs/{run_id}/results", 200)
+    items = walk(api, "get", f"{v1}/runs/{run_id}/items?limit=2", 200)
+    assert items["items"] and items["items"][0]["attempts"][0]["attempt"] == 1
     result_id = results[0]["result_id"]
     verdict = results[0]["criteria_scores"][0]["criterion"]
     walk(api, "post", f"{v1}/results/{result_id}/reviews", 201,

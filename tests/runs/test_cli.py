@@ -93,13 +93,13 @@ def test_baseline_fails_only_on_a_significant_regression_and_lists_the_items(pla
     run_cli("--wait")
     baseline = _newest_run()
     # The baseline passed everything: the 6 items the bot cannot answer are 6 regressions, p = 0.031.
-    baseline.results.update(passed=True)
+    baseline.results.update(passed=True, outcome="passed")
     with pytest.raises(CommandError, match=r"significant regression against baseline .*: 6 items went from pass to fail"):
         run_cli("--wait", "--baseline", str(baseline.run_id))
     out = capsys.readouterr().out
     assert ": worse, significant at 95%" in out and out.count("  REGRESSED item ") == 6
     # Five regressions out of 18 are not significant (p = 0.0625): the build stays green.
-    baseline.results.filter(position=2).update(passed=False)
+    baseline.results.filter(position=2).update(passed=False, outcome="failed")
     run_cli("--wait", "--baseline", str(baseline.run_id))
     assert ": within noise" in capsys.readouterr().out
 

@@ -8,7 +8,7 @@ from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.validation import Identifier
 from apps.runs.models import LABEL_MAX_LENGTH
-from apps.runs.services import MAX_REVIEW_NOTE
+from apps.runs.services import MAX_CONCURRENCY, MAX_REPEATS, MAX_REVIEW_NOTE
 
 AgentId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{24}$", description="mongodb-objectid: 24 hex characters")]
 
@@ -20,7 +20,9 @@ class RunCreateIn(BaseModel):
     dataset_id: uuid.UUID | None = None
     rubric_id: uuid.UUID | None = None
     rubric_version: Annotated[StrictInt, Field(ge=1)] | None = None
-    concurrency: Annotated[StrictInt, Field(ge=1, le=32)] = 3
+    concurrency: Annotated[StrictInt, Field(ge=1, le=MAX_CONCURRENCY)] = 3
+    repeats: Annotated[StrictInt, Field(ge=1, le=MAX_REPEATS)] = Field(
+        default=1, description="how many times each item runs (attempts 1..repeats; never served from a cache)")
     component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
     component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
     judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
@@ -87,13 +89,21 @@ class RunOut(BaseModel):
     dataset_id: uuid.UUID | None
     agent_id: str
     status: Literal["pending", "running", "completed", "failed", "cancelled"]
-    total: int
-    completed: int
-    passed: int
-    failed: int
-    unassessed: int = Field(description="items a high-severity rule of which was skipped or errored: neither "
+    total: int = Field(description="attempts to run: items x repeats")
+    completed: int = Field(description="attempts finished")
+    passed: int = Field(description="attempts passed")
+    failed: int = Field(description="attempts failed")
+    unassessed: int = Field(description="attempts a high-severity rule of which was skipped or errored: neither "
                                         "passed nor failed, never counted as a pass")
     coverage: Coverage
+    repeats: int = Field(description="attempts per item")
+    pass_rate: float | None = Field(description="mean pass rate: passed / completed attempts; null before any")
+    pass_rate_ci: list[float] | None = Field(
+        description="[low, high]: 95% Wilson interval of pass_rate over the attempts; null before any")
+    pass_hat_k: float | None = Field(
+        description="pass^k: share of judged items every attempt of which passed (the items' canonical verdict)")
+    pass_at_k: float | None = Field(description="pass@k: share of judged items some attempt of which passed")
+    flaky_items: int = Field(description="items whose attempts disagree (one passed, another failed)")
     concurrency: int
     started_at: datetime | None
     completed_at: datetime | None
@@ -156,6 +166,9 @@ class ResultOut(BaseModel):
     scores: dict[str, Any] | None
     item_name: str
     item_type: str
+    attempt: int = Field(description="which trial of the item this is, 1..the run's repeats")
+    fingerprint: str = Field(description="short hash of the distinct judges of this result's verdicts: equal "
+                                         "hashes, same judge; empty until done or for verdicts without fingerprints")
     criteria_scores: list[CriterionScore] | None
     criteria_passed: bool | None
     rubric_scores: list[RubricScore] | None
@@ -206,6 +219,35 @@ class RunList(RootModel[list[RunOut]]):
 
 class ResultList(RootModel[list[ResultOut]]):
     pass
+
+
+class AttemptOut(BaseModel):
+    attempt: int
+    result_id: uuid.UUID
+    outcome: Literal["passed", "failed", "unassessed"] | None = Field(description="null until the attempt is done")
+
+
+class RunItemOut(BaseModel):
+    test_case_id: uuid.UUID
+    position: int
+    item_name: str
+    item_type: str
+    outcome: Literal["passed", "failed", "unassessed"] | None = Field(
+        description="the item's canonical verdict: passed only if every attempt passed, failed if any failed, "
+                    "else unassessed; null until all its attempts are done")
+    attempts_done: int
+    attempts_passed: int
+    pass_rate: float | None = Field(description="attempts passed / attempts done")
+    passed_all: bool = Field(description="pass^k for this item: every attempt passed")
+    passed_any: bool = Field(description="pass@k for this item: some attempt passed")
+    flaky: bool = Field(description="its attempts disagree: one passed, another failed")
+    attempts: list[AttemptOut]
+
+
+class RunItemList(BaseModel):
+    items: list[RunItemOut]
+    total: int = Field(description="items matching the filter")
+    has_more: bool
 
 
 class ChangeCounts(BaseModel):

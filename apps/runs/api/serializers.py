@@ -1,6 +1,6 @@
 from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
 from apps.runs.reviews import human_passed, in_force
-from apps.runs.selectors import run_judge_fingerprints, run_live_component_scores
+from apps.runs.selectors import run_judge_fingerprints, run_live_component_scores, run_trial_figures
 from apps.runs.stats import VERDICT_WORDS
 
 
@@ -11,7 +11,7 @@ def run_data(run: EvaluationRun, judge_fingerprints: list[dict] | None = None) -
     return {
         "run_id": run.run_id, "label": run.label, "dataset_id": run.dataset_id, "agent_id": run.agent_id, "status": run.status,
         "total": run.total, "completed": run.completed, "passed": run.passed, "failed": run.failed,
-        "unassessed": run.unassessed, "coverage": run.coverage,
+        "unassessed": run.unassessed, "coverage": run.coverage, **run_trial_figures(run=run),
         "concurrency": run.concurrency, "started_at": run.started_at, "completed_at": run.completed_at,
         "error": run.error, "rubric_id": run.rubric_id, "rubric_version": run.rubric_version,
         "test_set_id": run.test_set_id, "test_set_version": run.test_set_version,
@@ -31,6 +31,7 @@ def result_data(result: EvaluationResult, run: EvaluationRun) -> dict:
         "result_id": result.result_id, "run_id": run.run_id, "test_case_id": result.test_case_id,
         "langsmith_run_id": result.langsmith_run_id, "input": result.input, "output": result.output,
         "scores": result.scores, "item_name": result.item_name, "item_type": result.item_type,
+        "attempt": result.attempt, "fingerprint": result.fingerprint,
         "criteria_scores": result.criteria_scores, "criteria_passed": result.criteria_passed,
         "rubric_scores": result.rubric_scores, "rubric_passed": result.rubric_passed, "passed": result.passed,
         "outcome": result.outcome,

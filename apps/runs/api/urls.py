@@ -6,6 +6,7 @@ urlpatterns = [
     path("runs", views.RunsView.as_view(), name="runs"),
     path("runs/<uuid:run_id>", views.RunDetailView.as_view(), name="run-detail"),
     path("runs/<uuid:run_id>/results", views.RunResultsView.as_view(), name="run-results"),
+    path("runs/<uuid:run_id>/items", views.RunItemsView.as_view(), name="run-items"),
     path("runs/<uuid:run_id>/compare/<uuid:other_run_id>", views.RunCompareView.as_view(), name="run-compare"),
     path("runs/<uuid:run_id>/cancel", views.RunCancelView.as_view(), name="run-cancel"),
     path("results/<uuid:result_id>", views.ResultDetailView.as_view(), name="result-detail"),

@@ -10,7 +10,8 @@ from apps.core.api.validation import validate_body
 from apps.core.schema import CONFLICT, ErrorOut
 from apps.runs import selectors, services
 
-from .schemas import ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn, RunList, RunOut
+from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn,
+                      RunItemList, RunList, RunOut)
 from .serializers import comparison_data, result_data, result_detail_data, review_data, reviews_data, run_data
 
 TAG = ["runs"]
@@ -25,6 +26,12 @@ class RunListQuery(BaseModel):
 class ResultQuery(BaseModel):
     passed: bool | None = None
     item_type: Literal["single_turn", "scenario", "question"] | None = None
+
+
+class ItemQuery(BaseModel):
+    flaky: bool | None = None
+    offset: int = Field(default=0, ge=0, le=1_000_000)
+    limit: int = Field(default=100, ge=1, le=1000)
 
 
 def _run_or_404(run_id):
@@ -83,6 +90,19 @@ class RunResultsView(APIView):
         run = _run_or_404(run_id)
         query = ResultQuery.model_validate(request.query_params.dict())
         return respond(ResultList, [result_data(r, run) for r in selectors.result_list(run=run, **query.model_dump())])
+
+
+class RunItemsView(APIView):
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(tags=TAG, responses={200: RunItemList},
+                   parameters=[OpenApiParameter("flaky", bool), OpenApiParameter("offset", int),
+                               OpenApiParameter("limit", int)],
+                   summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky")
+    def get(self, request, run_id):
+        run = _run_or_404(run_id)
+        query = ItemQuery.model_validate(request.query_params.dict())
+        return respond(RunItemList, selectors.run_item_list(run=run, **query.model_dump()))
 
 
 class RunCancelView(APIView):

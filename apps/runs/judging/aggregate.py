@@ -72,6 +72,20 @@ def stored_outcome(*, passed: bool | None, criteria: list[dict] | None, rules: l
     return FAILED if outcome == PASSED and passed is False else outcome
 
 
+def canonical_outcome(outcomes: list[str]) -> str:
+    """An item's verdict over its attempts (repeated trials): passed only if every attempt passed;
+    failed if any attempt failed; otherwise (some attempt unassessed, none failed) unassessed."""
+    if outcomes and all(o == PASSED for o in outcomes):
+        return PASSED
+    return FAILED if FAILED in outcomes else UNASSESSED
+
+
+def is_flaky(outcomes: list[str]) -> bool:
+    """Attempts of one item disagree: at least one passed and at least one failed. An unassessed
+    attempt disagrees with nothing (the judge gave no verdict to disagree with)."""
+    return PASSED in outcomes and FAILED in outcomes
+
+
 def coverage(verdicts: list[Verdict]) -> dict:
     """The denominators shown beside every score: verdicts the judge gave (scored), said it could
     not give (skipped), or failed to give (errored)."""

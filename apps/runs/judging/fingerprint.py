@@ -1,6 +1,9 @@
 """Judge fingerprints of run verdicts: the distinct judges of a run and what differs between two
 runs' judges (a new judge model or prompt moves pass rates by itself)."""
 
+import hashlib
+import json
+
 # The parts that identify the judge; a criterion's text tells verdicts of one run apart, not judges.
 JUDGE_KEYS = ("judge", "model", "server_model", "prompt_template", "rubric_version", "judge_version")
 
@@ -36,3 +39,11 @@ def judge_changes(base: list[dict], head: list[dict]) -> list[str]:
             changes.append(f"{words} {', '.join(before) or 'none'} → {', '.join(after) or 'none'}")
     return changes or ["fingerprints differ"]
 
+
+
+def judges_hash(judges: list[dict]) -> str:
+    """A short, stable hash of distinct judges (distinct_judges' output): two results with the same
+    hash were judged alike. Empty for none."""
+    if not judges:
+        return ""
+    return hashlib.sha256(json.dumps(judges, sort_keys=True, default=str).encode()).hexdigest()[:12]

@@ -1,0 +1,155 @@
+"""Repeated trials (issue 16, item 1): each item runs `repeats` times, each attempt its own
+conversation, transcript and verdicts; the run reports the mean pass rate with its Wilson interval,
+pass^k, pass@k and flaky items; an item passes only if every attempt passed; nothing is served from
+a cache."""
+
+import uuid
+
+import pytest
+from django.test import TestCase
+
+from apps.core.errors import InvalidInputError
+from apps.runs import selectors, services
+from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.stats import pass_rate_diff_ci, wilson_interval
+from tests.bots.factories import make_bot_spec
+from tests.fakes.bot_server import FakeBotServer, knowledge_bot
+from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
+
+pytestmark = pytest.mark.django_db
+
+# No success criteria and no rubric: an item passes exactly when the bot answers, so which
+# attempts pass is decided by the fake bot below and nothing else.
+ITEMS = [{"item_id": str(uuid.UUID(int=100 + n)), "type": "single_turn", "name": name,
+          "inputs": {"message": f"question {n}"}, "expected": {"success_criteria": []}}
+         for n, name in enumerate(["sometimes", "never", "always"])]
+
+
+def answers(request):
+    """"sometimes" fails on its second attempt, "never" on every attempt, "always" on none."""
+    conversation = request["conversation_id"]
+    question = request["messages"][-1]["content"]
+    if question == "question 1" or (question == "question 0" and conversation.endswith(":2")):
+        return 500, {"error": "down"}
+    return knowledge_bot(request)
+
+
+def create(**extra):
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
+                                      "concurrency": 2, **extra})
+
+
+@pytest.fixture
+def repeated(plan):
+    plan["items"] = ITEMS
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create(repeats=3)
+    run.refresh_from_db()
+    return run, bot
+
+
+def test_every_item_runs_repeats_times_each_attempt_its_own_conversation(repeated):
+    run, bot = repeated
+    assert run.status == "completed" and (run.repeats, run.total, run.completed) == (3, 9, 9)
+    attempts = sorted(run.results.values_list("item_name", "attempt"))
+    assert attempts == [(name, n) for name in ("always", "never", "sometimes") for n in (1, 2, 3)]
+    # Nine bot calls, nine conversations: no attempt was answered from another's (or a cache).
+    conversations = [r["conversation_id"] for r in bot.requests]
+    assert len(conversations) == 9 and len(set(conversations)) == 9
+    case = ITEMS[0]["item_id"]
+    assert f"{run.run_id}:{case}" in conversations and f"{run.run_id}:{case}:3" in conversations
+
+
+def test_the_run_reports_pass_rate_interval_pass_hat_k_pass_at_k_and_flaky_items(repeated, api):
+    run, _ = repeated
+    # Attempts passed: sometimes 2 of 3, never 0, always 3: 5 of 9.
+    assert (run.passed, run.failed) == (5, 4)
+    body = api.get(f"/api/v1/runs/{run.run_id}").json()
+    assert body["repeats"] == 3 and body["pass_rate"] == round(5 / 9, 4)
+    assert body["pass_rate_ci"] == wilson_interval(5, 9)
+    assert (body["pass_hat_k"], body["pass_at_k"], body["flaky_items"]) == (round(1 / 3, 4), round(2 / 3, 4), 1)
+    # Stored when the run finished, and the same as computed from the results.
+    assert (run.items_done, run.items_passed_all, run.items_passed_any, run.flaky_items) == (3, 1, 2, 1)
+    assert selectors.item_figures(run=run) == {"items_done": 3, "items_passed_all": 1, "items_passed_any": 2,
+                                               "flaky_items": 1}
+
+
+def test_items_show_their_attempts_and_the_canonical_verdict(repeated, api):
+    run, _ = repeated
+    items = api.get(f"/api/v1/runs/{run.run_id}/items").json()
+    assert (items["total"], items["has_more"]) == (3, False)
+    by_name = {i["item_name"]: i for i in items["items"]}
+    sometimes = by_name["sometimes"]
+    assert [a["outcome"] for a in sometimes["attempts"]] == ["passed", "failed", "passed"]
+    # All attempts must pass for the item to pass: a flaky item is failed, never green.
+    assert (sometimes["outcome"], sometimes["flaky"], sometimes["pass_rate"]) == ("failed", True, round(2 / 3, 4))
+    assert (sometimes["passed_all"], sometimes["passed_any"]) == (False, True)
+    assert (by_name["never"]["outcome"], by_name["never"]["flaky"]) == ("failed", False)
+    assert (by_name["always"]["outcome"], by_name["always"]["passed_all"]) == ("passed", True)
+    flaky = api.get(f"/api/v1/runs/{run.run_id}/items?flaky=true").json()
+    assert [i["item_name"] for i in flaky["items"]] == ["sometimes"]
+    page = api.get(f"/api/v1/runs/{run.run_id}/items?limit=2&offset=0").json()
+    assert len(page["items"]) == 2 and page["has_more"] is True
+    results = api.get(f"/api/v1/runs/{run.run_id}/results").json()
+    assert sorted(r["attempt"] for r in results) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert all(r["fingerprint"] == "" for r in results)  # no verdicts: nothing judged them
+
+
+def test_a_running_run_reports_its_figures_so_far(plan, monkeypatch, api):
+    plan["items"] = ITEMS[2:]
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # keep attempts queued; run them by hand
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create(repeats=2, concurrency=1)
+        first = run.results.get(state="queued")
+        assert first.attempt == 1  # attempt by attempt
+        services.result_execute(result_pk=first.pk)
+    body = api.get(f"/api/v1/runs/{run.run_id}").json()
+    assert body["status"] == "running" and (body["completed"], body["pass_hat_k"], body["pass_at_k"]) == (1, 1.0, 1.0)
+
+
+@pytest.mark.parametrize("repeats", [0, 11, "3", True, 2.5])
+def test_repeats_out_of_range_or_not_a_whole_number_writes_nothing(plan, api, repeats):
+    response = api.post("/api/v1/runs", {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "repeats": repeats},
+                        format="json")
+    assert response.status_code == 422 and "repeats" in str(response.json()["detail"])
+    with pytest.raises(InvalidInputError, match="repeats"):
+        create(repeats=repeats)
+    assert EvaluationRun.objects.count() == 0 and EvaluationResult.objects.count() == 0
+
+
+def test_a_rerun_keeps_the_repeats(repeated):
+    run, _ = repeated
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        again = services.run_rerun(run=run)
+    assert (again.repeats, again.total, again.results.count()) == (3, 9, 9)
+
+
+def test_llm_judged_repeats_ask_the_judge_anew_for_every_attempt(plan, openai_server):
+    """No verdict is reused across attempts: the judge server sees every attempt's request."""
+    openai_server.default = {"passed": True, "score": 1.0, "reasoning": "ok"}
+    plan["items"] = [{**ITEMS[2], "expected": {"success_criteria": ["Answers the question"]}}]
+    run = create(repeats=3, judge_model="judge-model")
+    run.refresh_from_db()
+    assert run.status == "completed" and run.completed == 3
+    assert len(openai_server.chat_requests) == 3
+    fingerprints = set(run.results.values_list("fingerprint", flat=True))
+    assert len(fingerprints) == 1 and len(fingerprints.pop()) == 12  # one judge, recorded on each result
+
+
+def test_a_comparison_over_repeats_tests_item_verdicts_and_bootstraps_over_attempts(plan, repeated, api):
+    head, _ = repeated
+    with FakeBotServer(knowledge_bot) as bot:  # every attempt of every item answered
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        base = create(repeats=3)
+    body = api.get(f"/api/v1/runs/{base.run_id}/compare/{head.run_id}").json()
+    # Item verdicts (every attempt passed): "sometimes" and "never" went from pass to fail.
+    assert body["changes"] == {"both_passed": 1, "both_failed": 0, "pass_to_fail": 2, "fail_to_pass": 0}
+    # The interval is over the items' pass rates across attempts: 2/3 - 1, 0 - 1 and 1 - 1.
+    by_case = {i["item_id"]: i["name"] for i in ITEMS}
+    rates = {"sometimes": (1.0, 2 / 3), "never": (1.0, 0.0), "always": (1.0, 1.0)}
+    expected = pass_rate_diff_ci([rates[by_case[case]] for case in sorted(by_case, key=lambda c: str(uuid.UUID(c)))])
+    assert body["pass_rate_diff_ci"] == expected and expected[0] < expected[1] <= 0
+    assert body["mcnemar_p"] == 0.5 and body["verdict"] == "within_noise"  # 2 of 2 discordant: p = 0.5
