@@ -8,6 +8,7 @@ import factory
 from apps.runs.judging.aggregate import item_outcome
 from apps.runs.judging.types import CRITERION, RULE, Verdict
 from apps.runs.models import EvaluationResult, EvaluationRun
+from tests.fakes.bot_server import knowledge_bot
 
 TEST_SET = uuid.UUID(int=7001)
 RUBRIC = uuid.UUID(int=7002)
@@ -119,3 +120,19 @@ class EvaluationResultFactory(factory.django.DjangoModelFactory):
         if create:
             done = self.run.results.count()
             EvaluationRun.objects.filter(pk=self.run_id).update(total=done, completed=done)
+
+
+# No success criteria and no rubric: an item passes exactly when the bot answers, so which
+# attempts pass is decided by the fake bot below and nothing else.
+REPEAT_ITEMS = [{"item_id": str(uuid.UUID(int=100 + n)), "type": "single_turn", "name": name,
+                 "inputs": {"message": f"question {n}"}, "expected": {"success_criteria": []}}
+                for n, name in enumerate(["sometimes", "never", "always"])]
+
+
+def repeat_answers(request):
+    """A fake bot's behaviour (tests.fakes.bot_server) for REPEAT_ITEMS: "sometimes" fails on its second attempt, "never" on every attempt, "always" on none."""
+    conversation = request["conversation_id"]
+    question = request["messages"][-1]["content"]
+    if question == "question 1" or (question == "question 0" and conversation.endswith(":2")):
+        return 500, {"error": "down"}
+    return knowledge_bot(request)

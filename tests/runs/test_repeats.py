@@ -14,25 +14,9 @@ from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.stats import pass_rate_diff_ci, wilson_interval
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer, knowledge_bot
-from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
+from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, REPEAT_ITEMS as ITEMS, repeat_answers as answers
 
 pytestmark = pytest.mark.django_db
-
-# No success criteria and no rubric: an item passes exactly when the bot answers, so which
-# attempts pass is decided by the fake bot below and nothing else.
-ITEMS = [{"item_id": str(uuid.UUID(int=100 + n)), "type": "single_turn", "name": name,
-          "inputs": {"message": f"question {n}"}, "expected": {"success_criteria": []}}
-         for n, name in enumerate(["sometimes", "never", "always"])]
-
-
-def answers(request):
-    """"sometimes" fails on its second attempt, "never" on every attempt, "always" on none."""
-    conversation = request["conversation_id"]
-    question = request["messages"][-1]["content"]
-    if question == "question 1" or (question == "question 0" and conversation.endswith(":2")):
-        return 500, {"error": "down"}
-    return knowledge_bot(request)
-
 
 def create(**extra):
     with TestCase.captureOnCommitCallbacks(execute=True):

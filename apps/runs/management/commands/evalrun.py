@@ -1,7 +1,16 @@
 """CI gate: start a run, optionally wait for it, and fail the build when the pass rate is too low.
 
-    python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] [--label TEXT] --wait [--fail-under 0.9]
+    python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] [--repeats K] [--label TEXT]
+                             --wait [--fail-under 0.9 [--confidence 0.95]]
                              [--baseline RUN_ID|latest [--allow-judge-change]] [--max-errors 0.05] [--allow-unassessed]
+                             [--junit PATH] [--json PATH]
+
+--fail-under compares the run's pass rate (passed attempts over finished attempts) with the bar;
+with --confidence it compares the lower bound of the pass rate's Wilson interval at that level
+instead, so a small or noisy run cannot pass the bar by luck. --repeats runs every item K times
+(an item passes only if all its attempts pass; items whose attempts disagree are flaky).
+--junit writes one JUnit testcase per item for the CI server; --json the run, its items, the
+comparison and the gate's decision. Both are written whatever the outcome, before the exit code.
 
 With --baseline the finished run is compared with the baseline item by item; the build fails on
 a significant regression (exact McNemar test, p < 0.05), and never compares across a judge change
@@ -16,15 +25,14 @@ import argparse
 import time
 import uuid
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
-from django.urls import reverse
 
 from apps.core.errors import DomainError
-from apps.runs import selectors, services
+from apps.runs import reports, selectors, services
+from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
+from apps.runs.api.serializers import comparison_data, run_data
 from apps.runs.judging.aggregate import UNASSESSED
-from apps.runs.judging.types import CRITERION, RULE, Verdict
-from apps.runs.stats import VERDICT_WORDS, WORSE
+from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
 
 FAILED_SHOWN = 20
 
@@ -41,11 +49,17 @@ class Command(BaseCommand):
         parser.add_argument("--rubric", type=uuid.UUID)
         parser.add_argument("--rubric-version", type=int)
         parser.add_argument("--concurrency", type=int, default=3)
+        parser.add_argument("--repeats", type=int, default=1, help="run every item this many times (1 to 10)")
         parser.add_argument("--scope", dest="component_scope_filter", help="component scope filter")
         parser.add_argument("--judge-model", help='"heuristic", or an LLM model name')
         parser.add_argument("--label", default="", help='what to call the run, e.g. the commit it tests')
         parser.add_argument("--wait", action="store_true", help="wait for the run to finish")
         parser.add_argument("--fail-under", type=float, help="with --wait: exit 1 if the pass rate is below this")
+        parser.add_argument("--confidence", type=float,
+                            help="with --fail-under: compare the lower bound of the pass rate's Wilson interval at "
+                                 "this level (e.g. 0.95) instead of the pass rate itself")
+        parser.add_argument("--junit", metavar="PATH", help="with --wait: write a JUnit XML report, one testcase per item")
+        parser.add_argument("--json", metavar="PATH", help="with --wait: write the run, its items and the comparison as JSON")
         parser.add_argument("--baseline", help='with --wait: a run id, or "latest" (the newest earlier completed run '
                                                'of the test set); exit 1 only on a significant regression')
         parser.add_argument("--allow-judge-change", action="store_true",
@@ -62,6 +76,13 @@ class Command(BaseCommand):
             raise CommandError("--fail-under is a pass rate between 0 and 1")
         if o["baseline"] and not o["wait"]:
             raise CommandError("--baseline compares the finished run: add --wait")
+        if (o["junit"] or o["json"]) and not o["wait"]:
+            raise CommandError("--junit and --json report the finished run: add --wait")
+        if o["confidence"] is not None:
+            if not 0 < o["confidence"] < 1:
+                raise CommandError("--confidence is a level between 0 and 1, e.g. 0.95")
+            if o["fail_under"] is None:
+                raise CommandError("--confidence sets how --fail-under is compared: add --fail-under")
         baseline = self._baseline(o["baseline"]) if o["baseline"] not in (None, "latest") else None
         if not 0 <= o["max_errors"] <= 1:
             raise CommandError("--max-errors is a share of verdicts between 0 and 1")
@@ -70,11 +91,12 @@ class Command(BaseCommand):
                 agent_id=o["agent"], test_set_id=o["test_set"], test_set_version=o["test_set_version"],
                 dataset_id=o["dataset"], rubric_id=o["rubric"], rubric_version=o["rubric_version"],
                 concurrency=o["concurrency"], component_scope_filter=o["component_scope_filter"],
-                judge_model=o["judge_model"], label=o["label"],
+                judge_model=o["judge_model"], label=o["label"], repeats=o["repeats"],
             )
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
-        self.stdout.write(f"run {run.run_id}: {run.total} items, judge {run.judge}")
+        self.stdout.write(f"run {run.run_id}: {run.total // run.repeats} items"
+                          + (f" x {run.repeats} attempts" if run.repeats > 1 else "") + f", judge {run.judge}")
         if not o["wait"]:
             return
         deadline = time.monotonic() + o["timeout"]
@@ -95,16 +117,24 @@ class Command(BaseCommand):
             time.sleep(o["poll"])
         self._summary(run)
         if run.status != run.Status.COMPLETED:
-            raise CommandError(f"run {run.run_id} ended {run.status}: {run.error or ''}")
+            reason = f"run {run.run_id} ended {run.status}: {run.error or ''}"
+            self._reports(run, None, [reason], o)
+            raise CommandError(reason)
+        reasons = []
+        comparison = None
         if o["baseline"]:
             baseline = baseline or selectors.run_previous_find(run=run, completed_only=True)
             if baseline is None:
                 self.stdout.write("no earlier completed run of this test set: nothing to compare with")
             else:
-                self._compare(baseline, run, allow_judge_change=o["allow_judge_change"])
-        reasons = []
+                comparison = self._compare(baseline, run, allow_judge_change=o["allow_judge_change"], reasons=reasons)
         rate = run.pass_rate or 0.0
-        if o["fail_under"] is not None and rate < o["fail_under"]:
+        if o["fail_under"] is not None and o["confidence"] is not None:
+            low, high = wilson_interval(run.passed, run.completed, confidence=o["confidence"]) or (0.0, 0.0)
+            self.stdout.write(f"  pass rate {rate:.1%}, {o['confidence']:.0%} interval [{low:.1%}, {high:.1%}]")
+            if low < o["fail_under"]:
+                reasons.append(f"the pass rate's {o['confidence']:.0%} lower bound {low:.1%} is below {o['fail_under']:.1%}")
+        elif o["fail_under"] is not None and rate < o["fail_under"]:
             reasons.append(f"pass rate {rate:.1%} is below {o['fail_under']:.1%}")
         if run.errored_share > o["max_errors"]:
             reasons.append(f"{run.verdicts_errored} errored verdicts ({run.errored_share:.1%}) is above --max-errors "
@@ -112,8 +142,32 @@ class Command(BaseCommand):
         if run.unassessed and not o["allow_unassessed"]:
             reasons.append(f"{run.unassessed} items unassessed (a high-severity rule skipped or errored; "
                            "--allow-unassessed to accept)")
+        self._reports(run, comparison, reasons, o)
         if reasons:
             raise CommandError("; ".join(reasons))
+
+    def _reports(self, run, comparison, reasons: list[str], o) -> None:
+        """Write the --junit and --json files, whatever the gate decided."""
+        if o["junit"]:
+            name = run.label or f"run {run.run_id}"
+            self._write(o["junit"], reports.junit_xml(run=run, suite_name=name, allow_unassessed=o["allow_unassessed"]))
+        if o["json"]:
+            items = selectors.run_item_list(run=run, limit=max(run.total, 1))
+            report = reports.json_report(
+                run=RunOut.model_validate(run_data(run)).model_dump(mode="json"),
+                items=RunItemList.model_validate(items).model_dump(mode="json")["items"],
+                comparison=(ComparisonOut.model_validate(comparison_data(comparison)).model_dump(mode="json")
+                            if comparison else None),
+                gate={"passed": not reasons, "reasons": reasons})
+            self._write(o["json"], report.encode())
+
+    def _write(self, path: str, content: bytes) -> None:
+        try:
+            with open(path, "wb") as out:
+                out.write(content)
+        except OSError as exc:
+            raise CommandError(f"cannot write {path}: {exc.strerror}") from exc
+        self.stdout.write(f"wrote {path}")
 
     def _baseline(self, run_id: str):
         try:
@@ -123,18 +177,20 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(f"baseline: {exc.detail}") from exc
 
-    def _compare(self, baseline, run, *, allow_judge_change: bool):
-        """Print the comparison with the baseline; raise (exit 1) on a judge change not allowed,
-        or on a significant regression, listing the regressed items."""
+    def _compare(self, baseline, run, *, allow_judge_change: bool, reasons: list[str]) -> dict | None:
+        """Print the comparison with the baseline and return it; add a reason to fail (exit 1) on a
+        judge change not allowed, or on a significant regression, listing the regressed items."""
         try:
             comparison = selectors.run_comparison(base=baseline, head=run)
         except DomainError as exc:
-            raise CommandError(f"baseline {baseline.run_id}: {exc.detail}") from exc
+            reasons.append(f"baseline {baseline.run_id}: {exc.detail}")
+            return None
         if comparison["judge_changed"]:
             changes = "; ".join(comparison["judge_changes"])
             if not allow_judge_change:
-                raise CommandError(f"the judge changed since baseline {baseline.run_id} ({changes}): pass rates are "
-                                   "not comparable; rerun the baseline with this judge, or pass --allow-judge-change")
+                reasons.append(f"the judge changed since baseline {baseline.run_id} ({changes}): pass rates are "
+                               "not comparable; rerun the baseline with this judge, or pass --allow-judge-change")
+                return comparison
             self.stdout.write(f"warning: the judge changed since the baseline: {changes}")
         statistics = comparison["statistics"]
         changes = statistics["changes"]
@@ -148,13 +204,20 @@ class Command(BaseCommand):
             self.stdout.write(f"  REGRESSED {head['item_name']}" + (f": {head['failure_reason']}" if head["failure_reason"] else ""))
             self.stdout.write(f"    {console_url('console:result-detail', head['result_id'])}")
         if statistics["verdict"] == WORSE:
-            raise CommandError(f"significant regression against baseline {baseline.run_id}: "
-                               f"{changes['pass_to_fail']} items went from pass to fail "
-                               f"(McNemar p = {statistics['mcnemar_p']:.3g})")
+            reasons.append(f"significant regression against baseline {baseline.run_id}: "
+                           f"{changes['pass_to_fail']} items went from pass to fail "
+                           f"(McNemar p = {statistics['mcnemar_p']:.3g})")
+        return comparison
 
     def _summary(self, run):
         self.stdout.write(f"run {run.run_id} {run.status}")
-        self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}" + (f" = {run.pass_rate:.1%}" if run.completed else ""))
+        self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}" + (f" = {run.pass_rate:.1%}" if run.completed else "")
+                          + (" (attempts)" if run.repeats > 1 else ""))
+        if run.repeats > 1:
+            trials = selectors.run_trial_figures(run=run)
+            self.stdout.write(f"  items       : pass^{run.repeats} {_percent(trials['pass_hat_k'])} (every attempt passed), "
+                              f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
+                              f"{trials['flaky_items']} flaky")
         if run.unassessed:
             self.stdout.write(f"  unassessed  : {run.unassessed} (neither passed nor failed: a high-severity rule "
                               "was skipped or errored)")
@@ -167,49 +230,24 @@ class Command(BaseCommand):
                 self.stdout.write(f"    {scope:<15} {score['passed']}/{score['total']} = {score['score']:.0%}")
         failed = selectors.result_list(run=run, passed=False)
         for result in failed[:FAILED_SHOWN]:
-            self._failed_result(result, "UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
+            self._failed_result(result, ("UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
+                                + (f" (attempt {result.attempt})" if run.repeats > 1 else ""))
         if (more := failed.count() - FAILED_SHOWN) > 0:
             self.stdout.write(f"  … and {more} more failed or unassessed items: {console_url('console:run-detail', run.run_id)}")
 
     def _failed_result(self, result, label: str = "FAILED"):
-        """A failed or unassessed item: why (each criterion and rule that did not pass, the error if
-        the bot or judge failed) and where to read and review it."""
+        """A failed or unassessed item: why (reports.failure_lines) and where to read and review it."""
         self.stdout.write(f"  {label} {result.item_name}")
-        if result.error:
-            self.stdout.write(f"    error: {result.error}")
-        skipped = 0
-        for verdict in Verdict.list_from_json(result.criteria_scores, kind=CRITERION):
-            if verdict.status == "skipped":
-                skipped += 1
-            elif verdict.passed is not True:
-                self.stdout.write(f"    criterion {_outcome(verdict)}: {verdict.key}" + _reason(verdict))
-        for verdict in Verdict.list_from_json(result.rubric_scores, kind=RULE):
-            if verdict.status == "skipped" and verdict.severity == "high":
-                self.stdout.write(f"    rule {verdict.key} (high) skipped" + _reason(verdict))
-            elif verdict.status == "skipped":
-                skipped += 1
-            elif verdict.passed is not True:
-                self.stdout.write(f"    rule {verdict.key} ({verdict.severity or 'no severity'}) {_outcome(verdict)}"
-                                  + _reason(verdict))
-        if skipped:
-            # Listed by count only: with the heuristic judge most rules are skipped on every item.
-            self.stdout.write(f"    {skipped} skipped (the judge could not assess them)")
+        for line in reports.failure_lines(result):
+            self.stdout.write(f"    {line}")
         self.stdout.write(f"    {console_url('console:result-detail', result.result_id)}")
 
 
-def console_url(name: str, *args) -> str:
-    return settings.EVALSITE_BASE_URL + reverse(name, args=args)
+console_url = reports.console_url
 
 
-def _outcome(verdict: Verdict) -> str:
-    return "failed" if verdict.status == "ok" else verdict.status
-
-
-def _reason(verdict: Verdict) -> str:
-    reasoning = " ".join((verdict.reasoning or "").split())
-    if len(reasoning) > 160:
-        reasoning = reasoning[:159] + "…"
-    return f" — {reasoning}" if reasoning else ""
+def _percent(share: float | None) -> str:
+    return "—" if share is None else f"{share:.1%}"
 
 
 def argparse_hidden():
