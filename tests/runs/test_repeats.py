@@ -137,3 +137,15 @@ def test_a_comparison_over_repeats_tests_item_verdicts_and_bootstraps_over_attem
     expected = pass_rate_diff_ci([rates[by_case[case]] for case in sorted(by_case, key=lambda c: str(uuid.UUID(c)))])
     assert body["pass_rate_diff_ci"] == expected and expected[0] < expected[1] <= 0
     assert body["mcnemar_p"] == 0.5 and body["verdict"] == "within_noise"  # 2 of 2 discordant: p = 0.5
+
+
+def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, client):
+    from tests.core.factories import UserFactory
+
+    run, _ = repeated
+    client.force_login(UserFactory(is_staff=True))
+    page = client.get(f"/console/runs/{run.run_id}/").content.decode()
+    assert 'id="trials"' in page and "pass^3" in page and "pass@3" in page
+    assert '<span id="flaky-items">1</span> flaky of 3 items' in page and "(95% CI 27–81%)" in page
+    live = client.get(f"/console/runs/{run.run_id}/live/").json()
+    assert "pass^3" in live["cards"]

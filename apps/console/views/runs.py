@@ -152,6 +152,7 @@ def run_detail(request, run_id):
     cursor = selectors.rows_cursor(rows)
     return render(request, "console/run_detail.html", console_context(
         request, title=f"Run {run.label or run.run_id}", run=run, figures=figures,
+        trials=selectors.run_trial_figures(run=run),
         judge_fingerprints=selectors.rows_judge_fingerprints(rows),
         page=page, shown_count=len(shown), filters=filters, filter_query=query.urlencode(),
         live_cursor=cursor.isoformat() if cursor else "", unclaimed=selectors.run_unclaimed(run=run),
@@ -181,7 +182,9 @@ def run_live(request, run_id):
         "status": run.status, "total": run.total, "completed": run.completed, "passed": run.passed,
         "failed": run.failed, "unassessed": run.unassessed, "finished": run.is_finished, "unclaimed": selectors.run_unclaimed(run=run),
         "cursor": cursor.isoformat() if cursor else (after.isoformat() if after else ""),
-        "cards": render_to_string("console/_run_cards.html", {"run": run, "figures": figures}, request=request),
+        "cards": render_to_string("console/_run_cards.html",
+                                  {"run": run, "figures": figures, "trials": selectors.run_trial_figures(run=run)},
+                                  request=request),
         "rows": [render_to_string("console/_result_row.html", {"row": row}, request=request) for row in fresh],
     })
 
