@@ -134,14 +134,29 @@ def _judge_all(judge: AgenticJudge, inputs: list[JudgeInput]) -> list[AgenticVer
         return list(pool.map(judge.evaluate, inputs))
 
 
-def _reusable(trace_ids: list[int], judge_label: str,
+# The parts of a judge fingerprint that say how it judges; server_model is what the server reported
+# afterwards, which the judge cannot know beforehand.
+JUDGE_IDENTITY = ("judge", "model", "prompt_template", "judge_version")
+
+
+def _judged_alike(stored: dict | None, judge_fingerprint: dict) -> bool:
+    """An evaluation stored before judge fingerprints existed (None) cannot be told apart and is
+    taken as alike; otherwise its judge, model, prompt template and judge version must match."""
+    if stored is None:
+        return True
+    return all(stored.get(key) == judge_fingerprint.get(key) for key in JUDGE_IDENTITY)
+
+
+def _reusable(trace_ids: list[int], judge: AgenticJudge,
               fingerprints: list[str]) -> dict[tuple[int, str], AgentEvaluation]:
-    """The latest error-free evaluation per (trace, fingerprint) by this judge."""
+    """The latest error-free evaluation per (trace, input fingerprint) by this judge, judged alike:
+    a new prompt template or judge version under the same label is a new judge, and re-judges
+    instead of answering with the old judge's verdict."""
     found: dict[tuple[int, str], AgentEvaluation] = {}
-    rows = (AgentEvaluation.objects.filter(trace_id__in=trace_ids, judge=judge_label, fingerprint__in=fingerprints)
+    rows = (AgentEvaluation.objects.filter(trace_id__in=trace_ids, judge=judge.label, fingerprint__in=fingerprints)
             .order_by("created_at", "id"))
     for evaluation in rows:
-        if not evaluation.has_error:
+        if not evaluation.has_error and _judged_alike(evaluation.judge_fingerprint, judge.fingerprint):
             found[(evaluation.trace_id, evaluation.fingerprint)] = evaluation
     return found
 
@@ -153,7 +168,7 @@ def evaluations_create_for_traces(*, traces: list[AgentTrace], judge: AgenticJud
     raises IntegrityError (the agenteval_online_once constraint) and stores nothing."""
     inputs = [_judge_input_for_trace(t) for t in traces]
     prints = [fingerprint(data) for data in inputs]
-    reusable = {} if force else _reusable([t.pk for t in traces], judge.label, prints)
+    reusable = {} if force else _reusable([t.pk for t in traces], judge, prints)
     pending = [i for i, (t, fp) in enumerate(zip(traces, prints)) if (t.pk, fp) not in reusable]
     verdicts = _judge_all(judge, [inputs[i] for i in pending])
     fresh = [

@@ -36,3 +36,22 @@ def test_stored_and_answered_with_the_evaluation(api, openai_server):
     assert response.status_code == 200, response.content
     assert response.json()["fingerprint"]["model"] == "judge-model"
     assert AgentEvaluation.objects.get().judge_fingerprint["model"] == "judge-model"
+
+
+@pytest.mark.django_db
+def test_a_changed_prompt_template_is_a_new_judge_and_is_not_answered_from_the_old_verdict(
+        api, openai_server, demo_traces, monkeypatch):
+    """Reuse is keyed on what judged, not only on the judge's label: after a prompt change under the
+    same label, the session is judged again instead of answering with the old prompt's verdict."""
+    openai_server.default = grade(5)
+    url = "/api/v1/metrics/evaluate/session"
+    first = api.post(url, {"session_id": "demo_k8s_list_delhi"}, format="json").json()
+    assert api.post(url, {"session_id": "demo_k8s_list_delhi"}, format="json").json()["reused"] is True
+    monkeypatch.setattr(llm_agentic, "GRADE_SESSION", "Grade the session strictly.")
+    sent = len(openai_server.chat_requests)
+    changed = api.post(url, {"session_id": "demo_k8s_list_delhi"}, format="json").json()
+    assert changed["reused"] is False and len(openai_server.chat_requests) == sent + 3
+    assert changed["fingerprint"]["prompt_template"] != first["fingerprint"]["prompt_template"]
+    # Under the new prompt, its own verdict is the one reused.
+    again = api.post(url, {"session_id": "demo_k8s_list_delhi"}, format="json").json()
+    assert again["reused"] is True and again["fingerprint"] == changed["fingerprint"]

@@ -198,6 +198,7 @@ def counting_judge(monkeypatch, pause: float = 0.0) -> list:
     class Counting:
         parallel = False
         label = real.label
+        fingerprint = real.fingerprint
 
         def evaluate(self, data):
             calls.append(data)

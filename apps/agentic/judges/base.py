@@ -95,4 +95,10 @@ class AgenticJudge(Protocol):
     @property
     def label(self) -> str: ...
 
+    @property
+    def fingerprint(self) -> dict:
+        """What this judge would record (apps.core.judge_fingerprint), known before it judges: a
+        stored evaluation is reused only if it was judged alike (services._reusable)."""
+        ...
+
     def evaluate(self, data: JudgeInput) -> AgenticVerdict: ...

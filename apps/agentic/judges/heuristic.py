@@ -220,6 +220,7 @@ def _is_bare_number(value: str) -> bool:
 
 class HeuristicAgenticJudge:
     label = LABEL
+    fingerprint = judge_fingerprint(judge=LABEL)
     parallel = False
 
     def evaluate(self, data: JudgeInput) -> AgenticVerdict:
@@ -229,7 +230,7 @@ class HeuristicAgenticJudge:
             task_adherence=self._task_adherence(session),
             tool_call_accuracy=self._tool_call_accuracy(session),
             intent_resolution=self._intent_resolution(session),
-            fingerprint=judge_fingerprint(judge=LABEL),
+            fingerprint=self.fingerprint,
         )
 
     def _intent_resolution(self, s: _Session) -> MetricResult:

@@ -117,6 +117,11 @@ def _clip(text: str | None) -> str | None:
 GRADE_SESSION = "Grade the session above by the rubric."
 
 
+def _template() -> str:
+    """What the fingerprint's prompt_template hashes: every prompt this judge sends, not the judged data."""
+    return "".join(PROMPTS.values()) + GRADE_SESSION
+
+
 def session_message(data: JudgeInput) -> str:
     """The user message: the session as JSON between tags, with every '<' escaped so that no text
     the agent or its user wrote can end the block early; the JSON still decodes to the exact text."""
@@ -148,6 +153,10 @@ class LLMAgenticJudge:
     def label(self) -> str:
         return self.client.judge_label
 
+    @property
+    def fingerprint(self) -> dict:
+        return judge_fingerprint(judge="llm", model=self.client.model, template=_template())
+
     def evaluate(self, data: JudgeInput) -> AgenticVerdict:
         usage = LLMUsage()
         message = session_message(data)
@@ -163,7 +172,7 @@ class LLMAgenticJudge:
             usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
             fingerprint=judge_fingerprint(judge="llm", model=self.client.model,
                                           server_model=", ".join(sorted(server_models)) or None,
-                                          template="".join(PROMPTS.values()) + GRADE_SESSION),
+                                          template=_template()),
             **results,
         )
 
