@@ -228,6 +228,8 @@ def trace_list_page(*, q: str = "", agent: str = "", status: str = "", rating: s
     traces = AgentTrace.objects.annotate(
         latest_rating=Subquery(latest.values("rating")[:1]),
         latest_score=Subquery(latest.values("overall_score")[:1]),
+        # What the row's "add to queue" adds: the latest evaluation, the one whose rating it shows.
+        latest_evaluation_id=Subquery(latest.values("pk")[:1]),
     ).only("session_id", "agent_name", "user_query", "status", "source", "start_time", "duration_seconds",
            "tool_call_count", "success")
     text_search = ""

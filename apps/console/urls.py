@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, dashboard, queues, runs, traces
+from .views import account, dashboard, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
@@ -18,6 +18,8 @@ urlpatterns = [
     path("results/<uuid:result_id>/", runs.result_detail, name="result-detail"),
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("traces/", traces.trace_list, name="trace-list"),
+    path("rag/", rag.rag_list, name="rag-list"),
+    path("rag/<int:evaluation_id>/", rag.rag_detail, name="rag-detail"),
     path("queues/", queues.queue_list, name="queue-list"),
     path("queues/add/", queues.queue_item_add, name="queue-item-add"),
     path("queues/<int:queue_id>/", queues.queue_page, name="queue"),

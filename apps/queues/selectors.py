@@ -3,7 +3,8 @@ progress, a queue's reviewers, what is left, agreement between judge and humans,
 
 from collections import defaultdict
 
-from django.db.models import Count, F, Q, Value
+from django.db.models import Count, F, Q, TextField, Value
+from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Coalesce
 
 from apps.agentic.judges.base import AGENTIC_METRICS
@@ -11,7 +12,7 @@ from apps.core.errors import NotFoundError
 from apps.runs.models import VerdictReview
 from apps.runs.reviews import Agreement, agreement_table, cohen_kappa
 
-from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
+from .models import TARGET_FIELD, MetricReview, QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
 
 
@@ -28,10 +29,12 @@ def queue_get(*, queue_id) -> ReviewQueue:
 
 def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
     # What names the target in a list, read in the same query: a run result's item name, an agentic
-    # evaluation's session, a RAG evaluation's question is in its payload, so its id stands in.
+    # evaluation's session, a RAG evaluation's question (out of its payload, by the database).
     items = queue.items.select_related("assigned_to", "reviewed_by", "queue").annotate(
         result_uuid=F("result__result_id"),
-        target_label=Coalesce(F("result__item_name"), F("agent_evaluation__session_id"), Value("")))
+        target_label=Coalesce(F("result__item_name"), F("agent_evaluation__session_id"),
+                              KeyTextTransform("question", "rag_evaluation__payload"), Value(""),
+                              output_field=TextField()))
     if state == "left":
         items = items.filter(done_at__isnull=True)
     elif state == "done":
@@ -128,3 +131,18 @@ def queue_agreement(*, queue: ReviewQueue) -> list[Agreement]:
     reviews = MetricReview.objects.filter(**{f"{field}__in": targets}).order_by("created_at", "id")
     threshold = AGENTIC_PASS if queue.kind == QueueKind.AGENTIC_EVALUATION else RAG_PASS
     return _metric_agreement(reviews, field, threshold)
+
+
+def metric_reviews_in_force(**target) -> dict:
+    """The newest human review of each metric of one evaluation (`agent_evaluation=` or
+    `rag_evaluation=`), by metric name: one query."""
+    latest = {}
+    for review in MetricReview.objects.filter(**target).select_related("reviewer").order_by("created_at", "id"):
+        latest[review.metric] = review
+    return latest
+
+
+def target_queue_items(*, kind: str, target_pk) -> list[QueueItem]:
+    """The queues one object is in, each with its item there (to open it for review): one query."""
+    return list(QueueItem.objects.filter(**{f"{TARGET_FIELD[kind]}_id": target_pk}).select_related("queue", "reviewed_by")
+                .order_by("queue__name"))

@@ -186,9 +186,22 @@ def _is_uuid(value) -> bool:
     return True
 
 
-def queue_item_add(*, queue: ReviewQueue, target_id: str) -> tuple[QueueItem, bool]:
+def _kind_words(kind: str) -> str:
+    """"Run results" as "run results" in a sentence; "RAG evaluations" stays as it is."""
+    if kind not in QueueKind.values:
+        return repr(kind)
+    label = QueueKind(kind).label
+    return label if label[:2].isupper() else label[0].lower() + label[1:]
+
+
+def queue_item_add(*, queue: ReviewQueue, target_id: str, kind: str | None = None) -> tuple[QueueItem, bool]:
     """Puts one object in the queue by hand; (the item, whether it is new). Adding an object that
-    is already in the queue returns its item."""
+    is already in the queue returns its item. `kind`, when the caller knows it, is the kind of
+    object `target_id` names: agentic and RAG evaluations are both numbered from 1, so without it
+    an agentic evaluation's id sent to a RAG queue would quietly add whichever RAG evaluation has
+    that number."""
+    if kind is not None and kind != queue.kind:
+        raise InvalidInputError(f"The queue {queue.name!r} holds {_kind_words(queue.kind)}, not {_kind_words(kind)}")
     target = {f"{queue.target_field}_id": _target_pk(queue, target_id)}
     try:
         # A savepoint: a racing add of the same object hits the unique constraint, and this one then
@@ -197,6 +210,25 @@ def queue_item_add(*, queue: ReviewQueue, target_id: str) -> tuple[QueueItem, bo
             return QueueItem.objects.create(queue=queue, origin=QueueItem.Origin.HAND, **target), True
     except IntegrityError:
         return queue.items.get(**target), False
+
+
+MAX_ADD_AT_ONCE = 200
+
+
+def queue_items_add(*, queue: ReviewQueue, target_ids: list[str], kind: str | None = None) -> tuple[int, int]:
+    """Puts several objects in the queue by hand ("add selected" on a list): all of them or, when
+    one names nothing, none. Returns (how many entered, how many were already in the queue)."""
+    if not target_ids:
+        raise InvalidInputError("Choose at least one thing to add")
+    if len(target_ids) > MAX_ADD_AT_ONCE:
+        raise InvalidInputError(f"Add at most {MAX_ADD_AT_ONCE} at once")
+    entered = already = 0
+    with transaction.atomic():
+        for target_id in dict.fromkeys(target_ids):  # a repeated id counts once
+            _, created = queue_item_add(queue=queue, target_id=target_id, kind=kind)
+            entered += created
+            already += not created
+    return entered, already
 
 
 def queue_item_assign(*, item: QueueItem, user) -> QueueItem:

@@ -1,10 +1,29 @@
 from django.conf import settings
 from django.db import models
+from django.db.models import Exists, OuterRef
+from django.db.models.fields.json import KeyTextTransform
 
 
 class TraceEvaluationQuerySet(models.QuerySet):
     def with_test(self, name: str):
         return self.filter(test_rows__name=name).distinct()
+
+    def with_question(self):
+        """The question as `question`, read out of the payload by the database: a list shows it
+        without loading each payload's contexts."""
+        return self.annotate(question=KeyTextTransform("question", "payload"))
+
+    def with_test_matching(self, *, name: str = "", status: str = "", score_below: float | None = None):
+        """Evaluations with one test row that meets every condition given (`context_recall` that
+        errored, any metric scored below 0.5): EXISTS, so an evaluation is listed once."""
+        rows = TraceEvaluationTest.objects.filter(evaluation=OuterRef("pk"))
+        if name:
+            rows = rows.filter(name=name)
+        if status:
+            rows = rows.filter(status=status)
+        if score_below is not None:
+            rows = rows.filter(status=TraceEvaluationTest.Status.SCORED, score__lt=score_below)
+        return self.filter(Exists(rows))
 
 
 class TraceEvaluation(models.Model):

@@ -18,3 +18,25 @@ def trace_evaluation_get(*, evaluation_id: int) -> TraceEvaluation:
     if evaluation is None:
         raise NotFoundError(f"No TRACE evaluation {evaluation_id}")
     return evaluation
+
+
+def trace_evaluation_search(*, q: str = "", test: str = "", status: str = "", score_below: float | None = None,
+                            outcome: str = ""):
+    """RAG evaluations newest first for the console's list: `q` is an evaluation id (`42` or `#42`)
+    or a piece of the question's text, in any case; the other filters are those of TraceEvaluationQuerySet.with_test_matching.
+    The payload stays unread (only its question); the test rows come in one more query."""
+    queryset = (TraceEvaluation.objects.with_question()
+                .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms")
+                .prefetch_related("test_rows"))
+    q = q.strip()
+    if q:
+        number = q.removeprefix("#")
+        # A number is an id (at most 18 digits, so it fits the database's integer).
+        is_id = number.isdigit() and len(number) <= 18
+        queryset = queryset.filter(pk=int(number)) if is_id else queryset.filter(question__icontains=q)
+    if test or status or score_below is not None:
+        queryset = queryset.with_test_matching(name=normalise_test_name(test) if test else "", status=status,
+                                               score_below=score_below)
+    if outcome:
+        queryset = queryset.filter(outcome=outcome)
+    return queryset.order_by("-created_at", "-id")

@@ -101,3 +101,124 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     find(By.ID, "review-note").send_keys(Keys.CONTROL, Keys.ENTER)
     wait_for(lambda: find(By.ID, "queue-left").text == "0", message="the agentic queue done")
     assert "task adherence" in find(By.ID, "agreement").text
+
+
+RAG_QUESTIONS = [("Who wrote 'Pride and Prejudice'?", "Jane Austen", "Jane Austen authored Pride and Prejudice."),
+                 ("What is the boiling point of water at sea level?", "About 90 degrees.",
+                  "Water boils at 100 degrees Celsius at sea level."),
+                 ("Which planet is known as the red planet?", "Mars", "Mars looks red because of iron oxide.")]
+
+
+def _no_page_overflow(browser) -> bool:
+    """Nothing but the tables' own scroll boxes is wider than the window."""
+    return browser.execute_script(
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1")
+
+
+def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_server):
+    """Issue 15: items enter a queue "by hand from any list". A reviewer adds a failed result from
+    the run page's table and two RAG evaluations from the RAG list (one by its row, one with "add
+    selected"), adding one twice; the trace list offers each evaluated session's latest evaluation."""
+    import json
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from apps.agentic.demo import load_demo_evaluations
+    from apps.rag.demo import load_demo_trace_evaluations
+    from apps.rag.services import trace_evaluation_create
+    from apps.traces.demo import load_demo_traces
+    from tests.console.browser import click_and_wait_for_new_page
+    from tests.traces.factories import AgentTraceFactory
+
+    get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
+    run = EvaluationRunFactory(label="PTO answers, nightly")
+    for position, (question, answer) in enumerate(QUESTIONS):
+        reviewable_result(run=run, position=position, item_name=f"PTO {position}", input={"message": question},
+                          output={"messages": [{"role": "user", "content": question},
+                                               {"role": "assistant", "content": answer, "tool_calls": []}]})
+    results_queue = services.queue_create(name="Failed answers", kind=QueueKind.RUN_RESULT)
+    double_check = services.queue_create(name="Results to double-check", kind=QueueKind.RUN_RESULT)
+    services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION)
+    rag_queue = services.queue_create(name="RAG answers to check", kind=QueueKind.RAG_EVALUATION)
+    load_demo_traces()
+    load_demo_evaluations()
+    AgentTraceFactory(user_query="Scale the payments deployment to five replicas")  # a session not evaluated
+    load_demo_trace_evaluations()
+    for question, answer, context in RAG_QUESTIONS:
+        trace_evaluation_create(query=json.dumps({
+            "tests": ["answer_accuracy", "context_recall", "faithfulness"], "question": question, "answer": answer,
+            "ground_truth": context.split(" because")[0], "contexts": [{"id": "c1", "text": context}],
+            "relevant_context_ids": ["c1"]}), partial=False, use_llm=False)
+    find = browser.find_element
+
+    browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
+    find(By.NAME, "username").send_keys("reviewer")
+    submit_and_wait_for_new_page(browser, find(By.NAME, "password"), "review-pass-1")
+    first_row = find(By.CSS_SELECTOR, "#results-table tbody tr[data-result-id]")
+    target = first_row.get_attribute("data-result-id")
+    Select(first_row.find_element(By.NAME, "queue")).select_by_visible_text("Failed answers")
+    for width, name in ((1366, "queues-10-run-add-to-queue"), (820, "queues-10-run-add-to-queue-tablet")):
+        browser.set_window_size(width, 900)
+        assert _no_page_overflow(browser), f"the run page overflows at {width} px"
+        screenshot(browser, name, width=width)
+    click_and_wait_for_new_page(browser, first_row.find_element(By.CSS_SELECTOR, ".queue-cell button"))
+    assert browser.current_url.endswith(f"/console/runs/{run.run_id}/")
+    assert "Added to Failed answers." in find(By.CSS_SELECTOR, ".messagelist").text
+    assert str(results_queue.items.get().result.result_id) == target
+    # Two rows ticked, one form: both enter the other queue.
+    boxes = browser.find_elements(By.CSS_SELECTOR, "#results-table input[type=checkbox]")
+    for box in boxes[1:]:
+        box.click()
+    Select(find(By.ID, "bulk-queue")).select_by_visible_text("Results to double-check")
+    click_and_wait_for_new_page(browser, find(By.ID, "bulk-add-button"))
+    assert "Added 2 to Results to double-check." in find(By.CSS_SELECTOR, ".messagelist").text
+    assert double_check.items.count() == 2
+
+    click_and_wait_for_new_page(browser, find(By.LINK_TEXT, "Traces"))
+    rows = find(By.ID, "traces").find_elements(By.CSS_SELECTOR, "tbody tr")
+    offered = [row for row in rows if row.find_elements(By.CSS_SELECTOR, ".add-to-queue")]
+    assert offered and len(offered) < len(rows), "evaluated sessions only"
+    assert "not evaluated" in find(By.ID, "traces").text
+    for width, name in ((1366, "queues-11-trace-list"), (820, "queues-11-trace-list-tablet")):
+        browser.set_window_size(width, 900)
+        assert _no_page_overflow(browser), f"the trace list overflows at {width} px"
+        screenshot(browser, name, width=width)
+
+    click_and_wait_for_new_page(browser, find(By.LINK_TEXT, "RAG evaluations"))
+    assert "RAG evaluations" in find(By.TAG_NAME, "h1").text
+    table = find(By.ID, "rag-evaluations")
+    assert "Which planet is known as the red planet?" in table.text
+    for width, name in ((1366, "queues-12-rag-list"), (820, "queues-12-rag-list-tablet")):
+        browser.set_window_size(width, 900)
+        assert _no_page_overflow(browser), f"the RAG list overflows at {width} px"
+        screenshot(browser, name, width=width)
+    # Search the question text, then add the one found by its row.
+    submit_and_wait_for_new_page(browser, find(By.NAME, "q"), "boiling point")
+    [row] = find(By.ID, "rag-evaluations").find_elements(By.CSS_SELECTOR, "tbody tr")
+    boiling = row.find_element(By.CSS_SELECTOR, "input[name=target_id][type=hidden]").get_attribute("value")
+    click_and_wait_for_new_page(browser, row.find_element(By.CSS_SELECTOR, ".queue-cell button"))
+    assert "q=boiling" in browser.current_url
+    assert "Added to RAG answers to check." in find(By.CSS_SELECTOR, ".messagelist").text
+    # Then, over the whole list, two selected at once: the one already in the queue is not added twice.
+    click_and_wait_for_new_page(browser, find(By.LINK_TEXT, "Clear"))
+    checkboxes = {box.get_attribute("value"): box for box in
+                  browser.find_elements(By.CSS_SELECTOR, "#rag-evaluations input[type=checkbox]")}
+    other = next(pk for pk in checkboxes if pk != boiling)
+    checkboxes[boiling].click()
+    checkboxes[other].click()
+    click_and_wait_for_new_page(browser, find(By.ID, "bulk-add-button"))
+    assert ("Added 1 to RAG answers to check; 1 already in the queue, not added twice."
+            in find(By.CSS_SELECTOR, ".messagelist").text)
+    assert sorted(rag_queue.items.values_list("rag_evaluation_id", flat=True)) == sorted([int(boiling), int(other)])
+
+    browser.get(f"{live_server.url}/console/rag/{boiling}/")
+    assert "About 90 degrees." in find(By.ID, "rag-answer").text
+    assert "RAG answers to check" in find(By.ID, "in-queues").text
+    for width, name in ((1366, "queues-13-rag-evaluation"), (820, "queues-13-rag-evaluation-tablet")):
+        browser.set_window_size(width, 900)
+        assert _no_page_overflow(browser), f"the RAG evaluation page overflows at {width} px"
+        screenshot(browser, name, width=width)
+    # From the RAG evaluation to its queue item, where it is reviewed.
+    click_and_wait_for_new_page(browser, find(By.ID, "in-queues").find_element(By.TAG_NAME, "a"))
+    assert "Open the RAG evaluation" in find(By.CLASS_NAME, "evidence").text

@@ -52,3 +52,22 @@ def test_bad_input_and_unknown_ids(staff_api):
     assert staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/assign", {"username": "ghost"},
                           format="json").status_code == 404
     assert QueueItem.objects.get(pk=item_id).done_at is None
+
+
+def test_add_names_the_kind_of_its_target(staff_api):
+    """Agentic and RAG evaluation ids overlap: a client that says which it sends is refused (422)
+    by a queue of the other kind, instead of adding the other object with that number."""
+    from tests.rag.factories import TraceEvaluationFactory
+
+    agentic = AgentEvaluationFactory()
+    TraceEvaluationFactory(pk=agentic.pk)
+    rag_queue = ReviewQueueFactory(kind="rag_evaluation")
+    refused = staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk),
+                                                                 "kind": "agentic_evaluation"}, format="json")
+    assert refused.status_code == 422 and "not agentic evaluations" in refused.json()["detail"]
+    assert not rag_queue.items.exists()
+    added = staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk), "kind": "rag_evaluation"},
+                           format="json")
+    assert added.status_code == 201 and added.json()["kind"] == "rag_evaluation"
+    assert staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": "1", "kind": "nope"},
+                          format="json").status_code == 422

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.core.errors import ConflictError, InvalidInputError
+from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.queues import selectors, services
 from apps.queues.models import MetricReview, QueueKind
 from apps.runs.models import VerdictReview
@@ -71,6 +71,33 @@ def test_add_by_hand_twice_is_one_item():
     again, created_again = services.queue_item_add(queue=queue, target_id=str(result.result_id))
     assert (created, created_again, first.pk) == (True, False, again.pk)
     assert first.origin == "hand"
+
+
+def test_add_by_hand_refuses_an_object_of_another_kind():
+    rag_queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION)
+    agentic = AgentEvaluationFactory()
+    rag = TraceEvaluationFactory(pk=agentic.pk)  # the same number: only the kind tells them apart
+    with pytest.raises(InvalidInputError, match="holds RAG evaluations, not agentic evaluations"):
+        services.queue_item_add(queue=rag_queue, target_id=str(agentic.pk), kind=QueueKind.AGENTIC_EVALUATION)
+    assert not rag_queue.items.exists()
+    item, _ = services.queue_item_add(queue=rag_queue, target_id=str(rag.pk), kind=QueueKind.RAG_EVALUATION)
+    assert item.rag_evaluation_id == rag.pk
+
+
+def test_add_several_is_all_or_nothing_and_counts_what_was_there():
+    queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION)
+    first, second, third = (TraceEvaluationFactory() for _ in range(3))
+    services.queue_item_add(queue=queue, target_id=str(first.pk))
+    ids = [str(first.pk), str(second.pk), str(third.pk), str(second.pk)]
+    assert services.queue_items_add(queue=queue, target_ids=ids, kind=QueueKind.RAG_EVALUATION) == (2, 1)
+    assert queue.items.count() == 3
+    # One id that names nothing: none of the others enter either.
+    fourth = TraceEvaluationFactory()
+    with pytest.raises(NotFoundError):
+        services.queue_items_add(queue=queue, target_ids=[str(fourth.pk), "999999"])
+    assert not queue.items.filter(rag_evaluation=fourth).exists()
+    with pytest.raises(InvalidInputError):
+        services.queue_items_add(queue=queue, target_ids=[])
 
 
 def test_claim_refuses_an_item_assigned_to_someone_else():

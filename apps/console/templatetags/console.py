@@ -10,3 +10,9 @@ def signed(value, digits: int = 2) -> str:
         return "—"
     value = float(value)
     return f"{value:+.{int(digits)}f}" if value else f"{0:.{int(digits)}f}"
+
+
+@register.filter
+def words(value) -> str:
+    """A metric's name as words (context_recall: context recall)."""
+    return str(value or "").replace("_", " ")

@@ -2,18 +2,41 @@
 
 from django import template
 
+from apps.core.permissions import scopes_of
 from apps.queues.models import ReviewQueue
 
 register = template.Library()
 
 
-@register.inclusion_tag("console/_add_to_queue.html", takes_context=True)
-def add_to_queue(context, kind: str, target_id):
-    if not context.get("can_review"):
-        return {"can_review": False}
-    # One query per page and kind, however many rows carry the form.
-    cache = context.render_context.setdefault("queues_by_kind", {})
+def _queues_of_kind(request, kind: str) -> list:
+    """The queues of one kind, read once per request: the run page's live endpoint renders each of
+    its rows as a template of its own, so a cache in one render's context would read them per row."""
+    cache = request.__dict__.setdefault("_review_queues_by_kind", {})
     if kind not in cache:
         cache[kind] = list(ReviewQueue.objects.filter(kind=kind).only("pk", "name"))
-    return {"can_review": True, "queues": cache[kind], "target_id": target_id, "request": context.get("request"),
+    return cache[kind]
+
+
+@register.inclusion_tag("console/_add_to_queue.html", takes_context=True)
+def add_to_queue(context, kind: str, target_id, label: str = "", next: str = "", compact: bool = False):
+    """`label` names the row for screen readers (several forms on a page); `next` is where to come
+    back to, when that is not the page being rendered (a row rendered for the live endpoint);
+    `compact` for a table cell under a column that says what the button does."""
+    request = context.get("request")
+    # Decided by the request's scopes, not by a flag of the page's context: a row rendered alone
+    # (the live endpoint) has no page context, and the view refuses the same users anyway.
+    if request is None or "configure" not in scopes_of(request):
+        return {"can_review": False}
+    return {"can_review": True, "queues": _queues_of_kind(request, kind), "kind": kind, "target_id": target_id,
+            "label": label, "next": next or request.get_full_path(), "compact": compact,
             "csrf_token": context.get("csrf_token")}
+
+
+@register.simple_tag(takes_context=True)
+def review_queues(context, kind: str) -> list:
+    """`{% review_queues "rag_evaluation" as queues %}`: the queues of a kind the user may add to
+    (none for readers); what an "add selected" form and its checkboxes need."""
+    request = context.get("request")
+    if request is None or "configure" not in scopes_of(request):
+        return []
+    return _queues_of_kind(request, kind)

@@ -16,7 +16,7 @@ from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import DomainError, NotFoundError
 from apps.core.permissions import scopes_of
 from apps.queues import selectors, services
-from apps.queues.models import MetricReview, QueueKind
+from apps.queues.models import QueueKind
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
 from apps.runs.reviews import in_force, reviewed_verdicts
 from apps.runs.selectors import verdict_review_list
@@ -98,12 +98,25 @@ def queue_item_add(request):
     if denied := _lacks_scope(request, "configure"):
         return denied
     queue = _queue_or_404(request.POST.get("queue") or "")
+    # The list forms say what kind of object they send; the queue page's "Add by hand" box does not
+    # need to (its queue is the one the id is meant for).
+    kind = request.POST.get("kind") or None
+    target_ids = [value.strip() for value in request.POST.getlist("target_id") if value.strip()]
     try:
-        _, created = services.queue_item_add(queue=queue, target_id=request.POST.get("target_id", "").strip())
+        if len(target_ids) == 1:
+            _, created = services.queue_item_add(queue=queue, target_id=target_ids[0], kind=kind)
+            entered, already = int(created), int(not created)
+        else:
+            entered, already = services.queue_items_add(queue=queue, target_ids=target_ids, kind=kind)
     except DomainError as exc:
         messages.error(request, str(exc.detail))
     else:
-        messages.success(request, f"Added to {queue.name}." if created else f"Already in {queue.name}.")
+        if len(target_ids) == 1:
+            messages.success(request, f"Added to {queue.name}." if entered
+                             else f"Already in the queue {queue.name}; not added twice.")
+        else:
+            messages.success(request, f"Added {entered} to {queue.name}"
+                             + (f"; {already} already in the queue, not added twice." if already else "."))
     return _back(request, queue)
 
 
@@ -183,16 +196,9 @@ def _run_result_context(item) -> dict:
             "expected": (item_def.get("expected") or {}).get("success_criteria") or []}
 
 
-def _metric_reviews(**target) -> dict:
-    latest = {}
-    for review in MetricReview.objects.filter(**target).select_related("reviewer"):
-        latest[review.metric] = review
-    return latest
-
-
 def _agentic_context(item) -> dict:
     evaluation = item.agent_evaluation
-    latest = _metric_reviews(agent_evaluation=evaluation)
+    latest = selectors.metric_reviews_in_force(agent_evaluation=evaluation)
     rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": getattr(evaluation, metric),
              "status": getattr(evaluation, f"{metric}_status"), "reasoning": getattr(evaluation, f"{metric}_reasoning"),
              "review": latest.get(metric), "scored": True} for metric in AGENTIC_METRICS]
@@ -207,7 +213,7 @@ def _agentic_context(item) -> dict:
 
 def _rag_context(item) -> dict:
     evaluation = item.rag_evaluation
-    latest = _metric_reviews(rag_evaluation=evaluation)
+    latest = selectors.metric_reviews_in_force(rag_evaluation=evaluation)
     rows = [{"kind": "metric", "key": row.name, "label": row.name.replace("_", " "), "judge_score": row.score,
              "judge_passed": None if row.score is None else row.score >= RAG_PASS, "status": row.status,
              "reasoning": row.method, "review": latest.get(row.name)} for row in evaluation.test_rows.all()]

@@ -178,6 +178,10 @@ def run_live(request, run_id):
     figures = selectors.run_review_figures(rows=rows)
     fresh = selectors.filter_result_rows(selectors.rows_finished_since(rows, after), **_row_filters(request))
     cursor = selectors.rows_cursor(rows)
+    # The rows' "add to queue" forms lead back to the run page under the same filters, not to here.
+    query = request.GET.copy()
+    query.pop("after", None)
+    row_back = reverse("console:run-detail", args=[run.run_id]) + (f"?{query.urlencode()}" if query else "")
     return JsonResponse({
         "status": run.status, "total": run.total, "completed": run.completed, "passed": run.passed,
         "failed": run.failed, "unassessed": run.unassessed, "finished": run.is_finished, "unclaimed": selectors.run_unclaimed(run=run),
@@ -185,7 +189,8 @@ def run_live(request, run_id):
         "cards": render_to_string("console/_run_cards.html",
                                   {"run": run, "figures": figures, "trials": selectors.run_trial_figures(run=run)},
                                   request=request),
-        "rows": [render_to_string("console/_result_row.html", {"row": row}, request=request) for row in fresh],
+        "rows": [render_to_string("console/_result_row.html", {"row": row, "row_back": row_back}, request=request)
+                 for row in fresh],
     })
 
 

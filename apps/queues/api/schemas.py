@@ -52,6 +52,9 @@ class QueueItemAddIn(BaseModel):
 
     target_id: Annotated[StrictStr, Field(min_length=1, max_length=64, description=(
         "a run result's result_id, or an agentic or RAG evaluation's id, as the queue's kind says"))]
+    kind: Kind | None = Field(default=None, description=(
+        "what target_id names; when given, a queue of another kind answers 422 (agentic and RAG "
+        "evaluation ids overlap, so this keeps one from being added as the other)"))
 
 
 class QueueItemOut(BaseModel):

@@ -110,7 +110,8 @@ class QueueItemsView(QueueView):
                    summary="Add an object to the queue by hand (200 when it already is in it)")
     def post(self, request, queue_id):
         body = validate_body(QueueItemAddIn, request.data)
-        item, created = services.queue_item_add(queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id)
+        item, created = services.queue_item_add(queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id,
+                                                kind=body.kind)
         return respond(QueueItemOut, item_data(item), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
