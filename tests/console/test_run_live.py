@@ -215,8 +215,9 @@ def test_live_endpoint_query_count_does_not_grow_with_results(staff_client):
         with CaptureQueriesContext(connection) as captured:
             assert staff_client.get(f"/console/runs/{run.run_id}/live/?after=").status_code == 200
         counts.append(len(captured))
-    # Nine: one of them reads the review queues each row's "add to queue" offers, once for all rows.
-    assert counts[0] == counts[1] <= 9, counts
+    # Ten: one reads the review queues each row's "add to queue" offers, once for all rows; one counts
+    # attempts per item for the repeated-trial figures of a run still going (a GROUP BY, whatever the size).
+    assert counts[0] == counts[1] <= 10, counts
 
 
 def test_pending_run_nobody_picks_up_says_how_to_start_a_worker(staff_client):
