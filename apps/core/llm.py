@@ -233,6 +233,13 @@ class LLMClient:
     def judge_label(self) -> str:
         return f"openai:{self.model}"
 
+    @property
+    def takes_json_schema(self) -> bool:
+        """Whether the server takes `response_format: json_schema` (structured output): true until
+        it has been seen refusing it (in this process); from then on structured answers are asked
+        for as json_object with the schema in the prompt, which models follow less reliably."""
+        return self.base_url not in _no_json_schema
+
     def openai_client(self) -> openai.OpenAI:
         return self._client
 
