@@ -52,9 +52,9 @@ def _ask(client: LLMClient, system: str, user: str, name: str, *, template: str)
     except LLMError as exc:
         return Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}", fingerprint=fingerprint)
     answer: JudgeAnswer = result.data
+    fingerprint = judge_fingerprint(judge="llm", model=client.model, server_model=result.model, template=template)
     return Verdict.of(passed=answer.passed, score=answer.score, reasoning=answer.reasoning, judge=client.judge_label,
-                      usage=result.usage.as_dict(), fingerprint=judge_fingerprint(judge="llm", model=client.model, server_model=result.model,
-                                                                 template=template))
+                      usage=result.usage.as_dict(), fingerprint=fingerprint)
 
 
 def judge_criterion(client: LLMClient, criterion: str, transcript: Transcript, *, expected_outcome: str = "") -> Verdict:
@@ -79,6 +79,7 @@ def rule_text(rule: dict) -> str:
 
 
 def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str) -> Verdict:
-    user = RULE_INSTRUCTIONS + data_block(rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text())
+    user = RULE_INSTRUCTIONS + data_block(rule=rule_text(rule), bot_context=bot_context,
+                                          conversation=transcript.as_text())
     system = SYSTEM.format(subject="rubric rule")
     return _ask(client, system, user, "rule_verdict", template=system + RULE_INSTRUCTIONS)

@@ -126,7 +126,8 @@ def judge_item(client: LLMClient, *, criteria: list[str], rules: list[dict], tra
         result = client.complete_structured(system=SYSTEM, user=user, response_model=BatchAnswer, name=NAME)
     except LLMError as exc:
         fingerprint = judge_fingerprint(judge=JUDGE_KIND, model=client.model, template=TEMPLATE)
-        return [Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}", fingerprint=fingerprint)] * subjects
+        error = Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}", fingerprint=fingerprint)
+        return [error] * subjects
     answer: BatchAnswer = result.data
     fingerprint = judge_fingerprint(judge=JUDGE_KIND, model=client.model, server_model=result.model, template=TEMPLATE)
     # The request's tokens judged every verdict of the item; each verdict carries them, and says how
@@ -134,7 +135,8 @@ def judge_item(client: LLMClient, *, criteria: list[str], rules: list[dict], tra
     usage = {**result.usage.as_dict(), "verdicts_in_request": subjects}
     by_number = _single_entries(answer.criteria, CriterionEntry, "criterion", _criterion_number)
     by_rule_id = _single_entries(answer.rules, RuleEntry, "rule_id", str)
-    entries = [by_number.get(str(n)) for n in range(1, len(criteria) + 1)] + [by_rule_id.get(rule["id"]) for rule in rules]
+    entries = ([by_number.get(str(n)) for n in range(1, len(criteria) + 1)]
+               + [by_rule_id.get(rule["id"]) for rule in rules])
     missing = sum(entry is None for entry in entries)
     if missing:
         logger.warning("the batched judge answer has no usable verdict for %d of %d subjects", missing, subjects)
