@@ -233,6 +233,14 @@ EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS = env_int("EVALSITE_RUN_HEARTBEAT_TIMEOUT
 # How many of one item's verdicts (criteria and rules) are judged at once. A run holds at most
 # `concurrency` items in flight, so it never has more than concurrency x this judge requests open.
 EVALSITE_JUDGE_CONCURRENCY_PER_ITEM = env_int("EVALSITE_JUDGE_CONCURRENCY_PER_ITEM", 4)
+# How an LLM judge asks for an item's verdicts: "off", one request per criterion and per rule;
+# "on", one request per item answering all of them (fewer requests and tokens, but the model judges
+# them together, so verdicts may differ: its fingerprint differs and comparisons say so); "auto", one
+# per item while the judge server takes json_schema structured output, else one per verdict. Read by
+# the worker when it judges an item. The heuristic judge makes no requests and is unaffected.
+EVALSITE_JUDGE_BATCH = os.environ.get("EVALSITE_JUDGE_BATCH", "").strip().lower() or "off"
+if EVALSITE_JUDGE_BATCH not in ("auto", "on", "off"):
+    raise ImproperlyConfigured(f"EVALSITE_JUDGE_BATCH must be auto, on or off, got {EVALSITE_JUDGE_BATCH!r}")
 
 # Requests to addresses users configure (bot endpoints) go only to public addresses, except the
 # networks (CIDRs) and host names listed here, e.g. "10.20.0.0/16,bots.internal". Empty: public only.

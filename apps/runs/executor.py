@@ -8,12 +8,14 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 
+from django.conf import settings
+
 from apps.bots.adapters import BotError, BotSpec, get_adapter
 from apps.core.errors import InvalidInputError
 from apps.core.judge_fingerprint import judge_fingerprint
 from apps.core.llm import get_llm_client
 
-from .judging import heuristic, llm
+from .judging import heuristic, llm, llm_batch
 from .judging.answers import judge_answer
 from .judging.aggregate import item_outcome, rule_in_scope
 from .judging.types import JUDGE_HEURISTIC, Transcript, Verdict, verdicts_to_json
@@ -64,6 +66,17 @@ class RunOptions:
     # How many of one item's verdicts are judged at once. The run engine holds at most `concurrency`
     # items in flight, so a run never has more than concurrency x judge_concurrency judge requests open.
     judge_concurrency: int = 1
+    # How an LLM judge asks for an item's verdicts (EVALSITE_JUDGE_BATCH): "off", one request per
+    # verdict; "on", one request per item for all of them; "auto", one per item while the judge's
+    # server takes structured output (json_schema), else one per verdict.
+    judge_batch: str = field(default_factory=lambda: settings.EVALSITE_JUDGE_BATCH)
+
+    @property
+    def batched(self) -> bool:
+        client = self.judge.client
+        if client is None or self.judge_batch == "off":
+            return False  # the heuristic judge makes no requests to batch
+        return self.judge_batch == "on" or client.takes_json_schema
 
 
 @dataclass
@@ -178,6 +191,26 @@ def _judge_all(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdi
         pool.shutdown(wait=True, cancel_futures=True)
 
 
+def _judge_batched(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]], options: RunOptions, *,
+                   criteria: list[str], rules: list[dict], transcript: Transcript, expected: dict,
+                   context: str) -> list[Verdict]:
+    """The item's LLM verdicts (`jobs`: criteria, then rules) from one batched request. Subjects
+    its answer gave no usable verdict for are judged by their own job, as in per-verdict mode, so
+    they carry the per-verdict fingerprint; a failed request leaves every verdict an error."""
+    if not jobs:
+        return []
+    try:
+        answered = llm_batch.judge_item(options.judge.client, criteria=criteria, rules=rules, transcript=transcript,
+                                        expected_outcome=expected.get("expected_outcome", ""), bot_context=context)
+    except Exception as exc:  # a bug, not an LLM error: the item's verdicts say so, the item goes on
+        logger.exception("the batched judgement could not be made")
+        answered = [Verdict.error(options.judge.label, f"Judge error: {type(exc).__name__}: {exc}")] * len(jobs)
+    options.heartbeat()
+    retried = iter(_judge_all([job for job, verdict in zip(jobs, answered) if verdict is None], options))
+    return [subject(verdict) if verdict is not None else next(retried)
+            for verdict, (_job, subject) in zip(answered, jobs, strict=True)]
+
+
 def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options: RunOptions,
                       conversation_id: str) -> ItemOutcome:
     """A V2 test-set item: criteria and (when the run has a rubric) the rules in scope."""
@@ -201,12 +234,12 @@ def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options:
                 if rule_in_scope(r, scope_filter=options.scope_filter, ids_filter=options.ids_filter)]
     context = bot_context(bot)
     # Criteria and rules in one pool, so an item's judge calls overlap across both lists.
-    verdicts = _judge_all(
-        [(_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
-         for c in success_criteria]
-        + [(_rule_job(r, transcript, context, options.judge, options.rubric_version),
-            lambda v, r=r: v.for_rule(r, options.rubric_version)) for r in in_scope],
-        options)
+    jobs = ([(_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
+             for c in success_criteria]
+            + [(_rule_job(r, transcript, context, options.judge, options.rubric_version),
+                lambda v, r=r: v.for_rule(r, options.rubric_version)) for r in in_scope])
+    verdicts = _judge_batched(jobs, options, criteria=success_criteria, rules=in_scope, transcript=transcript,
+                              expected=expected, context=context) if options.batched else _judge_all(jobs, options)
     tool_checks = heuristic.tool_verdicts(expected=expected, transcript=transcript)
     criteria = verdicts[:len(success_criteria)] + [
         v.with_fingerprint({**HEURISTIC_FINGERPRINT, "criterion": v.key}) for v in tool_checks]

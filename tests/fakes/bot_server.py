@@ -4,7 +4,9 @@ import json
 import threading
 import time
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.fakes import BusyHTTPServer
 
 Reply = tuple[int, dict | str]
 
@@ -50,8 +52,7 @@ class FakeBotServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = BusyHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/chat"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 

@@ -1,7 +1,8 @@
 """A scripted OpenAI-compatible server on a real local socket, so the real `openai` client runs.
 
 Replies are queued: push_json / push_text / push_error / push_delay / push_tool_calls / push(fn).
-When the queue is empty the server answers `default` (a JSON object reply). Every request body is
+When the queue is empty the server answers `default` (a JSON object reply, or a function of the
+request body giving one, e.g. `judge_reply`). Every request body is
 kept in `requests`. `reject_json_schema = True` makes it answer 400 to response_format json_schema,
 like servers that only know json_object. `in_flight` / `peak_in_flight` count the chat requests
 being answered at once (concurrency bounds).
@@ -9,13 +10,16 @@ being answered at once (concurrency bounds).
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
+
+from tests.fakes import BusyHTTPServer
 
 
 def _usage(prompt=11, completion=7):
@@ -40,6 +44,26 @@ def completion_body(model: str, content: str | None, tool_calls: list[dict] | No
 def embedding_for(text: str, dim: int = 8) -> list[float]:
     digest = hashlib.sha256(text.encode()).digest()
     return [b / 255.0 for b in digest[:dim]]
+
+
+def _section(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.DOTALL)
+    return match.group(1) if match else ""
+
+
+def judge_reply(passed: bool = True, score: float = 1.0, reasoning: str = "Met.") -> Callable[[dict], dict]:
+    """A default reply for the run judge in either mode: a batched request (its <criteria> and
+    <rules> sections) gets one entry per numbered criterion and per rule id it names; a per-verdict
+    request gets the single verdict."""
+    def reply(body: dict) -> dict:
+        user = body["messages"][-1]["content"]
+        criteria, rules = _section(user, "criteria"), _section(user, "rules")
+        verdict = {"passed": passed, "score": score, "reasoning": reasoning}
+        if not criteria and not rules:
+            return verdict
+        return {"criteria": [{"criterion": int(n), **verdict} for n in re.findall(r"^(\d+)\. ", criteria, re.M)],
+                "rules": [{"rule_id": rule_id, **verdict} for rule_id in re.findall(r"^Rule (\S+):", rules, re.M)]}
+    return reply
 
 
 class ScriptedOpenAIServer:
@@ -109,8 +133,7 @@ class ScriptedOpenAIServer:
                         server.in_flight -= 1
                 self._send(status, reply, headers)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
+        self.httpd = BusyHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
@@ -118,6 +141,7 @@ class ScriptedOpenAIServer:
         kind, value = step
         model = body.get("model", "")
         if kind == "json":
+            value = value(body) if callable(value) else value
             return 200, completion_body(model, value if isinstance(value, str) else json.dumps(value)), None
         if kind == "text":
             return 200, completion_body(model, value), None
@@ -127,6 +151,7 @@ class ScriptedOpenAIServer:
         if kind == "delay":
             seconds, reply = value
             time.sleep(seconds)
+            reply = reply(body) if callable(reply) else reply
             return 200, completion_body(model, json.dumps(reply)), None
         if kind == "tool_calls":
             calls, content = value

@@ -30,7 +30,9 @@ class RunCreateIn(BaseModel):
         default="", description='what to call the run ("after removing the PTO doc"); optional')
 
 
-LLM_USAGE = "Tokens the LLM judge spent on this verdict; absent for the heuristic judge."
+LLM_USAGE = ("Tokens the LLM judge spent on this verdict; absent for the heuristic judge. A batched judge "
+             "(fingerprint judge llm-batch) spends one request on all of an item's verdicts: each carries that "
+             "request's tokens and verdicts_in_request, how many verdicts share them.")
 
 
 class ComponentScore(BaseModel):
