@@ -14,6 +14,7 @@ next dispatch), which also completes a run whose items are all done. A run never
 A result is written once: the final UPDATE only matches a row that is not done yet.
 """
 
+import functools
 import json
 import logging
 import threading
@@ -260,6 +261,14 @@ def result_execute(*, result_pk: int) -> None:
     run_dispatch(run_pk=run.pk)
 
 
+@functools.lru_cache(maxsize=64)
+def _run_rubric(run_id: uuid.UUID, rubric_id: uuid.UUID, version: int) -> dict:
+    """The rubric version a run pinned, read once per run per worker process instead of per item
+    (two queries an item). Versions are immutable; the run id is in the key because a rubric id can
+    be deleted and created again with other content, and a run id never comes back."""
+    return sources.rubric_snapshot(rubric_id, version)[1]
+
+
 def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
     try:
         bot = sources.bot_spec(run.agent_id)
@@ -273,8 +282,7 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
         if result.item_type == "question":
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
         else:
-            rubric = sources.rubric_snapshot(run.rubric_id, run.rubric_version)[1] \
-                if run.rubric_id else None
+            rubric = _run_rubric(run.run_id, run.rubric_id, run.rubric_version) if run.rubric_id else None
             outcome = execute_test_item(item=result.item, bot=bot, rubric=rubric, options=options,
                                         conversation_id=conversation_id)
     except RunCancelled:
