@@ -215,7 +215,9 @@ def test_live_endpoint_query_count_does_not_grow_with_results(staff_client):
         with CaptureQueriesContext(connection) as captured:
             assert staff_client.get(f"/console/runs/{run.run_id}/live/?after=").status_code == 200
         counts.append(len(captured))
-    assert counts[0] == counts[1] <= 8, counts
+    # Two more than when every row was read into Python: the figures are summed by the database (one
+    # query on SQLite, a row and a verdict query on PostgreSQL) and the fresh rows are a query of their own.
+    assert counts[0] == counts[1] <= 10, counts
 
 
 def test_pending_run_nobody_picks_up_says_how_to_start_a_worker(staff_client):
