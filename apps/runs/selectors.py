@@ -201,7 +201,7 @@ def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
         criteria = Verdict.list_from_json(values["criteria_scores"], kind=CRITERION)
         rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
         latest = in_force(reviews.get(values["pk"], []))
-        failures, warnings = reviewed_failures(values["criteria_scores"], values["rubric_scores"], latest)
+        failures, warnings = failures_and_warnings(apply_reviews(criteria, latest), apply_reviews(rules, latest))
         human = human_passed(judge_passed=values["passed"], criteria=values["criteria_scores"],
                              rules=values["rubric_scores"], latest=latest)
         if not failures and human is False and values["error"]:
@@ -355,7 +355,7 @@ def run_judge_fingerprints(*, runs) -> dict[int, list[dict]]:
 
 # A comparison shows this many items of each kind (regressions, fixed, still failing) and criterion
 # changes, with how many there are; COMPARE_KEEP of each are kept, so any limit up to it is a slice.
-COMPARE_SHOWN = 50
+COMPARE_SHOWN = 25
 COMPARE_KEEP = 1000
 
 
@@ -393,18 +393,22 @@ def _rule_deltas(base: RunDigest, head: RunDigest) -> list[dict]:
     return deltas
 
 
-def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN) -> dict:
+LISTED = (pairing.REGRESSED, pairing.FIXED, pairing.STILL_FAILING)
+
+
+def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
+                   listed: tuple[str, ...] = LISTED) -> dict:
     """Two runs of the same test set, item by item (comparison.pair_items: joined on the test case
     id, which stays stable across test set versions): regressions, fixes and items still failing
-    (the first `shown` of each, None for all, with how many), per-rule and per-criterion score
-    deltas, the paired statistics of all the items in both (stats.paired_statistics) and whether
-    the judge changed. A bounded number of queries, whatever the runs' sizes."""
+    (of the kinds `listed`, the first `shown`, None for all; how many of every kind), per-rule and
+    per-criterion score deltas, the paired statistics of all the items in both
+    (stats.paired_statistics) and whether the judge changed. A bounded number of queries, whatever
+    the runs' sizes."""
     if base.test_set_id != head.test_set_id or base.dataset_id != head.dataset_id:
         raise InvalidInputError("Only runs of the same test set (or question set) can be compared.")
     core = _comparison_core(base, head, shown)
     items, digests = core["items"], run_digests([base, head])
-    listed = {kind: items.first.get(kind, [])[:shown] for kind in (pairing.REGRESSED, pairing.FIXED,
-                                                                   pairing.STILL_FAILING)}
+    listed = {kind: items.first.get(kind, [])[:shown] if kind in listed else [] for kind in LISTED}
     reviews = run_reviews(runs=[base, head])
     pks = {pk for pairs in listed.values() for pair in pairs for pk in pair if pk is not None}
     values = EvaluationResult.objects.filter(pk__in=pks).values(*TABLE_FIELDS, "output") if pks else []

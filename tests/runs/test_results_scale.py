@@ -283,3 +283,18 @@ def test_bootstrap_over_a_hundred_thousand_pairs():
     assert low < -0.04 < high < 0, "brackets the difference of -4 points"
     assert stats.pass_rate_diff_ci(list(reversed(pairs))) == [low, high], "the order of the pairs does not matter"
     assert json.dumps(stats.paired_statistics(pairs))  # plain numbers
+
+
+def test_criterion_changes_count_the_last_verdict_of_a_repeated_criterion():
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
+    # Item 0: its base verdicts on "x" end with a fail, as its head one: unchanged. Item 1: they end
+    # with a pass, and the head one fails: changed, once.
+    for position, base_verdicts in enumerate(([criterion("x", True), criterion("x", False)],
+                                              [criterion("x", False), criterion("x", True),
+                                               criterion("x", False, status="skipped")])):
+        EvaluationResultFactory(run=base, position=position, criteria_scores=base_verdicts)
+        EvaluationResultFactory(run=head, position=position, criteria_scores=[criterion("x", False)])
+    comparison = selectors.run_comparison(base=base, head=head)
+    assert comparison["criterion_deltas_total"] == 1
+    assert [(d["item_name"], d["base"]["passed"], d["head"]["passed"]) for d in comparison["criterion_deltas"]] == [
+        ("item 1", True, False)]

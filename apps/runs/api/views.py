@@ -12,6 +12,7 @@ from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
 from apps.core.schema import CONFLICT, ErrorOut
 from apps.runs import selectors, services
+from apps.runs.comparison import REGRESSED
 
 from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ResultOut, ReviewIn, ReviewList, ReviewOut, RunCreateIn,
                       RunList, RunOut)
@@ -97,7 +98,7 @@ class RunCompareView(APIView):
     def get(self, request, run_id, other_run_id):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
         query = CompareQuery.model_validate(request.query_params.dict())
-        comparison = selectors.run_comparison(base=base, head=head, shown=query.limit)
+        comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
         return respond(ComparisonOut, comparison_data(comparison))
 
 

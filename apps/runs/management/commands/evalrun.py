@@ -22,6 +22,7 @@ from django.urls import reverse
 
 from apps.core.errors import DomainError
 from apps.runs import selectors, services
+from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.judging.types import CRITERION, RULE, Verdict
 from apps.runs.stats import VERDICT_WORDS, WORSE
@@ -127,7 +128,8 @@ class Command(BaseCommand):
         """Print the comparison with the baseline; raise (exit 1) on a judge change not allowed,
         or on a significant regression, listing the regressed items."""
         try:
-            comparison = selectors.run_comparison(base=baseline, head=run)
+            # Every regressed item is printed (shown=None); the lists it does not print are not built.
+            comparison = selectors.run_comparison(base=baseline, head=run, shown=None, listed=(REGRESSED,))
         except DomainError as exc:
             raise CommandError(f"baseline {baseline.run_id}: {exc.detail}") from exc
         if comparison["judge_changed"]:
