@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT, ErrorOut
+from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
 
@@ -84,7 +84,9 @@ class RunDetailView(APIView):
         return respond(RunOut, run_data(_run_or_404(run_id)))
 
 
-NOT_COMPARABLE = OpenApiResponse(ErrorOut, description="The runs are not of the same test set (or question set).")
+# A message when the runs cannot be compared, the field errors when `limit` is invalid.
+NOT_COMPARABLE = OpenApiResponse(ValidationErrorOut, description="`limit` is invalid, or the runs are not of the same "
+                                                                 "test set (or question set).")
 
 
 class RunCompareView(APIView):
