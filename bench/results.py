@@ -9,7 +9,8 @@ and a head run in which some items regressed, some were fixed and a few are unas
 carries what the engine stores: the item (with tags and a priority), a two-message transcript with a
 tool call, three criterion and four rubric-rule verdicts with reasoning, token usage and judge
 fingerprints (about 4 KB of JSON per row). The runs' counters are the sums of their results, as the
-engine would have kept them. `--reuse` measures a database an earlier `--keep` left.
+engine would have kept them. The database is dropped at the end unless `--keep`; `--reuse`
+measures one an earlier `--keep` left.
 
 Then it starts gunicorn with evalsite/gunicorn.conf.py (2 workers x 8 threads, DEBUG off) and, as a
 client over HTTP (a staff session for the console, a staff API key for the API), sends `--samples`
