@@ -15,7 +15,7 @@ measures one an earlier `--keep` left.
 Then it starts gunicorn with evalsite/gunicorn.conf.py (2 workers x 8 threads, DEBUG off) and, as a
 client over HTTP (a staff session for the console, a staff API key for the API), sends `--samples`
 sequential requests to each URL after one unmeasured request (which fills what a process computes
-once per finished run, see apps/runs/selectors.py), and prints p50 / p95 / max, the unmeasured
+once per finished run, see apps/runs/aggregates.py), and prints p50 / p95 / max, the unmeasured
 first request, the bytes of an answer, the load average, and the peak RSS of the server's workers.
 Target: p95 <= 200 ms for the run page, a results page and the comparison.
 """
