@@ -1,14 +1,19 @@
 from datetime import datetime, timedelta
 
+from django.core.cache import cache
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 from django.utils import timezone
 
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
 
-from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, component_scores, coverage, is_flaky
-from .judging.fingerprint import distinct_judges, judge_changes
+from . import comparison as pairing
+from .aggregates import CACHE_PREFIX, CACHE_SECONDS, LIVE_OVERLAP, RunDigest, run_digest, run_digests
+from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
+from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE, SEVERITY_ORDER, Verdict
+from .jsonfilters import HasFailedRule, HasTag
 from .models import EvaluationResult, EvaluationRun, VerdictReview
 from .reviews import agreement_table, apply_reviews, human_passed, in_force
 from .stats import paired_statistics, wilson_interval
@@ -64,9 +69,14 @@ def run_list(*, agent_id: str | None = None, status: str | None = None, limit: i
     return runs[:limit]
 
 
+# Test set order; the id makes it total, so pages of equal positions (attempts of one item) never
+# skip or repeat a result.
+RESULT_ORDER = ("position", "pk")
+
+
 def result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: str | None = None):
     """Finished results of a run, in test set order."""
-    results = run.results.done().order_by("position", "attempt")
+    results = run.results.done().order_by(*RESULT_ORDER)
     if passed is not None:
         results = results.filter(passed=passed)
     if item_type:
@@ -100,19 +110,6 @@ def item_figures(*, run: EvaluationRun) -> dict:
     return figures
 
 
-def item_pairs(*, base: EvaluationRun, head: EvaluationRun) -> tuple[list[tuple[bool, bool]], list[tuple[float, float]]]:
-    """The items finished in both runs, paired by test case id: their canonical verdicts (every
-    attempt passed) and their pass rates over attempts, in the same order, for
-    stats.paired_statistics. Counted in the database: no verdict column is read."""
-    base_counts, head_counts = _attempt_counts(base), _attempt_counts(head)
-    verdicts, rates = [], []
-    for case in sorted(set(base_counts) & set(head_counts), key=str):
-        (bn, bok, _), (hn, hok, _) = base_counts[case], head_counts[case]
-        verdicts.append((bok == bn, hok == hn))
-        rates.append((bok / bn, hok / hn))
-    return verdicts, rates
-
-
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
@@ -136,13 +133,24 @@ def run_trial_figures(*, run: EvaluationRun) -> dict:
 def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flaky: bool | None = None) -> dict:
     """The run's items with their attempts, in test set order: per item its canonical outcome
     (aggregate.canonical_outcome), pass rate over attempts, pass^k and pass@k, whether it is flaky,
-    and its attempts (result id, attempt, outcome). Paged by item; `flaky` keeps only flaky (or
-    only steady) items. Returns {"items": [...], "total": items matching, "has_more": bool}."""
-    rows = (run.results.order_by("position", "attempt")
-            .values_list("position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state",
-                         "outcome"))
+    and its attempts (result id, attempt, outcome). Paged by item in the database (an item is a
+    position: only the page's results are read); `flaky` keeps only flaky (or only steady) items.
+    Returns {"items": [...], "total": items matching, "has_more": bool}."""
+    results = run.results.order_by("position", "attempt")
+    if flaky is None:
+        total = run.total // max(run.repeats, 1)
+        page = results.filter(position__gte=offset, position__lt=offset + limit)
+    else:
+        disagreeing = (run.results.done().order_by().values("test_case_id")
+                       .annotate(ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
+                       .filter(ok__gt=0, bad__gt=0).values("test_case_id"))
+        chosen = results.filter(test_case_id__in=disagreeing) if flaky else results.exclude(test_case_id__in=disagreeing)
+        positions = chosen.order_by("position").values_list("position", flat=True).distinct()
+        total = positions.count()
+        page = results.filter(position__in=list(positions[offset:offset + limit]))
     by_item: dict = {}
-    for position, case, name, item_type, attempt, result_id, state, outcome in rows.iterator():
+    rows = page.values_list("position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state", "outcome")
+    for position, case, name, item_type, attempt, result_id, state, outcome in rows:
         item = by_item.setdefault(case, {"test_case_id": case, "position": position, "item_name": name,
                                          "item_type": item_type, "attempts": []})
         item["attempts"].append({"attempt": attempt, "result_id": result_id,
@@ -158,18 +166,28 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
             "flaky": is_flaky(outcomes),
             "outcome": canonical_outcome(outcomes) if len(outcomes) == len(item["attempts"]) else None,
         })
-        if flaky is None or item["flaky"] == flaky:
-            items.append(item)
-    return {"items": items[offset:offset + limit], "total": len(items), "has_more": offset + limit < len(items)}
+        items.append(item)
+    return {"items": items, "total": total, "has_more": offset + len(items) < total}
 
 
-def run_live_component_scores(*, run: EvaluationRun) -> dict | None:
+def result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None,
+                item_type: str | None = None) -> tuple[list[EvaluationResult], bool]:
+    """(results, has_more): `limit` finished results of a run from `offset`, in test set order.
+    The page's ids are found first (an index-only scan of results_run_done_order on PostgreSQL),
+    then only its rows are read, so a deep offset does not read the rows it skips."""
+    ids = list(result_list(run=run, passed=passed, item_type=item_type).values_list("pk", flat=True)
+               [offset:offset + limit + 1])
+    results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER)
+    return list(results), len(ids) > limit
+
+
+def run_live_component_scores(*, run: EvaluationRun, digest: RunDigest | None = None) -> dict | None:
     """component_scores of a run still in progress, from the verdicts so far."""
     if not run.rubric_id:
         return None
     if run.component_scores is not None:
         return run.component_scores
-    return component_scores(run.results.done().rule_verdicts())
+    return (digest or run_digest(run)).component_scores()
 
 
 def result_get(*, result_id) -> EvaluationResult:
@@ -206,29 +224,27 @@ def verdict_review_list(*, result: EvaluationResult) -> list[VerdictReview]:
     return list(result.reviews.order_by("created_at", "id"))
 
 
-def _reviews_by_result(results_filter: dict) -> dict[int, list[VerdictReview]]:
+def run_reviews(*, runs) -> dict[int, list[VerdictReview]]:
+    """Per result pk, the reviews of the runs' finished results, oldest first, each with its
+    result's verdict columns loaded (what the human figures re-judge): one query. Reviews are
+    written by people, a few per run, so they are read whole."""
     grouped: dict[int, list[VerdictReview]] = {}
-    for review in VerdictReview.objects.filter(**results_filter).order_by("created_at", "id"):
+    reviews = (VerdictReview.objects.filter(result__run__in=[run.pk for run in runs], result__state=EvaluationResult.State.DONE)
+               .select_related("result").only("kind", "key", "passed", "created_at", "result__run", "result__passed",
+                                              "result__criteria_scores", "result__rubric_scores")
+               .order_by("created_at", "id"))
+    for review in reviews:
         grouped.setdefault(review.result_id, []).append(review)
     return grouped
 
 
-TABLE_FIELDS = ("pk", "result_id", "position", "test_case_id", "item_name", "item_type", "item", "passed", "outcome",
-                "criteria_scores", "rubric_scores", "error", "duration_ms", "finished_at")
-
-LIVE_OVERLAP = timedelta(seconds=10)
+TABLE_FIELDS = ("pk", "result_id", "position", "test_case_id", "attempt", "item_name", "item_type", "item", "passed",
+                "outcome", "criteria_scores", "rubric_scores", "error", "duration_ms", "finished_at")
+# Failed first (False sorts before True, and finished results always have one), then test set order.
+TABLE_ORDER = ("passed", *RESULT_ORDER)
+RESULTS_PER_PAGE = 50
 # A run pending this long after its creation was not picked up: no worker consumes the queue.
 UNCLAIMED_AFTER = timedelta(seconds=60)
-
-
-def verdict_counts(verdicts: list[Verdict]) -> dict[str, int]:
-    """passed · failed · warned · skipped, as the contract counts them: a verdict the judge skipped
-    is neither passed nor failed (an errored one failed), and a failed medium or low rule only warns."""
-    passed = sum(1 for v in verdicts if v.counts_as_passed)
-    skipped = sum(1 for v in verdicts if v.status == "skipped")
-    warned = sum(1 for v in verdicts if v.kind == RULE and v.failed and v.severity != "high")
-    return {"passed": passed, "failed": len(verdicts) - passed - skipped - warned, "warned": warned,
-            "skipped": skipped}
 
 
 def failures_and_warnings(criteria: list[Verdict], rules: list[Verdict]) -> tuple[list[tuple], list[tuple]]:
@@ -260,19 +276,18 @@ def first_failure(criteria: list[dict] | None, rules: list[dict] | None) -> tupl
     return (failures + warnings)[0] if failures or warnings else ("", "")
 
 
-def run_result_rows(*, run: EvaluationRun) -> list[dict]:
-    """Every finished result of a run as a table row, with its human verdict: two queries whatever
-    the run's size. Rows carry what the console filters on (tags, priority, severities of failed
-    rules), the judge's verdict counts, and what fails the item, or only warns, once the reviews in
-    force are applied (a criterion a reviewer passed no longer fails it)."""
-    reviews = _reviews_by_result({"result__run": run})
+def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+    """Results (TABLE_FIELDS values, at most a page of them) as table rows, with their human verdict.
+    Rows carry what the console shows (tags, priority, the judge's verdict counts) and what fails the
+    item, or only warns, once the reviews in force are applied (a criterion a reviewer passed no
+    longer fails it)."""
     rows = []
-    for values in result_list(run=run).values(*TABLE_FIELDS):
+    for values in results:
         item = values["item"] or {}
         criteria = Verdict.list_from_json(values["criteria_scores"], kind=CRITERION)
         rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
         latest = in_force(reviews.get(values["pk"], []))
-        failures, warnings = reviewed_failures(values["criteria_scores"], values["rubric_scores"], latest)
+        failures, warnings = failures_and_warnings(apply_reviews(criteria, latest), apply_reviews(rules, latest))
         human = human_passed(judge_passed=values["passed"], criteria=values["criteria_scores"],
                              rules=values["rubric_scores"], latest=latest)
         if not failures and human is False and values["error"]:
@@ -297,64 +312,113 @@ def run_result_rows(*, run: EvaluationRun) -> list[dict]:
     return rows
 
 
-def filter_result_rows(rows: list[dict], *, passed: bool | None = None, item_type: str | None = None,
-                       tag: str | None = None, priority: str | None = None,
-                       failed_severity: str | None = None) -> list[dict]:
-    """The console's filters over run_result_rows, failed items first, then in test set order."""
+def _with_flaky(run: EvaluationRun, rows: list[dict]) -> list[dict]:
+    """Rows marked `flaky` where their item's attempts disagree (one passed, another failed): one
+    query over the rows' items, only for a run with repeats."""
+    if run.repeats > 1 and rows:
+        flaky = set(run.results.done().filter(test_case_id__in={r["test_case_id"] for r in rows}).order_by()
+                    .values("test_case_id")
+                    .annotate(ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
+                    .filter(ok__gt=0, bad__gt=0).values_list("test_case_id", flat=True))
+        for row in rows:
+            row["flaky"] = row["test_case_id"] in flaky
+    return rows
+
+
+def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome: str | None = None,
+                     item_type: str | None = None, q: str | None = None, tag: str | None = None,
+                     priority: str | None = None, failed_severity: str | None = None):
+    """The run page's table: finished results under its filters, failed first, then in test set
+    order; filtered and ordered by the database (jsonfilters for the JSON columns)."""
+    results = run.results.done()
     if passed is not None:
-        rows = [r for r in rows if r["passed"] is passed]
+        results = results.filter(passed=passed)
+    if outcome:
+        results = results.filter(outcome=outcome)
     if item_type:
-        rows = [r for r in rows if r["item_type"] == item_type]
+        results = results.filter(item_type=item_type)
+    if q:
+        results = results.filter(item_name__icontains=q)
     if tag:
-        rows = [r for r in rows if tag in r["tags"]]
+        results = results.filter(HasTag(tag))
     if priority:
-        rows = [r for r in rows if r["priority"] == priority]
+        results = results.filter(item__priority=priority)
     if failed_severity:
-        rows = [r for r in rows if failed_severity in r["failed_severities"]]
-    return sorted(rows, key=lambda r: (bool(r["passed"]), r["position"]))
+        results = results.filter(HasFailedRule(failed_severity))
+    return results.order_by(*TABLE_ORDER)
 
 
-def run_review_figures(*, rows: list[dict]) -> dict:
+def _counted_by_digest(filters: dict) -> bool:
+    """Whether the digest can count the table under these filters (no query needed)."""
+    return not any(filters.get(name) for name in ("q", "tag", "failed_severity"))
+
+
+def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[int, list[VerdictReview]],
+                      number=None, per_page: int = RESULTS_PER_PAGE, **filters) -> Page:
+    """One page of the run page's table (results_filtered) as rows (result_rows). The count comes
+    from the digest where its columns suffice; the page's ids are found first and only its rows
+    are read (an index-only scan of results_run_done_table on PostgreSQL, however deep the page)."""
+    results = results_filtered(run=run, **filters)
+    paginator = Paginator(results, per_page)
+    # Paginator.count is a cached property: set, it is never asked of the database.
+    paginator.count = (digest.results_matching(**{k: filters.get(k) for k in ("passed", "outcome", "item_type",
+                                                                               "priority")})
+                       if _counted_by_digest(filters) else results.count())
+    page = paginator.get_page(number)
+    values = []
+    if paginator.count:
+        ids = results.values("pk")[page.start_index() - 1:page.end_index()]
+        values = EvaluationResult.objects.filter(pk__in=ids).order_by(*TABLE_ORDER).values(*TABLE_FIELDS)
+    page.object_list = _with_flaky(run, result_rows(values, reviews))
+    return page
+
+
+def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[VerdictReview]], after: datetime | None,
+                           limit: int = RESULTS_PER_PAGE, **filters) -> list[dict]:
+    """The rows a page that has seen results up to `after` (the newest finished_at it was given)
+    may not have, under its filters: the first `limit` in the table's order. Results finish out of
+    order across workers, and one written a moment before the cursor may commit after it was read,
+    so a short overlap is sent again; pages drop rows they have. Reads only what finished since
+    (results_run_finished on PostgreSQL)."""
+    results = results_filtered(run=run, **filters)
+    if after is not None:
+        results = results.filter(finished_at__gt=after - LIVE_OVERLAP)
+    return _with_flaky(run, result_rows(results.values(*TABLE_FIELDS)[:limit], reviews))
+
+
+def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictReview]]) -> dict:
     """Judge and human-reviewed pass rates, and the judge's criterion and rule counts, over a run's
-    finished results: the run page's cards, live while the run goes (the run's own totals are the
-    same sums, kept by the engine)."""
-    completed = len(rows)
-    judge = sum(1 for r in rows if r["passed"])
-    human = sum(1 for r in rows if r["human_passed"])
-    keys = ("passed", "failed", "warned", "skipped")
-    criteria = {key: sum(r["criteria_counts"][key] for r in rows) for key in keys}
-    rules = {key: sum(r["rules_counts"][key] for r in rows) for key in keys}
+    finished results: the run page's cards, live while the run goes. The judge's figures come from
+    the digest; the human ones re-judge only the reviewed results (reviews: run_reviews)."""
+    completed, judge = digest.completed, digest.judge_passed
+    reviewed = changed = human = 0
+    for result_reviews in reviews.values():
+        result = result_reviews[0].result
+        latest = in_force(result_reviews)
+        verdict = human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
+                               rules=result.rubric_scores, latest=latest)
+        reviewed += bool(latest)
+        changed += bool(result.passed) != bool(verdict)
+        human += bool(verdict) - bool(result.passed)
+    human += judge
+    criteria, rules = digest.verdict_counts(CRITERION), digest.verdict_counts(RULE)
     rule_verdicts = sum(rules.values())
     return {
         # Fail-closed: items a high-severity rule of which was not assessed, and every verdict by
         # what the judge did, the denominators shown beside the pass rates.
-        "unassessed": sum(1 for r in rows if r.get("outcome") == UNASSESSED),
-        "coverage": {key: sum(r["coverage"][key] for r in rows) for key in ("scored", "skipped", "errored")},
+        "unassessed": digest.unassessed,
+        "coverage": digest.coverage(),
         "completed": completed, "judge_passed": judge, "human_passed": human,
         "judge_pass_rate": judge / completed if completed else None,
         "human_pass_rate": human / completed if completed else None,
-        "reviewed_results": sum(1 for r in rows if r["reviews"]),
-        "changed_by_review": sum(1 for r in rows if bool(r["passed"]) != bool(r["human_passed"])),
+        "reviewed_results": reviewed,
+        "changed_by_review": changed,
         "criteria": criteria, "criteria_total": sum(criteria.values()),
         "rules": rules, "rules_assessed": rules["passed"] + rules["failed"] + rules["warned"],
         "rule_verdicts": rule_verdicts,
         # Most rule verdicts skipped: the judge cannot see what the rubric asks about.
         "rules_mostly_unassessed": rule_verdicts > 0 and rules["skipped"] * 2 > rule_verdicts,
     }
-
-
-def rows_finished_since(rows: list[dict], cursor: datetime | None) -> list[dict]:
-    """The rows a page that has seen results up to `cursor` (the newest finished_at it was given)
-    may not have. Results finish out of order across workers, and one written a moment before the
-    cursor may commit after it was read, so a short overlap is sent again; pages drop rows they have."""
-    if cursor is None:
-        return rows
-    since = cursor - LIVE_OVERLAP
-    return [r for r in rows if r["finished_at"] and r["finished_at"] > since]
-
-
-def rows_cursor(rows: list[dict]) -> datetime | None:
-    return max((r["finished_at"] for r in rows if r["finished_at"]), default=None)
 
 
 def run_unclaimed(*, run: EvaluationRun, now: datetime | None = None) -> bool:
@@ -383,117 +447,103 @@ def run_comparable_list(*, run: EvaluationRun, limit: int = 20) -> list[Evaluati
     return list(others.with_bot_names().newest_first()[:limit])
 
 
-def _fingerprints_of(stored_columns) -> list[dict]:
-    """The distinct judges (fingerprint.distinct_judges) of the verdicts in (criteria_scores,
-    rubric_scores) pairs of stored columns."""
-    return distinct_judges(verdict.get("fingerprint") for criteria, rules in stored_columns
-                           for verdict in (criteria or []) + (rules or []))
-
-
-def rows_judge_fingerprints(rows: list[dict]) -> list[dict]:
-    """The distinct judges of run_result_rows' verdicts (a run's judge_fingerprints, from rows already read)."""
-    return _fingerprints_of((r["criteria_scores"], r["rubric_scores"]) for r in rows)
-
-
-def run_judge_fingerprints(*, runs, stored: bool = True) -> dict[int, list[dict]]:
+def run_judge_fingerprints(*, runs) -> dict[int, list[dict]]:
     """Per run pk, the distinct judges of its verdicts (judge_fingerprints): what a finished run
-    stored, and for the others one query for all of them (stored=False: always from the verdicts)."""
-    found = {run.pk: run.judge_fingerprints for run in runs if stored and run.judge_fingerprints is not None}
-    columns: dict[int, list] = {run.pk: [] for run in runs if run.pk not in found}
-    if not columns:
-        return found
-    rows = EvaluationResult.objects.filter(run__in=list(columns)).values_list("run_id", "criteria_scores", "rubric_scores")
-    for run_pk, criteria, rules in rows.iterator():
-        columns[run_pk].append((criteria, rules))
-    return {**found, **{pk: _fingerprints_of(verdict_columns) for pk, verdict_columns in columns.items()}}
+    stored (services._finalize), else from the runs' digests."""
+    runs = list(runs)
+    found = {run.pk: run.judge_fingerprints for run in runs if run.judge_fingerprints is not None}
+    rest = [run for run in runs if run.pk not in found]
+    return {**found, **{pk: digest.judge_fingerprints() for pk, digest in run_digests(rest).items()}} if rest else found
 
 
-def _verdict_scores(rows: list[dict]) -> tuple[dict, dict]:
-    """Per rule id, and per (test case, criterion): the list of (passed, score) verdicts the judge gave."""
-    rules: dict[str, dict] = {}
-    criteria: dict[tuple, dict] = {}
-    for row in rows:
-        for rule in Verdict.list_from_json(row["rubric_scores"], kind=RULE):
-            if rule.status != "ok":
-                continue
-            entry = rules.setdefault(rule.key, {"name": rule.rule_name, "severity": rule.severity,
-                                                "passed": 0, "total": 0, "score_sum": 0.0})
-            entry["total"] += 1
-            entry["passed"] += bool(rule.passed)
-            entry["score_sum"] += float(rule.score or 0)
-        for criterion in Verdict.list_from_json(row["criteria_scores"], kind=CRITERION):
-            if criterion.status == "ok":
-                criteria[(row["test_case_id"], criterion.key)] = {
-                    "item_name": row["item_name"], "passed": bool(criterion.passed),
-                    "score": float(criterion.score or 0)}
-    return rules, criteria
+# A comparison shows this many items of each kind (regressions, fixed, still failing) and criterion
+# changes, with how many there are; COMPARE_KEEP of each are kept, so any limit up to it is a slice.
+COMPARE_SHOWN = 25
+COMPARE_KEEP = 1000
 
 
-def run_comparison(*, base: EvaluationRun, head: EvaluationRun) -> dict:
-    """Two runs of the same test set, item by item (joined on the test case id, which stays stable
-    across test set versions): regressions, fixes, per-rule and per-criterion score deltas, the
-    paired statistics of the items in both (stats.paired_statistics) and whether the judge changed."""
-    if base.test_set_id != head.test_set_id or base.dataset_id != head.dataset_id:
-        raise InvalidInputError("Only runs of the same test set (or question set) can be compared.")
-    base_rows = {r["test_case_id"]: r for r in run_result_rows(run=base)}
-    head_rows = {r["test_case_id"]: r for r in run_result_rows(run=head)}
-    pairs = [(base_rows.get(case), head_rows[case]) for case in head_rows]
-    # An item unassessed before (its high-severity rules unjudged) that now fails is a regression too:
-    # nothing showed it failing before, and it does now.
-    regressions = [(b, h) for b, h in pairs
-                   if b and not h["passed"] and (b["passed"] or (b["outcome"] == UNASSESSED and h["outcome"] == FAILED))]
-    fixed = [(b, h) for b, h in pairs if b and not b["passed"] and h["passed"]]
-    regressed = {id(h) for _, h in regressions}
-    still_failing = [(b, h) for b, h in pairs if b and not b["passed"] and not h["passed"] and id(h) not in regressed]
-    unchanged_pass = sum(1 for b, h in pairs if b and b["passed"] and h["passed"])
-    new_items = [h for b, h in pairs if b is None]
-    dropped = [b for case, b in base_rows.items() if case not in head_rows]
-    # The answers are read only for the items a reviewer compares side by side: one query.
-    shown = [row for pair in regressions + fixed for row in pair]
-    outputs = dict(EvaluationResult.objects.filter(pk__in=[row["pk"] for row in shown]).values_list("pk", "output"))
-    for row in shown:
-        inputs = (row["item"] or {}).get("inputs") or {}
-        row["question"] = inputs.get("message") or inputs.get("initial_message") or (row["item"] or {}).get("question", "")
-        row["answer"] = final_answer(outputs.get(row["pk"]))
-        # A scenario's last reply may be the same in both runs while an earlier turn differs: the whole conversation.
-        row["conversation"] = conversation_turns(outputs.get(row["pk"])) if row["item_type"] == "scenario" else []
-    base_judges = rows_judge_fingerprints(list(base_rows.values()))
-    head_judges = rows_judge_fingerprints(list(head_rows.values()))
-    # Runs judged before fingerprints existed have none: nothing to say they differ.
-    changes = judge_changes(base_judges, head_judges) if base_judges and head_judges else []
-    statistics = paired_statistics(*item_pairs(base=base, head=head))
-    named = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in=(base.pk, head.pk))}
-    base, head = named.get(base.pk, base), named.get(head.pk, head)
+def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None) -> dict:
+    """What a comparison reads from the results: the pairing, the statistics over all pairs and the
+    changed criteria. Two finished runs never change, so theirs is kept (CACHE_SECONDS)."""
+    key = (f"{CACHE_PREFIX}:compare:{base.run_id}:{base.status}:{base.completed}:"
+           f"{head.run_id}:{head.status}:{head.completed}")
+    cacheable = base.is_finished and head.is_finished and keep is not None and keep <= COMPARE_KEEP
+    if cacheable and (core := cache.get(key)) is not None:
+        return core
+    kept = COMPARE_KEEP if cacheable else keep
+    items = pairing.pair_items(base_pk=base.pk, head_pk=head.pk, keep=kept if kept is not None else pairing.ALL)
+    criterion_deltas, criterion_total = pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=kept)
+    core = {"items": items, "statistics": paired_statistics(items.pass_pairs(), items.rate_pairs()),
+            "criterion_deltas": criterion_deltas, "criterion_deltas_total": criterion_total}
+    if cacheable:
+        cache.set(key, core, CACHE_SECONDS)
+    return core
 
-    base_rules, base_criteria = _verdict_scores(list(base_rows.values()))
-    head_rules, head_criteria = _verdict_scores(list(head_rows.values()))
-    rule_deltas = []
+
+def _rule_deltas(base: RunDigest, head: RunDigest) -> list[dict]:
+    base_rules, head_rules = base.rule_pass_counts(), head.rule_pass_counts()
+    deltas = []
     for rule_id in sorted(set(base_rules) | set(head_rules)):
         b, h = base_rules.get(rule_id), head_rules.get(rule_id)
         b_rate = b["passed"] / b["total"] if b and b["total"] else None
         h_rate = h["passed"] / h["total"] if h and h["total"] else None
-        rule_deltas.append({
+        deltas.append({
             "rule_id": rule_id, "rule_name": (h or b)["name"], "severity": (h or b)["severity"],
             "base": b, "head": h, "base_rate": b_rate, "head_rate": h_rate,
             "delta": None if b_rate is None or h_rate is None else h_rate - b_rate,
         })
-    rule_deltas.sort(key=lambda d: (d["delta"] is None, d["delta"] if d["delta"] is not None else 0, d["rule_id"]))
-    criterion_deltas = []
-    for key in set(base_criteria) & set(head_criteria):
-        b, h = base_criteria[key], head_criteria[key]
-        if b["passed"] != h["passed"] or b["score"] != h["score"]:
-            criterion_deltas.append({"test_case_id": key[0], "criterion": key[1], "item_name": h["item_name"],
-                                     "base": b, "head": h, "delta": h["score"] - b["score"]})
-    criterion_deltas.sort(key=lambda d: (d["delta"], d["item_name"], d["criterion"]))
+    deltas.sort(key=lambda d: (d["delta"] is None, d["delta"] if d["delta"] is not None else 0, d["rule_id"]))
+    return deltas
+
+
+LISTED = (pairing.REGRESSED, pairing.FIXED, pairing.STILL_FAILING)
+
+
+def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
+                   listed: tuple[str, ...] = LISTED) -> dict:
+    """Two runs of the same test set, item by item (comparison.pair_items: joined on the test case
+    id, which stays stable across test set versions): regressions, fixes and items still failing
+    (of the kinds `listed`, the first `shown`, None for all; how many of every kind), per-rule and
+    per-criterion score deltas, the paired statistics of all the items in both
+    (stats.paired_statistics) and whether the judge changed. A bounded number of queries, whatever
+    the runs' sizes."""
+    if base.test_set_id != head.test_set_id or base.dataset_id != head.dataset_id:
+        raise InvalidInputError("Only runs of the same test set (or question set) can be compared.")
+    core = _comparison_core(base, head, shown)
+    items, digests = core["items"], run_digests([base, head])
+    listed = {kind: items.first.get(kind, [])[:shown] if kind in listed else [] for kind in LISTED}
+    reviews = run_reviews(runs=[base, head])
+    pks = {pk for pairs in listed.values() for pair in pairs for pk in pair if pk is not None}
+    values = EvaluationResult.objects.filter(pk__in=pks).values(*TABLE_FIELDS, "output") if pks else []
+    rows = {row["pk"]: row for row in result_rows(values, reviews)}
+    for row in rows.values():
+        inputs = (row["item"] or {}).get("inputs") or {}
+        row["question"] = inputs.get("message") or inputs.get("initial_message") or (row["item"] or {}).get("question", "")
+        row["answer"] = final_answer(row["output"])
+        # A scenario's last reply may be the same in both runs while an earlier turn differs: the whole conversation.
+        row["conversation"] = conversation_turns(row["output"]) if row["item_type"] == "scenario" else []
+    base_digest, head_digest = digests[base.pk], digests[head.pk]
+    base_judges, head_judges = base_digest.judge_fingerprints(), head_digest.judge_fingerprints()
+    # Runs judged before fingerprints existed have none: nothing to say they differ.
+    changes = judge_changes(base_judges, head_judges) if base_judges and head_judges else []
+    named = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in=(base.pk, head.pk))}
+    base, head = named.get(base.pk, base), named.get(head.pk, head)
+    base_reviews = {pk: r for pk, r in reviews.items() if r[0].result.run_id == base.pk}
+    head_reviews = {pk: r for pk, r in reviews.items() if r[0].result.run_id == head.pk}
+    counts = items.counts
     return {
-        "base": base, "head": head, "regressions": regressions,
+        "base": base, "head": head, "shown": shown,
+        **{kind: [(rows[b], rows[h]) for b, h in pairs] for kind, pairs in listed.items()},
+        **{f"{kind}_total": counts.get(kind, 0) for kind in listed},
+        "unchanged_pass": counts.get(pairing.BOTH_PASSED, 0),
+        "new_items": counts.get(pairing.NEW, 0), "dropped": counts.get(pairing.DROPPED, 0),
         "bot_snapshots_known": bool(base.bot_snapshot and head.bot_snapshot),
-        "bot_changes": bot_snapshot_changes(base.bot_snapshot, head.bot_snapshot), "fixed": fixed, "still_failing": still_failing,
-        "unchanged_pass": unchanged_pass, "new_items": new_items, "dropped": dropped,
-        "rule_deltas": rule_deltas, "criterion_deltas": criterion_deltas,
-        "base_figures": run_review_figures(rows=list(base_rows.values())),
-        "head_figures": run_review_figures(rows=list(head_rows.values())),
-        "statistics": statistics,
+        "bot_changes": bot_snapshot_changes(base.bot_snapshot, head.bot_snapshot),
+        "rule_deltas": _rule_deltas(base_digest, head_digest),
+        "criterion_deltas": core["criterion_deltas"][:shown], "criterion_deltas_total": core["criterion_deltas_total"],
+        "base_figures": run_review_figures(digest=base_digest, reviews=base_reviews),
+        "head_figures": run_review_figures(digest=head_digest, reviews=head_reviews),
+        "statistics": core["statistics"],
         "base_judge_fingerprints": base_judges, "head_judge_fingerprints": head_judges,
         "judge_changed": bool(changes), "judge_changes": changes,
     }

@@ -373,7 +373,7 @@ def _store_item_figures(run: EvaluationRun) -> None:
     figures = item_figures(run=run)
     for name in ITEM_FIGURE_FIELDS:
         setattr(run, name, figures[name])
-    run.judge_fingerprints = run_judge_fingerprints(runs=[run], stored=False)[run.pk]
+    run.judge_fingerprints = run_judge_fingerprints(runs=[run])[run.pk]
 
 
 def run_cancel(*, run: EvaluationRun) -> EvaluationRun:

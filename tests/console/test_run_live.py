@@ -215,9 +215,11 @@ def test_live_endpoint_query_count_does_not_grow_with_results(staff_client):
         with CaptureQueriesContext(connection) as captured:
             assert staff_client.get(f"/console/runs/{run.run_id}/live/?after=").status_code == 200
         counts.append(len(captured))
-    # Ten: one reads the review queues each row's "add to queue" offers, once for all rows; one counts
-    # attempts per item for the repeated-trial figures of a run still going (a GROUP BY, whatever the size).
-    assert counts[0] == counts[1] <= 10, counts
+    # The figures are summed by the database (one query on SQLite, a row and a verdict query on
+    # PostgreSQL) and the fresh rows are a query of their own; one reads the review queues each row's
+    # "add to queue" offers, once for all rows; one counts attempts per item for the repeated-trial
+    # figures of a run still going (a GROUP BY, whatever the size).
+    assert counts[0] == counts[1] <= 12, counts
 
 
 def test_pending_run_nobody_picks_up_says_how_to_start_a_worker(staff_client):

@@ -304,6 +304,10 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     results = walk(api, "get", f"{v1}/runs/{run_id}/results", 200)
     items = walk(api, "get", f"{v1}/runs/{run_id}/items?limit=2", 200)
     assert items["items"] and items["items"][0]["attempts"][0]["attempt"] == 1
+    assert walk(api, "get", f"{v1}/runs/{run_id}/results?limit=2&offset=1", 200) == results[1:3]
+    headers = walk.document["paths"]["/api/v1/runs/{run_id}/results"]["get"]["responses"]["200"]["headers"]
+    assert {"X-Has-More", "Link"} <= set(headers), "the paging headers are documented"
+    walk(api, "get", f"{v1}/runs/{run_id}/results?limit=0", 422)
     result_id = results[0]["result_id"]
     verdict = results[0]["criteria_scores"][0]["criterion"]
     walk(api, "post", f"{v1}/results/{result_id}/reviews", 201,
@@ -313,7 +317,7 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     walk(api, "post", f"{v1}/runs/{run_id}/cancel", 409)
     pending = walk(api, "post", f"{v1}/runs", 201, body={"dataset_id": dataset_id, "agent_id": agent_id})
     walk(api, "post", f"{v1}/runs/{pending['run_id']}/cancel", 200)
-    same = walk(api, "get", f"{v1}/runs/{run_id}/compare/{run_id}", 200)
+    same = walk(api, "get", f"{v1}/runs/{run_id}/compare/{run_id}?limit=10", 200)
     assert same["verdict"] == "within_noise" and same["mcnemar_p"] == 1.0 and same["judge_changed"] is False
     walk(api, "get", f"{v1}/runs/{run_id}/compare/{pending['run_id']}", 422)
 

@@ -3,6 +3,7 @@ conversation, transcript and verdicts; the run reports the mean pass rate with i
 pass^k, pass@k and flaky items; an item passes only if every attempt passed; nothing is served from
 a cache."""
 
+import re
 import uuid
 
 import pytest
@@ -147,5 +148,12 @@ def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, clien
     page = client.get(f"/console/runs/{run.run_id}/").content.decode()
     assert 'id="trials"' in page and "pass^3" in page and "pass@3" in page
     assert '<span id="flaky-items">1</span> flaky of 3 items' in page and "(95% CI 27–81%)" in page
+    # The table: each attempt a row, numbered; the flaky item's rows say so, the steady ones do not.
+    rows = re.findall(r'<td class="item-name">(.*?)</td>', page)
+    assert len(rows) == 9
+    sometimes = [r for r in rows if ">sometimes<" in r]
+    assert len(sometimes) == 3 and all(">flaky<" in r for r in sometimes)
+    assert {re.search(r"attempt (\d)", r).group(1) for r in sometimes} == {"1", "2", "3"}
+    assert not any(">flaky<" in r for r in rows if ">sometimes<" not in r)
     live = client.get(f"/console/runs/{run.run_id}/live/").json()
     assert "pass^3" in live["cards"]

@@ -25,6 +25,7 @@ from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
 from apps.runs.forms import RunLaunchForm
+from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.models import EvaluationRun
 from apps.runs.reviews import human_passed, in_force, reviewed_verdicts
 from apps.runs.stats import VERDICT_WORDS
@@ -33,7 +34,6 @@ from .. import selectors as console_selectors
 from ..context import console_context
 from ..selectors import run_filter_choices
 
-RESULTS_PER_PAGE = 50
 RUNS_PER_PAGE = 50
 # The README's worker command: what a run nobody picks up needs.
 WORKER_COMMAND = ".venv/bin/celery -A evalsite worker --loglevel=INFO"
@@ -125,41 +125,43 @@ def run_progress(request, run_id):
                          "coverage": run.coverage, "finished": run.is_finished})
 
 
+FILTER_NAMES = ("item_type", "q", "tag", "priority", "failed_severity")
+MAX_SEARCH_LENGTH = 200
+
+
 def _row_filters(request) -> dict:
-    return {
-        "passed": _bool_param(request.GET.get("passed")),
-        "item_type": request.GET.get("item_type") or None,
-        "tag": request.GET.get("tag") or None,
-        "priority": request.GET.get("priority") or None,
-        "failed_severity": request.GET.get("failed_severity") or None,
-    }
+    """The results table's filters from the query string. `passed` is the verdict select: true,
+    false (not passed: failed or unassessed), or unassessed (the outcome)."""
+    verdict = (request.GET.get("passed") or "").lower()
+    filters = {name: (request.GET.get(name) or "").strip() or None for name in FILTER_NAMES}
+    if filters["q"]:
+        filters["q"] = filters["q"][:MAX_SEARCH_LENGTH]
+    return {"passed": _bool_param(verdict), "outcome": UNASSESSED if verdict == UNASSESSED else None, **filters}
 
 
 @login_required
 @require_GET
 def run_detail(request, run_id):
     run = selectors.run_named_get(run=_run_or_404(run_id))
-    rows = selectors.run_result_rows(run=run)
-    figures = selectors.run_review_figures(rows=rows)
+    digest = selectors.run_digest(run)
+    reviews = selectors.run_reviews(runs=[run])
+    figures = selectors.run_review_figures(digest=digest, reviews=reviews)
     filters = _row_filters(request)
-    shown = selectors.filter_result_rows(rows, **filters)
-    page = Paginator(shown, RESULTS_PER_PAGE).get_page(request.GET.get("page"))
-    scores = selectors.run_live_component_scores(run=run) or {}
+    page = selectors.result_table_page(run=run, digest=digest, reviews=reviews, number=request.GET.get("page"), **filters)
+    scores = selectors.run_live_component_scores(run=run, digest=digest) or {}
     chart = bar_chart([(scope, v["score"], f"({v['passed']}/{v['total']})") for scope, v in scores.items()],
                       title="Rubric pass rate per component scope")
     query = request.GET.copy()
     query.pop("page", None)
-    cursor = selectors.rows_cursor(rows)
+    # A finished run is not polled, so it needs no cursor.
+    cursor = None if run.is_finished else digest.newest
     return render(request, "console/run_detail.html", console_context(
         request, title=f"Run {run.label or run.run_id}", run=run, figures=figures,
         trials=selectors.run_trial_figures(run=run),
-        judge_fingerprints=selectors.rows_judge_fingerprints(rows),
-        page=page, shown_count=len(shown), filters=filters, filter_query=query.urlencode(),
+        judge_fingerprints=digest.judge_fingerprints(),
+        page=page, shown_count=page.paginator.count, filters=filters, filter_query=query.urlencode(),
         live_cursor=cursor.isoformat() if cursor else "", unclaimed=selectors.run_unclaimed(run=run),
-        worker_command=WORKER_COMMAND,
-        tags=sorted({t for r in rows for t in r["tags"]}),
-        priorities=sorted({r["priority"] for r in rows if r["priority"]}),
-        item_types=sorted({r["item_type"] for r in rows}),
+        worker_command=WORKER_COMMAND, **digest.filter_choices(),
         component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
         previous=selectors.run_previous_find(run=run), comparable=selectors.run_comparable_list(run=run),
         admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk])))
@@ -169,15 +171,16 @@ def run_detail(request, run_id):
 @require_GET
 def run_live(request, run_id):
     """What the run page polls while the run goes: its cards, and the table rows (under the page's
-    filters) finished since `after`, the cursor the page was last given. Rendered by the templates
-    the page itself uses, so a polled row is the row a reload would show. A bounded number of
-    queries whatever the run's size."""
+    filters) finished since `after`, the cursor the page was last given: at most a page of them,
+    those first in the table's order. Rendered by the templates the page itself uses, so a polled
+    row is the row a reload would show. A bounded number of queries and rows whatever the run's size."""
     run = _run_or_404(run_id)
     after = _datetime_param(request.GET.get("after"))
-    rows = selectors.run_result_rows(run=run)
-    figures = selectors.run_review_figures(rows=rows)
-    fresh = selectors.filter_result_rows(selectors.rows_finished_since(rows, after), **_row_filters(request))
-    cursor = selectors.rows_cursor(rows)
+    digest = selectors.run_digest(run)
+    reviews = selectors.run_reviews(runs=[run])
+    figures = selectors.run_review_figures(digest=digest, reviews=reviews)
+    fresh = selectors.results_finished_since(run=run, reviews=reviews, after=after, **_row_filters(request))
+    cursor = digest.newest
     # The rows' "add to queue" forms lead back to the run page under the same filters, not to here.
     query = request.GET.copy()
     query.pop("after", None)

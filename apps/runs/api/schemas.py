@@ -284,7 +284,9 @@ class ComparisonOut(BaseModel):
     verdict: Literal["worse", "better", "within_noise"] = Field(
         description="worse or better when McNemar p < 0.05 in that direction, else within_noise")
     verdict_text: str
-    regressions: list[RegressionOut]
+    regressions: list[RegressionOut] = Field(
+        description="the first `limit` regressed items in test set order: passed (or unassessed) in a, failed in b")
+    regressions_total: int = Field(description="every regressed item, listed or not")
     new_items: int
     dropped_items: int
     judge_changed: bool

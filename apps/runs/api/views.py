@@ -1,17 +1,21 @@
 from typing import Literal
+from urllib.parse import urlencode
 
+from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
+from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT, ErrorOut
+from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
+from apps.runs.comparison import REGRESSED
 
-from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut, RunCreateIn,
-                      RunItemList, RunList, RunOut)
+from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ResultOut, ReviewIn, ReviewList, ReviewOut,
+                      RunCreateIn, RunItemList, RunList, RunOut)
 from .serializers import comparison_data, result_data, result_detail_data, review_data, reviews_data, run_data
 
 TAG = ["runs"]
@@ -23,9 +27,28 @@ class RunListQuery(BaseModel):
     limit: int = Field(default=50, ge=1, le=500)
 
 
+RESULTS_PAGE_DEFAULT = 100
+RESULTS_PAGE_MAX = 1000
+RESULTS_OFFSET_MAX = 100_000_000
+# A run with more results than this streams its whole list (no limit or offset given) from a
+# database cursor, so the server's memory does not grow with the run; smaller ones answer at once.
+RESULTS_INLINE_MAX = 1000
+STREAM_CHUNK_BYTES = 256 * 1024
+
+
 class ResultQuery(BaseModel):
     passed: bool | None = None
     item_type: Literal["single_turn", "scenario", "question"] | None = None
+    limit: int | None = Field(default=None, ge=1, le=RESULTS_PAGE_MAX)
+    offset: int | None = Field(default=None, ge=0, le=RESULTS_OFFSET_MAX)
+
+    @property
+    def paged(self) -> bool:
+        return self.limit is not None or self.offset is not None
+
+
+class CompareQuery(BaseModel):
+    limit: int = Field(default=selectors.COMPARE_SHOWN, ge=1, le=selectors.COMPARE_KEEP)
 
 
 class ItemQuery(BaseModel):
@@ -67,29 +90,78 @@ class RunDetailView(APIView):
         return respond(RunOut, run_data(_run_or_404(run_id)))
 
 
-NOT_COMPARABLE = OpenApiResponse(ErrorOut, description="The runs are not of the same test set (or question set).")
+# A message when the runs cannot be compared, the field errors when `limit` is invalid.
+NOT_COMPARABLE = OpenApiResponse(ValidationErrorOut, description="`limit` is invalid, or the runs are not of the same "
+                                                                 "test set (or question set).")
 
 
 class RunCompareView(APIView):
     required_scopes = {"GET": "read"}
 
     @extend_schema(tags=TAG, responses={200: ComparisonOut, 422: NOT_COMPARABLE},
+                   parameters=[OpenApiParameter(
+                       "limit", int, description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
+                                                 f"{selectors.COMPARE_SHOWN}; regressions_total counts them all")],
                    summary="Compare run b with run a: paired changes, McNemar test, verdict, judge changes")
     def get(self, request, run_id, other_run_id):
-        comparison = selectors.run_comparison(base=_run_or_404(run_id), head=_run_or_404(other_run_id))
+        base, head = _run_or_404(run_id), _run_or_404(other_run_id)
+        query = CompareQuery.model_validate(request.query_params.dict())
+        comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
         return respond(ComparisonOut, comparison_data(comparison))
 
 
 class RunResultsView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: ResultList},
-                   parameters=[OpenApiParameter("passed", bool), OpenApiParameter("item_type", str)],
-                   summary="Results of a run, one per finished test item")
+    @extend_schema(
+        tags=TAG, responses={200: ResultList}, summary="Results of a run, one per finished test item",
+        description="In test set order. Without `limit` or `offset`, every finished result (the contract's "
+        "answer; a large run's is streamed). With either, one page of that list: `limit` results (default "
+        f"{RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether more "
+        "follow (then `Link` names the next page).",
+        parameters=[
+            OpenApiParameter("passed", bool), OpenApiParameter("item_type", str),
+            OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX}; pages the list"),
+            OpenApiParameter("offset", int, description="results to skip (0 and up); pages the list"),
+            OpenApiParameter("X-Has-More", str, location=OpenApiParameter.HEADER, response=[200], enum=["true", "false"],
+                             description="with limit or offset: whether results follow this page"),
+            OpenApiParameter("Link", str, location=OpenApiParameter.HEADER, response=[200],
+                             description='with limit or offset, when more follow: <the next page>; rel="next"'),
+        ])
     def get(self, request, run_id):
         run = _run_or_404(run_id)
         query = ResultQuery.model_validate(request.query_params.dict())
-        return respond(ResultList, [result_data(r, run) for r in selectors.result_list(run=run, **query.model_dump())])
+        filters = {"passed": query.passed, "item_type": query.item_type}
+        if query.paged:
+            limit, offset = query.limit or RESULTS_PAGE_DEFAULT, query.offset or 0
+            results, has_more = selectors.result_page(run=run, limit=limit, offset=offset, **filters)
+            headers = {"X-Has-More": "true" if has_more else "false"}
+            if has_more:
+                following = {**request.query_params.dict(), "limit": limit, "offset": offset + limit}
+                headers["Link"] = f'<{request.build_absolute_uri(request.path)}?{urlencode(following)}>; rel="next"'
+            return respond(ResultList, [result_data(r, run) for r in results], headers=headers)
+        results = selectors.result_list(run=run, **filters)
+        if run.total > RESULTS_INLINE_MAX:
+            return StreamingHttpResponse(_stream_results(results, run), content_type="application/json")
+        return respond(ResultList, [result_data(r, run) for r in results])
+
+
+def _stream_results(results, run):
+    """The whole list as the renderer writes it, a row at a time through the same ResultOut model,
+    sent in chunks of about STREAM_CHUNK_BYTES."""
+    renderer = OrjsonRenderer()
+    chunk, separator = [b"["], b""
+    size = 1
+    for result in results.iterator(chunk_size=500):
+        row = separator + renderer.render(ResultOut.model_validate(result_data(result, run)).model_dump())
+        chunk.append(row)
+        size += len(row)
+        separator = b","
+        if size >= STREAM_CHUNK_BYTES:
+            yield b"".join(chunk)
+            chunk, size = [], 0
+    chunk.append(b"]")
+    yield b"".join(chunk)
 
 
 class RunItemsView(APIView):

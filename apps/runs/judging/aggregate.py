@@ -86,24 +86,58 @@ def is_flaky(outcomes: list[str]) -> bool:
     return PASSED in outcomes and FAILED in outcomes
 
 
+def verdict_counts(verdicts: list[Verdict]) -> dict[str, int]:
+    """passed · failed · warned · skipped, as the contract counts them: a verdict the judge skipped
+    is neither passed nor failed (an errored one failed), and a failed medium or low rule only warns."""
+    return weighted_verdict_counts((verdict, 1) for verdict in verdicts)
+
+
+def weighted_verdict_counts(counted) -> dict[str, int]:
+    """verdict_counts over (verdict, how many alike) pairs."""
+    counts = {"passed": 0, "failed": 0, "warned": 0, "skipped": 0}
+    for verdict, n in counted:
+        if verdict.counts_as_passed:
+            counts["passed"] += n
+        elif verdict.status == "skipped":
+            counts["skipped"] += n
+        elif verdict.kind == RULE and verdict.failed and verdict.severity != "high":
+            counts["warned"] += n
+        else:
+            counts["failed"] += n
+    return counts
+
+
 def coverage(verdicts: list[Verdict]) -> dict:
     """The denominators shown beside every score: verdicts the judge gave (scored), said it could
     not give (skipped), or failed to give (errored)."""
+    return weighted_coverage((verdict, 1) for verdict in verdicts)
+
+
+def weighted_coverage(counted) -> dict:
+    """coverage over (verdict, how many alike) pairs: the figures of a whole run summed in the
+    database (apps.runs.aggregates) without a Verdict per stored verdict."""
     counts = {"scored": 0, "skipped": 0, "errored": 0}
-    for verdict in verdicts:
-        counts[{"ok": "scored", "skipped": "skipped"}.get(verdict.status, "errored")] += 1
+    for verdict, n in counted:
+        counts[{"ok": "scored", "skipped": "skipped"}.get(verdict.status, "errored")] += n
     return counts
 
 
 def component_scores(rule_verdicts: list[Verdict]) -> dict:
     """Rule pass rates per component scope across all results; rules without a scope count as
     general; rules the judge could not assess are left out."""
+    return weighted_component_scores((verdict, 1) for verdict in rule_verdicts)
+
+
+def weighted_component_scores(counted) -> dict:
+    """component_scores over (rule verdict, how many alike) pairs."""
     buckets: dict[str, dict] = {}
-    for verdict in assessed(rule_verdicts):
+    for verdict, n in counted:
+        if not verdict.assessed:
+            continue
         scope = verdict.component_scope or "general"
         bucket = buckets.setdefault(scope, {"score": 0.0, "total": 0, "passed": 0})
-        bucket["total"] += 1
-        bucket["passed"] += verdict.counts_as_passed
+        bucket["total"] += n
+        bucket["passed"] += verdict.counts_as_passed * n
     for bucket in buckets.values():
         bucket["score"] = round(bucket["passed"] / bucket["total"], 4)
     return dict(sorted(buckets.items(), key=lambda kv: SCOPES.index(kv[0]) if kv[0] in SCOPES else len(SCOPES)))

@@ -31,6 +31,7 @@ from apps.core.errors import DomainError
 from apps.runs import reports, selectors, services
 from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
 from apps.runs.api.serializers import comparison_data, run_data
+from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
 
@@ -181,7 +182,8 @@ class Command(BaseCommand):
         """Print the comparison with the baseline and return it; add a reason to fail (exit 1) on a
         judge change not allowed, or on a significant regression, listing the regressed items."""
         try:
-            comparison = selectors.run_comparison(base=baseline, head=run)
+            # Every regressed item is printed (shown=None); the lists it does not print are not built.
+            comparison = selectors.run_comparison(base=baseline, head=run, shown=None, listed=(REGRESSED,))
         except DomainError as exc:
             reasons.append(f"baseline {baseline.run_id}: {exc.detail}")
             return None
