@@ -16,6 +16,7 @@ from apps.bots.models import KnowledgeDocument
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
+from apps.runs.models import EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.console.browser import click_and_wait_for_new_page, needs_chromium, screenshot
 
@@ -91,3 +92,36 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     browser.get(f"{live_server.url}/console/runs/new/")
     find(By.NAME, "label").send_keys("after restoring the PTO document")
     screenshot(browser, "2x-05-launch-label")
+
+
+def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server):
+    """Issue 16 item 1 in the browser: a run of three items, three attempts each; one item passes
+    two attempts of three. The cards show pass^3, pass@3 and one flaky item; each attempt is its own
+    row, and the flaky item's rows say so."""
+    from selenium.webdriver.common.by import By
+
+    from apps.runs import selectors
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+
+    reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
+    run = EvaluationRunFactory(repeats=3, rubric_id=None, label="three attempts each")
+    for attempt in (1, 2, 3):
+        for position, name in enumerate(["Sometimes answers", "Never answers", "Always answers"]):
+            passed = name == "Always answers" or (name == "Sometimes answers" and attempt != 2)
+            EvaluationResultFactory(run=run, position=position, attempt=attempt, item_name=name,
+                                    criteria_scores=[criterion("Answers the question", passed)])
+    run.refresh_from_db()
+    figures = selectors.item_figures(run=run)
+    passed = run.results.filter(passed=True).count()
+    EvaluationRun.objects.filter(pk=run.pk).update(passed=passed, failed=run.completed - passed, **figures)
+    log_in(browser, live_server, reviewer)
+    browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
+    trials = browser.find_element(By.ID, "trials").text
+    assert "33%" in trials and "pass^3" in trials and "pass@3 67%" in trials and "1 flaky of 3 items" in trials
+    rows = browser.find_elements(By.CSS_SELECTOR, "td.item-name")
+    assert len(rows) == 9
+    flaky = [r.text for r in rows if "flaky" in r.text]
+    assert len(flaky) == 3 and all(t.startswith("Sometimes answers") for t in flaky)
+    assert {t.split("attempt ")[1][0] for t in flaky} == {"1", "2", "3"}
+    assert "3 attempts per item" in browser.find_element(By.TAG_NAME, "body").text
+    screenshot(browser, "2x-06-repeated-run")
