@@ -24,6 +24,10 @@ class RunLaunchForm(forms.Form):
     label = forms.CharField(max_length=LABEL_MAX_LENGTH, required=False, widget=forms.TextInput(attrs={"size": 50}),
                             help_text="Optional: what to call this run, e.g. “after removing the PTO doc”.")
     concurrency = forms.IntegerField(min_value=1, max_value=services.MAX_CONCURRENCY, initial=3)
+    repeats = forms.IntegerField(label="Attempts per item", min_value=1, max_value=services.MAX_REPEATS, initial=1,
+                                 required=False,
+                                 help_text="Run every item this many times to see which verdicts are flaky; "
+                                           "an item passes only if every attempt passes.")
     component_scope_filter = forms.ChoiceField(label="Component scope", required=False,
                                                choices=[("", "all scopes")] + [(s, s) for s in SCOPES])
 
@@ -39,6 +43,8 @@ class RunLaunchForm(forms.Form):
     def launch(self, *, user):
         """The new run, or None with the service's refusal added to the form's errors."""
         data = {name: (value if value != "" else None) for name, value in self.cleaned_data.items()}
+        if data.get("repeats") is None:  # left blank: one attempt, the service's default
+            data.pop("repeats", None)
         try:
             return services.run_create(created_by=user, **data)
         except DomainError as exc:
@@ -59,7 +65,7 @@ class AdminRunLaunchForm(RunLaunchForm):
     judge_model = forms.CharField(required=False, help_text='blank: the configured judge; "heuristic" forces it')
 
     field_order = ["agent_id", "test_set_id", "test_set_version", "dataset_id", "rubric_id", "rubric_version",
-                   "label", "concurrency", "component_scope_filter", "judge_model"]
+                   "label", "concurrency", "repeats", "component_scope_filter", "judge_model"]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

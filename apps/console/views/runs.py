@@ -80,7 +80,8 @@ def run_launch(request):
     if request.method == "POST" and form.is_valid():
         run = form.launch(user=request.user)
         if run is not None:
-            messages.success(request, f"Run queued with {run.total} items.")
+            attempts = f", {run.repeats} attempts each" if run.repeats > 1 else ""
+            messages.success(request, f"Run queued with {run.total // run.repeats} items{attempts}.")
             return redirect("console:run-detail", run_id=run.run_id)
     return render(request, "console/run_launch.html", console_context(request, title="Launch a run", form=form))
 
