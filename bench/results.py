@@ -193,10 +193,10 @@ def load(n: int, database: str) -> tuple[str, str]:
     run_ids = []
     t0 = time.perf_counter()
     with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{database}") as conn:
-        # The lead's repeated trials add an `attempt` column: a bulk load fills it as the engine would.
-        extra = [c for (c,) in conn.execute(
-            "SELECT column_name FROM information_schema.columns WHERE table_name = 'runs_evaluationresult'"
-            " AND column_name = 'attempt'")]
+        # Columns the engine fills that have no database default: one attempt per item, and the
+        # result's judge fingerprint hash (empty, as for results stored before fingerprints).
+        extra_values = {"attempt": 1, "fingerprint": ""}
+        extra = list(extra_values)
         for head in (False, True):
             run = EvaluationRun.objects.create(
                 agent_id=AGENT, test_set_id=TEST_SET, test_set_version=1, rubric_id=RUBRIC, rubric_version=1,
@@ -207,9 +207,12 @@ def load(n: int, database: str) -> tuple[str, str]:
             with conn.cursor().copy(f"COPY runs_evaluationresult ({', '.join(RESULT_COLUMNS + tuple(extra))}) "
                                     "FROM STDIN") as copy:
                 for row in rows:
-                    copy.write_row(row + (1,) * len(extra))
+                    copy.write_row(row + tuple(extra_values.values()))
             rule_verdicts = [Verdict.from_json(v, kind=RULE) for row in rows for v in json.loads(row[15])]
-            EvaluationRun.objects.filter(pk=run.pk).update(component_scores=component_scores(rule_verdicts), **counters)
+            # One attempt per item: the item figures a finished run stores are its attempt counters.
+            EvaluationRun.objects.filter(pk=run.pk).update(
+                component_scores=component_scores(rule_verdicts), items_done=n, items_passed_all=counters["passed"],
+                items_passed_any=counters["passed"], **counters)
             run_ids.append(str(run.run_id))
             del rows, rule_verdicts
         conn.commit()
