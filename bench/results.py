@@ -378,6 +378,9 @@ def main() -> None:
              f"/api/v1/runs/{head_id}/results?passed=false&limit=100&offset={args.results // 10}", True),
             ("GET /runs/{a}/compare/{b}", f"/api/v1/runs/{base_id}/compare/{head_id}", True),
             ("GET /runs/{id}", f"/api/v1/runs/{head_id}", False),
+            ("GET /runs/{id}/items?limit=100&offset=99900",
+             f"/api/v1/runs/{head_id}/items?limit=100&offset={max(0, args.results - 100)}", False),
+            ("GET /runs/{id}/items?flaky=false&limit=100", f"/api/v1/runs/{head_id}/items?flaky=false&limit=100", False),
         ]
         load_before = os.getloadavg()
         print(f"\nmachine: {os.cpu_count()} cores (shared); load average before: "
