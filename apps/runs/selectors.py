@@ -137,7 +137,9 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
     position: only the page's results are read); `flaky` keeps only flaky (or only steady) items.
     Returns {"items": [...], "total": items matching, "has_more": bool}."""
     results = run.results.order_by("position", "attempt")
-    if flaky is None:
+    if flaky is True and run.repeats == 1:
+        return {"items": [], "total": 0, "has_more": False}  # one attempt cannot disagree with itself
+    if flaky is None or run.repeats == 1:
         total = run.total // max(run.repeats, 1)
         page = results.filter(position__gte=offset, position__lt=offset + limit)
     else:

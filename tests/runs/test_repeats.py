@@ -157,3 +157,13 @@ def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, clien
     assert not any(">flaky<" in r for r in rows if ">sometimes<" not in r)
     live = client.get(f"/console/runs/{run.run_id}/live/").json()
     assert "pass^3" in live["cards"]
+
+
+def test_with_one_attempt_no_item_is_flaky(plan, api):
+    plan["items"] = ITEMS
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create()
+    assert api.get(f"/api/v1/runs/{run.run_id}/items?flaky=true").json() == {"items": [], "total": 0, "has_more": False}
+    steady = api.get(f"/api/v1/runs/{run.run_id}/items?flaky=false").json()
+    assert steady["total"] == 3 and [i["item_name"] for i in steady["items"]] == ["sometimes", "never", "always"]
