@@ -117,10 +117,11 @@ def _share(part: int, whole: int) -> float | None:
 def run_trial_figures(*, run: EvaluationRun) -> dict:
     """What a run reports over repeated trials: repeats, the mean pass rate over attempts with its
     95% Wilson interval, pass^k and pass@k over items, and how many items are flaky. Stored figures
-    for a finished run; computed from the results so far for one still going."""
+    for a completed run (services._finalize); computed from the results so far for one still going,
+    or one cancelled or failed part way (those are not finalized)."""
     figures = {name: getattr(run, name) for name in ("items_done", "items_passed_all", "items_passed_any",
                                                       "flaky_items")}
-    if not run.is_finished:
+    if run.status != EvaluationRun.Status.COMPLETED:
         figures = item_figures(run=run)
     return {
         "repeats": run.repeats, "pass_rate": run.pass_rate, "pass_rate_ci": wilson_interval(run.passed, run.completed),

@@ -167,3 +167,15 @@ def test_with_one_attempt_no_item_is_flaky(plan, api):
     assert api.get(f"/api/v1/runs/{run.run_id}/items?flaky=true").json() == {"items": [], "total": 0, "has_more": False}
     steady = api.get(f"/api/v1/runs/{run.run_id}/items?flaky=false").json()
     assert steady["total"] == 3 and [i["item_name"] for i in steady["items"]] == ["sometimes", "never", "always"]
+
+
+def test_a_cancelled_run_reports_the_figures_of_the_attempts_it_finished(plan, monkeypatch, api):
+    plan["items"] = ITEMS[2:]
+    monkeypatch.setattr(services, "_enqueue", lambda ids: None)
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create(repeats=2, concurrency=1)
+        services.result_execute(result_pk=run.results.get(state="queued").pk)
+    services.run_cancel(run=run)
+    body = api.get(f"/api/v1/runs/{run.run_id}").json()
+    assert body["status"] == "cancelled" and (body["completed"], body["pass_hat_k"], body["pass_at_k"]) == (1, 1.0, 1.0)
