@@ -65,8 +65,9 @@ def _not_passed_results(run: EvaluationRun) -> dict:
     return found
 
 
-def junit_xml(*, run: EvaluationRun, suite_name: str, allow_unassessed: bool = False) -> bytes:
-    """A JUnit XML report: one <testcase> per item (its canonical verdict over attempts). A failed
+def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_unassessed: bool = False) -> bytes:
+    """A JUnit XML report: one <testcase> per item (its canonical verdict over attempts), named by
+    the item under a classname from the test set's name. A failed
     item is a <failure> listing, per attempt that did not pass, the failed criteria and rules with
     the judge's reasoning; a flaky item's failure has type "flaky" and a flaky property; an
     unassessed item is a failure of type "unassessed", or <skipped> under --allow-unassessed (it
@@ -83,7 +84,9 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, allow_unassessed: bool = F
         ET.SubElement(properties, "property", name=name, value="" if value is None else str(value))
     total_seconds = 0.0
     durations = _durations(run)
-    classname = "evalsite." + "".join(c if c.isalnum() else "_" for c in suite_name).strip("_")
+    # The test set, not the run: a CI server follows a testcase's history by classname and name, which
+    # must stay the same from one run of the test set to the next.
+    classname = "evalsite." + "".join(c if c.isalnum() else "_" for c in test_set_name).strip("_")
     for item in items:
         seconds = durations.get(item["test_case_id"], 0) / 1000
         total_seconds += seconds

@@ -41,6 +41,9 @@ def test_junit_has_one_testcase_per_item_with_the_failed_verdicts_and_reasoning(
     assert len(failed) == 1 and isinstance(failed[0], Failure) and failed[0].type == "failed"
     assert failed[0].text.startswith("criterion failed: Response includes the wifi password — ")
     assert cases["item 0"].is_passed and "/console/results/" in cases["item 0"].system_out
+    # The classname comes from the test set (its id here: the plan's test set has no row), so a CI
+    # server follows each item's history from run to run.
+    assert {case.classname for case in cases.values()} == {"evalsite." + str(PLAN_TEST_SET).replace("-", "_")}
     run = EvaluationRun.objects.get()
     properties = {p.name: p.value for p in suite.properties()}
     assert properties["run_id"] == str(run.run_id) and properties["pass_rate"] == str(run.pass_rate)

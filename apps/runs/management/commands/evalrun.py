@@ -151,7 +151,10 @@ class Command(BaseCommand):
         """Write the --junit and --json files, whatever the gate decided."""
         if o["junit"]:
             name = run.label or f"run {run.run_id}"
-            self._write(o["junit"], reports.junit_xml(run=run, suite_name=name, allow_unassessed=o["allow_unassessed"]))
+            named = selectors.run_named_get(run=run)
+            test_set = named.test_set_name_value or str(run.test_set_id or run.dataset_id)
+            self._write(o["junit"], reports.junit_xml(run=run, suite_name=name, test_set_name=test_set,
+                                                      allow_unassessed=o["allow_unassessed"]))
         if o["json"]:
             items = selectors.run_item_list(run=run, limit=max(run.total, 1))
             report = reports.json_report(
