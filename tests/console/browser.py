@@ -43,15 +43,16 @@ def start_browser():
 
 
 def wait_for(predicate, timeout=20.0, message="condition"):
-    """Poll until predicate() is truthy. An element that is gone (the page is being replaced) or
-    not there yet counts as "not yet"."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+    """Poll until predicate() is truthy. Whatever the driver answers while a page is being replaced
+    (an element not there yet or gone stale, or Chrome's "unhandled inspector error" about a node of
+    the old document) counts as "not yet"; a predicate that never holds still fails, on time."""
+    from selenium.common.exceptions import WebDriverException
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
             value = predicate()
-        except (NoSuchElementException, StaleElementReferenceException):
+        except WebDriverException:
             value = None
         if value:
             return value
@@ -59,25 +60,26 @@ def wait_for(predicate, timeout=20.0, message="condition"):
     raise AssertionError(f"timed out waiting for {message}")
 
 
-def _wait_for_replacement(driver, old_page):
-    from selenium.common.exceptions import StaleElementReferenceException
+# Set on the page's window before a navigation: a new document comes with a new window object, so
+# the marker's absence means the old page is gone.
+_MARK = "window.__evalsiteOldPage = true;"
+_NEW_PAGE_LOADED = "return window.__evalsiteOldPage === undefined && document.readyState === 'complete';"
 
-    def replaced():
-        try:
-            old_page.tag_name
-        except StaleElementReferenceException:
-            return True
-        return False
-    wait_for(replaced, message="the next page")
-    wait_for(lambda: driver.execute_script("return document.readyState") == "complete",
-             message="the next page to finish loading")
+
+def _wait_for_new_page(driver):
+    """Until the marked page has been replaced and the new one has loaded. It asks the window, not
+    an element of the old page: mid-navigation ChromeDriver answers a question about an old element
+    with a stale-element error, or with "unhandled inspector error: Node with given id does not
+    belong to the document", depending on the moment; and a script may find no document to run in.
+    Any such answer means "not yet"."""
+    wait_for(lambda: driver.execute_script(_NEW_PAGE_LOADED), message="the next page to load")
 
 
 def click_and_wait_for_new_page(driver, element):
     """Click something that loads a page, and return once the old page is gone and the new one loaded."""
-    old_page = driver.find_element("tag name", "html")
+    driver.execute_script(_MARK)
     element.click()
-    _wait_for_replacement(driver, old_page)
+    _wait_for_new_page(driver)
 
 
 def submit_and_wait_for_new_page(driver, field, *keys):
@@ -85,9 +87,9 @@ def submit_and_wait_for_new_page(driver, field, *keys):
     leads to has loaded."""
     from selenium.webdriver.common.keys import Keys
 
-    old_page = driver.find_element("tag name", "html")
+    driver.execute_script(_MARK)
     field.send_keys(*keys, Keys.ENTER)
-    _wait_for_replacement(driver, old_page)
+    _wait_for_new_page(driver)
 
 
 def screenshot(driver, name: str, width: int = 1366):
