@@ -2,14 +2,14 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from apps.bots.models import Bot
 from apps.rubrics.models import Rubric
 from apps.testsets.models import Dataset, TestSet
 
-from .judging.aggregate import OUTCOMES
+from .judging.aggregate import FAILED, OUTCOMES, PASSED
 from .judging.types import JUDGE_HEURISTIC, RULE, Verdict
 
 
@@ -45,6 +45,18 @@ class EvaluationResultQuerySet(models.QuerySet):
 
     def in_flight(self):
         return self.filter(state__in=EvaluationResult.IN_FLIGHT)
+
+    def attempt_counts(self):
+        """Per test case id of these results, as values rows: `n` results (attempts), `ok` passed
+        and `bad` failed; the rest were unassessed."""
+        return (self.order_by().values("test_case_id")
+                .annotate(n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)),
+                          bad=Count("id", filter=Q(outcome=FAILED))))
+
+    def flaky_cases(self):
+        """The test case ids whose attempts among these results disagree, one passed and another
+        failed (aggregate.is_flaky), as a subquery."""
+        return self.attempt_counts().filter(ok__gt=0, bad__gt=0).values("test_case_id")
 
     def rule_verdicts(self) -> list[Verdict]:
         """Every rubric-rule verdict of these results, in one query."""

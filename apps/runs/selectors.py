@@ -2,7 +2,7 @@ from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.bots.selectors import bot_snapshot_changes
@@ -86,9 +86,7 @@ def result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: st
 
 def _attempt_counts(run: EvaluationRun) -> dict:
     """Per test case id, (done attempts, passed, failed), counted in the database."""
-    rows = (run.results.done().order_by().values("test_case_id")
-            .annotate(n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
-            .values_list("test_case_id", "n", "ok", "bad"))
+    rows = run.results.done().attempt_counts().values_list("test_case_id", "n", "ok", "bad")
     return {case: (n, ok, bad) for case, n, ok, bad in rows.iterator()}
 
 
@@ -144,9 +142,7 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
         total = run.total // max(run.repeats, 1)
         page = results.filter(position__gte=offset, position__lt=offset + limit)
     else:
-        disagreeing = (run.results.done().order_by().values("test_case_id")
-                       .annotate(ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
-                       .filter(ok__gt=0, bad__gt=0).values("test_case_id"))
+        disagreeing = run.results.done().flaky_cases()
         chosen = results.filter(test_case_id__in=disagreeing) if flaky else results.exclude(test_case_id__in=disagreeing)
         positions = chosen.order_by("position").values_list("position", flat=True).distinct()
         total = positions.count()
@@ -319,10 +315,8 @@ def _with_flaky(run: EvaluationRun, rows: list[dict]) -> list[dict]:
     """Rows marked `flaky` where their item's attempts disagree (one passed, another failed): one
     query over the rows' items, only for a run with repeats."""
     if run.repeats > 1 and rows:
-        flaky = set(run.results.done().filter(test_case_id__in={r["test_case_id"] for r in rows}).order_by()
-                    .values("test_case_id")
-                    .annotate(ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED)))
-                    .filter(ok__gt=0, bad__gt=0).values_list("test_case_id", flat=True))
+        flaky = set(run.results.done().filter(test_case_id__in={r["test_case_id"] for r in rows}).flaky_cases()
+                    .values_list("test_case_id", flat=True))
         for row in rows:
             row["flaky"] = row["test_case_id"] in flaky
     return rows
