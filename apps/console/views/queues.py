@@ -7,13 +7,12 @@ from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.agentic.judges.base import AGENTIC_METRICS
-from apps.core.errors import DomainError, NotFoundError
+from apps.core.errors import DomainError
 from apps.core.permissions import scopes_of
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind
@@ -22,7 +21,7 @@ from apps.runs.reviews import in_force, reviewed_verdicts
 from apps.runs.selectors import verdict_review_list
 
 from ..context import console_context
-from .runs import _lacks_scope
+from .common import found_or_404, lacks_scope
 
 ITEMS_PER_PAGE = 50
 
@@ -38,17 +37,14 @@ class QueueForm(forms.Form):
 
 
 def _queue_or_404(queue_id):
-    try:
-        return selectors.queue_get(queue_id=queue_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
+    return found_or_404(selectors.queue_get, queue_id=queue_id)
 
 
 @login_required
 def queue_list(request):
     form = QueueForm(request.POST or None)
     if request.method == "POST":
-        if denied := _lacks_scope(request, "configure"):
+        if denied := lacks_scope(request, "configure"):
             return denied
         if form.is_valid():
             try:
@@ -84,7 +80,7 @@ def queue_page(request, queue_id):
 @login_required
 @require_POST
 def queue_fill(request, queue_id):
-    if denied := _lacks_scope(request, "configure"):
+    if denied := lacks_scope(request, "configure"):
         return denied
     queue = _queue_or_404(queue_id)
     messages.success(request, f"{services.queue_fill(queue=queue)} item(s) entered by the queue's rule.")
@@ -95,7 +91,7 @@ def queue_fill(request, queue_id):
 @require_POST
 def queue_item_add(request):
     """"Add to queue" from any list: a queue and a target id; back to where the form was."""
-    if denied := _lacks_scope(request, "configure"):
+    if denied := lacks_scope(request, "configure"):
         return denied
     queue = _queue_or_404(request.POST.get("queue") or "")
     # The list forms say what kind of object they send; the queue page's "Add by hand" box does not
@@ -129,16 +125,13 @@ def _back(request, queue):
 
 
 def _item_or_404(queue, item_id):
-    try:
-        return selectors.queue_item_get(queue=queue, item_id=item_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
+    return found_or_404(selectors.queue_item_get, queue=queue, item_id=item_id)
 
 
 @login_required
 @require_POST
 def queue_item_assign(request, queue_id, item_id):
-    if denied := _lacks_scope(request, "configure"):
+    if denied := lacks_scope(request, "configure"):
         return denied
     queue = _queue_or_404(queue_id)
     item = _item_or_404(queue, item_id)
@@ -155,7 +148,7 @@ def queue_item_assign(request, queue_id, item_id):
 @login_required
 @require_POST
 def queue_item_claim(request, queue_id, item_id):
-    if denied := _lacks_scope(request, "configure"):
+    if denied := lacks_scope(request, "configure"):
         return denied
     queue = _queue_or_404(queue_id)
     try:
@@ -249,7 +242,7 @@ def queue_item_page(request, queue_id, item_id):
     queue = _queue_or_404(queue_id)
     item = _item_or_404(queue, item_id)
     if request.method == "POST":
-        if denied := _lacks_scope(request, "configure"):
+        if denied := lacks_scope(request, "configure"):
             return denied
         try:
             services.queue_item_review(item=item, reviewer=request.user, verdicts=_posted_verdicts(request.POST),

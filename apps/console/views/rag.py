@@ -5,12 +5,10 @@ contexts, scores, human reviews and the review queues it is in."""
 from django import forms
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
-from apps.core.errors import NotFoundError
 from apps.queues import selectors as queue_selectors
 from apps.queues.models import QueueKind
 from apps.queues.scoring import RAG_PASS
@@ -19,6 +17,7 @@ from apps.rag.models import TraceEvaluation, TraceEvaluationTest
 from apps.rag.payload import SUPPORTED_TESTS
 
 from ..context import console_context
+from .common import found_or_404
 
 EVALUATIONS_PER_PAGE = 50
 # The status filter's extra choice: a metric the judge scored under the pass mark (a failure).
@@ -57,10 +56,7 @@ def rag_list(request):
 @login_required
 @require_GET
 def rag_detail(request, evaluation_id):
-    try:
-        evaluation = selectors.trace_evaluation_get(evaluation_id=evaluation_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
+    evaluation = found_or_404(selectors.trace_evaluation_get, evaluation_id=evaluation_id)
     reviews = queue_selectors.metric_reviews_in_force(rag_evaluation=evaluation)
     details = evaluation.details or {}
     rows = [{"test": row, "passed": None if row.score is None else row.score >= RAG_PASS,

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpResponseForbidden, JsonResponse
+from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.urls import reverse
@@ -20,7 +20,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
-from apps.core.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
@@ -33,6 +32,7 @@ from apps.runs.stats import VERDICT_WORDS
 from .. import selectors as console_selectors
 from ..context import console_context
 from ..selectors import run_filter_choices
+from .common import found_or_404, lacks_scope
 
 RUNS_PER_PAGE = 50
 # The README's worker command: what a run nobody picks up needs.
@@ -40,17 +40,7 @@ WORKER_COMMAND = ".venv/bin/celery -A evalsite worker --loglevel=INFO"
 
 
 def _run_or_404(run_id) -> EvaluationRun:
-    try:
-        return services.run_recover(run_id=run_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
-
-
-def _lacks_scope(request, scope: str):
-    """The console refuses what the API would refuse the same user (apps.core.permissions)."""
-    if scope in scopes_of(request):
-        return None
-    return HttpResponseForbidden(f"Your account lacks the '{scope}' scope.")
+    return found_or_404(services.run_recover, run_id=run_id)
 
 
 def _bool_param(value: str | None) -> bool | None:
@@ -74,7 +64,7 @@ def run_list(request):
 
 @login_required
 def run_launch(request):
-    if denied := _lacks_scope(request, "evaluate"):
+    if denied := lacks_scope(request, "evaluate"):
         return denied
     form = RunLaunchForm(request.POST or None, initial=request.GET or None)
     if request.method == "POST" and form.is_valid():
@@ -90,7 +80,7 @@ def run_launch(request):
 @require_POST
 def run_rerun(request, run_id):
     """The same test set and rubric versions and settings again: the run to compare against."""
-    if denied := _lacks_scope(request, "evaluate"):
+    if denied := lacks_scope(request, "evaluate"):
         return denied
     run = _run_or_404(run_id)
     try:
@@ -105,7 +95,7 @@ def run_rerun(request, run_id):
 @login_required
 @require_POST
 def run_cancel(request, run_id):
-    if denied := _lacks_scope(request, "evaluate"):
+    if denied := lacks_scope(request, "evaluate"):
         return denied
     try:
         services.run_cancel(run=_run_or_404(run_id))
@@ -221,12 +211,9 @@ def _rule_definitions(run: EvaluationRun) -> dict[str, dict]:
 
 @login_required
 def result_detail(request, result_id):
-    try:
-        result = selectors.result_get(result_id=result_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
+    result = found_or_404(selectors.result_get, result_id=result_id)
     if request.method == "POST":
-        if denied := _lacks_scope(request, "configure"):
+        if denied := lacks_scope(request, "configure"):
             return denied
         return _review(request, result)
     run = result.run
@@ -310,10 +297,7 @@ def run_compare(request):
 @login_required
 @require_GET
 def rubric_page(request, rubric_id):
-    try:
-        rubric = rubric_get(rubric_id)
-    except NotFoundError as exc:
-        raise Http404(exc.detail) from exc
+    rubric = found_or_404(rubric_get, rubric_id)
     current = head_data(rubric)
     agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
     by_rule = {row.key: row for row in agreement["rules"]}
