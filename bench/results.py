@@ -211,7 +211,7 @@ def load(n: int, database: str) -> tuple[str, str]:
             rule_verdicts = [Verdict.from_json(v, kind=RULE) for row in rows for v in json.loads(row[15])]
             # One attempt per item: the item figures a finished run stores are its attempt counters.
             EvaluationRun.objects.filter(pk=run.pk).update(
-                component_scores=component_scores(rule_verdicts), items_done=n, items_passed_all=counters["passed"],
+                component_scores=component_scores(rule_verdicts), items_passed_all=counters["passed"],
                 items_passed_any=counters["passed"], **counters)
             run_ids.append(str(run.run_id))
             del rows, rule_verdicts

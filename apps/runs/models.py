@@ -115,13 +115,13 @@ class EvaluationRun(models.Model):
     verdicts_scored = models.PositiveIntegerField(default=0)
     verdicts_skipped = models.PositiveIntegerField(default=0)
     verdicts_errored = models.PositiveIntegerField(default=0)
-    # Item-level figures over attempts, written when the run finishes (apps.runs.selectors
-    # run_item_figures computes them live before that): items every attempt of which passed (pass^k),
-    # items some attempt of which passed (pass@k), items whose attempts disagree (flaky), items judged.
+    # Item-level figures over attempts, written when the run completes (apps.runs.selectors
+    # item_figures computes them live before that): items every attempt of which passed (pass^k),
+    # items some attempt of which passed (pass@k), items whose attempts disagree (flaky). Out of
+    # total // repeats items: a completed run has judged every attempt of every item.
     items_passed_all = models.PositiveIntegerField(default=0)
     items_passed_any = models.PositiveIntegerField(default=0)
     flaky_items = models.PositiveIntegerField(default=0)
-    items_done = models.PositiveIntegerField(default=0)
     # The distinct judges of the run's verdicts (fingerprint.distinct_judges), written when the run
     # finishes so that reading a large finished run does not scan every verdict; null before.
     judge_fingerprints = models.JSONField(null=True, blank=True)

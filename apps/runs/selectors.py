@@ -117,9 +117,10 @@ def run_trial_figures(*, run: EvaluationRun) -> dict:
     95% Wilson interval, pass^k and pass@k over items, and how many items are flaky. Stored figures
     for a completed run (services._finalize); computed from the results so far for one still going,
     or one cancelled or failed part way (those are not finalized)."""
-    figures = {name: getattr(run, name) for name in ("items_done", "items_passed_all", "items_passed_any",
-                                                      "flaky_items")}
-    if run.status != EvaluationRun.Status.COMPLETED:
+    if run.status == EvaluationRun.Status.COMPLETED:
+        figures = {"items_done": run.total // run.repeats, "items_passed_all": run.items_passed_all,
+                   "items_passed_any": run.items_passed_any, "flaky_items": run.flaky_items}
+    else:
         figures = item_figures(run=run)
     return {
         "repeats": run.repeats, "pass_rate": run.pass_rate, "pass_rate_ci": wilson_interval(run.passed, run.completed),

@@ -364,7 +364,7 @@ def _finalize(run: EvaluationRun) -> None:
     run.save(update_fields=["status", "completed_at", "component_scores", *ITEM_FIGURE_FIELDS, "judge_fingerprints"])
 
 
-ITEM_FIGURE_FIELDS = ("items_done", "items_passed_all", "items_passed_any", "flaky_items")
+ITEM_FIGURE_FIELDS = ("items_passed_all", "items_passed_any", "flaky_items")
 
 
 def _store_item_figures(run: EvaluationRun) -> None:

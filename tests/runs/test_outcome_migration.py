@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+from apps.runs import selectors
 from apps.runs.models import EvaluationResult, EvaluationRun
 from tests.runs.factories import rule as stored_rule
 
@@ -49,5 +50,6 @@ def test_the_migration_backfills_outcomes_and_run_counters():
     assert (run.passed, run.failed, run.unassessed, run.completed) == (2, 1, 2, 5)
     assert run.coverage == {"scored": 6, "skipped": 2, "errored": 1}
     # One attempt per item before repeats: pass^k = pass@k = the passed items, nothing flaky.
-    assert (run.repeats, run.items_done, run.items_passed_all, run.items_passed_any, run.flaky_items) == (1, 5, 2, 2, 0)
+    assert (run.repeats, selectors.run_trial_figures(run=run)["items_judged"], run.items_passed_all,
+            run.items_passed_any, run.flaky_items) == (1, 5, 2, 2, 0)
     assert {r.attempt for r in EvaluationResult.objects.all()} == {1}

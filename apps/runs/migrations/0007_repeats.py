@@ -5,12 +5,13 @@ from django.db.models import F
 
 
 def item_figures_of_finished_runs(apps, schema_editor):
-    """Runs finished before repeats had one attempt per item, so their item-level figures are their
-    attempt counters: pass^k = pass@k = passed / completed, nothing flaky. Their judge fingerprints
-    stay null and are read from the verdicts, as before."""
+    """Runs completed before repeats had one attempt per item, so their item-level figures are their
+    attempt counters: pass^k = pass@k = passed / total, nothing flaky. (Cancelled and failed runs
+    are never finalized; their figures are counted from their results when read.) Their judge
+    fingerprints stay null and are read from the verdicts, as before."""
     EvaluationRun = apps.get_model("runs", "EvaluationRun")
-    EvaluationRun.objects.filter(status__in=("completed", "failed", "cancelled")).update(
-        items_done=F("completed"), items_passed_all=F("passed"), items_passed_any=F("passed"))
+    EvaluationRun.objects.filter(status="completed").update(
+        items_passed_all=F("passed"), items_passed_any=F("passed"))
 
 
 class Migration(migrations.Migration):
@@ -41,11 +42,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='evaluationrun',
             name='flaky_items',
-            field=models.PositiveIntegerField(default=0),
-        ),
-        migrations.AddField(
-            model_name='evaluationrun',
-            name='items_done',
             field=models.PositiveIntegerField(default=0),
         ),
         migrations.AddField(
