@@ -1,7 +1,7 @@
 """gunicorn settings for `make run` and production: `gunicorn -c evalsite/gunicorn.conf.py evalsite.wsgi`.
 
-Every value comes from the environment with a default that suits this machine size; the README's
-configuration table lists them. Threaded workers because a request mostly waits on the database
+Every value comes from the environment with a default that suits this machine size; the table in
+docs/configuration.md lists them. Threaded workers because a request mostly waits on the database
 (and SQLite serialises writers anyway): threads are cheap, processes are memory.
 """
 

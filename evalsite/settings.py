@@ -1,6 +1,6 @@
 """evalsite settings: everything that varies between machines comes from the environment.
 
-Every variable read here is documented in the README's configuration table. The defaults are the
+Every variable read here is documented in docs/configuration.md. The defaults are the
 embedded setup (`make run`, tests): a SQLite file and a filesystem Celery broker under `var/`, and
 the heuristic judge because no LLM is configured.
 """

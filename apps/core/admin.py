@@ -8,7 +8,7 @@ from .services import api_key_revoke, api_key_scopes_clean, api_key_update
 
 class ApiKeyForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(choices=[(s, s) for s in ALL_SCOPES], widget=forms.CheckboxSelectMultiple,
-                                       help_text="admin only for a staff user's key; see the README's Authentication.")
+                                       help_text="admin only for a staff user's key; see Authentication in docs/api.md.")
 
     class Meta:
         model = ApiKey

@@ -14,7 +14,7 @@ The versions differ because the texts they read differ, and every existing score
 - CRITERIA_V1: a success criterion or rubric rule against a chatbot's answers (words with an
   apostrophe suffix kept whole, one-letter words dropped, a stemmer that folds -ation/-ment/-ly).
 - LEXICAL_V1: the TRACE metrics over any language (NFKC + casefold, Unicode `\\w+`, 132 English
-  stop words, no stemming), as the README defines them.
+  stop words, no stemming), as docs/rag.md defines them.
 - RETRIEVAL_V1: the demo bot's BM25 search; starts out tokenising as CRITERIA_V1 does, unstemmed.
 """
 

@@ -1,4 +1,4 @@
-"""The rule-based question parser, used when no LLM is configured (documented in the README).
+"""The rule-based question parser, used when no LLM is configured (documented in docs/nlquery.md).
 
 It understands:
 - times: "last hour", "past 30 minutes", "last 7 days", "last 2h", "today", "yesterday",

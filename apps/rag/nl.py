@@ -7,7 +7,7 @@ ExtractedPayload). Without one, or when the LLM fails, the rule-based extractor 
     Answer: Paris. Ground truth: Paris. Context ctx1: Paris is the capital of France.
     Relevant: ctx1
 
-Rules (also in the README):
+Rules (also in docs/rag.md):
 - A label is one of `Question`, `Answer` (`Response`, `Predicted answer`), `Ground truth`
   (`Reference`, `Expected answer`), `Context <id>` / `Context`, `Relevant` (`Relevant contexts`,
   `Relevant context ids`), `Tests` (`Metrics`), case-insensitive, followed by `:`, at the start of the

@@ -12,7 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from apps.core.validation import JsonObject, Text
 
-# Field limits (README, "TRACE"): each metric is linear in these sizes except the Levenshtein
+# Field limits (docs/rag.md): each metric is linear in these sizes except the Levenshtein
 # similarity of answer_accuracy, which is quadratic in the answer and ground truth lengths; at these
 # sizes the largest payload scores in well under a second of CPU (bench/trace_worst.py). Past them
 # the request is 422, never a worker pinned for seconds.

@@ -35,7 +35,7 @@ from ..selectors import run_filter_choices
 from .common import found_or_404, lacks_scope
 
 RUNS_PER_PAGE = 50
-# The README's worker command: what a run nobody picks up needs.
+# The worker command of docs/setup.md: what a run nobody picks up needs.
 WORKER_COMMAND = ".venv/bin/celery -A evalsite worker --loglevel=INFO"
 
 

@@ -31,7 +31,7 @@ class TraceView(APIView):
         "scores the requested metrics (answer_accuracy, context_recall, context_precision, faithfulness, "
         "answer_relevancy, context_utilisation). When any test misses a parameter nothing is scored unless "
         "?partial=true. A query that is neither JSON nor understandable text is 400; a body without query, or "
-        "a field past its size limit (README), is 422. The stored evaluation's id is in the X-Trace-Evaluation-Id header.",
+        "a field past its size limit (docs/rag.md), is 422. The stored evaluation's id is in the X-Trace-Evaluation-Id header.",
     )
     def post(self, request):
         body = validate_body(TraceQueryIn, request.data)

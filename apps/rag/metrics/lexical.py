@@ -1,7 +1,7 @@
 """The deterministic (no-LLM) TRACE metrics: tokenisation, stop words and the lexical methods.
 
 Every function returns (score or None, details); details hold the numbers the score is computed
-from, so a reader can recompute it. Definitions (also in the README):
+from, so a reader can recompute it. Definitions (also in docs/rag.md):
 
 Tokens: the text is NFKC-normalised and casefolded, then split into maximal runs of Unicode word
 characters (regex `\\w+`: letters, digits, underscore), so "France's" gives "france" and "s".

@@ -72,7 +72,7 @@ class OtlpTracesView(APIView):
 
     # Not in the OpenAPI document: OTLP/HTTP is defined by its own specification (protobuf bodies,
     # google.rpc.Status errors), which the document's JSON conventions (ErrorOut, 422) cannot
-    # describe; README "OpenTelemetry traces" lists the statuses.
+    # describe; docs/traces.md ("OpenTelemetry traces") lists the statuses.
     @extend_schema(exclude=True)
     def post(self, request):
         encoding = _encoding_of(request)
