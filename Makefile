@@ -12,7 +12,13 @@ $(STAMP): requirements.txt
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	rm -f $(VENV)/.installed-* && touch $(STAMP)
 
+# The checkout's own secret key (evalsite/settings.py reads it when SECRET_KEY is unset), so every
+# manage.py command works here with no variable set. Made once, readable by its owner only.
+VAR_DIR := $(or $(EVALSITE_VAR_DIR),var)
 install: $(STAMP)
+	@mkdir -p "$(VAR_DIR)"
+	@test -s "$(VAR_DIR)/secret_key" || (umask 077 && $(BIN)/python -c \
+	    'import secrets; print(secrets.token_urlsafe(50))' >"$(VAR_DIR)/secret_key")
 
 migrate: install
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput

@@ -54,16 +54,26 @@ def _secret_key() -> str:
     configured = os.environ.get("SECRET_KEY", "").strip()
     if configured:
         return configured
+    # A checkout's own key: `make install` and `make run` (bin/run-local) keep one here, so every
+    # manage.py command works in it with no variable set. A deployment sets SECRET_KEY instead.
+    key_file = VAR_DIR / "secret_key"
+    kept = key_file.read_text().strip() if key_file.exists() else ""
+    if kept:
+        return kept
     if not DEBUG:
         raise ImproperlyConfigured(
-            "SECRET_KEY must be set when DEBUG is off (set DEBUG=1 for a local setup that keeps "
-            "a generated key under var/)."
+            f"SECRET_KEY must be set when DEBUG is off (or kept in {key_file}: `make install` makes one "
+            "for a local checkout; DEBUG=1 makes one on first use)."
         )
-    # Local use only: a key generated once and kept, so sessions survive restarts.
-    key_file = VAR_DIR / "secret_key"
-    if not key_file.exists():
-        key_file.write_text(secrets.token_urlsafe(50))
-        key_file.chmod(0o600)
+    # Local use only: a key generated once and kept, so sessions survive restarts. O_EXCL and the
+    # mode: the file is never readable by others, even for a moment, and two processes starting at
+    # once cannot overwrite each other's key.
+    try:
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return key_file.read_text().strip()
+    with os.fdopen(fd, "w") as out:
+        out.write(secrets.token_urlsafe(50))
     return key_file.read_text().strip()
 
 

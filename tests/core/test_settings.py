@@ -1,4 +1,6 @@
 import os
+import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +26,57 @@ def test_secret_key_is_required_when_debug_is_off(tmp_path):
     result = load_settings(tmp_path, DEBUG="0")
     assert result.returncode != 0
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+    # A deployment without a key is refused, not given one: nothing was generated behind its back.
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_production_default_without_key_or_key_file_refuses_to_start(tmp_path):
+    result = load_settings(tmp_path)  # DEBUG unset: off
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_the_checkouts_key_file_is_used_when_secret_key_is_unset(tmp_path):
+    # What `make install` and `make run` leave in the var dir: manage.py then works with no variable set.
+    (tmp_path / "secret_key").write_text("filekey-from-make-install\n")
+    result = load_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[:2] == ["file", "False"]
+
+
+def test_an_empty_key_file_is_no_key(tmp_path):
+    (tmp_path / "secret_key").write_text("\n")
+    result = load_settings(tmp_path, DEBUG="0")
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_secret_key_variable_wins_over_the_key_file(tmp_path):
+    (tmp_path / "secret_key").write_text("filekey")
+    result = load_settings(tmp_path, DEBUG="0", SECRET_KEY="envkey")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == "envk"
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs make")
+def test_make_install_creates_the_key_file_once_readable_by_its_owner_only(tmp_path):
+    var = tmp_path / "var"
+    # STAMP= leaves out the virtualenv step (the suite already runs in an installed .venv).
+    make = ["make", "-s", "install", "STAMP=", f"EVALSITE_VAR_DIR={var}"]
+    first = subprocess.run(make, cwd=ROOT, capture_output=True, text=True)
+    assert first.returncode == 0, first.stderr
+    key_file = var / "secret_key"
+    key = key_file.read_text().strip()
+    assert len(key) >= 50
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = subprocess.run(make, cwd=ROOT, capture_output=True, text=True)
+    assert again.returncode == 0, again.stderr
+    assert key_file.read_text().strip() == key
+    # And the settings take it, with DEBUG off and no SECRET_KEY: every manage.py command works.
+    result = load_settings(var)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == key[:4]
 
 
 def test_local_debug_generates_and_keeps_a_secret_key(tmp_path):
