@@ -239,8 +239,11 @@ EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES = env_int("EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES
 # dropped after it too.
 EVALSITE_OTLP_SPAN_RETENTION_HOURS = env_int("EVALSITE_OTLP_SPAN_RETENTION_HOURS", 72)
 # How long one bot turn may take before the item fails with a timeout.
-# Where people reach this evalsite: `evalrun --wait` prints links to the console's result pages under it.
-EVALSITE_BASE_URL = os.environ.get("EVALSITE_BASE_URL", "").strip().rstrip("/") or "http://localhost:8000"
+# Where people reach this evalsite: `evalrun` prints links to the console's pages under it, and its
+# JUnit report links each testcase. The default is what `make run` serves (bin/run-local binds
+# 127.0.0.1:$PORT, 8001 unless PORT says otherwise), so links work in a local checkout as they are.
+EVALSITE_BASE_URL = (os.environ.get("EVALSITE_BASE_URL", "").strip().rstrip("/")
+                     or f"http://127.0.0.1:{env_int('PORT', 8001)}")
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
 # A living worker beats every quarter of it even during a long bot turn, so this only bounds how

@@ -1,8 +1,8 @@
 """Statistics of a paired comparison of two runs: did run B really get worse than run A, or is
 the difference noise? Items are paired by test case id; every distribution comes from scipy."""
 
-import numpy as np
-from scipy.stats import binomtest, multinomial
+# scipy and numpy are imported where they are used: importing scipy.stats takes most of a second,
+# and every manage.py command (evalrun --help included) loads this module through the app registry.
 
 SIGNIFICANCE = 0.05
 CONFIDENCE = 0.95
@@ -20,6 +20,8 @@ def wilson_interval(successes: int, trials: int, *, confidence: float = CONFIDEN
     repeats the interval is narrower than an item-level one would be (pass^k is the item-level figure)."""
     if trials <= 0:
         return None
+    from scipy.stats import binomtest  # lazy: see the top of the module
+
     interval = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
     return [round(float(interval.low), 4), round(float(interval.high), 4)]
 
@@ -40,6 +42,8 @@ def mcnemar_p(*, pass_to_fail: int, fail_to_pass: int) -> float:
     discordant = pass_to_fail + fail_to_pass
     if discordant == 0:
         return 1.0
+    from scipy.stats import binomtest  # lazy: see the top of the module
+
     return float(binomtest(pass_to_fail, discordant, 0.5, alternative="two-sided").pvalue)
 
 
@@ -59,6 +63,9 @@ def pass_rate_diff_ci(pairs: list[tuple[float, float]], *, confidence: float = C
     indices: 8 GB)."""
     if len(pairs) < 2:
         return None
+    import numpy as np  # lazy: see the top of the module
+    from scipy.stats import multinomial
+
     differences = np.array([float(h) - float(b) for b, h in pairs])
     if np.all(differences == differences[0]):
         return [float(differences[0]), float(differences[0])]

@@ -98,3 +98,20 @@ def test_explicit_secret_key_and_database_url(tmp_path):
 def test_invalid_boolean_is_refused(tmp_path):
     result = load_settings(tmp_path, DEBUG="maybe")
     assert result.returncode != 0 and "DEBUG must be a boolean" in result.stderr
+
+
+def base_url(tmp_path, **env):
+    clean = {k: v for k, v in os.environ.items()
+             if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "PORT", "EVALSITE_BASE_URL"}}
+    clean.update({"EVALSITE_VAR_DIR": str(tmp_path), "SECRET_KEY": "k", **env})
+    result = subprocess.run([sys.executable, "-c", "import evalsite.settings as s; print(s.EVALSITE_BASE_URL)"],
+                            cwd=ROOT, env=clean, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_base_url_defaults_to_what_make_run_serves(tmp_path):
+    # bin/run-local serves 127.0.0.1:$PORT, 8001 by default: evalrun's and JUnit's links must open there.
+    assert base_url(tmp_path) == "http://127.0.0.1:8001"
+    assert base_url(tmp_path, PORT="8015") == "http://127.0.0.1:8015"
+    assert base_url(tmp_path, PORT="8015", EVALSITE_BASE_URL="https://evals.example.com/") == "https://evals.example.com"

@@ -42,13 +42,13 @@ def test_unknown_agent_is_a_clear_error(plan):
         call_command("evalrun", "--agent", "c" * 24, "--test-set", str(PLAN_TEST_SET))
 
 
-def test_wait_says_why_each_item_failed_and_links_it(plan, capsys):
+def test_wait_says_why_each_item_failed_and_links_it(plan, capsys, settings):
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait")
     out = capsys.readouterr().out
     failed_block = out[out.index("  FAILED item 2"):].splitlines()
     assert failed_block[0] == "  FAILED item 2"
     assert failed_block[1].startswith("    criterion failed: Response includes the wifi password — ")
-    assert any(line.strip().startswith("http://localhost:8000/console/results/") for line in failed_block[1:6])
+    assert any(line.strip().startswith(f"{settings.EVALSITE_BASE_URL}/console/results/") for line in failed_block[1:6])
     assert "FAILED item 2:" not in out
 
 

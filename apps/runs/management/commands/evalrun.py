@@ -39,37 +39,54 @@ FAILED_SHOWN = 20
 
 
 class Command(BaseCommand):
-    help = "Run a test set against a bot; with --wait, print progress and exit 1 below --fail-under."
+    help = ("Run a test set (or V1 question set) against a bot; with --wait, follow it, print a summary with a "
+            "console link for each failed item, and exit 1 when the gate fails. The CI gate is documented in "
+            "docs/runs.md. Defaults in brackets.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--agent", required=True, help="the bot's agent_id")
+        parser.add_argument("--agent", required=True, metavar="AGENT_ID", help="the bot to evaluate: its agent_id")
         source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--test-set", type=uuid.UUID, help="test set id (V2)")
-        source.add_argument("--dataset", type=uuid.UUID, help="question set id (V1)")
-        parser.add_argument("--test-set-version", type=int)
-        parser.add_argument("--rubric", type=uuid.UUID)
-        parser.add_argument("--rubric-version", type=int)
-        parser.add_argument("--concurrency", type=int, default=3)
-        parser.add_argument("--repeats", type=int, default=1, help="run every item this many times (1 to 10)")
-        parser.add_argument("--scope", dest="component_scope_filter", help="component scope filter")
-        parser.add_argument("--judge-model", help='"heuristic", or an LLM model name')
-        parser.add_argument("--label", default="", help='what to call the run, e.g. the commit it tests')
-        parser.add_argument("--wait", action="store_true", help="wait for the run to finish")
-        parser.add_argument("--fail-under", type=float, help="with --wait: exit 1 if the pass rate is below this")
-        parser.add_argument("--confidence", type=float,
+        source.add_argument("--test-set", type=uuid.UUID, metavar="ID", help="the test set to run (its id)")
+        source.add_argument("--dataset", type=uuid.UUID, metavar="ID", help="or a V1 question set to run (its id)")
+        parser.add_argument("--test-set-version", type=int, metavar="N",
+                            help="the test set version to run [its current version]")
+        parser.add_argument("--rubric", type=uuid.UUID, metavar="ID",
+                            help="the rubric whose rules judge every item [none: success criteria only]")
+        parser.add_argument("--rubric-version", type=int, metavar="N", help="the rubric version [its current version]")
+        parser.add_argument("--concurrency", type=int, default=3, metavar="N",
+                            help="items in flight at once, 1 to 32 [%(default)s]")
+        parser.add_argument("--repeats", type=int, default=1, metavar="K",
+                            help="run every item K times, 1 to 10; an item passes only if every attempt passes "
+                                 "[%(default)s]")
+        parser.add_argument("--scope", dest="component_scope_filter", metavar="SCOPE",
+                            help="judge only rubric rules of this component scope: prompt, knowledge_base, function "
+                                 "or general [all rules]")
+        parser.add_argument("--judge-model", metavar="MODEL",
+                            help='"heuristic" for the offline judge, or a model name on the configured LLM server '
+                                 "[the configured judge: an LLM when OPENAI_* is set, else heuristic]")
+        parser.add_argument("--label", default="", metavar="TEXT",
+                            help="what to call the run, e.g. the commit it tests (at most 200 characters)")
+        parser.add_argument("--wait", action="store_true",
+                            help="wait for the run to finish, print its summary and apply the gate")
+        parser.add_argument("--fail-under", type=float, metavar="RATE",
+                            help="with --wait: exit 1 if the pass rate (0 to 1) is below this")
+        parser.add_argument("--confidence", type=float, metavar="LEVEL",
                             help="with --fail-under: compare the lower bound of the pass rate's Wilson interval at "
                                  "this level (e.g. 0.95) instead of the pass rate itself")
         parser.add_argument("--junit", metavar="PATH", help="with --wait: write a JUnit XML report, one testcase per item")
         parser.add_argument("--json", metavar="PATH", help="with --wait: write the run, its items and the comparison as JSON")
-        parser.add_argument("--baseline", help='with --wait: a run id, or "latest" (the newest earlier completed run '
-                                               'of the test set); exit 1 only on a significant regression')
+        parser.add_argument("--baseline", metavar="RUN_ID|latest",
+                            help='with --wait: compare with this run, or "latest" (the newest earlier completed run '
+                                 "of the test set); exit 1 only on a significant regression")
         parser.add_argument("--allow-judge-change", action="store_true",
                             help="with --baseline: compare even when the judge's fingerprints differ")
-        parser.add_argument("--max-errors", type=float, default=0.0,
-                            help="with --wait: exit 1 if the share of errored verdicts is above this (0 to 1)")
+        parser.add_argument("--max-errors", type=float, default=0.0, metavar="FRACTION",
+                            help="with --wait: exit 1 if the share of errored verdicts is above this, 0 to 1 "
+                                 "[%(default)s: any judge error fails]")
         parser.add_argument("--allow-unassessed", action="store_true",
                             help="with --wait: do not fail on items whose high-severity rules were not assessed")
-        parser.add_argument("--timeout", type=float, default=3600, help="with --wait: give up after this many seconds")
+        parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
+                            help="with --wait: give up after this many seconds [%(default)s]")
         parser.add_argument("--poll", type=float, default=2.0, help=argparse_hidden())
 
     def handle(self, *args, **o):
