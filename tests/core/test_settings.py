@@ -114,4 +114,5 @@ def test_base_url_defaults_to_what_make_run_serves(tmp_path):
     # bin/run-local serves 127.0.0.1:$PORT, 8001 by default: evalrun's and JUnit's links must open there.
     assert base_url(tmp_path) == "http://127.0.0.1:8001"
     assert base_url(tmp_path, PORT="8015") == "http://127.0.0.1:8015"
-    assert base_url(tmp_path, PORT="8015", EVALSITE_BASE_URL="https://evals.example.com/") == "https://evals.example.com"
+    explicit = base_url(tmp_path, PORT="8015", EVALSITE_BASE_URL="https://evals.example.com/")
+    assert explicit == "https://evals.example.com"

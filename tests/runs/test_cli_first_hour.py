@@ -41,10 +41,12 @@ def test_help_leaves_scipy_numpy_and_openai_unloaded(tmp_path):
         "    except SystemExit:\n"
         "        pass\n"
         "assert '--fail-under' in out.getvalue(), out.getvalue()\n"
-        "print(sorted(m for m in ('scipy', 'scipy.stats', 'numpy', 'openai', 'ragas', 'langgraph') if m in sys.modules))\n"
+        "heavy = ('scipy', 'scipy.stats', 'numpy', 'openai', 'ragas', 'langgraph')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG"}}
-    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "SECRET_KEY": "x" * 50, "EVALSITE_VAR_DIR": str(tmp_path)})
+    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "SECRET_KEY": "x" * 50,
+                "EVALSITE_VAR_DIR": str(tmp_path)})
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

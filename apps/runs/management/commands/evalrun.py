@@ -73,8 +73,10 @@ class Command(BaseCommand):
         parser.add_argument("--confidence", type=float, metavar="LEVEL",
                             help="with --fail-under: compare the lower bound of the pass rate's Wilson interval at "
                                  "this level (e.g. 0.95) instead of the pass rate itself")
-        parser.add_argument("--junit", metavar="PATH", help="with --wait: write a JUnit XML report, one testcase per item")
-        parser.add_argument("--json", metavar="PATH", help="with --wait: write the run, its items and the comparison as JSON")
+        parser.add_argument("--junit", metavar="PATH",
+                            help="with --wait: write a JUnit XML report, one testcase per item")
+        parser.add_argument("--json", metavar="PATH",
+                            help="with --wait: write the run, its items and the comparison as JSON")
         parser.add_argument("--baseline", metavar="RUN_ID|latest",
                             help='with --wait: compare with this run, or "latest" (the newest earlier completed run '
                                  "of the test set); exit 1 only on a significant regression")
