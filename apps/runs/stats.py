@@ -122,10 +122,10 @@ def disagreement(*, p: float, interval: list[float] | None) -> str | None:
         return None
     significant, excludes_zero = p < SIGNIFICANCE, interval[0] > 0 or interval[1] < 0
     if excludes_zero and not significant:
-        return (f"the 95% interval excludes 0 but McNemar's exact test is not significant (p = {p:.3g}): "
+        return ("the 95% interval excludes 0 but McNemar's exact test is not significant at 5%: "
                 "too few items changed to call it")
     if significant and not excludes_zero:
-        return f"McNemar's exact test is significant (p = {p:.3g}) but the 95% interval includes 0"
+        return "McNemar's exact test is significant at 5% but the 95% interval includes 0"
     return None
 
 

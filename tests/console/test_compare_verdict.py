@@ -82,8 +82,10 @@ def test_three_items_all_fixed_is_within_noise_with_an_interval_not_a_point(staf
 def test_a_disagreement_of_the_test_and_the_interval_is_said_beside_the_verdict(staff_client):
     base, head = _outcome_runs([("failed", "passed")] * 5)
     top = _top(staff_client, base, head)
-    assert top.startswith("Compare runs Within noise · the test and the interval disagree: the 95% interval excludes 0 "
-                          "but McNemar's exact test is not significant (p = 0.0625)")
+    assert top.startswith("Compare runs Within noise · McNemar's test and the interval disagree: the 95% interval "
+                          "excludes 0 but McNemar's exact test is not significant at 5%: too few items changed to call it "
+                          "5 of 5 paired items assessed in both runs")
+    assert "McNemar p = 0.063 · pass rate difference 95% CI [+13.1%, +100.0%] (Tango)" in top
 
 
 def _section(page: str, anchor: str) -> str:

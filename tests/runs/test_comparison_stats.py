@@ -152,7 +152,7 @@ def test_the_verdict_needs_the_test_and_the_interval_on_the_same_side():
     assert stats.comparison_verdict(p=0.2, interval=[0.1, 0.3]) == "within_noise"
     assert stats.comparison_verdict(p=0.01, interval=None) == "within_noise"
     assert stats.disagreement(p=0.01, interval=[-0.1, 0.3]) == (
-        "McNemar's exact test is significant (p = 0.01) but the 95% interval includes 0")
+        "McNemar's exact test is significant at 5% but the 95% interval includes 0")
     assert stats.disagreement(p=0.5, interval=[-0.1, 0.3]) is None
 
 
