@@ -50,7 +50,8 @@ def test_compare_page_buckets_disagreement_and_answer_edges(browser, live_server
 
     verdict = find(By.ID, "compare-verdict").text
     assert verdict.startswith("Within noise")
-    assert "McNemar's test and the interval disagree: the 95% interval excludes 0" in find(By.ID, "compare-disagreement").text
+    disagreement = find(By.ID, "compare-disagreement").text
+    assert "McNemar's test and the interval disagree: the 95% interval excludes 0" in disagreement
     assert "12 of 16 paired items assessed in both runs" in verdict and "(Tango)" in verdict
 
     def heading(anchor):
@@ -62,7 +63,8 @@ def test_compare_page_buckets_disagreement_and_answer_edges(browser, live_server
 
     def edges(section):
         pair = find(By.CSS_SELECTOR, f"#{section} + div .compare-answers .side-by-side")
-        before, after = pair.find_element(By.CLASS_NAME, "answer-before"), pair.find_element(By.CLASS_NAME, "answer-after")
+        before = pair.find_element(By.CLASS_NAME, "answer-before")
+        after = pair.find_element(By.CLASS_NAME, "answer-after")
         return before.value_of_css_property("border-left-color"), after.value_of_css_property("border-left-color")
 
     assert edges("fixes") == (RED, GREEN), "a fix: failed before (red), passed after (green)"

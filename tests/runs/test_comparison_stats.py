@@ -133,6 +133,21 @@ def test_tango_interval_contains_the_estimate_and_narrows_with_n():
     assert widths == sorted(widths, reverse=True)
 
 
+def test_tango_interval_is_exactly_the_deltas_the_score_test_does_not_reject():
+    # Every table of up to 8 items: the limits found by brentq are where |T| crosses z on a fine
+    # grid, and the accepted deltas form one unbroken run between them.
+    z = norm.ppf(0.975)
+    grid = [-1 + 2 * k / 2000 for k in range(1, 2000)]
+    for n in range(1, 9):
+        for gained in range(n + 1):
+            for lost in range(n - gained + 1):
+                low, high = stats.tango_interval(gained=gained, lost=lost, n=n)
+                accepted = [d for d in grid if abs(stats.tango_score(d, gained=gained, lost=lost, n=n)) <= z]
+                assert accepted == [d for d in grid if low <= d <= high] or all(
+                    abs(d - low) < 2e-3 or abs(d - high) < 2e-3
+                    for d in set(accepted) ^ {d for d in grid if low <= d <= high}), (n, gained, lost)
+
+
 # --- the verdict: the test and the interval must agree -------------------------------------------
 
 def test_the_verdict_needs_the_test_and_the_interval_on_the_same_side():

@@ -237,7 +237,8 @@ def test_comparison_lists_the_first_of_each_kind_and_counts_them_all():
     kinds = [(True, False)] * 7 + [(False, True)] * 3 + [(False, False)] * 2 + [(True, True)] * 4 + [(None, True), (True, None)]
     base, head = _pair(kinds)
     comparison = selectors.run_comparison(base=base, head=head, shown=2)
-    positions = {kind: [h["position"] for _, h in comparison[kind]] for kind in ("regressions", "fixes", "still_failing")}
+    positions = {kind: [h["position"] for _, h in comparison[kind]]
+                 for kind in ("regressions", "fixes", "still_failing")}
     assert positions == {"regressions": [0, 1], "fixes": [7, 8], "still_failing": [10, 11]}
     assert (comparison["regressions_total"], comparison["fixes_total"], comparison["still_failing_total"]) == (7, 3, 2)
     assert (comparison["unchanged_pass"], comparison["new_items"], comparison["dropped"]) == (4, 1, 1)

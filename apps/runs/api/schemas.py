@@ -295,7 +295,8 @@ class ComparisonOut(BaseModel):
     head_pass_rate: float | None
     paired_items: int = Field(description="items (by test case id) finished in both runs, assessed or not")
     assessed_items: int = Field(
-        description="items assessed (passed or failed) in both runs, out of paired_items: the statistics are over these")
+        description="items assessed (passed or failed) in both runs, out of paired_items: "
+                    "the statistics are over these")
     changes: ChangeCounts
     buckets: BucketCounts
     mcnemar_p: float = Field(description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed")
@@ -303,7 +304,8 @@ class ComparisonOut(BaseModel):
         description="[low, high]: Tango's 95% score interval (Tango 1998) of head's pass rate minus base's over the "
                     "assessed items; null when no item is assessed in both")
     verdict: Literal["worse", "better", "within_noise"] = Field(
-        description="worse or better only when McNemar p < 0.05 and the interval excludes 0 on that side, else within_noise")
+        description="worse or better only when McNemar p < 0.05 and the interval excludes 0 on that side, "
+                    "else within_noise")
     verdict_text: str
     disagreement: str | None = Field(
         description="where the test and the interval disagree (the verdict is then within_noise), what they disagree "
