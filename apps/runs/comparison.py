@@ -4,8 +4,15 @@ the comparison from these).
 Items are paired by test case id, which stays stable across test set versions. The pairing reads
 only a few columns of each result and answers with counts and the first few pairs of each kind, so
 it costs the same memory at 100,000 items as at 10. An item's figures are summed over its results
-(n, passed, failed, unassessed), so an item with several attempts pairs as one item; its first
-result (lowest id) is the one shown.
+(n, passed, failed, unassessed), so an item with several attempts pairs as one item with its
+canonical verdict (passed only if every attempt passed, failed if any failed, else unassessed); its
+first result (lowest id) is the one shown.
+
+Every item lands in one bucket (docs/comparison.md), by its verdict before → after:
+regressions (passed → failed), fixes (failed → passed), still failing (failed → failed), unchanged
+pass (passed → passed), newly assessed (unassessed → passed or failed), no longer assessed (passed
+or failed → unassessed), still unassessed, new items (only in the head run) and dropped (only in the
+base run). Failed never includes unassessed: an unassessed → passed item is newly assessed, not fixed.
 """
 
 from dataclasses import dataclass, field
@@ -18,13 +25,18 @@ from .models import EvaluationResult
 
 # "No limit" for the window's row numbers (an integer every database compares with).
 ALL = 2**31 - 1
-REGRESSED, FIXED, STILL_FAILING, BOTH_PASSED, NEW, DROPPED = (
-    "regressions", "fixed", "still_failing", "unchanged_pass", "new_items", "dropped")
+REGRESSED, FIXES, STILL_FAILING, BOTH_PASSED, NEW, DROPPED = (
+    "regressions", "fixes", "still_failing", "unchanged_pass", "new_items", "dropped")
+STILL_UNASSESSED, NEWLY_ASSESSED, NO_LONGER_ASSESSED = "still_unassessed", "newly_assessed", "no_longer_assessed"
+BUCKETS = (REGRESSED, FIXES, STILL_FAILING, BOTH_PASSED, NEWLY_ASSESSED, NO_LONGER_ASSESSED, STILL_UNASSESSED,
+           NEW, DROPPED)
 
+# A finished result without a stored outcome (written before outcomes were) that did not pass failed,
+# as aggregate.stored_outcome reads such a result.
 _ITEMS = """
     SELECT test_case_id, MIN(id) AS pk, MIN(position) AS pos, COUNT(*) AS n,
            SUM(CASE WHEN passed THEN 1 ELSE 0 END) AS ok,
-           SUM(CASE WHEN outcome = '{failed}' THEN 1 ELSE 0 END) AS bad,
+           SUM(CASE WHEN outcome = '{failed}' OR (outcome IS NULL AND NOT passed) THEN 1 ELSE 0 END) AS bad,
            SUM(CASE WHEN outcome = '{unassessed}' THEN 1 ELSE 0 END) AS una
     FROM {{table}} WHERE run_id = %s AND state = 'done' GROUP BY test_case_id
 """.format(failed=FAILED, unassessed=UNASSESSED)
@@ -50,7 +62,8 @@ SELECT {_GROUP}, group_n, bpk, hpk, pos FROM ranked WHERE rn <= %s
 
 @dataclass(frozen=True)
 class ItemVerdict:
-    """One item's verdict over its results: passed only if all passed (with one result, its own)."""
+    """One item's verdict over its results: passed only if all passed (with one result, its own),
+    failed if any failed, else unassessed (aggregate.canonical_outcome)."""
 
     n: int
     ok: int
@@ -62,24 +75,29 @@ class ItemVerdict:
         return self.n > 0 and self.ok == self.n
 
     @property
-    def outcome(self) -> str | None:
+    def outcome(self) -> str:
         if self.passed:
             return PASSED
-        return FAILED if self.bad else UNASSESSED if self.unassessed else None
+        return FAILED if self.bad else UNASSESSED
+
+    @property
+    def assessed(self) -> bool:
+        return self.outcome != UNASSESSED
 
 
 def category(base: ItemVerdict | None, head: ItemVerdict | None) -> str:
+    """The item's bucket by its verdict before → after (the module's docstring)."""
     if base is None:
         return NEW
     if head is None:
         return DROPPED
-    # An item unassessed before (its high-severity rules unjudged) that now fails is a regression
-    # too: nothing showed it failing before, and it does now.
-    if not head.passed and (base.passed or (base.outcome == UNASSESSED and head.outcome == FAILED)):
-        return REGRESSED
-    if not base.passed:
-        return FIXED if head.passed else STILL_FAILING
-    return BOTH_PASSED
+    if not base.assessed:
+        return NEWLY_ASSESSED if head.assessed else STILL_UNASSESSED
+    if not head.assessed:
+        return NO_LONGER_ASSESSED
+    if base.passed:
+        return BOTH_PASSED if head.passed else REGRESSED
+    return FIXES if head.passed else STILL_FAILING
 
 
 @dataclass
@@ -91,21 +109,17 @@ class Pairing:
     counts: dict = field(default_factory=dict)  # category -> items
     first: dict = field(default_factory=dict)  # category -> [(base pk | None, head pk | None)]
 
-    def pass_pairs(self) -> list[tuple[bool, bool]]:
-        """(base passed, head passed) of every item in both runs, for stats.paired_statistics."""
-        pairs = []
-        for (base, head), n in self.groups.items():
-            if base is not None and head is not None:
-                pairs += [(base.passed, head.passed)] * n
-        return pairs
+    def paired_items(self) -> int:
+        """Items finished in both runs, assessed or not."""
+        return sum(n for (base, head), n in self.groups.items() if base is not None and head is not None)
 
-    def rate_pairs(self) -> list[tuple[float, float]]:
-        """(base pass rate, head pass rate) over each item's attempts, in pass_pairs' order: what the
-        bootstrap resamples, so that with repeats the interval uses every attempt (1/0 with one)."""
+    def pass_pairs(self) -> list[tuple[bool, bool]]:
+        """(base passed, head passed) of every item assessed (passed or failed) in both runs, for
+        stats.paired_statistics: an item unassessed in either run has no verdict to compare."""
         pairs = []
         for (base, head), n in self.groups.items():
-            if base is not None and head is not None:
-                pairs += [(base.ok / base.n, head.ok / head.n)] * n
+            if base is not None and head is not None and base.assessed and head.assessed:
+                pairs += [(base.passed, head.passed)] * n
         return pairs
 
 

@@ -454,7 +454,7 @@ def run_judge_fingerprints(*, runs) -> dict[int, list[dict]]:
     return {**found, **{pk: digest.judge_fingerprints() for pk, digest in run_digests(rest).items()}} if rest else found
 
 
-# A comparison shows this many items of each kind (regressions, fixed, still failing) and criterion
+# A comparison shows this many items of each kind (regressions, fixes, ...) and criterion
 # changes, with how many there are; COMPARE_KEEP of each are kept, so any limit up to it is a slice.
 COMPARE_SHOWN = 25
 COMPARE_KEEP = 1000
@@ -463,7 +463,7 @@ COMPARE_KEEP = 1000
 def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None) -> dict:
     """What a comparison reads from the results: the pairing, the statistics over all pairs and the
     changed criteria. Two finished runs never change, so theirs is kept (CACHE_SECONDS)."""
-    key = (f"{CACHE_PREFIX}:compare:{base.run_id}:{base.status}:{base.completed}:"
+    key = (f"{CACHE_PREFIX}:compare:v2:{base.run_id}:{base.status}:{base.completed}:"
            f"{head.run_id}:{head.status}:{head.completed}")
     cacheable = base.is_finished and head.is_finished and keep is not None and keep <= COMPARE_KEEP
     if cacheable and (core := cache.get(key)) is not None:
@@ -471,7 +471,7 @@ def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None)
     kept = COMPARE_KEEP if cacheable else keep
     items = pairing.pair_items(base_pk=base.pk, head_pk=head.pk, keep=kept if kept is not None else pairing.ALL)
     criterion_deltas, criterion_total = pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=kept)
-    core = {"items": items, "statistics": paired_statistics(items.pass_pairs(), items.rate_pairs()),
+    core = {"items": items, "statistics": paired_statistics(items.pass_pairs(), paired_items=items.paired_items()),
             "criterion_deltas": criterion_deltas, "criterion_deltas_total": criterion_total}
     if cacheable:
         cache.set(key, core, CACHE_SECONDS)
@@ -494,15 +494,17 @@ def _rule_deltas(base: RunDigest, head: RunDigest) -> list[dict]:
     return deltas
 
 
-LISTED = (pairing.REGRESSED, pairing.FIXED, pairing.STILL_FAILING)
+# The buckets a comparison lists item by item; the others (unchanged pass, new, dropped) it counts.
+LISTED = (pairing.REGRESSED, pairing.FIXES, pairing.NEWLY_ASSESSED, pairing.NO_LONGER_ASSESSED, pairing.STILL_FAILING,
+          pairing.STILL_UNASSESSED)
 
 
 def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
                    listed: tuple[str, ...] = LISTED) -> dict:
     """Two runs of the same test set, item by item (comparison.pair_items: joined on the test case
-    id, which stays stable across test set versions): regressions, fixes and items still failing
-    (of the kinds `listed`, the first `shown`, None for all; how many of every kind), per-rule and
-    per-criterion score deltas, the paired statistics of all the items in both
+    id, which stays stable across test set versions): the items of each bucket (comparison.category;
+    of the kinds `listed`, the first `shown`, None for all), how many of every kind (`buckets`),
+    per-rule and per-criterion score deltas, the paired statistics of the items assessed in both
     (stats.paired_statistics) and whether the judge changed. A bounded number of queries, whatever
     the runs' sizes."""
     if base.test_set_id != head.test_set_id or base.dataset_id != head.dataset_id:
@@ -533,6 +535,7 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
         "base": base, "head": head, "shown": shown,
         **{kind: [(rows[b], rows[h]) for b, h in pairs] for kind, pairs in listed.items()},
         **{f"{kind}_total": counts.get(kind, 0) for kind in listed},
+        "buckets": {kind: counts.get(kind, 0) for kind in pairing.BUCKETS},
         "unchanged_pass": counts.get(pairing.BOTH_PASSED, 0),
         "new_items": counts.get(pairing.NEW, 0), "dropped": counts.get(pairing.DROPPED, 0),
         "bot_snapshots_known": bool(base.bot_snapshot and head.bot_snapshot),

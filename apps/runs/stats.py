@@ -1,14 +1,23 @@
 """Statistics of a paired comparison of two runs: did run B really get worse than run A, or is
-the difference noise? Items are paired by test case id; every distribution comes from scipy."""
+the difference noise? Items are paired by test case id; every distribution comes from scipy.
 
-# scipy and numpy are imported where they are used: importing scipy.stats takes most of a second,
-# and every manage.py command (evalrun --help included) loads this module through the app registry.
+The unit is the item, with its canonical verdict (with repeats: passed only if every attempt
+passed), and only items assessed (passed or failed) in both runs enter: an unassessed item has no
+verdict to compare. Two figures describe the change and the verdict needs both:
+
+- McNemar's exact test (a two-sided binomial test of pass→fail among the items that changed);
+- Tango's score interval for head's pass rate minus base's (Tango 1998, Statistics in Medicine
+  17:891-908): the differences d that a score test at d does not reject. Unlike a bootstrap it
+  stays honest at small n: 3 of 3 items fail→pass gives [-0.123, 1], not a point.
+"""
+
+import math
+
+# scipy is imported where it is used: importing scipy.stats takes most of a second, and every
+# manage.py command (evalrun --help included) loads this module through the app registry.
 
 SIGNIFICANCE = 0.05
 CONFIDENCE = 0.95
-# Fixed so that the same two runs always give the same interval (a CI gate must not flicker).
-BOOTSTRAP_SEED = 20261123
-BOOTSTRAP_RESAMPLES = 9999
 
 WORSE, BETTER, WITHIN_NOISE = "worse", "better", "within_noise"
 VERDICT_WORDS = {WORSE: "worse, significant at 95%", BETTER: "better, significant", WITHIN_NOISE: "within noise"}
@@ -47,53 +56,94 @@ def mcnemar_p(*, pass_to_fail: int, fail_to_pass: int) -> float:
     return float(binomtest(pass_to_fail, discordant, 0.5, alternative="two-sided").pvalue)
 
 
-def pass_rate_diff_ci(pairs: list[tuple[float, float]], *, confidence: float = CONFIDENCE,
-                      seed: int = BOOTSTRAP_SEED) -> list[float] | None:
-    """[low, high] of head's pass rate minus base's, by a paired percentile bootstrap (items
-    resampled with both their outcomes). A pair holds each run's pass rate of the item: 0 or 1
-    (booleans) with one attempt, the share of passed attempts with repeats, so the interval is over
-    attempts while items stay the unit resampled. None with fewer than two pairs; a single point
-    where every pair differs by the same amount (nothing to resample).
+def tango_score(delta: float, *, gained: int, lost: int, n: int) -> float:
+    """Tango's score statistic for "head's pass rate minus base's is `delta`": with `gained` items
+    fail→pass and `lost` pass→fail among n,
 
-    The difference of the means is the mean of the per-item differences, which take a handful of
-    values (-1, 0, 1 for pass/fail; a few more with repeats). Resampling n items with replacement
-    draws each value a multinomial number of times, so the resamples are drawn as those counts
-    (scipy's multinomial) instead of as n indices each: the same bootstrap distribution, in memory
-    and time that do not grow with n (scipy.stats.bootstrap over 100,000 pairs holds 9,999 x 100,000
-    indices: 8 GB)."""
-    if len(pairs) < 2:
+        T(delta) = (gained - lost - n·delta) / sqrt(n · (2·q + delta·(1 - delta)))
+
+    where q is the maximum-likelihood estimate of the pass→fail probability under that delta, the
+    root of 2n·q² + W·q - lost·delta·(1 - delta) = 0 with W = -gained - lost + (2n - gained + lost)·delta
+    (Tango 1998, section 3). T falls as delta grows; at delta = 0 it is McNemar's uncorrected
+    statistic (gained - lost) / sqrt(gained + lost)."""
+    w = -gained - lost + (2 * n - gained + lost) * delta
+    # The discriminant is never negative in exact arithmetic; rounding can make it -1e-17.
+    q = (math.sqrt(max(w * w + 8 * n * lost * delta * (1 - delta), 0.0)) - w) / (4 * n)
+    variance = n * (2 * q + delta * (1 - delta))
+    numerator = gained - lost - n * delta
+    if variance <= 0:  # only at delta = ±1, where the data either agree exactly or not at all
+        return 0.0 if numerator == 0 else math.copysign(math.inf, numerator)
+    return numerator / math.sqrt(variance)
+
+
+# Root brackets stop this far inside ±1, where the statistic's variance vanishes.
+_EDGE = 1e-12
+
+
+def tango_interval(*, gained: int, lost: int, n: int, confidence: float = CONFIDENCE) -> list[float] | None:
+    """[low, high] of head's pass rate minus base's by Tango's score interval, None without items:
+    the deltas whose score statistic lies within ±z (z the normal quantile, scipy). Each limit is a
+    root of T(delta) = ±z found by Brent's method (scipy.optimize.brentq) between the estimate and
+    the boundary, where T crosses it once; a limit is the boundary itself (±1) where the estimate is
+    on it (every item gained, or every item lost), and only there."""
+    if n <= 0:
         return None
-    import numpy as np  # lazy: see the top of the module
-    from scipy.stats import multinomial
+    if not (0 <= gained <= n and 0 <= lost <= n - gained):
+        raise ValueError(f"{gained} gained and {lost} lost is not a split of {n} items")
+    from scipy.optimize import brentq  # lazy: see the top of the module
+    from scipy.stats import norm
 
-    differences = np.array([float(h) - float(b) for b, h in pairs])
-    if np.all(differences == differences[0]):
-        return [float(differences[0]), float(differences[0])]
-    values, counts = np.unique(differences, return_counts=True)
-    n = len(differences)
-    draws = multinomial.rvs(n, counts / n, size=BOOTSTRAP_RESAMPLES, random_state=np.random.default_rng(seed))
-    means = draws @ values / n
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return [round(float(low), 4), round(float(high), 4)]
+    z = float(norm.ppf(1 - (1 - confidence) / 2))
+    estimate = (gained - lost) / n
+
+    def score(delta: float) -> float:
+        return tango_score(delta, gained=gained, lost=lost, n=n)
+
+    if gained - lost == -n:
+        low = -1.0
+    else:
+        low = brentq(lambda d: score(d) - z, -1 + _EDGE, estimate, xtol=1e-12)
+    if gained - lost == n:
+        high = 1.0
+    else:
+        high = brentq(lambda d: score(d) + z, estimate, 1 - _EDGE, xtol=1e-12)
+    return [round(low, 4), round(high, 4)]
 
 
-def comparison_verdict(*, p: float, pass_to_fail: int, fail_to_pass: int) -> str:
-    if p < SIGNIFICANCE and pass_to_fail > fail_to_pass:
+def comparison_verdict(*, p: float, interval: list[float] | None) -> str:
+    """worse or better only when both agree: McNemar's exact p < 0.05 and the interval excludes 0
+    on that side; otherwise within noise."""
+    if interval is None or p >= SIGNIFICANCE:
+        return WITHIN_NOISE
+    if interval[1] < 0:
         return WORSE
-    if p < SIGNIFICANCE and fail_to_pass > pass_to_fail:
+    if interval[0] > 0:
         return BETTER
     return WITHIN_NOISE
 
 
-def paired_statistics(pairs: list[tuple[bool, bool]], rate_pairs: list[tuple[float, float]] | None = None) -> dict:
+def disagreement(*, p: float, interval: list[float] | None) -> str | None:
+    """What the test and the interval disagree on (the verdict is then within noise), None when
+    they agree."""
+    if interval is None:
+        return None
+    significant, excludes_zero = p < SIGNIFICANCE, interval[0] > 0 or interval[1] < 0
+    if excludes_zero and not significant:
+        return ("the 95% interval excludes 0 but McNemar's exact test is not significant at 5%: "
+                "too few items changed to call it")
+    if significant and not excludes_zero:
+        return "McNemar's exact test is significant at 5% but the 95% interval includes 0"
+    return None
+
+
+def paired_statistics(pairs: list[tuple[bool, bool]], *, paired_items: int | None = None) -> dict:
     """Everything a comparison reports about pass/fail changes: counts, mcnemar_p,
-    pass_rate_diff_ci and verdict. `pairs` are the items' canonical verdicts (with repeats: every
-    attempt passed), which the counts and McNemar's test use; `rate_pairs`, in the same order, the
-    items' pass rates over attempts, which the bootstrap uses (the verdicts themselves by default)."""
+    pass_rate_diff_ci (Tango), verdict and disagreement. `pairs` are the (base passed, head passed)
+    canonical verdicts of the items assessed in both runs (assessed_items); `paired_items` counts
+    the items finished in both runs, assessed or not (the denominator the page shows)."""
     counts = change_counts(pairs)
     p = mcnemar_p(pass_to_fail=counts["pass_to_fail"], fail_to_pass=counts["fail_to_pass"])
-    return {"paired_items": len(pairs), "changes": counts, "mcnemar_p": p,
-            "pass_rate_diff_ci": pass_rate_diff_ci(pairs if rate_pairs is None else rate_pairs),
-            "verdict": comparison_verdict(p=p, pass_to_fail=counts["pass_to_fail"],
-                                          fail_to_pass=counts["fail_to_pass"])}
+    interval = tango_interval(gained=counts["fail_to_pass"], lost=counts["pass_to_fail"], n=len(pairs))
+    return {"paired_items": len(pairs) if paired_items is None else paired_items, "assessed_items": len(pairs),
+            "changes": counts, "mcnemar_p": p, "pass_rate_diff_ci": interval,
+            "verdict": comparison_verdict(p=p, interval=interval), "disagreement": disagreement(p=p, interval=interval)}

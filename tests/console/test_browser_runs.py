@@ -74,7 +74,9 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     click_and_wait_for_new_page(browser, find(By.ID, "compare-previous"))
     changes = find(By.ID, "bot-change-list").text
     assert "document removed PTO Policy" in changes
-    pairs = find(By.CSS_SELECTOR, "#regressions + div .compare-answers .side-by-side")
+    # The PTO item fails now: a regression, or newly assessed where the demo rubric left it unassessed before.
+    pairs = find(By.CSS_SELECTOR, "#regressions + div .compare-answers .side-by-side, "
+                                  "#newly-assessed + div .compare-answers .side-by-side")
     before, after = pairs.find_element(By.CLASS_NAME, "answer-before"), pairs.find_element(By.CLASS_NAME, "answer-after")
     assert before.location["y"] == after.location["y"] and before.location["x"] < after.location["x"], "side by side"
     assert before.text != after.text

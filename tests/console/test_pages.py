@@ -238,7 +238,7 @@ def test_compare_lists_regressions_first_then_fixed_and_deltas(staff_client, db)
                             criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", True)])
     page = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}").content.decode()
     flat = re.sub(r"\s+", " ", page)
-    assert flat.index('id="regressions"') < flat.index("regresses") < flat.index('id="fixed"') < \
+    assert flat.index('id="regressions"') < flat.index("regresses") < flat.index('id="fixes"') < \
         flat.index("gets fixed") < flat.index('id="rule-deltas"')
     assert f'/console/results/{regressed.result_id}/#rule-R1' in flat, "one click to the failed rule"
     assert "1 item(s) only in the base run" in flat

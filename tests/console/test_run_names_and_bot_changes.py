@@ -37,8 +37,10 @@ def test_pto_document_deleted_then_rerun_the_comparison_shows_it(staff_client, d
     assert DEMO_AGENT_ID not in re.search(r'id="compare-runs">.*?</table>', flat).group(0)
     changes = re.search(r'id="bot-change-list">.*?</table>', flat).group(0)
     assert re.search(r"<td>document</td><td[^>]*>removed</td><td>PTO Policy \(", changes)
-    regressions = re.search(r'id="regressions".*?id="fixed"', flat).group(0)
-    assert "PTO Policy Inquiry" in regressions, "the PTO item regressed"
+    # The PTO item now fails: a regression, or newly assessed where the demo rubric left it unassessed
+    # before (an unassessed item is never counted as failed); both lists show the two answers.
+    regressions = re.search(r'id="regressions".*?id="no-longer-assessed"', flat).group(0)
+    assert "PTO Policy Inquiry" in regressions, "the PTO item got worse"
     before = EvaluationResult.objects.get(run=demo_run, item_name="PTO Policy Inquiry")
     after = EvaluationResult.objects.get(run=again, item_name="PTO Policy Inquiry")
     answers = re.search(r'class="side-by-side">(.*?)</td> ?</tr>', regressions).group(1)
@@ -161,7 +163,7 @@ def test_compare_with_regressions_and_answers_reads_constant_queries(staff_clien
     page = text(staff_client.get(big_url))
     # The first 25 regressions, with their answers, and how many there are in all.
     assert "before 24" in page and "after 24" in page and "question 24" in page
-    assert "before 25" not in page and "passed (or unassessed) before, failed now (400, the first 25 shown)" in page
+    assert "before 25" not in page and "passed before, failed now (400, the first 25 shown)" in page
 
 
 def test_runs_of_two_test_sets_are_refused_by_name(staff_client, db):

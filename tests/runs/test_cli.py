@@ -85,7 +85,8 @@ def test_baseline_latest_within_noise_passes(plan, capsys):
     run_cli("--wait", "--baseline", "latest")
     out = capsys.readouterr().out
     assert "compared with baseline" in out and ": within noise" in out
-    assert "6 paired items: 4 both passed, 2 both failed, 0 pass→fail, 0 fail→pass; McNemar p = 1" in out
+    assert ("6 of 6 paired items assessed in both: 4 both passed, 2 both failed, 0 pass→fail, 0 fail→pass; "
+            "McNemar p = 1; pass rate difference 95% CI [-39.0%, +39.0%] (Tango)") in out
 
 
 def test_baseline_fails_only_on_a_significant_regression_and_lists_the_items(plan, capsys):
@@ -98,10 +99,12 @@ def test_baseline_fails_only_on_a_significant_regression_and_lists_the_items(pla
         run_cli("--wait", "--baseline", str(baseline.run_id))
     out = capsys.readouterr().out
     assert ": worse, significant at 95%" in out and out.count("  REGRESSED item ") == 6
-    # Five regressions out of 18 are not significant (p = 0.0625): the build stays green.
+    # Five regressions out of 18 are not significant (p = 0.0625): the build stays green, although
+    # Tango's interval excludes 0; the output says the two disagree.
     baseline.results.filter(position=2).update(passed=False, outcome="failed")
     run_cli("--wait", "--baseline", str(baseline.run_id))
-    assert ": within noise" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert ": within noise (the test and the interval disagree: the 95% interval excludes 0 but McNemar's exact " in out
 
 
 def test_baseline_with_another_judge_is_refused_unless_allowed(plan, openai_server, capsys):

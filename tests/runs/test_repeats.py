@@ -4,7 +4,6 @@ pass^k, pass@k and flaky items; an item passes only if every attempt passed; not
 a cache."""
 
 import re
-import uuid
 
 import pytest
 from django.test import TestCase
@@ -12,7 +11,7 @@ from django.test import TestCase
 from apps.core.errors import InvalidInputError
 from apps.runs import selectors, services
 from apps.runs.models import EvaluationResult, EvaluationRun
-from apps.runs.stats import pass_rate_diff_ci, wilson_interval
+from apps.runs.stats import tango_interval, wilson_interval
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer, knowledge_bot
 from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, REPEAT_ITEMS as ITEMS, repeat_answers as answers
@@ -125,7 +124,7 @@ def test_llm_judged_repeats_ask_the_judge_anew_for_every_attempt(plan, openai_se
     assert len(fingerprints) == 1 and len(fingerprints.pop()) == 12  # one judge, recorded on each result
 
 
-def test_a_comparison_over_repeats_tests_item_verdicts_and_bootstraps_over_attempts(plan, repeated, api):
+def test_a_comparison_over_repeats_tests_and_bounds_item_verdicts(plan, repeated, api):
     head, _ = repeated
     with FakeBotServer(knowledge_bot) as bot:  # every attempt of every item answered
         plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
@@ -133,11 +132,11 @@ def test_a_comparison_over_repeats_tests_item_verdicts_and_bootstraps_over_attem
     body = api.get(f"/api/v1/runs/{base.run_id}/compare/{head.run_id}").json()
     # Item verdicts (every attempt passed): "sometimes" and "never" went from pass to fail.
     assert body["changes"] == {"both_passed": 1, "both_failed": 0, "pass_to_fail": 2, "fail_to_pass": 0}
-    # The interval is over the items' pass rates across attempts: 2/3 - 1, 0 - 1 and 1 - 1.
-    by_case = {i["item_id"]: i["name"] for i in ITEMS}
-    rates = {"sometimes": (1.0, 2 / 3), "never": (1.0, 0.0), "always": (1.0, 1.0)}
-    expected = pass_rate_diff_ci([rates[by_case[case]] for case in sorted(by_case, key=lambda c: str(uuid.UUID(c)))])
-    assert body["pass_rate_diff_ci"] == expected and expected[0] < expected[1] <= 0
+    # Test and interval are over the same 3 items and their verdicts (docs/comparison.md), not over attempts.
+    assert (body["paired_items"], body["assessed_items"]) == (3, 3)
+    assert body["pass_rate_diff_ci"] == tango_interval(gained=0, lost=2, n=3)
+    low, high = body["pass_rate_diff_ci"]
+    assert -1 < low < -2 / 3 < 0 < high
     assert body["mcnemar_p"] == 0.5 and body["verdict"] == "within_noise"  # 2 of 2 discordant: p = 0.5
 
 

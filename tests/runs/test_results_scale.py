@@ -237,12 +237,13 @@ def test_comparison_lists_the_first_of_each_kind_and_counts_them_all():
     kinds = [(True, False)] * 7 + [(False, True)] * 3 + [(False, False)] * 2 + [(True, True)] * 4 + [(None, True), (True, None)]
     base, head = _pair(kinds)
     comparison = selectors.run_comparison(base=base, head=head, shown=2)
-    positions = {kind: [h["position"] for _, h in comparison[kind]] for kind in ("regressions", "fixed", "still_failing")}
-    assert positions == {"regressions": [0, 1], "fixed": [7, 8], "still_failing": [10, 11]}
-    assert (comparison["regressions_total"], comparison["fixed_total"], comparison["still_failing_total"]) == (7, 3, 2)
+    positions = {kind: [h["position"] for _, h in comparison[kind]]
+                 for kind in ("regressions", "fixes", "still_failing")}
+    assert positions == {"regressions": [0, 1], "fixes": [7, 8], "still_failing": [10, 11]}
+    assert (comparison["regressions_total"], comparison["fixes_total"], comparison["still_failing_total"]) == (7, 3, 2)
     assert (comparison["unchanged_pass"], comparison["new_items"], comparison["dropped"]) == (4, 1, 1)
     # The statistics use every pair, not the ones listed.
-    assert comparison["statistics"]["paired_items"] == 16
+    assert comparison["statistics"]["paired_items"] == comparison["statistics"]["assessed_items"] == 16
     assert comparison["statistics"]["changes"] == {"both_passed": 4, "both_failed": 2, "pass_to_fail": 7, "fail_to_pass": 3}
     everything = selectors.run_comparison(base=base, head=head, shown=None)
     assert len(everything["regressions"]) == 7 and everything["statistics"] == comparison["statistics"]
@@ -263,26 +264,15 @@ def test_a_comparison_of_finished_runs_is_kept():
     assert [h["result_id"] for _, h in after["regressions"]] == [h["result_id"] for _, h in before["regressions"]]
 
 
-# --- the bootstrap ---------------------------------------------------------------------------------
+# --- the interval at scale -------------------------------------------------------------------------
 
-def test_bootstrap_interval_is_scipys_percentile_bootstrap():
-    rng = np.random.default_rng(3)
-    pairs = [(bool(b), bool(h)) for b, h in zip(rng.random(300) < 0.8, rng.random(300) < 0.7)]
-    base, head = np.array([float(b) for b, _ in pairs]), np.array([float(h) for _, h in pairs])
-    reference = bootstrap((base, head), lambda b, h, axis=-1: h.mean(axis=axis) - b.mean(axis=axis), paired=True,
-                          vectorized=True, n_resamples=stats.BOOTSTRAP_RESAMPLES, method="percentile",
-                          rng=np.random.default_rng(0)).confidence_interval
-    low, high = stats.pass_rate_diff_ci(pairs)
-    # Two samples of one bootstrap distribution: their percentiles agree to a fraction of a percent.
-    assert low == pytest.approx(reference.low, abs=0.01) and high == pytest.approx(reference.high, abs=0.01)
-
-
-def test_bootstrap_over_a_hundred_thousand_pairs():
+def test_statistics_over_a_hundred_thousand_pairs():
     pairs = [(True, True)] * 80_000 + [(True, False)] * 6_000 + [(False, True)] * 2_000 + [(False, False)] * 12_000
-    low, high = stats.pass_rate_diff_ci(pairs)
+    result = stats.paired_statistics(pairs)
+    low, high = result["pass_rate_diff_ci"]
     assert low < -0.04 < high < 0, "brackets the difference of -4 points"
-    assert stats.pass_rate_diff_ci(list(reversed(pairs))) == [low, high], "the order of the pairs does not matter"
-    assert json.dumps(stats.paired_statistics(pairs))  # plain numbers
+    assert stats.paired_statistics(list(reversed(pairs)))["pass_rate_diff_ci"] == [low, high], "order does not matter"
+    assert json.dumps(result)  # plain numbers
 
 
 def test_criterion_changes_count_the_last_verdict_of_a_repeated_criterion():

@@ -253,10 +253,27 @@ class RunItemList(BaseModel):
 
 
 class ChangeCounts(BaseModel):
+    """Items assessed (passed or failed) in both runs, by their verdict before → after."""
+
     both_passed: int
     both_failed: int
     pass_to_fail: int
     fail_to_pass: int
+
+
+class BucketCounts(BaseModel):
+    """Every item of either run in exactly one bucket, by its canonical verdict before → after
+    (docs/comparison.md); failed never includes unassessed."""
+
+    regressions: int = Field(description="passed → failed")
+    fixes: int = Field(description="failed → passed")
+    still_failing: int = Field(description="failed → failed")
+    unchanged_pass: int = Field(description="passed → passed")
+    newly_assessed: int = Field(description="unassessed → passed or failed (not a fix, not a regression)")
+    no_longer_assessed: int = Field(description="passed or failed → unassessed")
+    still_unassessed: int = Field(description="unassessed → unassessed")
+    new_items: int = Field(description="only in the head run")
+    dropped: int = Field(description="only in the base run")
 
 
 class RegressionOut(BaseModel):
@@ -276,16 +293,25 @@ class ComparisonOut(BaseModel):
     head_run_id: uuid.UUID
     base_pass_rate: float | None
     head_pass_rate: float | None
-    paired_items: int = Field(description="items (by test case id) finished in both runs; the statistics are over these")
+    paired_items: int = Field(description="items (by test case id) finished in both runs, assessed or not")
+    assessed_items: int = Field(
+        description="items assessed (passed or failed) in both runs, out of paired_items: "
+                    "the statistics are over these")
     changes: ChangeCounts
+    buckets: BucketCounts
     mcnemar_p: float = Field(description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed")
     pass_rate_diff_ci: list[float] | None = Field(
-        description="[low, high]: 95% paired bootstrap interval of head's pass rate minus base's; null under two items")
+        description="[low, high]: Tango's 95% score interval (Tango 1998) of head's pass rate minus base's over the "
+                    "assessed items; null when no item is assessed in both")
     verdict: Literal["worse", "better", "within_noise"] = Field(
-        description="worse or better when McNemar p < 0.05 in that direction, else within_noise")
+        description="worse or better only when McNemar p < 0.05 and the interval excludes 0 on that side, "
+                    "else within_noise")
     verdict_text: str
+    disagreement: str | None = Field(
+        description="where the test and the interval disagree (the verdict is then within_noise), what they disagree "
+                    "on; null when they agree")
     regressions: list[RegressionOut] = Field(
-        description="the first `limit` regressed items in test set order: passed (or unassessed) in a, failed in b")
+        description="the first `limit` regressed items in test set order: passed in a, failed in b")
     regressions_total: int = Field(description="every regressed item, listed or not")
     new_items: int
     dropped_items: int

@@ -68,9 +68,11 @@ def comparison_data(comparison: dict) -> dict:
         "base_run_id": comparison["base"].run_id, "head_run_id": comparison["head"].run_id,
         "base_pass_rate": comparison["base_figures"]["judge_pass_rate"],
         "head_pass_rate": comparison["head_figures"]["judge_pass_rate"],
-        "paired_items": statistics["paired_items"], "changes": statistics["changes"],
+        "paired_items": statistics["paired_items"], "assessed_items": statistics["assessed_items"],
+        "changes": statistics["changes"], "buckets": comparison["buckets"],
         "mcnemar_p": statistics["mcnemar_p"], "pass_rate_diff_ci": statistics["pass_rate_diff_ci"],
         "verdict": statistics["verdict"], "verdict_text": VERDICT_WORDS[statistics["verdict"]],
+        "disagreement": statistics["disagreement"],
         "regressions": [{
             "test_case_id": head["test_case_id"], "item_name": head["item_name"], "item_type": head["item_type"],
             "base_result_id": base["result_id"], "head_result_id": head["result_id"], "question": head["question"],

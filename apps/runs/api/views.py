@@ -102,7 +102,7 @@ class RunCompareView(APIView):
                    parameters=[OpenApiParameter(
                        "limit", int, description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
                                                  f"{selectors.COMPARE_SHOWN}; regressions_total counts them all")],
-                   summary="Compare run b with run a: paired changes, McNemar test, verdict, judge changes")
+                   summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes")
     def get(self, request, run_id, other_run_id):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
         query = CompareQuery.model_validate(request.query_params.dict())

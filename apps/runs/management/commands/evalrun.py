@@ -13,7 +13,8 @@ instead, so a small or noisy run cannot pass the bar by luck. --repeats runs eve
 comparison and the gate's decision. Both are written whatever the outcome, before the exit code.
 
 With --baseline the finished run is compared with the baseline item by item; the build fails on
-a significant regression (exact McNemar test, p < 0.05), and never compares across a judge change
+a significant regression (exact McNemar test p < 0.05 and Tango's 95% interval below 0, over the
+items assessed in both runs: the comparison's verdict "worse"), and never compares across a judge change
 (a new judge model or prompt moves pass rates by itself) unless --allow-judge-change.
 
 Fail-closed: with --wait it also fails when the judge errored on more than --max-errors of the
@@ -219,11 +220,15 @@ class Command(BaseCommand):
         statistics = comparison["statistics"]
         changes = statistics["changes"]
         interval = statistics["pass_rate_diff_ci"]
-        self.stdout.write(f"compared with baseline {baseline.run_id}: {VERDICT_WORDS[statistics['verdict']]}")
-        self.stdout.write(f"  {statistics['paired_items']} paired items: {changes['both_passed']} both passed, "
+        self.stdout.write(f"compared with baseline {baseline.run_id}: {VERDICT_WORDS[statistics['verdict']]}"
+                          + (f" (the test and the interval disagree: {statistics['disagreement']})"
+                             if statistics["disagreement"] else ""))
+        self.stdout.write(f"  {statistics['assessed_items']} of {statistics['paired_items']} paired items assessed in "
+                          f"both: {changes['both_passed']} both passed, "
                           f"{changes['both_failed']} both failed, {changes['pass_to_fail']} pass→fail, "
                           f"{changes['fail_to_pass']} fail→pass; McNemar p = {statistics['mcnemar_p']:.3g}"
-                          + (f"; pass rate difference 95% CI [{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""))
+                          + (f"; pass rate difference 95% CI [{interval[0]:+.1%}, {interval[1]:+.1%}] (Tango)"
+                             if interval else ""))
         for base, head in comparison["regressions"]:
             self.stdout.write(f"  REGRESSED {head['item_name']}" + (f": {head['failure_reason']}" if head["failure_reason"] else ""))
             self.stdout.write(f"    {console_url('console:result-detail', head['result_id'])}")
