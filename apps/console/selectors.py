@@ -11,7 +11,7 @@ from datetime import timezone as dt_timezone
 
 from django.db import connection
 from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery
-from django.db.models.functions import TruncDay, TruncHour
+from django.db.models.functions import Cast, NullIf, TruncDay, TruncHour
 from django.utils import timezone
 
 from apps.agentic.models import AgentEvaluation
@@ -112,6 +112,34 @@ def evaluation_poor_list(*, limit: int = 10):
 
 def run_counts() -> dict:
     return EvaluationRun.objects.status_counts()
+
+
+# --- the run list -------------------------------------------------------------------------------
+
+# The run list's sortable columns (?sort=<column> or -<column>): what each orders by. Ties, and the
+# default order, are newest first. Names sort as the page shows them: a deleted bot's or test
+# set's runs (no name) come last whichever the direction; so do runs with no pass rate yet.
+RUN_SORT_FIELDS = {"created": "created_at", "bot": "bot_name_value", "test_set": "test_set_name_value",
+                   "status": "status", "progress": "progress_value", "pass_rate": "pass_rate_value",
+                   "judge": "judge"}
+RUN_DEFAULT_SORT = "-created"
+
+
+def run_sort(value: str | None) -> Sort:
+    return sort_from_param(value, columns=RUN_SORT_FIELDS, default=RUN_DEFAULT_SORT)
+
+
+def run_list_sorted(runs, *, sort: Sort):
+    """`runs` (EvaluationRun.objects.with_names(), filtered) in the order of `sort`."""
+    column = RUN_SORT_FIELDS[sort.column]
+    if column == "created_at":
+        return runs.order_by(*(("-created_at", "-id") if sort.descending else ("created_at", "id")))
+    runs = runs.annotate(
+        # Shares as the page shows them: completed of total, passed of completed (none before any).
+        progress_value=Cast("completed", FloatField()) / NullIf("total", 0),
+        pass_rate_value=Cast("passed", FloatField()) / NullIf("completed", 0))
+    ordering = F(column).desc(nulls_last=True) if sort.descending else F(column).asc(nulls_last=True)
+    return runs.order_by(ordering, "-created_at", "-id")
 
 
 # --- the compare landing page -------------------------------------------------------------------
