@@ -71,7 +71,7 @@ def test_ui_names_say_bot_question_set_and_rag_evaluation(admin_client):
     bot_page = admin_client.get(f"/admin/bots/bot/{rubric.agent.pk}/change/").content.decode()
     assert "Bot id:" in bot_page
     runs = admin_client.get("/admin/runs/evaluationrun/").content.decode()
-    assert "By bot id" in runs
+    assert "By bot" in runs and "By bot id" not in runs  # bots offered by name (BotNameFilter)
 
 
 def test_restore_asks_for_confirmation_then_publishes_and_logs_a_restore(admin_client):
