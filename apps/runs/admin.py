@@ -64,11 +64,10 @@ class BotNameFilter(admin.SimpleListFilter):
 
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    # Runs named as a reviewer knows them: label (or creation time), bot and test set names; the run
-    # id is the title of the run's link. The stylesheet of change_list.html keeps short values
-    # (judge, status, dates) on one line.
-    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge",
-                    "created_at"]
+    # Runs named as a reviewer knows them: label and creation time (the column sorts by time), bot
+    # and test set names; the run id is the title of the run's link. The stylesheet of
+    # change_list.html keeps short values (judge, status) on one line.
+    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge"]
     list_display_links = ["run_name"]
     list_filter = ["status", "judge", BotNameFilter]
     search_fields = ["run_id", "agent_id"]
