@@ -16,7 +16,8 @@ def sort_header(label: str, column: str, sort, query: str = "", first: str = "as
     page); `first` is the direction a first click sorts in ("desc" for dates and counts)."""
     current = sort.column == column
     descending = (not sort.descending) if current else first == "desc"
-    href = f"?{query}&sort={'-' if descending else ''}{column}" if query else f"?sort={'-' if descending else ''}{column}"
+    param = f"-{column}" if descending else column
+    href = f"?{query}&sort={param}" if query else f"?sort={param}"
     if current:
         state = "descending" if sort.descending else "ascending"
         arrow = format_html(' <span class="sort-arrow" aria-hidden="true">{}</span>', ARROWS[sort.descending])
