@@ -1,5 +1,5 @@
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
@@ -7,6 +7,7 @@ from django.utils.html import format_html
 from apps.core.admin_utils import CollapsibleStackedInline
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
+from .selectors import bot_endpoint_refusal
 from .services import secret_survives_change
 
 
@@ -112,6 +113,15 @@ class BotAdmin(admin.ModelAdmin):
         ("Model", {"fields": ["system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]}),
         ("Dates", {"fields": ["created_at", "updated_at"]}),
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        # Saved all the same: the address may be allowed later (EVALSITE_OUTBOUND_ALLOW) or be meant
+        # for another deployment; but whoever typed it learns now that runs would not reach it.
+        refusal = bot_endpoint_refusal(obj)
+        if refusal:
+            messages.warning(request, f"Runs cannot call this bot at {obj.endpoint_url}: {refusal}. Use a public "
+                                      "address, or add the host to EVALSITE_OUTBOUND_ALLOW where evalsite runs.")
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(tool_count=Count("tools", distinct=True),

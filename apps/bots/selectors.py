@@ -1,10 +1,12 @@
 """Reads of bots, in the API's and the run engine's shapes."""
 
 import hashlib
+from urllib.parse import urlsplit
 
 from django.db.models import Count, Prefetch
 
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.outbound import OutboundError, resolve_allowed
 
 from .adapters import BotSpec
 from .models import Bot, KnowledgeBase, KnowledgeDocument
@@ -182,3 +184,22 @@ def bot_snapshot_changes(before: dict, after: dict) -> list[dict]:
         elif old_docs[(kb, title)] != new_docs[(kb, title)]:
             changes.append({"what": "document", "change": "changed", "detail": f"{detail}: content differs"})
     return changes
+
+
+def bot_endpoint_refusal(bot: Bot) -> str | None:
+    """Why the outbound guard would refuse to call the bot's endpoint (a loopback or private
+    address that EVALSITE_OUTBOUND_ALLOW does not list, a name that does not resolve), or None when
+    it would call it or the bot has no endpoint. Asked when the bot is saved, so that whoever sets
+    the address learns it then, not from a run whose every item errors."""
+    if bot.adapter != Bot.Adapter.HTTP or not bot.endpoint_url:
+        return None
+    parts = urlsplit(bot.endpoint_url)
+    if not parts.hostname:
+        return f"{bot.endpoint_url} names no host"
+    try:
+        resolve_allowed(parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+    except OutboundError as exc:
+        return exc.reason
+    except ValueError as exc:  # a port that is not a number
+        return str(exc)
+    return None

@@ -2,14 +2,16 @@
 landing page and the trace list. Each is a bounded number of queries,
 whatever the number of runs, results or evaluations stored."""
 
+import json
+from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
 from django.db import connection
-from django.db.models import Avg, Max, Min, OuterRef, Q, Subquery
-from django.db.models.functions import TruncDay, TruncHour
+from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery
+from django.db.models.functions import Cast, NullIf, TruncDay, TruncHour
 from django.utils import timezone
 
 from apps.agentic.models import AgentEvaluation
@@ -18,7 +20,9 @@ from apps.bots.models import Bot
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.selectors import TABLE_FIELDS, first_failure
 from apps.testsets.models import Dataset, TestSet
-from apps.traces.models import TRACE_QUERY_TRGM_INDEX, AgentTrace
+from apps.traces.models import TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX, AgentTrace
+
+from .sorting import Sort, sort_from_param
 
 RUNS_PER_BOT = 10
 RECENT_RUNS_SCANNED = 300
@@ -110,6 +114,34 @@ def run_counts() -> dict:
     return EvaluationRun.objects.status_counts()
 
 
+# --- the run list -------------------------------------------------------------------------------
+
+# The run list's sortable columns (?sort=<column> or -<column>): what each orders by. Ties, and the
+# default order, are newest first. Names sort as the page shows them: a deleted bot's or test
+# set's runs (no name) come last whichever the direction; so do runs with no pass rate yet.
+RUN_SORT_FIELDS = {"created": "created_at", "bot": "bot_name_value", "test_set": "test_set_name_value",
+                   "status": "status", "progress": "progress_value", "pass_rate": "pass_rate_value",
+                   "judge": "judge"}
+RUN_DEFAULT_SORT = "-created"
+
+
+def run_sort(value: str | None) -> Sort:
+    return sort_from_param(value, columns=RUN_SORT_FIELDS, default=RUN_DEFAULT_SORT)
+
+
+def run_list_sorted(runs, *, sort: Sort):
+    """`runs` (EvaluationRun.objects.with_names(), filtered) in the order of `sort`."""
+    column = RUN_SORT_FIELDS[sort.column]
+    if column == "created_at":
+        return runs.order_by(*(("-created_at", "-id") if sort.descending else ("created_at", "id")))
+    runs = runs.annotate(
+        # Shares as the page shows them: completed of total, passed of completed (none before any).
+        progress_value=Cast("completed", FloatField()) / NullIf("total", 0),
+        pass_rate_value=Cast("passed", FloatField()) / NullIf("completed", 0))
+    ordering = F(column).desc(nulls_last=True) if sort.descending else F(column).asc(nulls_last=True)
+    return runs.order_by(ordering, "-created_at", "-id")
+
+
 # --- the compare landing page -------------------------------------------------------------------
 
 COMPARE_CHOICES = 100
@@ -135,14 +167,23 @@ def compare_choices(limit: int = COMPARE_CHOICES) -> list[dict]:
 # --- the trace list -----------------------------------------------------------------------------
 
 TRACES_PER_PAGE = 50
-# Without a trigram index the query text is searched in this many newest traces only, so a search
-# costs the same at a thousand traces as at a million (session ids and agent names are exact or
-# prefix matches on their indexes, at any depth).
+# Without the trigram indexes the query text, and any part of a session id, are searched in this
+# many newest traces only, so a search costs the same at a thousand traces as at a million (session
+# ids are also matched exactly and by their beginning on their unique index, at any depth).
 TRACE_TEXT_SEARCH_WINDOW = 20_000
-# Trigram indexes cannot serve shorter needles; those search session ids and agent names only.
+# Trigram indexes cannot serve shorter needles; the query text is searched for three characters or more.
 TRIGRAM_MIN_LENGTH = 3
 MAX_AGENT_CHOICES = 200
 UNRATED = "unrated"
+TRIGRAM_INDEXES = (TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX)
+
+# The trace list's sortable columns: ?sort=<column> or -<column>. Every order ends newest first
+# (start_time, id descending), which makes it total, so keyset pages neither skip nor repeat a trace.
+# Not the query text (nobody reads traces in its alphabetical order) nor the latest rating, which
+# is computed per row from the evaluations and would be computed for every trace to sort by it.
+TRACE_SORT_FIELDS = {"started": "start_time", "agent": "agent_name", "status": "status", "source": "source",
+                     "tool_calls": "tool_call_count", "duration": "duration_seconds"}
+TRACE_DEFAULT_SORT = "-started"
 
 _AGENT_NAMES_SQL = """
 WITH RECURSIVE agents(name, n) AS (
@@ -165,37 +206,123 @@ def trace_agent_names(limit: int = MAX_AGENT_CHOICES) -> list[str]:
 
 
 def trace_text_search_indexed() -> bool:
-    """Whether the query text has the trigram index of migration traces.0004 (PostgreSQL with
-    pg_trgm); asked once per process and database."""
+    """Whether the query text and the session id have the trigram indexes of migrations traces.0004
+    and 0005 (PostgreSQL with pg_trgm); asked once per process and database."""
     alias = connection.alias
     if alias not in _trigram_index:
         found = False
         if connection.vendor == "postgresql":
             with connection.cursor() as cursor:
-                cursor.execute("SELECT 1 FROM pg_indexes WHERE indexname = %s", [TRACE_QUERY_TRGM_INDEX])
-                found = cursor.fetchone() is not None
+                cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = ANY(%s)", [list(TRIGRAM_INDEXES)])
+                found = cursor.fetchone()[0] == len(TRIGRAM_INDEXES)
         _trigram_index[alias] = found
     return _trigram_index[alias]
 
 
+def trace_sort(value: str | None) -> Sort:
+    return sort_from_param(value, columns=TRACE_SORT_FIELDS, default=TRACE_DEFAULT_SORT)
+
+
+@dataclass(frozen=True)
+class _Key:
+    field: str
+    descending: bool
+    nulls_last: bool  # where a nullable column's empty values go (a NOT NULL column has none)
+
+    def reversed(self) -> "_Key":
+        return _Key(self.field, not self.descending, not self.nulls_last)
+
+    def ordering(self):
+        # NULLS FIRST/LAST only where there are nulls: on a NOT NULL column it would stop PostgreSQL
+        # from reading its index backwards (a DESC index scan gives NULLS FIRST).
+        nulls = {"nulls_last": True} if self.nulls_last else {"nulls_first": True}
+        expression = F(self.field)
+        if not self.nullable:
+            return expression.desc() if self.descending else expression.asc()
+        return expression.desc(**nulls) if self.descending else expression.asc(**nulls)
+
+    @property
+    def nullable(self) -> bool:
+        return self.field != "id" and AgentTrace._meta.get_field(self.field).null
+
+
+def _trace_keys(sort: Sort) -> list[_Key]:
+    column = TRACE_SORT_FIELDS[sort.column]
+    keys = [_Key(column, sort.descending, nulls_last=True)] if column != "start_time" else []
+    # Ties (and the default order) newest first; by start_time itself in the direction asked for.
+    newest = sort.descending if column == "start_time" else True
+    return keys + [_Key("start_time", newest, nulls_last=True), _Key("id", newest, nulls_last=True)]
+
+
+def _after(keys: list[_Key], values: tuple) -> Q:
+    """Rows after `values` in the order of `keys`: (k1 beyond v1) or (k1 = v1 and (k2 beyond v2 ...))."""
+    condition = None
+    for key, value in reversed(list(zip(keys, values))):
+        beyond = _beyond(key, value)
+        condition = beyond if condition is None else beyond | (_equal(key, value) & condition)
+    first, value = keys[0], values[0]
+    if not first.nullable:
+        # Redundant, but lets the index scan start at the cursor instead of filtering up to it.
+        condition &= Q(**{f"{first.field}__{'lte' if first.descending else 'gte'}": value})
+    return condition
+
+
+def _beyond(key: _Key, value) -> Q:
+    if value is None:  # in the empty values: only the other values can follow, when they come after
+        return Q(pk__in=[]) if key.nulls_last else Q(**{f"{key.field}__isnull": False})
+    beyond = Q(**{f"{key.field}__{'lt' if key.descending else 'gt'}": value})
+    if key.nullable and key.nulls_last:
+        beyond |= Q(**{f"{key.field}__isnull": True})
+    return beyond
+
+
+def _equal(key: _Key, value) -> Q:
+    return Q(**{f"{key.field}__isnull": True}) if value is None else Q(**{key.field: value})
+
+
 @dataclass(frozen=True)
 class TraceCursor:
-    """A position in the newest-first order: (start_time, id) of a trace."""
+    """A position in one sort order of the trace list: the sort and the values of its keys (the
+    sorted column's, then start_time and id) at a trace; opaque in URLs."""
 
-    start_time: datetime
-    pk: int
+    sort: str
+    values: tuple
 
     def encode(self) -> str:
-        return f"{self.start_time.isoformat()}_{self.pk}"
+        values = [v.isoformat() if isinstance(v, datetime) else v for v in self.values]
+        return urlsafe_b64encode(json.dumps([self.sort, values]).encode()).decode().rstrip("=")
 
     @classmethod
-    def decode(cls, value: str) -> "TraceCursor | None":
-        stamp, _, pk = (value or "").rpartition("_")
+    def decode(cls, value: str, *, sort: Sort) -> "TraceCursor | None":
+        """The cursor in `value`, or None when it is not one of this sort order (a stale link)."""
         try:
-            moment = datetime.fromisoformat(stamp)
-            return cls(moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc), int(pk))
-        except ValueError:
+            sort_param, values = json.loads(urlsafe_b64decode((value or "") + "=" * (-len(value or "") % 4)))
+            keys = _trace_keys(sort)
+            if sort_param != sort.param or len(values) != len(keys):
+                return None
+            return cls(sort_param, tuple(_parse_key_value(key, v) for key, v in zip(keys, values)))
+        except (ValueError, TypeError):
             return None
+
+
+def _parse_key_value(key: _Key, value):
+    if value is None:
+        if not key.nullable:
+            raise ValueError(f"{key.field} has no empty values")
+        return None
+    model_field = AgentTrace._meta.get_field(key.field) if key.field != "id" else None
+    if model_field is None or isinstance(model_field, IntegerField):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"{key.field} is a whole number")
+        return value
+    if isinstance(model_field, DateTimeField):
+        moment = datetime.fromisoformat(value)
+        return moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc)
+    if isinstance(model_field, FloatField):
+        return float(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{key.field} is text")
+    return value
 
 
 @dataclass
@@ -204,26 +331,40 @@ class TracePage:
     newer: TraceCursor | None  # the cursor of the page before (None on the first page)
     older: TraceCursor | None  # the cursor of the page after (None on the last page)
     text_search: str  # "trigram", "window" or "" (no text search made)
+    sort: Sort = field(default_factory=lambda: trace_sort(None))
 
 
-def _search(q: str) -> tuple[Q, str]:
-    matched = Q(session_id=q) | Q(session_id__startswith=q) | Q(agent_name=q)
-    if len(q) < TRIGRAM_MIN_LENGTH:
-        return matched, ""
+def _search(q: str, agent_names: list[str]) -> tuple[Q, str]:
+    """Traces whose session id contains `q`, whose agent name contains it in any case, or (three
+    characters or more) whose query text contains it in any case."""
+    needle = q.casefold()
+    agents = [name for name in agent_names if needle in name.casefold()]
+    matched = Q(agent_name__in=agents) if agents else Q(pk__in=[])
     if trace_text_search_indexed():
-        return matched | Q(user_query__icontains=q), "trigram"
+        found = Q(session_id__icontains=q)
+        if len(q) >= TRIGRAM_MIN_LENGTH:
+            found |= Q(user_query__icontains=q)
+        return matched | found, "trigram"
+    matched |= Q(session_id=q) | Q(session_id__startswith=q)
+    found = Q(session_id__icontains=q)
+    if len(q) >= TRIGRAM_MIN_LENGTH:
+        found |= Q(user_query__icontains=q)
     window = AgentTrace.objects.order_by("-start_time", "-id").values("pk")[:TRACE_TEXT_SEARCH_WINDOW]
-    return matched | Q(user_query__icontains=q, pk__in=window), "window"
+    return matched | (found & Q(pk__in=window)), "window"
 
 
 def trace_list_page(*, q: str = "", agent: str = "", status: str = "", rating: str = "", source: str = "",
-                    date_from: date | None = None, date_to: date | None = None,
+                    date_from: date | None = None, date_to: date | None = None, sort: Sort | None = None,
                     after: TraceCursor | None = None, before: TraceCursor | None = None,
-                    per_page: int | None = None) -> TracePage:
-    """One page of traces, newest first, by keyset: every page is one query reading about
-    `per_page` index entries (plus what the filters skip), however deep it is and however many
-    traces are stored. `rating` is the rating of the trace's latest agentic evaluation."""
+                    per_page: int | None = None, agent_names: list[str] | None = None) -> TracePage:
+    """One page of traces, newest first unless `sort` says otherwise, by keyset: every page is one
+    query reading about `per_page` index entries (plus what the filters skip) in the default order,
+    however deep it is and however many traces are stored. `rating` is the rating of the trace's
+    latest agentic evaluation. `agent_names` are the names a search matches agents among
+    (trace_agent_names() when not given)."""
     per_page = per_page or TRACES_PER_PAGE
+    sort = sort or trace_sort(None)
+    keys = _trace_keys(sort)
     latest = AgentEvaluation.objects.filter(session_id=OuterRef("session_id")).order_by("-created_at", "-id")
     traces = AgentTrace.objects.annotate(
         latest_rating=Subquery(latest.values("rating")[:1]),
@@ -234,7 +375,7 @@ def trace_list_page(*, q: str = "", agent: str = "", status: str = "", rating: s
            "tool_call_count", "success")
     text_search = ""
     if q:
-        condition, text_search = _search(q)
+        condition, text_search = _search(q, trace_agent_names() if agent_names is None else agent_names)
         traces = traces.filter(condition)
     if agent:
         traces = traces.filter(agent_name=agent)
@@ -250,29 +391,27 @@ def trace_list_page(*, q: str = "", agent: str = "", status: str = "", rating: s
         traces = traces.filter(start_time__gte=_day_start(date_from))
     if date_to:
         traces = traces.filter(start_time__lt=_day_start(date_to + timedelta(days=1)))
-    if before is not None:
-        # The page before: the oldest `per_page` traces newer than the cursor, read upwards.
-        rows = list(traces.filter(Q(start_time__gt=before.start_time) |
-                                  Q(start_time=before.start_time, pk__gt=before.pk),
-                                  start_time__gte=before.start_time)
-                    .order_by("start_time", "id")[:per_page + 1])
-        more_newer = len(rows) > per_page
+    if before is not None and before.sort == sort.param:
+        # The page before: the `per_page` traces just before the cursor, read backwards.
+        backwards = [key.reversed() for key in keys]
+        rows = list(traces.filter(_after(backwards, before.values))
+                    .order_by(*(key.ordering() for key in backwards))[:per_page + 1])
+        more_before = len(rows) > per_page
         rows = list(reversed(rows[:per_page]))
-        return TracePage(traces=rows, newer=_cursor(rows[0]) if more_newer and rows else None,
-                         older=_cursor(rows[-1]) if rows else None, text_search=text_search)
-    if after is not None:
-        # The redundant bound lets the index scan start at the cursor instead of filtering up to it.
-        traces = traces.filter(Q(start_time__lt=after.start_time) | Q(start_time=after.start_time, pk__lt=after.pk),
-                               start_time__lte=after.start_time)
-    rows = list(traces.order_by("-start_time", "-id")[:per_page + 1])
-    more_older = len(rows) > per_page
+        return TracePage(traces=rows, newer=_cursor(rows[0], keys, sort) if more_before and rows else None,
+                         older=_cursor(rows[-1], keys, sort) if rows else None, text_search=text_search, sort=sort)
+    paged = after is not None and after.sort == sort.param
+    if paged:
+        traces = traces.filter(_after(keys, after.values))
+    rows = list(traces.order_by(*(key.ordering() for key in keys))[:per_page + 1])
+    more_after = len(rows) > per_page
     rows = rows[:per_page]
-    return TracePage(traces=rows, newer=_cursor(rows[0]) if after is not None and rows else None,
-                     older=_cursor(rows[-1]) if more_older else None, text_search=text_search)
+    return TracePage(traces=rows, newer=_cursor(rows[0], keys, sort) if paged and rows else None,
+                     older=_cursor(rows[-1], keys, sort) if more_after else None, text_search=text_search, sort=sort)
 
 
-def _cursor(trace: AgentTrace) -> TraceCursor:
-    return TraceCursor(trace.start_time, trace.pk)
+def _cursor(trace: AgentTrace, keys: list[_Key], sort: Sort) -> TraceCursor:
+    return TraceCursor(sort.param, tuple(getattr(trace, key.field) for key in keys))
 
 
 def _day_start(day: date) -> datetime:

@@ -14,6 +14,7 @@ from apps.core.versioning.admin import (
 
 from . import services
 from .models import Rubric, RubricRule
+from .selectors import rubric_version_changes
 from .schemas import RubricContent
 
 
@@ -93,6 +94,9 @@ class RubricAdmin(VersionedHeadAdmin):
         rubric.severity_definitions = {level: form.cleaned_data[f"severity_{level}"]
                                        for level in ("high", "medium", "low") if form.cleaned_data[f"severity_{level}"]}
         return rubric
+
+    def version_changes(self, old, new):
+        return rubric_version_changes(old, new)
 
     def create_head(self, *, head, content, changelog, author):
         return services.rubric_create(content=content, changelog=changelog, author=author, rubric_id=head.pk)

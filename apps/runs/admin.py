@@ -14,7 +14,7 @@ from . import services
 from .forms import AdminRunLaunchForm
 from .judging.types import CRITERION, RULE, Verdict
 from .models import EvaluationResult, EvaluationRun, VerdictReview
-from .selectors import run_live_component_scores
+from .selectors import run_bot_choices, run_live_component_scores
 
 
 def _progress(run: EvaluationRun) -> str:
@@ -49,14 +49,27 @@ class ResultInline(admin.TabularInline):
         return "—" if obj.passed is None else _verdict_badge(obj.passed)
 
 
+class BotNameFilter(admin.SimpleListFilter):
+    """Runs of one bot, offered by name (runs keep the bot's id; a deleted bot's runs by that id)."""
+
+    title = "bot"
+    parameter_name = "agent_id"
+
+    def lookups(self, request, model_admin):
+        return run_bot_choices()
+
+    def queryset(self, request, queryset):
+        return queryset.filter(agent_id=self.value()) if self.value() else queryset
+
+
 @admin.register(EvaluationRun)
 class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    # Short enough to fit a 1440 px window beside the filters: the run id is shortened (the whole one
-    # is its title) and both versions share a column.
-    list_display = ["short_run_id", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge",
-                    "created_at"]
-    list_display_links = ["short_run_id"]
-    list_filter = ["status", "judge", "agent_id"]
+    # Runs named as a reviewer knows them: label and creation time (the column sorts by time), bot
+    # and test set names; the run id is the title of the run's link. The stylesheet of
+    # change_list.html keeps short values (judge, status) on one line.
+    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge"]
+    list_display_links = ["run_name"]
+    list_filter = ["status", "judge", BotNameFilter]
     search_fields = ["run_id", "agent_id"]
     list_per_page = 50
     inlines = [ResultInline]
@@ -69,21 +82,31 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     fields = readonly_fields
 
     def get_queryset(self, request):
-        # Runs are launched from the launch page, through the run service; the list shows bot names.
-        return super().get_queryset(request).with_bot_names()
+        # Runs are launched from the launch page, through the run service; the list shows the names
+        # of their bot, test set and rubric.
+        return super().get_queryset(request).with_names()
 
-    @admin.display(description="run", ordering="run_id")
-    def short_run_id(self, obj):
-        return format_html('<span title="{}">{}…</span>', obj.run_id, str(obj.run_id)[:8])
+    @admin.display(description="run", ordering="created_at")
+    def run_name(self, obj):
+        when = f"{obj.created_at:%Y-%m-%d %H:%M}" if obj.created_at else ""
+        if obj.label:
+            return format_html('<span title="run {}">{}</span><br><small>{}</small>', obj.run_id, obj.label, when)
+        return format_html('<span title="run {}">{}</span>', obj.run_id, when or obj.run_id)
 
-    @admin.display(description="versions")
+    @admin.display(description="test set · rubric", ordering="test_set_name_value")
     def versions(self, obj):
-        source = f"test set v{obj.test_set_version}" if obj.test_set_id else "question set"
-        return source + (f", rubric v{obj.rubric_version}" if obj.rubric_id else "")
+        if obj.test_set_id:
+            source = f"{obj.test_set_name_value or '(deleted test set)'} v{obj.test_set_version}"
+        else:
+            source = f"{obj.test_set_name_value or '(deleted question set)'} (question set)"
+        if not obj.rubric_id:
+            return source
+        return format_html("{}<br><small>{} v{}</small>", source, obj.rubric_name_value or "(deleted rubric)",
+                           obj.rubric_version)
 
     @admin.display(description="bot", ordering="bot_name_value")
     def bot_name(self, obj):
-        return format_html("{}<br><small>{}</small>", obj.bot_name_value or "(deleted bot)", obj.agent_id)
+        return format_html('<span title="bot id {}">{}</span>', obj.agent_id, obj.bot_name_value or "(deleted bot)")
 
     def get_urls(self):
         launch = path("launch/", self.admin_site.admin_view(self.launch_view), name="runs_evaluationrun_launch")

@@ -5,6 +5,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.bots.models import Bot
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
 
@@ -40,6 +41,14 @@ def run_named_list(*, agent_id: str | None = None, test_set_id=None, status: str
     if status:
         runs = runs.filter(status=status)
     return runs
+
+
+def run_bot_choices() -> list[tuple[str, str]]:
+    """(agent_id, bot name) of every bot that has runs, by name; a deleted bot by its id. Two queries."""
+    agent_ids = set(EvaluationRun.objects.order_by().values_list("agent_id", flat=True).distinct())
+    names = dict(Bot.objects.filter(agent_id__in=agent_ids).values_list("agent_id", "name"))
+    return sorted(((agent_id, names.get(agent_id) or f"(deleted bot {agent_id})") for agent_id in agent_ids),
+                  key=lambda choice: (choice[1].casefold(), choice[0]))
 
 
 def run_named_get(*, run: EvaluationRun) -> EvaluationRun:

@@ -6,6 +6,8 @@ from django.utils import timezone
 # A trigram (pg_trgm) GIN index on the query text, made by migration 0004 where PostgreSQL has the
 # extension; the console's trace search uses it when present (apps.console.selectors).
 TRACE_QUERY_TRGM_INDEX = "agenttrace_query_trgm"
+# The same on the session id (migration 0005): a search finds a session by any part of its id.
+TRACE_SESSION_TRGM_INDEX = "agenttrace_session_trgm"
 
 
 class AgentTraceQuerySet(models.QuerySet):

@@ -16,6 +16,7 @@ from apps.testsets.models import TestSetVersion
 from tests.admin_forms import admin_form_data
 from tests.bots.factories import BotFactory, BotToolFactory
 from tests.rubrics.factories import RubricFactory
+from tests.runs.factories import EvaluationRunFactory
 from tests.testsets.factories import DatasetFactory, SuiteFactory
 
 pytestmark = pytest.mark.django_db
@@ -70,8 +71,9 @@ def test_ui_names_say_bot_question_set_and_rag_evaluation(admin_client):
     assert '<label class="required" for="id_agent">Bot:</label>' in change
     bot_page = admin_client.get(f"/admin/bots/bot/{rubric.agent.pk}/change/").content.decode()
     assert "Bot id:" in bot_page
+    EvaluationRunFactory(agent_id=rubric.agent.agent_id)
     runs = admin_client.get("/admin/runs/evaluationrun/").content.decode()
-    assert "By bot id" in runs
+    assert "By bot" in runs and "By bot id" not in runs  # bots offered by name (BotNameFilter)
 
 
 def test_restore_asks_for_confirmation_then_publishes_and_logs_a_restore(admin_client):

@@ -1,3 +1,5 @@
+import re
+
 import pytest
 
 from apps.rubrics import services
@@ -133,3 +135,41 @@ def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_cl
     assert Rubric.objects.get().name == "Elsewhere"
     assert RubricVersion.objects.filter(rubric=rubric).count() == 2
     assert not LogEntry.objects.exists()
+
+
+def test_version_diff_names_the_rule_that_changed(admin_client, rubric):
+    data = admin_form_data(admin_client.get(change_url(rubric)))
+    data["rules-0-severity"] = "high"  # BRIEF_RESPONSES, medium until now
+    data["rules-0-pass_conditions"] = "Under 3 sentences\nNo filler words"
+    data["rules-1-DELETE"] = "on"  # USES_KB
+    data["changelog"] = "Stricter brevity"
+    assert admin_client.post(change_url(rubric), data).status_code == 302
+    html = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=2").content.decode()
+    assert ("<li>Rule BRIEF_RESPONSES (Brief, Focused Responses): severity medium → high; "
+            "pass conditions changed (+1)</li>") in html
+    assert "<li>Rule USES_KB (" in html and " removed</li>" in html
+    # Restoring version 1 says, rule by rule, what it would change back.
+    confirm = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").content.decode()
+    assert "<li>Rule BRIEF_RESPONSES (Brief, Focused Responses): severity high → medium; " in confirm
+    assert re.search(r"<li>Rule USES_KB \([^<]*\) added \((high|medium|low) severity\)</li>", confirm)
+
+
+def test_version_changes_in_words():
+    from apps.rubrics.selectors import rubric_version_changes
+
+    old = {"name": "Support", "severity_definitions": {"high": "Blocks"}, "rules": [
+        {"id": "A", "name": "Alpha", "severity": "low", "description": "short"},
+        {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "x"}}]}
+    new = {"name": "Support v2", "severity_definitions": {"high": "Blocks release"}, "rules": [
+        {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "y" * 80}},
+        {"id": "A", "name": "Alpha renamed", "severity": "low", "description": "short"},
+        {"id": "C", "name": "Gamma", "severity": "medium"}]}
+    assert rubric_version_changes(old, new) == [
+        "Rubric name: Support → Support v2",
+        "Severity high definition: Blocks → Blocks release",
+        "Rule B (Beta): correct example changed",
+        "Rule A (Alpha renamed): name Alpha → Alpha renamed",
+        "Rule C (Gamma) added (medium severity)",
+        "Rules reordered: B, A",
+    ]
+    assert rubric_version_changes(old, old) == []

@@ -3,7 +3,7 @@ import pytest
 from apps.runs.models import EvaluationResult, EvaluationRun
 from tests.bots.factories import BotFactory
 from tests.rubrics.factories import RubricFactory
-from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, EvaluationRunFactory
 from tests.testsets.factories import SuiteFactory
 
 pytestmark = pytest.mark.django_db
@@ -58,3 +58,24 @@ def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit
         run = services.run_create(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic")
     admin_client.post("/admin/runs/evaluationrun/", {"action": "cancel_runs", "_selected_action": [run.pk]})
     assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"
+
+
+def test_the_run_list_names_runs_test_sets_and_bots_and_filters_by_bot_name(admin_client):
+    hr, sales = BotFactory(name="HR assistant"), BotFactory(name="Sales bot")
+    onboarding = SuiteFactory(agent=hr, name="Onboarding questions")
+    labelled = EvaluationRunFactory(agent_id=hr.agent_id, test_set_id=onboarding.pk, test_set_version=3,
+                                    rubric_id=None, label="after the PTO fix", judge="heuristic:v1")
+    other = EvaluationRunFactory(agent_id=sales.agent_id, test_set_id=onboarding.pk, rubric_id=None)
+    EvaluationRunFactory(agent_id="d" * 24, test_set_id=onboarding.pk, rubric_id=None)  # its bot was deleted
+    html = admin_client.get("/admin/runs/evaluationrun/").content.decode()
+    assert "after the PTO fix" in html and "Onboarding questions v3" in html
+    assert f'title="run {labelled.run_id}"' in html  # the id is the title, not cut-off text
+    assert f"{str(labelled.run_id)[:8]}…" not in html
+    assert "#result_list td.field-judge { overflow-wrap: normal; }" in html  # "heuristic:v1", not "heurist ic:v1"
+    # The bot filter offers names (a deleted bot by its id), and filters by the bot's id.
+    assert f'<a href="?agent_id={hr.agent_id}">HR assistant</a>' in html
+    assert f'<a href="?agent_id={sales.agent_id}">Sales bot</a>' in html and f"(deleted bot {'d' * 24})" in html
+    filtered = admin_client.get("/admin/runs/evaluationrun/", {"agent_id": hr.agent_id})
+    assert [run.pk for run in filtered.context["cl"].result_list] == [labelled.pk]
+    assert other.pk in [run.pk for run in admin_client.get(
+        "/admin/runs/evaluationrun/", {"agent_id": sales.agent_id}).context["cl"].result_list]

@@ -52,13 +52,19 @@ def _bool_param(value: str | None) -> bool | None:
 def run_list(request):
     filters = {"agent_id": request.GET.get("agent_id") or "", "test_set_id": request.GET.get("test_set_id") or "",
                "status": request.GET.get("status") or ""}
+    # An unknown ?sort is the default order (newest first); pages keep the sort and the filters.
+    sort = console_selectors.run_sort(request.GET.get("sort"))
     try:
-        runs = selectors.run_named_list(**{k: v or None for k, v in filters.items()})
+        runs = console_selectors.run_list_sorted(
+            selectors.run_named_list(**{k: v or None for k, v in filters.items()}), sort=sort)
         page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     except ValidationError:  # a test set id that is not a UUID names no run
         page = Paginator(EvaluationRun.objects.none(), RUNS_PER_PAGE).get_page(1)
+    sorted_query = {**filters, **({"sort": sort.param} if sort.param != console_selectors.RUN_DEFAULT_SORT else {})}
     return render(request, "console/run_list.html", console_context(
-        request, title="Evaluation runs", page=page, filters=filters, filter_query=urlencode(filters),
+        request, title="Evaluation runs", page=page, filters=filters, filter_query=urlencode(sorted_query),
+        sort_query=urlencode({k: v for k, v in filters.items() if v}), sort=sort,
+        default_order=sort.param == console_selectors.RUN_DEFAULT_SORT,
         statuses=EvaluationRun.Status.values, **run_filter_choices()))
 
 

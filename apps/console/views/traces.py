@@ -35,20 +35,28 @@ class TraceFilterForm(forms.Form):
 @login_required
 @require_GET
 def trace_list(request):
-    """Agent sessions newest first. The filters that do not validate (an unknown agent, a date that
-    is not one) are shown with their error and left out, rather than answering with no traces."""
-    form = TraceFilterForm(request.GET, agents=selectors.trace_agent_names())
+    """Agent sessions newest first, or sorted by a column (?sort=agent, ?sort=-duration). The filters
+    that do not validate (an unknown agent, a date that is not one) are shown with their error and
+    left out, rather than answering with no traces; an unknown sort is the default order."""
+    agent_names = selectors.trace_agent_names()
+    form = TraceFilterForm(request.GET, agents=agent_names)
     form.is_valid()
     filters = {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
+    sort = selectors.trace_sort(request.GET.get("sort"))
     page = selectors.trace_list_page(
-        **filters,
-        after=selectors.TraceCursor.decode(request.GET.get("after", "")),
-        before=selectors.TraceCursor.decode(request.GET.get("before", "")))
+        **filters, sort=sort, agent_names=agent_names,
+        after=selectors.TraceCursor.decode(request.GET.get("after", ""), sort=sort),
+        before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort))
+    # Pages keep the filters and the sort; a sort link keeps the filters and starts at the first page.
     query = request.GET.copy()
-    for key in ("after", "before"):
+    for key in ("after", "before", "sort"):
         query.pop(key, None)
+    sort_query = query.urlencode()
+    if sort.param != selectors.TRACE_DEFAULT_SORT:
+        query["sort"] = sort.param
     return render(request, "console/trace_list.html", console_context(
-        request, title="Traces", form=form, page=page, filter_query=query.urlencode(), filtered=bool(filters),
+        request, title="Traces", form=form, page=page, filter_query=query.urlencode(), sort_query=sort_query,
+        sort=sort, default_order=sort.param == selectors.TRACE_DEFAULT_SORT, filtered=bool(filters),
         text_window=selectors.TRACE_TEXT_SEARCH_WINDOW))
 
 

@@ -109,6 +109,11 @@ class VersionHistoryAdminMixin:
     def before_publish(self, request, content) -> None:
         """Called with the content a save is about to publish, e.g. to warn about it."""
 
+    def version_changes(self, old: dict, new: dict) -> list[str]:
+        """What changed between two snapshots, in words (e.g. the rule that changed), shown above
+        the JSON diff; the app says it, none by default."""
+        return []
+
     def save_form(self, request, form, change):
         head = form.save(commit=False)
         head._based_on_version = form.cleaned_data.get("based_on_version") if change else None
@@ -217,10 +222,11 @@ class VersionHistoryAdminMixin:
         newest = versions[0].version if versions else 0
         b = chosen("b", newest)
         a = chosen("a", max(newest - 1, 1))
-        diff = None
+        diff, changes = None, []
         if a in by_number and b in by_number:
             diff = snapshot_diff(by_number[a].snapshot, by_number[b].snapshot, old_label=f"version {a}",
                                  new_label=f"version {b}")
+            changes = self.version_changes(by_number[a].snapshot, by_number[b].snapshot)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -230,6 +236,7 @@ class VersionHistoryAdminMixin:
             "a": a,
             "b": b,
             "diff": diff,
+            "changes": changes,
             "missing": [n for n in (a, b) if n not in by_number],
             "can_restore": self.has_change_permission(request, obj),
             "restore_url_name": f"{self._url_prefix}_restore",
@@ -267,6 +274,7 @@ class VersionHistoryAdminMixin:
         diff = snapshot_diff(current.snapshot if current else {}, versions[version].snapshot,
                              old_label=f"version {obj.current_version} (current)",
                              new_label=f"version {version}")
+        changes = self.version_changes(current.snapshot if current else {}, versions[version].snapshot)
         context = {
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
@@ -274,6 +282,7 @@ class VersionHistoryAdminMixin:
             "title": f"Restore version {version} of {obj}?",
             "version": versions[version],
             "diff": diff,
+            "changes": changes,
             "history_url": history_url,
             "change_url": reverse(f"{self._url_prefix}_change", args=[obj.pk]),
         }
