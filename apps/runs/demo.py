@@ -10,13 +10,17 @@ bots through the run engine in this process: "demo baseline" (the demo bot) and 
 the offline judge. Their comparison shows a regression, a fix and a flaky item (docs/demo.md).
 """
 
-from apps.bots.demo import DEMO_AGENT_ID, DEMO_CHANGED_AGENT_ID, load_demo_bot, load_demo_changed_bot
-from apps.rubrics.demo import DEMO_RUBRIC_ID, load_demo_rubric
-from apps.testsets.demo import DEMO_TEST_SET_ID, load_demo_test_sets
+import logging
 
-from . import services
+from apps.bots.demo import DEMO_AGENT_ID, DEMO_BOT, DEMO_CHANGED_AGENT_ID, load_demo_bot, load_demo_changed_bot
+from apps.rubrics.demo import DEMO_RUBRIC, DEMO_RUBRIC_ID, load_demo_rubric
+from apps.testsets.demo import DEMO_TEST_SET, DEMO_TEST_SET_ID, load_demo_test_sets
+
+from . import services, sources
 from .judging.types import JUDGE_HEURISTIC
 from .models import EvaluationResult, EvaluationRun
+
+logger = logging.getLogger(__name__)
 
 DEMO_BASELINE_LABEL = "demo baseline"
 DEMO_CHANGED_LABEL = "demo: changed bot"
@@ -35,14 +39,40 @@ def load_demo_runs() -> int:
     label); returns how many objects were created (0 on a re-run)."""
     load_demo_evaluation_data()  # what the runs need; the loader that runs before this one reports it
     created = load_demo_changed_bot()
-    for agent_id, label in DEMO_RUNS:
-        if EvaluationRun.objects.filter(agent_id=agent_id, label=label).exists():
-            continue
+    missing = [(agent_id, label) for agent_id, label in DEMO_RUNS
+               if not EvaluationRun.objects.filter(agent_id=agent_id, label=label).exists()]
+    if missing and not demo_data_as_shipped():
+        logger.warning("No demo runs: this database holds an older or edited demo bot, test set or rubric, on "
+                       "which they would not show what docs/demo.md says. Start from an empty database to get them.")
+        return created
+    for agent_id, label in missing:
         run = services.run_create(agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
                                   judge_model=JUDGE_HEURISTIC, label=label, repeats=DEMO_REPEATS)
         run_execute_here(run)
         created += 1
     return created
+
+
+def _checked(items: list[dict]) -> list:
+    """What of the test items decides the verdicts: the messages and what is checked of the answers."""
+    return [(i["name"], i["inputs"], *((i["expected"].get(key) or []) for key in
+                                       ("success_criteria", "should_use_tools", "should_not_use_tools")))
+            for i in items]
+
+
+def demo_data_as_shipped() -> bool:
+    """Whether the demo bot's settings and handbook and the newest demo test set and rubric are the
+    ones this code ships. A database seeded by an older evalsite keeps its older demo data (each part
+    is created only when missing)."""
+    test_set = sources.testset_items(DEMO_TEST_SET_ID, None)[1]
+    rules = sources.rubric_snapshot(DEMO_RUBRIC_ID, None)[1]["rules"]
+    bot = sources.bot_spec(DEMO_AGENT_ID)
+    handbook = [(d["title"], d["text"]) for kb in DEMO_BOT["knowledge_bases"] for d in kb["documents"]]
+    return (bot.llm_parameters == DEMO_BOT["llm_config"]["parameters"]
+            and [(d.title, d.text) for d in bot.documents] == handbook
+            and _checked(test_set) == _checked(DEMO_TEST_SET["items"])
+            and [(r["id"], r["severity"], r["evaluation_criteria"]) for r in rules]
+            == [(r["id"], r["severity"], r["evaluation_criteria"]) for r in DEMO_RUBRIC["rules"]])
 
 
 def run_execute_here(run: EvaluationRun) -> EvaluationRun:

@@ -160,3 +160,14 @@ def test_the_demo_runs_are_reproducible(demo_runs):
     def answers(run):
         return {(r.test_case_id, r.attempt): (r.outcome, r.output["messages"]) for r in run.results.all()}
     assert answers(again) == answers(head)
+
+
+def test_no_demo_runs_on_an_older_demo_test_set(demo):
+    """A database seeded by an older evalsite keeps its demo test set (created only when missing):
+    runs on it would not show what docs/demo.md says, so none are made."""
+    older = copy.deepcopy(DEMO_TEST_SET)
+    older["items"][0]["expected"]["success_criteria"] = ["Response includes the accrual rate of 15 days per year"]
+    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+                            content=TestSetContent.model_validate(older), changelog="older", author="t")
+    assert load_demo_runs() == 1  # the changed bot only
+    assert not EvaluationRun.objects.exists()
