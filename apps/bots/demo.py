@@ -1,12 +1,16 @@
 """Demo data for `make run`: the O'Connor internal operations bot (built-in demo adapter) with its
-handbook. Its rubric, test set and question set are in apps.rubrics.demo and apps.testsets.demo;
-apps.runs.demo loads all four. Loaded through the services; idempotent."""
+handbook, and a changed version of it (a second bot, "v2 candidate") that the demo runs compare it
+with. Its rubric, test set and question set are in apps.rubrics.demo and apps.testsets.demo;
+apps.runs.demo loads them and runs both bots. Loaded through the services; idempotent."""
+
+import copy
 
 from . import services
 from .models import Bot
 from .schemas import BotIn
 
 DEMO_AGENT_ID = "64f1c0ffee0000000000d001"
+DEMO_CHANGED_AGENT_ID = "64f1c0ffee0000000000d002"
 HANDBOOK = "O'Connor Employee Handbook"
 
 PTO_POLICY = """Full-time employees accrue paid time off (PTO) at 1.25 days per month, which is 15 days per year. After five years of continuous service the accrual rate rises to 1.67 days per month, or 20 days per year. Part-time employees accrue PTO in proportion to their scheduled hours.
@@ -44,7 +48,9 @@ DEMO_BOT = {
         "tool before answering, and cite the policy you used. Keep answers brief (under three sentences for simple "
         "questions). If the handbook does not cover a question, say so. If the employee asks for a person, use the "
         "live_handoff tool. Never give legal or tax advice."),
-    "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0.3}},
+    # The demo adapter ignores provider and model; it honours the parameters its module documents
+    # (apps.bots.adapters.demo): at temperature 0 the same question always gets the same answer.
+    "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0}},
     "adapter": "demo",
     "harness_context": {
         "version": "1.0",
@@ -74,9 +80,46 @@ DEMO_BOT = {
 }
 
 
+# The same bot after an edit someone wants to ship: briefer answers, a stricter search that hands the
+# employee to a person rather than answer from a weak match, and a higher temperature "for more
+# natural answers". Each change is a setting the demo adapter honours (apps.bots.adapters.demo); the
+# demo runs show what they do to the test set (docs/demo.md).
+DEMO_CHANGED_BOT = copy.deepcopy(DEMO_BOT) | {
+    "agent_id": DEMO_CHANGED_AGENT_ID,
+    "name": "O'Connor Internal Operations Associate (v2 candidate)",
+    "system_prompt": (
+        "You are an AI assistant for O'Connor Insurance employees. Answer questions about HR policies, "
+        "expenses and remote work using only the O'Connor Employee Handbook: always search it with the search_kb "
+        "tool before answering, and cite the policy you used. Answer in at most two sentences. Use a handbook "
+        "passage only when it clearly matches the question; otherwise say the handbook does not cover it and "
+        "hand the conversation to a live HR agent with the live_handoff tool. If the employee asks for a person, "
+        "use the live_handoff tool. Never give legal or tax advice."),
+    "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {
+        "temperature": 1.0, "min_score": 3.0, "max_sentences": 2, "handoff_when_nothing_found": True}},
+}
+DEMO_CHANGED_BOT["harness_context"] = DEMO_BOT["harness_context"] | {
+    "version": "2.0",
+    "execution_flow": [
+        {"step": 1, "node": "detect_handoff", "description": "A request for a person calls live_handoff."},
+        {"step": 2, "node": "search_kb", "description": "Otherwise search the handbook with the question."},
+        {"step": 3, "node": "answer", "description": "Answer in at most two sentences from a passage scoring 3 "
+                                                     "or more, drawn at temperature 1; with none, hand off."},
+    ],
+    "evaluation_notes": ["Temperature 1: attempts of one question may answer from different passages."],
+}
+
+
 def load_demo_bot() -> int:
     """Create the demo bot if it is missing; returns how many were created (0 on a re-run)."""
     if Bot.objects.filter(agent_id=DEMO_AGENT_ID).exists():
         return 0
     services.bot_create(data=BotIn.model_validate(DEMO_BOT))
+    return 1
+
+
+def load_demo_changed_bot() -> int:
+    """Create the changed demo bot (v2 candidate) if it is missing; returns how many were created."""
+    if Bot.objects.filter(agent_id=DEMO_CHANGED_AGENT_ID).exists():
+        return 0
+    services.bot_create(data=BotIn.model_validate(DEMO_CHANGED_BOT))
     return 1

@@ -1,6 +1,8 @@
 import pytest
 
-from apps.bots.adapters import BotError, get_adapter
+from apps.bots.adapters import BotDocument, BotError, get_adapter
+from apps.bots.adapters.demo import choose_passage, seeded_draw
+from apps.bots.adapters.retrieval import Passage
 from tests.bots.factories import TOOLS, make_bot_spec, user_turn
 from tests.fakes.bot_server import FakeBotServer
 
@@ -32,6 +34,66 @@ class TestDemoBot:
     def test_without_a_handoff_tool_it_keeps_answering(self):
         turn = get_adapter("demo").respond(make_bot_spec(tools=TOOLS[:1]), user_turn("I want a human"), conversation_id="c")
         assert turn.handoff is False and turn.tool_calls[0].name == "search_kb"
+
+
+class TestDemoBotSettings:
+    """The llm_parameters the demo adapter honours (apps.bots.adapters.demo): what lets two
+    configurations of the demo bot answer differently, reproducibly."""
+
+    def test_min_score_turns_a_weak_match_into_nothing_found(self):
+        question = user_turn("When do reports get submitted?")
+        weak = get_adapter("demo").respond(make_bot_spec(), question, conversation_id="c")
+        assert weak.reply.startswith("According to Expense Policy") and weak.tool_calls[0].result[0]["score"] < 2
+        strict = get_adapter("demo").respond(make_bot_spec(llm_parameters={"min_score": 2}), question,
+                                             conversation_id="c")
+        assert "couldn't find" in strict.reply and strict.handoff is False
+        assert [c.name for c in strict.tool_calls] == ["search_kb"]
+
+    def test_handoff_when_nothing_found_hands_off_after_the_search(self):
+        spec = make_bot_spec(llm_parameters={"min_score": 2, "handoff_when_nothing_found": True})
+        turn = get_adapter("demo").respond(spec, user_turn("When do reports get submitted?"), conversation_id="c")
+        assert turn.handoff is True and [c.name for c in turn.tool_calls] == ["search_kb", "live_handoff"]
+        assert "couldn't find" in turn.reply and "live agent" in turn.reply
+        found = get_adapter("demo").respond(spec, user_turn("How many PTO days do I accrue per month?"),
+                                            conversation_id="c")
+        assert found.handoff is False and "1.5 days" in found.reply
+
+    def test_max_sentences_keeps_the_sentences_that_answer_in_their_order(self):
+        documents = (BotDocument("HR", "Travel", "Book trips in the portal. Economy class is standard. "
+                                                 "Hotels are paid up to 250 dollars per night."),)
+        question = user_turn("What is the hotel limit per night in the travel portal?")
+        full = get_adapter("demo").respond(make_bot_spec(documents=documents), question, conversation_id="c")
+        assert full.reply.count(".") == 3
+        short = get_adapter("demo").respond(make_bot_spec(documents=documents, llm_parameters={"max_sentences": 2}),
+                                            question, conversation_id="c")
+        assert short.reply == ("According to Travel: Book trips in the portal. "
+                               "Hotels are paid up to 250 dollars per night.")
+
+    def test_the_draw_is_seeded_by_item_attempt_and_turn_never_by_run(self):
+        # The engine names conversations <run id>:<test case id>[:<attempt>].
+        assert seeded_draw("run-a:case-1", 1) == seeded_draw("run-b:case-1", 1)
+        assert seeded_draw("run-a:case-1:2", 1) == seeded_draw("run-b:case-1:2", 1)
+        draws = {seeded_draw("run-a:case-1", 1), seeded_draw("run-a:case-1:2", 1), seeded_draw("run-a:case-1", 2)}
+        assert len(draws) == 3 and all(0 <= d < 1 for d in draws)
+
+    def test_temperature_draws_among_the_passages_weighted_by_score(self):
+        doc = BotDocument("HR", "Doc", "text")
+        best, close, far = Passage(doc, "best", 6.0), Passage(doc, "close", 5.0), Passage(doc, "far", 1.0)
+        candidates = [best, close, far]
+        assert {choose_passage(candidates, temperature=0, draw=d).text for d in (0.0, 0.5, 0.99)} == {"best"}
+        # At temperature 1 the weights are 1, e^-1 and e^-5: the best up to 73% of the draws, then the close one.
+        assert choose_passage(candidates, temperature=1, draw=0.70).text == "best"
+        assert choose_passage(candidates, temperature=1, draw=0.80).text == "close"
+        assert choose_passage(candidates, temperature=1, draw=0.999).text == "far"
+
+    def test_temperature_makes_attempts_disagree_reproducibly(self):
+        spec = make_bot_spec(llm_parameters={"temperature": 1})
+        question = user_turn("How many days of PTO carry over, and when are expense reports due?")
+        replies = [get_adapter("demo").respond(spec, question, conversation_id=f"run:case:{attempt}").reply
+                   for attempt in range(1, 9)]
+        again = [get_adapter("demo").respond(spec, question, conversation_id=f"other-run:case:{attempt}").reply
+                 for attempt in range(1, 9)]
+        assert replies == again and len(set(replies)) > 1
 
 
 class TestHttpBot:

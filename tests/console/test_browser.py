@@ -76,10 +76,10 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     assert find(By.CSS_SELECTOR, "#results-table tbody tr.no-rows")
     services.result_execute(result_pk=queued.pop(0))
     wait_for(lambda: find(By.CSS_SELECTOR, "#results-table tbody tr[data-result-id]"), message="a finished row")
-    # Fail-closed (issue 16): the heuristic judge skips both high-severity demo rules, so the item
-    # is unassessed, not passed (this waited for "100%" before: that was the bug).
-    wait_for(lambda: find(By.ID, "unassessed-items").text == "1", message="the live cards")
-    assert find(By.ID, "judge-pass-rate").text == "0%"
+    # The demo test set and rubric are checkable offline (issue 20): the first item, the PTO question,
+    # is judged and passes (with issue 16's demo rubric it was unassessed).
+    wait_for(lambda: find(By.ID, "judge-pass-rate").text == "100%", message="the live cards")
+    assert find(By.ID, "unassessed-items").text == "0"
     assert browser.execute_script("return window.stillTheSamePage === true;"), "the page was reloaded"
     assert len(find(By.ID, "results-table").find_elements(By.CSS_SELECTOR, "tbody tr[data-result-id]")) == 1
     services.result_execute(result_pk=queued.pop(0))
@@ -95,8 +95,8 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     wait_for(lambda: find(By.ID, "run-status").text == "completed", message="the run to complete")
     monkeypatch.undo()
     first.refresh_from_db()
-    assert (first.status, first.completed, first.failed, first.unassessed) == ("completed", 5, 0, 5)
-    assert "0%" in find(By.ID, "judge-pass-rate").text
+    assert (first.status, first.completed, first.failed, first.unassessed) == ("completed", 5, 1, 0)
+    assert "80%" in find(By.ID, "judge-pass-rate").text
     screenshot(browser, "04-run-completed")
 
     # The bot loses its PTO policy; running the same versions again regresses the PTO items.
@@ -115,7 +115,8 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     wait_for(lambda: "Compare runs" in find(By.TAG_NAME, "h1").text, message="the comparison")
     regressions = find(By.ID, "regressions").find_element(By.XPATH, "following-sibling::div[1]")
     links = regressions.find_elements(By.CSS_SELECTOR, "td:last-child a")
-    assert len(links) == second.failed, "every failed item was unassessed (not failed) in the first run"
+    # The dog question failed in both runs: still failing, not a regression.
+    assert len(links) == second.failed - first.failed >= 1, "the items that now fail, and only they"
     screenshot(browser, "06-compare")
     anchor = links[0].get_attribute("href").split("#", 1)[1]
     click_and_wait_for_new_page(browser, links[0])
@@ -128,7 +129,8 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     # The answer stays in view beside the verdict the page opened at (a sticky column at this width),
     # above the verdicts the item's input, answer and what was expected.
     answer = find(By.ID, "final-answer")
-    in_view = "var r = arguments[0].getBoundingClientRect(); return r.top >= 0 && r.top < window.innerHeight;"
+    # (-1, not 0: scrolled to, an element's top may sit a sub-pixel above the viewport, e.g. -0.23.)
+    in_view = "var r = arguments[0].getBoundingClientRect(); return r.top > -1 && r.top < window.innerHeight;"
     assert browser.execute_script(in_view, answer), "the answer scrolled away"
     assert browser.execute_script(in_view, verdict)
     assert find(By.ID, "item-input").text and find(By.ID, "item-expected").find_elements(By.TAG_NAME, "li")

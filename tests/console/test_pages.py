@@ -74,9 +74,10 @@ def test_launch_from_the_console_runs_against_the_demo_bot(staff_client, demo, d
     assert response.status_code == 302 and response["Location"] == f"/console/runs/{run.run_id}/"
     assert (run.status, run.completed, run.created_by.username) == ("completed", 5, "reviewer")
     progress = staff_client.get(f"/console/runs/{run.run_id}/progress/").json()
-    # Fail-closed (issue 16): the heuristic judge skips both high-severity demo rules on every item.
-    assert progress == {"status": "completed", "total": 5, "completed": 5, "passed": 0, "failed": 0,
-                        "unassessed": 5, "coverage": {"scored": 20, "skipped": 20, "errored": 0}, "finished": True}
+    # The demo rubric and test set are checkable offline (issue 20): 4 items pass, the dog question fails
+    # its hand-off criterion; only the two prose rules (medium and low) are skipped, on every item.
+    assert progress == {"status": "completed", "total": 5, "completed": 5, "passed": 4, "failed": 1,
+                        "unassessed": 0, "coverage": {"scored": 28, "skipped": 10, "errored": 0}, "finished": True}
 
 
 def test_launch_with_attempts_per_item(staff_client, demo, django_capture_on_commit_callbacks):

@@ -1,13 +1,14 @@
 """Runs over the real demo bot, knowledge base, rubric, test set and question set (no stand-ins)."""
 
 import copy
+import uuid
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.bots.demo import DEMO_AGENT_ID
+from apps.bots.demo import DEMO_AGENT_ID, DEMO_CHANGED_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
-from apps.runs.demo import load_demo_evaluation_data
+from apps.runs.demo import DEMO_BASELINE_LABEL, DEMO_CHANGED_LABEL, load_demo_evaluation_data, load_demo_runs
 from apps.runs.models import EvaluationRun
 from apps.testsets.demo import DEMO_DATASET_ID, DEMO_TEST_SET, DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
@@ -39,8 +40,11 @@ def test_demo_run_through_the_api(api, demo, django_capture_on_commit_callbacks)
     pto = results["PTO Policy Inquiry"]
     assert "15 days per year" in pto["output"]["messages"][1]["content"]
     assert pto["criteria_passed"] is True, pto["criteria_scores"]
-    handoff = results["Ask for a Person"]
-    assert handoff["output"]["messages"][1]["tool_calls"][0]["name"] == "live_handoff"
+    # The handbook has no pet policy: the demo bot answers with the nearest passage, the home-office
+    # stipend, instead of passing the employee to a person, and the hand-off criterion fails.
+    dog = results["Dog at the Office"]
+    assert "stipend" in dog["output"]["messages"][1]["content"]
+    assert dog["criteria_passed"] is False and dog["passed"] is False
     scenario = results["PTO Carry-over Conversation"]
     assert [m["role"] for m in scenario["output"]["messages"]] == ["user", "assistant"] * 3
     for result in results.values():
@@ -83,16 +87,87 @@ def test_demo_question_set_run(api, demo, django_capture_on_commit_callbacks):
 # transaction commits (see tests/runs/test_cli.py).
 @pytest.mark.django_db(transaction=True)
 def test_cli_against_the_demo_bot(demo, capsys):
-    """Issue 16, fail-closed: with the heuristic judge both high-severity demo rules are skipped on
-    every item (20 of 25 rule verdicts), so no item passes: all 5 are unassessed and the gate fails.
-    This test used to pass with "5 passed", which was the bug."""
+    """The demo rubric and test set are checkable offline (issue 20): the heuristic judge passes or
+    fails every item (issue 16's demo left all 5 unassessed), and the gate follows its verdicts:
+    4 of 5 pass, the dog question fails its hand-off criterion."""
     args = ("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
             "--wait", "--poll", "0.01", "--timeout", "60")
-    with pytest.raises(CommandError, match="5 items unassessed"):
-        call_command(*args)
+    call_command(*args)
     out = capsys.readouterr().out
-    assert "completed: 5/5 done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 2/5 passed" in out
-    assert "verdicts    : 20 scored, 20 skipped, 0 errored" in out
-    assert "UNASSESSED PTO Policy Inquiry" in out and "rule GROUNDED_IN_HANDBOOK (high) skipped" in out
-    call_command(*args, "--allow-unassessed")
-    assert "completed: 5/5 done" in capsys.readouterr().out
+    assert "Dog at the Office" in out and "unassessed" not in out.replace("0 unassessed", "")
+    run = EvaluationRun.objects.get()
+    assert (run.status, run.passed, run.failed, run.unassessed) == ("completed", 4, 1, 0)
+    with pytest.raises(CommandError, match="below"):
+        call_command(*args, "--fail-under", "0.9")
+
+
+# The demo runs `make run` loads (issue 20): made by running both bots through the engine ------------
+
+@pytest.fixture
+def demo_runs(db) -> tuple[EvaluationRun, EvaluationRun]:
+    assert load_demo_runs() == 3  # the changed bot and two runs
+    base, head = EvaluationRun.objects.order_by("created_at", "pk")
+    return base, head
+
+
+def test_the_demo_runs_are_finished_runs_of_both_bots(demo_runs):
+    base, head = demo_runs
+    assert [(r.agent_id, r.label, r.status, r.repeats, r.total, r.completed, r.judge) for r in demo_runs] == [
+        (DEMO_AGENT_ID, DEMO_BASELINE_LABEL, "completed", 3, 15, 15, "heuristic:v1"),
+        (DEMO_CHANGED_AGENT_ID, DEMO_CHANGED_LABEL, "completed", 3, 15, 15, "heuristic:v1")]
+    assert (base.test_set_id, base.rubric_id) == (head.test_set_id, head.rubric_id) == (
+        uuid.UUID(DEMO_TEST_SET_ID), uuid.UUID(DEMO_RUBRIC_ID))
+    for run in demo_runs:
+        # The engine's results: every attempt executed once, with the bot's own replies and tool calls.
+        for result in run.results.all():
+            assert (result.state, result.attempts, result.error or "") == ("done", 1, ""), result.item_name
+            replies = [m for m in result.output["messages"] if m["role"] == "assistant"]
+            assert replies and all(m["tool_calls"] for m in replies), result.item_name
+        # Judged, not left unassessed: the offline judge can check the demo criteria and high rules.
+        assert run.unassessed == 0 and run.passed + run.failed == run.total
+        assert run.passed > 0 and run.failed > 0
+    # What the comparison will say changed in the bot: the adapter settings docs/demo.md describes.
+    assert head.bot_snapshot["llm_parameters"] == {"temperature": 1.0, "min_score": 3.0, "max_sentences": 2,
+                                                   "handoff_when_nothing_found": True}
+    assert base.bot_snapshot["llm_parameters"] == {"temperature": 0}
+
+
+def test_their_comparison_has_a_regression_a_fix_and_a_flaky_item(api, demo_runs):
+    base, head = demo_runs
+    comparison = api.get(f"/api/v1/runs/{base.run_id}/compare/{head.run_id}").json()
+    assert comparison["paired_items"] == 5
+    assert comparison["regressions_total"] >= 1 and comparison["changes"]["pass_to_fail"] >= 1
+    assert comparison["changes"]["fail_to_pass"] >= 1
+    flaky = api.get(f"/api/v1/runs/{head.run_id}/items", {"flaky": "true"}).json()["items"]
+    assert flaky and all(0 < item["attempts_passed"] < item["attempts_done"] == 3 for item in flaky)
+    assert (base.flaky_items, head.flaky_items) == (0, len(flaky))
+
+
+def test_the_demo_runs_are_made_once(demo_runs):
+    assert load_demo_runs() == 0
+    assert EvaluationRun.objects.count() == 2
+
+
+def test_the_demo_runs_are_reproducible(demo_runs):
+    """The changed bot draws its passages at temperature 1, seeded by item, attempt and turn, never by
+    run: running it again gives every attempt the same answers."""
+    from apps.runs.demo import run_execute_here
+    from apps.runs.services import run_rerun
+
+    _, head = demo_runs
+    again = run_execute_here(run_rerun(run=head))
+
+    def answers(run):
+        return {(r.test_case_id, r.attempt): (r.outcome, r.output["messages"]) for r in run.results.all()}
+    assert answers(again) == answers(head)
+
+
+def test_no_demo_runs_on_an_older_demo_test_set(demo):
+    """A database seeded by an older evalsite keeps its demo test set (created only when missing):
+    runs on it would not show what docs/demo.md says, so none are made."""
+    older = copy.deepcopy(DEMO_TEST_SET)
+    older["items"][0]["expected"]["success_criteria"] = ["Response includes the accrual rate of 15 days per year"]
+    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+                            content=TestSetContent.model_validate(older), changelog="older", author="t")
+    assert load_demo_runs() == 1  # the changed bot only
+    assert not EvaluationRun.objects.exists()
