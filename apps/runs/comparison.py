@@ -167,21 +167,30 @@ def _criteria_of(column: str) -> str:
           AND COALESCE(f->>'criterion', '') = COALESCE(e->>'criterion', ''))"""
 
 
+# With repeats an item has several results per run: a criterion's verdicts over them are folded into
+# one per run, as the item's are (passed only if every attempt passed it; the score is their mean),
+# before the runs are paired, so each (item, criterion) is listed once.
 _CRITERIA_SQL = f"""
-WITH changed AS (
-    SELECT h.test_case_id AS case_id, h.item_name, h.position, h.id, bc.criterion, bc.passed AS b_passed,
-           bc.score AS b_score, hc.passed AS h_passed, hc.score AS h_score
-    FROM {{table}} b
-    JOIN {{table}} h ON h.run_id = %s AND h.state = 'done' AND h.test_case_id = b.test_case_id
-    CROSS JOIN LATERAL ({_criteria_of("b.criteria_scores")}) bc
-    CROSS JOIN LATERAL ({_criteria_of("h.criteria_scores")}) hc
-    WHERE b.run_id = %s AND b.state = 'done' AND hc.criterion = bc.criterion
-      AND (bc.passed <> hc.passed OR bc.score <> hc.score)
+WITH b AS (
+    SELECT r.test_case_id AS case_id, c.criterion, BOOL_AND(c.passed) AS passed,
+           ROUND(AVG(c.score)::numeric, 4)::float AS score
+    FROM {{table}} r CROSS JOIN LATERAL ({_criteria_of("r.criteria_scores")}) c
+    WHERE r.run_id = %s AND r.state = 'done'
+    GROUP BY r.test_case_id, c.criterion
+),
+h AS (
+    SELECT r.test_case_id AS case_id, MIN(r.item_name) AS item_name, MIN(r.position) AS position,
+           MIN(r.id) AS id, c.criterion, BOOL_AND(c.passed) AS passed,
+           ROUND(AVG(c.score)::numeric, 4)::float AS score
+    FROM {{table}} r CROSS JOIN LATERAL ({_criteria_of("r.criteria_scores")}) c
+    WHERE r.run_id = %s AND r.state = 'done'
+    GROUP BY r.test_case_id, c.criterion
 )
-SELECT case_id, item_name, criterion, b_passed, b_score, h_passed, h_score, COUNT(*) OVER ()
-FROM changed
+SELECT h.case_id, h.item_name, h.criterion, b.passed, b.score, h.passed, h.score, COUNT(*) OVER ()
+FROM h JOIN b ON b.case_id = h.case_id AND b.criterion = h.criterion
+WHERE b.passed <> h.passed OR b.score <> h.score
 -- Python's order (code points), then test set order, as the SQLite branch sorts.
-ORDER BY h_score - b_score, item_name COLLATE "C", criterion COLLATE "C", position, id
+ORDER BY h.score - b.score, h.item_name COLLATE "C", h.criterion COLLATE "C", h.position, h.id
 LIMIT %s
 """
 
@@ -194,15 +203,18 @@ def _delta(case_id, item_name, criterion, b_passed, b_score, h_passed, h_score) 
 
 
 def _criteria_by_case(run_pk: int):
-    """(test case, criterion) -> (item name, passed, score) of the criterion verdicts the judge gave."""
-    scores = {}
+    """(test case, criterion) -> (item name, passed, score) of the criterion verdicts the judge gave,
+    folded over the item's attempts as _CRITERIA_SQL folds them."""
+    folded: dict[tuple, tuple[str, bool, list[float]]] = {}
     rows = (EvaluationResult.objects.done().filter(run_id=run_pk).order_by("position", "pk")
             .values_list("test_case_id", "item_name", "criteria_scores"))
     for case, item_name, criteria in rows.iterator(chunk_size=2000):
-        for criterion in Verdict.list_from_json(criteria, kind=CRITERION):
-            if criterion.status == "ok":
-                scores[(case, criterion.key)] = (item_name, bool(criterion.passed), float(criterion.score or 0))
-    return scores
+        # One verdict per criterion text within a result: the last, as the SQL's NOT EXISTS keeps.
+        latest = {c.key: c for c in Verdict.list_from_json(criteria, kind=CRITERION) if c.status == "ok"}
+        for key, criterion in latest.items():
+            name, passed, scores = folded.get((case, key), (item_name, True, []))
+            folded[(case, key)] = (name, passed and bool(criterion.passed), [*scores, float(criterion.score or 0)])
+    return {key: (name, passed, round(sum(scores) / len(scores), 4)) for key, (name, passed, scores) in folded.items()}
 
 
 def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[list[dict], int]:
@@ -211,7 +223,7 @@ def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[
     if connection.vendor == "postgresql":
         table = connection.ops.quote_name(EvaluationResult._meta.db_table)
         with connection.cursor() as cursor:
-            cursor.execute(_CRITERIA_SQL.replace("{table}", table), [head_pk, base_pk, keep])
+            cursor.execute(_CRITERIA_SQL.replace("{table}", table), [base_pk, head_pk, keep])
             rows = cursor.fetchall()
         return [_delta(*row[:7]) for row in rows], rows[0][7] if rows else 0
     # SQLite, the embedded default: the verdicts are read (its runs are small).

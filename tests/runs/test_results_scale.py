@@ -288,3 +288,21 @@ def test_criterion_changes_count_the_last_verdict_of_a_repeated_criterion():
     assert comparison["criterion_deltas_total"] == 1
     assert [(d["item_name"], d["base"]["passed"], d["head"]["passed"]) for d in comparison["criterion_deltas"]] == [
         ("item 1", True, False)]
+
+
+def test_criterion_changes_fold_an_items_attempts_so_each_criterion_is_listed_once():
+    # With repeats each item has three results per run. Pairing them result by result listed the
+    # criterion 3 x 3 = 9 times on PostgreSQL; folded per run (passed only if every attempt passed,
+    # the mean score), item 0's "x" went from 3/3 to 2/3 and is one change, item 1's did not change.
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
+    for attempt in (1, 2, 3):
+        for position in (0, 1):
+            EvaluationResultFactory(run=base, position=position, attempt=attempt,
+                                    criteria_scores=[criterion("x", True)])
+            EvaluationResultFactory(run=head, position=position, attempt=attempt,
+                                    criteria_scores=[criterion("x", not (position == 0 and attempt == 2))])
+    comparison = selectors.run_comparison(base=base, head=head)
+    assert comparison["criterion_deltas_total"] == 1
+    [delta] = comparison["criterion_deltas"]
+    assert (delta["item_name"], delta["base"]["passed"], delta["head"]["passed"]) == ("item 0", True, False)
+    assert (delta["base"]["score"], delta["head"]["score"]) == (1.0, 0.6667)
