@@ -5,8 +5,9 @@ Items are paired by test case id, which stays stable across test set versions. T
 only a few columns of each result and answers with counts and the first few pairs of each kind, so
 it costs the same memory at 100,000 items as at 10. An item's figures are summed over its results
 (n, passed, failed, unassessed), so an item with several attempts pairs as one item with its
-canonical verdict (passed only if every attempt passed, failed if any failed, else unassessed); its
-first result (lowest id) is the one shown.
+canonical verdict (passed only if every attempt passed, failed if any failed, else unassessed); the
+result shown is its first attempt with that verdict (lowest id), so a flaky item that regressed shows
+the attempt that failed.
 
 Every item lands in one bucket (docs/comparison.md), by its verdict before → after:
 regressions (passed → failed), fixes (failed → passed), still failing (failed → failed), unchanged
@@ -34,7 +35,10 @@ BUCKETS = (REGRESSED, FIXES, STILL_FAILING, BOTH_PASSED, NEWLY_ASSESSED, NO_LONG
 # A finished result without a stored outcome (written before outcomes were) that did not pass failed,
 # as aggregate.stored_outcome reads such a result.
 _ITEMS = """
-    SELECT test_case_id, MIN(id) AS pk, MIN(position) AS pos, COUNT(*) AS n,
+    SELECT test_case_id,
+           COALESCE(MIN(CASE WHEN outcome = '{failed}' OR (outcome IS NULL AND NOT passed) THEN id END),
+                    MIN(CASE WHEN outcome = '{unassessed}' THEN id END), MIN(id)) AS pk,
+           MIN(position) AS pos, COUNT(*) AS n,
            SUM(CASE WHEN passed THEN 1 ELSE 0 END) AS ok,
            SUM(CASE WHEN outcome = '{failed}' OR (outcome IS NULL AND NOT passed) THEN 1 ELSE 0 END) AS bad,
            SUM(CASE WHEN outcome = '{unassessed}' THEN 1 ELSE 0 END) AS una

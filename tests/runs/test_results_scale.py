@@ -306,3 +306,17 @@ def test_criterion_changes_fold_an_items_attempts_so_each_criterion_is_listed_on
     [delta] = comparison["criterion_deltas"]
     assert (delta["item_name"], delta["base"]["passed"], delta["head"]["passed"]) == ("item 0", True, False)
     assert (delta["base"]["score"], delta["head"]["score"]) == (1.0, 0.6667)
+
+
+def test_a_flaky_item_that_regressed_shows_the_attempt_that_failed():
+    # Attempts 1 and 3 of the head pass, attempt 2 fails: the item failed, and the answer shown beside
+    # "regressed" must be the failing attempt's, not the first (passing) one's.
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
+    for attempt in (1, 2, 3):
+        EvaluationResultFactory(run=base, position=0, attempt=attempt, criteria_scores=[criterion("x", True)])
+        EvaluationResultFactory(run=head, position=0, attempt=attempt,
+                                criteria_scores=[criterion("x", attempt != 2)])
+    comparison = selectors.run_comparison(base=base, head=head)
+    [(shown_base, shown_head)] = comparison["regressions"]
+    assert EvaluationResult.objects.get(result_id=shown_head["result_id"]).attempt == 2
+    assert EvaluationResult.objects.get(result_id=shown_base["result_id"]).attempt == 1
