@@ -91,8 +91,8 @@ def test_cli_against_the_demo_bot(demo, capsys):
     with pytest.raises(CommandError, match="5 items unassessed"):
         call_command(*args)
     out = capsys.readouterr().out
-    assert "completed: 5/5 done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 2/5 passed" in out
+    assert "completed: 5/5 items done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 2/5 passed" in out
     assert "verdicts    : 20 scored, 20 skipped, 0 errored" in out
     assert "UNASSESSED PTO Policy Inquiry" in out and "rule GROUNDED_IN_HANDBOOK (high) skipped" in out
     call_command(*args, "--allow-unassessed")
-    assert "completed: 5/5 done" in capsys.readouterr().out
+    assert "completed: 5/5 items done" in capsys.readouterr().out
