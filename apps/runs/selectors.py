@@ -108,6 +108,21 @@ def item_figures(*, run: EvaluationRun) -> dict:
     return figures
 
 
+def item_outcome_counts(*, run: EvaluationRun) -> dict:
+    """Items (not attempts) by their verdict over their finished attempts (canonical_outcome):
+    {"items", "passed", "failed", "unassessed", "attempts"}. With one attempt per item these are the
+    run's own counters; with repeats one query counts attempts per item in the database."""
+    if run.repeats <= 1:
+        return {"items": run.completed, "passed": run.passed, "failed": run.failed, "unassessed": run.unassessed,
+                "attempts": run.completed}
+    counts = {"items": 0, PASSED: 0, FAILED: 0, UNASSESSED: 0, "attempts": 0}
+    for n, ok, bad in _attempt_counts(run).values():
+        counts["items"] += 1
+        counts["attempts"] += n
+        counts[canonical_outcome(_outcomes_of(n, ok, bad))] += 1
+    return counts
+
+
 def _share(part: int, whole: int) -> float | None:
     return round(part / whole, 4) if whole else None
 
