@@ -161,7 +161,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     browser.get(f"{live_server.url}/console/runs/{second.run_id}/")
     judge_passed, completed = second.passed, second.completed
     assert f"({judge_passed}/{completed} items passed" in find(By.ID, "judge-pass-rate").find_element(By.XPATH, "..").text
-    assert "(1/1 reviewed items; 1 changed by review" in find(By.ID, "human-pass-rate").find_element(By.XPATH, "..").text
+    assert "(1/1 reviewed items · 1 changed by review" in find(By.ID, "human-pass-rate").find_element(By.XPATH, "..").text
     assert find(By.ID, "human-pass-rate").text == "100%"
     screenshot(browser, "09-run-reviewed")
     screenshot(browser, "09-run-reviewed-tablet", width=820)

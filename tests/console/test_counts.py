@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from apps.runs.models import VerdictReview
+from apps.runs.models import EvaluationRun, VerdictReview
 from apps.runs.reviews import human_outcome, human_passed, in_force
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
@@ -33,8 +33,9 @@ def mixed_run():
                                          criteria_scores=[criterion("ok", True)],
                                          rubric_scores=[rule("R1", False, status="skipped")])
     assert (passed.outcome, failed.outcome, unassessed.outcome) == ("passed", "failed", "unassessed")
-    run.passed, run.failed, run.unassessed = 1, 1, 1
-    run.save()
+    # The engine's counters, as it keeps them per finished result.
+    EvaluationRun.objects.filter(pk=run.pk).update(passed=1, failed=1, unassessed=1)
+    run.refresh_from_db()
     return run, passed, failed, unassessed
 
 
@@ -140,3 +141,9 @@ def test_admin_shows_unassessed_apart_from_failed(admin_client, mixed_run):
     runs = text(admin_client.get("/admin/runs/evaluationrun/"))
     for column in ("column-passed", "column-failed", "column-unassessed"):
         assert column in runs, column
+
+
+def test_run_rows_on_dashboard_and_run_list_show_failed_and_unassessed_apart(staff_client, mixed_run):
+    for url in ("/console/", "/console/runs/"):
+        page = text(staff_client.get(url))
+        assert "33%" in page and "· 1 failed · 1 unassessed" in page, url

@@ -38,10 +38,10 @@ def test_result_page_badge_says_unassessed(staff_client, demo_run):
 
 def test_dashboard_and_run_list_rows_show_coverage(staff_client, demo_run):
     page = text(staff_client.get("/console/"))
-    assert "(0/5), 5 unassessed" in page
+    assert "(0/5) · 5 unassessed" in page
     assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
     page = text(staff_client.get("/console/runs/"))
-    assert "0%, 5 unassessed" in page
+    assert "0% · 5 unassessed" in page
     assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
 
 
