@@ -57,9 +57,9 @@ class ResultInline(admin.TabularInline):
 class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     # Short enough to fit a 1440 px window beside the filters: the run id is shortened (the whole one
     # is its title) and both versions share a column.
-    # passed, failed and unassessed apart: an unassessed result is neither passed nor failed.
-    list_display = ["short_run_id", "bot_name", "status", "progress", "passed", "failed", "unassessed",
-                    "pass_rate_display", "versions", "judge", "created_at"]
+    # passed (in the pass rate), failed and unassessed apart: an unassessed result is neither.
+    list_display = ["short_run_id", "bot_name", "status", "progress", "pass_rate_display", "failed", "unassessed",
+                    "versions", "judge", "created_at"]
     list_display_links = ["short_run_id"]
     list_filter = ["status", "judge", "agent_id"]
     search_fields = ["run_id", "agent_id"]

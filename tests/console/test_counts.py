@@ -139,8 +139,9 @@ def test_admin_shows_unassessed_apart_from_failed(admin_client, mixed_run):
     page = text(admin_client.get("/admin/runs/evaluationresult/"))
     assert "UNASSESSED" in page and page.count(">FAIL<") == 1
     runs = text(admin_client.get("/admin/runs/evaluationrun/"))
-    for column in ("column-passed", "column-failed", "column-unassessed"):
+    for column in ("column-pass_rate_display", "column-failed", "column-unassessed"):
         assert column in runs, column
+    assert "33% (1/3)" in runs
 
 
 def test_run_rows_on_dashboard_and_run_list_show_failed_and_unassessed_apart(staff_client, mixed_run):
