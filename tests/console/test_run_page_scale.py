@@ -51,7 +51,8 @@ def test_each_filter_means_what_it_meant_over_rows_in_python(staff_client):
         "failed_severity=low": lambda r: "low" in r["failed_severities"],
         "q=PTO": lambda r: "pto" in r["item_name"].lower(),
         "q=question 1": lambda r: "question 1" in r["item_name"],
-        "passed=false&tag=hr&item_type=single_turn": lambda r: r["outcome"] == "failed" and r["item_type"] == "single_turn"
+        "passed=false&tag=hr&item_type=single_turn": lambda r: r["outcome"] == "failed"
+        and r["item_type"] == "single_turn"
         and isinstance((r["item"] or {}).get("tags"), list) and "hr" in r["item"]["tags"],
     }
     assert _names(staff_client, run, "") == [r["item_name"] for r in ordered], "failed first, then test set order"

@@ -154,8 +154,12 @@ def test_summary_counts_items_not_attempts_and_says_so(plan, capsys):
     assert "completed: 9/9 attempts done, 5 passed, 4 failed" in out
 
 
+def skip_every_rule(rule, transcript):
+    return Verdict.skipped("heuristic:v1", "cannot judge")
+
+
 def test_summary_counts_unassessed_items_apart(plan, monkeypatch, capsys):
-    monkeypatch.setattr(heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge"))
+    monkeypatch.setattr(heuristic, "judge_rule", skip_every_rule)
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--allow-unassessed")
     out = capsys.readouterr().out
     assert "items       : 0 passed, 2 failed, 4 unassessed of 6" in out

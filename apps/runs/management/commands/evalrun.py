@@ -233,7 +233,8 @@ class Command(BaseCommand):
                               + (f" = {run.pass_rate:.1%}" if run.completed else ""))
         if run.repeats > 1:
             trials = selectors.run_trial_figures(run=run)
-            self.stdout.write(f"  repeats     : pass^{run.repeats} {_percent(trials['pass_hat_k'])} (every attempt passed), "
+            self.stdout.write(f"  repeats     : pass^{run.repeats} {_percent(trials['pass_hat_k'])} "
+                              "(every attempt passed), "
                               f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
                               f"{trials['flaky_items']} flaky")
         if run.unassessed:
