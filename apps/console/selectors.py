@@ -10,7 +10,8 @@ from datetime import date, datetime, time, timedelta
 from datetime import timezone as dt_timezone
 
 from django.db import connection
-from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery
+from django.db.models import (Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery,
+                              Sum)
 from django.db.models.functions import Cast, NullIf, TruncDay, TruncHour
 from django.utils import timezone
 
@@ -18,7 +19,8 @@ from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_summary
 from apps.bots.models import Bot
 from apps.runs.models import EvaluationResult, EvaluationRun
-from apps.runs.selectors import TABLE_FIELDS, first_failure
+from apps.runs.judging.aggregate import FAILED, UNASSESSED
+from apps.runs.selectors import TABLE_FIELDS, first_failure, unassessed_reasons
 from apps.testsets.models import Dataset, TestSet
 from apps.traces.models import TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX, AgentTrace
 
@@ -95,14 +97,38 @@ def agentic_score_distribution() -> list[tuple[str, int]]:
 
 
 def result_failed_list(*, limit: int = 10) -> list[dict]:
-    results = list(EvaluationResult.objects.done().filter(passed=False)
+    """The newest failed results (outcome failed: never the unassessed), each with what failed it."""
+    results = _newest_results(FAILED, limit)
+    for row in results:
+        row["anchor"], row["reason"] = first_failure(row["criteria_scores"], row["rubric_scores"])
+        row["reason"] = row["reason"] or row["error"] or ""
+    return results
+
+
+def result_unassessed_list(*, limit: int = 10) -> list[dict]:
+    """The newest unassessed results, each with why: the verdicts the judge skipped or errored on."""
+    results = _newest_results(UNASSESSED, limit)
+    for row in results:
+        row["reasons"] = unassessed_reasons(row["criteria_scores"], row["rubric_scores"])
+        row["anchor"] = row["reasons"][0][0] if row["reasons"] else ""
+    return results
+
+
+def _newest_results(outcome: str, limit: int) -> list[dict]:
+    # passed=False first: neither outcome passed, and the newest-by-verdict index serves it.
+    results = list(EvaluationResult.objects.done().filter(passed=False, outcome=outcome)
                    .order_by("-finished_at", "-id").values(*TABLE_FIELDS, "run_id")[:limit])
     runs = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in={row["run_id"] for row in results})}
     for row in results:
         row["run"] = runs.get(row["run_id"])
-        row["anchor"], row["reason"] = first_failure(row["criteria_scores"], row["rubric_scores"])
-        row["reason"] = row["reason"] or row["error"] or ""
     return results
+
+
+def result_outcome_totals() -> dict[str, int]:
+    """Finished results failed and unassessed over every run, summed from the runs' counters (one
+    query over runs, never a scan of the results)."""
+    totals = EvaluationRun.objects.aggregate(failed=Sum("failed"), unassessed=Sum("unassessed"))
+    return {name: value or 0 for name, value in totals.items()}
 
 
 def evaluation_poor_list(*, limit: int = 10):

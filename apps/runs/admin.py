@@ -12,6 +12,7 @@ from apps.core.errors import DomainError
 
 from . import services
 from .forms import AdminRunLaunchForm
+from .judging.aggregate import UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
 from .models import EvaluationResult, EvaluationRun, VerdictReview
 from .selectors import run_bot_choices, run_live_component_scores
@@ -22,7 +23,10 @@ def _progress(run: EvaluationRun) -> str:
                        run.total or 1, run.completed, run.completed, run.total, run.completed, run.total)
 
 
-def _verdict_badge(passed, status="ok") -> str:
+def _verdict_badge(passed, status="ok", outcome=None) -> str:
+    if outcome == UNASSESSED:
+        return format_html('<strong style="color:#b26b00" title="{}">UNASSESSED</strong>',
+                           "a verdict that decides the item was not given: neither passed nor failed")
     if status != "ok":
         return format_html('<strong style="color:#b26b00">{}</strong>', status.upper())
     return format_html('<strong style="color:{}">{}</strong>', "#1a7f37" if passed else "#cf222e",
@@ -46,7 +50,7 @@ class ResultInline(admin.TabularInline):
 
     @admin.display(description="verdict")
     def verdict(self, obj):
-        return "—" if obj.passed is None else _verdict_badge(obj.passed)
+        return "—" if obj.passed is None else _verdict_badge(obj.passed, outcome=obj.outcome)
 
 
 class BotNameFilter(admin.SimpleListFilter):
@@ -66,8 +70,10 @@ class BotNameFilter(admin.SimpleListFilter):
 class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     # Runs named as a reviewer knows them: label and creation time (the column sorts by time), bot
     # and test set names; the run id is the title of the run's link. The stylesheet of
-    # change_list.html keeps short values (judge, status) on one line.
-    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "versions", "judge"]
+    # change_list.html keeps short values (judge, status) on one line. Passed (in the pass rate), failed and unassessed
+    # apart: an unassessed result is neither.
+    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "failed", "unassessed",
+                    "versions", "judge"]
     list_display_links = ["run_name"]
     list_filter = ["status", "judge", BotNameFilter]
     search_fields = ["run_id", "agent_id"]
@@ -162,7 +168,7 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["item_name", "run_link", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms",
                     "state"]
-    list_filter = ["passed", "item_type", "state"]
+    list_filter = ["outcome", "item_type", "state"]
     list_select_related = ["run"]
     search_fields = ["item_name", "run__run_id", "test_case_id"]
     fields = ["run_link", "test_case_id", "item_name", "item_type", "verdict", "error", "transcript",
@@ -177,7 +183,7 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="verdict")
     def verdict(self, obj):
-        return "—" if obj.passed is None else _verdict_badge(obj.passed)
+        return "—" if obj.passed is None else _verdict_badge(obj.passed, outcome=obj.outcome)
 
     @admin.display(description="transcript")
     def transcript(self, obj):

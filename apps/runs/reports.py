@@ -69,10 +69,13 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
     """A JUnit XML report: one <testcase> per item (its canonical verdict over attempts), named by
     the item under a classname from the test set's name. A failed
     item is a <failure> listing, per attempt that did not pass, the failed criteria and rules with
-    the judge's reasoning; a flaky item's failure has type "flaky" and a flaky property; an
-    unassessed item is a failure of type "unassessed", or <skipped> under --allow-unassessed (it
-    does not fail that build, and it is still not shown as a pass); an item that never finished
-    (a cancelled run) is an <error>."""
+    the judge's reasoning; a flaky item's failure has type "flaky" and a flaky property. An
+    unassessed item is never a <failure> (nothing showed that the bot failed it): it is an <error>
+    of type "unassessed" whose message says the judge could not give a deciding verdict and whose
+    text lists which (a CI server shows it as broken, not as a failing test, and the build still
+    does not go green), or <skipped> under --allow-unassessed (it does not fail that build, and it
+    is still not shown as a pass). An item that never finished (a cancelled run) is an <error> of
+    type "not_run"."""
     items = _items(run)
     details = _not_passed_results(run)
     counts = {"failures": 0, "errors": 0, "skipped": 0}
@@ -108,13 +111,14 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
             message = f"flaky: {attempts}" if item["flaky"] else ("failed" if run.repeats == 1 else f"failed: {attempts}")
             ET.SubElement(case, "failure", type=kind, message=message).text = text
         elif outcome == UNASSESSED:
-            message = "unassessed: a high-severity rule was skipped or errored"
+            message = ("unassessed: the judge could not give a verdict that decides this item "
+                       "(a high-severity rule skipped or errored); neither passed nor failed")
             if allow_unassessed:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=message).text = text
             else:
-                counts["failures"] += 1
-                ET.SubElement(case, "failure", type="unassessed", message=message).text = text
+                counts["errors"] += 1
+                ET.SubElement(case, "error", type="unassessed", message=message).text = text
         ET.SubElement(case, "system-out").text = "\n".join(
             console_url("console:result-detail", a["result_id"]) for a in item["attempts"])
     suite.set("failures", str(counts["failures"]))

@@ -9,7 +9,7 @@ high-severity rule fails the item, and one who passes a criterion the judge erro
 
 from dataclasses import dataclass
 
-from .judging.aggregate import item_outcome
+from .judging.aggregate import FAILED, PASSED, item_outcome
 from .judging.types import CRITERION, RULE, Verdict
 
 
@@ -40,16 +40,27 @@ def reviewed_verdicts(criteria: list[dict] | None, rules: list[dict] | None, lat
     return annotate(criteria, CRITERION), annotate(rules, RULE)
 
 
-def human_passed(*, judge_passed: bool | None, criteria: list[dict] | None, rules: list[dict] | None,
-                 latest: dict) -> bool | None:
-    """The item's verdict with the reviews in force applied; the judge's own when nobody reviewed it
-    (and for V1 items, which have no criteria or rules to review). Takes the stored columns."""
+def human_outcome(*, criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> str | None:
+    """The item's outcome (passed, failed, unassessed) once a reviewer has spoken; None when nobody
+    reviewed it, since a human verdict exists only where a person gave one.
+
+    A partial review (some verdicts reviewed) overrides only the reviewed verdicts; every other one
+    keeps the judge's verdict, and the contract's pass logic runs over the lot. So an item whose
+    unreviewed high-severity rule the judge skipped stays unassessed until a reviewer judges that
+    rule, and an item a reviewer passed one criterion of still fails on a rule the judge failed.
+    V1 items (no criteria or rules to review) never have a human outcome. Takes the stored columns."""
     if not latest or criteria is None:
-        return judge_passed
+        return None
     reviewed_criteria = [_overridden(c, latest) for c in Verdict.list_from_json(criteria, kind=CRITERION)]
     reviewed_rules = None if rules is None else [_overridden(r, latest)
                                                  for r in Verdict.list_from_json(rules, kind=RULE)]
-    return item_outcome(reviewed_criteria, reviewed_rules)[2]
+    return item_outcome(reviewed_criteria, reviewed_rules).outcome
+
+
+def human_passed(*, criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> bool | None:
+    """human_outcome as the API's boolean: True passed, False failed, None not reviewed or still
+    unassessed after the review (the judge's verdict is never shown as a human one)."""
+    return {PASSED: True, FAILED: False}.get(human_outcome(criteria=criteria, rules=rules, latest=latest))
 
 
 def cohen_kappa(judge: list[bool], human: list[bool]) -> float | None:

@@ -16,7 +16,7 @@ from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE, SEVERITY_ORDER, Verdict
 from .jsonfilters import HasFailedRule, HasTag
 from .models import EvaluationResult, EvaluationRun, VerdictReview
-from .reviews import agreement_table, apply_reviews, human_passed, in_force
+from .reviews import agreement_table, apply_reviews, human_outcome, in_force
 from .stats import paired_statistics, wilson_interval
 
 
@@ -115,6 +115,21 @@ def item_figures(*, run: EvaluationRun) -> dict:
         figures["items_passed_any"] += ok > 0
         figures["flaky_items"] += is_flaky(outcomes)
     return figures
+
+
+def item_outcome_counts(*, run: EvaluationRun) -> dict:
+    """Items (not attempts) by their verdict over their finished attempts (canonical_outcome):
+    {"items", "passed", "failed", "unassessed", "attempts"}. With one attempt per item these are the
+    run's own counters; with repeats one query counts attempts per item in the database."""
+    if run.repeats <= 1:
+        return {"items": run.completed, "passed": run.passed, "failed": run.failed, "unassessed": run.unassessed,
+                "attempts": run.completed}
+    counts = {"items": 0, PASSED: 0, FAILED: 0, UNASSESSED: 0, "attempts": 0}
+    for n, ok, bad in _attempt_counts(run).values():
+        counts["items"] += 1
+        counts["attempts"] += n
+        counts[canonical_outcome(_outcomes_of(n, ok, bad))] += 1
+    return counts
 
 
 def _share(part: int, whole: int) -> float | None:
@@ -240,7 +255,7 @@ def run_reviews(*, runs) -> dict[int, list[VerdictReview]]:
     grouped: dict[int, list[VerdictReview]] = {}
     reviews = (VerdictReview.objects.filter(result__run__in=[run.pk for run in runs], result__state=EvaluationResult.State.DONE)
                .select_related("result").only("kind", "key", "passed", "created_at", "result__run", "result__passed",
-                                              "result__criteria_scores", "result__rubric_scores")
+                                              "result__outcome", "result__criteria_scores", "result__rubric_scores")
                .order_by("created_at", "id"))
     for review in reviews:
         grouped.setdefault(review.result_id, []).append(review)
@@ -285,6 +300,27 @@ def first_failure(criteria: list[dict] | None, rules: list[dict] | None) -> tupl
     return (failures + warnings)[0] if failures or warnings else ("", "")
 
 
+REASON_CHARS = 120
+
+
+def unassessed_reasons(criteria: list[dict] | None, rules: list[dict] | None) -> list[tuple[str, str]]:
+    """Why an item is unassessed, as (anchor on the result page, words): the verdicts the judge did
+    not give (skipped or errored) that decide the item — criteria, then high-severity rules — each
+    with the judge's reason; any other rule not given when none of those is. Stored columns."""
+    def words(verdict: Verdict, label: str) -> str:
+        status = "errored" if verdict.status == "error" else verdict.status
+        reason = " ".join((verdict.reasoning or "").split())[:REASON_CHARS]
+        return f"{label} {status}" + (f": {reason}" if reason else "")
+
+    not_given = [(f"criterion-{n}", words(c, f"criterion “{c.key}”"))
+                 for n, c in enumerate(Verdict.list_from_json(criteria, kind=CRITERION)) if c.status != "ok"]
+    rules_not_given = [r for r in Verdict.list_from_json(rules, kind=RULE) if r.status != "ok"]
+    high = [r for r in rules_not_given if r.severity == "high"]
+    not_given += [(f"rule-{r.key}", words(r, f"rule {r.key} ({r.severity or 'no severity'})"))
+                  for r in (high if high or not_given else rules_not_given)]
+    return not_given
+
+
 def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
     """Results (TABLE_FIELDS values, at most a page of them) as table rows, with their human verdict.
     Rows carry what the console shows (tags, priority, the judge's verdict counts) and what fails the
@@ -297,9 +333,8 @@ def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
         rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
         latest = in_force(reviews.get(values["pk"], []))
         failures, warnings = failures_and_warnings(apply_reviews(criteria, latest), apply_reviews(rules, latest))
-        human = human_passed(judge_passed=values["passed"], criteria=values["criteria_scores"],
-                             rules=values["rubric_scores"], latest=latest)
-        if not failures and human is False and values["error"]:
+        human = human_outcome(criteria=values["criteria_scores"], rules=values["rubric_scores"], latest=latest)
+        if not failures and values["outcome"] == FAILED and values["error"]:
             failures = [("", values["error"])]
         anchor, reason = (failures + warnings)[0] if failures or warnings else ("", "")
         rows.append({
@@ -315,7 +350,8 @@ def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
             "warnings": warnings,
             "first_failure": anchor,
             "failure_reason": reason or values["error"] or "",
-            "human_passed": human,
+            "human_outcome": human,
+            "human_passed": {PASSED: True, FAILED: False}.get(human),
             "reviews": len(latest),
         })
     return rows
@@ -396,18 +432,21 @@ def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[Verdic
 def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictReview]]) -> dict:
     """Judge and human-reviewed pass rates, and the judge's criterion and rule counts, over a run's
     finished results: the run page's cards, live while the run goes. The judge's figures come from
-    the digest; the human ones re-judge only the reviewed results (reviews: run_reviews)."""
+    the digest, over every finished result; the human ones (human_outcome) over the reviewed
+    results only, so their denominator is `reviewed_results`: a result nobody reviewed has no
+    human verdict and is neither passed nor failed for the reviewers. (reviews: run_reviews)"""
     completed, judge = digest.completed, digest.judge_passed
-    reviewed = changed = human = 0
+    human = {PASSED: 0, FAILED: 0, UNASSESSED: 0}
+    changed = 0
     for result_reviews in reviews.values():
         result = result_reviews[0].result
-        latest = in_force(result_reviews)
-        verdict = human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
-                               rules=result.rubric_scores, latest=latest)
-        reviewed += bool(latest)
-        changed += bool(result.passed) != bool(verdict)
-        human += bool(verdict) - bool(result.passed)
-    human += judge
+        outcome = human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores,
+                                latest=in_force(result_reviews))
+        if outcome is None:
+            continue
+        human[outcome] += 1
+        changed += outcome != result.outcome
+    reviewed = sum(human.values())
     criteria, rules = digest.verdict_counts(CRITERION), digest.verdict_counts(RULE)
     rule_verdicts = sum(rules.values())
     return {
@@ -415,10 +454,12 @@ def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictRevi
         # what the judge did, the denominators shown beside the pass rates.
         "unassessed": digest.unassessed,
         "coverage": digest.coverage(),
-        "completed": completed, "judge_passed": judge, "human_passed": human,
+        "completed": completed, "judge_passed": judge, "judge_failed": completed - judge - digest.unassessed,
         "judge_pass_rate": judge / completed if completed else None,
-        "human_pass_rate": human / completed if completed else None,
-        "reviewed_results": reviewed,
+        # Over reviewed results only: human_passed / reviewed_results.
+        "reviewed_results": reviewed, "not_reviewed": completed - reviewed,
+        "human_passed": human[PASSED], "human_failed": human[FAILED], "human_unassessed": human[UNASSESSED],
+        "human_pass_rate": human[PASSED] / reviewed if reviewed else None,
         "changed_by_review": changed,
         "criteria": criteria, "criteria_total": sum(criteria.values()),
         "rules": rules, "rules_assessed": rules["passed"] + rules["failed"] + rules["warned"],

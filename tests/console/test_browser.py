@@ -159,12 +159,14 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     assert "PASS" in find(By.ID, "human-verdict").text
     screenshot(browser, "08-result-reviewed")
 
-    # The run's human-reviewed pass rate is one item up; the judge's has not moved.
+    # The run's human-reviewed pass rate counts the one reviewed item, which passed; the judge's has not moved.
     browser.get(f"{live_server.url}/console/runs/{second.run_id}/")
     judge_passed, completed = second.passed, second.completed
-    assert f"({judge_passed}/{completed})" in find(By.ID, "judge-pass-rate").find_element(By.XPATH, "..").text
-    assert f"({judge_passed + 1}/{completed}" in find(By.ID, "human-pass-rate").find_element(By.XPATH, "..").text
-    assert "1 reviewed, 1 changed" in find(By.ID, "figures").text
+    judge_card = find(By.ID, "judge-pass-rate").find_element(By.XPATH, "..").text
+    assert f"({judge_passed}/{completed} items passed" in judge_card
+    human_card = find(By.ID, "human-pass-rate").find_element(By.XPATH, "..").text
+    assert "(1/1 reviewed items · 1 changed by review" in human_card
+    assert find(By.ID, "human-pass-rate").text == "100%"
     screenshot(browser, "09-run-reviewed")
     screenshot(browser, "09-run-reviewed-tablet", width=820)
 

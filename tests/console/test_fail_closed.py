@@ -19,15 +19,15 @@ DEMO_COVERAGE = (20, 20, 0)
 def test_run_page_shows_unassessed_badges_and_the_denominators(staff_client, demo_run):
     page = text(staff_client.get(f"/console/runs/{demo_run.run_id}/"))
     table = re.search(r'id="results-table">.*?</table>', page).group(0)
-    # Judge and (unreviewed) human columns alike.
-    assert table.count(">UNASSESSED<") == 10 and ">PASS<" not in table
+    # The judge's column; the human one has no verdict, since nobody reviewed.
+    assert table.count(">UNASSESSED<") == 5 and ">PASS<" not in table and table.count(">not reviewed<") == 5
     assert "0 passed, 0 failed, 5 unassessed" in page
     scored, skipped, errored = DEMO_COVERAGE
     cards = re.search(r'id="figures">.*?id="coverage">.*?</div>', page).group(0)
     assert '<span class="figure" id="unassessed-items">5</span>' in cards
     assert (f'<span id="coverage-scored">{scored}</span> scored, <span id="coverage-skipped">{skipped}</span> skipped, '
             f'<span id="coverage-errored">{errored}</span> errored') in cards
-    assert "judge pass rate (0/5) · 5 unassessed, not counted as passed" in cards
+    assert "judge pass rate (0/5 items passed · " in cards and "5 unassessed, neither passed nor failed" in cards
 
 
 def test_result_page_badge_says_unassessed(staff_client, demo_run):
@@ -38,10 +38,10 @@ def test_result_page_badge_says_unassessed(staff_client, demo_run):
 
 def test_dashboard_and_run_list_rows_show_coverage(staff_client, demo_run):
     page = text(staff_client.get("/console/"))
-    assert "(0/5), 5 unassessed" in page
+    assert "(0/5) · 5 unassessed" in page
     assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
     page = text(staff_client.get("/console/runs/"))
-    assert "0%, 5 unassessed" in page
+    assert "0% · 5 unassessed" in page
     assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
 
 

@@ -167,7 +167,8 @@ def test_review_through_the_result_page_changes_human_figures_and_agreement(staf
     EvaluationResultFactory(run=run, position=1, criteria_scores=[criterion("ok", True)],
                             rubric_scores=[rule("R1", True, "high")])
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
-    assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">50%', page)
+    # Nobody reviewed yet: there is no human pass rate.
+    assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">—', page)
 
     drill = text(staff_client.get(f"/console/results/{failed.result_id}/"))
     assert 'id="rule-R1"' in drill and "Save review" in drill
@@ -181,7 +182,7 @@ def test_review_through_the_result_page_changes_human_figures_and_agreement(staf
 
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert re.search(r'id="judge-pass-rate">50%', page) and re.search(r'id="human-pass-rate">100%', page)
-    assert "1 reviewed, 1 changed" in page
+    assert "(1/1 reviewed items · 1 changed by review · 1 not reviewed)" in page
     drill = text(staff_client.get(f"/console/results/{failed.result_id}/"))
     assert "The answer is brief." in drill and 'id="review-history"' in drill
 

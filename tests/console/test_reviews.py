@@ -35,18 +35,18 @@ def test_cohen_kappa_known_values():
 def test_newest_review_is_in_force_and_overrides_the_item_verdict():
     criteria = [criterion("a", True), criterion("b", False)]
     rules = [rule("R1", True, "high"), rule("R2", False, "low")]
-    assert human_passed(judge_passed=False, criteria=criteria, rules=rules, latest={}) is False
+    assert human_passed(criteria=criteria, rules=rules, latest={}) is None, "nobody reviewed it"
     reviews = [review("criterion", "b", False), review("criterion", "b", True)]
-    assert human_passed(judge_passed=False, criteria=criteria, rules=rules, latest=in_force(reviews)) is True
+    assert human_passed(criteria=criteria, rules=rules, latest=in_force(reviews)) is True
     # A reviewer failing a high-severity rule fails the item; a low one does not.
-    assert human_passed(judge_passed=True, criteria=[criterion("a", True)], rules=rules,
+    assert human_passed(criteria=[criterion("a", True)], rules=rules,
                         latest=in_force([review("rule", "R1", False)])) is False
-    assert human_passed(judge_passed=True, criteria=[criterion("a", True)], rules=rules,
+    assert human_passed(criteria=[criterion("a", True)], rules=rules,
                         latest=in_force([review("rule", "R2", False)])) is True
     # A criterion the judge errored on counts as failed until a human passes it.
     errored = [criterion("a", False, status="error")]
-    assert human_passed(judge_passed=False, criteria=errored, rules=None, latest={}) is False
-    assert human_passed(judge_passed=False, criteria=errored, rules=None,
+    assert human_passed(criteria=errored, rules=None, latest={}) is None
+    assert human_passed(criteria=errored, rules=None,
                         latest=in_force([review("criterion", "a", True, judge_passed=None, status="error")])) is True
 
 

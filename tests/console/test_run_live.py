@@ -158,7 +158,8 @@ def _running_run(n_pending: int = 3) -> EvaluationRun:
 def _finish(result: EvaluationResult, passed: bool, finished_at=None):
     scores = [criterion("ok", passed)]
     EvaluationResult.objects.filter(pk=result.pk).update(
-        state="done", passed=passed, criteria_scores=scores, criteria_passed=passed,
+        state="done", passed=passed, outcome="passed" if passed else "failed", criteria_scores=scores,
+        criteria_passed=passed,
         finished_at=finished_at or timezone.now(), duration_ms=4)
     EvaluationRun.objects.filter(pk=result.run_id).update(completed=result.run.results.done().count())
 

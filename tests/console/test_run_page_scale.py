@@ -41,7 +41,7 @@ def test_each_filter_means_what_it_meant_over_rows_in_python(staff_client):
     ordered = sorted(everything, key=lambda r: (bool(r["passed"]), r["position"]))
     cases = {
         "passed=true": lambda r: r["passed"] is True,
-        "passed=false": lambda r: r["passed"] is False,
+        "passed=false": lambda r: r["outcome"] == "failed",  # never the unassessed
         "passed=unassessed": lambda r: r["outcome"] == "unassessed",
         "item_type=scenario": lambda r: r["item_type"] == "scenario",
         "tag=hr": lambda r: isinstance((r["item"] or {}).get("tags"), list) and "hr" in r["item"]["tags"],
@@ -51,7 +51,8 @@ def test_each_filter_means_what_it_meant_over_rows_in_python(staff_client):
         "failed_severity=low": lambda r: "low" in r["failed_severities"],
         "q=PTO": lambda r: "pto" in r["item_name"].lower(),
         "q=question 1": lambda r: "question 1" in r["item_name"],
-        "passed=false&tag=hr&item_type=single_turn": lambda r: r["passed"] is False and r["item_type"] == "single_turn"
+        "passed=false&tag=hr&item_type=single_turn": lambda r: r["outcome"] == "failed"
+        and r["item_type"] == "single_turn"
         and isinstance((r["item"] or {}).get("tags"), list) and "hr" in r["item"]["tags"],
     }
     assert _names(staff_client, run, "") == [r["item_name"] for r in ordered], "failed first, then test set order"

@@ -27,7 +27,7 @@ def run_cli(*extra):
 def test_wait_prints_progress_and_summary(plan, capsys):
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--concurrency", "4")
     out = capsys.readouterr().out
-    assert "completed: 6/6 done, 4 passed, 2 failed" in out
+    assert "completed: 6/6 items done, 4 passed, 2 failed" in out
     assert "pass rate   : 4/6 = 66.7%" in out and "rubric rules:" in out and "FAILED item 2" in out
 
 
@@ -161,5 +161,5 @@ def test_unassessed_items_fail_the_gate_unless_allowed(plan, monkeypatch, capsys
         run_cli("--rubric", str(PLAN_RUBRIC), "--wait")
     out = capsys.readouterr().out
     # The two items whose criteria failed stay failed: a known failure wins over an unjudged rule.
-    assert "completed: 6/6 done, 0 passed, 2 failed, 4 unassessed" in out and "UNASSESSED item 0" in out
+    assert "completed: 6/6 items done, 0 passed, 2 failed, 4 unassessed" in out and "UNASSESSED item 0" in out
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--allow-unassessed")

@@ -93,16 +93,22 @@ def test_json_carries_the_comparison_with_the_baseline(plan, tmp_path):
     assert comparison["judge_changed"] is False
 
 
-def test_unassessed_items_are_failures_in_junit_or_skipped_when_allowed(plan, monkeypatch, tmp_path):
+def test_unassessed_items_are_errors_in_junit_never_failures_or_skipped_when_allowed(plan, monkeypatch, tmp_path):
+    """An unassessed item is not a failure: it is an <error> (the judge could not judge it, so the
+    build cannot go green) with a message saying why, or <skipped> under --allow-unassessed."""
     monkeypatch.setattr(heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge"))
     path = tmp_path / "u.xml"
     with pytest.raises(CommandError, match="items unassessed"):
         run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--junit", str(path))
-    unassessed = [c for c in suite_of(path) if c.result and c.result[0].type == "unassessed"]
-    assert len(unassessed) == 4 and "(high) skipped" in unassessed[0].result[0].text
+    suite = suite_of(path)
+    assert (suite.failures, suite.errors, suite.skipped) == (2, 4, 0)
+    unassessed = [c for c in suite if c.result and c.result[0].type == "unassessed"]
+    assert len(unassessed) == 4 and all(isinstance(c.result[0], Error) for c in unassessed)
+    assert unassessed[0].result[0].message.startswith("unassessed") and "(high) skipped" in unassessed[0].result[0].text
+    assert all(c.result[0].type != "unassessed" for c in suite if c.result and isinstance(c.result[0], Failure))
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--junit", str(path), "--allow-unassessed")
     suite = suite_of(path)
-    assert (suite.failures, suite.skipped) == (2, 4)
+    assert (suite.failures, suite.errors, suite.skipped) == (2, 0, 4)
     assert all(isinstance(c.result[0], Skipped) for c in suite if c.result and not isinstance(c.result[0], Failure))
 
 
@@ -133,3 +139,28 @@ def test_bad_options_are_clear_errors_and_start_nothing(plan, args, message):
 def test_an_unwritable_report_path_is_a_clear_error(plan, tmp_path):
     with pytest.raises(CommandError, match="cannot write .*missing"):
         run_cli("--wait", "--junit", str(tmp_path / "missing" / "r.xml"))
+
+
+def test_summary_counts_items_not_attempts_and_says_so(plan, capsys):
+    """With repeats the summary counts items by their verdict over attempts, and names the attempts apart."""
+    plan["items"] = REPEAT_ITEMS
+    with FakeBotServer(repeat_answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run_cli("--repeats", "3", "--wait")
+    out = capsys.readouterr().out
+    # "sometimes" failed one attempt and "never" every one: 2 failed items, not 4 failed attempts.
+    assert "items       : 1 passed, 2 failed, 0 unassessed of 3 (9 attempts)" in out
+    assert "attempts    : 5/9 passed" in out
+    assert "completed: 9/9 attempts done, 5 passed, 4 failed" in out
+
+
+def skip_every_rule(rule, transcript):
+    return Verdict.skipped("heuristic:v1", "cannot judge")
+
+
+def test_summary_counts_unassessed_items_apart(plan, monkeypatch, capsys):
+    monkeypatch.setattr(heuristic, "judge_rule", skip_every_rule)
+    run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--allow-unassessed")
+    out = capsys.readouterr().out
+    assert "items       : 0 passed, 2 failed, 4 unassessed of 6" in out
+    assert "completed: 6/6 items done, 0 passed, 2 failed, 4 unassessed" in out

@@ -25,6 +25,8 @@ def dashboard(request):
         "distribution_chart": mark_safe(column_chart(distribution, title="Agentic evaluations per rating")),
         "distribution_total": sum(n for _, n in distribution),
         "failed_results": selectors.result_failed_list(),
+        "unassessed_results": selectors.result_unassessed_list(),
+        "outcome_totals": selectors.result_outcome_totals(),
         "poor_evaluations": selectors.evaluation_poor_list(),
         "run_counts": selectors.run_counts(),
     }))

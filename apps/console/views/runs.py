@@ -24,9 +24,9 @@ from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
 from apps.runs.forms import RunLaunchForm
-from apps.runs.judging.aggregate import UNASSESSED
+from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationRun
-from apps.runs.reviews import human_passed, in_force, reviewed_verdicts
+from apps.runs.reviews import human_outcome, in_force, reviewed_verdicts
 from apps.runs.stats import VERDICT_WORDS
 
 from .. import selectors as console_selectors
@@ -128,12 +128,14 @@ MAX_SEARCH_LENGTH = 200
 
 def _row_filters(request) -> dict:
     """The results table's filters from the query string. `passed` is the verdict select: true,
-    false (not passed: failed or unassessed), or unassessed (the outcome)."""
+    false (failed: never the unassessed, which have their own choice), or unassessed."""
     verdict = (request.GET.get("passed") or "").lower()
     filters = {name: (request.GET.get(name) or "").strip() or None for name in FILTER_NAMES}
     if filters["q"]:
         filters["q"] = filters["q"][:MAX_SEARCH_LENGTH]
-    return {"passed": _bool_param(verdict), "outcome": UNASSESSED if verdict == UNASSESSED else None, **filters}
+    passed = _bool_param(verdict)
+    outcome = UNASSESSED if verdict == UNASSESSED else FAILED if passed is False else None
+    return {"passed": True if passed else None, "outcome": outcome, **filters}
 
 
 @login_required
@@ -243,8 +245,7 @@ def result_detail(request, result_id):
         messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
         criteria=criteria, rules=rules, reviews=reviews,
         failures=failures, warnings=warnings,
-        human_passed=human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
-                                  rules=result.rubric_scores, latest=latest),
+        human_outcome=human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores, latest=latest),
         correctness=(result.scores or {}).get("correctness"),
         admin_url=reverse("admin:runs_evaluationresult_change", args=[result.pk])))
 

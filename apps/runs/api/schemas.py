@@ -211,7 +211,11 @@ class ReviewList(RootModel[list[ReviewOut]]):
 
 
 class ResultDetailOut(ResultOut):
-    human_passed: bool | None = Field(description="passed, with the reviews in force applied")
+    human_passed: bool | None = Field(description=(
+        "The human verdict: the item's pass logic over its verdicts with the reviews in force applied; "
+        "verdicts nobody reviewed keep the judge's. null until a person reviewed a verdict of this result, "
+        "and null while the reviewed item stays unassessed (a high-severity rule neither judge nor reviewer "
+        "assessed). Never the judge's verdict copied: that is `passed`."))
     reviews: list[ReviewOut]
 
 

@@ -56,8 +56,8 @@ def reviews_data(reviews: list[VerdictReview], *, result_id) -> list[dict]:
 def result_detail_data(result: EvaluationResult, reviews: list[VerdictReview]) -> dict:
     return {
         **result_data(result, result.run),
-        "human_passed": human_passed(judge_passed=result.passed, criteria=result.criteria_scores,
-                                     rules=result.rubric_scores, latest=in_force(reviews)),
+        "human_passed": human_passed(criteria=result.criteria_scores, rules=result.rubric_scores,
+                                     latest=in_force(reviews)),
         "reviews": reviews_data(reviews, result_id=result.result_id),
     }
 

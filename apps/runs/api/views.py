@@ -120,7 +120,9 @@ class RunResultsView(APIView):
         f"{RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether more "
         "follow (then `Link` names the next page).",
         parameters=[
-            OpenApiParameter("passed", bool), OpenApiParameter("item_type", str),
+            OpenApiParameter("passed", bool, description="true: passed results; false: not passed, that is failed "
+                             "or unassessed (each result's `outcome` tells them apart)"),
+            OpenApiParameter("item_type", str),
             OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX}; pages the list"),
             OpenApiParameter("offset", int, description="results to skip (0 and up); pages the list"),
             OpenApiParameter("X-Has-More", str, location=OpenApiParameter.HEADER, response=[200], enum=["true", "false"],

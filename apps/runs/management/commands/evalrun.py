@@ -128,7 +128,9 @@ class Command(BaseCommand):
                 services.runs_reap(run_pk=run.pk)
             progress = (run.status, run.completed, run.passed, run.failed, run.unassessed)
             if progress != last:
-                self.stdout.write(f"  {run.status}: {run.completed}/{run.total} done, {run.passed} passed, {run.failed} failed"
+                counted = "attempts" if run.repeats > 1 else "items"
+                self.stdout.write(f"  {run.status}: {run.completed}/{run.total} {counted} done, {run.passed} passed, "
+                                  f"{run.failed} failed"
                                   + (f", {run.unassessed} unassessed" if run.unassessed else ""))
                 last = progress
             if run.is_finished:
@@ -160,8 +162,9 @@ class Command(BaseCommand):
         if run.errored_share > o["max_errors"]:
             reasons.append(f"{run.verdicts_errored} errored verdicts ({run.errored_share:.1%}) is above --max-errors "
                            f"{o['max_errors']:.1%}")
-        if run.unassessed and not o["allow_unassessed"]:
-            reasons.append(f"{run.unassessed} items unassessed (a high-severity rule skipped or errored; "
+        unassessed_items = selectors.item_outcome_counts(run=run)["unassessed"] if run.unassessed else 0
+        if unassessed_items and not o["allow_unassessed"]:
+            reasons.append(f"{unassessed_items} items unassessed (a high-severity rule skipped or errored; "
                            "--allow-unassessed to accept)")
         self._reports(run, comparison, reasons, o)
         if reasons:
@@ -240,16 +243,27 @@ class Command(BaseCommand):
 
     def _summary(self, run):
         self.stdout.write(f"run {run.run_id} {run.status}")
-        self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}" + (f" = {run.pass_rate:.1%}" if run.completed else "")
-                          + (" (attempts)" if run.repeats > 1 else ""))
+        items = selectors.item_outcome_counts(run=run)
+        # Items by their verdict over attempts; an unassessed item is neither passed nor failed.
+        self.stdout.write(f"  items       : {items['passed']} passed, {items['failed']} failed, {items['unassessed']} "
+                          f"unassessed of {items['items']}"
+                          + (f" ({items['attempts']} attempts)" if run.repeats > 1 else ""))
+        if run.repeats > 1:
+            self.stdout.write(f"  attempts    : {run.passed}/{run.completed} passed"
+                              + (f" = {run.pass_rate:.1%}" if run.completed else "")
+                              + f", {run.failed} failed, {run.unassessed} unassessed")
+        else:
+            self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}"
+                              + (f" = {run.pass_rate:.1%}" if run.completed else ""))
         if run.repeats > 1:
             trials = selectors.run_trial_figures(run=run)
-            self.stdout.write(f"  items       : pass^{run.repeats} {_percent(trials['pass_hat_k'])} (every attempt passed), "
+            self.stdout.write(f"  repeats     : pass^{run.repeats} {_percent(trials['pass_hat_k'])} "
+                              "(every attempt passed), "
                               f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
                               f"{trials['flaky_items']} flaky")
         if run.unassessed:
-            self.stdout.write(f"  unassessed  : {run.unassessed} (neither passed nor failed: a high-severity rule "
-                              "was skipped or errored)")
+            self.stdout.write(f"  unassessed  : {items['unassessed']} items (neither passed nor failed: a "
+                              "high-severity rule was skipped or errored)")
         cov = run.coverage
         self.stdout.write(f"  verdicts    : {cov['scored']} scored, {cov['skipped']} skipped, {cov['errored']} errored")
         self.stdout.write(f"  criteria    : {run.criteria_passed}/{run.criteria_total} passed")
@@ -262,7 +276,9 @@ class Command(BaseCommand):
             self._failed_result(result, ("UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
                                 + (f" (attempt {result.attempt})" if run.repeats > 1 else ""))
         if (more := failed.count() - FAILED_SHOWN) > 0:
-            self.stdout.write(f"  … and {more} more failed or unassessed items: {console_url('console:run-detail', run.run_id)}")
+            counted = "attempts" if run.repeats > 1 else "items"
+            self.stdout.write(f"  … and {more} more failed or unassessed {counted}: "
+                              f"{console_url('console:run-detail', run.run_id)}")
 
     def _failed_result(self, result, label: str = "FAILED"):
         """A failed or unassessed item: why (reports.failure_lines) and where to read and review it."""
