@@ -1,0 +1,85 @@
+"""Reads over one run's results beyond its table: a result's neighbours in the table's order (the
+result page's previous/next) and every result as export rows (CSV / JSON Lines), read in chunks so
+that a run of any size is exported in bounded memory."""
+
+from collections.abc import Iterator
+
+from django.db.models import Q
+
+from .judging.aggregate import verdict_counts
+from .judging.types import CRITERION, RULE, Verdict
+from .models import EvaluationResult, EvaluationRun
+from .selectors import TABLE_ORDER, final_answer
+
+EXPORT_CHUNK_ROWS = 1000
+EXPORT_COLUMNS = ("item", "attempt", "outcome", "passed", "criteria_passed", "criteria_total", "rules_passed",
+                  "rules_failed", "rules_failed_medium_low", "rules_not_assessed", "duration_ms", "answer")
+_EXPORT_FIELDS = ("pk", "item_name", "test_case_id", "attempt", "outcome", "passed", "criteria_scores",
+                  "rubric_scores", "duration_ms", "output")
+# What the keyset conditions read of the last row of a chunk.
+_ORDER_FIELDS = tuple(spec.lstrip("-") for spec in TABLE_ORDER)
+
+
+def _after(result: EvaluationResult, order: tuple[str, ...]) -> Q:
+    """Rows strictly after `result` in `order` (field names, "-" for descending): a keyset
+    condition, so finding a neighbour is one indexed query however deep in the run it is."""
+    condition = Q(pk__in=[])
+    equal = Q()
+    for spec in order:
+        name = spec.lstrip("-")
+        value = getattr(result, "pk" if name == "pk" else name)
+        later = f"{name}__lt" if spec.startswith("-") else f"{name}__gt"
+        condition |= equal & Q(**{later: value})
+        equal &= Q(**{name: value})
+    return condition
+
+
+def _reversed(order: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(spec[1:] if spec.startswith("-") else f"-{spec}" for spec in order)
+
+
+def result_neighbours(*, result: EvaluationResult) -> tuple[EvaluationResult | None, EvaluationResult | None]:
+    """(previous, next) finished results of the result's run in the run page's table order (failed
+    first, then test set order); None at either end."""
+    results = EvaluationResult.objects.filter(run_id=result.run_id).done().only(
+        "result_id", "item_name", "test_case_id", "attempt", "run_id", *_ORDER_FIELDS)
+    following = results.filter(_after(result, TABLE_ORDER)).order_by(*TABLE_ORDER).first()
+    backwards = _reversed(TABLE_ORDER)
+    previous = results.filter(_after(result, backwards)).order_by(*backwards).first()
+    return previous, following
+
+
+def result_export_rows(*, run: EvaluationRun) -> Iterator[dict]:
+    """Every finished result of the run as an export row (EXPORT_COLUMNS), in the table's order,
+    read EXPORT_CHUNK_ROWS at a time by keyset: no offset scan, and no more than a chunk in memory."""
+    results = run.results.done().order_by(*TABLE_ORDER)
+    last = None
+    while True:
+        chunk = list((results.filter(_after(last, TABLE_ORDER)) if last is not None else results)
+                     .only(*_EXPORT_FIELDS, *_ORDER_FIELDS, "run_id")[:EXPORT_CHUNK_ROWS])
+        for result in chunk:
+            yield _export_row(result)
+        if len(chunk) < EXPORT_CHUNK_ROWS:
+            return
+        last = chunk[-1]
+
+
+def _export_row(result: EvaluationResult) -> dict:
+    criteria = verdict_counts(Verdict.list_from_json(result.criteria_scores, kind=CRITERION))
+    rules = verdict_counts(Verdict.list_from_json(result.rubric_scores, kind=RULE))
+    return {
+        "item": result.item_name or str(result.test_case_id),
+        "attempt": result.attempt,
+        "outcome": result.outcome,
+        "passed": result.passed,
+        "criteria_passed": criteria["passed"],
+        "criteria_total": sum(criteria.values()),
+        "rules_passed": rules["passed"],
+        # As the run page counts them: a failed high-severity rule fails the item, a failed medium or
+        # low one does not; both failed.
+        "rules_failed": rules["failed"] + rules["warned"],
+        "rules_failed_medium_low": rules["warned"],
+        "rules_not_assessed": rules["skipped"],
+        "duration_ms": result.duration_ms,
+        "answer": final_answer(result.output),
+    }
