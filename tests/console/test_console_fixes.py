@@ -4,6 +4,7 @@ on a result page, "Evaluate now" on a trace page, a launch form that offers only
 test sets and rubrics, and a run's results exported as CSV and JSON Lines."""
 
 import csv
+import html
 import io
 import json
 import re
@@ -65,7 +66,6 @@ def test_result_page_shows_tool_arguments_and_results_as_json(staff_client):
                                     {"passages": [{"title": "PTO Policy", "text": long_text}], "ok": True})
     page = staff_client.get(f"/console/results/{result.result_id}/").content.decode()
     blocks = re.findall(r"<pre>(.*?)</pre>", page, flags=re.S)
-    import html
     parsed = [json.loads(html.unescape(block)) for block in blocks]
     assert {"query": "what's the PTO policy", "top_k": 3} in parsed
     assert {"passages": [{"title": "PTO Policy", "text": long_text}], "ok": True} in parsed
@@ -208,7 +208,8 @@ def test_evaluate_now_on_an_unknown_trace_is_404(staff_client):
 def two_bots(db):
     mine, other = BotFactory(name="Mine"), BotFactory(name="Other")
     return {"mine": mine, "other": other,
-            "mine_set": SuiteFactory(agent=mine, name="Mine set"), "other_set": SuiteFactory(agent=other, name="Other set"),
+            "mine_set": SuiteFactory(agent=mine, name="Mine set"),
+            "other_set": SuiteFactory(agent=other, name="Other set"),
             "mine_rubric": RubricFactory(agent=mine, name="Mine rubric"),
             "other_rubric": RubricFactory(agent=other, name="Other rubric")}
 
