@@ -18,9 +18,10 @@
         Array.prototype.forEach.call(select.querySelectorAll("optgroup"), function (group) {
           group.hidden = !group.querySelector("option:not([hidden])");
         });
-        if (!select.value) {
+        // A select with no empty choice (the test set) falls to the bot's first one.
+        if (select.selectedIndex < 0) {
           var first = select.querySelector("option[data-bot]:not([hidden])");
-          if (first && select.required) { select.value = first.value; }
+          if (first) { select.value = first.value; }
         }
       });
     }
