@@ -1,6 +1,6 @@
 """Reads over one run's results beyond its table: a result's neighbours in the table's order (the
-result page's previous/next) and every result as export rows (CSV / JSON Lines), read in chunks so
-that a run of any size is exported in bounded memory."""
+result page's previous/next) and every result as export rows (CSV / JSON Lines), read through a
+chunked cursor so that a run of any size is exported in bounded memory."""
 
 from collections.abc import Iterator
 
@@ -14,9 +14,9 @@ from .selectors import TABLE_ORDER, final_answer
 EXPORT_CHUNK_ROWS = 1000
 EXPORT_COLUMNS = ("item", "attempt", "outcome", "passed", "criteria_passed", "criteria_total", "rules_passed",
                   "rules_failed", "rules_failed_medium_low", "rules_not_assessed", "duration_ms", "answer")
-_EXPORT_FIELDS = ("pk", "item_name", "test_case_id", "attempt", "outcome", "passed", "criteria_scores",
+_EXPORT_FIELDS = ("item_name", "test_case_id", "attempt", "outcome", "passed", "criteria_scores",
                   "rubric_scores", "duration_ms", "output")
-# What the keyset conditions read of the last row of a chunk.
+# What the keyset conditions read of a result.
 _ORDER_FIELDS = tuple(spec.lstrip("-") for spec in TABLE_ORDER)
 
 
@@ -50,28 +50,22 @@ def result_neighbours(*, result: EvaluationResult) -> tuple[EvaluationResult | N
 
 
 def result_export_rows(*, run: EvaluationRun) -> Iterator[dict]:
-    """Every finished result of the run as an export row (EXPORT_COLUMNS), in the table's order,
-    read EXPORT_CHUNK_ROWS at a time by keyset: no offset scan, and no more than a chunk in memory."""
-    results = run.results.done().order_by(*TABLE_ORDER)
-    last = None
-    while True:
-        chunk = list((results.filter(_after(last, TABLE_ORDER)) if last is not None else results)
-                     .only(*_EXPORT_FIELDS, *_ORDER_FIELDS, "run_id")[:EXPORT_CHUNK_ROWS])
-        for result in chunk:
-            yield _export_row(result)
-        if len(chunk) < EXPORT_CHUNK_ROWS:
-            return
-        last = chunk[-1]
+    """Every finished result of the run as an export row (EXPORT_COLUMNS), in the table's order:
+    one query read EXPORT_CHUNK_ROWS at a time (a server-side cursor on PostgreSQL), so memory stays
+    flat however many results the run has."""
+    rows = (run.results.done().order_by(*TABLE_ORDER).values(*_EXPORT_FIELDS)
+            .iterator(chunk_size=EXPORT_CHUNK_ROWS))
+    return (_export_row(values) for values in rows)
 
 
-def _export_row(result: EvaluationResult) -> dict:
-    criteria = verdict_counts(Verdict.list_from_json(result.criteria_scores, kind=CRITERION))
-    rules = verdict_counts(Verdict.list_from_json(result.rubric_scores, kind=RULE))
+def _export_row(values: dict) -> dict:
+    criteria = verdict_counts(Verdict.list_from_json(values["criteria_scores"], kind=CRITERION))
+    rules = verdict_counts(Verdict.list_from_json(values["rubric_scores"], kind=RULE))
     return {
-        "item": result.item_name or str(result.test_case_id),
-        "attempt": result.attempt,
-        "outcome": result.outcome,
-        "passed": result.passed,
+        "item": values["item_name"] or str(values["test_case_id"]),
+        "attempt": values["attempt"],
+        "outcome": values["outcome"],
+        "passed": values["passed"],
         "criteria_passed": criteria["passed"],
         "criteria_total": sum(criteria.values()),
         "rules_passed": rules["passed"],
@@ -80,6 +74,6 @@ def _export_row(result: EvaluationResult) -> dict:
         "rules_failed": rules["failed"] + rules["warned"],
         "rules_failed_medium_low": rules["warned"],
         "rules_not_assessed": rules["skipped"],
-        "duration_ms": result.duration_ms,
-        "answer": final_answer(result.output),
+        "duration_ms": values["duration_ms"],
+        "answer": final_answer(values["output"]),
     }
