@@ -4,8 +4,6 @@ chunked cursor so that a run of any size is exported in bounded memory."""
 
 from collections.abc import Iterator
 
-from django.db.models import Q
-
 from .judging.aggregate import verdict_counts
 from .judging.types import CRITERION, RULE, Verdict
 from .models import EvaluationResult, EvaluationRun
@@ -20,18 +18,20 @@ _EXPORT_FIELDS = ("item_name", "test_case_id", "attempt", "outcome", "passed", "
 _ORDER_FIELDS = tuple(spec.lstrip("-") for spec in TABLE_ORDER)
 
 
-def _after(result: EvaluationResult, order: tuple[str, ...]) -> Q:
-    """Rows strictly after `result` in `order` (field names, "-" for descending): a keyset
-    condition, so finding a neighbour is one indexed query however deep in the run it is."""
-    condition = Q(pk__in=[])
-    equal = Q()
-    for spec in order:
-        name = spec.lstrip("-")
-        value = getattr(result, "pk" if name == "pk" else name)
-        later = f"{name}__lt" if spec.startswith("-") else f"{name}__gt"
-        condition |= equal & Q(**{later: value})
-        equal &= Q(**{name: value})
-    return condition
+def _first_after(results, result: EvaluationResult, order: tuple[str, ...]) -> EvaluationResult | None:
+    """The first of `results` strictly after `result` in `order` (field names, "-" for descending).
+    A keyset read, one query per column at most, the deepest tie first (those rows come first):
+    each is a range scan of the index the order has (results_run_done_table for the table's), where
+    one query ORing the columns together reads a large run row by row."""
+    columns = [(spec.lstrip("-"), spec.startswith("-")) for spec in order]
+    for depth in reversed(range(len(columns))):
+        equal = {name: getattr(result, name) for name, _ in columns[:depth]}
+        name, descending = columns[depth]
+        later = {f"{name}__{'lt' if descending else 'gt'}": getattr(result, name)}
+        found = results.filter(**equal, **later).order_by(*order).first()
+        if found is not None:
+            return found
+    return None
 
 
 def _reversed(order: tuple[str, ...]) -> tuple[str, ...]:
@@ -43,10 +43,7 @@ def result_neighbours(*, result: EvaluationResult) -> tuple[EvaluationResult | N
     first, then test set order); None at either end."""
     results = EvaluationResult.objects.filter(run_id=result.run_id).done().only(
         "result_id", "item_name", "test_case_id", "attempt", "run_id", *_ORDER_FIELDS)
-    following = results.filter(_after(result, TABLE_ORDER)).order_by(*TABLE_ORDER).first()
-    backwards = _reversed(TABLE_ORDER)
-    previous = results.filter(_after(result, backwards)).order_by(*backwards).first()
-    return previous, following
+    return _first_after(results, result, _reversed(TABLE_ORDER)), _first_after(results, result, TABLE_ORDER)
 
 
 def result_export_rows(*, run: EvaluationRun) -> Iterator[dict]:
