@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, dashboard, queues, rag, runs, traces
+from .views import account, dashboard, exports, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
@@ -15,6 +15,7 @@ urlpatterns = [
     path("runs/<uuid:run_id>/live/", runs.run_live, name="run-live"),
     path("runs/<uuid:run_id>/cancel/", runs.run_cancel, name="run-cancel"),
     path("runs/<uuid:run_id>/rerun/", runs.run_rerun, name="run-rerun"),
+    path("runs/<uuid:run_id>/export.<str:fmt>", exports.run_export, name="run-export"),
     path("results/<uuid:result_id>/", runs.result_detail, name="result-detail"),
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("traces/", traces.trace_list, name="trace-list"),

@@ -12,6 +12,28 @@ from .judging.aggregate import SCOPES
 from .models import LABEL_MAX_LENGTH
 
 
+class OwnedSelect(forms.Select):
+    """A select whose options say which bot they belong to (data-bot), for the launch page's script."""
+
+    def __init__(self, *args, owners: dict[str, str], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.owners = owners
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        option = super().create_option(name, value, label, selected, index, subindex=subindex, attrs=attrs)
+        if str(value) in self.owners:
+            option["attrs"]["data-bot"] = self.owners[str(value)]
+        return option
+
+
+def _by_bot(rows, label) -> list:
+    """Choices grouped under their bot's name (what a browser without the script shows)."""
+    groups: dict[str, list] = {}
+    for row in rows:
+        groups.setdefault(f"{row.agent.name} ({row.agent.agent_id})", []).append((str(row.pk), label(row)))
+    return list(groups.items())
+
+
 class RunLaunchForm(forms.Form):
     """The form that launches a run through the run service, shared by the console and the admin:
     bots, test sets and rubrics are picked by name, never typed as ids. The admin's form adds the
@@ -35,10 +57,32 @@ class RunLaunchForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["agent_id"].choices = [(b.agent_id, f"{b.name} ({b.adapter})")
                                            for b in Bot.objects.order_by("name")]
-        self.fields["test_set_id"].choices = [("", "—")] * (not self.fields["test_set_id"].required) + [
-            (str(t.pk), f"{t.name} (v{t.current_version})") for t in TestSet.objects.order_by("name")]
-        self.fields["rubric_id"].choices = [("", "no rubric")] + [
-            (str(r.pk), f"{r.name} (v{r.current_version})") for r in Rubric.objects.order_by("name")]
+        test_sets = list(TestSet.objects.of_bot().order_by("agent__name", "name"))
+        rubrics = list(Rubric.objects.of_bot().order_by("agent__name", "name"))
+        # Which bot each test set and rubric belongs to: the form refuses another bot's (clean), and
+        # the page's script (static/console/launch.js) shows only the chosen bot's options.
+        self.owners = {"test_set_id": {str(t.pk): t.agent for t in test_sets},
+                       "rubric_id": {str(r.pk): r.agent for r in rubrics}}
+        self.fields["test_set_id"].choices = [("", "—")] * (not self.fields["test_set_id"].required) + _by_bot(
+            test_sets, lambda t: f"{t.name} (v{t.current_version})")
+        self.fields["rubric_id"].choices = [("", "no rubric")] + _by_bot(
+            rubrics, lambda r: f"{r.name} (v{r.current_version})")
+        for name, owners in self.owners.items():
+            self.fields[name].widget = OwnedSelect(owners={pk: bot.agent_id for pk, bot in owners.items()})
+            self.fields[name].widget.choices = self.fields[name].choices
+
+    def clean(self):
+        """A test set or rubric of another bot is refused: its items and rules were written for that
+        bot's tools and knowledge, so the run's verdicts would say nothing about this one."""
+        cleaned = super().clean()
+        agent_id = cleaned.get("agent_id")
+        for name, what in (("test_set_id", "test set"), ("rubric_id", "rubric")):
+            chosen = cleaned.get(name)
+            owner = self.owners[name].get(str(chosen)) if chosen else None
+            if agent_id and owner is not None and owner.agent_id != agent_id:
+                self.add_error(name, f"This {what} belongs to the bot “{owner.name}”, not to the bot chosen "
+                                     f"above: choose one of that bot's {what}s, or the bot “{owner.name}”.")
+        return cleaned
 
     def launch(self, *, user):
         """The new run, or None with the service's refusal added to the form's errors."""

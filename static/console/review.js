@@ -36,7 +36,8 @@
     });
     select(0);
     document.addEventListener("keydown", function (event) {
-      if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      // Readers get no save button (they cannot review): nothing for the keys to submit.
+      if ((event.ctrlKey || event.metaKey) && event.key === "Enter" && document.getElementById("review-save")) {
         event.preventDefault();
         form.requestSubmit ? form.requestSubmit() : form.submit();
         return;

@@ -147,8 +147,10 @@ def test_admin_and_console_launch_forms_share_the_choices():
     assert isinstance(admin_form, RunLaunchForm)
     for form in (admin_form, console_form):
         assert dict(form.fields["agent_id"].choices)[test_set.agent.agent_id] == f"{test_set.agent.name} (demo)"
-        assert dict(form.fields["test_set_id"].choices)[str(test_set.pk)] == "Onboarding (v1)"
-        assert dict(form.fields["rubric_id"].choices)[str(rubric.pk)] == "Tone (v1)"
+        # Grouped under their bot (the launch form offers only the chosen bot's).
+        bot_group = f"{test_set.agent.name} ({test_set.agent.agent_id})"
+        assert dict(dict(form.fields["test_set_id"].choices)[bot_group])[str(test_set.pk)] == "Onboarding (v1)"
+        assert dict(dict(form.fields["rubric_id"].choices)[bot_group])[str(rubric.pk)] == "Tone (v1)"
     assert dict(admin_form.fields["dataset_id"].choices)[str(dataset.pk)] == "Old questions"
     assert console_form.fields["test_set_id"].required and not admin_form.fields["test_set_id"].required
 
@@ -156,7 +158,7 @@ def test_admin_and_console_launch_forms_share_the_choices():
 def test_admin_launch_page_offers_choices_and_launches(admin_client):
     test_set = SuiteFactory(name="Onboarding")
     page = admin_client.get("/admin/runs/evaluationrun/launch/").content.decode()
-    assert f'<option value="{test_set.pk}">Onboarding (v1)</option>' in page
+    assert f'<option value="{test_set.pk}" data-bot="{test_set.agent.agent_id}">Onboarding (v1)</option>' in page
     assert f'<option value="{test_set.agent.agent_id}">' in page
     assert 'name="agent_id" maxlength' not in page
 

@@ -43,9 +43,11 @@ def test_launch_from_the_admin_then_drill_down(admin_client, plan_choices, djang
 
 
 def test_launch_form_shows_service_errors(admin_client, plan_choices):
-    BotFactory(agent_id="b" * 24)  # offered by the form; the plan's bot source does not know it
+    bot = BotFactory(agent_id="b" * 24)  # offered by the form; the plan's bot source does not know it
+    # A test set of that bot: the form refuses another bot's before the service is asked.
+    own_test_set = SuiteFactory(agent=bot)
     response = admin_client.post("/admin/runs/evaluationrun/launch/", {"agent_id": "b" * 24,
-                                                                       "test_set_id": str(PLAN_TEST_SET), "concurrency": 3})
+                                                                       "test_set_id": str(own_test_set.pk), "concurrency": 3})
     assert response.status_code == 200 and b"No bot with agent_id" in response.content
     assert EvaluationRun.objects.count() == 0
 

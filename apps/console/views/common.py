@@ -1,17 +1,44 @@
 """What every console view module needs: the same refusals the API gives, in the console's terms."""
 
-from django.http import Http404, HttpResponseForbidden
+from django.http import Http404
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.core.errors import NotFoundError
 from apps.core.permissions import scopes_of
 
+from ..context import console_context
+
+# What each scope lets a person do in the console, for the page that refuses them.
+SCOPE_ACTIONS = {
+    "evaluate": "launch, cancel or re-run evaluation runs and evaluate traces",
+    "configure": "review verdicts and manage review queues",
+    "admin": "change evalsite's configuration",
+}
+
 
 def lacks_scope(request, scope: str):
     """The console refuses what the API would refuse the same user (apps.core.permissions): a 403
-    to return, or None when the user holds the scope."""
+    page in the console's layout, with a way back, to return; or None when the user holds the scope."""
     if scope in scopes_of(request):
         return None
-    return HttpResponseForbidden(f"Your account lacks the '{scope}' scope.")
+    return forbidden(request, scope)
+
+
+def _way_back(request) -> str:
+    """The page the user came from when it is one of ours (and not this one), else the dashboard."""
+    referer = request.headers.get("referer", "")
+    if referer and referer != request.build_absolute_uri() and url_has_allowed_host_and_scheme(
+            referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+        return referer
+    return reverse("console:dashboard")
+
+
+def forbidden(request, scope: str):
+    return render(request, "console/forbidden.html", console_context(
+        request, title="Not allowed", scope=scope, action=SCOPE_ACTIONS.get(scope, ""), back_url=_way_back(request)),
+        status=403)
 
 
 def found_or_404(read, /, *args, **kwargs):

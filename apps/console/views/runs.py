@@ -26,6 +26,7 @@ from apps.runs import selectors, services, sources
 from apps.runs.forms import RunLaunchForm
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationRun
+from apps.runs.result_selectors import result_neighbours
 from apps.runs.reviews import human_outcome, in_force, reviewed_verdicts
 from apps.runs.stats import VERDICT_WORDS
 
@@ -239,6 +240,7 @@ def result_detail(request, result_id):
         rule["definition"] = definitions.get(rule["rule_id"])
         rule["flagged"] = rule["anchor"] in flagged
     conversation = (result.output or {}).get("messages") or []
+    previous_result, next_result = result_neighbours(result=result)
     return render(request, "console/result_detail.html", console_context(
         request, title=result.item_name or str(result.test_case_id), result=result, run=run,
         item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
@@ -247,6 +249,7 @@ def result_detail(request, result_id):
         failures=failures, warnings=warnings,
         human_outcome=human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores, latest=latest),
         correctness=(result.scores or {}).get("correctness"),
+        previous_result=previous_result, next_result=next_result,
         admin_url=reverse("admin:runs_evaluationresult_change", args=[result.pk])))
 
 

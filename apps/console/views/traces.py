@@ -1,19 +1,23 @@
 """The console's trace pages: the list (search, filters, keyset pages) and one session's timeline."""
 
 from django import forms
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_http_methods
 
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_list
+from apps.agentic.services import evaluation_create_for_session
+from apps.core.errors import DomainError
 from apps.traces.models import AgentTrace
 from apps.traces.selectors import trace_find
 
 from .. import selectors
 from ..context import console_context
+from .common import lacks_scope
 
 
 class TraceFilterForm(forms.Form):
@@ -61,13 +65,18 @@ def trace_list(request):
 
 
 @login_required
-@require_GET
+@require_http_methods(["GET", "HEAD", "POST"])
 def trace_page(request, session_id):
     """The session as a timeline (query, intent, each tool call with its timing, final answer) and
-    the evaluations of it."""
+    the evaluations of it. A POST is "Evaluate now": the page's own address, because a session id
+    may hold slashes and so could swallow any path put after it."""
     trace = trace_find(session_id=session_id)
     if trace is None:
         raise Http404(f"No trace found for session {session_id}")
+    if request.method == "POST":
+        if denied := lacks_scope(request, "evaluate"):
+            return denied
+        return _evaluate_now(request, trace)
     calls = list(trace.tool_calls.all())
     for call in calls:
         call.offset_ms = (call.timestamp - trace.start_time).total_seconds() * 1000 if call.timestamp else None
@@ -75,3 +84,22 @@ def trace_page(request, session_id):
         request, title=f"Trace {trace.session_id}", trace=trace, calls=calls,
         evaluations=evaluation_list(session_id=trace.session_id),
         admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk])))
+
+
+def _evaluate_now(request, trace):
+    """The agentic evaluation the API's evaluate/session runs, with the configured judge. An
+    identical earlier verdict (same judge, same trace content) is kept rather than stored twice."""
+    try:
+        outcome = evaluation_create_for_session(session_id=trace.session_id)
+    except DomainError as exc:
+        messages.error(request, f"Not evaluated: {exc.detail}")
+    else:
+        evaluation = outcome.evaluation
+        if outcome.reused:
+            messages.info(request, f"Already evaluated by {evaluation.judge} with this trace as it is now: that "
+                                   f"evaluation stands ({evaluation.rating or 'not rated'}).")
+        else:
+            overall = "—" if evaluation.overall_score is None else f"{evaluation.overall_score:.2f}"
+            messages.success(request, f"Evaluated by {evaluation.judge}: {evaluation.rating or 'not rated'}, "
+                                      f"overall {overall}.")
+    return redirect(reverse("console:trace", args=[trace.session_id]) + "#evaluations")
