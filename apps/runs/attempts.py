@@ -170,6 +170,8 @@ def item_rows(run: EvaluationRun, rows: list[dict]) -> list[dict]:
             "queue_label": f"{deciding['item_name'] or deciding['test_case_id']}, attempt {deciding['attempt']}",
             "attempts": [{"attempt": a["attempt"], "result_id": a["result_id"], "outcome": _outcome(a),
                           "reviews": a["reviews"], "human_passed": a["human_passed"]} for a in attempts],
+            # Attempts not finished (yet, or ever in a cancelled run): the verdict is over the others.
+            "unfinished": sorted(set(range(1, run.repeats + 1)) - {a["attempt"] for a in attempts}),
             "criteria_counts": _summed(a["criteria_counts"] for a in attempts),
             "rules_counts": _summed(a["rules_counts"] for a in attempts),
             "duration_ms": round(sum(durations) / len(durations)) if durations else None,

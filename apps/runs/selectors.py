@@ -203,6 +203,17 @@ def result_get(*, result_id) -> EvaluationResult:
     return result
 
 
+def result_attempt_list(*, result: EvaluationResult) -> list[dict]:
+    """The attempts of the result's item in its run (itself included), in attempt order, as
+    {"attempt", "result_id", "outcome"} (outcome None until done); empty for a run without repeats."""
+    if result.run.repeats <= 1:
+        return []
+    rows = (result.run.results.filter(test_case_id=result.test_case_id).order_by("attempt")
+            .values("attempt", "result_id", "outcome", "state"))
+    return [{"attempt": r["attempt"], "result_id": r["result_id"],
+             "outcome": r["outcome"] if r["state"] == EvaluationResult.State.DONE else None} for r in rows]
+
+
 def result_item_view(*, result: EvaluationResult) -> dict:
     """The test item (or V1 question) the result answered, as the result page shows it: what the bot
     was asked and what was expected of it, from the copy the run took when it was created."""

@@ -148,3 +148,25 @@ def test_queue_items_say_which_run_and_attempt_they_are(staff_client):
     assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", heading)).strip() == "run three each · attempt 2 of 3 · Sometimes answers"
     other = staff_client.get(f"/console/queues/{queue.pk}/items/{single.pk}/").content.decode()
     assert "attempt" not in re.search(r'<p class="run-of-result" id="review-run">(.*?)</p>', other, re.S).group(1)
+
+
+def test_an_item_still_running_shows_its_unfinished_attempts(staff_client):
+    run = repeated_run(status="running")
+    run.results.filter(item_name="Always answers", attempt=3).update(state="running", passed=None, outcome=None)
+    live = staff_client.get(f"/console/runs/{run.run_id}/live/?after=").json()
+    always = next(r for r in live["rows"] if ">Always answers<" in r)
+    assert re.findall(r'class="chip (\w+)"', always) == ["passed", "passed", "pending"]
+    assert 'title="attempt 3 of 3: not finished"' in always and "2/2" in always
+
+
+def test_an_attempts_result_page_names_its_run_and_links_its_sibling_attempts(staff_client):
+    run = repeated_run()
+    attempts = {r.attempt: r for r in run.results.filter(item_name="Sometimes answers")}
+    page = staff_client.get(f"/console/results/{attempts[2].result_id}/").content.decode()
+    line = re.search(r'<p id="result-attempt">(.*?)</p>', page, re.S).group(1)
+    assert "attempt 2 of 3" in re.sub(r"<[^>]+>", "", line)
+    for n, result in attempts.items():
+        assert f'href="/console/results/{result.result_id}/" title="attempt {n} of 3: {result.outcome}"' in line
+    assert line.count('aria-current="page"') == 1 and 'chip failed current' in line
+    single = EvaluationResultFactory()
+    assert 'id="result-attempt"' not in staff_client.get(f"/console/results/{single.result_id}/").content.decode()

@@ -250,6 +250,7 @@ def result_detail(request, result_id):
     return render(request, "console/result_detail.html", console_context(
         request, title=result.item_name or str(result.test_case_id), result=result, run=run,
         item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
+        attempts=selectors.result_attempt_list(result=result),
         messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
         criteria=criteria, rules=rules, reviews=reviews,
         failures=failures, warnings=warnings,
