@@ -150,6 +150,7 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
             f"the results table scrolls sideways at {width} px"
     browser.set_window_size(1440, 900)
     screenshot(browser, "2x-06-repeated-run", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-06-repeated-run-tablet", width=820)
     # The queue menu opens over the table, and a chip leads to its attempt's result.
     attempt_two = run.results.get(position=0, attempt=2)
@@ -170,8 +171,10 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     browser.get(f"{live_server.url}/console/queues/{queue.pk}/")
     assert "run three attempts each · attempt 2 of 3" in find(By.ID, "queue-items").text
     screenshot(browser, "2x-08-queue-items-run-and-attempt", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-08-queue-items-run-and-attempt-tablet", width=820)
     browser.get(f"{live_server.url}/console/queues/{queue.pk}/items/{queue.items.get().pk}/")
     assert find(By.ID, "review-run").text == "run three attempts each · attempt 2 of 3 · Sometimes answers the PTO question"
     screenshot(browser, "2x-09-queue-review-run-and-attempt", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-09-queue-review-run-and-attempt-tablet", width=820)
