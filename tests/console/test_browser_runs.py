@@ -178,3 +178,41 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     screenshot(browser, "2x-09-queue-review-run-and-attempt", width=1440)
     browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-09-queue-review-run-and-attempt-tablet", width=820)
+
+
+def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, live_server):
+    """While a run with repeats goes, the page polls its live view: an item's row is replaced (not
+    added again) when another of its attempts finishes, with that attempt's chip and the new verdict."""
+    from django.utils import timezone
+    from selenium.webdriver.common.by import By
+
+    from tests.console.browser import wait_for
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+
+    reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
+    run = EvaluationRunFactory(repeats=2, rubric_id=None, status=EvaluationRun.Status.RUNNING, total=4, completed=1)
+    EvaluationResultFactory(run=run, position=0, attempt=1, item_name="PTO accrual", finished_at=timezone.now(),
+                            criteria_scores=[criterion("Says 15 days", True)])
+    second = EvaluationResultFactory(run=run, position=0, attempt=2, item_name="PTO accrual", state="running",
+                                     criteria_scores=None, passed=None, outcome=None)
+    # Another item still going, so the run does not finish (a finished run's page reloads instead).
+    for attempt in (1, 2):
+        EvaluationResultFactory(run=run, position=1, attempt=attempt, item_name="Remote work", state="running",
+                                criteria_scores=None, passed=None, outcome=None)
+    log_in(browser, live_server, reviewer)
+    browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
+    browser.execute_script("window.__samePage = true;")
+
+    def chips():
+        rows = browser.find_elements(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
+        return [[c.get_attribute("class").split()[1] for c in r.find_elements(By.CSS_SELECTOR, ".chip")] for r in rows]
+
+    assert chips() == [["passed", "pending"]]
+    type(second).objects.filter(pk=second.pk).update(
+        state="done", passed=False, outcome="failed", criteria_passed=False, finished_at=timezone.now(),
+        criteria_scores=[criterion("Says 15 days", False)])
+    wait_for(lambda: chips() == [["passed", "failed"]], message="the item's row with its second attempt")
+    row = browser.find_element(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
+    assert "flaky" in row.text and "FAIL" in row.text
+    assert browser.find_element(By.ID, "shown-count").text == "1"
+    assert browser.execute_script("return window.__samePage === true"), "replaced in place, not by a reload"
