@@ -120,34 +120,40 @@ def attempt_order(sort: str) -> list:
     return [*_direction(sort, fields), "pk"]
 
 
-def _grouped_items(run: EvaluationRun, matching, *, passed: bool | None, outcome: str | None):
-    """Per item (position) with an attempt among `matching`, over all its finished attempts: the
-    count `n`, passed `ok`, failed `bad`, its name, type and mean duration; the item-level verdict
-    filter applied (passed: every attempt passed; not passed; unassessed: none failed, not all passed)."""
-    items = (run.results.done().filter(position__in=matching.order_by().values("position"))
-             .order_by().values("position")
-             .annotate(n=Count("pk"), ok=Count("pk", filter=Q(outcome=PASSED) | Q(outcome__isnull=True, passed=True)),
-                       bad=Count("pk", filter=Q(outcome=FAILED) | Q(outcome__isnull=True, passed=False)),
-                       name=Max("item_name"), kind=Max("item_type"), ms=Avg("duration_ms"))
-             .annotate(all_passed=Case(When(ok=F("n"), then=Value(1)), default=Value(0), output_field=IntegerField())))
-    if passed is True:
-        items = items.filter(ok=F("n"))
-    elif passed is False:
-        items = items.exclude(ok=F("n"))
-    if outcome == UNASSESSED:
-        items = items.filter(bad=0).exclude(ok=F("n"))
-    return items
-
-
 def item_order(sort: str) -> list:
     fields = {"position": ("position",), "item": ("name", "position"), "type": ("kind", "position"),
               "verdict": ("all_passed", "position"), "ms": ("ms", "position")}[sort.lstrip("-")]
     return _direction(sort, fields)
 
 
-def item_positions(run: EvaluationRun, matching, *, passed: bool | None, outcome: str | None, sort: str):
-    """The items the table shows (positions), in the order of `sort`, as a values queryset."""
-    return _grouped_items(run, matching, passed=passed, outcome=outcome).order_by(*item_order(sort))
+# What each sort needs besides the attempts' count and passes; the default reads only columns that
+# results_run_done_order holds (position, passed), so PostgreSQL groups the run in position order
+# from that index alone.
+_SORT_AGGREGATES = {"item": {"name": Max("item_name")}, "type": {"kind": Max("item_type")},
+                    "ms": {"ms": Avg("duration_ms")}}
+
+
+def item_positions(results, *, passed: bool | None, outcome: str | None, sort: str) -> list[int]:
+    """The positions of the items the run page's table shows, in the order of `sort`: the items
+    with an attempt among `results` (finished attempts, every attempt of each item they hold),
+    under the item-level verdict filter (passed: every attempt passed; not passed; unassessed: none
+    failed, not all passed). One grouped query; its list is what the table pages through (a short
+    list of ints, so its length is the count without a second pass over the run)."""
+    key = sort.lstrip("-")
+    aggregates = {"n": Count("pk"), "ok": Count("pk", filter=Q(passed=True)), **_SORT_AGGREGATES.get(key, {})}
+    if outcome == UNASSESSED:
+        aggregates["bad"] = Count("pk", filter=Q(outcome=FAILED) | Q(outcome__isnull=True, passed=False))
+    items = results.order_by().values("position").annotate(**aggregates)
+    if key == "verdict":
+        items = items.annotate(all_passed=Case(When(ok=F("n"), then=Value(1)), default=Value(0),
+                                               output_field=IntegerField()))
+    if passed is True:
+        items = items.filter(ok=F("n"))
+    elif passed is False:
+        items = items.exclude(ok=F("n"))
+    if outcome == UNASSESSED:
+        items = items.filter(bad=0).exclude(ok=F("n"))
+    return list(items.order_by(*item_order(sort)).values_list("position", flat=True))
 
 
 def item_rows(run: EvaluationRun, rows: list[dict]) -> list[dict]:

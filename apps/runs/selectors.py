@@ -375,12 +375,18 @@ def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int
 
 
 def _item_table_page(*, run: EvaluationRun, reviews, number, per_page: int, sort: str | None, **filters) -> Page:
-    """A repeated run's table: one row per item, its attempts nested; counted and paged by item."""
+    """A repeated run's table: one row per item, its attempts nested; counted and paged by item.
+    The item's own filters (name, type, tags, priority) hold for all its attempts alike, so they
+    filter the attempts directly; a failed rule's severity picks the items some attempt of which
+    failed one."""
     verdict, rest = _item_filters(filters)
-    matching = results_filtered(run=run, **rest)
-    items = attempts.item_positions(run, matching, sort=attempts.sort_param(sort), **verdict)
-    page = Paginator(items, per_page).get_page(number)
-    page.object_list = _item_table_rows(run, [row["position"] for row in page.object_list], reviews)
+    severity = rest.pop("failed_severity", None)
+    results = results_filtered(run=run, **rest)
+    if severity:
+        results = results.filter(position__in=results.filter(HasFailedRule(severity)).order_by().values("position"))
+    positions = attempts.item_positions(results, sort=attempts.sort_param(sort), **verdict)
+    page = Paginator(positions, per_page).get_page(number)
+    page.object_list = _item_table_rows(run, list(page.object_list), reviews)
     return page
 
 

@@ -170,3 +170,26 @@ def test_an_attempts_result_page_names_its_run_and_links_its_sibling_attempts(st
     assert line.count('aria-current="page"') == 1 and 'chip failed current' in line
     single = EvaluationResultFactory()
     assert 'id="result-attempt"' not in staff_client.get(f"/console/results/{single.result_id}/").content.decode()
+
+
+def test_a_repeated_runs_page_reads_a_fixed_number_of_queries_whatever_its_size(staff_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    ReviewQueueFactory(kind=QueueKind.RUN_RESULT)
+    EvaluationRunFactory(repeats=3)  # so that both runs below have a previous run to compare with
+    counts = []
+    for items in (2, 60):
+        run = EvaluationRunFactory(repeats=3)
+        for position in range(items):
+            for attempt in (1, 2, 3):
+                EvaluationResultFactory(run=run, position=position, attempt=attempt,
+                                        criteria_scores=[criterion("Answers", attempt != 2 or position % 2 == 0)])
+        staff_client.get(f"/console/runs/{run.run_id}/")  # the session's and the run's first reads aside
+        with CaptureQueriesContext(connection) as captured:
+            page = staff_client.get(f"/console/runs/{run.run_id}/")
+        assert page.status_code == 200
+        counts.append(len(captured))
+    # A page of 50 items (150 attempts) reads no more than one of 2 items: the items' positions are
+    # one grouped query, the page's attempts another.
+    assert counts[0] == counts[1], counts
