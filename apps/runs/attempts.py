@@ -11,6 +11,7 @@ failed is what failed the item, and `passed = criteria_passed AND rubric_passed`
 An item is a position of the run (its attempts share it), so items are paged by position in the
 database and only the page's attempts are read."""
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import groupby
 
@@ -55,7 +56,7 @@ def _position(attempt) -> int:
     return attempt["position"] if isinstance(attempt, dict) else attempt.position
 
 
-def group_by_item(attempts) -> list[ItemAttempts]:
+def group_by_item(attempts) -> Iterator[ItemAttempts]:
     """Attempts ordered by position then attempt, as one ItemAttempts per item (lazily over an
     iterator, so a streamed list is grouped as it is read)."""
     return (ItemAttempts(list(rows)) for _, rows in groupby(attempts, key=_position))
@@ -105,24 +106,24 @@ def sort_param(value: str | None) -> str:
     """The sort named in the query string if it is one of SORTS (optionally "-" for descending),
     else the default: a typed-over link shows the table in its usual order, not an error."""
     value = (value or "").strip()
-    return value if value.lstrip("-") in SORTS else DEFAULT_SORT
+    return value if value.removeprefix("-") in SORTS else DEFAULT_SORT
 
 
 def _direction(sort: str, fields: tuple) -> list:
     descending = sort.startswith("-")
-    return [(F(f).desc() if descending else F(f).asc()) if isinstance(f, str) else f for f in fields]
+    return [F(f).desc() if descending else F(f).asc() for f in fields]
 
 
 def attempt_order(sort: str) -> list:
     """order_by() of finished results (one per item: a run without repeats) for a sort."""
     fields = {"position": ("position",), "item": ("item_name", "position"), "type": ("item_type", "position"),
-              "verdict": ("passed", "position"), "ms": ("duration_ms", "position")}[sort.lstrip("-")]
+              "verdict": ("passed", "position"), "ms": ("duration_ms", "position")}[sort.removeprefix("-")]
     return [*_direction(sort, fields), "pk"]
 
 
 def item_order(sort: str) -> list:
     fields = {"position": ("position",), "item": ("name", "position"), "type": ("kind", "position"),
-              "verdict": ("all_passed", "position"), "ms": ("ms", "position")}[sort.lstrip("-")]
+              "verdict": ("all_passed", "position"), "ms": ("ms", "position")}[sort.removeprefix("-")]
     return _direction(sort, fields)
 
 
@@ -139,7 +140,7 @@ def item_positions(results, *, passed: bool | None, outcome: str | None, sort: s
     under the item-level verdict filter (passed: every attempt passed; not passed; unassessed: none
     failed, not all passed). One grouped query; its list is what the table pages through (a short
     list of ints, so its length is the count without a second pass over the run)."""
-    key = sort.lstrip("-")
+    key = sort.removeprefix("-")
     aggregates = {"n": Count("pk"), "ok": Count("pk", filter=Q(passed=True)), **_SORT_AGGREGATES.get(key, {})}
     if outcome == UNASSESSED:
         aggregates["bad"] = Count("pk", filter=Q(outcome=FAILED) | Q(outcome__isnull=True, passed=False))
