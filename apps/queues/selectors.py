@@ -30,8 +30,12 @@ def queue_get(*, queue_id) -> ReviewQueue:
 def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
     # What names the target in a list, read in the same query: a run result's item name, an agentic
     # evaluation's session, a RAG evaluation's question (out of its payload, by the database).
+    # A run result also says which run and which attempt it is: its item name alone does not tell
+    # two runs of one test set, or the attempts of a run with repeats, apart.
     items = queue.items.select_related("assigned_to", "reviewed_by", "queue").annotate(
-        result_uuid=F("result__result_id"),
+        result_uuid=F("result__result_id"), result_attempt=F("result__attempt"),
+        run_uuid=F("result__run__run_id"), run_label=F("result__run__label"),
+        run_created_at=F("result__run__created_at"), run_repeats=F("result__run__repeats"),
         target_label=Coalesce(F("result__item_name"), F("agent_evaluation__session_id"),
                               KeyTextTransform("question", "rag_evaluation__payload"), Value(""),
                               output_field=TextField()))

@@ -38,9 +38,10 @@ class ResultInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["position", "item_name", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms", "error"]
+    fields = ["position", "attempt", "item_name", "item_type", "verdict", "criteria_passed", "rubric_passed",
+              "duration_ms", "error"]
     readonly_fields = fields
-    ordering = ["passed", "position"]
+    ordering = ["passed", "position", "attempt"]
 
     def has_add_permission(self, request, obj=None):
         return False
@@ -82,7 +83,8 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     actions = ["cancel_runs"]
     readonly_fields = ["run_id", "agent_id", "status", "progress", "pass_rate_display", "error", "test_set_id",
                        "test_set_version", "dataset_id", "rubric_id", "rubric_version", "concurrency",
-                       "component_scope_filter", "component_ids_filter", "component_scores_display", "criteria_passed",
+                       "repeats", "component_scope_filter", "component_ids_filter", "component_scores_display",
+                       "criteria_passed",
                        "criteria_total", "rubric_rules_passed", "rubric_rules_total", "bot_llm_provider",
                        "bot_llm_model", "judge", "created_by", "created_at", "started_at", "completed_at"]
     fields = readonly_fields
@@ -172,9 +174,15 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     list_select_related = ["run"]
     search_fields = ["item_name", "run__run_id", "test_case_id"]
     fields = ["run_link", "test_case_id", "item_name", "item_type", "verdict", "error", "transcript",
-              "criteria_table", "rubric_table", "scores_pretty", "duration_ms", "langsmith_run_id", "attempts",
-              "state", "created_at", "finished_at"]
+              "criteria_table", "rubric_table", "scores_pretty", "duration_ms", "langsmith_run_id", "attempt",
+              "executions", "state", "created_at", "finished_at"]
     readonly_fields = fields
+
+    # The model's `attempts` counts executions of this one row (a worker that died and was retried);
+    # `attempt` is which of the run's repeats it is. Two words for two things.
+    @admin.display(description="executions (retries included)")
+    def executions(self, obj):
+        return obj.attempts
 
     @admin.display(description="run")
     def run_link(self, obj):

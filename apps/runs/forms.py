@@ -46,10 +46,11 @@ class RunLaunchForm(forms.Form):
     label = forms.CharField(max_length=LABEL_MAX_LENGTH, required=False, widget=forms.TextInput(attrs={"size": 50}),
                             help_text="Optional: what to call this run, e.g. “after removing the PTO doc”.")
     concurrency = forms.IntegerField(min_value=1, max_value=services.MAX_CONCURRENCY, initial=3)
-    repeats = forms.IntegerField(label="Attempts per item", min_value=1, max_value=services.MAX_REPEATS, initial=1,
+    repeats = forms.IntegerField(label="Repeats", min_value=1, max_value=services.MAX_REPEATS, initial=1,
                                  required=False,
-                                 help_text="Run every item this many times to see which verdicts are flaky; "
-                                           "an item passes only if every attempt passes.")
+                                 help_text="How many times every item runs (each run an attempt), to see which "
+                                           "verdicts are flaky; an item passes only if every attempt passes. "
+                                           "Blank: 1.")
     component_scope_filter = forms.ChoiceField(label="Component scope", required=False,
                                                choices=[("", "all scopes")] + [(s, s) for s in SCOPES])
 

@@ -9,6 +9,7 @@ from apps.bots.models import Bot
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
 
+from . import attempts
 from . import comparison as pairing
 from .aggregates import CACHE_PREFIX, CACHE_SECONDS, LIVE_OVERLAP, RunDigest, run_digest, run_digests
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
@@ -151,6 +152,7 @@ def run_trial_figures(*, run: EvaluationRun) -> dict:
         "pass_hat_k": _share(figures["items_passed_all"], figures["items_done"]),
         "pass_at_k": _share(figures["items_passed_any"], figures["items_done"]),
         "flaky_items": figures["flaky_items"], "items_judged": figures["items_done"],
+        "items_passed_all": figures["items_passed_all"], "items_passed_any": figures["items_passed_any"],
     }
 
 
@@ -205,6 +207,10 @@ def result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed: bool
     return list(results), len(ids) > limit
 
 
+item_result_page = attempts.item_result_page
+item_result_list = attempts.item_result_list
+
+
 def run_live_component_scores(*, run: EvaluationRun, digest: RunDigest | None = None) -> dict | None:
     """component_scores of a run still in progress, from the verdicts so far."""
     if not run.rubric_id:
@@ -219,6 +225,17 @@ def result_get(*, result_id) -> EvaluationResult:
     if result is None:
         raise NotFoundError(f"No result {result_id}")
     return result
+
+
+def result_attempt_list(*, result: EvaluationResult) -> list[dict]:
+    """The attempts of the result's item in its run (itself included), in attempt order, as
+    {"attempt", "result_id", "outcome"} (outcome None until done); empty for a run without repeats."""
+    if result.run.repeats <= 1:
+        return []
+    rows = (result.run.results.filter(test_case_id=result.test_case_id).order_by("attempt")
+            .values("attempt", "result_id", "outcome", "state"))
+    return [{"attempt": r["attempt"], "result_id": r["result_id"],
+             "outcome": r["outcome"] if r["state"] == EvaluationResult.State.DONE else None} for r in rows]
 
 
 def result_item_view(*, result: EvaluationResult) -> dict:
@@ -357,22 +374,12 @@ def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
     return rows
 
 
-def _with_flaky(run: EvaluationRun, rows: list[dict]) -> list[dict]:
-    """Rows marked `flaky` where their item's attempts disagree (one passed, another failed): one
-    query over the rows' items, only for a run with repeats."""
-    if run.repeats > 1 and rows:
-        flaky = set(run.results.done().filter(test_case_id__in={r["test_case_id"] for r in rows}).flaky_cases()
-                    .values_list("test_case_id", flat=True))
-        for row in rows:
-            row["flaky"] = row["test_case_id"] in flaky
-    return rows
-
-
 def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome: str | None = None,
                      item_type: str | None = None, q: str | None = None, tag: str | None = None,
-                     priority: str | None = None, failed_severity: str | None = None):
-    """The run page's table: finished results under its filters, failed first, then in test set
-    order; filtered and ordered by the database (jsonfilters for the JSON columns)."""
+                     priority: str | None = None, failed_severity: str | None = None, sort: str | None = None):
+    """The run page's table: finished results under its filters, in the order of `sort`
+    (attempts.sort_param; by default failed first, then test set order); filtered and ordered by
+    the database (jsonfilters for the JSON columns)."""
     results = run.results.done()
     if passed is not None:
         results = results.filter(passed=passed)
@@ -388,7 +395,8 @@ def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome:
         results = results.filter(item__priority=priority)
     if failed_severity:
         results = results.filter(HasFailedRule(failed_severity))
-    return results.order_by(*TABLE_ORDER)
+    sort = attempts.sort_param(sort)
+    return results.order_by(*(TABLE_ORDER if sort == attempts.DEFAULT_SORT else attempts.attempt_order(sort)))
 
 
 def _counted_by_digest(filters: dict) -> bool:
@@ -396,12 +404,46 @@ def _counted_by_digest(filters: dict) -> bool:
     return not any(filters.get(name) for name in ("q", "tag", "failed_severity"))
 
 
+def _item_filters(filters: dict) -> tuple[dict, dict]:
+    """A repeated run's table filters split: the item's verdict (over all its attempts), and the
+    rest, which select the items some attempt of which matches (all but failed_severity are the
+    item's own: its name, type, tags and priority)."""
+    verdict = {"passed": filters.get("passed"), "outcome": filters.get("outcome")}
+    return verdict, {k: v for k, v in filters.items() if k not in verdict}
+
+
+def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+    """One row per item (attempts.item_rows) for these positions, in their order."""
+    values = run.results.done().filter(position__in=positions).order_by("position", "attempt").values(*TABLE_FIELDS)
+    rows = {row["position"]: row for row in attempts.item_rows(run, result_rows(values, reviews))}
+    return [rows[p] for p in positions if p in rows]
+
+
+def _item_table_page(*, run: EvaluationRun, reviews, number, per_page: int, sort: str | None, **filters) -> Page:
+    """A repeated run's table: one row per item, its attempts nested; counted and paged by item.
+    The item's own filters (name, type, tags, priority) hold for all its attempts alike, so they
+    filter the attempts directly; a failed rule's severity picks the items some attempt of which
+    failed one."""
+    verdict, rest = _item_filters(filters)
+    severity = rest.pop("failed_severity", None)
+    results = results_filtered(run=run, **rest)
+    if severity:
+        results = results.filter(position__in=results.filter(HasFailedRule(severity)).order_by().values("position"))
+    positions = attempts.item_positions(results, sort=attempts.sort_param(sort), **verdict)
+    page = Paginator(positions, per_page).get_page(number)
+    page.object_list = _item_table_rows(run, list(page.object_list), reviews)
+    return page
+
+
 def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[int, list[VerdictReview]],
-                      number=None, per_page: int = RESULTS_PER_PAGE, **filters) -> Page:
-    """One page of the run page's table (results_filtered) as rows (result_rows). The count comes
-    from the digest where its columns suffice; the page's ids are found first and only its rows
-    are read (an index-only scan of results_run_done_table on PostgreSQL, however deep the page)."""
-    results = results_filtered(run=run, **filters)
+                      number=None, per_page: int = RESULTS_PER_PAGE, sort: str | None = None, **filters) -> Page:
+    """One page of the run page's table (results_filtered) as rows (result_rows); for a run with
+    repeats, one row per item (attempts.item_rows). The count comes from the digest where its
+    columns suffice; the page's ids are found first and only its rows are read (an index-only scan
+    of results_run_done_table on PostgreSQL, however deep the page)."""
+    if run.repeats > 1:
+        return _item_table_page(run=run, reviews=reviews, number=number, per_page=per_page, sort=sort, **filters)
+    results = results_filtered(run=run, sort=sort, **filters)
     paginator = Paginator(results, per_page)
     # Paginator.count is a cached property: set, it is never asked of the database.
     paginator.count = (digest.results_matching(**{k: filters.get(k) for k in ("passed", "outcome", "item_type",
@@ -411,8 +453,8 @@ def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[in
     values = []
     if paginator.count:
         ids = results.values("pk")[page.start_index() - 1:page.end_index()]
-        values = EvaluationResult.objects.filter(pk__in=ids).order_by(*TABLE_ORDER).values(*TABLE_FIELDS)
-    page.object_list = _with_flaky(run, result_rows(values, reviews))
+        values = EvaluationResult.objects.filter(pk__in=ids).order_by(*results.query.order_by).values(*TABLE_FIELDS)
+    page.object_list = result_rows(values, reviews)
     return page
 
 
@@ -422,11 +464,20 @@ def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[Verdic
     may not have, under its filters: the first `limit` in the table's order. Results finish out of
     order across workers, and one written a moment before the cursor may commit after it was read,
     so a short overlap is sent again; pages drop rows they have. Reads only what finished since
-    (results_run_finished on PostgreSQL)."""
+    (results_run_finished on PostgreSQL). For a run with repeats, the rows of the items an attempt
+    of which finished since, each with all its attempts so far (the page replaces its old row)."""
+    if run.repeats > 1:
+        verdict, rest = _item_filters(filters)
+        fresh = results_filtered(run=run, **rest)
+        if after is not None:
+            fresh = fresh.filter(finished_at__gt=after - LIVE_OVERLAP)
+        positions = sorted(set(fresh.order_by("position").values_list("position", flat=True).distinct()[:limit]))
+        return [row for row in _item_table_rows(run, positions, reviews)
+                if attempts.item_outcome_matches(row, **verdict)]
     results = results_filtered(run=run, **filters)
     if after is not None:
         results = results.filter(finished_at__gt=after - LIVE_OVERLAP)
-    return _with_flaky(run, result_rows(results.values(*TABLE_FIELDS)[:limit], reviews))
+    return result_rows(results.values(*TABLE_FIELDS)[:limit], reviews)
 
 
 def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictReview]]) -> dict:

@@ -9,15 +9,21 @@
     body.innerHTML = html.trim();
     return body.firstElementChild;
   }
+  // A row is keyed by its result, or by its item in a run with repeats: a later attempt of an item
+  // replaces the item's row (its verdict and chips), and sorts it again.
   function insertRow(tbody, row) {
-    var id = row.getAttribute("data-result-id");
-    if (tbody.querySelector('tr[data-result-id="' + id + '"]')) { return; }
+    var key = row.getAttribute("data-row-key");
+    var old = tbody.querySelector('tr[data-row-key="' + key + '"]');
+    if (old) {
+      if (key.indexOf("item-") !== 0) { return; }
+      old.remove();
+    }
     var empty = tbody.querySelector("tr.no-rows");
     if (empty) { empty.remove(); }
-    var key = row.getAttribute("data-sort-key");
+    var sortKey = row.getAttribute("data-sort-key");
     var rows = tbody.querySelectorAll("tr[data-sort-key]");
     for (var i = 0; i < rows.length; i++) {
-      if (rows[i].getAttribute("data-sort-key") > key) { tbody.insertBefore(row, rows[i]); return; }
+      if (rows[i].getAttribute("data-sort-key") > sortKey) { tbody.insertBefore(row, rows[i]); return; }
     }
     tbody.appendChild(row);
   }
@@ -55,7 +61,7 @@
           }
           if (liveRows && tbody) {
             run.rows.forEach(function (html) { insertRow(tbody, rowFrom(html)); });
-            if (shown) { shown.textContent = tbody.querySelectorAll("tr[data-result-id]").length; }
+            if (shown) { shown.textContent = tbody.querySelectorAll("tr[data-row-key]").length; }
           }
           cursor = run.cursor || cursor;
           window.setTimeout(poll, 1500);

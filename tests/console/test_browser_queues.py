@@ -157,6 +157,12 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     submit_and_wait_for_new_page(browser, find(By.NAME, "password"), "review-pass-1")
     first_row = find(By.CSS_SELECTOR, "#results-table tbody tr[data-result-id]")
     target = first_row.get_attribute("data-result-id")
+    # Issue 20 point 6: with a queue, the results table fits a 1440 px window, no sideways scroll.
+    browser.set_window_size(1440, 900)
+    wrap = "document.querySelector('#results-table').parentElement"
+    assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), "the table scrolls at 1440 px"
+    # The row's queue control is a drop-down menu (so the table fits): opened, it offers the queues.
+    first_row.find_element(By.CSS_SELECTOR, "details.queue-menu > summary").click()
     Select(first_row.find_element(By.NAME, "queue")).select_by_visible_text("Failed answers")
     for width, name in ((1366, "queues-10-run-add-to-queue"), (820, "queues-10-run-add-to-queue-tablet")):
         browser.set_window_size(width, 900)

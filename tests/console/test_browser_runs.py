@@ -97,36 +97,124 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
 
 
 def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server):
-    """Issue 16 item 1 in the browser: a run of three items, three attempts each; one item passes
-    two attempts of three. The cards show pass^3, pass@3 and one flaky item; each attempt is its own
-    row, and the flaky item's rows say so."""
+    """Issue 16 item 1 and issue 20 point 4 in the browser: a run of three items, three attempts
+    each; one item passes two attempts of three. The cards show pass^3, pass@3, one flaky item and
+    the mean pass rate, each a figure of its own; the table is one row per item, its attempts chips
+    that lead to each attempt's result. With a review queue, the table still fits a 1440 px window
+    (point 6): the row's queue control is a drop-down menu."""
     from selenium.webdriver.common.by import By
 
+    from apps.queues.models import QueueKind, ReviewQueue
     from apps.runs import selectors
-    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+    from tests.queues.factories import ReviewQueueFactory
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
-    run = EvaluationRunFactory(repeats=3, rubric_id=None, label="three attempts each")
+    ReviewQueueFactory(kind=QueueKind.RUN_RESULT, name="Flaky answers to double-check")
+    run = EvaluationRunFactory(repeats=3, label="three attempts each")
+    names = ["Sometimes answers the PTO question", "Never answers the remote-work question",
+             "Always answers the expenses question"]
     for attempt in (1, 2, 3):
-        for position, name in enumerate(["Sometimes answers", "Never answers", "Always answers"]):
-            passed = name == "Always answers" or (name == "Sometimes answers" and attempt != 2)
-            EvaluationResultFactory(run=run, position=position, attempt=attempt, item_name=name,
-                                    criteria_scores=[criterion("Answers the question", passed)])
+        for position, name in enumerate(names):
+            passed = position == 2 or (position == 0 and attempt != 2)
+            EvaluationResultFactory(
+                run=run, position=position, attempt=attempt, item_name=name, tags=["hr", "policy"], duration_ms=1234,
+                criteria_scores=[criterion("Answers the question from the handbook", passed),
+                                 criterion("Cites the policy document by name", True)],
+                rubric_scores=[rule("BRIEF_RESPONSES", passed, "medium"), rule("USES_KNOWLEDGE_BASE", True, "high")])
     run.refresh_from_db()
     # What the engine stores when a run completes (services._finalize).
     figures = selectors.item_figures(run=run)
     passed = run.results.filter(passed=True).count()
     EvaluationRun.objects.filter(pk=run.pk).update(
-        passed=passed, failed=run.completed - passed, items_passed_all=figures["items_passed_all"],
+        total=9, completed=9, passed=passed, failed=9 - passed, items_passed_all=figures["items_passed_all"],
         items_passed_any=figures["items_passed_any"], flaky_items=figures["flaky_items"])
     log_in(browser, live_server, reviewer)
     browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
-    trials = browser.find_element(By.ID, "trials").text
-    assert "33%" in trials and "pass^3" in trials and "pass@3 67%" in trials and "1 flaky of 3 items" in trials
-    rows = browser.find_elements(By.CSS_SELECTOR, "td.item-name")
-    assert len(rows) == 9
-    flaky = [r.text for r in rows if "flaky" in r.text]
-    assert len(flaky) == 3 and all(t.startswith("Sometimes answers") for t in flaky)
-    assert {t.split("attempt ")[1][0] for t in flaky} == {"1", "2", "3"}
-    assert "3 attempts per item" in browser.find_element(By.TAG_NAME, "body").text
-    screenshot(browser, "2x-06-repeated-run")
+    find = browser.find_element
+    assert find(By.ID, "pass-hat-k-card").text.startswith("33%") and "1/3 items" in find(By.ID, "pass-hat-k-card").text
+    assert find(By.ID, "pass-at-k-card").text.startswith("67%") and "pass@3" in find(By.ID, "pass-at-k-card").text
+    assert find(By.ID, "flaky-card").text.startswith("1/3")
+    assert "5/9 attempts" in find(By.ID, "mean-pass-rate-card").text
+    rows = browser.find_elements(By.CSS_SELECTOR, "#results-table tbody tr")
+    assert len(rows) == 3
+    flaky = [r for r in rows if "flaky" in r.find_element(By.CSS_SELECTOR, "td.item-name").text]
+    assert len(flaky) == 1 and flaky[0].text.startswith("Sometimes answers") is False  # the checkbox comes first
+    chips = flaky[0].find_elements(By.CSS_SELECTOR, ".attempt-chips .chip")
+    assert [c.get_attribute("class").split()[-1] for c in chips] == ["passed", "failed", "passed"]
+    assert "repeats 3" in find(By.TAG_NAME, "body").text
+
+    # At 1440 px, with a queue, the table fits its box: no sideways scroll.
+    for width in (1440, 1280):
+        browser.set_window_size(width, 900)
+        wrap = "document.querySelector('#results-table').parentElement"
+        assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), \
+            f"the results table scrolls sideways at {width} px"
+    browser.set_window_size(1440, 900)
+    screenshot(browser, "2x-06-repeated-run", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
+    screenshot(browser, "2x-06-repeated-run-tablet", width=820)
+    # The queue menu opens over the table, and a chip leads to its attempt's result.
+    attempt_two = run.results.get(position=0, attempt=2)
+    click_and_wait_for_new_page(browser, chips[1])
+    assert browser.current_url.endswith(f"/console/results/{attempt_two.result_id}/")
+
+    # The flaky item into the queue from its row's menu: the attempt that failed enters it.
+    browser.back()
+    row = next(r for r in browser.find_elements(By.CSS_SELECTOR, "#results-table tbody tr") if "flaky" in r.text)
+    row.find_element(By.CSS_SELECTOR, "details.queue-menu > summary").click()
+    assert row.find_element(By.NAME, "queue").is_displayed()
+    screenshot(browser, "2x-07-repeated-run-queue-menu", width=1440)
+    click_and_wait_for_new_page(browser, row.find_element(By.CSS_SELECTOR, ".queue-menu button"))
+    assert "Added to Flaky answers to double-check." in find(By.CSS_SELECTOR, ".messagelist").text
+    queue = ReviewQueue.objects.get()
+    assert queue.items.get().result_id == attempt_two.pk
+    # The queue says which run and which attempt each item is, and so does its review page.
+    browser.get(f"{live_server.url}/console/queues/{queue.pk}/")
+    assert "run three attempts each · attempt 2 of 3" in find(By.ID, "queue-items").text
+    screenshot(browser, "2x-08-queue-items-run-and-attempt", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
+    screenshot(browser, "2x-08-queue-items-run-and-attempt-tablet", width=820)
+    browser.get(f"{live_server.url}/console/queues/{queue.pk}/items/{queue.items.get().pk}/")
+    assert find(By.ID, "review-run").text == "run three attempts each · attempt 2 of 3 · Sometimes answers the PTO question"
+    screenshot(browser, "2x-09-queue-review-run-and-attempt", width=1440)
+    browser.set_window_size(820, 900)  # the page's height at tablet width
+    screenshot(browser, "2x-09-queue-review-run-and-attempt-tablet", width=820)
+
+
+def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, live_server):
+    """While a run with repeats goes, the page polls its live view: an item's row is replaced (not
+    added again) when another of its attempts finishes, with that attempt's chip and the new verdict."""
+    from django.utils import timezone
+    from selenium.webdriver.common.by import By
+
+    from tests.console.browser import wait_for
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+
+    reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
+    run = EvaluationRunFactory(repeats=2, rubric_id=None, status=EvaluationRun.Status.RUNNING, total=4, completed=1)
+    EvaluationResultFactory(run=run, position=0, attempt=1, item_name="PTO accrual", finished_at=timezone.now(),
+                            criteria_scores=[criterion("Says 15 days", True)])
+    second = EvaluationResultFactory(run=run, position=0, attempt=2, item_name="PTO accrual", state="running",
+                                     criteria_scores=None, passed=None, outcome=None)
+    # Another item still going, so the run does not finish (a finished run's page reloads instead).
+    for attempt in (1, 2):
+        EvaluationResultFactory(run=run, position=1, attempt=attempt, item_name="Remote work", state="running",
+                                criteria_scores=None, passed=None, outcome=None)
+    log_in(browser, live_server, reviewer)
+    browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
+    browser.execute_script("window.__samePage = true;")
+
+    def chips():
+        rows = browser.find_elements(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
+        return [[c.get_attribute("class").split()[1] for c in r.find_elements(By.CSS_SELECTOR, ".chip")] for r in rows]
+
+    assert chips() == [["passed", "pending"]]
+    type(second).objects.filter(pk=second.pk).update(
+        state="done", passed=False, outcome="failed", criteria_passed=False, finished_at=timezone.now(),
+        criteria_scores=[criterion("Says 15 days", False)])
+    wait_for(lambda: chips() == [["passed", "failed"]], message="the item's row with its second attempt")
+    row = browser.find_element(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
+    assert "flaky" in row.text and "FAIL" in row.text
+    assert browser.find_element(By.ID, "shown-count").text == "1"
+    assert browser.execute_script("return window.__samePage === true"), "replaced in place, not by a reload"

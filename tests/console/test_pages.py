@@ -80,14 +80,14 @@ def test_launch_from_the_console_runs_against_the_demo_bot(staff_client, demo, d
                         "unassessed": 0, "coverage": {"scored": 28, "skipped": 10, "errored": 0}, "finished": True}
 
 
-def test_launch_with_attempts_per_item(staff_client, demo, django_capture_on_commit_callbacks):
+def test_launch_with_repeats(staff_client, demo, django_capture_on_commit_callbacks):
     assert 'name="repeats"' in text(staff_client.get("/console/runs/new/"))
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
                                                             "concurrency": 2, "repeats": 2}, follow=True)
     run = EvaluationRun.objects.get()
     assert (run.repeats, run.total, run.completed, run.status) == (2, 10, 10, "completed")
-    assert "Run queued with 5 items, 2 attempts each." in text(response)
+    assert "Run queued with 5 items, repeats 2 (10 attempts)." in text(response)
     with django_capture_on_commit_callbacks(execute=True):
         response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
                                                             "concurrency": 2, "repeats": 11})

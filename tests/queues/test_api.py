@@ -71,3 +71,22 @@ def test_add_names_the_kind_of_its_target(staff_api):
     assert added.status_code == 201 and added.json()["kind"] == "rag_evaluation"
     assert staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": "1", "kind": "nope"},
                           format="json").status_code == 422
+
+
+def test_run_result_items_name_their_run_and_attempt(staff_api):
+    """Issue 20 point 4: a queue item that is a run result says which run and which attempt it is;
+    items of other kinds carry none of it."""
+    from tests.runs.factories import EvaluationRunFactory
+
+    run = EvaluationRunFactory(repeats=3, label="nightly")
+    queue = ReviewQueueFactory(kind="run_result")
+    attempt = reviewable_result(run=run, position=0, attempt=2)
+    added = staff_api.post(f"{QUEUES}/{queue.pk}/items", {"target_id": str(attempt.result_id)}, format="json").json()
+    expected = {"run_id": str(run.run_id), "run_label": "nightly", "attempt": 2, "repeats": 3}
+    assert {k: added[k] for k in expected} == expected
+    [listed] = staff_api.get(f"{QUEUES}/{queue.pk}/items").json()["results"]
+    assert {k: listed[k] for k in expected} == expected
+    agentic = ReviewQueueFactory(kind="agentic_evaluation")
+    other = staff_api.post(f"{QUEUES}/{agentic.pk}/items", {"target_id": str(AgentEvaluationFactory().pk)},
+                           format="json").json()
+    assert not {"run_id", "run_label", "attempt", "repeats"} & set(other)

@@ -78,8 +78,65 @@ def test_items_show_their_attempts_and_the_canonical_verdict(repeated, api):
     page = api.get(f"/api/v1/runs/{run.run_id}/items?limit=2&offset=0").json()
     assert len(page["items"]) == 2 and page["has_more"] is True
     results = api.get(f"/api/v1/runs/{run.run_id}/results").json()
-    assert sorted(r["attempt"] for r in results) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
-    assert all(r["fingerprint"] == "" for r in results)  # no verdicts: nothing judged them
+    assert sorted(a["attempt"] for r in results for a in r["attempts"]) == [1, 1, 1, 2, 2, 2, 3, 3, 3]
+    assert all(a["fingerprint"] == "" for r in results for a in r["attempts"])  # no verdicts: nothing judged them
+
+
+def test_the_results_list_has_one_entry_per_item_with_its_attempts_nested(repeated, api):
+    """The contract: "an array of results, one per test item". With repeats the entry's fields are
+    its deciding attempt's: the first failed one of a failed item, so what it says failed is what
+    failed the item, and passed = criteria_passed AND rubric_passed still holds."""
+    run, _ = repeated
+    results = api.get(f"/api/v1/runs/{run.run_id}/results").json()
+    assert [r["item_name"] for r in results] == ["sometimes", "never", "always"]
+    sometimes, never, always = results
+    assert [(a["attempt"], a["outcome"], a["passed"]) for a in sometimes["attempts"]] == [
+        (1, "passed", True), (2, "failed", False), (3, "passed", True)]
+    by_attempt = {r.attempt: r for r in run.results.filter(item_name="sometimes")}
+    assert [a["result_id"] for a in sometimes["attempts"]] == [str(by_attempt[n].result_id) for n in (1, 2, 3)]
+    # The item failed (not every attempt passed): its entry is attempt 2's, the one that failed.
+    assert (sometimes["passed"], sometimes["outcome"], sometimes["flaky"]) == (False, "failed", True)
+    assert (sometimes["attempt"], sometimes["result_id"]) == (2, str(by_attempt[2].result_id))
+    assert sometimes["output"] == by_attempt[2].output and sometimes["criteria_passed"] is False
+    assert (never["passed"], never["flaky"], never["attempt"]) == (False, False, 1)
+    assert (always["passed"], always["outcome"], always["flaky"], always["attempt"]) == (True, "passed", False, 1)
+    assert len(always["attempts"]) == 3
+
+    # Filtered on the item's verdict, and paged by item.
+    assert [r["item_name"] for r in api.get(f"/api/v1/runs/{run.run_id}/results?passed=true").json()] == ["always"]
+    assert [r["item_name"] for r in api.get(f"/api/v1/runs/{run.run_id}/results?passed=false").json()] == [
+        "sometimes", "never"]
+    first = api.get(f"/api/v1/runs/{run.run_id}/results?limit=2")
+    assert [r["item_name"] for r in first.json()] == ["sometimes", "never"] and first["X-Has-More"] == "true"
+    assert all(len(r["attempts"]) == 3 for r in first.json())
+    rest = api.get(f"/api/v1/runs/{run.run_id}/results?limit=2&offset=2")
+    assert [r["item_name"] for r in rest.json()] == ["always"] and rest["X-Has-More"] == "false"
+    failed_page = api.get(f"/api/v1/runs/{run.run_id}/results?passed=false&limit=1&offset=1").json()
+    assert [r["item_name"] for r in failed_page] == ["never"]
+
+
+def test_a_streamed_results_list_of_a_repeated_run_is_grouped_by_item(repeated, api, monkeypatch):
+    from apps.runs.api import views
+
+    run, _ = repeated
+    monkeypatch.setattr(views, "RESULTS_INLINE_MAX", 2)  # stream this small run's list
+    response = api.get(f"/api/v1/runs/{run.run_id}/results")
+    assert response.streaming
+    import json
+    body = json.loads(b"".join(response.streaming_content))
+    assert [(r["item_name"], len(r["attempts"]), r["flaky"]) for r in body] == [
+        ("sometimes", 3, True), ("never", 3, False), ("always", 3, False)]
+
+
+def test_without_repeats_the_results_list_has_no_attempts(plan, api):
+    plan["items"] = ITEMS
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create()
+    results = api.get(f"/api/v1/runs/{run.run_id}/results").json()
+    assert len(results) == 3 and all("attempts" not in r and "flaky" not in r and r["attempt"] == 1 for r in results)
+    page = api.get(f"/api/v1/runs/{run.run_id}/results?limit=2").json()
+    assert len(page) == 2 and all("attempts" not in r for r in page)
 
 
 def test_a_running_run_reports_its_figures_so_far(plan, monkeypatch, api):
@@ -146,17 +203,41 @@ def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, clien
     run, _ = repeated
     client.force_login(UserFactory(is_staff=True))
     page = client.get(f"/console/runs/{run.run_id}/").content.decode()
-    assert 'id="trials"' in page and "pass^3" in page and "pass@3" in page
-    assert '<span id="flaky-items">1</span> flaky of 3 items' in page and "(95% CI 27–81%)" in page
-    # The table: each attempt a row, numbered; the flaky item's rows say so, the steady ones do not.
+    # Four labelled figures, each with its denominator.
+    card = lambda name: re.search(rf'<div class="card trial" id="{name}-card">(.*?)</div>', page, re.S).group(1)
+    assert "33%" in card("pass-hat-k") and "pass^3" in card("pass-hat-k") and "1/3 items" in card("pass-hat-k")
+    assert "67%" in card("pass-at-k") and "pass@3" in card("pass-at-k") and "2/3 items" in card("pass-at-k")
+    assert '<span id="flaky-items">1</span>/3' in card("flaky") and "flaky items" in card("flaky")
+    mean = card("mean-pass-rate")
+    assert "56%" in mean and "5/9 attempts" in mean and "95% CI 27–81%" in mean
+    # The table: one row per item, its attempts as chips; only the flaky item says so.
     rows = re.findall(r'<td class="item-name">(.*?)</td>', page)
-    assert len(rows) == 9
-    sometimes = [r for r in rows if ">sometimes<" in r]
-    assert len(sometimes) == 3 and all(">flaky<" in r for r in sometimes)
-    assert {re.search(r"attempt (\d)", r).group(1) for r in sometimes} == {"1", "2", "3"}
-    assert not any(">flaky<" in r for r in rows if ">sometimes<" not in r)
+    assert len(rows) == 3
+    chips = {re.search(r'">([a-z]+)</a>', r).group(1): re.findall(r'class="chip (\w+)"', r) for r in rows}
+    assert chips == {"sometimes": ["passed", "failed", "passed"], "never": ["failed"] * 3, "always": ["passed"] * 3}
+    assert [">flaky<" in r for r in rows] == [">sometimes<" in r for r in rows]
+    # The flaky item's row is its failed attempt's: it links there and says which attempt failed.
+    failed_attempt = run.results.get(item_name="sometimes", attempt=2)
+    sometimes = next(r for r in rows if ">sometimes<" in r)
+    assert sometimes.startswith(f'<a href="/console/results/{failed_attempt.result_id}/">')
+    for result in run.results.filter(item_name="sometimes"):
+        assert f'href="/console/results/{result.result_id}/" title="attempt {result.attempt} of 3: {result.outcome}' in page
+    assert '<span id="shown-count">3</span> items shown, each with its 3 attempts' in page and "repeats 3 (every item run 3 times)" in page
     live = client.get(f"/console/runs/{run.run_id}/live/").json()
     assert "pass^3" in live["cards"]
+
+
+def test_without_repeats_the_run_page_has_a_row_per_result_and_no_chips(plan, client):
+    from tests.core.factories import UserFactory
+
+    plan["items"] = ITEMS
+    with FakeBotServer(answers) as bot:
+        plan["bot"] = make_bot_spec(adapter="http", endpoint_url=bot.url)
+        run = create()
+    client.force_login(UserFactory(is_staff=True))
+    page = client.get(f"/console/runs/{run.run_id}/").content.decode()
+    assert len(re.findall(r'<td class="item-name">', page)) == 3
+    assert "attempt-chips" not in page and 'id="pass-hat-k-card"' not in page and "repeats-note" not in page
 
 
 def test_with_one_attempt_no_item_is_flaky(plan, api):

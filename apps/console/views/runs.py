@@ -23,6 +23,7 @@ from apps.core.errors import DomainError, NotFoundError
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
+from apps.runs.attempts import DEFAULT_SORT, SORTS, sort_param
 from apps.runs.forms import RunLaunchForm
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationRun
@@ -77,8 +78,8 @@ def run_launch(request):
     if request.method == "POST" and form.is_valid():
         run = form.launch(user=request.user)
         if run is not None:
-            attempts = f", {run.repeats} attempts each" if run.repeats > 1 else ""
-            messages.success(request, f"Run queued with {run.total // run.repeats} items{attempts}.")
+            repeats = f", repeats {run.repeats} ({run.total} attempts)" if run.repeats > 1 else ""
+            messages.success(request, f"Run queued with {run.total // run.repeats} items{repeats}.")
             return redirect("console:run-detail", run_id=run.run_id)
     return render(request, "console/run_launch.html", console_context(request, title="Launch a run", form=form))
 
@@ -147,7 +148,9 @@ def run_detail(request, run_id):
     reviews = selectors.run_reviews(runs=[run])
     figures = selectors.run_review_figures(digest=digest, reviews=reviews)
     filters = _row_filters(request)
-    page = selectors.result_table_page(run=run, digest=digest, reviews=reviews, number=request.GET.get("page"), **filters)
+    sort = sort_param(request.GET.get("sort"))
+    page = selectors.result_table_page(run=run, digest=digest, reviews=reviews, number=request.GET.get("page"),
+                                       sort=sort, **filters)
     scores = selectors.run_live_component_scores(run=run, digest=digest) or {}
     chart = bar_chart([(scope, v["score"], f"({v['passed']}/{v['total']})") for scope, v in scores.items()],
                       title="Rubric pass rate per component scope")
@@ -160,11 +163,24 @@ def run_detail(request, run_id):
         trials=selectors.run_trial_figures(run=run),
         judge_fingerprints=digest.judge_fingerprints(),
         page=page, shown_count=page.paginator.count, filters=filters, filter_query=query.urlencode(),
+        sort=sort, sorts=_sort_links(query, sort), default_sort=sort == DEFAULT_SORT,
         live_cursor=cursor.isoformat() if cursor else "", unclaimed=selectors.run_unclaimed(run=run),
         worker_command=WORKER_COMMAND, **digest.filter_choices(),
         component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
         previous=selectors.run_previous_find(run=run), comparable=selectors.run_comparable_list(run=run),
         admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk])))
+
+
+def _sort_links(query, sort: str) -> dict[str, dict]:
+    """Per sortable column of the results table: the link that sorts by it (ascending, or the other
+    way when it is the sort already, keeping the filters) and its aria-sort."""
+    links = {}
+    for key in SORTS:
+        following = query.copy()
+        following["sort"] = f"-{key}" if sort == key else key
+        direction = {key: "ascending", f"-{key}": "descending"}.get(sort, "none")
+        links[key] = {"url": f"?{following.urlencode()}#results", "aria": direction}
+    return links
 
 
 @login_required
@@ -244,6 +260,7 @@ def result_detail(request, result_id):
     return render(request, "console/result_detail.html", console_context(
         request, title=result.item_name or str(result.test_case_id), result=result, run=run,
         item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
+        attempts=selectors.result_attempt_list(result=result),
         messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
         criteria=criteria, rules=rules, reviews=reviews,
         failures=failures, warnings=warnings,

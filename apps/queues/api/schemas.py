@@ -1,8 +1,10 @@
+import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictStr
 
+from apps.core.api.responses import absent_if_none
 from apps.runs.services import MAX_REVIEW_NOTE
 
 Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
@@ -62,6 +64,10 @@ class QueueItemOut(BaseModel):
     queue_id: int
     kind: Kind
     target_id: str
+    run_id: uuid.UUID | None = absent_if_none("run results: the run the result is of")
+    run_label: str | None = absent_if_none("run results: the run's label (empty if it has none)")
+    attempt: int | None = absent_if_none("run results: which attempt of its item the result is, 1..repeats")
+    repeats: int | None = absent_if_none("run results: how many times the run ran every item")
     origin: Literal["rule", "hand"]
     assigned_to: str | None
     claimed_at: datetime | None

@@ -19,4 +19,17 @@ def item_data(item: QueueItem) -> dict:
     target = getattr(item, "result_uuid", None) or (item.result.result_id if item.result_id else item.target_id)
     return {"id": item.pk, "queue_id": item.queue_id, "kind": item.queue.kind, "target_id": str(target),
             "origin": item.origin, "assigned_to": _name(item.assigned_to), "claimed_at": item.claimed_at,
-            "done_at": item.done_at, "reviewed_by": _name(item.reviewed_by), "created_at": item.created_at}
+            "done_at": item.done_at, "reviewed_by": _name(item.reviewed_by), "created_at": item.created_at,
+            **_run_of(item)}
+
+
+def _run_of(item: QueueItem) -> dict:
+    """A run result's run and attempt: annotated on lists (queue_item_list), else read from the result."""
+    if not item.result_id:
+        return {}
+    if hasattr(item, "run_uuid"):
+        return {"run_id": item.run_uuid, "run_label": item.run_label, "attempt": item.result_attempt,
+                "repeats": item.run_repeats}
+    result = item.result
+    return {"run_id": result.run.run_id, "run_label": result.run.label, "attempt": result.attempt,
+            "repeats": result.run.repeats}

@@ -98,7 +98,7 @@ class RunOut(BaseModel):
     unassessed: int = Field(description="attempts a high-severity rule of which was skipped or errored: neither "
                                         "passed nor failed, never counted as a pass")
     coverage: Coverage
-    repeats: int = Field(description="attempts per item")
+    repeats: int = Field(description="how many times each item runs (attempts 1..repeats)")
     pass_rate: float | None = Field(description="mean pass rate: passed / completed attempts; null before any")
     pass_rate_ci: list[float] | None = Field(
         description="[low, high]: 95% Wilson interval of pass_rate over the attempts; null before any")
@@ -168,7 +168,8 @@ class ResultOut(BaseModel):
     scores: dict[str, Any] | None
     item_name: str
     item_type: str
-    attempt: int = Field(description="which trial of the item this is, 1..the run's repeats")
+    attempt: int = Field(description="which attempt of the item this is, 1..the run's repeats; in a run's results "
+                                     "list with repeats, the deciding attempt's")
     fingerprint: str = Field(description="short hash of the distinct judges of this result's verdicts: equal "
                                          "hashes, same judge; empty until done or for verdicts without fingerprints")
     criteria_scores: list[CriterionScore] | None
@@ -181,6 +182,33 @@ class ResultOut(BaseModel):
     duration_ms: int | None
     error: str | None
     created_at: datetime
+
+
+class ResultAttemptOut(BaseModel):
+    """One finished attempt of an item, in a repeated run's results list; its whole verdicts are at
+    GET /results/{result_id}."""
+
+    result_id: uuid.UUID
+    attempt: int = Field(description="1..the run's repeats")
+    passed: bool | None = Field(description="true only when outcome is passed")
+    outcome: Literal["passed", "failed", "unassessed"] | None
+    criteria_passed: bool | None
+    rubric_passed: bool | None
+    fingerprint: str
+    duration_ms: int | None
+    error: str | None
+    created_at: datetime
+
+
+class RunResultOut(ResultOut):
+    """An entry of a run's results list: one per test item. With repeats, the contract's fields are
+    the item's deciding attempt's (the first whose outcome is the item's verdict: its first failed
+    attempt, else its first unassessed one, else attempt 1), so passed and outcome are the item's
+    verdict, and its finished attempts are nested."""
+
+    flaky: bool | None = absent_if_none("with repeats: the item's attempts disagree (one passed, another failed)")
+    attempts: list[ResultAttemptOut] | None = absent_if_none(
+        "with repeats: the item's finished attempts in attempt order; absent for a run without repeats")
 
 
 class ReviewIn(BaseModel):
@@ -223,7 +251,7 @@ class RunList(RootModel[list[RunOut]]):
     pass
 
 
-class ResultList(RootModel[list[ResultOut]]):
+class ResultList(RootModel[list[RunResultOut]]):
     pass
 
 

@@ -1,3 +1,5 @@
+from apps.runs.attempts import ItemAttempts
+from apps.runs.judging.aggregate import PASSED
 from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
 from apps.runs.reviews import human_passed, in_force
 from apps.runs.selectors import run_judge_fingerprints, run_live_component_scores, run_trial_figures
@@ -37,6 +39,20 @@ def result_data(result: EvaluationResult, run: EvaluationRun) -> dict:
         "outcome": result.outcome,
         "duration_ms": result.duration_ms, "error": result.error, "created_at": result.created_at,
     }
+
+
+def attempt_data(result: EvaluationResult) -> dict:
+    return {"result_id": result.result_id, "attempt": result.attempt, "passed": result.passed,
+            "outcome": result.outcome, "criteria_passed": result.criteria_passed,
+            "rubric_passed": result.rubric_passed, "fingerprint": result.fingerprint,
+            "duration_ms": result.duration_ms, "error": result.error, "created_at": result.created_at}
+
+
+def item_result_data(item: ItemAttempts, run: EvaluationRun) -> dict:
+    """A repeated run's results entry: the contract's fields from the deciding attempt (its passed
+    and outcome are the item's verdict), its finished attempts nested."""
+    return {**result_data(item.deciding, run), "passed": item.outcome == PASSED, "outcome": item.outcome,
+            "flaky": item.flaky, "attempts": [attempt_data(a) for a in item.attempts]}
 
 
 def review_data(review: VerdictReview, *, result_id, current: bool) -> dict:

@@ -14,9 +14,10 @@ from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
 
-from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ResultOut, ReviewIn, ReviewList, ReviewOut,
-                      RunCreateIn, RunItemList, RunList, RunOut)
-from .serializers import comparison_data, result_data, result_detail_data, review_data, reviews_data, run_data
+from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut,
+                      RunCreateIn, RunItemList, RunList, RunOut, RunResultOut)
+from .serializers import (comparison_data, item_result_data, result_data, result_detail_data, review_data, reviews_data,
+                          run_data)
 
 TAG = ["runs"]
 
@@ -115,18 +116,22 @@ class RunResultsView(APIView):
 
     @extend_schema(
         tags=TAG, responses={200: ResultList}, summary="Results of a run, one per finished test item",
-        description="In test set order. Without `limit` or `offset`, every finished result (the contract's "
-        "answer; a large run's is streamed). With either, one page of that list: `limit` results (default "
-        f"{RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether more "
-        "follow (then `Link` names the next page).",
+        description="In test set order, one entry per test item with a finished attempt. For a run with repeats "
+        "(each item run several times), an entry carries the item's verdict (`passed` only if every attempt "
+        "passed), the contract's other fields from its deciding attempt (its first failed attempt, else its first "
+        "unassessed one, else attempt 1), `flaky`, and its finished `attempts`; `passed=` filters on the item's "
+        "verdict and `limit`/`offset` count items. Without `limit` or `offset`, every finished item (the "
+        "contract's answer; a large run's is streamed). With either, one page of that list: `limit` items "
+        f"(default {RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether "
+        "more follow (then `Link` names the next page).",
         parameters=[
-            OpenApiParameter("passed", bool, description="true: passed results; false: not passed, that is failed "
-                             "or unassessed (each result's `outcome` tells them apart)"),
+            OpenApiParameter("passed", bool, description="the item's verdict: true, passed (every attempt passed); "
+                             "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)"),
             OpenApiParameter("item_type", str),
-            OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX}; pages the list"),
-            OpenApiParameter("offset", int, description="results to skip (0 and up); pages the list"),
+            OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"),
+            OpenApiParameter("offset", int, description="items to skip (0 and up); pages the list"),
             OpenApiParameter("X-Has-More", str, location=OpenApiParameter.HEADER, response=[200], enum=["true", "false"],
-                             description="with limit or offset: whether results follow this page"),
+                             description="with limit or offset: whether items follow this page"),
             OpenApiParameter("Link", str, location=OpenApiParameter.HEADER, response=[200],
                              description='with limit or offset, when more follow: <the next page>; rel="next"'),
         ])
@@ -134,28 +139,40 @@ class RunResultsView(APIView):
         run = _run_or_404(run_id)
         query = ResultQuery.model_validate(request.query_params.dict())
         filters = {"passed": query.passed, "item_type": query.item_type}
+        entry = _result_entry(run)
         if query.paged:
             limit, offset = query.limit or RESULTS_PAGE_DEFAULT, query.offset or 0
-            results, has_more = selectors.result_page(run=run, limit=limit, offset=offset, **filters)
+            page = selectors.item_result_page if run.repeats > 1 else selectors.result_page
+            results, has_more = page(run=run, limit=limit, offset=offset, **filters)
             headers = {"X-Has-More": "true" if has_more else "false"}
             if has_more:
                 following = {**request.query_params.dict(), "limit": limit, "offset": offset + limit}
                 headers["Link"] = f'<{request.build_absolute_uri(request.path)}?{urlencode(following)}>; rel="next"'
-            return respond(ResultList, [result_data(r, run) for r in results], headers=headers)
-        results = selectors.result_list(run=run, **filters)
+            return respond(ResultList, [entry(r, run) for r in results], headers=headers)
+        if run.repeats > 1:
+            results = selectors.item_result_list(run=run, **filters)
+        else:
+            results = selectors.result_list(run=run, **filters)
         if run.total > RESULTS_INLINE_MAX:
-            return StreamingHttpResponse(_stream_results(results, run), content_type="application/json")
-        return respond(ResultList, [result_data(r, run) for r in results])
+            if run.repeats == 1:
+                results = results.iterator(chunk_size=500)
+            return StreamingHttpResponse(_stream_results(results, run, entry), content_type="application/json")
+        return respond(ResultList, [entry(r, run) for r in results])
 
 
-def _stream_results(results, run):
-    """The whole list as the renderer writes it, a row at a time through the same ResultOut model,
-    sent in chunks of about STREAM_CHUNK_BYTES."""
+def _result_entry(run):
+    """How a results entry is built: one result per item, or a repeated run's item with its attempts."""
+    return item_result_data if run.repeats > 1 else result_data
+
+
+def _stream_results(results, run, entry):
+    """The whole list as the renderer writes it, a row at a time through the same RunResultOut
+    model, sent in chunks of about STREAM_CHUNK_BYTES."""
     renderer = OrjsonRenderer()
     chunk, separator = [b"["], b""
     size = 1
-    for result in results.iterator(chunk_size=500):
-        row = separator + renderer.render(ResultOut.model_validate(result_data(result, run)).model_dump())
+    for result in results:
+        row = separator + renderer.render(RunResultOut.model_validate(entry(result, run)).model_dump())
         chunk.append(row)
         size += len(row)
         separator = b","
