@@ -32,6 +32,8 @@ TRANSCRIPT = Transcript(
 )
 CRITERIA = ["Response includes the monthly PTO accrual of 1.25 days",
             "Agent says up to 5 days carry over",
+            'Mentions "1.25 PTO days" and "15 days"',
+            'Mentions "parental leave"',
             "Agent explains the parental leave eligibility rules",
             "Agent retrieves PTO policy from the handbook KB",
             "Agent is empathetic"]
