@@ -108,7 +108,7 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
             message = f"flaky: {attempts}" if item["flaky"] else ("failed" if run.repeats == 1 else f"failed: {attempts}")
             ET.SubElement(case, "failure", type=kind, message=message).text = text
         elif outcome == UNASSESSED:
-            message = "unassessed: a high-severity rule was skipped or errored"
+            message = "unassessed: the judge could not assess a criterion or a high-severity rule"
             if allow_unassessed:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=message).text = text

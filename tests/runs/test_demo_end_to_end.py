@@ -31,16 +31,28 @@ def test_demo_run_through_the_api(api, demo, django_capture_on_commit_callbacks)
     assert run["status"] == "completed" and run["total"] == run["completed"] == 5
     assert (run["test_set_version"], run["rubric_version"]) == (1, 1)
     assert run["judge"] == "heuristic:v1" and run["bot_llm_model"]
-    assert run["criteria_total"] > 0 and run["rubric_rules_total"] > 0
+    # Issue 20: the offline judge can check none of the demo rubric's prose conditions: all 25 rule
+    # verdicts are skipped, outside passed/total (it used to count parts of rules as checked).
+    assert run["criteria_total"] > 0 and (run["rubric_rules_total"], run["rubric_rules_skipped"]) == (0, 25)
     assert set(run["component_scores"]) <= {"prompt", "knowledge_base", "function", "general"}
 
     results = {r["item_name"]: r for r in api.get(f"/api/v1/runs/{run['run_id']}/results").json()}
     assert len(results) == 5
     pto = results["PTO Policy Inquiry"]
     assert "15 days per year" in pto["output"]["messages"][1]["content"]
-    assert pto["criteria_passed"] is True, pto["criteria_scores"]
+    # Issue 20: its prose criteria used to pass by proxy (a look-up with results; 60% of the words).
+    # The offline judge checks the tool expectations and skips the prose for an LLM judge.
+    verdicts = {c["criterion"]: c for c in pto["criteria_scores"]}
+    assert {k: (v["status"], v["passed"]) for k, v in verdicts.items()} == {
+        "Agent retrieves PTO policy from knowledge base": ("skipped", None),
+        "Response includes the accrual rate of 15 days per year": ("skipped", None),
+        "Uses tool search_kb": ("ok", True), "Does not use tool live_handoff": ("ok", True)}
+    assert verdicts["Agent retrieves PTO policy from knowledge base"]["reasoning"].startswith("needs an LLM judge")
+    assert pto["criteria_passed"] is False and pto["outcome"] == "unassessed"
     handoff = results["Ask for a Person"]
     assert handoff["output"]["messages"][1]["tool_calls"][0]["name"] == "live_handoff"
+    # A hand-off is checked mechanically.
+    assert handoff["criteria_passed"] is True, handoff["criteria_scores"]
     scenario = results["PTO Carry-over Conversation"]
     assert [m["role"] for m in scenario["output"]["messages"]] == ["user", "assistant"] * 3
     for result in results.values():
@@ -84,15 +96,19 @@ def test_demo_question_set_run(api, demo, django_capture_on_commit_callbacks):
 @pytest.mark.django_db(transaction=True)
 def test_cli_against_the_demo_bot(demo, capsys):
     """Issue 16, fail-closed: with the heuristic judge both high-severity demo rules are skipped on
-    every item (20 of 25 rule verdicts), so no item passes: all 5 are unassessed and the gate fails.
-    This test used to pass with "5 passed", which was the bug."""
+    every item, so no item passes: all 5 are unassessed and the gate fails. This test used to pass
+    with "5 passed", which was the bug. Issue 20: every demo rule's conditions are prose (premises,
+    "unnecessary preamble", "invents an answer"), so the offline judge skips all 25 rule verdicts
+    (it used to pass 2 of 5 on parts of them) and the prose criteria; it scores the 7 tool
+    expectations and the hand-off criterion."""
     args = ("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
             "--wait", "--poll", "0.01", "--timeout", "60")
     with pytest.raises(CommandError, match="5 items unassessed"):
         call_command(*args)
     out = capsys.readouterr().out
-    assert "completed: 5/5 done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 2/5 passed" in out
-    assert "verdicts    : 20 scored, 20 skipped, 0 errored" in out
-    assert "UNASSESSED PTO Policy Inquiry" in out and "rule GROUNDED_IN_HANDBOOK (high) skipped" in out
+    assert "completed: 5/5 done, 0 passed, 0 failed, 5 unassessed" in out and "rubric rules: 0/0 passed" in out
+    assert "verdicts    : 8 scored, 32 skipped, 0 errored" in out and "criteria    : 8/15 passed" in out
+    assert "UNASSESSED PTO Policy Inquiry" in out
+    assert "rule GROUNDED_IN_HANDBOOK (high) skipped — needs an LLM judge" in out
     call_command(*args, "--allow-unassessed")
     assert "completed: 5/5 done" in capsys.readouterr().out
