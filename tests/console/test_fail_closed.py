@@ -12,8 +12,10 @@ from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, 
 
 pytestmark = pytest.mark.django_db
 
-# The demo run with the heuristic judge: both high-severity rules skipped on every item.
-DEMO_COVERAGE = (20, 20, 0)
+# The demo run with the heuristic judge: both high-severity rules skipped on every item. Since
+# issue 20 the offline judge skips every demo rule (prose conditions) and the prose criteria, and
+# scores the 7 tool expectations and the hand-off criterion (it used to score 20 by proxy).
+DEMO_COVERAGE = (8, 32, 0)
 
 
 def test_run_page_shows_unassessed_badges_and_the_denominators(staff_client, demo_run):
@@ -39,10 +41,10 @@ def test_result_page_badge_says_unassessed(staff_client, demo_run):
 def test_dashboard_and_run_list_rows_show_coverage(staff_client, demo_run):
     page = text(staff_client.get("/console/"))
     assert "(0/5), 5 unassessed" in page
-    assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
+    assert '<small class="muted coverage">8 scored · 32 skipped · 0 errored</small>' in page
     page = text(staff_client.get("/console/runs/"))
     assert "0%, 5 unassessed" in page
-    assert '<small class="muted coverage">20 scored · 20 skipped · 0 errored</small>' in page
+    assert '<small class="muted coverage">8 scored · 32 skipped · 0 errored</small>' in page
 
 
 def test_comparison_shows_unassessed_and_coverage_of_both_runs(staff_client, demo_run, django_capture_on_commit_callbacks):
@@ -50,8 +52,8 @@ def test_comparison_shows_unassessed_and_coverage_of_both_runs(staff_client, dem
         again = services.run_rerun(run=demo_run)
     page = text(staff_client.get(f"/console/runs/compare/?base={demo_run.run_id}&head={again.run_id}"))
     assert '<tr><th scope="row">Unassessed items</th><td>5</td><td>5</td></tr>' in page
-    assert ('<tr><th scope="row">Verdicts scored · skipped · errored</th><td class="coverage">20 · 20 · 0</td>'
-            '<td class="coverage">20 · 20 · 0</td></tr>') in page
+    assert ('<tr><th scope="row">Verdicts scored · skipped · errored</th><td class="coverage">8 · 32 · 0</td>'
+            '<td class="coverage">8 · 32 · 0</td></tr>') in page
 
 
 def test_a_failed_high_rule_is_fail_not_unassessed(staff_client):
