@@ -2,7 +2,6 @@
 are shown; dropdown filters; one trend line per test set; and a comparison that shows what changed
 in the bot and the two answers of a regressed item side by side."""
 
-import copy
 import re
 import uuid
 
@@ -14,10 +13,9 @@ from apps.bots.models import Bot, KnowledgeDocument
 from apps.console.selectors import run_pass_rate_trend
 from apps.runs import services
 from apps.runs.models import EvaluationResult, EvaluationRun
-from apps.testsets.demo import DEMO_TEST_SET, DEMO_TEST_SET_ID
+from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
-from apps.testsets.schemas import TestSetContent
-from apps.testsets.services import testset_publish_version
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.bots.factories import BotFactory
 from tests.console.test_pages import _count_queries, text
 from tests.runs.factories import EvaluationRunFactory, criterion
@@ -31,14 +29,7 @@ def checkable_demo_run(demo, django_capture_on_commit_callbacks):
     """The demo run (no rubric) on a version of the demo test set whose PTO criteria the offline
     judge checks (issue 20: it skips the demo's prose criteria, which used to pass by proxy, so the
     items would be unassessed before and after and nothing could regress)."""
-    content = copy.deepcopy(DEMO_TEST_SET)
-    criteria = {"PTO Policy Inquiry": ['Response mentions "15 days"'],
-                "PTO Carry-over Conversation": ['Agent says "5 days"']}
-    for item in content["items"]:
-        if item["name"] in criteria:
-            item["expected"]["success_criteria"] = criteria[item["name"]]
-    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
-                             content=TestSetContent.model_validate(content), changelog="checkable", author="t")
+    assert publish_checkable_demo_test_set() == 2
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=2)
     run.refresh_from_db()

@@ -418,7 +418,7 @@ def _format_check(kind: str, expected: bool, match: re.Match, transcript: Transc
 def _why_not(text: str, template: str, terms: list[str], transcript: Transcript) -> str:
     """Why a criterion or condition matched no shape, in words for the reasoning."""
     if re.search(r"\b(?:when|whenever|if|unless|before|after|without|for\s+simple|only\s+if)\b", template):
-        return "it has a premise or an order (when, if, before, without…) the offline judge cannot check"
+        return "it has a premise or an order (when, if, before, without…), which the offline judge cannot check"
     if tools := [t for t in transcript.tool_names_in(text)]:
         return f"it names tool {', '.join(f'`{t}`' for t in tools)} but asks more than whether it was called"
     if re.search(r"\b(?:knowledge[\s-]*base|kb|handbook)\b", template):
@@ -427,8 +427,8 @@ def _why_not(text: str, template: str, terms: list[str], transcript: Transcript)
         return "its quoted terms come with words the offline judge cannot check"
     if FACT_LIKE.search(template):
         return 'its facts are not listed as key terms in double quotes (e.g. Mentions "15 days")'
-    return "it matches no shape the offline judge checks (a tool used or not, a hand-off, quoted key terms, " \
-           "a length or format rule)"
+    return "it matches no shape the offline judge checks: a tool used or not, a hand-off, quoted key terms, " \
+           "a length or format rule"
 
 
 def evaluate(text: str, transcript: Transcript) -> Check | Unchecked:
@@ -494,7 +494,7 @@ def judge_rule(rule: dict, transcript: Transcript) -> Verdict:
         for condition in conditions:
             result = evaluate(condition, transcript)
             if isinstance(result, Unchecked):
-                unchecked.append(f"{kind} condition '{condition}' ({result.why})")
+                unchecked.append(f"{kind} condition '{condition}': {result.why}")
                 continue
             breaks = result.holds if kind == "fail" else not result.holds
             state = ("MET" if result.holds else "not met") if kind == "fail" else ("met" if result.holds else "NOT met")
