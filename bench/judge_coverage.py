@@ -22,7 +22,8 @@ def main() -> int:
     if args.verbose:
         for labelled in CASES:
             verdict = verdict_of(labelled)
-            print(f"{labelled['id']:32} expected {labelled['expected']:7} got {answer_of(verdict):7} {verdict.reasoning}")
+            print(f"{labelled['id']:32} expected {labelled['expected']:7} got {answer_of(verdict):7} "
+                  f"{verdict.reasoning}")
         print()
     result = figures()
     labels = result["by_label"]

@@ -149,8 +149,8 @@ CASES = [
     case("term-echoed-sentence", 'Mentions "15 days"', PTO_ECHO, "fail", "the reply repeats the question"),
     case("term-quote-then-answer", 'Mentions "15 days"', PTO_QUOTE_THEN_ANSWER, "pass",
          "quotes the question, then answers it"),
-    case("term-used-to", 'Mentions "15 days"', talk(PTO_Q, "Employees used to accrue 15 days, but no longer do."), "fail",
-         "negated after a but"),
+    case("term-used-to", 'Mentions "15 days"', talk(PTO_Q, "Employees used to accrue 15 days, but no longer do."),
+         "fail", "negated after a but"),
     case("term-in-question", 'Mentions "15 days"', talk(PTO_Q, "Do you accrue 15 days? It depends on your contract."),
          "fail", "asked, not said"),
     case("term-whether", 'Mentions "15 days"', talk(PTO_Q, "Whether you accrue 15 days depends on your contract."),
@@ -285,8 +285,10 @@ def figures(cases: list[dict] = CASES) -> dict:
         "skipped": len(cases) - len(answered),
         "coverage": len(answered) / len(cases) if cases else 0.0,
         "accuracy": len(correct) / len(answered) if answered else 0.0,
-        "false_passes": [labelled["id"] for labelled, got in answers if got == "pass" and labelled["expected"] != "pass"],
-        "wrong": [(labelled["id"], labelled["expected"], got) for labelled, got in answers if got != labelled["expected"]],
+        "false_passes": [labelled["id"] for labelled, got in answers
+                         if got == "pass" and labelled["expected"] != "pass"],
+        "wrong": [(labelled["id"], labelled["expected"], got) for labelled, got in answers
+                  if got != labelled["expected"]],
         "by_label": {label: sum(1 for labelled in cases if labelled["expected"] == label)
                      for label in ("pass", "fail", "skipped")},
     }

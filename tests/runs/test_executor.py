@@ -24,7 +24,8 @@ def test_prose_criteria_are_skipped_by_the_offline_judge_and_leave_the_item_unas
     words in the answer); the offline judge skips both criteria, so the item is neither passed nor failed."""
     item = {**PTO_ITEM, "expected": {**PTO_ITEM["expected"], "success_criteria": [
         "Agent retrieves the PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days"]}}
-    out = execute_test_item(item=item, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(), conversation_id="c")
+    out = execute_test_item(item=item, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(),
+                            conversation_id="c")
     assert [c["status"] for c in out.criteria_scores] == ["skipped", "skipped", "ok", "ok"]
     assert all(c["reasoning"].startswith("needs an LLM judge") for c in out.criteria_scores[:2])
     assert out.passed is False and out.criteria_passed is False and out.rubric_passed is True

@@ -45,22 +45,25 @@ SUBJECT = re.compile(r"^(?:the\s+)?(?:agent|bot|assistant|chatbot|response|answe
 MODAL = r"(?:should\s+|must\s+|always\s+)?"
 NEG = r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|never|should\s+not|shouldn't|must\s+not|mustn't|" \
       r"will\s+not|won't|is\s+not|isn't)"
-NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve thirteen "
-                                           "fourteen fifteen sixteen seventeen eighteen nineteen twenty".split())}
+NUMBER_WORDS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
 NUMBER = r"(?P<n>\d+|" + "|".join(NUMBER_WORDS) + r")"
 
 TOOL_VERB = r"(?:uses?|calls?|invokes?|runs?|triggers?|(?:makes?\s+)?(?:a\s+)?calls?\s+to)"
+TOOL = r"(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?"
 TOOL_SHAPES = [
-    (True, re.compile(rf"^{MODAL}{TOOL_VERB}\s+(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?(?:\s+at\s+least\s+once)?$")),
-    (True, re.compile(r"^(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?\s+is\s+(?:called|used|invoked)$")),
-    (False, re.compile(rf"^{NEG}\s+(?:use|call|invoke|run|trigger)s?\s+(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?$")),
-    (False, re.compile(r"^(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?\s+is\s+(?:not|never)\s+(?:called|used|invoked)$")),
+    (True, re.compile(rf"^{MODAL}{TOOL_VERB}\s+{TOOL}(?:\s+at\s+least\s+once)?$")),
+    (True, re.compile(rf"^{TOOL}\s+is\s+(?:called|used|invoked)$")),
+    (False, re.compile(rf"^{NEG}\s+(?:use|call|invoke|run|trigger)s?\s+{TOOL}$")),
+    (False, re.compile(rf"^{TOOL}\s+is\s+(?:not|never)\s+(?:called|used|invoked)$")),
 ]
 
 HANDOFF_OBJECT = r"(?:(?:the\s+)?(?:conversation|chat|employee|user|customer|caller|request)\s+|it\s+|them\s+)?"
 HANDOFF_TARGET = r"(?:to\s+(?:a\s+|an\s+|the\s+)?(?:live\s+(?:agent|person|chat)|human(?:\s+agent)?|real\s+person|" \
                  r"person|representative|colleague|support\s+agent|live\s+support))"
-HANDOFF_ACT = rf"(?:hands?\s+{HANDOFF_OBJECT}(?:off|over)(?:\s+{HANDOFF_TARGET})?|hands?\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|" \
+HANDOFF_ACT = rf"(?:hands?\s+{HANDOFF_OBJECT}(?:off|over)(?:\s+{HANDOFF_TARGET})?|" \
+              rf"hands?\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|" \
               rf"(?:transfers?|escalates?)\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|escalates?)"
 HANDOFF_SHAPES = [
     (True, re.compile(rf"^{MODAL}{HANDOFF_ACT}$")),
@@ -91,8 +94,8 @@ LIMIT_OPS = {"under": "<", "fewer than": "<", "less than": "<", "at most": "<=",
              "a maximum of": "<=", "maximum of": "<=", "max": "<=", "at least": ">=", "no fewer than": ">=",
              "no less than": ">=", "more than": ">", "exactly": "=="}
 LIMIT_OP = r"(?P<op>" + "|".join(sorted((re.escape(op) for op in LIMIT_OPS), key=len, reverse=True)) + ")"
-LENGTH_VERB = r"(?:answers?|replies|reply|responds?|is|are|has|have|stays?|keeps?\s+(?:it|each\s+reply|answers|replies)|" \
-              r"uses?|contains?|is\s+written)"
+LENGTH_VERB = r"(?:answers?|replies|reply|responds?|is|are|has|have|stays?|" \
+              r"keeps?\s+(?:it|each\s+reply|answers|replies)|uses?|contains?|is\s+written)"
 LENGTH_SHAPES = [
     re.compile(rf"^{MODAL}{LENGTH_VERB}\s+(?:in\s+|within\s+|to\s+)?{LIMIT_OP}\s+{NUMBER}\s+(?P<unit>sentences?|words?)"
                r"(?:\s+long|\s+each|\s+per\s+reply)?$"),
@@ -105,8 +108,8 @@ FORMAT_SHAPES = [
                               rf"(?:it|the\s+answer)\s+as)\s+(?:a\s+)?{LIST_KIND}\s+list$")),
     ("list", True, re.compile(rf"^{MODAL}(?:uses?|answers?\s+(?:with|in))\s+(?P<kind>bullet)\s+points$")),
     ("list", False, re.compile(rf"^{NEG}\s+(?:use|give|include|contain)\s+(?:a\s+|any\s+)?{LIST_KIND}\s+lists?$")),
-    ("link", True, re.compile(rf"^{MODAL}(?:includes?|contains?|gives?|provides?|shares?|has)\s+(?:a|an|at\s+least\s+one)"
-                              r"\s+(?:link|url|hyperlink|web\s+address)$")),
+    ("link", True, re.compile(rf"^{MODAL}(?:includes?|contains?|gives?|provides?|shares?|has)\s+"
+                              r"(?:a|an|at\s+least\s+one)\s+(?:link|url|hyperlink|web\s+address)$")),
     ("link", False, re.compile(rf"^{NEG}\s+(?:include|contain|give|provide|share|have)\s+(?:a|an|any)\s+"
                                r"(?:links?|urls?|hyperlinks?|web\s+address(?:es)?)$")),
     ("question", True, re.compile(rf"^{MODAL}ends?\s+(?:its\s+(?:last\s+)?(?:reply|answer)\s+)?with\s+a\s+"
