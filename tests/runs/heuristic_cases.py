@@ -101,6 +101,10 @@ REMOTE = talk("I just started and will work from home part of the week.", "Welco
               "Ask IT for a monitor if you need one.",
               "Which days do I have to be in the office?", "Tuesdays and Thursdays are office days.",
               tools=[search("stipend"), search("office days")])
+TOOL_ONLY_MESSAGE = Transcript(messages=[{"role": "user", "content": PTO_Q},
+                                        {"role": "assistant", "content": "", "tool_calls": [search("PTO")]},
+                                        {"role": "assistant", "content": "You accrue 15 days of PTO per year."}],
+                              tool_calls=[search("PTO")], bot_tools=BOT_TOOLS)
 UNLIMITED_DENIED = talk("Is PTO unlimited?", "There is no unlimited PTO; full-time employees accrue 15 days per year.",
                         tools=[search("PTO")])
 UNLIMITED_CLAIMED = talk("Is PTO unlimited?", "Yes, we offer unlimited PTO to everyone.", tools=[search("PTO")])
@@ -128,6 +132,7 @@ CASES = [
     case("tool-is-called", "search_kb is called", PTO_WRONG, "pass", "right tool, wrong answer: the tool part holds"),
     case("tool-never", "Never calls search_kb", PTO_NO_TOOL, "pass"),
     case("tool-unnamed", "Uses the right tool", PTO, "skipped", "names no tool"),
+    case("tool-count", "Calls search_kb twice", PTO, "skipped", "a count is not a shape"),
     # Hand-off.
     case("handoff", "Hands the conversation to a live agent", HANDOFF, "pass"),
     case("handoff-off", "Hands off to a human", HANDOFF, "pass"),
@@ -137,6 +142,7 @@ CASES = [
     case("no-handoff", "Does not hand off", PTO, "pass"),
     case("no-handoff-broken", "Does not hand off", HANDOFF, "fail"),
     case("transfers", "Agent transfers to a human", HANDOFF, "pass"),
+    case("handoff-offer", "Offers to hand off to a human", PTO, "skipped", "an offer is not a hand-off"),
     # Key terms.
     case("term", 'Mentions "15 days"', PTO, "pass"),
     case("term-wrong-answer", 'Mentions "15 days"', PTO_WRONG, "fail", "right tool, wrong answer"),
@@ -157,6 +163,9 @@ CASES = [
          "fail", "not asserted"),
     case("term-refusal", 'Mentions "15 days"', PTO_REFUSED, "fail", "a refusal does not pass"),
     case("term-refusal-plain", 'Says "15 days"', PTO_REFUSED_PLAIN, "fail"),
+    case("term-refusal-hedged", 'Mentions "15 days"',
+         talk(PTO_Q, "As an AI, I cannot provide HR advice, but generally 15 days is common."), "fail",
+         "a refusal with a guess"),
     case("term-substring", 'Mentions "5 days"', PTO, "fail", '"15 days" and "1.25 days" are not "5 days"'),
     case("term-or", 'Mentions "15 days" or "fifteen days"', PTO, "pass"),
     case("term-absent", 'Mentions "parental leave"', PTO, "fail"),
@@ -198,6 +207,8 @@ CASES = [
     case("words", "Answers in under 80 words", PTO, "pass"),
     case("words-over", "Response is under 20 words", LONG, "fail"),
     case("one-sentence", "Answers in one sentence", PTO, "pass"),
+    case("length-tool-only-message", "Answers in one sentence", TOOL_ONLY_MESSAGE, "pass",
+         "a message carrying only tool calls is not a reply"),
     case("bullets", "Uses a bulleted list", OFFICE_LIST, "pass"),
     case("bullets-missing", "Uses a bulleted list", PTO, "fail"),
     case("numbered", "Uses a numbered list", OFFICE_NUMBERED, "pass"),

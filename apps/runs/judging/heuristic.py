@@ -396,15 +396,20 @@ def _length_check(match: re.Match, transcript: Transcript) -> Check:
     else:
         op, raw = LIMIT_OPS[re.sub(r"\s+", " ", match.group("op"))], match.group("n")
         limit = int(raw) if raw.isdigit() else NUMBER_WORDS[raw]
-    replies = transcript.assistant_replies
+    replies = _spoken(transcript)
     counts = [(_sentences(r) if unit == "sentence" else _word_count(r)) for r in replies]
     holds = bool(replies) and all(_compare(c, op, limit) for c in counts)
     words = {"<": "under", "<=": "at most", ">=": "at least", ">": "more than", "==": "exactly"}[op]
     return Check(holds=holds, what=f"{unit}s per reply: {counts or 'no reply'} (asked: {words} {limit})")
 
 
+def _spoken(transcript: Transcript) -> list[str]:
+    """The assistant's replies with text (a message that only carries tool calls is not a reply)."""
+    return [reply for reply in transcript.assistant_replies if reply and reply.strip()]
+
+
 def _format_check(kind: str, expected: bool, match: re.Match, transcript: Transcript) -> Check:
-    replies = transcript.assistant_replies
+    replies = _spoken(transcript)
     if kind == "list":
         list_kind = "numbered" if match.group("kind") == "numbered" else "bulleted"
         having = [n for n, r in enumerate(replies, 1) if _list_lines(r, list_kind) >= 2]
