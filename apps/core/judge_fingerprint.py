@@ -6,7 +6,7 @@ import hashlib
 
 # evalsite's own judging logic (pass rules, parsing, heuristics). Bump it when a change in evalsite
 # alone can change verdicts.
-JUDGE_VERSION = "1"
+JUDGE_VERSION = "2"
 HASH_CHARS = 12
 
 

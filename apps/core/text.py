@@ -11,8 +11,9 @@ its knowledge base cannot move a judge's verdict (tests/runs/test_text_versions.
 The versions differ because the texts they read differ, and every existing score depends on them:
 - AGENTIC_V1: tool names, arguments and short answers of an agent session (ASCII words, a light
   plural/tense stemmer, a stop list that keeps resource and action words).
-- CRITERIA_V1: a success criterion or rubric rule against a chatbot's answers (words with an
-  apostrophe suffix kept whole, one-letter words dropped, a stemmer that folds -ation/-ment/-ly).
+- CRITERIA_V1: a V1 answer against its expected answer (apps.runs.judging.answers; the criteria
+  and rules judge used it until issue 20) (words with an apostrophe suffix kept whole, one-letter
+  words dropped, a stemmer that folds -ation/-ment/-ly).
 - LEXICAL_V1: the TRACE metrics over any language (NFKC + casefold, Unicode `\\w+`, 132 English
   stop words, no stemming), as docs/rag.md defines them.
 - RETRIEVAL_V1: the demo bot's BM25 search; starts out tokenising as CRITERIA_V1 does, unstemmed.

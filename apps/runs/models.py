@@ -109,7 +109,8 @@ class EvaluationRun(models.Model):
     rubric_rules_total = models.PositiveIntegerField(default=0)
     # Rule verdicts the judge said it could not give; outside passed and total, shown apart.
     rubric_rules_skipped = models.PositiveIntegerField(default=0)
-    # Items a high-severity rule of which was not assessed: neither passed nor failed (fail-closed).
+    # Items with a criterion skipped or a high-severity rule not assessed, none failed: neither passed
+    # nor failed (fail-closed).
     unassessed = models.PositiveIntegerField(default=0)
     # The denominators of every score: criterion and rule verdicts scored, skipped and errored.
     verdicts_scored = models.PositiveIntegerField(default=0)

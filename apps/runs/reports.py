@@ -111,8 +111,8 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
             message = f"flaky: {attempts}" if item["flaky"] else ("failed" if run.repeats == 1 else f"failed: {attempts}")
             ET.SubElement(case, "failure", type=kind, message=message).text = text
         elif outcome == UNASSESSED:
-            message = ("unassessed: the judge could not give a verdict that decides this item "
-                       "(a high-severity rule skipped or errored); neither passed nor failed")
+            message = ("unassessed: the judge could not assess a criterion or a high-severity rule that decides "
+                       "this item; neither passed nor failed")
             if allow_unassessed:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=message).text = text

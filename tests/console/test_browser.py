@@ -18,6 +18,7 @@ from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun, VerdictReview
 from apps.testsets.demo import DEMO_TEST_SET_ID
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.console.browser import (SCREENSHOTS, click_and_wait_for_new_page, needs_chromium, screenshot,
                                   submit_and_wait_for_new_page, wait_for)
 
@@ -36,6 +37,9 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     from selenium.webdriver.support.ui import Select
 
     load_demo_evaluation_data()
+    # Issue 20: the offline judge skips the demo's prose criteria; these PTO criteria it checks, so
+    # the PTO items fail once the PTO policy is gone.
+    publish_checkable_demo_test_set()
     from apps.agentic.demo import load_demo_evaluations
     from apps.traces.demo import load_demo_traces
 

@@ -18,6 +18,7 @@ from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.console.browser import click_and_wait_for_new_page, needs_chromium, screenshot
 
 pytestmark = [
@@ -42,6 +43,8 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     from selenium.webdriver.support.ui import Select
 
     load_demo_evaluation_data()
+    # Issue 20: the offline judge skips the demo's prose criteria; these PTO criteria it checks.
+    publish_checkable_demo_test_set()
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     # Tasks run in-process (eager) once each run's transaction commits.
     first = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
@@ -57,7 +60,7 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     browser.get(f"{live_server.url}/console/runs/")
     table = find(By.ID, "runs").text
     assert "PTO document deleted" in table and "baseline" in table
-    assert "O'Connor Internal Ops Associate Test Set v1" in table
+    assert "O'Connor Internal Ops Associate Test Set v2" in table
     Select(find(By.ID, "filter-bot")).select_by_value(DEMO_AGENT_ID)
     Select(find(By.ID, "filter-test-set")).select_by_value(DEMO_TEST_SET_ID)
     click_and_wait_for_new_page(browser, find(By.CSS_SELECTOR, "form.filters button[type=submit]"))
@@ -67,7 +70,7 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     # The run page's header names the run.
     click_and_wait_for_new_page(browser, find(By.PARTIAL_LINK_TEXT, "PTO document deleted"))
     heading = find(By.TAG_NAME, "h1").text
-    assert heading.startswith("PTO document deleted:") and "Test Set v1" in heading
+    assert heading.startswith("PTO document deleted:") and "Test Set v2" in heading
     screenshot(browser, "2x-02-run-header")
 
     # The comparison: what changed in the bot, and the regressed item's two answers side by side.

@@ -103,14 +103,32 @@ def test_launch_form_errors_are_shown_and_nothing_is_created(staff_client, demo,
     assert not EvaluationRun.objects.exists()
 
 
-def test_run_page_shows_figures_chart_versions_and_results(staff_client, demo_run):
+@pytest.fixture
+def llm_demo_run(openai_server, demo, django_capture_on_commit_callbacks):
+    """The demo run judged by an LLM judge (the scripted server: every verdict passes). The offline
+    judge assesses none of the demo rubric's prose rules (issue 20), so a page that shows rule
+    verdicts (the component chart, judge-human agreement) needs a judge that does."""
+    from apps.runs import services
+    from tests.fakes.openai_server import judge_reply
+
+    openai_server.default = judge_reply()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
+                                  concurrency=2)
+    run.refresh_from_db()
+    assert run.status == "completed" and run.rubric_rules_total == 25
+    return run
+
+
+def test_run_page_shows_figures_chart_versions_and_results(staff_client, llm_demo_run):
+    demo_run = llm_demo_run
     page = text(staff_client.get(f"/console/runs/{demo_run.run_id}/"))
     run = EvaluationRun.objects.get(pk=demo_run.pk)
     assert f"{run.criteria_passed}/{run.criteria_total}" in page
     assert f"{run.rubric_rules_passed}/{run.rubric_rules_total}" in page
     # The test set and rubric by name and version (issue 15: the UUID alone told a reader nothing).
     test_set, rubric = TestSet.objects.get(pk=DEMO_TEST_SET_ID), Rubric.objects.get(pk=DEMO_RUBRIC_ID)
-    assert f"{escape(test_set.name)} v1" in page and "heuristic:v1" in page
+    assert f"{escape(test_set.name)} v1" in page and "openai:judge-model" in page
     assert f'<a href="/console/rubrics/{DEMO_RUBRIC_ID}/">{escape(rubric.name)}</a> v1' in page
     assert 'id="component-scores"' in page and "<svg" in page and 'aria-label="Rubric pass rate per component scope' in page
     assert page.count('data-result-id=') == 5
@@ -206,8 +224,8 @@ def test_review_form_errors_are_reported(staff_client, db):
     assert "no rule verdict" in text(unknown) and not VerdictReview.objects.exists()
 
 
-def test_rubric_page_shows_conditions_and_kappa(staff_client, demo_run):
-    result = demo_run.results.filter(rubric_scores__isnull=False).first()
+def test_rubric_page_shows_conditions_and_kappa(staff_client, llm_demo_run):
+    result = llm_demo_run.results.filter(rubric_scores__isnull=False).first()
     verdict = next(r for r in result.rubric_scores if r["status"] == "ok")
     staff_client.post(f"/console/results/{result.result_id}/",
                       {"kind": "rule", "key": verdict["rule_id"], "passed": "false" if verdict["passed"] else "true"})

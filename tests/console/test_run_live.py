@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
+from django.utils.html import escape
 
 from apps.runs.models import EvaluationResult, EvaluationRun
-from tests.runs.factories import PTO_ITEM, EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import PTO_CRITERIA, PTO_ITEM, EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -43,7 +44,7 @@ def test_result_page_shows_input_answer_and_expected_before_the_verdicts(staff_c
     subject = page[page.index('id="result-subject"'):page.index('id="verdicts"')]
     assert "How many PTO days do I accrue per month?" in subject
     assert re.search(r'id="final-answer">.*You accrue 1.5 days of PTO per month.', subject)
-    assert "Agent retrieves the PTO policy from the handbook" in subject, "the expected outcome, formatted"
+    assert escape(PTO_CRITERIA[0]) in subject, "the expected outcome, formatted"
     assert "<code>search_kb</code>" in subject and "<code>live_handoff</code>" in subject
     assert "tools called:" in subject
     # The whole test set as one line of JSON is gone; the item is on the page.

@@ -15,6 +15,7 @@ from apps.runs import services
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.bots.factories import BotFactory
 from tests.console.test_pages import _count_queries, text
 from tests.runs.factories import EvaluationRunFactory, criterion
@@ -23,9 +24,25 @@ from tests.testsets.factories import SuiteFactory
 pytestmark = pytest.mark.django_db
 
 
-def test_pto_document_deleted_then_rerun_the_comparison_shows_it(staff_client, demo_run,
+@pytest.fixture
+def checkable_demo_run(demo, django_capture_on_commit_callbacks):
+    """The demo run (no rubric) on a version of the demo test set whose PTO criteria the offline
+    judge checks (issue 20: it skips the demo's prose criteria, which used to pass by proxy, so the
+    items would be unassessed before and after and nothing could regress)."""
+    assert publish_checkable_demo_test_set() == 2
+    with django_capture_on_commit_callbacks(execute=True):
+        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=2)
+    run.refresh_from_db()
+    return run
+
+
+def test_pto_document_deleted_then_rerun_the_comparison_shows_it(staff_client, checkable_demo_run,
                                                                    django_capture_on_commit_callbacks):
     """The issue's scenario: delete the PTO document, "Run again (same versions)", compare."""
+    demo_run = checkable_demo_run
+    assert {r.item_name: r.outcome for r in EvaluationResult.objects.filter(
+        run=demo_run, item_name__in=["PTO Policy Inquiry", "PTO Carry-over Conversation"])} == {
+        "PTO Policy Inquiry": "passed", "PTO Carry-over Conversation": "passed"}
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()
     with django_capture_on_commit_callbacks(execute=True):
         staff_client.post(f"/console/runs/{demo_run.run_id}/rerun/")

@@ -22,9 +22,12 @@ RUBRIC_SNAPSHOT = {"rules": [
     {"id": "NO_HANDOFF", "name": "No needless handoff", "severity": "high", "component_scope": "function",
      "component_ids": ["t2"], "evaluation_criteria": {"pass_conditions": [], "fail_conditions": ["Agent transfers to a human"]}},
 ]}
+# Criteria in shapes the offline judge checks (docs/offline-judge.md). In prose ("Agent retrieves the
+# PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days") they used to pass
+# by proxy; the judge now skips prose and the item would be unassessed (issue 20).
+PTO_CRITERIA = ['Agent retrieves "PTO Policy" from the knowledge base', 'Response mentions "1.5 days"']
 PTO_ITEM = {"item_id": "i1", "type": "single_turn", "name": "PTO", "inputs": {"message": "How many PTO days do I accrue per month?"},
-            "expected": {"success_criteria": ["Agent retrieves the PTO policy from the handbook",
-                                              "Response includes the monthly accrual of 1.5 days"],
+            "expected": {"success_criteria": PTO_CRITERIA,
                          "should_use_tools": ["search_kb"], "should_not_use_tools": ["live_handoff"]}}
 
 
@@ -35,6 +38,9 @@ PLAN_RUBRIC = uuid.UUID(int=2)
 PLAN_DATASET = uuid.UUID(int=3)
 
 
+WIFI_CRITERION = 'Response mentions "wifi password"'
+
+
 def make_items(n):
     """n test set items as the engine reads them; every third asks what the handbook does not cover."""
     items = []
@@ -42,7 +48,7 @@ def make_items(n):
         item = {**PTO_ITEM, "item_id": str(uuid.UUID(int=100 + i)), "name": f"item {i}"}
         if i % 3 == 2:
             item = {**item, "inputs": {"message": "What is the wifi password?"},
-                    "expected": {"success_criteria": ["Response includes the wifi password"]}}
+                    "expected": {"success_criteria": [WIFI_CRITERION]}}
         items.append(item)
     return items
 

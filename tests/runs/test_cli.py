@@ -9,7 +9,7 @@ from apps.runs.judging.types import Verdict
 from apps.runs.management.commands.evalrun import Command
 from apps.runs.models import EvaluationResult, EvaluationRun
 
-from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, make_items
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, WIFI_CRITERION, make_items
 
 # transaction=True: with --wait the command polls until the run finishes, inside call_command; the run
 # starts only when run_create's transaction commits, which the plain db fixture's open transaction
@@ -47,7 +47,7 @@ def test_wait_says_why_each_item_failed_and_links_it(plan, capsys, settings):
     out = capsys.readouterr().out
     failed_block = out[out.index("  FAILED item 2"):].splitlines()
     assert failed_block[0] == "  FAILED item 2"
-    assert failed_block[1].startswith("    criterion failed: Response includes the wifi password — ")
+    assert failed_block[1].startswith("    criterion failed: Response mentions \"wifi password\" — ")
     assert any(line.strip().startswith(f"{settings.EVALSITE_BASE_URL}/console/results/") for line in failed_block[1:6])
     assert "FAILED item 2:" not in out
 
@@ -141,7 +141,7 @@ def _judge_errors_on(monkeypatch, criterion_text):
 
 def test_max_errors_fails_the_gate_when_the_judge_errored_and_says_why(plan, monkeypatch, capsys):
     # Items 2 and 5 ask what the handbook does not cover; their one criterion errors.
-    _judge_errors_on(monkeypatch, "Response includes the wifi password")
+    _judge_errors_on(monkeypatch, WIFI_CRITERION)
     with pytest.raises(CommandError, match=r"errored verdicts .* is above --max-errors 0.0%"):
         run_cli("--wait")
     assert "errored" in capsys.readouterr().out

@@ -39,7 +39,7 @@ def test_junit_has_one_testcase_per_item_with_the_failed_verdicts_and_reasoning(
     assert set(cases) == {f"item {n}" for n in range(6)}
     failed = cases["item 2"].result
     assert len(failed) == 1 and isinstance(failed[0], Failure) and failed[0].type == "failed"
-    assert failed[0].text.startswith("criterion failed: Response includes the wifi password — ")
+    assert failed[0].text.startswith("criterion failed: Response mentions \"wifi password\" — ")
     assert cases["item 0"].is_passed and "/console/results/" in cases["item 0"].system_out
     # The classname comes from the test set (its id here: the plan's test set has no row), so a CI
     # server follows each item's history from run to run.

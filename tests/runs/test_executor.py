@@ -2,21 +2,34 @@ import json
 
 from apps.bots.adapters import BotSpec
 from apps.runs.executor import RunOptions, execute_question, execute_test_item
+from apps.runs.judging.aggregate import stored_outcome
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer
-from tests.runs.factories import PTO_ITEM, RUBRIC_SNAPSHOT
+from tests.runs.factories import PTO_CRITERIA, PTO_ITEM, RUBRIC_SNAPSHOT
 
 
 def test_single_turn_item_passes_with_every_verdict_recorded():
     out = execute_test_item(item=PTO_ITEM, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(), conversation_id="c")
     assert out.passed and out.criteria_passed and out.rubric_passed
-    assert [c["criterion"] for c in out.criteria_scores] == [
-        "Agent retrieves the PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days",
-        "Uses tool search_kb", "Does not use tool live_handoff"]
+    assert [c["criterion"] for c in out.criteria_scores] == [*PTO_CRITERIA, "Uses tool search_kb",
+                                                              "Does not use tool live_handoff"]
     assert {r["rule_id"]: r["passed"] for r in out.rubric_scores} == {"BRIEF": True, "USES_KB": True, "NO_HANDOFF": True}
     assert all(set(r) >= {"rule_id", "rule_name", "severity", "passed", "score", "reasoning"} for r in out.rubric_scores)
     assert out.output["messages"][0] == {"role": "user", "content": PTO_ITEM["inputs"]["message"]}
     assert out.input == PTO_ITEM["inputs"]
+
+
+def test_prose_criteria_are_skipped_by_the_offline_judge_and_leave_the_item_unassessed():
+    """Issue 20: the same item in prose used to pass by proxy (a look-up with results, 60% of its
+    words in the answer); the offline judge skips both criteria, so the item is neither passed nor failed."""
+    item = {**PTO_ITEM, "expected": {**PTO_ITEM["expected"], "success_criteria": [
+        "Agent retrieves the PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days"]}}
+    out = execute_test_item(item=item, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(),
+                            conversation_id="c")
+    assert [c["status"] for c in out.criteria_scores] == ["skipped", "skipped", "ok", "ok"]
+    assert all(c["reasoning"].startswith("needs an LLM judge") for c in out.criteria_scores[:2])
+    assert out.passed is False and out.criteria_passed is False and out.rubric_passed is True
+    assert stored_outcome(passed=out.passed, criteria=out.criteria_scores, rules=out.rubric_scores) == "unassessed"
 
 
 def test_scope_filter_limits_the_rules_judged():
@@ -28,7 +41,7 @@ def test_scope_filter_limits_the_rules_judged():
 def test_high_severity_failure_fails_the_item_even_when_criteria_pass():
     item = {**PTO_ITEM, "type": "scenario", "inputs": {"persona": "p", "initial_message": "How many PTO days per month?",
                                                        "max_turns": 4, "scripted_turns": ["get me a human"]},
-            "expected": {"success_criteria": ["Response includes the monthly accrual of 1.5 days"]}}
+            "expected": {"success_criteria": ['Response mentions "1.5 days"']}}
     out = execute_test_item(item=item, bot=make_bot_spec(), rubric=RUBRIC_SNAPSHOT, options=RunOptions(), conversation_id="c")
     assert out.criteria_passed is True
     assert {r["rule_id"]: r["passed"] for r in out.rubric_scores}["NO_HANDOFF"] is False

@@ -40,33 +40,50 @@ def handoff():
 
 
 class TestCriteria:
-    def test_content_criterion_passes_when_the_answer_carries_it(self, pto_answer):
+    def test_a_prose_content_criterion_is_skipped_not_passed_by_word_overlap(self, pto_answer):
+        """Issue 20: this criterion used to pass because 60% of its "content words" appeared in the
+        answer. The offline judge cannot tell whether the answer states the accrual: an LLM judge must."""
         v = heuristic.judge_criterion("Response includes the monthly PTO accrual of 1.5 days", pto_answer)
-        assert v.status == "ok" and v.passed is True
-        assert "key terms" in v.reasoning
+        assert v.status == "skipped" and v.passed is None and v.score is None
+        assert v.reasoning.startswith("needs an LLM judge") and "double quotes" in v.reasoning
 
-    def test_content_criterion_fails_and_names_what_is_missing(self, pto_answer):
+    def test_listed_key_terms_are_checked_and_the_check_is_named(self, pto_answer):
+        v = heuristic.judge_criterion('Response mentions "1.5 days" and "18 days"', pto_answer)
+        assert v.status == "ok" and v.passed is True and v.score == 1.0
+        assert "key terms" in v.reasoning and '"1.5 days" affirmed in reply 1' in v.reasoning
+
+    def test_a_missing_key_term_fails_and_is_named(self, pto_answer):
+        v = heuristic.judge_criterion('Agent mentions "parental leave"', pto_answer)
+        assert v.status == "ok" and v.passed is False and v.score == 0.0
+        assert '"parental leave" not in any reply' in v.reasoning
+        # In prose the same ask is skipped: it used to fail by missing "content words".
         v = heuristic.judge_criterion("Agent explains the parental leave eligibility rules", pto_answer)
-        assert v.passed is False and "missing" in v.reasoning and "parental" in v.reasoning
-        assert 0 <= v.score < 1
+        assert v.status == "skipped" and v.reasoning.startswith("needs an LLM judge")
 
-    def test_kb_lookup_criterion_checks_the_tool_log(self, pto_answer, handoff):
-        assert heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", pto_answer).passed is True
+    def test_a_look_up_counts_only_for_a_criterion_that_asks_for_a_look_up_and_nothing_more(self, pto_answer):
+        # Used to pass on "1 knowledge-base look-up(s), 1 with results": whether the PTO policy was
+        # what it retrieved is more than a look-up.
+        v = heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", pto_answer)
+        assert v.status == "skipped" and v.reasoning.startswith("needs an LLM judge")
+        assert heuristic.judge_criterion("Agent searches the knowledge base", pto_answer).passed is True
         no_lookup = Transcript(messages=[{"role": "assistant", "content": "PTO is 18 days"}], tool_calls=[],
                                bot_tools=BOT_TOOLS)
-        v = heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", no_lookup)
-        assert v.passed is False and "0 knowledge-base look-up" in v.reasoning
+        v = heuristic.judge_criterion("Agent searches the knowledge base", no_lookup)
+        assert v.passed is False and "0 successful knowledge-base look-up(s)" in v.reasoning
+        v = heuristic.judge_criterion('Agent retrieves "PTO Policy" from the knowledge base', pto_answer)
+        assert v.passed is True and "look-up results contain 1 of 1" in v.reasoning
 
     def test_handoff_criteria_and_their_negation(self, pto_answer, handoff):
         assert heuristic.judge_criterion("Agent hands off to a live agent", handoff).passed is True
         assert heuristic.judge_criterion("Agent hands off to a live agent", pto_answer).passed is False
         assert heuristic.judge_criterion("Agent does not transfer to a human", pto_answer).passed is True
+        assert heuristic.judge_criterion("Agent does not transfer to a human", handoff).passed is False
 
     def test_uncheckable_criterion_is_skipped_not_guessed(self, pto_answer):
-        v = heuristic.judge_criterion("Agent is empathetic", pto_answer)
-        assert v.status in {"ok", "skipped"}
-        v = heuristic.judge_criterion("Agent should be", pto_answer)
-        assert v.status == "skipped" and v.passed is None and v.score is None and "LLM judge" in v.reasoning
+        for criterion in ("Agent is empathetic", "Agent should be", "Agent says the handbook does not cover it"):
+            v = heuristic.judge_criterion(criterion, pto_answer)
+            assert v.status == "skipped" and v.passed is None and v.score is None, criterion
+            assert v.reasoning.startswith("needs an LLM judge: ")
 
     def test_tool_expectations_become_criteria(self, pto_answer):
         verdicts = heuristic.tool_verdicts(expected={"should_use_tools": ["search_kb"],
@@ -105,9 +122,18 @@ class TestRules:
         v = heuristic.judge_rule(rule("TONE", passes=["Tone is warm and professional"]), pto_answer)
         assert v.status == "skipped" and v.passed is None
 
-    def test_partially_measurable_rule_says_what_it_did_not_check(self, pto_answer):
+    def test_a_rule_whose_pass_rests_on_an_unchecked_condition_is_skipped(self, pto_answer):
+        """It used to pass on its checked condition alone ("not checked by the heuristic judge: 1")."""
         v = heuristic.judge_rule(rule("MIX", passes=["Tone is warm", "Response is under 4 sentences"]), pto_answer)
-        assert v.passed is True and "not checked by the heuristic judge: 1" in v.reasoning
+        assert v.status == "skipped" and v.passed is None
+        assert v.reasoning.startswith("needs an LLM judge: 1 of its conditions") and "'Tone is warm'" in v.reasoning
+        assert "'Response is under 4 sentences': met" in v.reasoning
+
+    def test_a_checked_condition_that_breaks_the_rule_fails_it_whatever_is_unchecked(self, pto_answer, handoff):
+        v = heuristic.judge_rule(rule("MIX", passes=["Tone is warm"], fails=["Agent transfers to a human"]), handoff)
+        assert v.status == "ok" and v.passed is False and "MET" in v.reasoning and "Not checked" in v.reasoning
+        v = heuristic.judge_rule(rule("MIX", passes=["Tone is warm", "Response is under 1 sentence"]), pto_answer)
+        assert v.status == "ok" and v.passed is False and "NOT met" in v.reasoning
 
 
 class TestAggregation:
@@ -165,7 +191,9 @@ def test_an_unassessed_high_rule_makes_the_item_unassessed_never_passed():
     ok = {"passed": True, "status": "ok"}
     assert outcome([ok], [skipped_high]) == (True, False, False, "unassessed")
     assert outcome([ok], [error_high]) == (True, False, False, "unassessed")
-    assert outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False, "failed")
+    # Issue 20: a criterion the judge skipped leaves the item unassessed too (it used to fail it).
+    assert outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False, "unassessed")
+    assert outcome([{"passed": None, "status": "skipped"}], None) == (False, None, False, "unassessed")
     assert stored_component_scores([skipped_high, {**ok, "component_scope": "prompt"}]) == {
         "prompt": {"score": 1.0, "total": 1, "passed": 1}}
 
@@ -178,6 +206,10 @@ def test_a_failed_high_rule_or_criterion_wins_over_an_unassessed_one():
     assert outcome([ok], [skipped_high, failed_high]).outcome == "failed"
     assert outcome([ok], [failed_high, error_high]).outcome == "failed"
     assert outcome([bad], [skipped_high]).outcome == "failed"
+    skipped = {"passed": None, "status": "skipped"}
+    assert outcome([skipped, bad], [{**ok, "severity": "high"}]).outcome == "failed"
+    assert outcome([skipped, ok], [failed_high]).outcome == "failed"
+    assert outcome([skipped, {"passed": None, "status": "error"}], None).outcome == "failed"
     # Only high-severity rules gate the item: an unassessed medium rule leaves it passed.
     assert outcome([ok], [{**skipped_high, "severity": "medium"}, {**ok, "severity": "high"}]).outcome == "passed"
 

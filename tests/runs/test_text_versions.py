@@ -9,6 +9,7 @@ import ast
 import dataclasses
 import inspect
 import re
+from types import SimpleNamespace
 
 from apps.agentic.judges import HeuristicAgenticJudge, JudgeInput, JudgeToolCall
 from apps.agentic.judges import heuristic as agentic_heuristic
@@ -16,7 +17,7 @@ from apps.bots.adapters import retrieval
 from apps.bots.adapters.base import BotDocument
 from apps.core.text import TextVersion
 from apps.rag.metrics import lexical
-from apps.runs.judging import heuristic
+from apps.runs.judging import answers, heuristic
 from apps.runs.judging.types import Transcript
 
 BOT_TOOLS = [{"tool_name": "search_kb", "name": "Search handbook", "type": "knowledge_base"},
@@ -32,6 +33,8 @@ TRANSCRIPT = Transcript(
 )
 CRITERIA = ["Response includes the monthly PTO accrual of 1.25 days",
             "Agent says up to 5 days carry over",
+            'Mentions "1.25 PTO days" and "15 days"',
+            'Mentions "parental leave"',
             "Agent explains the parental leave eligibility rules",
             "Agent retrieves PTO policy from the handbook KB",
             "Agent is empathetic"]
@@ -58,6 +61,11 @@ def every_verdict() -> dict:
     return {
         "criteria": [dataclasses.asdict(heuristic.judge_criterion(c, TRANSCRIPT)) for c in CRITERIA],
         "rules": [dataclasses.asdict(heuristic.judge_rule(r, TRANSCRIPT)) for r in RULES],
+        # V1 correctness is what still tokenises with CRITERIA_V1 (the criteria judge no longer does).
+        "answers": [dataclasses.asdict(answers.judge_answer(SimpleNamespace(client=None, label="heuristic:v1"),
+                                                            question="How many PTO days?", answer=ANSWER,
+                                                            expected=expected))
+                    for expected in ("15 days per year, 1.25 days per month", "Parental leave is 16 weeks")],
         "agentic": dataclasses.asdict(HeuristicAgenticJudge().evaluate(SESSION)),
         "lexical": [lexical.faithfulness(contexts=[d.text for d in DOCUMENTS], answer=ANSWER),
                     lexical.answer_relevancy(question="How many PTO days do I accrue?", answer=ANSWER)],
@@ -70,6 +78,7 @@ def test_changing_the_bots_retrieval_text_changes_no_verdict(monkeypatch):
     # The fixed input is judged for real: passes, failures and skips, not only skips.
     statuses = {(v["status"], v["passed"]) for v in before["criteria"] + before["rules"]}
     assert {("ok", True), ("ok", False), ("skipped", None)} <= statuses
+    assert [v["passed"] for v in before["answers"]] == [True, False]
 
     monkeypatch.setattr(retrieval, "TEXT", UNLIKE_ANY_JUDGE)
 
@@ -80,7 +89,7 @@ def test_changing_the_bots_retrieval_text_changes_no_verdict(monkeypatch):
 
 
 def test_no_judge_or_metric_imports_the_bots_retrieval():
-    for module in (heuristic, agentic_heuristic, lexical):
+    for module in (heuristic, answers, agentic_heuristic, lexical):
         imported = set()
         for node in ast.walk(ast.parse(inspect.getsource(module))):
             if isinstance(node, ast.ImportFrom) and node.module:

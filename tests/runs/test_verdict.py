@@ -74,10 +74,16 @@ class TestLegacyRows:
 
 
 class TestFailedAndAssessed:
-    def test_a_skipped_rule_neither_passes_nor_fails_but_a_skipped_criterion_fails(self):
+    def test_a_skipped_rule_or_criterion_neither_passes_nor_fails(self):
+        # Issue 20: a skipped criterion used to count as failed; like a skipped rule, it leaves the
+        # item unassessed (aggregate.item_outcome) and is no failure to list.
         skipped = Verdict.skipped(JUDGE_HEURISTIC, "cannot check")
         assert not skipped.for_rule(RULE_DEF).failed and not skipped.for_rule(RULE_DEF).assessed
-        assert skipped.for_criterion("c").failed
+        criterion = skipped.for_criterion("c")
+        assert not criterion.failed and not criterion.assessed and not criterion.counts_as_passed
+
+    def test_an_errored_criterion_fails(self):
+        assert Verdict.error(JUDGE_HEURISTIC, "boom").for_criterion("c").failed
 
     def test_an_errored_rule_fails(self):
         assert Verdict.error(JUDGE_HEURISTIC, "boom").for_rule(RULE_DEF).failed

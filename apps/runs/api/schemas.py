@@ -178,7 +178,8 @@ class ResultOut(BaseModel):
     rubric_passed: bool | None
     passed: bool | None = Field(description="true only when outcome is passed")
     outcome: Literal["passed", "failed", "unassessed"] | None = Field(
-        description="unassessed: a high-severity rule was skipped or errored and none failed; null until done")
+        description="unassessed: a criterion was skipped, or a high-severity rule skipped or errored, and none "
+                    "failed; null until done")
     duration_ms: int | None
     error: str | None
     created_at: datetime

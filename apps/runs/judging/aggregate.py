@@ -40,19 +40,21 @@ class Outcome(NamedTuple):
 
 
 def item_outcome(criteria: list[Verdict], rules: list[Verdict] | None) -> Outcome:
-    """Fail-closed: an item fails if any criterion is not passed (a criterion the judge could not
-    judge counts as not passed) or any high-severity rule was judged and failed. Otherwise, if a
-    high-severity rule was not assessed (skipped or error), the item is unassessed: never passed,
-    counted apart, because a gate must not go green with its most important rules unjudged. A
-    failed high rule wins over an unassessed one: the item is known to fail."""
+    """Fail-closed: an item fails if any criterion failed or errored (an error cannot confirm
+    success) or any high-severity rule was judged and failed. Otherwise, if a criterion was skipped
+    (the judge said it cannot assess it: the offline judge with prose criteria) or a high-severity
+    rule was not assessed (skipped or error), the item is unassessed: never passed, counted apart,
+    because a gate must not go green on what nobody judged. A failure wins over an unassessed
+    verdict: the item is known to fail. criteria_passed is true only when every criterion passed."""
     criteria_passed = all(c.counts_as_passed for c in criteria)
+    criteria_failed = any(c.failed for c in criteria)
     if rules is None:
-        return _outcome(criteria_passed, None, PASSED if criteria_passed else FAILED)
+        return _outcome(criteria_passed, None, FAILED if criteria_failed else PASSED if criteria_passed else UNASSESSED)
     high = [r for r in rules if r.severity == "high"]
     rubric_passed = all(r.counts_as_passed for r in high)
-    if not criteria_passed or any(r.status == "ok" and not r.passed for r in high):
+    if criteria_failed or any(r.status == "ok" and not r.passed for r in high):
         return _outcome(criteria_passed, rubric_passed, FAILED)
-    return _outcome(criteria_passed, rubric_passed, PASSED if rubric_passed else UNASSESSED)
+    return _outcome(criteria_passed, rubric_passed, PASSED if criteria_passed and rubric_passed else UNASSESSED)
 
 
 def _outcome(criteria_passed: bool, rubric_passed: bool | None, outcome: str) -> Outcome:

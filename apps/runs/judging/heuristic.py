@@ -1,68 +1,467 @@
-"""The deterministic `heuristic:v1` judge of success criteria and rubric rules.
+"""The deterministic `heuristic:v1` judge of success criteria and rubric rules: the offline judge.
 
-It judges only what it can check from the transcript and the tool log: tools used or avoided,
-hand-offs, knowledge-base look-ups, answers that mention what a criterion names, and measurable
-length limits. A criterion or rule it cannot check gets status `skipped` with the reason (and
-counts as not passed): it never guesses a verdict. Configure an LLM judge for the rest."""
+It answers only what it can check mechanically, and says in its reasoning which check it made:
+- a tool used or not used (the tool log), a hand-off to a person (or none);
+- a knowledge-base look-up, when the criterion asks for a look-up and nothing more;
+- key terms listed in double quotes, present in an assistant reply (not negated in their clause,
+  not only inside a quote of the user's words, not in a reply that refuses), or absent;
+- length limits (sentences, words) and format (a bulleted or numbered list, a link, ending with a
+  question).
+A criterion is a shape or several joined by "and"; anything else, even partly, is `skipped` with a
+reasoning that starts "needs an LLM judge": checking one part of it would pass it by proxy. A
+rubric rule passes only when every one of its conditions is checked and holds; a checked condition
+that breaks it fails it; otherwise it is skipped. docs/offline-judge.md lists the shapes."""
 
 import re
-
-from apps.core.text import CRITERIA_V1
+from dataclasses import dataclass
 
 from .types import JUDGE_HEURISTIC, Transcript, Verdict
 
-# Pinned: heuristic:v1 verdicts depend on exactly this tokenizer, stop list and stemmer. It used to
-# be the demo bot's BM25 tokenizer, so tuning the bot's search moved the judge's verdicts.
-TEXT = CRITERIA_V1
-
-# Words that describe the evaluation rather than the content the answer should carry.
-EVAL_WORDS = frozenset(
-    "agent bot assistant response responses answer answers reply replies user employee customer provides provide "
-    "provided includes include including mentions mention mentioned explains explain gives give states state "
-    "correctly correct accurate accurately clearly clear properly appropriate appropriately relevant information "
-    "details detail refers refer asks ask should must not does did question questions request requests "
-    "retrieves retrieve searches search looks look up find finds found uses use using kb knowledge base says say "
-    "tells tell notes note confirms confirm informs inform offers offer describes describe lists list "
-    "acknowledges acknowledge hands hand".split()
-)
-HANDOFF_WORDS = re.compile(r"\b(hand(s|ed|ing)?[ -]?off|hand(s|ed|ing)? (\w+ ){0,3}(over )?to|transfer(s|red)?|escalat\w*|"
-                           r"live agent|human agent|a human|real person)\b", re.I)
-KB_WORDS = re.compile(r"\b(knowledge base|kb|handbook|documentation|docs|policy documents?|retriev\w*|search\w*|looks? up)\b", re.I)
-# In rule conditions only an action counts as a retrieval check; "the handbook" alone does not.
-KB_ACTION = re.compile(r"\b(search\w*|retriev\w*|look(s|ed)? up|consult\w*)\b", re.I)
-# A condition with a premise ("when a person is requested", "without any search", "before the
-# answer") holds only where the premise applies, or depends on order, which the heuristic judge
-# cannot tell from counts; it leaves such conditions unchecked.
-CONDITIONAL = re.compile(r"\b(when|whenever|if|unless|in case|without|before|after)\b", re.I)
-NEGATION = re.compile(r"\b(not|never|no|without|avoid\w*|doesn't|does not|don't)\b", re.I)
-SENTENCE_LIMIT = re.compile(r"\b(?:under|fewer than|less than|at most|no more than|max(?:imum)?(?: of)?)\s+(\d+)\s+sentences?\b", re.I)
-WORD_LIMIT = re.compile(r"\b(?:under|fewer than|less than|at most|no more than|max(?:imum)?(?: of)?)\s+(\d+)\s+words?\b", re.I)
-QUOTED = re.compile(r"[\"“']([^\"”']{2,60})[\"”']")
-
-# Share of a criterion's content words the answers must contain for the criterion to pass.
-COVERAGE_TO_PASS = 0.6
+NEEDS_LLM = "needs an LLM judge"
 
 
-def _content_terms(text: str) -> list[str]:
-    seen, terms = set(), []
-    for word in TEXT.tokens(text):
-        if word in EVAL_WORDS or word.isdigit() and len(word) < 2:
+@dataclass(frozen=True)
+class Check:
+    """A shape the judge recognised and checked: whether it holds, and what it looked at."""
+
+    holds: bool
+    what: str
+
+
+@dataclass(frozen=True)
+class Unchecked:
+    """Text the judge cannot reduce to a check, and why."""
+
+    why: str
+
+
+# -- Parsing a criterion or condition -------------------------------------------------------------------------------
+
+QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|‘([^’]+)’|(?<![\w\'])\'([^\']+)\'(?![\w\'])')
+TERM = r"\x01\d+\x02"
+TERM_LIST = rf"(?P<terms>{TERM}(?:\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+){TERM})*)"
+SUBJECT = re.compile(r"^(?:the\s+)?(?:agent|bot|assistant|chatbot|response|answer|reply|model)(?:'s\s+(?:answer|reply|"
+                     r"response))?\s+|^(?:it|they)\s+")
+MODAL = r"(?:should\s+|must\s+|always\s+)?"
+NEG = r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|never|should\s+not|shouldn't|must\s+not|mustn't|" \
+      r"will\s+not|won't|is\s+not|isn't)"
+NUMBER_WORDS = {w: n for n, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+    "seventeen eighteen nineteen twenty".split())}
+NUMBER = r"(?P<n>\d+|" + "|".join(NUMBER_WORDS) + r")"
+
+TOOL_VERB = r"(?:uses?|calls?|invokes?|runs?|triggers?|(?:makes?\s+)?(?:a\s+)?calls?\s+to)"
+TOOL = r"(?:the\s+)?(?:tool\s+)?(?P<tool>.+?)(?:\s+tool)?"
+TOOL_SHAPES = [
+    (True, re.compile(rf"^{MODAL}{TOOL_VERB}\s+{TOOL}(?:\s+at\s+least\s+once)?$")),
+    (True, re.compile(rf"^{TOOL}\s+is\s+(?:called|used|invoked)$")),
+    (False, re.compile(rf"^{NEG}\s+(?:use|call|invoke|run|trigger)s?\s+{TOOL}$")),
+    (False, re.compile(rf"^{TOOL}\s+is\s+(?:not|never)\s+(?:called|used|invoked)$")),
+]
+
+HANDOFF_OBJECT = r"(?:(?:the\s+)?(?:conversation|chat|employee|user|customer|caller|request)\s+|it\s+|them\s+)?"
+HANDOFF_TARGET = r"(?:to\s+(?:a\s+|an\s+|the\s+)?(?:live\s+(?:agent|person|chat)|human(?:\s+agent)?|real\s+person|" \
+                 r"person|representative|colleague|support\s+agent|live\s+support))"
+HANDOFF_ACT = rf"(?:hands?\s+{HANDOFF_OBJECT}(?:off|over)(?:\s+{HANDOFF_TARGET})?|" \
+              rf"hands?\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|" \
+              rf"(?:transfers?|escalates?)\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|escalates?)"
+HANDOFF_SHAPES = [
+    (True, re.compile(rf"^{MODAL}{HANDOFF_ACT}$")),
+    (True, re.compile(r"^(?:a\s+)?hand\s+off\s+(?:happens|occurs|takes\s+place)$")),
+    (False, re.compile(rf"^{NEG}\s+{HANDOFF_ACT}$")),
+]
+
+TERM_VERB = r"(?:mentions?|says?|states?|includes?|contains?|gives?|tells\s+(?:the\s+)?(?:user|employee|customer)|" \
+            r"answers?\s+with|replies\s+with|uses?)"
+TERM_NOUN = r"(?:(?:the\s+)?(?:key\s+)?(?:words?|phrases?|terms?|figures?|numbers?)\s+)?"
+TERM_SHAPES = [
+    (True, re.compile(rf"^{MODAL}{TERM_VERB}\s+{TERM_NOUN}{TERM_LIST}$")),
+    (False, re.compile(rf"^{NEG}\s+(?:mention|say|state|include|contain|use|give)s?\s+{TERM_NOUN}{TERM_LIST}$")),
+]
+
+KB = r"(?:the\s+)?(?:knowledge[\s-]*base|kb|handbook|documentation|docs)"
+LOOKUP_VERB = r"(?:searches|search|looks?\s+up|consults?|queries|query|checks?)"
+LOOKUP_SHAPES = [
+    # (expect a look-up, where the listed terms must be: None, "arguments" or "result")
+    (True, None, re.compile(rf"^{MODAL}{LOOKUP_VERB}\s+{KB}$|^{MODAL}looks?\s+(?:it\s+|something\s+)?up\s+in\s+{KB}$")),
+    (True, "result", re.compile(rf"^{MODAL}retrieves?\s+(?:results\s+|(?:a\s+)?passages?\s+)?from\s+{KB}$")),
+    (True, "arguments", re.compile(rf"^{MODAL}{LOOKUP_VERB}\s+{KB}\s+for\s+{TERM_LIST}$")),
+    (True, "result", re.compile(rf"^{MODAL}retrieves?\s+{TERM_LIST}\s+from\s+{KB}$")),
+    (False, None, re.compile(rf"^{NEG}\s+(?:search(?:es)?|looks?\s+up|consults?|query|queries|checks?)\s+{KB}$")),
+]
+
+LIMIT_OPS = {"under": "<", "fewer than": "<", "less than": "<", "at most": "<=", "no more than": "<=",
+             "a maximum of": "<=", "maximum of": "<=", "max": "<=", "at least": ">=", "no fewer than": ">=",
+             "no less than": ">=", "more than": ">", "exactly": "=="}
+LIMIT_OP = r"(?P<op>" + "|".join(sorted((re.escape(op) for op in LIMIT_OPS), key=len, reverse=True)) + ")"
+LENGTH_VERB = r"(?:answers?|replies|reply|responds?|is|are|has|have|stays?|" \
+              r"keeps?\s+(?:it|each\s+reply|answers|replies)|uses?|contains?|is\s+written)"
+LENGTH_SHAPES = [
+    re.compile(rf"^{MODAL}{LENGTH_VERB}\s+(?:in\s+|within\s+|to\s+)?{LIMIT_OP}\s+{NUMBER}\s+(?P<unit>sentences?|words?)"
+               r"(?:\s+long|\s+each|\s+per\s+reply)?$"),
+    re.compile(rf"^{MODAL}{LENGTH_VERB}\s+in\s+(?P<single>one|a\s+single)\s+(?P<unit>sentence)$"),
+]
+
+LIST_KIND = r"(?P<kind>bulleted|bullet(?:-?\s*point)?|numbered)"
+FORMAT_SHAPES = [
+    ("list", True, re.compile(rf"^{MODAL}(?:uses?|gives?|includes?|contains?|answers?\s+(?:with|in)|formats?\s+"
+                              rf"(?:it|the\s+answer)\s+as)\s+(?:a\s+)?{LIST_KIND}\s+list$")),
+    ("list", True, re.compile(rf"^{MODAL}(?:uses?|answers?\s+(?:with|in))\s+(?P<kind>bullet)\s+points$")),
+    ("list", False, re.compile(rf"^{NEG}\s+(?:use|give|include|contain)\s+(?:a\s+|any\s+)?{LIST_KIND}\s+lists?$")),
+    ("link", True, re.compile(rf"^{MODAL}(?:includes?|contains?|gives?|provides?|shares?|has)\s+"
+                              r"(?:a|an|at\s+least\s+one)\s+(?:link|url|hyperlink|web\s+address)$")),
+    ("link", False, re.compile(rf"^{NEG}\s+(?:include|contain|give|provide|share|have)\s+(?:a|an|any)\s+"
+                               r"(?:links?|urls?|hyperlinks?|web\s+address(?:es)?)$")),
+    ("question", True, re.compile(rf"^{MODAL}ends?\s+(?:its\s+(?:last\s+)?(?:reply|answer)\s+)?with\s+a\s+"
+                                  r"(?:(?:follow-up|clarifying)\s+)?question$")),
+]
+
+SPLIT = re.compile(r"\s*;\s*|\s*,?\s+and\s+(?:then\s+)?|\s*,\s+then\s+")
+FACT_LIKE = re.compile(r"\d|\$|%")
+LINK = re.compile(r"https?://\S+|\bwww\.\S+|\[[^\]]+\]\([^)\s]+\)", re.I)
+
+
+def _normalise(text: str) -> str:
+    text = text.replace("\u00a0", " ").replace("`", "").replace("’", "'").strip()
+    text = re.sub(r"\bhand-off\b|\bhandoff\b", "hand off", text, flags=re.I)
+    text = re.sub(r"\bhands-off\b", "hands off", text, flags=re.I)
+    return re.sub(r"\s+", " ", text)
+
+
+def _template(text: str) -> tuple[str, list[str]]:
+    """The text in lower case with each quoted term replaced by a placeholder, and the terms."""
+    terms: list[str] = []
+
+    def hold(match: re.Match) -> str:
+        terms.append(next(g for g in match.groups() if g is not None).strip())
+        return f"\x01{len(terms) - 1}\x02"
+
+    held = QUOTED.sub(hold, _normalise(text))
+    return re.sub(r"[.!]+$", "", held.lower()).strip(), terms
+
+
+def _parts(template: str) -> list[str]:
+    """A template split into the parts joined by "and" or ";", a list of terms kept whole."""
+    parts: list[str] = []
+    for piece in SPLIT.split(template):
+        if parts and (re.match(TERM, piece) or not piece):
+            parts[-1] += f" and {piece}"
+        else:
+            parts.append(piece)
+    return parts
+
+
+def _subjectless(part: str) -> list[str]:
+    stripped = SUBJECT.sub("", part, count=1)
+    return [part, stripped] if stripped != part else [part]
+
+
+def _term_list(group: str, terms: list[str]) -> tuple[list[str], bool] | None:
+    """(terms, any_of) of a TERM_LIST match; None when "and" and "or" are mixed (ambiguous)."""
+    listed = [terms[int(i)] for i in re.findall(r"\x01(\d+)\x02", group)]
+    joiners = set(re.findall(r"\b(and|or)\b", re.sub(TERM, " ", group)))
+    if joiners == {"and", "or"}:
+        return None
+    return listed, joiners == {"or"}
+
+
+# -- Reading the transcript ------------------------------------------------------------------------------------------
+
+NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|can't|won't|without|nothing|nobody|"
+                      r"false|untrue|incorrect|wrong|myth|instead\s+of|rather\s+than|no\s+longer)\b|n't\b|"
+                      r"\b(?:dont|doesnt|isnt|arent|wont|cant|didnt|wasnt|werent)\b", re.I)
+# Phrases with a negative word that negate nothing in the clause ("no more than 5 days carry over").
+NOT_NEGATION = re.compile(r"\b(?:no\s+(?:more|fewer|less|later|earlier)\s+than|not\s+only|no\s+matter)\b", re.I)
+# Clauses end at sentence punctuation and at a comma before a contrast ("15 days, not 20"); a term
+# after "but" or "whereas" is read from there ("not 20 days but 15 days"), one before it with the
+# whole clause ("15 days, but no longer").
+CLAUSE_END = re.compile(r"[!?;\n]|\.(?!\d)|:(?!\d)|,(?=\s*(?:not|rather\s+than|instead\s+of)\b)", re.I)
+CONTRAST = re.compile(r"\b(?:but|whereas)\b", re.I)
+# Words that make a clause other than a statement of the term ("whether you accrue 15 days").
+NOT_ASSERTED = re.compile(r"\bwhether\b", re.I)
+SENTENCE_END = re.compile(r"[!?;\n]|\.(?!\d)|:(?!\d)")
+ATTRIBUTION = re.compile(r"\b(?:you\s+asked|you're\s+asking|you\s+are\s+asking|your\s+question|you\s+wrote|you\s+said|"
+                         r"you\s+mentioned|you\s+want\s+to\s+know|you're\s+wondering|you\s+are\s+wondering|"
+                         r"you\s+wonder|you'd\s+like\s+to\s+know|you\s+would\s+like\s+to\s+know)\b", re.I)
+REPLY_QUOTE = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|(?<![\w\'])\'([^\']+)\'(?![\w\'])')
+REFUSAL = re.compile(
+    r"\b(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+(?:can\s*not|can't|cannot|unable\s+to|not\s+able\s+to|won't|will\s+not|"
+    r"must\s+decline\s+to|am\s+not\s+allowed\s+to|not\s+allowed\s+to|not\s+permitted\s+to)\s+"
+    r"(?:help|assist|answer|provide|share|discuss|tell|give|comment|respond|advise|disclose|do\s+that)\b|"
+    r"\b(?:i|we)\s+(?:must|have\s+to)\s+decline\b|"
+    r"\bi(?:'m|\s+am)\s+(?:sorry|afraid),?\s+(?:but\s+)?(?:i|we)\s+(?:can't|cannot|can\s+not|won't|am\s+unable|"
+    r"'m\s+unable|am\s+not\s+able|'m\s+not\s+able)\b|"
+    r"\b(?:that's|that\s+is)\s+not\s+something\s+(?:i|we)\s+can\b|"
+    r"\bi\s+(?:don't|do\s+not)\s+(?:know|have\s+(?:any\s+)?(?:information|details|access))\b", re.I)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[a-z0-9$%]+(?:'[a-z]+)?", _normalise(text).lower())
+
+
+def _spans(text: str, boundary: re.Pattern) -> list[tuple[int, int]]:
+    spans, start = [], 0
+    for match in boundary.finditer(text):
+        spans.append((start, match.start()))
+        start = match.end()
+    spans.append((start, len(text)))
+    return [(a, b) for a, b in spans if text[a:b].strip()]
+
+
+def _user_quotes(reply: str, user_texts: list[str]) -> list[tuple[int, int]]:
+    """Spans of a reply that quote the user: a quotation of the user's words, a sentence that repeats
+    a sentence of theirs, and a sentence from "you asked" (or alike) on."""
+    user_words = set(_words(" ".join(user_texts)))
+    user_flat = " ".join(" ".join(_words(u)) for u in user_texts)
+    user_sentences = {" ".join(_words(reply_part)) for u in user_texts
+                      for reply_part in (u[a:b] for a, b in _spans(u, SENTENCE_END))}
+    spans = []
+    for match in REPLY_QUOTE.finditer(reply):
+        words = _words(next(g for g in match.groups() if g is not None))
+        if words and (" ".join(words) in user_flat
+                      or len(words) >= 3 and sum(w in user_words for w in words) >= 0.8 * len(words)):
+            spans.append(match.span())
+    for start, end in _spans(reply, SENTENCE_END):
+        sentence = reply[start:end]
+        words = _words(sentence)
+        if len(words) >= 3 and " ".join(words) in user_sentences:
+            spans.append((start, end))
+        elif attribution := ATTRIBUTION.search(sentence):
+            spans.append((start + attribution.start(), end))
+    return spans
+
+
+def _term_pattern(term: str) -> re.Pattern:
+    term = _normalise(term)
+    body = r"\s+".join(re.escape(word) for word in term.split())
+    before = r"(?<!\w)(?<!\d[.,])" if term[:1].isdigit() else r"(?<!\w)" if term[:1].isalnum() else ""
+    after = r"(?!\w)(?![.,]\d)" if term[-1:].isdigit() else r"(?!\w)" if term[-1:].isalnum() else ""
+    return re.compile(before + body + after, re.I)
+
+
+def _is_negated(clause: str) -> bool:
+    return bool(NEGATION.search(NOT_NEGATION.sub(" ", clause)))
+
+
+def _term_status(term: str, transcript: Transcript) -> tuple[bool, str]:
+    """(affirmed, what was found) for one key term across the assistant's replies."""
+    pattern = _term_pattern(term)
+    user_texts = [m["content"] for m in transcript.messages if m["role"] == "user"]
+    negated = quoted = refused = asked = 0
+    for n, raw in enumerate(transcript.assistant_replies, 1):
+        reply = _normalise(raw)
+        matches = list(pattern.finditer(reply))
+        if not matches:
             continue
-        if TEXT.stem(word) not in seen:
-            seen.add(TEXT.stem(word))
-            terms.append(word)
-    return terms
+        if REFUSAL.search(reply):
+            refused += len(matches)
+            continue
+        quotes = _user_quotes(reply, user_texts)
+        clauses = _spans(reply, CLAUSE_END)
+        for match in matches:
+            if any(a <= match.start() and match.end() <= b for a, b in quotes):
+                quoted += 1
+                continue
+            start, end = next(((a, b) for a, b in clauses if a <= match.start() < b), (0, len(reply)))
+            if reply[end:end + 1] == "?":
+                asked += 1
+                continue
+            start = max([start] + [c.end() for c in CONTRAST.finditer(reply, start, match.start())])
+            # The term's own words ("does not cover") negate nothing.
+            clause = reply[start:match.start()] + " " + reply[match.end():end]
+            if _is_negated(clause) or NOT_ASSERTED.search(clause):
+                negated += 1
+                continue
+            return True, f'"{term}" affirmed in reply {n}'
+    found = [f"{k} time(s) {what}" for k, what in ((negated, "negated (or not asserted) in its clause"),
+                                                   (asked, "in a question"),
+                                                   (quoted, "inside a quote of the user's words"),
+                                                   (refused, "in a reply that refuses")) if k]
+    return False, f'"{term}" ' + ("found only " + " and ".join(found) if found else "not in any reply")
 
 
-def _coverage(terms: list[str], text: str) -> tuple[list[str], list[str]]:
-    present = {TEXT.stem(w) for w in TEXT.tokens(text)}
-    found = [t for t in terms if TEXT.stem(t) in present]
-    return found, [t for t in terms if t not in found]
+def _present_anywhere(term: str, transcript: Transcript) -> bool:
+    pattern = _term_pattern(term)
+    return any(pattern.search(_normalise(reply)) for reply in transcript.assistant_replies)
 
 
-def _sentences(text: str) -> list[str]:
-    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+def _sentences(text: str) -> int:
+    """Sentences end at ., ! or ? before a space, and at a line break (a list item is one)."""
+    return sum(1 for piece in re.split(r"(?<=[.!?])\s+|\n", text.strip()) if re.search(r"\w", piece))
 
+
+def _word_count(text: str) -> int:
+    return sum(1 for token in text.split() if re.search(r"\w", token))
+
+
+def _list_lines(text: str, kind: str) -> int:
+    marker = r"^\s*\d+[.)]\s+" if kind == "numbered" else r"^\s*[-*•]\s+"
+    return len(re.findall(marker, text, re.M))
+
+
+def _compare(value: int, op: str, limit: int) -> bool:
+    return {"<": value < limit, "<=": value <= limit, ">=": value >= limit, ">": value > limit,
+            "==": value == limit}[op]
+
+
+# -- The checks ------------------------------------------------------------------------------------------------------
+
+def _resolve_tool(text: str, terms: list[str], transcript: Transcript) -> str | None:
+    """The tool a phrase names: a bot tool by tool_name or display name, or an identifier such as
+    `search_kb` (a tool the bot may not have); None for anything else ("the right tool")."""
+    text = re.sub(r"\x01(\d+)\x02", lambda m: terms[int(m.group(1))], text).strip().lower()
+    for tool in transcript.bot_tools:
+        if text in {_normalise(tool["tool_name"]).lower(), _normalise(tool.get("name") or "").lower()}:
+            return tool["tool_name"]
+    for name in transcript.tools_used():
+        if text == _normalise(name).lower():
+            return name
+    return text if re.fullmatch(r"[a-z][a-z0-9]*(?:[_.][a-z0-9]+)+", text) else None
+
+
+def _tool_check(part: str, terms: list[str], transcript: Transcript) -> Check | None:
+    for expected, shape in TOOL_SHAPES:
+        if (match := shape.match(part)) and (tool := _resolve_tool(match.group("tool"), terms, transcript)):
+            calls = sum(1 for name in transcript.tools_used() if name.lower() == tool.lower())
+            return Check(holds=(calls > 0) == expected,
+                         what=f"tool log: `{tool}` called {calls} time(s) (asked: "
+                              f"{'at least one call' if expected else 'no call'})")
+    return None
+
+
+def _check_part(part: str, terms: list[str], transcript: Transcript) -> Check | None:
+    """The check of one part of a criterion (a shape), or None when it matches no shape."""
+    for candidate in _subjectless(part):
+        if check := _tool_check(candidate, terms, transcript):
+            return check
+        for expected, shape in HANDOFF_SHAPES:
+            if shape.match(candidate):
+                happened = transcript.handed_off
+                return Check(holds=happened == expected,
+                             what=f"hand-off {'happened' if happened else 'did not happen'} "
+                                  f"(asked: {'a hand-off' if expected else 'none'})")
+        for expected, shape in TERM_SHAPES:
+            if (match := shape.match(candidate)) and (listed := _term_list(match.group("terms"), terms)):
+                return _terms_check(*listed, expected=expected, transcript=transcript)
+        for expected, where, shape in LOOKUP_SHAPES:
+            if match := shape.match(candidate):
+                listed = _term_list(match.group("terms"), terms) if "terms" in shape.groupindex else ([], False)
+                if listed is not None:
+                    return _lookup_check(expected, where, listed[0], listed[1], transcript)
+        for shape in LENGTH_SHAPES:
+            if match := shape.match(candidate):
+                return _length_check(match, transcript)
+        for kind, expected, shape in FORMAT_SHAPES:
+            if match := shape.match(candidate):
+                return _format_check(kind, expected, match, transcript)
+    return None
+
+
+def _terms_check(listed: list[str], any_of: bool, *, expected: bool, transcript: Transcript) -> Check:
+    if not expected:
+        present = [t for t in listed if _present_anywhere(t, transcript)]
+        return Check(holds=not present, what="key terms absent from every reply: " + (
+            "yes" if not present else "no, found " + ", ".join(f'"{t}"' for t in present)))
+    statuses = [_term_status(t, transcript) for t in listed]
+    affirmed = [ok for ok, _ in statuses]
+    holds = any(affirmed) if any_of else all(affirmed)
+    need = "any of" if any_of and len(listed) > 1 else "every one of"
+    return Check(holds=holds, what=f"key terms ({need} {len(listed)}): " + "; ".join(what for _, what in statuses))
+
+
+def _lookup_check(expected: bool, where: str | None, listed: list[str], any_of: bool, transcript: Transcript) -> Check:
+    lookups = transcript.search_calls()
+    done = [c for c in lookups if c.get("success", True) is not False]
+    with_results = [c for c in done if c.get("result")]
+    if not expected:
+        return Check(holds=not lookups, what=f"tool log: {len(lookups)} knowledge-base look-up(s) (asked: none)")
+    if where is None:
+        return Check(holds=bool(done), what=f"tool log: {len(done)} successful knowledge-base look-up(s) "
+                                            f"({len(with_results)} with results) (asked: at least one)")
+    if not listed:
+        return Check(holds=bool(with_results), what=f"tool log: {len(with_results)} knowledge-base look-up(s) with "
+                                                     "results (asked: at least one)")
+    pool = [str(c.get("arguments") if where == "arguments" else c.get("result")) for c in done]
+    found = [t for t in listed if any(_term_pattern(t).search(_normalise(text)) for text in pool)]
+    holds = bool(found) if any_of else len(found) == len(listed)
+    return Check(holds=holds, what=f"tool log: look-up {'queries' if where == 'arguments' else 'results'} contain "
+                                   f"{len(found)} of {len(listed)} listed term(s)"
+                                   + (f" ({', '.join(repr(t) for t in found)})" if found else ""))
+
+
+def _length_check(match: re.Match, transcript: Transcript) -> Check:
+    unit = "sentence" if match.group("unit").startswith("sentence") else "word"
+    if "single" in match.groupdict() and match.groupdict().get("single"):
+        op, limit = "==", 1
+    else:
+        op, raw = LIMIT_OPS[re.sub(r"\s+", " ", match.group("op"))], match.group("n")
+        limit = int(raw) if raw.isdigit() else NUMBER_WORDS[raw]
+    replies = _spoken(transcript)
+    counts = [(_sentences(r) if unit == "sentence" else _word_count(r)) for r in replies]
+    holds = bool(replies) and all(_compare(c, op, limit) for c in counts)
+    words = {"<": "under", "<=": "at most", ">=": "at least", ">": "more than", "==": "exactly"}[op]
+    return Check(holds=holds, what=f"{unit}s per reply: {counts or 'no reply'} (asked: {words} {limit})")
+
+
+def _spoken(transcript: Transcript) -> list[str]:
+    """The assistant's replies with text (a message that only carries tool calls is not a reply)."""
+    return [reply for reply in transcript.assistant_replies if reply and reply.strip()]
+
+
+def _format_check(kind: str, expected: bool, match: re.Match, transcript: Transcript) -> Check:
+    replies = _spoken(transcript)
+    if kind == "list":
+        list_kind = "numbered" if match.group("kind") == "numbered" else "bulleted"
+        having = [n for n, r in enumerate(replies, 1) if _list_lines(r, list_kind) >= 2]
+        what = f"replies with a {list_kind} list (2+ items): {having or 'none'}"
+    elif kind == "link":
+        having = [n for n, r in enumerate(replies, 1) if LINK.search(r)]
+        what = f"replies with a link: {having or 'none'}"
+    else:
+        having = [len(replies)] if replies and replies[-1].rstrip().endswith("?") else []
+        what = f"last reply {'ends' if having else 'does not end'} with a question mark"
+    return Check(holds=bool(having) == expected, what=what + ("" if expected else " (asked: none)"))
+
+
+def _why_not(text: str, template: str, terms: list[str], transcript: Transcript) -> str:
+    """Why a criterion or condition matched no shape, in words for the reasoning."""
+    if re.search(r"\b(?:when|whenever|if|unless|before|after|without|for\s+simple|only\s+if)\b", template):
+        return "it has a premise or an order (when, if, before, without…), which the offline judge cannot check"
+    if tools := [t for t in transcript.tool_names_in(text)]:
+        return f"it names tool {', '.join(f'`{t}`' for t in tools)} but asks more than whether it was called"
+    if re.search(r"\b(?:knowledge[\s-]*base|kb|handbook)\b", template):
+        return "it asks more than whether a knowledge-base look-up was made"
+    if terms:
+        return "its quoted terms come with words the offline judge cannot check"
+    if FACT_LIKE.search(template):
+        return 'its facts are not listed as key terms in double quotes (e.g. Mentions "15 days")'
+    return "it matches no shape the offline judge checks: a tool used or not, a hand-off, quoted key terms, " \
+           "a length or format rule"
+
+
+def evaluate(text: str, transcript: Transcript) -> Check | Unchecked:
+    """A criterion or rule condition checked against the transcript, or why it cannot be."""
+    template, terms = _template(text)
+    parts = _parts(template)
+    checks = [_check_part(part, terms, transcript) for part in parts]
+    if all(checks) and checks:
+        if len(checks) == 1:
+            return checks[0]
+        return Check(holds=all(c.holds for c in checks),
+                     what="; ".join(f"({n}) {c.what}: {'holds' if c.holds else 'does NOT hold'}"
+                                    for n, c in enumerate(checks, 1)))
+    if any(checks):
+        unchecked = [p for p, c in zip(parts, checks) if c is None]
+        shown = ", ".join(f"'{re.sub(TERM, lambda m: repr_term(m, terms), p)}'" for p in unchecked)
+        return Unchecked(f"only part of it is checkable ({shown} is not), and checking one part would be a proxy")
+    return Unchecked(_why_not(text, template, terms, transcript))
+
+
+def repr_term(match: re.Match, terms: list[str]) -> str:
+    return f'"{terms[int(match.group(0)[1:-1])]}"'
+
+
+# -- The judge's API -------------------------------------------------------------------------------------------------
 
 def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[Verdict]:
     """should_use_tools / should_not_use_tools, checked against the tool log, reported as criteria."""
@@ -85,111 +484,39 @@ def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[Verdict]:
 
 
 def judge_criterion(criterion: str, transcript: Transcript) -> Verdict:
-    checks_passed, checks_failed = [], []
-    negated = bool(NEGATION.search(criterion))
-
-    if HANDOFF_WORDS.search(criterion):
-        handed_off = transcript.handed_off
-        ok = handed_off != negated
-        (checks_passed if ok else checks_failed).append(
-            f"hand-off {'happened' if handed_off else 'did not happen'} ({'not ' if negated else ''}expected)")
-    elif KB_WORDS.search(criterion):
-        lookups = transcript.search_calls()
-        hits = [c for c in lookups if c.get("success", True) and c.get("result")]
-        ok = bool(hits)
-        (checks_passed if ok else checks_failed).append(
-            f"{len(lookups)} knowledge-base look-up(s), {len(hits)} with results")
-
-    for tool_name in transcript.tool_names_in(criterion):
-        called = tool_name in transcript.tools_used()
-        ok = called != negated
-        (checks_passed if ok else checks_failed).append(f"tool `{tool_name}` {'called' if called else 'not called'}")
-
-    # Words a structural check above already covered are not asked of the answer as content too.
-    content = HANDOFF_WORDS.sub(" ", KB_WORDS.sub(" ", criterion))
-    for tool_name in transcript.tool_names_in(criterion):
-        content = re.sub(re.escape(tool_name), " ", content, flags=re.I)
-    terms = _content_terms(content)
-    if terms and not negated:
-        found, missing = _coverage(terms, transcript.assistant_text)
-        share = len(found) / len(terms)
-        line = f"answers mention {len(found)}/{len(terms)} key terms" + (f" (missing: {', '.join(missing)})" if missing else "")
-        (checks_passed if share >= COVERAGE_TO_PASS else checks_failed).append(line)
-
-    if not checks_passed and not checks_failed:
-        return Verdict.skipped(JUDGE_HEURISTIC, "The heuristic judge finds nothing it can check in this criterion; "
-                                                "an LLM judge is needed.")
-    total = len(checks_passed) + len(checks_failed)
-    reasoning = "; ".join([f"passed: {c}" for c in checks_passed] + [f"failed: {c}" for c in checks_failed]) + "."
-    return Verdict.of(passed=not checks_failed, score=len(checks_passed) / total, reasoning=reasoning,
-                      judge=JUDGE_HEURISTIC)
-
-
-def _within(value: int, limit_match: re.Match) -> bool:
-    # "under 3" and "fewer/less than 3" exclude the limit; "at most 3", "no more than 3" include it.
-    strict = limit_match.group(0).lower().startswith(("under", "fewer", "less"))
-    limit = int(limit_match.group(1))
-    return value < limit if strict else value <= limit
-
-
-def _condition_check(condition: str, transcript: Transcript) -> tuple[bool, str] | None:
-    """(holds, explanation) for a condition the heuristic judge can measure, else None."""
-    replies = transcript.assistant_replies
-    if CONDITIONAL.search(condition) and not (SENTENCE_LIMIT.search(condition) or WORD_LIMIT.search(condition)):
-        return None
-    if match := SENTENCE_LIMIT.search(condition):
-        longest = max((len(_sentences(r)) for r in replies), default=0)
-        return _within(longest, match), f"longest answer has {longest} sentence(s), limit {match.group(1)}"
-    if match := WORD_LIMIT.search(condition):
-        longest = max((len(r.split()) for r in replies), default=0)
-        return _within(longest, match), f"longest answer has {longest} word(s), limit {match.group(1)}"
-    if HANDOFF_WORDS.search(condition):
-        negated = bool(NEGATION.search(condition))
-        return transcript.handed_off != negated, f"hand-off {'happened' if transcript.handed_off else 'did not happen'}"
-    tool_names = transcript.tool_names_in(condition)
-    if tool_names:
-        negated = bool(NEGATION.search(condition))
-        used = transcript.tools_used()
-        holds = all((name in used) != negated for name in tool_names)
-        return holds, ", ".join(f"`{n}` {'called' if n in used else 'not called'}" for n in tool_names)
-    quoted = QUOTED.findall(condition)
-    if quoted:
-        text = transcript.assistant_text.lower()
-        present = [q for q in quoted if q.lower() in text]
-        holds = not present if NEGATION.search(condition) else len(present) == len(quoted)
-        return holds, f"quoted phrase(s) present: {present or 'none'}"
-    if KB_ACTION.search(condition):
-        hits = [c for c in transcript.search_calls() if c.get("result")]
-        negated = bool(NEGATION.search(condition))
-        return bool(hits) != negated, f"{len(hits)} knowledge-base look-up(s) with results"
-    return None
+    result = evaluate(criterion, transcript)
+    if isinstance(result, Unchecked):
+        return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: {result.why}.")
+    return Verdict.of(passed=result.holds, judge=JUDGE_HEURISTIC,
+                      reasoning=f"{'Passed' if result.holds else 'Failed'}. Checked {result.what}.")
 
 
 def judge_rule(rule: dict, transcript: Transcript) -> Verdict:
+    """Fails when a checked fail condition is met or a checked pass condition is not; passes only when
+    every condition was checked (a pass resting on an unchecked condition would be a proxy);
+    otherwise skipped."""
     criteria = rule.get("evaluation_criteria") or {}
-    checked, unchecked = [], []
-    failures = []
-    for condition in criteria.get("fail_conditions") or []:
-        result = _condition_check(condition, transcript)
-        if result is None:
-            unchecked.append(condition)
-        else:
-            checked.append(f"fail condition '{condition}': {'MET' if result[0] else 'not met'} ({result[1]})")
-            if result[0]:
-                failures.append(condition)
-    for condition in criteria.get("pass_conditions") or []:
-        result = _condition_check(condition, transcript)
-        if result is None:
-            unchecked.append(condition)
-        else:
-            checked.append(f"pass condition '{condition}': {'met' if result[0] else 'NOT met'} ({result[1]})")
-            if not result[0]:
-                failures.append(condition)
-    if not checked:
-        return Verdict.skipped(JUDGE_HEURISTIC, "The heuristic judge cannot measure any of this rule's conditions "
-                                                f"({len(unchecked)} unchecked); an LLM judge is needed.")
-    reasoning = "; ".join(checked)
+    checked, unchecked, broken = [], [], []
+    for kind, conditions in (("fail", criteria.get("fail_conditions") or []),
+                             ("pass", criteria.get("pass_conditions") or [])):
+        for condition in conditions:
+            result = evaluate(condition, transcript)
+            if isinstance(result, Unchecked):
+                unchecked.append(f"{kind} condition '{condition}': {result.why}")
+                continue
+            breaks = result.holds if kind == "fail" else not result.holds
+            state = ("MET" if result.holds else "not met") if kind == "fail" else ("met" if result.holds else "NOT met")
+            checked.append(f"{kind} condition '{condition}': {state} ({result.what})")
+            if breaks:
+                broken.append(condition)
+    not_checked = f" Not checked (needs an LLM judge): {'; '.join(unchecked)}." if unchecked else ""
+    if broken:
+        return Verdict.of(passed=False, score=1.0 - len(broken) / len(checked), judge=JUDGE_HEURISTIC,
+                          reasoning=f"Failed. Checked {'; '.join(checked)}.{not_checked}")
+    if not checked and not unchecked:
+        return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: the rule has no pass or fail conditions to check.")
     if unchecked:
-        reasoning += f"; not checked by the heuristic judge: {len(unchecked)} condition(s)"
-    return Verdict.of(passed=not failures, score=1.0 - len(failures) / len(checked), reasoning=reasoning + ".",
-                      judge=JUDGE_HEURISTIC)
+        held = f" The checked ones hold ({'; '.join(checked)}) but do not decide it alone." if checked else ""
+        return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: {len(unchecked)} of its conditions cannot be checked "
+                                                f"mechanically: {'; '.join(unchecked)}.{held}")
+    return Verdict.of(passed=True, judge=JUDGE_HEURISTIC, reasoning=f"Passed. Checked {'; '.join(checked)}.")

@@ -62,9 +62,9 @@ class Verdict:
 
     @property
     def failed(self) -> bool:
-        """As the pass logic counts it: a criterion not judged (error, skipped) is not passed; a rule
-        the judge skipped neither passes nor fails, one it errored on counts as failed."""
-        if self.kind == RULE and not self.assessed:
+        """As the pass logic counts it: a criterion or rule the judge skipped neither passes nor fails
+        (it leaves the item unassessed); one it errored on counts as failed."""
+        if not self.assessed:
             return False
         return not self.counts_as_passed
 

@@ -262,8 +262,8 @@ class Command(BaseCommand):
                               f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
                               f"{trials['flaky_items']} flaky")
         if run.unassessed:
-            self.stdout.write(f"  unassessed  : {items['unassessed']} items (neither passed nor failed: a "
-                              "high-severity rule was skipped or errored)")
+            self.stdout.write(f"  unassessed  : {items['unassessed']} items (neither passed nor failed: the judge "
+                              "could not assess a criterion or a high-severity rule)")
         cov = run.coverage
         self.stdout.write(f"  verdicts    : {cov['scored']} scored, {cov['skipped']} skipped, {cov['errored']} errored")
         self.stdout.write(f"  criteria    : {run.criteria_passed}/{run.criteria_total} passed")
