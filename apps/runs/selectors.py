@@ -600,6 +600,19 @@ LISTED = (pairing.REGRESSED, pairing.FIXES, pairing.NEWLY_ASSESSED, pairing.NO_L
           pairing.STILL_UNASSESSED)
 
 
+def _add_attempt_counts(rows: dict[int, dict], *, runs) -> None:
+    """With repeats a shown row stands for its item (the attempt with the item's verdict): give it
+    the item's attempts finished and passed, and whether they disagree (flaky), one query a run."""
+    for run in runs:
+        shown = {row["test_case_id"]: row for row in rows.values() if row["run_id"] == run.pk}
+        if run.repeats <= 1 or not shown:
+            continue
+        for counts in run.results.done().filter(test_case_id__in=shown).attempt_counts():
+            row = shown[counts["test_case_id"]]
+            row.update(attempts_done=counts["n"], attempts_passed=counts["ok"],
+                       flaky=counts["ok"] > 0 and counts["bad"] > 0)
+
+
 def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
                    listed: tuple[str, ...] = LISTED) -> dict:
     """Two runs of the same test set, item by item (comparison.pair_items: joined on the test case
@@ -615,7 +628,7 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
     listed = {kind: items.first.get(kind, [])[:shown] if kind in listed else [] for kind in LISTED}
     reviews = run_reviews(runs=[base, head])
     pks = {pk for pairs in listed.values() for pair in pairs for pk in pair if pk is not None}
-    values = EvaluationResult.objects.filter(pk__in=pks).values(*TABLE_FIELDS, "output") if pks else []
+    values = EvaluationResult.objects.filter(pk__in=pks).values(*TABLE_FIELDS, "output", "run_id") if pks else []
     rows = {row["pk"]: row for row in result_rows(values, reviews)}
     for row in rows.values():
         inputs = (row["item"] or {}).get("inputs") or {}
@@ -623,6 +636,7 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
         row["answer"] = final_answer(row["output"])
         # A scenario's last reply may be the same in both runs while an earlier turn differs: the whole conversation.
         row["conversation"] = conversation_turns(row["output"]) if row["item_type"] == "scenario" else []
+    _add_attempt_counts(rows, runs=(base, head))
     base_digest, head_digest = digests[base.pk], digests[head.pk]
     base_judges, head_judges = base_digest.judge_fingerprints(), head_digest.judge_fingerprints()
     # Runs judged before fingerprints existed have none: nothing to say they differ.

@@ -173,3 +173,15 @@ def test_no_demo_runs_on_an_older_demo_test_set(demo):
                             content=TestSetContent.model_validate(older), changelog="older", author="t")
     assert load_demo_runs() == 1  # the changed bot only
     assert not EvaluationRun.objects.exists()
+
+
+def test_the_compare_page_shows_the_flaky_regression_by_its_failing_attempt(admin_client, demo_runs):
+    base, head = demo_runs
+    page = admin_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}").content.decode()
+    regressions = page[page.index('id="regressions"'):page.index('id="fixes"')]
+    row = regressions[regressions.index("Expense Reimbursement"):]
+    row = row[:row.index("</tr>")]
+    # Attempt 2 of the changed bot answers with the mileage passage: the item regressed, its attempts
+    # disagree, and the answer shown beside it is the one that failed.
+    assert "2/3 attempts" in row and ">flaky<" in row and "3/3 attempts" in row
+    assert "Mileage" in regressions[regressions.index("Expense Reimbursement"):]

@@ -311,7 +311,7 @@ def test_criterion_changes_fold_an_items_attempts_so_each_criterion_is_listed_on
 def test_a_flaky_item_that_regressed_shows_the_attempt_that_failed():
     # Attempts 1 and 3 of the head pass, attempt 2 fails: the item failed, and the answer shown beside
     # "regressed" must be the failing attempt's, not the first (passing) one's.
-    base, head = EvaluationRunFactory(), EvaluationRunFactory()
+    base, head = EvaluationRunFactory(repeats=3), EvaluationRunFactory(repeats=3)
     for attempt in (1, 2, 3):
         EvaluationResultFactory(run=base, position=0, attempt=attempt, criteria_scores=[criterion("x", True)])
         EvaluationResultFactory(run=head, position=0, attempt=attempt,
@@ -320,3 +320,6 @@ def test_a_flaky_item_that_regressed_shows_the_attempt_that_failed():
     [(shown_base, shown_head)] = comparison["regressions"]
     assert EvaluationResult.objects.get(result_id=shown_head["result_id"]).attempt == 2
     assert EvaluationResult.objects.get(result_id=shown_base["result_id"]).attempt == 1
+    # Each side says how its item's attempts went, and that the head's disagree.
+    assert (shown_head["attempts_passed"], shown_head["attempts_done"], shown_head["flaky"]) == (2, 3, True)
+    assert (shown_base["attempts_passed"], shown_base["attempts_done"], shown_base["flaky"]) == (3, 3, False)
