@@ -163,3 +163,12 @@ def test_run_rows_on_dashboard_and_run_list_show_failed_and_unassessed_apart(sta
     for url in ("/console/", "/console/runs/"):
         page = text(staff_client.get(url))
         assert "33%" in page and "· 1 failed · 1 unassessed" in page, url
+
+
+def test_dashboard_failures_name_the_attempt_of_a_repeated_run(staff_client):
+    run = EvaluationRunFactory(repeats=3)
+    EvaluationResultFactory(run=run, position=0, attempt=1, item_name="flaky", criteria_scores=[criterion("ok", True)])
+    EvaluationResultFactory(run=run, position=0, attempt=2, item_name="flaky", criteria_scores=[criterion("ok", False)])
+    failures = section(text(staff_client.get("/console/")), "newest-failures")
+    # The dashboard lists results, which with repeats are attempts: the row says which one failed.
+    assert "flaky</a> <small class=\"muted nowrap\">attempt 2 of 3</small>" in failures
