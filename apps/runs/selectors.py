@@ -138,7 +138,7 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def run_trial_figures(*, run: EvaluationRun) -> dict:
-    """What a run reports over repeated trials: repeats, the mean pass rate over attempts with its
+    """What a run reports with repeats: repeats, the mean pass rate over attempts with its
     95% Wilson interval, pass^k and pass@k over items, and how many items are flaky. Stored figures
     for a completed run (services._finalize); computed from the results so far for one still going,
     or one cancelled or failed part way (those are not finalized)."""

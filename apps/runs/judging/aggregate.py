@@ -75,7 +75,7 @@ def stored_outcome(*, passed: bool | None, criteria: list[dict] | None, rules: l
 
 
 def canonical_outcome(outcomes: list[str]) -> str:
-    """An item's verdict over its attempts (repeated trials): passed only if every attempt passed;
+    """An item's verdict over its attempts (repeats): passed only if every attempt passed;
     failed if any attempt failed; otherwise (some attempt unassessed, none failed) unassessed."""
     if outcomes and all(o == PASSED for o in outcomes):
         return PASSED
