@@ -87,8 +87,8 @@ class Command(BaseCommand):
                             help="with --wait: exit 1 if the share of errored verdicts is above this, 0 to 1 "
                                  "[%(default)s: any judge error fails]")
         parser.add_argument("--allow-unassessed", action="store_true",
-                            help="with --wait: do not fail on unassessed items (a criterion or a high-severity rule the judge "
-                                 "could not assess)")
+                            help="with --wait: do not fail on unassessed items (a criterion or a high-severity "
+                                 "rule the judge could not assess)")
         parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
                             help="with --wait: give up after this many seconds [%(default)s]")
         parser.add_argument("--poll", type=float, default=2.0, help=argparse_hidden())
