@@ -3,7 +3,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from apps.core.metrics_access import metrics_view
-from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, readyz, server_error
+from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, not_found, readyz, server_error
 from apps.rag.api.views import TraceView
 from apps.traces.otlp.views import OtlpTracesView
 
@@ -35,4 +35,5 @@ urlpatterns = [
     path("api/<path:rest>", api_not_found),
 ]
 
+handler404 = not_found
 handler500 = server_error

@@ -5,6 +5,7 @@ from django.db import connections
 from django.http import JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import page_not_found as html_page_not_found
 from django.views.defaults import server_error as html_server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions
@@ -25,6 +26,14 @@ READINESS_TIMEOUT_SECONDS = 2
 @csrf_exempt
 def api_not_found(request, rest=""):
     return JsonResponse({"detail": f"No API endpoint at {request.path}"}, status=404)
+
+
+def not_found(request, exception=None):
+    """Django's 404 handler: an API path answers JSON, whatever URL pattern did or did not match
+    (`api/<path:rest>` misses a path with a line break); a page gets the HTML 404."""
+    if is_api_path(request.path):
+        return api_not_found(request)
+    return html_page_not_found(request, exception)
 
 
 def server_error(request):

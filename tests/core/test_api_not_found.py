@@ -25,3 +25,19 @@ def test_unknown_api_path_is_a_json_404_for_any_method_even_with_a_session(brows
 def test_known_api_paths_still_check_csrf_for_session_users(browser):
     response = browser.post("/api/v1/bots", data="{}", content_type="application/json")
     assert response.status_code == 403 and "CSRF" in response.json()["detail"]
+
+
+@pytest.mark.parametrize("path", ["/api/v1/trace/history/%0A", "/api/v1/trace/history/ab%0Acd", "/api/%0A"])
+def test_an_api_path_with_a_line_break_is_a_json_404_too(browser, path):
+    # "api/<path:rest>" does not match a line break (its pattern is ".+"), so schemathesis got
+    # Django's HTML 404 page from GET /api/v1/trace/history/%F3...%0A...; the 404 handler answers
+    # JSON for every API path, whatever matched or did not.
+    response = browser.get(path)
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["detail"].startswith("No API endpoint at /api/")
+
+
+def test_a_page_path_that_matches_nothing_is_still_the_html_404(browser):
+    response = browser.get("/console-nothing%0A")
+    assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
