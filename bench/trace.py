@@ -1,9 +1,10 @@
 """POST /trace through a real server process, against the same metrics computed by Ragas directly.
 
-    .venv/bin/python bench/trace.py [--requests 300] [--db sqlite|postgres]
+    .venv/bin/python bench/trace.py [--requests 300] [--db sqlite|postgres] [--database NAME] [--port 18700]
 
-Starts gunicorn (one sync worker) on 127.0.0.1:18700 with a fresh database (a temporary SQLite file, or
-PostgreSQL database evalsite_bench_rag at 127.0.0.1:5432, recreated), no LLM configured, and sends
+Starts gunicorn (one sync worker) on 127.0.0.1:--port with a fresh database (a temporary SQLite file, or
+PostgreSQL database --database, default evalsite_bench_rag, at 127.0.0.1:5432, recreated), no LLM configured,
+and sends
 `--requests` POST /trace requests from this process (a new connection each, as gunicorn's sync worker
 closes them) with the contract's payload asking for all six metrics, which without an LLM are
 deterministic: Ragas' IDBasedContextRecall / IDBasedContextPrecision / NonLLMStringSimilarity and the
@@ -55,15 +56,15 @@ def server_env(var_dir: str, database_url: str) -> dict:
     return env
 
 
-def prepare_database(kind: str, var_dir: str) -> str:
+def prepare_database(kind: str, var_dir: str, name: str) -> str:
     if kind == "sqlite":
         return f"sqlite:///{var_dir}/bench.sqlite3"
     import psycopg
 
     with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute("DROP DATABASE IF EXISTS evalsite_bench_rag")
-        conn.execute("CREATE DATABASE evalsite_bench_rag")
-    return "postgres://postgres@127.0.0.1:5432/evalsite_bench_rag"
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return f"postgres://postgres@127.0.0.1:5432/{name}"
 
 
 def wait_up(key: str, timeout: float = 60.0):
@@ -130,13 +131,17 @@ def direct_ragas(rounds: int) -> tuple[list[float], list[float]]:
 
 
 def main():
+    global PORT
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--database", default="evalsite_bench_rag", help="the PostgreSQL database (--db postgres)")
+    parser.add_argument("--port", type=int, default=18700)
     args = parser.parse_args()
+    PORT = args.port
 
     var_dir = tempfile.mkdtemp(prefix="evalsite-bench-rag-")
-    env = server_env(var_dir, prepare_database(args.db, var_dir))
+    env = server_env(var_dir, prepare_database(args.db, var_dir, args.database))
     python = str(ROOT / ".venv" / "bin" / "python")
     subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
     key = subprocess.run(
