@@ -189,8 +189,7 @@ def item_rows(run: EvaluationRun, rows: list[dict]) -> list[dict]:
         # No human verdict where nobody reviewed; where someone reviewed an attempt, each attempt counts
         # with its reviewed verdict, else its judge's, and the item's verdict folds them as the judge's does.
         human = [a["human_outcome"] if a["reviews"] else _outcome(a) for a in attempts] if reviews else []
-        row["human_outcome"] = (None if not human else FAILED if FAILED in human
-                                else UNASSESSED if UNASSESSED in human or None in human else PASSED)
+        row["human_outcome"] = canonical_outcome(human) if human else None
         row["human_passed"] = {PASSED: True, FAILED: False}.get(row["human_outcome"])
         items.append(row)
     return items

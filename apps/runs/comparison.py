@@ -112,6 +112,7 @@ class Pairing:
     groups: dict = field(default_factory=dict)  # (ItemVerdict | None, ItemVerdict | None) -> items
     counts: dict = field(default_factory=dict)  # category -> items
     first: dict = field(default_factory=dict)  # category -> [(base pk | None, head pk | None)]
+    shown: dict = field(default_factory=dict)  # pk of a listed result -> its item's ItemVerdict
 
     def paired_items(self) -> int:
         """Items finished in both runs, assessed or not."""
@@ -147,6 +148,7 @@ def pair_items(*, base_pk: int, head_pk: int, keep: int) -> Pairing:
             pairing.groups[(base, head)] = group_n
             pairing.counts[kind] = pairing.counts.get(kind, 0) + group_n
         listed.setdefault(kind, []).append((pos, hpk or 0, bpk or 0, bpk, hpk))
+        pairing.shown.update({pk: verdict for pk, verdict in ((bpk, base), (hpk, head)) if pk is not None})
     for kind, entries in listed.items():
         pairing.first[kind] = [(bpk, hpk) for *_, bpk, hpk in sorted(entries)[:keep]]
     return pairing

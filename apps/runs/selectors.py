@@ -600,17 +600,13 @@ LISTED = (pairing.REGRESSED, pairing.FIXES, pairing.NEWLY_ASSESSED, pairing.NO_L
           pairing.STILL_UNASSESSED)
 
 
-def _add_attempt_counts(rows: dict[int, dict], *, runs) -> None:
+def _add_attempt_counts(rows: dict[int, dict], *, items: pairing.Pairing, repeats: dict[int, int]) -> None:
     """With repeats a shown row stands for its item (the attempt with the item's verdict): give it
-    the item's attempts finished and passed, and whether they disagree (flaky), one query a run."""
-    for run in runs:
-        shown = {row["test_case_id"]: row for row in rows.values() if row["run_id"] == run.pk}
-        if run.repeats <= 1 or not shown:
-            continue
-        for counts in run.results.done().filter(test_case_id__in=shown).attempt_counts():
-            row = shown[counts["test_case_id"]]
-            row.update(attempts_done=counts["n"], attempts_passed=counts["ok"],
-                       flaky=counts["ok"] > 0 and counts["bad"] > 0)
+    the item's attempts finished and passed, and whether they disagree (flaky), as the pairing
+    counted them."""
+    for pk, row in rows.items():
+        if repeats[row["run_id"]] > 1 and (verdict := items.shown.get(pk)) is not None:
+            row.update(attempts_done=verdict.n, attempts_passed=verdict.ok, flaky=verdict.ok > 0 and verdict.bad > 0)
 
 
 def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
@@ -636,7 +632,7 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
         row["answer"] = final_answer(row["output"])
         # A scenario's last reply may be the same in both runs while an earlier turn differs: the whole conversation.
         row["conversation"] = conversation_turns(row["output"]) if row["item_type"] == "scenario" else []
-    _add_attempt_counts(rows, runs=(base, head))
+    _add_attempt_counts(rows, items=items, repeats={base.pk: base.repeats, head.pk: head.repeats})
     base_digest, head_digest = digests[base.pk], digests[head.pk]
     base_judges, head_judges = base_digest.judge_fingerprints(), head_digest.judge_fingerprints()
     # Runs judged before fingerprints existed have none: nothing to say they differ.
