@@ -120,3 +120,38 @@ class OtlpSpan(models.Model):
 
     def __str__(self):
         return f"{self.otel_trace_id}/{self.span_id}"
+
+
+class IngestionEntry(models.Model):
+    """One line of the ingestion ledger: what one request (or one reaper pass) received and what
+    became of it. Append-only, one INSERT per request in the writer's own transaction, so the counts
+    commit or roll back with the rows they describe, and concurrent writers never contend for a
+    shared counter row. The ledger is the sum of the entries in a time range (apps.traces.ledger)."""
+
+    class Source(models.TextChoices):
+        REST = "rest", "REST"
+        BATCH = "batch", "Batch"
+        OTLP = "otlp", "OTLP"
+        ONLINE_EVALUATION = "online_evaluation", "Online evaluation"
+
+    # When the things counted arrived (a reaper's correction carries the arrival time of what it drops).
+    at = models.DateTimeField(default=timezone.now)
+    source = models.CharField(max_length=24, choices=Source.choices)
+    received = models.BigIntegerField(default=0)
+    stored = models.BigIntegerField(default=0)
+    duplicate = models.BigIntegerField(default=0)
+    rejected = models.BigIntegerField(default=0)
+    dropped = models.BigIntegerField(default=0)
+    # Online evaluation only.
+    sampled = models.BigIntegerField(default=0)
+    evaluated = models.BigIntegerField(default=0)
+    skipped = models.BigIntegerField(default=0)
+    errored = models.BigIntegerField(default=0)
+    # {"rejected": {reason: n}, "dropped": {reason: n}}; empty when nothing was refused.
+    reasons = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["at", "source"], name="ingestionentry_at")]
+
+    def __str__(self):
+        return f"{self.source} {self.at:%Y-%m-%d %H:%M} +{self.received}"
