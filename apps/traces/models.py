@@ -53,6 +53,11 @@ class AgentTrace(models.Model):
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.REST, db_index=True)
     # The OpenTelemetry trace id (32 hex digits) of an OTLP trace: late spans find their trace by it.
     otel_trace_id = models.CharField(max_length=32, null=True, blank=True, editable=False)
+    # Set when a per-trace cap refused part of what arrived for this trace; `dropped` says what and
+    # how much ({"tool_calls": n, "spans": n, "attribute_bytes": n}), so a reader never mistakes a
+    # capped trace for a complete one.
+    truncated = models.BooleanField(default=False)
+    dropped = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
