@@ -138,6 +138,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Each request's platform LLM calls and tokens, billed to its API key (KeyUsageDay).
+    "apps.core.middleware.LLMUsageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # django-prometheus' own, with made-up HTTP methods folded into one label value.
@@ -288,6 +290,35 @@ EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS = env_int("EVALSITE_AGENTIC_EXPORT_INLIN
 EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS = env_int("EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS", 10)
 # How long a process keeps the list of enabled rules it consults at every trace completion.
 EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS = env_int("EVALSITE_ONLINE_EVALUATION_RULES_CACHE_SECONDS", 5)
+
+# Quotas: what one key may make the platform spend (docs/configuration.md, "Quotas").
+# A run may hold at most this many attempts (items x repeats); a larger launch is refused (422).
+EVALSITE_MAX_RUN_ATTEMPTS = env_int("EVALSITE_MAX_RUN_ATTEMPTS", 20_000)
+# LLM models a request may name as its judge, besides EVALSITE_JUDGE_MODEL (always allowed).
+EVALSITE_JUDGE_MODELS = env_list("EVALSITE_JUDGE_MODELS", [])
+# The most sessions one request may have the LLM judge evaluate (each is one request per metric).
+EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST = env_int("EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST", 100)
+# LLM-spending requests per key (per user for a session, per address without either):
+# "<n>/<second|minute|hour|day>" (DRF's notation: "60/min", "1000/day"); "off" turns it off.
+EVALSITE_LLM_RATE = os.environ.get("EVALSITE_LLM_RATE", "").strip() or "60/min"
+if EVALSITE_LLM_RATE.lower() != "off":
+    try:
+        _rate_count, _rate_period = EVALSITE_LLM_RATE.split("/")
+        if int(_rate_count) < 1 or _rate_period.strip()[:1].lower() not in "smhd" or not _rate_period.strip():
+            raise ValueError
+    except ValueError:
+        raise ImproperlyConfigured(f'EVALSITE_LLM_RATE must look like "60/min" or be "off", got {EVALSITE_LLM_RATE!r}')
+# Where the rate limit's counters live, shared by every process: a Redis URL (needed when web
+# processes run on more than one machine), or by default files under EVALSITE_VAR_DIR (one machine).
+EVALSITE_RATE_LIMIT_CACHE_URL = os.environ.get("EVALSITE_RATE_LIMIT_CACHE_URL", "").strip()
+CACHES = {
+    # What the project used before it configured caches: per-process memory (run digests).
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "quotas": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": EVALSITE_RATE_LIMIT_CACHE_URL,
+                "KEY_PREFIX": "evalsite-quotas"}
+               if EVALSITE_RATE_LIMIT_CACHE_URL else
+               {"BACKEND": "apps.core.cache.LockedFileBasedCache", "LOCATION": str(VAR_DIR / "cache" / "quotas")}),
+}
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
 # Grafana's datasource proxy. PROMETHEUS_URL wins when both are set. The token is a secret: it is

@@ -1,6 +1,7 @@
 import inspect
 
 import pytest
+from django.core.cache import caches
 from django.db import connection
 from rest_framework.test import APIClient
 
@@ -29,6 +30,12 @@ def _fresh_evaluation_rules():
     """Each test sees the evaluation rules its own database holds, not those a previous, rolled back
     test left in this process's cache of enabled rules."""
     enabled_rules.clear()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Each test starts with every key's LLM rate-limit allowance whole (keys' ids repeat across tests)."""
+    caches["quotas"].clear()
 
 
 @pytest.fixture

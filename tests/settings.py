@@ -32,3 +32,7 @@ SECURE_SSL_REDIRECT = False
 SESSION_COOKIE_SECURE = CSRF_COOKIE_SECURE = False
 SECURE_HSTS_SECONDS = 0
 SECURE_PROXY_SSL_HEADER = None
+
+# Rate-limit counters per test process, cleared before every test (tests/conftest.py): the default
+# files under EVALSITE_VAR_DIR would be shared by concurrent test runs whose keys have the same ids.
+CACHES["quotas"] = {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "quotas"}  # noqa: F405

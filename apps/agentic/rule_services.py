@@ -23,6 +23,7 @@ from kombu.exceptions import OperationalError
 
 from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
 from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
+from apps.core.quotas import judge_model_check
 from apps.traces.models import AgentTrace
 
 from . import tasks
@@ -85,6 +86,8 @@ def rule_judge_check(*, judge: str) -> None:
     if judge != "heuristic" and not llm_configured():
         raise InvalidInputError(f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, "
                                 f"or use the heuristic judge")
+    if judge not in JUDGE_CHOICES:
+        judge_model_check(model=judge)
 
 
 def _save(rule: EvaluationRule) -> EvaluationRule:

@@ -2,7 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from .errors import InvalidInputError
-from .models import ALL_SCOPES, ApiKey
+from .models import ALL_SCOPES, ApiKey, KeyUsageDay
 from .services import api_key_revoke, api_key_scopes_clean, api_key_update
 
 
@@ -49,3 +49,35 @@ class ApiKeyAdmin(admin.ModelAdmin):
         for api_key in queryset:
             api_key_revoke(api_key=api_key)
         messages.success(request, f"Revoked {queryset.count()} key(s).")
+
+
+@admin.register(KeyUsageDay)
+class KeyUsageDayAdmin(admin.ModelAdmin):
+    """What each key made the platform's LLM spend, per day: read-only, written by apps.core.usage."""
+
+    list_display = ["day", "key_prefix", "key_name", "key_user", "llm_calls", "input_tokens", "output_tokens"]
+    list_select_related = ["api_key__user"]
+    list_filter = ["day", "api_key"]
+    date_hierarchy = "day"
+    search_fields = ["api_key__prefix", "api_key__name", "api_key__user__username"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="key", ordering="api_key__prefix")
+    def key_prefix(self, obj):
+        return f"{obj.api_key.prefix}…"
+
+    @admin.display(description="name", ordering="api_key__name")
+    def key_name(self, obj):
+        return obj.api_key.name
+
+    @admin.display(description="user", ordering="api_key__user__username")
+    def key_user(self, obj):
+        return obj.api_key.user

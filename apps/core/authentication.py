@@ -10,6 +10,7 @@ from django.utils import timezone
 from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 
 from .models import ApiKey, hash_api_key
+from .usage import attribute_to_key
 
 # last_used_at is a hint for key owners, not an audit log: refresh it at most this often so a
 # busy ingestion client does not turn every request into an extra UPDATE.
@@ -143,6 +144,7 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             ApiKey.objects.filter(pk=cached.pk).update(last_used_at=now)
             cached.last_used_at = now
         api_key = _request_copy(cached)
+        attribute_to_key(api_key.pk)
         return api_key.user, api_key
 
     def authenticate_header(self, request):

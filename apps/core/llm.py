@@ -28,7 +28,7 @@ from typing import Any
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
-from apps.core import outbound
+from apps.core import outbound, usage
 
 logger = logging.getLogger(__name__)
 
@@ -233,6 +233,20 @@ class LLMClient:
         self.model = model
         self.base_url = base_url
         self._quote_server = not untrusted_server
+        # The platform's own server is what keys are billed for (KeyUsageDay); a bot's endpoint is
+        # its owner's. The meter current now is the fallback for calls made from threads that do
+        # not carry the caller's context (a judge's thread pool).
+        self._metered = not untrusted_server
+        self._meter = usage.current_meter()
+
+    def _spent(self, spent) -> None:
+        """Count one answered request (and the tokens its `usage` reports) against the current key."""
+        if not self._metered:
+            return
+        meter = usage.current_meter() or self._meter
+        if meter is not None:
+            meter.add(input_tokens=getattr(spent, "prompt_tokens", 0) or 0,
+                      output_tokens=getattr(spent, "completion_tokens", 0) or 0)
 
     def _reason(self, exc: Exception) -> str:
         return _describe(exc, quote_server=self._quote_server, timeout=self._client.timeout)
@@ -282,7 +296,7 @@ class LLMClient:
         answer raises LLMError at once."""
         import openai  # lazy: see the module docstring
         schema = _json_schema(response_model)
-        usage = LLMUsage()
+        spent = LLMUsage()
         problems: list[str] = []
         attempt = 0
         while attempt < MAX_ATTEMPTS:
@@ -306,7 +320,8 @@ class LLMClient:
                     logger.warning("LLM %s attempt %d failed (%s); retrying", name, attempt, problems[-1])
                     time.sleep(_backoff(attempt, exc))
                 continue
-            usage.add(completion.usage)
+            spent.add(completion.usage)
+            self._spent(completion.usage)
             text = completion.choices[0].message.content if completion.choices else None
             try:
                 data = response_model.model_validate(extract_json(text))
@@ -315,7 +330,7 @@ class LLMClient:
                 if not retry_unusable_reply:
                     raise LLMError(f"{name}: {problems[-1]}") from None
                 continue
-            return StructuredResult(data=data, usage=usage, model=completion.model or self.model, attempts=attempt)
+            return StructuredResult(data=data, usage=spent, model=completion.model or self.model, attempts=attempt)
         raise LLMError(f"{name}: no valid answer after {MAX_ATTEMPTS} attempts: {'; '.join(problems)}")
 
     def _structured_request(self, system: str, user: str, schema: dict, name: str) -> tuple[list[dict], dict]:
@@ -338,12 +353,13 @@ class LLMClient:
         if max_tokens is not None:
             kwargs["max_tokens"] = max_tokens
         completion, _attempts = self._call("chat", lambda: self._create_completion(**kwargs))
+        self._spent(getattr(completion, "usage", None))
         # The SDK hands back the raw text when the answer is not JSON, and an object without
         # choices when it is JSON of another shape.
         if not isinstance(completion, ChatCompletion) or not completion.choices:
             raise LLMError("chat: the server's answer is not a chat completion")
-        usage = LLMUsage()
-        usage.add(completion.usage)
+        spent = LLMUsage()
+        spent.add(completion.usage)
         message = completion.choices[0].message
         calls = []
         for call in message.tool_calls or []:
@@ -353,9 +369,10 @@ class LLMClient:
                 arguments = {"_unparsed": call.function.arguments}
             calls.append({"id": call.id, "name": call.function.name,
                           "arguments": arguments if isinstance(arguments, dict) else {"value": arguments}})
-        return ChatResult(content=message.content, tool_calls=calls, usage=usage, model=completion.model or self.model)
+        return ChatResult(content=message.content, tool_calls=calls, usage=spent, model=completion.model or self.model)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         response, _attempts = self._call("embeddings", lambda: self._client.embeddings.create(
             model=settings.EVALSITE_EMBEDDING_MODEL, input=texts))
+        self._spent(getattr(response, "usage", None))
         return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]

@@ -1,6 +1,8 @@
 from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
+from .usage import usage_scope
+
 # The TRACE contract fixes its own path outside /api/; its clients expect the API's JSON errors there.
 _API_PATHS_OUTSIDE_API = frozenset({"/trace", "/v1/traces"})
 
@@ -79,3 +81,14 @@ class NulCharacterMiddleware:
             }]}, status=422)
         return HttpResponseBadRequest(f"A {'query parameter' if where == 'query' else 'form field'} contains a NUL "
                                       "character.", content_type="text/plain")
+
+
+class LLMUsageMiddleware:
+    """Give every request its LLM usage meter (apps/core/usage.py), written when the request ends."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        with usage_scope():
+            return self.get_response(request)

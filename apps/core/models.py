@@ -72,3 +72,23 @@ class ApiKey(models.Model):
         # Capped by the owner as they are now: demoting a staff user takes admin from their keys at
         # once, without anyone having to edit each key.
         return frozenset(self.scopes or ()) & scopes_allowed_for(self.user)
+
+
+class KeyUsageDay(models.Model):
+    """What the platform's LLM spent for one key on one day (UTC): calls and tokens. Written only by
+    apps.core.usage, which adds to the row in one upsert."""
+
+    api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="usage_days")
+    day = models.DateField()
+    llm_calls = models.BigIntegerField(default=0)
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-day", "api_key"]
+        verbose_name = "LLM usage per key and day"
+        verbose_name_plural = "LLM usage per key and day"
+        constraints = [models.UniqueConstraint(fields=["api_key", "day"], name="keyusageday_once_per_key_day")]
+
+    def __str__(self):
+        return f"{self.api_key} {self.day}"

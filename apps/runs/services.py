@@ -30,6 +30,7 @@ from django.utils import timezone
 from apps.bots.selectors import bot_config_snapshot
 from apps.core.errors import ConflictError, InvalidInputError
 from apps.core.llm import get_llm_client, llm_configured
+from apps.core.quotas import judge_model_check
 
 from . import sources, tasks
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
@@ -67,7 +68,18 @@ def _judge_choice(judge_model: str | None) -> JudgeChoice:
         if judge_model:
             raise InvalidInputError(f"judge_model {judge_model!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
         return JudgeChoice()
+    if judge_model:
+        judge_model_check(model=judge_model)
     return JudgeChoice(client=get_llm_client(model=judge_model or None))
+
+
+def _attempts_check(attempts: int) -> None:
+    """Every attempt is a result row, a bot conversation and its judge calls: one launch may not
+    ask for more than the platform allows."""
+    limit = settings.EVALSITE_MAX_RUN_ATTEMPTS
+    if attempts > limit:
+        raise InvalidInputError(f"This run would make {attempts} attempts (items x repeats); the limit is {limit} "
+                                f"(EVALSITE_MAX_RUN_ATTEMPTS). Use fewer repeats or a smaller test set.")
 
 
 @transaction.atomic
@@ -104,6 +116,7 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         rows = [(q["question_id"], q["question"][:255], "question", q) for q in questions]
     if not rows:
         raise InvalidInputError("The test set has no items to run.")
+    _attempts_check(len(rows) * repeats)
     if rubric_id is not None:
         if dataset_id is not None:
             raise InvalidInputError("Rubrics apply to test-set (V2) runs, not V1 question sets.")

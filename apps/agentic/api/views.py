@@ -17,6 +17,8 @@ from apps.agentic.judges import JudgeInput, JudgeToolCall
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
+from apps.core.llm import llm_configured
+from apps.core.quotas import llm_evaluations_check, llm_rate_check
 
 from .schemas import (
     BatchEvaluateIn,
@@ -47,6 +49,11 @@ TAG = ["agentic metrics"]
 # Rows per chunk written to a streamed export: big enough that per-chunk overhead vanishes,
 # small enough that the server holds only a few hundred kilobytes at a time.
 EXPORT_CHUNK_ROWS = 1000
+
+
+def _spends_llm(judge: str | None) -> bool:
+    """Whether the judge a body names (None: the default) is the platform's LLM judge."""
+    return judge != "heuristic" and llm_configured()
 
 
 def _unhealthy() -> Response:
@@ -88,6 +95,8 @@ class EvaluateSessionView(APIView):
                    summary="Evaluate a traced session")
     def post(self, request):
         body = validate_body(SessionEvaluateIn, request.data)
+        if _spends_llm(body.judge):
+            llm_rate_check(request, self)
         outcome = services.evaluation_create_for_session(session_id=body.session_id, judge_name=body.judge,
                                                          force=body.force)
         trace = outcome.evaluation.trace
@@ -102,6 +111,8 @@ class EvaluateManualView(APIView):
                    summary="Evaluate an interaction that was not traced")
     def post(self, request):
         body = validate_body(ManualEvaluateIn, request.data)
+        if _spends_llm(body.judge):
+            llm_rate_check(request, self)
         data = JudgeInput(
             query=body.user_query,
             final_response=body.agent_response,
@@ -125,6 +136,10 @@ class EvaluateBatchView(APIView):
                    summary="Evaluate up to 500 traced sessions")
     def post(self, request):
         body = validate_body(BatchEvaluateIn, request.data)
+        if _spends_llm(body.judge):
+            # Counted before any reuse of stored verdicts: the bound holds whatever `force` says.
+            llm_evaluations_check(count=len(set(body.session_ids)))
+            llm_rate_check(request, self)
         batch = services.evaluations_create_for_sessions(session_ids=body.session_ids, judge_name=body.judge,
                                                          force=body.force)
         return respond(BatchEvaluationOut, {

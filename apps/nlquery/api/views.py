@@ -3,6 +3,8 @@ from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.llm import llm_configured
+from apps.core.quotas import llm_rate_check
 from apps.nlquery.selectors import metrics_query_answer
 
 from .schemas import MetricsQueryIn, MetricsQueryStateOut
@@ -22,5 +24,7 @@ class MetricsQueryView(APIView):
     )
     def post(self, request):
         body = validate_body(MetricsQueryIn, request.data)
+        if llm_configured():  # the question is parsed by the platform's LLM
+            llm_rate_check(request, self)
         state = metrics_query_answer(question=body.query)
         return respond(MetricsQueryStateOut, state)

@@ -5,6 +5,8 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
+from apps.core.llm import llm_configured
+from apps.core.quotas import llm_rate_check
 from apps.core.pagination import LimitOffset
 from apps.core.schema import BAD_REQUEST
 
@@ -35,6 +37,8 @@ class TraceView(APIView):
     )
     def post(self, request):
         body = validate_body(TraceQueryIn, request.data)
+        if llm_configured():  # the query is parsed, and LLM metrics scored, by the platform's LLM
+            llm_rate_check(request, self)
         partial = request.query_params.get("partial", "").strip().lower() in _TRUE
         try:
             answer = services.trace_evaluation_create(query=body.query, partial=partial, user=request.user)

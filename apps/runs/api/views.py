@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
+from apps.core.llm import llm_configured
+from apps.core.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
@@ -68,6 +70,8 @@ class RunsView(APIView):
     @extend_schema(tags=TAG, request=RunCreateIn, responses={201: RunOut}, summary="Start an evaluation run")
     def post(self, request):
         body = validate_body(RunCreateIn, request.data)
+        if body.judge_model not in HEURISTIC_JUDGES and llm_configured():
+            llm_rate_check(request, self)
         run = services.run_create(created_by=request.user if request.user.is_authenticated else None,
                                   **body.model_dump())
         return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
