@@ -104,6 +104,7 @@ def test_an_llm_judge_without_an_llm_is_422(staff_api):
 
 def test_an_llm_judge_with_an_llm_configured(staff_api, settings, openai_server):
     settings.OPENAI_BASE_URL = openai_server.url
+    settings.EVALSITE_JUDGE_MODELS = ["llama3.1:8b"]  # a model the platform allows (issue 21)
     response = staff_api.post(URL, {**BODY, "judge": "llama3.1:8b"}, format="json")
     assert response.status_code == 201
     assert response.json()["judge"] == "llama3.1:8b"
