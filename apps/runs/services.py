@@ -31,6 +31,7 @@ from apps.bots.selectors import bot_config_snapshot
 from apps.core.errors import ConflictError, InvalidInputError
 from apps.core.llm import get_llm_client, llm_configured
 from apps.core.quotas import judge_model_check
+from apps.core.usage import usage_scope
 
 from . import sources, tasks
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
@@ -87,11 +88,11 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
                dataset_id: uuid.UUID | None = None, rubric_id: uuid.UUID | None = None,
                rubric_version: int | None = None, concurrency: int = 3, component_scope_filter: str | None = None,
                component_ids_filter: list[str] | None = None, judge_model: str | None = None,
-               label: str | None = None, repeats: int = 1, created_by=None) -> EvaluationRun:
+               label: str | None = None, repeats: int = 1, created_by=None, api_key=None) -> EvaluationRun:
     """Create a pending run pinned to the versions it will use, with one result row per item and
     attempt (`repeats` attempts of every item), and queue its start once the transaction commits.
     The bot is edited in place, so its configuration as it stands now is snapshot on the run
-    (bot_snapshot)."""
+    (bot_snapshot). The platform LLM calls of its workers are billed to `api_key` (KeyUsageDay)."""
     label = (label or "").strip()
     if len(label) > LABEL_MAX_LENGTH:
         raise InvalidInputError(f"label is at most {LABEL_MAX_LENGTH} characters")
@@ -128,7 +129,7 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         component_scope_filter=component_scope_filter, component_ids_filter=component_ids_filter or [],
         bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label,
         total=len(rows) * repeats, repeats=repeats,
-        label=label, bot_snapshot=bot_config_snapshot(bot), created_by=created_by,
+        label=label, bot_snapshot=bot_config_snapshot(bot), created_by=created_by, api_key=api_key,
     )
     EvaluationResult.objects.bulk_create([
         EvaluationResult(run=run, position=n, attempt=attempt, test_case_id=case_id, item_name=name,
@@ -269,7 +270,7 @@ def result_execute(*, result_pk: int) -> None:
     if result is None:
         return
     run = result.run
-    with _KeepAlive(result.pk):
+    with usage_scope(api_key_id=run.api_key_id), _KeepAlive(result.pk):
         _execute_claimed(result, run)
     run_dispatch(run_pk=run.pk)
 

@@ -87,3 +87,21 @@ def test_the_admin_launch_form_names_the_limit(small_test_set, settings):
     assert form.launch(user=user) is None
     assert "EVALSITE_MAX_RUN_ATTEMPTS" in str(form.non_field_errors())
     assert EvaluationRun.objects.count() == 0
+
+
+def test_a_runs_llm_calls_are_billed_to_the_key_that_launched_it(default_key_api, plan, openai_server):
+    # The judge's calls are made by the worker, long after the launching request has ended.
+    from apps.core.models import KeyUsageDay
+    from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
+
+    openai_server.default = {"passed": True, "score": 1.0, "reasoning": "ok"}
+    body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "judge_model": "judge-model", "repeats": 2}
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        response = default_key_api.post("/api/v1/runs", body, format="json")
+    assert response.status_code == 201, response.content
+    run = EvaluationRun.objects.get()
+    assert run.status == "completed"
+    calls = len(openai_server.chat_requests)
+    assert calls > 0
+    usage = KeyUsageDay.objects.get()
+    assert (usage.api_key_id, usage.llm_calls, usage.input_tokens) == (run.api_key_id, calls, 11 * calls)

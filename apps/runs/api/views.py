@@ -11,6 +11,7 @@ from apps.core.api.responses import respond
 from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
 from apps.core.llm import llm_configured
+from apps.core.models import ApiKey
 from apps.core.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
@@ -73,6 +74,7 @@ class RunsView(APIView):
         if body.judge_model not in HEURISTIC_JUDGES and llm_configured():
             llm_rate_check(request, self)
         run = services.run_create(created_by=request.user if request.user.is_authenticated else None,
+                                  api_key=request.auth if isinstance(request.auth, ApiKey) else None,
                                   **body.model_dump())
         return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
 
