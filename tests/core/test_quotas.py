@@ -239,3 +239,38 @@ def test_an_evaluation_rule_may_only_name_an_allowed_model(staff_api, llm, setti
     refused = staff_api.post("/api/v1/evaluation-rules", {**body, "judge": "gpt-4o"}, format="json")
     assert refused.status_code == 422 and "judge-model, llama3.1:8b" in refused.json()["detail"]
     assert staff_api.post("/api/v1/evaluation-rules", {**body, "judge": "llama3.1:8b"}, format="json").status_code == 201
+
+
+# --- settings -------------------------------------------------------------------------------------
+
+def _settings(tmp_path, **env) -> "subprocess.CompletedProcess":
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("EVALSITE_", "DJANGO_SETTINGS"))}
+    clean.update({"EVALSITE_VAR_DIR": str(tmp_path), "SECRET_KEY": "x", **env})
+    code = ("import evalsite.settings as s; q = s.CACHES['quotas']; "
+            "print(q['BACKEND'], q['LOCATION'], s.EVALSITE_LLM_RATE, s.EVALSITE_MAX_RUN_ATTEMPTS, "
+            "s.EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST, s.EVALSITE_JUDGE_MODELS)")
+    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=clean,
+                          capture_output=True, text=True)
+
+
+@pytest.mark.subprocess
+def test_the_defaults_and_a_redis_store(tmp_path):
+    default = _settings(tmp_path)
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.split() == ["apps.core.cache.LockedFileBasedCache", str(tmp_path / "cache" / "quotas"),
+                                      "60/min", "20000", "100", "[]"]
+    redis = _settings(tmp_path, EVALSITE_RATE_LIMIT_CACHE_URL="redis://127.0.0.1:6379/4",
+                      EVALSITE_JUDGE_MODELS="gpt-4o, llama3.1:8b")
+    assert redis.stdout.split()[:2] == ["django.core.cache.backends.redis.RedisCache", "redis://127.0.0.1:6379/4"]
+    assert redis.stdout.rstrip().endswith("['gpt-4o', 'llama3.1:8b']")
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("rate", ["60", "sixty/min", "0/min", "60/fortnight"])
+def test_a_malformed_rate_refuses_to_start(tmp_path, rate):
+    result = _settings(tmp_path, EVALSITE_LLM_RATE=rate)
+    assert result.returncode != 0 and "EVALSITE_LLM_RATE" in result.stderr
