@@ -58,6 +58,8 @@ _NOT_FOUND = OpenApiResponse(ErrorOut, description="An id in the path, query or 
 _TOO_LARGE = OpenApiResponse(ErrorOut, description="The body is over EVALSITE_MAX_BODY_BYTES.")
 _UNSUPPORTED = OpenApiResponse(ErrorOut, description="The body's Content-Type is not application/json.")
 _INVALID = OpenApiResponse(ValidationErrorOut, description="The body or a query parameter is invalid.")
+_RATE_LIMITED = OpenApiResponse(ErrorOut, description="Too many LLM-spending requests for this key (EVALSITE_LLM_RATE); "
+                                                      "the Retry-After header gives the seconds to wait.")
 # Answered by gunicorn before the request reaches evalsite (its limit_request_line, 4,094 bytes), as
 # an HTML page: no body is declared. Long free text belongs in a body.
 _URI_TOO_LONG = OpenApiResponse(description="The request line (path and query string) is over the server's limit "
@@ -92,6 +94,8 @@ class ApiAutoSchema(AutoSchema):
             errors["422"] = _INVALID
         if in_query or any(p["in"] == "path" for p in parameters):
             errors["414"] = _URI_TOO_LONG
+        if method.upper() in getattr(self.view, "llm_spending_methods", ()):
+            errors["429"] = _RATE_LIMITED
         for code, response in errors.items():
             # A view's own declaration of the code (a richer description) wins.
             responses.setdefault(code, self._get_response_for_code(response, code))

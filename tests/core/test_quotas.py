@@ -274,3 +274,14 @@ def test_the_defaults_and_a_redis_store(tmp_path):
 def test_a_malformed_rate_refuses_to_start(tmp_path, rate):
     result = _settings(tmp_path, EVALSITE_LLM_RATE=rate)
     assert result.returncode != 0 and "EVALSITE_LLM_RATE" in result.stderr
+
+
+def test_the_schema_documents_429_where_requests_spend_llm_tokens():
+    from drf_spectacular.generators import SchemaGenerator
+
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    limited = {(path, method) for path, item in paths.items() for method, operation in item.items()
+               if isinstance(operation, dict) and "429" in operation.get("responses", {})}
+    assert limited == {("/api/v1/metrics/evaluate/session", "post"), ("/api/v1/metrics/evaluate/manual", "post"),
+                       ("/api/v1/metrics/evaluate/batch", "post"), ("/api/v1/trace", "post"), ("/trace", "post"),
+                       ("/api/v1/metrics-query", "post"), ("/api/v1/runs", "post")}

@@ -90,6 +90,8 @@ class HealthView(APIView):
 
 class EvaluateSessionView(APIView):
     required_scopes = {"POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut},
                    summary="Evaluate a traced session")
@@ -106,6 +108,8 @@ class EvaluateSessionView(APIView):
 
 class EvaluateManualView(APIView):
     required_scopes = {"POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(tags=TAG, request=ManualEvaluateIn, responses={200: ManualEvaluationOut},
                    summary="Evaluate an interaction that was not traced")
@@ -131,6 +135,8 @@ class EvaluateManualView(APIView):
 
 class EvaluateBatchView(APIView):
     required_scopes = {"POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(tags=TAG, request=BatchEvaluateIn, responses={200: BatchEvaluationOut},
                    summary="Evaluate up to 500 traced sessions")

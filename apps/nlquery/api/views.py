@@ -12,6 +12,8 @@ from .schemas import MetricsQueryIn, MetricsQueryStateOut
 
 class MetricsQueryView(APIView):
     required_scopes = {"POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(
         tags=["nlquery"],

@@ -21,6 +21,8 @@ _TRUE = {"1", "true", "yes", "on"}
 
 class TraceView(APIView):
     required_scopes = {"POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(
         tags=TAG,

@@ -67,6 +67,8 @@ def _run_or_404(run_id):
 
 class RunsView(APIView):
     required_scopes = {"GET": "read", "POST": "evaluate"}
+    # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
+    llm_spending_methods = {"POST"}
 
     @extend_schema(tags=TAG, request=RunCreateIn, responses={201: RunOut}, summary="Start an evaluation run")
     def post(self, request):
