@@ -1,17 +1,40 @@
 from django.contrib import admin
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.forms.models import BaseInlineFormSet
 
 from apps.core.admin_utils import pretty_json
 
 from .models import AgentTrace, ToolCall
+from .selectors import tool_call_page_size
+
+
+class _FirstPageFormSet(BaseInlineFormSet):
+    """The trace's first page of calls (EVALSITE_TRACE_TOOL_CALLS_PAGE), numbered 1 to n in order: a
+    trace may hold tens of thousands, and stored seqs may have gaps. The console's trace page pages
+    through them all."""
+
+    def get_queryset(self):
+        if not hasattr(self, "_first_page"):
+            ordered = super().get_queryset().annotate(position=Window(RowNumber(), order_by=F("seq").asc()))
+            self._first_page = ordered[:tool_call_page_size()]
+        return self._first_page
 
 
 class ToolCallInline(admin.TabularInline):
     model = ToolCall
+    formset = _FirstPageFormSet
     extra = 0
     can_delete = False
-    fields = ["seq", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error", "call_id"]
+    fields = ["position", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error",
+              "call_id"]
     readonly_fields = fields
     ordering = ["seq"]
+    verbose_name_plural = "tool calls (the first page; the console's trace page has them all)"
+
+    @admin.display(description="#")
+    def position(self, obj):
+        return getattr(obj, "position", obj.seq)
 
     def has_add_permission(self, request, obj=None):
         return False
