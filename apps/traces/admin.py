@@ -9,15 +9,18 @@ from .models import AgentTrace, ToolCall
 from .selectors import tool_call_page_size
 
 
+# An admin row (every field, arguments and result pretty-printed) costs about 2.5 ms to render.
+ADMIN_TOOL_CALLS_SHOWN = 100
+
+
 class _FirstPageFormSet(BaseInlineFormSet):
-    """The trace's first page of calls (EVALSITE_TRACE_TOOL_CALLS_PAGE), numbered 1 to n in order: a
-    trace may hold tens of thousands, and stored seqs may have gaps. The console's trace page pages
-    through them all."""
+    """The trace's first calls, numbered 1 to n in order: a trace may hold tens of thousands, and
+    stored seqs may have gaps. The console's trace page pages through them all."""
 
     def get_queryset(self):
         if not hasattr(self, "_first_page"):
             ordered = super().get_queryset().annotate(position=Window(RowNumber(), order_by=F("seq").asc()))
-            self._first_page = ordered[:tool_call_page_size()]
+            self._first_page = ordered[:min(ADMIN_TOOL_CALLS_SHOWN, tool_call_page_size())]
         return self._first_page
 
 
@@ -30,7 +33,7 @@ class ToolCallInline(admin.TabularInline):
               "call_id"]
     readonly_fields = fields
     ordering = ["seq"]
-    verbose_name_plural = "tool calls (the first page; the console's trace page has them all)"
+    verbose_name_plural = f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; the console's trace page has them all)"
 
     @admin.display(description="#")
     def position(self, obj):
