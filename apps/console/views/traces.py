@@ -84,9 +84,19 @@ def trace_page(request, session_id):
         request, title=f"Trace {trace.session_id}", trace=trace, calls=page.calls, page=page,
         later_page=page.first_position is not None and page.first_position > 1,
         remaining=page.total - (page.last_position or 0), page_size=len(page.calls),
-        dropped=[(kind.replace("_", " "), n) for kind, n in (trace.dropped or {}).items() if n],
+        dropped=_dropped(trace),
         evaluations=evaluation_list(session_id=trace.session_id),
         admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk])))
+
+
+# The order the truncated banner names what was dropped in (jsonb keeps its own key order).
+DROPPED_ORDER = ("tool_calls", "spans", "attribute_bytes")
+
+
+def _dropped(trace) -> list[tuple[str, int]]:
+    dropped = trace.dropped or {}
+    kinds = sorted(dropped, key=lambda k: (DROPPED_ORDER.index(k) if k in DROPPED_ORDER else len(DROPPED_ORDER), k))
+    return [(kind.replace("_", " "), dropped[kind]) for kind in kinds if dropped[kind]]
 
 
 def _after(request) -> int:
