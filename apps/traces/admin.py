@@ -33,7 +33,8 @@ class ToolCallInline(admin.TabularInline):
               "call_id"]
     readonly_fields = fields
     ordering = ["seq"]
-    verbose_name_plural = f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; the console's trace page has them all)"
+    verbose_name_plural = (f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; "
+                           "the console's trace page has them all)")
 
     @admin.display(description="#")
     def position(self, obj):
