@@ -226,6 +226,9 @@ EVALSITE_ALLOW_ANONYMOUS = env_bool("EVALSITE_ALLOW_ANONYMOUS", False)
 EVALSITE_API_KEY_CACHE_SECONDS = env_int("EVALSITE_API_KEY_CACHE_SECONDS", 5)
 # A trace that stays active longer than this is marked failed by the periodic reaper.
 EVALSITE_TRACE_TIMEOUT_SECONDS = env_int("EVALSITE_TRACE_TIMEOUT_SECONDS", 3600)
+# Tool calls per page of a trace read (GET /trace/{id}, its /tool-calls pages, the console's trace
+# page): a trace of 60,000 calls answers with its first page and a link to the next.
+EVALSITE_TRACE_TOOL_CALLS_PAGE = env_int("EVALSITE_TRACE_TOOL_CALLS_PAGE", 500)
 # OTLP receiver (POST /v1/traces). The compressed body is bounded by EVALSITE_MAX_BODY_BYTES; this
 # bounds it once inflated, so a gzip bomb is refused after at most this many bytes of output.
 EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES = env_int("EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES", 64 * 1024 * 1024)

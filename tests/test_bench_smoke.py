@@ -190,3 +190,10 @@ def test_trace_list(default_pg):
                    "--database", f"{default_pg['name']}_tracelist")
     assert_ran(result, r"^q exact session id\s+1\s+[\d.]+\s+[\d.]+", r"^target p95 < 200 ms",
                target_missed=r"target p95 < 200 ms: NOT met")
+
+
+def test_trace_read(default_pg):
+    result = bench("trace_read.py", "--calls", "600", "--database", f"{default_pg['name']}_traceread")
+    assert_ran(result, r"^loaded one trace of 600 tool calls",
+               r"^GET /trace/\{id\} \(API\)\n  this code\s+[\d.]+ MB\s+[\d.]+ s   peak RSS\s+\d+ MB",
+               r"^console trace page, last page\n  this code\s+[\d.]+ MB")

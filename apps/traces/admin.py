@@ -1,17 +1,44 @@
 from django.contrib import admin
+from django.db.models import F, Window
+from django.db.models.functions import RowNumber
+from django.forms.models import BaseInlineFormSet
 
 from apps.core.admin_utils import pretty_json
 
 from .models import AgentTrace, ToolCall
+from .selectors import tool_call_page_size
+
+
+# An admin row (every field, arguments and result pretty-printed) costs about 2.5 ms to render.
+ADMIN_TOOL_CALLS_SHOWN = 100
+
+
+class _FirstPageFormSet(BaseInlineFormSet):
+    """The trace's first calls, numbered 1 to n in order: a trace may hold tens of thousands, and
+    stored seqs may have gaps. The console's trace page pages through them all."""
+
+    def get_queryset(self):
+        if not hasattr(self, "_first_page"):
+            ordered = super().get_queryset().annotate(position=Window(RowNumber(), order_by=F("seq").asc()))
+            self._first_page = ordered[:min(ADMIN_TOOL_CALLS_SHOWN, tool_call_page_size())]
+        return self._first_page
 
 
 class ToolCallInline(admin.TabularInline):
     model = ToolCall
+    formset = _FirstPageFormSet
     extra = 0
     can_delete = False
-    fields = ["seq", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error", "call_id"]
+    fields = ["position", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error",
+              "call_id"]
     readonly_fields = fields
     ordering = ["seq"]
+    verbose_name_plural = (f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; "
+                           "the console's trace page has them all)")
+
+    @admin.display(description="#")
+    def position(self, obj):
+        return getattr(obj, "position", obj.seq)
 
     def has_add_permission(self, request, obj=None):
         return False

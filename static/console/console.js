@@ -1,7 +1,8 @@
 // The run page's live view: while the run goes, poll its live endpoint for the progress, the cards
 // and the rows finished since the last answer (inserted in the table's order without a reload), and
 // say so when no worker picks the run up. Once it is finished, reload once so the charts, filters
-// and pages are the finished ones. Nothing else on the console needs JavaScript.
+// and pages are the finished ones. And a trace's "Show more" appends the next page of tool calls.
+// Nothing else on the console needs JavaScript, and both work without it (reload, or follow the link).
 (function () {
   "use strict";
   function rowFrom(html) {
@@ -70,8 +71,41 @@
     }
     window.setTimeout(poll, 1000);
   }
+  // The link opens the next page of the trace's calls; here that page's calls are appended to the
+  // timeline in place of the link, which becomes the next page's link (or goes, on the last page).
+  function showMore(link) {
+    link.addEventListener("click", function (event) {
+      event.preventDefault();
+      var item = link.closest("li");
+      link.setAttribute("aria-busy", "true");
+      fetch(link.href, {credentials: "same-origin"})
+        .then(function (response) { return response.ok ? response.text() : Promise.reject(response.status); })
+        .then(function (html) {
+          var page = new DOMParser().parseFromString(html, "text/html");
+          page.querySelectorAll("#timeline li.call").forEach(function (call) {
+            item.parentNode.insertBefore(document.importNode(call, true), item);
+          });
+          var range = document.getElementById("shown-range");
+          var pageRange = page.getElementById("shown-range");
+          if (range && pageRange) {
+            range.textContent = range.textContent.split("–")[0] + "–" + pageRange.textContent.split("–")[1];
+          }
+          var next = page.getElementById("more-calls");
+          if (next) {
+            next = document.importNode(next, true);
+            item.replaceWith(next);
+            showMore(next.querySelector("[data-more-calls]"));
+          } else {
+            item.remove();
+          }
+        })
+        .catch(function () { window.location.href = link.href; });
+    });
+  }
   document.addEventListener("DOMContentLoaded", function () {
     var section = document.getElementById("progress-section");
     if (section && section.getAttribute("data-finished") === "0") { watch(section); }
+    var more = document.querySelector("[data-more-calls]");
+    if (more) { showMore(more); }
   });
 })();

@@ -241,6 +241,7 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     ]})
     walk(api, "get", f"{v1}/metrics/trace/s-1", 200)
     walk(api, "get", f"{v1}/metrics/trace/nothing-here", 404)
+    walk(api, "get", f"{v1}/metrics/trace/s-1/tool-calls?limit=1", 200)
 
     # Agentic evaluations (seed 000).
     metrics = f"{v1}/metrics"

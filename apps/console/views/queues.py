@@ -19,6 +19,7 @@ from apps.queues.models import QueueKind
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
 from apps.runs.reviews import in_force, reviewed_verdicts
 from apps.runs.selectors import verdict_review_list
+from apps.traces.selectors import trace_tool_call_page
 
 from ..context import console_context
 from .common import found_or_404, lacks_scope
@@ -197,8 +198,10 @@ def _agentic_context(item) -> dict:
              "review": latest.get(metric), "scored": True} for metric in AGENTIC_METRICS]
     trace = evaluation.trace
     manual = evaluation.manual_input or {}
-    calls = list(trace.tool_calls.all()) if trace is not None else []
-    return {"rows": rows, "evaluation": evaluation, "trace": trace, "calls": calls,
+    # The first page only: a trace may hold tens of thousands of calls; the trace page has the rest.
+    calls = trace_tool_call_page(trace=trace) if trace is not None else None
+    return {"rows": rows, "evaluation": evaluation, "trace": trace, "calls": calls.calls if calls else [],
+            "calls_total": calls.total if calls else 0,
             "question": trace.user_query if trace is not None else manual.get("user_query"),
             "answer": trace.final_response if trace is not None else manual.get("agent_response"),
             "threshold": AGENTIC_PASS}

@@ -13,7 +13,7 @@ from apps.agentic.selectors import evaluation_list
 from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
 from apps.traces.models import AgentTrace
-from apps.traces.selectors import trace_find
+from apps.traces.selectors import FIRST_PAGE, trace_find, trace_tool_call_page
 
 from .. import selectors
 from ..context import console_context
@@ -77,13 +77,32 @@ def trace_page(request, session_id):
         if denied := lacks_scope(request, "evaluate"):
             return denied
         return _evaluate_now(request, trace)
-    calls = list(trace.tool_calls.all())
-    for call in calls:
+    page = trace_tool_call_page(trace=trace, after=_after(request))
+    for call in page.calls:
         call.offset_ms = (call.timestamp - trace.start_time).total_seconds() * 1000 if call.timestamp else None
     return render(request, "console/trace.html", console_context(
-        request, title=f"Trace {trace.session_id}", trace=trace, calls=calls,
+        request, title=f"Trace {trace.session_id}", trace=trace, calls=page.calls, page=page,
+        later_page=page.first_position is not None and page.first_position > 1,
+        remaining=page.total - (page.last_position or 0), page_size=len(page.calls),
+        dropped=_dropped(trace),
         evaluations=evaluation_list(session_id=trace.session_id),
         admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk])))
+
+
+# The order the truncated banner names what was dropped in (jsonb keeps its own key order).
+DROPPED_ORDER = ("tool_calls", "spans", "attribute_bytes")
+
+
+def _dropped(trace) -> list[tuple[str, int]]:
+    dropped = trace.dropped or {}
+    kinds = sorted(dropped, key=lambda k: (DROPPED_ORDER.index(k) if k in DROPPED_ORDER else len(DROPPED_ORDER), k))
+    return [(kind.replace("_", " "), dropped[kind]) for kind in kinds if dropped[kind]]
+
+
+def _after(request) -> int:
+    """The tool-call cursor of "show more" (a stored seq); anything else is the first page."""
+    raw = request.GET.get("after", "")
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) <= 18 else FIRST_PAGE
 
 
 def _evaluate_now(request, trace):

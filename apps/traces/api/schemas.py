@@ -80,7 +80,8 @@ class BatchIn(BaseModel):
 
 class ToolCallOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
-    seq: int
+    seq: int = Field(description="The call's position in the trace, 1 to n in order, worked out when read (the "
+                     "stored order key of an OpenTelemetry trace may have gaps)")
     call_id: str | None
     tool_name: str
     tool_args: dict
@@ -98,7 +99,11 @@ class TraceOut(BaseModel):
     intent_detected: str | None
     resource_type: str | None
     operation: str | None
-    tool_calls: list[ToolCallOut]
+    tool_calls: list[ToolCallOut] = Field(description="The first page of the tool calls, in order (all of them "
+                                          "when there are no more than a page's worth)")
+    tool_calls_total: int = Field(description="How many tool calls the trace holds")
+    tool_calls_next: str | None = Field(description="The URL of the next page of tool calls "
+                                        "(GET /trace/{session_id}/tool-calls?after=…), null when all are shown")
     final_response: str | None
     success: bool | None
     status: str
@@ -107,6 +112,22 @@ class TraceOut(BaseModel):
     end_time: datetime | None
     metadata: dict
     source: str = Field(description="How the trace arrived: rest (per-step calls), batch or otlp (OpenTelemetry)")
+    truncated: bool = Field(description="Whether a per-trace cap refused part of what arrived for this trace")
+    dropped: dict[str, int] = Field(description="What the caps refused, by kind: tool_calls, spans, attribute_bytes")
+
+
+class ToolCallPageQuery(BaseModel):
+    after: Annotated[int, Field(ge=0, le=2**63 - 1)] = Field(
+        default=0, description="The cursor from tool_calls_next: the page starts after this call (0, the first page)")
+    limit: Annotated[int, Field(ge=1)] | None = Field(
+        default=None, description="Calls per page, at most (and by default) EVALSITE_TRACE_TOOL_CALLS_PAGE")
+
+
+class ToolCallPageOut(BaseModel):
+    session_id: str
+    tool_calls: list[ToolCallOut]
+    tool_calls_total: int = Field(description="How many tool calls the trace holds")
+    tool_calls_next: str | None = Field(description="The URL of the next page, null on the last")
 
 
 class ToolCallRecorded(ToolCallOut):

@@ -9,4 +9,5 @@ urlpatterns = [
     path("traces/<str:session_id>/tool-calls", views.TraceToolCallsView.as_view(), name="trace-tool-calls"),
     path("traces/<str:session_id>/complete", views.TraceCompleteView.as_view(), name="trace-complete"),
     path("trace/<str:session_id>", views.TraceDetailView.as_view(), name="trace-detail"),
+    path("trace/<str:session_id>/tool-calls", views.TraceToolCallPageView.as_view(), name="trace-tool-call-page"),
 ]

@@ -22,10 +22,12 @@ from .schemas import (
     MAX_TOOL_CALLS_PER_REQUEST,
     ToolCallIn,
     ToolCallsOut,
+    ToolCallPageOut,
+    ToolCallPageQuery,
     TraceOut,
     TraceStartIn,
 )
-from .serializers import tool_call_data, trace_data
+from .serializers import tool_call_data, tool_calls_next_url, trace_data
 
 TAG = ["traces"]
 _tool_calls_body = TypeAdapter(
@@ -181,11 +183,39 @@ class TraceBatchView(APIView):
 class TraceDetailView(APIView):
     required_scopes = {"GET": "read", "DELETE": "admin"}
 
-    @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session")
+    @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session",
+                   description="The trace with its tool calls, at most EVALSITE_TRACE_TOOL_CALLS_PAGE (default 500) "
+                   "of them: `tool_calls_total` says how many there are and `tool_calls_next` links the next page "
+                   "(GET /trace/{session_id}/tool-calls). A call's `seq` is its position in the trace, 1 to n.")
     def get(self, request, session_id):
-        return respond(TraceOut, trace_data(selectors.trace_get(session_id=session_id)))
+        trace = selectors.trace_get(session_id=session_id)
+        return respond(TraceOut, trace_data(trace, page=selectors.trace_tool_call_page(trace=trace),
+                                            absolute=request.build_absolute_uri))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (admin scope)")
     def delete(self, request, session_id):
         services.trace_delete(session_id=session_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TraceToolCallPageView(APIView):
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(
+        tags=TAG, responses={200: ToolCallPageOut}, summary="Page through the tool calls of a trace",
+        parameters=[OpenApiParameter("after", int, description=ToolCallPageQuery.model_fields["after"].description),
+                    OpenApiParameter("limit", int, description=ToolCallPageQuery.model_fields["limit"].description)],
+        description="The calls after the cursor in order, each `seq` its position in the whole trace; follow "
+        "`tool_calls_next` until it is null. A keyset on the stored order: every page costs the same.")
+    def get(self, request, session_id):
+        query = ToolCallPageQuery.model_validate(request.query_params.dict())
+        trace = selectors.trace_get(session_id=session_id)
+        limit = min(query.limit or selectors.tool_call_page_size(), selectors.tool_call_page_size())
+        page = selectors.trace_tool_call_page(trace=trace, after=query.after, limit=limit)
+        return respond(ToolCallPageOut, {
+            "session_id": trace.session_id,
+            "tool_calls": [tool_call_data(c) for c in page.calls],
+            "tool_calls_total": page.total,
+            "tool_calls_next": tool_calls_next_url(trace, page, limit=query.limit and limit,
+                                                   absolute=request.build_absolute_uri),
+        })
