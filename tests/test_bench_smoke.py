@@ -190,3 +190,9 @@ def test_trace_list(default_pg):
                    "--database", f"{default_pg['name']}_tracelist")
     assert_ran(result, r"^q exact session id\s+1\s+[\d.]+\s+[\d.]+", r"^target p95 < 200 ms",
                target_missed=r"target p95 < 200 ms: NOT met")
+
+
+def test_metrics_scrape(pg):
+    result = bench("metrics_scrape.py", "--traces", "500", "--names", "200", "--batch", "100", "--repeat", "2",
+                   "--pg", pg["base"], "--db", f"{pg['name']}_metrics")
+    assert_ran(result, r"^new names\s+limit 50: lines", r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$")

@@ -5,7 +5,8 @@ Every distinct value is a series, and a scrape carries every series: three batch
 agent names took /metrics from 2,452 to 70,325 lines. So a label fed by ingested data keeps its
 EVALSITE_METRICS_MAX_LABEL_VALUES most frequent values and the rest are counted under `other`.
 Both steps run in SQL: one ranking query per label (GROUP BY, ORDER BY count, LIMIT N), then the
-collector's own aggregate groups by a CASE that maps any value outside the kept ones to `other`.
+collector's own aggregate groups by a CASE that maps any value outside the kept ones to `other`, so
+the database returns at most (N+1) rows per label combination whatever is stored.
 The kept values' series are exact, `other` holds the sum of the rest (bucket by bucket for
 histograms), so the total over all series is the true total.
 
@@ -13,13 +14,13 @@ A value spelled `other` is never kept: it is counted under the one `other` serie
 it would share a name with anyway.
 """
 
-from functools import reduce
-from operator import or_
-
 from django.conf import settings
-from django.db.models import Case, CharField, Count, F, Q, QuerySet, Value, When
+from django.db.models import Case, CharField, Count, F, QuerySet, Value, When
 
 OTHER = "other"
+# Pairs of two ingested labels kept per kept value: 20 agents × 5 operations (100 pairs) keep every
+# series at the default limit of 50.
+PAIRS_PER_KEPT_VALUE = 4
 
 
 def max_label_values() -> int:
@@ -38,19 +39,17 @@ def most_frequent(queryset: QuerySet, field: str, *, weight=None, limit: int | N
     return [row[field] for row in rows]
 
 
-def most_frequent_pairs(queryset: QuerySet, first: str, second: str, *, kept_first: list[str],
-                        limit: int | None = None) -> list[tuple[str, str | None]]:
-    """For a family labelled by two ingested fields: the `limit` most frequent (first, second)
-    pairs whose first value is kept. Ranking pairs rather than each label on its own keeps the
-    family at 2N+1 series, not (N+1)²: the kept pairs, each kept first value's other pairs under
-    (first, other), and everything else under (other, other). A NULL second value is a value."""
-    limit = max_label_values() if limit is None else limit
-    if limit <= 0 or not kept_first:
-        return []
-    rows = (queryset.order_by().filter(**{f"{first}__in": kept_first}).exclude(**{second: OTHER})
-            .values(first, second).annotate(_weight=Count("*"))
-            .order_by("-_weight", first, F(second).asc(nulls_first=True))[:limit])
-    return [(row[first], row[second]) for row in rows]
+def kept_pairs(rows: list[dict], first: str, second: str, *, weight: str, limit: int | None = None) -> set[tuple]:
+    """For a family labelled by two ingested fields, from its rows already grouped by both folded
+    labels: the (first, second) pairs, neither of them `other`, with the largest `weight`, at most
+    `limit` (default PAIRS_PER_KEPT_VALUE × EVALSITE_METRICS_MAX_LABEL_VALUES). Folding each label
+    on its own still allows (N+1)² series (50 agents each seen with the 50 kept operations); the
+    caller counts a pair outside these under (first, other), or (other, other), so the family has
+    at most the kept pairs, one (first, other) per kept first value, and (other, other)."""
+    limit = PAIRS_PER_KEPT_VALUE * max_label_values() if limit is None else limit
+    candidates = [row for row in rows if row[first] != OTHER and row[second] != OTHER]
+    candidates.sort(key=lambda row: (-row[weight], row[first], row[second]))
+    return {(row[first], row[second]) for row in candidates[:max(limit, 0)]}
 
 
 def folded(field: str, kept: list[str]) -> Case:
@@ -58,12 +57,3 @@ def folded(field: str, kept: list[str]) -> Case:
     if not kept:
         return Case(default=Value(OTHER), output_field=CharField())
     return Case(When(**{f"{field}__in": kept}, then=F(field)), default=Value(OTHER), output_field=CharField())
-
-
-def folded_second(first: str, second: str, pairs: list[tuple[str, str | None]]) -> Case:
-    """`second` where (first, second) is a kept pair, else `other` (NULL stays NULL in a kept pair)."""
-    if not pairs:
-        return Case(default=Value(OTHER), output_field=CharField())
-    matches = [Q(**{first: a}) & (Q(**{f"{second}__isnull": True}) if b is None else Q(**{second: b}))
-               for a, b in pairs]
-    return Case(When(reduce(or_, matches), then=F(second)), default=Value(OTHER), output_field=CharField())

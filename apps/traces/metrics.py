@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from apps.core.metric_labels import folded, folded_second, most_frequent, most_frequent_pairs
+from apps.core.metric_labels import OTHER, folded, kept_pairs, most_frequent
 
 from .models import AgentTrace
 
@@ -62,20 +62,31 @@ class TraceMetricsCollector:
         # No operation and an empty one are both the label "", so one series.
         finished = traces.filter(duration_seconds__isnull=False).annotate(
             operation_value=Coalesce("operation", Value("")))
-        pairs = most_frequent_pairs(finished, "agent_name", "operation_value", kept_first=agents)
+        operations = most_frequent(finished, "operation_value")
         bucket_counts = {f"le_{i}": Count("id", filter=Q(duration_seconds__lte=b)) for i, b in enumerate(DURATION_BUCKETS)}
+        rows = list(finished.annotate(agent_label=folded("agent_name", agents),
+                                      operation_label=folded("operation_value", operations))
+                    .values("agent_label", "operation_label")
+                    .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts))
+        # Pairs beyond the kept ones merge bucket by bucket into their agent's (agent, other) series.
+        pairs = kept_pairs(rows, "agent_label", "operation_label", weight="total")
+        merged: dict[tuple[str, str], list] = {}
+        for row in rows:
+            key = (row["agent_label"], row["operation_label"])
+            if key not in pairs:
+                key = (key[0], OTHER)
+            into = merged.setdefault(key, [0, 0.0] + [0] * len(DURATION_BUCKETS))
+            into[0] += row["total"]
+            into[1] += row["seconds"] or 0.0
+            for i in range(len(DURATION_BUCKETS)):
+                into[2 + i] += row[f"le_{i}"]
         duration = HistogramMetricFamily(
             "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
         )
-        rows = (finished.annotate(agent_label=folded("agent_name", agents),
-                                  operation_label=folded_second("agent_name", "operation_value", pairs))
-                .values("agent_label", "operation_label")
-                .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts)
-                .order_by("agent_label", "operation_label"))
-        for row in rows:
-            buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(DURATION_BUCKETS)]
-            buckets.append(("+Inf", row["total"]))
-            duration.add_metric([row["agent_label"], row["operation_label"]], buckets, row["seconds"] or 0.0)
+        for (agent_name, operation), (total, seconds, *cumulative) in sorted(merged.items()):
+            buckets = [(str(b), n) for b, n in zip(DURATION_BUCKETS, cumulative)]
+            buckets.append(("+Inf", total))
+            duration.add_metric([agent_name, operation], buckets, seconds)
         yield sessions
         yield duration
         yield active

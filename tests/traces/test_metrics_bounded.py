@@ -8,6 +8,7 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
+from apps.core.metric_labels import PAIRS_PER_KEPT_VALUE
 from apps.traces.metrics import DURATION_BUCKETS
 from apps.traces.models import AgentTrace
 from tests.prometheus_text import series
@@ -60,9 +61,9 @@ def test_three_thousand_agent_names_keep_metrics_small_and_totals_exact(client, 
     _bulk_traces()
     text = _scrape(client)
 
-    # Sessions: (N kept + other) agents × 3 statuses; active: N + other; duration: at most N kept
+    # Sessions: (N kept + other) agents × 3 statuses; active: N + other; duration: at most 4N kept
     # (agent, operation) pairs, plus each kept agent's remaining operations and one (other, other).
-    bound = 3 * (n + 1) + (n + 1) + (2 * n + 1) * HISTOGRAM_LINES
+    bound = 3 * (n + 1) + (n + 1) + (PAIRS_PER_KEPT_VALUE * n + n + 1) * HISTOGRAM_LINES
     lines = len(text.splitlines())
     assert lines <= baseline + bound, (lines, baseline, bound)
 
@@ -73,7 +74,7 @@ def test_three_thousand_agent_names_keep_metrics_small_and_totals_exact(client, 
     assert len(_values(active, "agent_name")) <= n + 1 and "other" in _values(active, "agent_name")
     assert len(_values(counts, "agent_name")) <= n + 1 and "other" in _values(counts, "agent_name")
     assert len(_values(counts, "operation")) <= n + 1 and "other" in _values(counts, "operation")
-    assert len(counts) <= 2 * n + 1
+    assert len(counts) <= PAIRS_PER_KEPT_VALUE * n + n + 1
 
     # Totals over all series are the true totals, per status and per bucket.
     for status in AgentTrace.Status.values:
@@ -133,3 +134,24 @@ def test_a_name_spelled_other_is_counted_with_the_rest(client, settings):
     assert len(keys) == len(set(keys))
     assert {key: v for (key, v) in zip(keys, (v for _, v in counts))} == {
         ("Big", "get"): 4, ("Mid", "list"): 2, ("Mid", "other"): 1, ("other", "other"): 12}
+
+
+@pytest.mark.django_db
+def test_every_kept_agent_with_every_kept_operation_is_still_bounded(client, settings):
+    """N agents each seen with the same N operations: each label alone stays within N values, and
+    the pairs are capped too, so the histogram cannot reach N² series."""
+    settings.EVALSITE_METRICS_MAX_LABEL_VALUES = n = 6
+    now = timezone.now()
+    AgentTrace.objects.bulk_create([
+        AgentTrace(session_id=f"s{a}-{o}-{k}", agent_name=f"A{a}", user_query="q", operation=f"op{o}",
+                   status=AgentTrace.Status.COMPLETED, success=True, start_time=now, end_time=now,
+                   duration_seconds=a + o)
+        for a in range(n) for o in range(n) for k in range(1 + (a + o) % 3)])
+    text = _scrape(client)
+    counts = series(text, "vayu_agent_execution_duration_seconds_count")
+    assert len(counts) <= PAIRS_PER_KEPT_VALUE * n + n < n * n
+    assert len(_values(counts, "operation")) <= n + 1
+    # Each agent's operations beyond the kept pairs are under (agent, other): its total is exact.
+    for a in range(n):
+        assert sum(v for labels, v in counts if labels["agent_name"] == f"A{a}") == \
+            AgentTrace.objects.filter(agent_name=f"A{a}").count()
