@@ -67,3 +67,33 @@ def test_console_trace_page(admin_client, stored):
     assert response.status_code == 200
     assert "list_k8s_clusters" in response.content.decode()
     assert admin_client.get("/console/traces/").status_code == 200
+
+
+@pytest.fixture
+def ingest_client(client, db):
+    from apps.core.services import api_key_create
+
+    _key, raw = api_key_create(username="ingester", staff=False, scopes=["ingest"])
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {raw}"
+    return client
+
+
+@pytest.mark.parametrize("value", [STORED["big int"], STORED["100 deep"]], ids=["big int", "100 deep"])
+def test_a_waiting_child_stored_before_the_checks_is_assembled_with_its_root(ingest_client, value):
+    """A tool span that waited for its root since before the storage checks (OTLP read
+    '{"n": 1e20}' as a float, jsonb keeps 100000000000000000000, it comes back an int): the root's
+    export reads that payload and writes the tool call. It answers 200 with the call attached."""
+    from apps.traces.models import OtlpSpan
+    from tests.traces.test_otlp import _json_body
+
+    body = _json_body()
+    spans = body["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    root = spans.pop(1)
+    assert ingest_client.post("/v1/traces", json.dumps(body), content_type="application/json").status_code == 200
+    waiting = OtlpSpan.objects.get(payload__isnull=False)
+    OtlpSpan.objects.filter(pk=waiting.pk).update(payload={**waiting.payload, "tool_args": value})
+    spans[:] = [root]
+    response = ingest_client.post("/v1/traces", json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    call = AgentTrace.objects.get(session_id="json-session").tool_calls.get()
+    assert call.tool_args == value
