@@ -155,3 +155,15 @@ def test_every_kept_agent_with_every_kept_operation_is_still_bounded(client, set
     for a in range(n):
         assert sum(v for labels, v in counts if labels["agent_name"] == f"A{a}") == \
             AgentTrace.objects.filter(agent_name=f"A{a}").count()
+
+
+@pytest.mark.django_db
+def test_a_limit_of_zero_counts_everything_under_other(client, settings):
+    settings.EVALSITE_METRICS_MAX_LABEL_VALUES = 0
+    _bulk_traces()
+    text = _scrape(client)
+    sessions = series(text, "vayu_agent_sessions_total")
+    assert _values(sessions, "agent_name") == {"other"}
+    assert sum(v for _, v in sessions) == AgentTrace.objects.count()
+    counts = series(text, "vayu_agent_execution_duration_seconds_count")
+    assert [(labels["agent_name"], labels["operation"]) for labels, _ in counts] == [("other", "other")]
