@@ -195,4 +195,5 @@ def test_trace_list(default_pg):
 def test_metrics_scrape(pg):
     result = bench("metrics_scrape.py", "--traces", "500", "--names", "200", "--batch", "100", "--repeat", "2",
                    "--pg", pg["base"], "--db", f"{pg['name']}_metrics")
-    assert_ran(result, r"^new names\s+limit 50: lines", r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$")
+    assert_ran(result, r"^new names\s+limit 50: lines",
+               r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$")
