@@ -341,6 +341,11 @@ for _network in EVALSITE_METRICS_ALLOW or []:
         ipaddress.ip_network(_network, strict=False)
     except ValueError as exc:
         raise ImproperlyConfigured(f"EVALSITE_METRICS_ALLOW: {exc}") from None
+# Label values taken from ingested data (agent names, operations, rule names) keep this many of their
+# most frequent values in /metrics; the rest are counted under "other", so a scrape stays small.
+EVALSITE_METRICS_MAX_LABEL_VALUES = env_int("EVALSITE_METRICS_MAX_LABEL_VALUES", 50)
+if EVALSITE_METRICS_MAX_LABEL_VALUES < 0:
+    raise ImproperlyConfigured("EVALSITE_METRICS_MAX_LABEL_VALUES must be 0 or more")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

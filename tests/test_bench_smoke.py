@@ -197,3 +197,10 @@ def test_trace_read(default_pg):
     assert_ran(result, r"^loaded one trace of 600 tool calls",
                r"^GET /trace/\{id\} \(API\)\n  this code\s+[\d.]+ MB\s+[\d.]+ s   peak RSS\s+\d+ MB",
                r"^console trace page, last page\n  this code\s+[\d.]+ MB")
+
+
+def test_metrics_scrape(pg):
+    result = bench("metrics_scrape.py", "--traces", "500", "--names", "200", "--batch", "100", "--repeat", "2",
+                   "--pg", pg["base"], "--db", f"{pg['name']}_metrics")
+    assert_ran(result, r"^new names\s+limit 50: lines",
+               r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$")

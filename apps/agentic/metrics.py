@@ -1,5 +1,6 @@
 """vayu_agentic_* metrics, computed from the database when Prometheus scrapes (as for traces):
-the same whichever process answers, and surviving restarts."""
+the same whichever process answers, and surviving restarts. Agent and rule names keep their most
+frequent values and count the rest under `other` (apps.core.metric_labels)."""
 
 import logging
 
@@ -7,6 +8,8 @@ from django.db import DatabaseError
 from django.db.models import Count, Q, Sum
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
+
+from apps.core.metric_labels import folded, most_frequent
 
 from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRollup, OnlineEvaluationCount
@@ -45,10 +48,14 @@ class AgenticMetricsCollector:
         ]
 
     def _collect(self):
+        rollup = EvaluationRollup.objects.order_by()
+        # Ranked by evaluations, read from the running totals rather than counted over every row.
+        agents = most_frequent(rollup, "agent_name", weight=Sum("count"))
         evaluations = CounterMetricFamily("vayu_agentic_evaluations", "Agentic evaluations by agent and score category",
                                           labels=["agent_name", "score_category"])
-        for row in EvaluationRollup.objects.order_by().values("agent_name", "rating").annotate(n=Sum("count")):
-            evaluations.add_metric([row["agent_name"], row["rating"] or UNRATED], row["n"])
+        for row in (rollup.annotate(agent_label=folded("agent_name", agents)).values("agent_label", "rating")
+                    .annotate(n=Sum("count")).order_by("agent_label", "rating")):
+            evaluations.add_metric([row["agent_label"], row["rating"] or UNRATED], row["n"])
         yield evaluations
 
         for metric in SCORED:
@@ -57,20 +64,22 @@ class AgenticMetricsCollector:
                           for i, b in enumerate(SCORE_BUCKETS)}
             histogram = HistogramMetricFamily(_histogram_name(metric), f"Agentic {metric} scores (0..1)",
                                               labels=["agent_name"])
-            rows = (AgentEvaluation.objects.order_by().filter(**{f"{column}__isnull": False}).values("agent_name")
-                    .annotate(total=Count("id"), score_sum=Sum(column), **aggregates))
+            rows = (AgentEvaluation.objects.order_by().filter(**{f"{column}__isnull": False})
+                    .annotate(agent_label=folded("agent_name", agents)).values("agent_label")
+                    .annotate(total=Count("id"), score_sum=Sum(column), **aggregates).order_by("agent_label"))
             for row in rows:
                 buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
                 buckets.append(("+Inf", row["total"]))
-                histogram.add_metric([row["agent_name"]], buckets, row["score_sum"] or 0.0)
+                histogram.add_metric([row["agent_label"]], buckets, row["score_sum"] or 0.0)
             yield histogram
 
         online = _online_family()
-        for rule_name, outcome, count in OnlineEvaluationCount.objects.order_by("rule_name", "outcome").values_list(
-                "rule_name", "outcome", "count"):
-            online.add_metric([rule_name, outcome], count)
+        counts = OnlineEvaluationCount.objects.order_by()
+        rules = most_frequent(counts, "rule_name", weight=Sum("count"))
+        for row in (counts.annotate(rule_label=folded("rule_name", rules)).values("rule_label", "outcome")
+                    .annotate(n=Sum("count")).order_by("rule_label", "outcome")):
+            online.add_metric([row["rule_label"], row["outcome"]], row["n"])
         yield online
-
 
 _collector: AgenticMetricsCollector | None = None
 

@@ -11,10 +11,10 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-import orjson
 from django.conf import settings
 from django.db import connection, transaction
 
+from apps.core.judge_fingerprint import canonical_json
 from apps.traces.models import AgentTrace
 from apps.traces.selectors import trace_get
 from apps.traces.services import traces_clear
@@ -49,7 +49,9 @@ def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
 
 
 def fingerprint(data: JudgeInput) -> str:
-    return hashlib.sha256(orjson.dumps(data.canonical(), option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()
+    # canonical_json, not orjson.dumps: a stored value orjson refuses (an int past 64 bits) must
+    # not make the session impossible to evaluate.
+    return hashlib.sha256(canonical_json(data.canonical())).hexdigest()
 
 
 def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | None, session_id: str, source: str,

@@ -3,6 +3,9 @@ judge version), recorded with run verdicts and agentic evaluations alike, so tha
 different judges are never compared as if only the judged system had changed."""
 
 import hashlib
+import json
+
+import orjson
 
 # evalsite's own judging logic (pass rules, parsing, heuristics). Bump it when a change in evalsite
 # alone can change verdicts.
@@ -24,3 +27,16 @@ def judge_fingerprint(*, judge: str, model: str | None = None, server_model: str
     if server_model and server_model != model:
         fingerprint["server_model"] = server_model
     return fingerprint
+
+
+def canonical_json(value) -> bytes:
+    """`value` as JSON with sorted keys, for hashing what a judge was given. orjson's bytes for every
+    value orjson encodes, so fingerprints stored before stay valid. orjson refuses integers past 64
+    bits and nesting past 255 levels, and rows stored before the storage checks can hold both (jsonb
+    keeps 1e20 as 100000000000000000000, read back as an int): those go through the stdlib encoder,
+    which has neither limit, with the same conventions (compact, sorted, UTF-8, str() for other
+    types), so the same value always gives the same bytes."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()

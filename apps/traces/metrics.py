@@ -3,14 +3,20 @@
 Values come from the rows rather than from in-process counters, so they are the same whichever of
 several web processes (or hosts) answers the scrape, and they survive restarts. The cost is a few
 GROUP BY queries per scrape, on indexed columns.
+
+agent_name and operation come from ingested data, so each keeps its most frequent values and counts
+the rest under `other` (apps.core.metric_labels): the exposition stays small whatever is ingested.
 """
 
 import logging
 
 from django.db import DatabaseError
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, Q, Sum, Value
+from django.db.models.functions import Coalesce
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+
+from apps.core.metric_labels import OTHER, folded, kept_pairs, most_frequent
 
 from .models import AgentTrace
 
@@ -37,30 +43,50 @@ class TraceMetricsCollector:
         ]
 
     def _collect(self):
+        traces = AgentTrace.objects.order_by()
+        agents = most_frequent(traces, "agent_name")
         sessions = CounterMetricFamily(
             "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
         )
         active = GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"])
         active_by_agent: dict[str, int] = {}
-        rows = AgentTrace.objects.order_by().values("agent_name", "status").annotate(n=Count("id"))
+        rows = (traces.annotate(agent_label=folded("agent_name", agents)).values("agent_label", "status")
+                .annotate(n=Count("id")).order_by("agent_label", "status"))
         for row in rows:
-            sessions.add_metric([row["agent_name"], row["status"]], row["n"])
+            sessions.add_metric([row["agent_label"], row["status"]], row["n"])
             if row["status"] == AgentTrace.Status.ACTIVE:
-                active_by_agent[row["agent_name"]] = row["n"]
+                active_by_agent[row["agent_label"]] = row["n"]
         for agent_name, count in active_by_agent.items():
             active.add_metric([agent_name], count)
 
-        finished = AgentTrace.objects.order_by().filter(duration_seconds__isnull=False)
+        # No operation and an empty one are both the label "", so one series.
+        finished = traces.filter(duration_seconds__isnull=False).annotate(
+            operation_value=Coalesce("operation", Value("")))
+        operations = most_frequent(finished, "operation_value")
         bucket_counts = {f"le_{i}": Count("id", filter=Q(duration_seconds__lte=b)) for i, b in enumerate(DURATION_BUCKETS)}
+        rows = list(finished.annotate(agent_label=folded("agent_name", agents),
+                                      operation_label=folded("operation_value", operations))
+                    .values("agent_label", "operation_label")
+                    .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts))
+        # Pairs beyond the kept ones merge bucket by bucket into their agent's (agent, other) series.
+        pairs = kept_pairs(rows, "agent_label", "operation_label", weight="total")
+        merged: dict[tuple[str, str], list] = {}
+        for row in rows:
+            key = (row["agent_label"], row["operation_label"])
+            if key not in pairs:
+                key = (key[0], OTHER)
+            into = merged.setdefault(key, [0, 0.0] + [0] * len(DURATION_BUCKETS))
+            into[0] += row["total"]
+            into[1] += row["seconds"] or 0.0
+            for i in range(len(DURATION_BUCKETS)):
+                into[2 + i] += row[f"le_{i}"]
         duration = HistogramMetricFamily(
             "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
         )
-        for row in finished.values("agent_name", "operation").annotate(
-            total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts
-        ):
-            buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(DURATION_BUCKETS)]
-            buckets.append(("+Inf", row["total"]))
-            duration.add_metric([row["agent_name"], row["operation"] or ""], buckets, row["seconds"] or 0.0)
+        for (agent_name, operation), (total, seconds, *cumulative) in sorted(merged.items()):
+            buckets = [(str(b), n) for b, n in zip(DURATION_BUCKETS, cumulative)]
+            buckets.append(("+Inf", total))
+            duration.add_metric([agent_name, operation], buckets, seconds)
         yield sessions
         yield duration
         yield active

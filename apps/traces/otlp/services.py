@@ -275,8 +275,8 @@ def _copy_traces(traces: list[AgentTrace]) -> None:
         columns = ", ".join(f.column for f in _TRACE_COPY_FIELDS)
         with cursor.cursor.copy(f"COPY {AgentTrace._meta.db_table} ({columns}) FROM STDIN") as copy:
             for trace in traces:
-                copy.write_row([json_text(trace.metadata) if f.attname == "metadata" else getattr(trace, f.attname)
-                                for f in _TRACE_COPY_FIELDS])
+                copy.write_row([json_text(getattr(trace, f.attname)) if f.attname in ("metadata", "dropped")
+                                else getattr(trace, f.attname) for f in _TRACE_COPY_FIELDS])
 
 
 def _insert_traces(new_traces: list[_NewTrace]) -> None:
