@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone as dt_timezone
 
 import pytest
 from django.db import connections
+from django.db.models import Sum
 from django.utils import timezone
 
 from apps.traces import ledger as ledger_module
@@ -18,6 +19,7 @@ from apps.traces.ledger import ingestion_ledger_compact, ingestion_record
 from apps.traces.ledger_selectors import ingestion_ledger, ingestion_ledger_days
 from apps.traces.models import AgentTrace, IngestionEntry, ToolCall
 from tests.core.factories import ApiKeyFactory, client_with_key
+from tests.prometheus_text import sample
 
 BASE = "/api/v1/metrics/traces"
 LEDGER = "/api/v1/ingestion/ledger"
@@ -308,3 +310,56 @@ def test_compaction_keeps_every_total_and_reason(monkeypatch):
     # Run again: nothing left to merge, nothing changes.
     assert ingestion_ledger_compact(older_than=timedelta(days=2)) == 0
     assert ingestion_ledger(**window) == before
+
+
+@pytest.mark.django_db
+def test_the_hourly_task_compacts_and_beat_schedules_it(settings):
+    from apps.traces.tasks import compact_ingestion_ledger
+
+    for minute in range(3):
+        ingestion_record(source="batch", received=1, stored=1, at=timezone.now() - timedelta(days=3, minutes=minute))
+    settings.EVALSITE_LEDGER_COMPACT_AFTER_HOURS = 48
+    assert compact_ingestion_ledger() >= 1
+    assert totals("batch").received == 0  # older than the window read by `totals`
+    assert IngestionEntry.objects.aggregate(n=Sum("received"))["n"] == 3
+    assert any(entry["task"] == "apps.traces.tasks.compact_ingestion_ledger"
+               for entry in settings.CELERY_BEAT_SCHEDULE.values())
+
+
+# --- Prometheus -----------------------------------------------------------------------------------
+
+@pytest.mark.django_db
+def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
+    post(api, BASE, start_body())
+    post(api, BASE, start_body())
+    post(api, BASE, start_body("s\u0000"))
+    post(api, f"{BASE}/batch", {"traces": [batch_item("b1"), batch_item("b2", user_query="")]})
+    ingestion_record(source="otlp", received=4, stored=1, rejected={"too_deep": 1, "made_up_reason": 1},
+                     dropped={"orphan": 1})
+    for n in range(50):  # fifty different unknown reasons still make one series
+        ingestion_record(source="otlp", received=1, rejected={f"novel_{n}": 1})
+    ingestion_record(source="online_evaluation", sampled=3, evaluated=2, errored=1)
+
+    text = client.get("/metrics").content.decode()
+    name = "evalsite_ingestion_total"
+    assert sample(text, name, source="rest", outcome="received", reason="") == 3
+    assert sample(text, name, source="rest", outcome="stored", reason="") == 1
+    assert sample(text, name, source="rest", outcome="duplicate", reason="") == 1
+    assert sample(text, name, source="rest", outcome="rejected", reason="nul_character") == 1
+    assert sample(text, name, source="batch", outcome="stored", reason="") == 1
+    assert sample(text, name, source="batch", outcome="rejected", reason="invalid") == 1
+    assert sample(text, name, source="otlp", outcome="rejected", reason="too_deep") == 1
+    assert sample(text, name, source="otlp", outcome="rejected", reason="other") == 51
+    assert sample(text, name, source="otlp", outcome="dropped", reason="orphan") == 1
+    assert sample(text, name, source="online_evaluation", outcome="sampled", reason="") == 3
+    assert sample(text, name, source="online_evaluation", outcome="errored", reason="") == 1
+    reasons = {line.split('reason="')[1].split('"')[0] for line in text.splitlines() if line.startswith(name + "{")}
+    assert reasons <= {"", "other", *ledger_module.REASONS}
+
+    # Compaction leaves every counter where it was: a counter must never go back.
+    IngestionEntry.objects.update(at=timezone.now() - timedelta(days=10))
+    ingestion_ledger_compact(older_than=timedelta(days=2))
+    assert client.get("/metrics").content.decode().count(name + "{") == text.count(name + "{")
+    after = client.get("/metrics").content.decode()
+    assert sample(after, name, source="otlp", outcome="rejected", reason="other") == 51
+    assert sample(after, name, source="rest", outcome="received", reason="") == 3
