@@ -37,6 +37,15 @@ class LedgerCounts:
     errored: int = 0
 
     @property
+    def label(self) -> str:
+        return Source(self.source).label
+
+    @property
+    def unaccounted(self) -> int:
+        """received − (stored + duplicate + rejected + dropped): zero when nothing went missing."""
+        return self.received - self.accounted
+
+    @property
     def accounted(self) -> int:
         return self.stored + self.duplicate + self.rejected_total + self.dropped_total
 
