@@ -363,3 +363,10 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
     after = client.get("/metrics").content.decode()
     assert sample(after, name, source="otlp", outcome="rejected", reason="other") == 51
     assert sample(after, name, source="rest", outcome="received", reason="") == 3
+
+
+@pytest.mark.parametrize("query", ["until=0001-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z",
+                                   "since=2026-01-01T00:00:00%2B25:00"])
+def test_ledger_times_at_the_ends_of_the_calendar_are_422_not_500(api, query):
+    response = api.get(f"{LEDGER}?{query}")
+    assert response.status_code == 422 and "detail" in response.json()

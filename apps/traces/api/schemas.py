@@ -151,7 +151,17 @@ def _query_time(value):
     return value
 
 
-QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aware)]
+_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(9000, 1, 1, tzinfo=timezone.utc)
+
+
+def _in_range(value: datetime) -> datetime:
+    # A window's other end is computed from this one (minus 24 hours): year 1 or 9999 would overflow.
+    if not _EARLIEST <= value <= _LATEST:
+        raise ValueError("must be between 1970 and 9000")
+    return value
+
+
+QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aware), AfterValidator(_in_range)]
 
 
 class LedgerQuery(BaseModel):
