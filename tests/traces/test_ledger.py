@@ -299,7 +299,7 @@ def test_compaction_keeps_every_total_and_reason(monkeypatch):
     days_before = ingestion_ledger_days(**window)
     rows_before = IngestionEntry.objects.count()
 
-    monkeypatch.setattr(ledger_module, "_COMPACT_CHUNK", 7)  # several chunks per hour
+    monkeypatch.setattr(ledger_module, "_COMPACT_CHUNK", 7)  # several chunks per hour (SQLite's path)
     removed = ingestion_ledger_compact(older_than=timedelta(days=2))
 
     assert IngestionEntry.objects.count() == rows_before - removed < 20
