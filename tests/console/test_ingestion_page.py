@@ -2,7 +2,7 @@
 The browser test takes a screenshot (test-output/screenshots/ingestion.png)."""
 
 import re
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import timedelta
 
 import pytest
 from django.conf import settings
@@ -88,6 +88,9 @@ def test_dates_that_do_not_make_a_window_are_shown_and_ignored(reader_client, le
     assert "must not be before From" in response.content.decode()
     assert f'data-day="{ledger.date().isoformat()}"' in response.content.decode()  # the default window
     assert reader_client.get(URL, {"since": "not a date"}).status_code == 200
+    assert "must be between 1970 and 9000" in reader_client.get(URL, {"until": "9999-12-31"}).content.decode()
+    # Only a start, long ago: the page shows at most a year of days.
+    assert reader_client.get(URL, {"since": "1971-01-01"}).status_code == 200
 
 
 def test_an_empty_ledger_says_so(reader_client):

@@ -27,6 +27,9 @@ class LedgerFilterForm(forms.Form):
 
     def clean(self):
         data = super().clean()
+        for name in ("since", "until"):
+            if data.get(name) and not 1970 <= data[name].year < 9000:
+                self.add_error(name, "must be between 1970 and 9000")
         since, until = data.get("since"), data.get("until")
         if since and until and since > until:
             self.add_error("until", "must not be before From")
@@ -50,6 +53,7 @@ def ingestion_page(request):
     today = timezone.localdate()
     until_day = (form.cleaned_data.get("until") if valid else None) or today
     since_day = (form.cleaned_data.get("since") if valid else None) or until_day - timedelta(days=DEFAULT_DAYS - 1)
+    since_day = max(since_day, until_day - timedelta(days=MAX_DAYS - 1))
     since, until = _start_of(since_day), _start_of(until_day + timedelta(days=1))
     days = ingestion_ledger_days(since=since, until=until)
     totals = ingestion_ledger(since=since, until=until)
@@ -65,5 +69,4 @@ def ingestion_page(request):
         request, title="Ingestion", form=form, since_day=since_day, until_day=until_day, rows=rows,
         totals=[totals[source] for source in DOORS], online=totals[IngestionEntry.Source.ONLINE_EVALUATION],
         unbalanced_days=[row["day"] for row in rows if not row["balanced"]],
-        source_labels=dict(IngestionEntry.Source.choices),
         filtered=bool(request.GET.get("since") or request.GET.get("until"))))
