@@ -370,3 +370,53 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
 def test_ledger_times_at_the_ends_of_the_calendar_are_422_not_500(api, query):
     response = api.get(f"{LEDGER}?{query}")
     assert response.status_code == 422 and "detail" in response.json()
+
+
+@pytest.mark.postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_batch_whose_connection_is_killed_mid_write_leaves_neither_rows_nor_entry(on_postgres, monkeypatch):
+    """The server side of SIGKILL: the batch's traces and tool calls are written, its transaction is
+    still open, and PostgreSQL loses the connection (pg_terminate_backend). The ledger entry was to
+    commit with the rows, so it is gone with them; the client's retry is what the ledger counts."""
+    from django.db import connection
+
+    real_insert = services.tool_call_rows_insert
+    written, release = threading.Event(), threading.Event()
+    backend = {}
+
+    def insert_then_wait(*, rows):
+        real_insert(rows=rows)
+        backend["pid"] = connection.connection.info.backend_pid
+        written.set()
+        release.wait(10)
+
+    items = [(i, services.BatchTrace(session_id=f"killed-{i}", user_query="q", agent_name="A", final_response="ok",
+                                     success=True, canonical={"i": i},
+                                     tool_calls=[services.ToolCallInput(tool_name="t", call_id="c")]))
+             for i in range(5)]
+    monkeypatch.setattr(services, "tool_call_rows_insert", insert_then_wait)
+    errors = []
+
+    def worker():
+        try:
+            services.traces_ingest_batch(items=items)
+        except Exception as exc:  # the lost connection, asserted below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert written.wait(10)
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [backend["pid"]])
+    release.set()
+    thread.join()
+    assert errors, "the batch should have failed with its connection"
+    assert AgentTrace.objects.count() == 0 and IngestionEntry.objects.count() == 0
+
+    monkeypatch.setattr(services, "tool_call_rows_insert", real_insert)
+    services.traces_ingest_batch(items=items)
+    batch = totals("batch")
+    assert (batch.received, batch.stored, batch.balanced) == (5, 5, True)
+    assert AgentTrace.objects.count() == 5 and ToolCall.objects.count() == 5
