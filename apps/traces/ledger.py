@@ -178,9 +178,9 @@ def _compact_group(source: str, hour: datetime) -> int:
 
 def ingestion_ledger_compact(*, older_than: timedelta) -> int:
     """Roll the entries older than `older_than` into one entry per (hour, source) with their sums
-    and reasons, so the ledger stays small: one row per request is right for the days an operator
-    looks at closely, hourly is enough after that. Totals over any whole hours are unchanged.
-    Returns how many entries were removed."""
+    and reasons, so the ledger stays small: every read (a /metrics scrape, the API, the console)
+    sums the per-request entries left, and hourly is as fine as anyone reads older days. Totals over
+    any whole hours are unchanged. Returns how many entries were removed."""
     cutoff = timezone.now() - older_than
     # Only whole hours before the cutoff: a later request never lands in a compacted hour, except
     # a correction dated at its items' arrival, which the next pass folds in.
