@@ -243,6 +243,9 @@ EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES = env_int("EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES
 # Span ids are remembered this long to ignore re-sent batches; children whose root never came are
 # dropped after it too.
 EVALSITE_OTLP_SPAN_RETENTION_HOURS = env_int("EVALSITE_OTLP_SPAN_RETENTION_HOURS", 72)
+# The ingestion ledger keeps one entry per request this long, then hourly sums (same totals): every
+# read of it (a scrape of /metrics, the API, the console) sums the per-request entries left.
+EVALSITE_LEDGER_COMPACT_AFTER_HOURS = env_int("EVALSITE_LEDGER_COMPACT_AFTER_HOURS", 2)
 # How long one bot turn may take before the item fails with a timeout.
 # Where people reach this evalsite: `evalrun` prints links to the console's pages under it, and its
 # JUnit report links each testcase. The default is what `make run` serves (bin/run-local binds
@@ -419,6 +422,7 @@ CELERY_BEAT_SCHEDULE = {
     "fail-stale-traces": {"task": "apps.traces.tasks.fail_stale_traces", "schedule": 300.0},
     "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
     "prune-otlp-spans": {"task": "apps.traces.tasks.prune_otlp_spans", "schedule": 3600.0},
+    "compact-ingestion-ledger": {"task": "apps.traces.tasks.compact_ingestion_ledger", "schedule": 600.0},
 }
 
 LOGGING = {

@@ -5,6 +5,7 @@ from django.views.generic import RedirectView
 from apps.core.metrics_access import metrics_view
 from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, not_found, readyz, server_error
 from apps.rag.api.views import TraceView
+from apps.traces.api.views import IngestionLedgerView
 from apps.traces.otlp.views import OtlpTracesView
 
 urlpatterns = [
@@ -15,6 +16,7 @@ urlpatterns = [
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
     path("api/v1/metrics/", include("apps.agentic.api.urls")),
+    path("api/v1/ingestion/ledger", IngestionLedgerView.as_view(), name="ingestion-ledger"),
     path("api/v1/", include("apps.nlquery.api.urls")),
     path("api/v1/", include("apps.rag.api.urls")),
     # The TRACE contract's own path; the same view as /api/v1/trace.

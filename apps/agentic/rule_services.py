@@ -24,6 +24,8 @@ from kombu.exceptions import OperationalError
 from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
 from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
 from apps.core.quotas import judge_model_check
+from apps.traces.ledger import Source as LedgerSource
+from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
 
 from . import tasks
@@ -134,6 +136,18 @@ def _send(rule_id: int, trace_ids: list[int], countdown: float | None) -> None:
     tasks.evaluate_for_rule.apply_async(args=[rule_id, trace_ids], countdown=countdown)
 
 
+def _send_accounted(rule_id: int, trace_ids: list[int], countdown: float | None) -> None:
+    """Send a task and count its traces as sampled in the ingestion ledger; the task counts each as
+    evaluated, skipped or errored when it runs. A send the broker refuses is counted as sampled and
+    errored at once, so the ledger never waits for a task that does not exist."""
+    try:
+        _send(rule_id, trace_ids, countdown)
+    except Exception:
+        ingestion_record(source=LedgerSource.ONLINE_EVALUATION, sampled=len(trace_ids), errored=len(trace_ids))
+        raise
+    ingestion_record(source=LedgerSource.ONLINE_EVALUATION, sampled=len(trace_ids))
+
+
 def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False) -> None:
     for start in range(0, len(trace_ids), TASK_CHUNK):
         chunk = trace_ids[start:start + TASK_CHUNK]
@@ -141,7 +155,7 @@ def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = No
         # A function, not a functools.partial: a robust on_commit logs a failure by the
         # callback's __qualname__, which a partial lacks.
         def send(chunk=chunk):
-            _send(rule_id, chunk, countdown)
+            _send_accounted(rule_id, chunk, countdown)
 
         transaction.on_commit(send, robust=robust)
 
@@ -233,10 +247,19 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
     if not rows:
         return
     table = OnlineEvaluationCount._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {table} (rule_name, outcome, count) VALUES (%s, %s, %s) "
-                           f"ON CONFLICT (rule_name, outcome) DO UPDATE SET count = {table}.count + excluded.count",
-                           rows)
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.executemany(f"INSERT INTO {table} (rule_name, outcome, count) VALUES (%s, %s, %s) "
+                               f"ON CONFLICT (rule_name, outcome) DO UPDATE SET count = {table}.count + excluded.count",
+                               rows)
+        _record_outcomes(outcomes)
+
+
+def _record_outcomes(outcomes: dict[str, int]) -> None:
+    # A re-used verdict is an evaluation too: the trace has its verdict from this judge.
+    ingestion_record(source=LedgerSource.ONLINE_EVALUATION,
+                     evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
+                     skipped=outcomes.get(SKIPPED, 0), errored=outcomes.get(ERROR, 0))
 
 
 def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, int]:
@@ -244,6 +267,8 @@ def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, i
     was deleted meanwhile does nothing, one that was disabled skips."""
     rule = EvaluationRule.objects.filter(pk=rule_id).first()
     if rule is None:
+        # Sampled while the rule existed: the ledger still closes those evaluations, as skipped.
+        _record_outcomes({SKIPPED: len(set(trace_ids))})
         return {}
     outcomes = dict.fromkeys(ONLINE_OUTCOMES, 0)
     traces = []

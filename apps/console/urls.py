@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, dashboard, exports, queues, rag, runs, traces
+from .views import account, dashboard, exports, ingestion, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
@@ -20,6 +20,7 @@ urlpatterns = [
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("traces/", traces.trace_list, name="trace-list"),
     path("rag/", rag.rag_list, name="rag-list"),
+    path("ingestion/", ingestion.ingestion_page, name="ingestion"),
     path("rag/<int:evaluation_id>/", rag.rag_detail, name="rag-detail"),
     path("queues/", queues.queue_list, name="queue-list"),
     path("queues/add/", queues.queue_item_add, name="queue-item-add"),

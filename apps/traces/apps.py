@@ -11,7 +11,9 @@ class TracesConfig(AppConfig):
     def ready(self):
         # Imported here, not at the top: both modules import models, which need the app registry.
         from .demo import load_demo_traces
+        from .ledger_metrics import register_collector as register_ledger_collector
         from .metrics import register_collector
 
         register_collector()
+        register_ledger_collector()
         demo_loader_register(label="traces", order=10, load=load_demo_traces)

@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 
+from .ledger import Source as LedgerSource
+from .ledger import ingestion_entry_cte, ingestion_record
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
 from .signals import trace_completed
@@ -42,6 +44,38 @@ def _run_alone(statement):
     return statement()
 
 
+# The ledger counts the lifecycle in records: a start, an intent, each tool call and a completion
+# are one item each; an identical retry is a duplicate, a refused call (404, 409, 422) is rejected
+# at the API edge (apps.traces.api.views), where it is recorded after its rollback.
+def _record_rest(*, stored: int = 0, duplicate: int = 0) -> None:
+    ingestion_record(source=LedgerSource.REST, received=stored + duplicate, stored=stored, duplicate=duplicate)
+
+
+_TRACE_INSERT_FIELDS = [f for f in AgentTrace._meta.concrete_fields if not f.primary_key]
+# A new trace and its ledger entry in one statement, so a start stays one round trip on PostgreSQL.
+_TRACE_INSERT_SQL = (
+    f"WITH t AS (INSERT INTO {AgentTrace._meta.db_table} ({', '.join(f.column for f in _TRACE_INSERT_FIELDS)}) "
+    f"VALUES ({', '.join(['%s'] * len(_TRACE_INSERT_FIELDS))}) RETURNING {select_columns(AgentTrace)}), "
+    f"{ingestion_entry_cte(source=LedgerSource.REST, rows_from='t', at='%s')} SELECT * FROM t"
+)
+
+
+def _insert_started(trace: AgentTrace) -> AgentTrace:
+    if connection.vendor != "postgresql":
+        with transaction.atomic():
+            trace.save(force_insert=True)
+            _record_rest(stored=1)
+        return trace
+    params = [f.get_db_prep_save(f.pre_save(trace, True), connection) for f in _TRACE_INSERT_FIELDS]
+
+    def execute():
+        with connection.cursor() as cursor:
+            cursor.execute(_TRACE_INSERT_SQL, [*params, timezone.now()])
+            return cursor.fetchall()
+
+    return from_rows(AgentTrace, _run_alone(execute))[0]
+
+
 def trace_start(
     *, session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
 ) -> tuple[AgentTrace, bool]:
@@ -51,9 +85,8 @@ def trace_start(
     try:
         # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
         return (
-            _run_alone(lambda: AgentTrace.objects.create(
-                session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata
-            )),
+            _insert_started(AgentTrace(session_id=session_id, user_query=user_query, agent_name=agent_name,
+                                       metadata=metadata)),
             True,
         )
     except IntegrityError:
@@ -63,22 +96,37 @@ def trace_start(
         raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
     if metadata and existing.metadata != metadata:
         raise ConflictError(f"Session {session_id} already exists with different metadata")
+    _record_rest(duplicate=1)
     return existing, False
 
 
-def _update_active_trace(session_id: str, set_sql: str, params: list) -> AgentTrace | None:
+def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sql: str | None = None,
+                         same_params: tuple = ()) -> AgentTrace | None:
     """The hot path of intent and complete on PostgreSQL: one UPDATE … RETURNING of an active trace,
-    which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT. Returns
-    None when no active trace has that session_id; the caller's locked path then answers (an
-    identical retry on a finished trace, 404 or 409)."""
+    which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT, and
+    appends its ledger entry in the same statement. Returns None when no active trace has that
+    session_id; the caller's locked path then answers (an identical retry on a finished trace, 404
+    or 409). `same_sql`, a condition on the trace's columns before the update, tells a retry that
+    changes nothing (a ledger duplicate) from a write."""
     if connection.vendor != "postgresql":
         return None
-    sql = (f"UPDATE {AgentTrace._meta.db_table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
-           f"RETURNING {select_columns(AgentTrace)}")
+    table = AgentTrace._meta.db_table
+    before, rows_from, stored, duplicate = "", "t", "1", "0"
+    if same_sql:
+        # Every part of one statement reads the same snapshot: `old` sees the row as it was before the UPDATE.
+        before = f"old AS (SELECT id, ({same_sql}) AS same FROM {table} WHERE session_id = %s), "
+        rows_from = "t LEFT JOIN old ON old.id = t.id"
+        stored, duplicate = "CASE WHEN old.same THEN 0 ELSE 1 END", "CASE WHEN old.same THEN 1 ELSE 0 END"
+    sql = (f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+           f"RETURNING {select_columns(AgentTrace)}), "
+           f"{ingestion_entry_cte(source=LedgerSource.REST, rows_from=rows_from, at='%s', stored=stored, duplicate=duplicate)} "
+           f"SELECT * FROM t")
+    now = timezone.now()
+    before_params = [*same_params, session_id] if same_sql else []
 
     def execute():
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*params, timezone.now(), session_id, AgentTrace.Status.ACTIVE])
+            cursor.execute(sql, [*before_params, *params, now, session_id, AgentTrace.Status.ACTIVE, now])
             return cursor.fetchall()
 
     # A cursor and from_rows rather than objects.raw(), which re-derives columns and converters per call.
@@ -90,7 +138,10 @@ def trace_intent_record(*, session_id: str, intent: str, resource_type: str | No
                         operation: str | None) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
     trace = _update_active_trace(session_id, "intent_detected = %s, resource_type = %s, operation = %s",
-                                 [intent, resource_type, operation])
+                                 [intent, resource_type, operation],
+                                 same_sql="intent_detected IS NOT DISTINCT FROM %s AND resource_type IS NOT DISTINCT "
+                                          "FROM %s AND operation IS NOT DISTINCT FROM %s",
+                                 same_params=(intent, resource_type, operation))
     return trace if trace is not None else _intent_record_locked(session_id, intent, resource_type, operation)
 
 
@@ -99,11 +150,13 @@ def _intent_record_locked(session_id: str, intent: str, resource_type: str | Non
     trace = _locked_trace(session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
+        _record_rest(duplicate=1)
         return trace
     if trace.is_finished:
         raise ConflictError(f"Trace {session_id} is {trace.status}; its intent can no longer change")
     trace.intent_detected, trace.resource_type, trace.operation = intent, resource_type, operation
     trace.save(update_fields=["intent_detected", "resource_type", "operation", "updated_at"])
+    _record_rest(stored=1)
     return trace
 
 
@@ -213,12 +266,13 @@ def _tool_calls_record_locked(session_id: str, calls: list[ToolCallInput]) -> li
     if to_insert:
         ToolCall.objects.bulk_create(to_insert)
         trace.save(update_fields=["tool_call_count", "updated_at"])
+    _record_rest(stored=len(to_insert), duplicate=len(calls) - len(to_insert))
     return outcome
 
 
 # One tool call in one statement: the UPDATE takes the trace's row lock and bumps the count, the
-# INSERT uses the bumped count as seq, and both commit together, so seq stays distinct and gap-free
-# exactly as under select_for_update. It only handles the common case: an active trace and a call_id
+# INSERT uses the bumped count as seq, the ledger entry counts the stored call, and all commit
+# together, so seq stays distinct and gap-free exactly as under select_for_update. It only handles the common case: an active trace and a call_id
 # not stored yet. Anything else matches no row (or, when a concurrent request stores the same
 # call_id first, breaks the unique constraint) and goes through the locked path, which answers
 # retries, 404 and 409.
@@ -229,13 +283,17 @@ WITH trace AS (
      WHERE t.session_id = %(session_id)s AND t.status = %(active)s
        AND NOT EXISTS (SELECT 1 FROM {ToolCall._meta.db_table} AS c WHERE c.trace_id = t.id AND c.call_id = %(call_id)s)
  RETURNING t.id, t.tool_call_count
-)
-INSERT INTO {ToolCall._meta.db_table}
-       (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error, timestamp, duration_ms)
-SELECT trace.id, trace.tool_call_count, %(call_id)s, %(tool_name)s, %(tool_args)s::jsonb, %(tool_result)s::jsonb,
-       %(success)s, %(error)s, %(timestamp)s, %(duration_ms)s
-  FROM trace
-RETURNING id, trace_id, seq
+),
+inserted AS (
+    INSERT INTO {ToolCall._meta.db_table}
+           (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error, timestamp, duration_ms)
+    SELECT trace.id, trace.tool_call_count, %(call_id)s, %(tool_name)s, %(tool_args)s::jsonb, %(tool_result)s::jsonb,
+           %(success)s, %(error)s, %(timestamp)s, %(duration_ms)s
+      FROM trace
+    RETURNING id, trace_id, seq
+),
+{ingestion_entry_cte(source=LedgerSource.REST, rows_from="inserted", at="%(now)s")}
+SELECT id, trace_id, seq FROM inserted
 """
 
 
@@ -301,6 +359,7 @@ def _complete_locked(session_id: str, final_response: str | None, success: bool,
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
         if same:
+            _record_rest(duplicate=1)
             return trace
         raise ConflictError(f"Trace {session_id} is already {trace.status}; it cannot be completed differently")
     trace.final_response = final_response
@@ -311,6 +370,7 @@ def _complete_locked(session_id: str, final_response: str | None, success: bool,
     # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
     trace.save(update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds",
                               "updated_at"])
+    _record_rest(stored=1)
     _announce_completed([trace.pk])
     return trace
 
@@ -380,6 +440,19 @@ class BatchTrace:
 class BatchOutcome:
     accepted: list[dict] = field(default_factory=list)
     rejected: list[dict] = field(default_factory=list)
+    # The ledger's reason code of each rejected item, counted (apps.traces.ledger.REASONS).
+    rejected_reasons: dict[str, int] = field(default_factory=dict)
+
+    def reject(self, index: int, session_id: str | None, reason: str, *, code: str) -> None:
+        self.rejected.append({"index": index, "session_id": session_id, "reason": reason})
+        self.rejected_reasons[code] = self.rejected_reasons.get(code, 0) + 1
+
+    def record(self, *, created: int) -> None:
+        """The request's ledger entry, one per batch: call it in the transaction that stores the
+        created traces. Everything not created was a duplicate (`unchanged`) or rejected."""
+        unchanged = sum(1 for entry in self.accepted if entry["status"] == "unchanged")
+        ingestion_record(source=LedgerSource.BATCH, received=created + unchanged + len(self.rejected),
+                         stored=created, duplicate=unchanged, rejected=self.rejected_reasons)
 
 
 def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTrace:
@@ -448,25 +521,27 @@ def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
     _announce_completed([trace.pk for trace in traces])
 
 
-def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
-    """Store whole traces. `items` are (index in the request, trace) pairs that passed validation.
+def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOutcome | None = None) -> BatchOutcome:
+    """Store whole traces. `items` are (index in the request, trace) pairs that passed validation;
+    `refused` holds the request's items that did not (the answer and the ledger count them too).
 
     A session that already exists with the same content is accepted as `unchanged` (a retried
-    batch); with different content it is rejected. New traces go in with two bulk INSERTs.
+    batch); with different content it is rejected. New traces go in with two bulk INSERTs, in the
+    same transaction as the request's ledger entry.
     """
-    outcome = BatchOutcome()
+    outcome = refused or BatchOutcome()
     now = timezone.now()
     hashes: dict[int, str] = {}
     first_in_request: dict[str, int] = {}
     fresh: list[tuple[int, BatchTrace]] = []
     for index, item in items:
         if item.end_time and item.start_time and item.end_time < item.start_time:
-            outcome.rejected.append({"index": index, "session_id": item.session_id, "reason": "end_time is before start_time"})
+            outcome.reject(index, item.session_id, "end_time is before start_time", code="invalid")
             continue
         repeated = _repeated_call_id(item.tool_calls)
         if repeated:
-            outcome.rejected.append({"index": index, "session_id": item.session_id,
-                                     "reason": f"tool_calls: call_id {repeated!r} appears more than once"})
+            outcome.reject(index, item.session_id, f"tool_calls: call_id {repeated!r} appears more than once",
+                           code="invalid")
             continue
         hashes[index] = item.content_hash
         if item.session_id in first_in_request:
@@ -474,8 +549,8 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
             if hashes[earlier] == hashes[index]:
                 outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
             else:
-                outcome.rejected.append({"index": index, "session_id": item.session_id,
-                                         "reason": f"session_id repeats item {earlier} with different content"})
+                outcome.reject(index, item.session_id, f"session_id repeats item {earlier} with different content",
+                               code="conflict")
             continue
         first_in_request[item.session_id] = index
         fresh.append((index, item))
@@ -492,31 +567,40 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]]) -> BatchOutcome:
         elif existing[item.session_id] == hashes[index]:
             outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
         else:
-            outcome.rejected.append({"index": index, "session_id": item.session_id,
-                                     "reason": f"Session {item.session_id} already exists with different content"})
+            outcome.reject(index, item.session_id, f"Session {item.session_id} already exists with different content",
+                           code="conflict")
 
     try:
         with transaction.atomic():
-            _insert([item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
+            if to_insert:
+                _insert([item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
+            outcome.record(created=len(to_insert))
         outcome.accepted.extend({"index": i, "session_id": t.session_id, "status": "created"} for i, t in to_insert)
     except IntegrityError:
-        # Another request inserted one of these sessions meanwhile: settle each on its own.
-        for index, item in to_insert:
-            try:
-                with transaction.atomic():
-                    _insert([item], [hashes[index]], now)
-                outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
-            except IntegrityError as exc:
-                stored = AgentTrace.objects.filter(session_id=item.session_id).values_list("content_hash", flat=True).first()
-                if stored == hashes[index]:
-                    outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
-                elif stored is not None:
-                    outcome.rejected.append({"index": index, "session_id": item.session_id,
-                                             "reason": f"Session {item.session_id} already exists with different content"})
-                else:
-                    # Not a race: the item itself breaks a constraint the checks above do not know.
-                    outcome.rejected.append({"index": index, "session_id": item.session_id,
-                                             "reason": f"could not be stored: {str(exc).splitlines()[0]}"})
+        # Another request inserted one of these sessions meanwhile: settle each on its own, under one
+        # transaction that also holds the ledger entry (a savepoint per item).
+        created = 0
+        with transaction.atomic():
+            for index, item in to_insert:
+                try:
+                    with transaction.atomic():
+                        _insert([item], [hashes[index]], now)
+                    outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
+                    created += 1
+                except IntegrityError as exc:
+                    stored = (AgentTrace.objects.filter(session_id=item.session_id)
+                              .values_list("content_hash", flat=True).first())
+                    if stored == hashes[index]:
+                        outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
+                    elif stored is not None:
+                        outcome.reject(index, item.session_id,
+                                       f"Session {item.session_id} already exists with different content",
+                                       code="conflict")
+                    else:
+                        # Not a race: the item itself breaks a constraint the checks above do not know.
+                        outcome.reject(index, item.session_id, f"could not be stored: {str(exc).splitlines()[0]}",
+                                       code="invalid")
+            outcome.record(created=created)
     outcome.accepted.sort(key=lambda entry: entry["index"])
     outcome.rejected.sort(key=lambda entry: entry["index"])
     return outcome

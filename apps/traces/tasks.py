@@ -3,7 +3,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.conf import settings
 
-from . import services
+from . import ledger, services
 from .otlp import services as otlp_services
 
 
@@ -16,3 +16,8 @@ def fail_stale_traces(older_than_seconds: int | None = None) -> int:
 @shared_task(name="apps.traces.tasks.prune_otlp_spans")
 def prune_otlp_spans() -> int:
     return otlp_services.otlp_spans_prune(older_than=timedelta(hours=settings.EVALSITE_OTLP_SPAN_RETENTION_HOURS))
+
+
+@shared_task(name="apps.traces.tasks.compact_ingestion_ledger")
+def compact_ingestion_ledger() -> int:
+    return ledger.ingestion_ledger_compact(older_than=timedelta(hours=settings.EVALSITE_LEDGER_COMPACT_AFTER_HOURS))

@@ -16,7 +16,7 @@ pytestmark = [
     needs_chromium,
 ]
 
-# Every box the header draws: a staff user sees all nine navigation links (Launch a run and Admin
+# Every box the header draws: a staff user sees all ten navigation links (Launch a run and Admin
 # included) and the longest user links.
 HEADER_BOXES = """
 const items = [...document.querySelectorAll(
@@ -55,7 +55,7 @@ def test_header_items_never_overlap_with_a_scrollbar(browser, live_server, width
     boxes = browser.execute_script(HEADER_BOXES)
     nav = [box for box in boxes if box["nav"]]
     assert [box["text"] for box in nav] == ["Dashboard", "Runs", "Compare", "Traces", "RAG evaluations",
-                                            "Review queues", "Launch a run", "Metrics query", "Admin"]
+                                            "Review queues", "Ingestion", "Launch a run", "Metrics query", "Admin"]
     assert any(box["text"].startswith("Log out") for box in boxes)
     assert any(box["text"] == "theme toggle" for box in boxes)
     for n, first in enumerate(boxes):

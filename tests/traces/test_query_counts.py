@@ -47,8 +47,8 @@ class TestPerCallQueries:
             _post(self.api, f"{BASE}/s1/tool-calls", CALL)
         response, sql = _counted(self.api, f"{BASE}/s1/tool-calls", {**CALL, "call_id": "c-4"})
         assert response.status_code == 201 and response.json()["tool_calls"][0]["seq"] == 4
-        # 1: the UPDATE that locks the trace and bumps its count feeds the INSERT in the same
-        # statement; no key lookup (cached), no BEGIN/COMMIT (autocommit), no re-read of the trace.
+        # 1: the UPDATE that locks the trace and bumps its count feeds the INSERT and the ledger
+        # entry in the same statement; no key lookup (cached), no BEGIN/COMMIT (autocommit), no re-read of the trace.
         assert len(sql) == 1, sql
         assert AgentTrace.objects.get(session_id="s1").tool_call_count == 4
 
@@ -57,8 +57,9 @@ class TestPerCallQueries:
         response, sql = _counted(self.api, f"{BASE}/s1/tool-calls", {**CALL, "call_id": "c-1"})
         assert response.status_code == 200 and response.json()["tool_calls"][0]["created"] is False
         # The one-statement attempt matches nothing, then BEGIN, SELECT … FOR UPDATE, the stored
-        # call, COMMIT: retries are rare, so they may cost more than a new call.
-        assert len(sql) == 5, sql
+        # call, the ledger entry (a duplicate), COMMIT: retries are rare, so they may cost more than
+        # a new call.
+        assert len(sql) == 6, sql
 
     def test_start_intent_and_complete(self):
         _, sql = _counted(self.api, BASE, {"session_id": "s2", "user_query": "q", "agent_name": "A"})

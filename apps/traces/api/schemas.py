@@ -1,10 +1,11 @@
 """Request and response models of the trace ingestion API (validation and OpenAPI in one place)."""
 
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
+from apps.core.api.responses import absent_if_none
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 
 MAX_TOOL_CALLS_PER_REQUEST = 1000
@@ -156,3 +157,61 @@ class BatchOut(BaseModel):
     rejected_count: int
     accepted: list[BatchAccepted]
     rejected: list[BatchRejected]
+
+
+# --- the ingestion ledger ---------------------------------------------------------------------
+
+LEDGER_DEFAULT_WINDOW_HOURS = 24
+LedgerSourceName = Literal["rest", "batch", "otlp", "online_evaluation"]
+
+
+def _query_time(value):
+    # A "+" in a query string decodes to a space: "…T10:00:00 02:00" was sent as "+02:00".
+    if isinstance(value, str) and len(value) > 6 and value[-6] == " " and value[-3] == ":":
+        return value[:-6] + "+" + value[-5:]
+    return value
+
+
+_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(9000, 1, 1, tzinfo=timezone.utc)
+
+
+def _in_range(value: datetime) -> datetime:
+    # A window's other end is computed from this one (minus 24 hours): year 1 or 9999 would overflow.
+    if not _EARLIEST <= value <= _LATEST:
+        raise ValueError("must be between 1970 and 9000")
+    return value
+
+
+QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aware), AfterValidator(_in_range)]
+
+
+class LedgerQuery(BaseModel):
+    since: QueryTime | None = None
+    until: QueryTime | None = None
+    source: LedgerSourceName | None = None
+
+
+class DoorLedgerOut(BaseModel):
+    received: int = Field(description="Items that came in: lifecycle records (rest), traces (batch), spans (otlp).")
+    stored: int
+    duplicate: int = Field(description="Identical retries of what was already stored, stored once.")
+    rejected: dict[str, int] = Field(description="Items refused, by reason.")
+    dropped: dict[str, int] = Field(description="Items taken and later discarded (orphan children, over a "
+                                                "per-trace cap, expired), by reason.")
+    balanced: bool = Field(description="received = stored + duplicate + rejected + dropped over the window.")
+
+
+class OnlineEvaluationLedgerOut(BaseModel):
+    sampled: int = Field(description="(rule, trace) evaluations picked by the rules' sampling and queued.")
+    evaluated: int = Field(description="Judged, or answered by an identical earlier verdict.")
+    skipped: int = Field(description="Not judged: the rule was disabled or deleted, or the trace gone.")
+    errored: int = Field(description="The judge failed or was unavailable, or the task could not be queued.")
+    pending: int = Field(description="sampled − evaluated − skipped − errored: queued, not finished yet.")
+
+
+class LedgerOut(BaseModel):
+    since: datetime
+    until: datetime
+    sources: dict[str, DoorLedgerOut] = Field(description="Per door (rest, batch, otlp), or the one asked for.")
+    online_evaluation: OnlineEvaluationLedgerOut | None = absent_if_none(
+        "Left out when `source` names a door.")

@@ -1,15 +1,24 @@
-from typing import Annotated
+import logging
+from collections.abc import Callable
+from contextlib import contextmanager
+from datetime import timedelta
+from typing import Annotated, Any
 
+from django.core.exceptions import RequestDataTooBig
+from django.db import DatabaseError, transaction
+from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import Field, TypeAdapter, ValidationError
+from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
+from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
 from apps.core.schema import CONFLICT
-from apps.traces import selectors, services
+from apps.traces import ledger, ledger_selectors, selectors, services
 
 from .schemas import (
     BatchIn,
@@ -18,6 +27,9 @@ from .schemas import (
     CompleteIn,
     IdempotencyKey,
     IntentIn,
+    LEDGER_DEFAULT_WINDOW_HOURS,
+    LedgerOut,
+    LedgerQuery,
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_TOOL_CALLS_PER_REQUEST,
     ToolCallIn,
@@ -28,6 +40,8 @@ from .schemas import (
     TraceStartIn,
 )
 from .serializers import tool_call_data, tool_calls_next_url, trace_data
+
+logger = logging.getLogger(__name__)
 
 TAG = ["traces"]
 _tool_calls_body = TypeAdapter(
@@ -51,6 +65,58 @@ def _header_idempotency_key(request) -> str | None:
         ]) from None
 
 
+def _refusal_reason(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        return ledger.validation_reason(exc)
+    if isinstance(exc, ConflictError):
+        return "conflict"
+    if isinstance(exc, NotFoundError):
+        return "not_found"
+    if isinstance(exc, RequestDataTooBig):
+        return "too_large"
+    if isinstance(exc, ServiceUnavailableError):
+        return "unavailable"
+    if isinstance(exc, (InvalidInputError, DomainError, drf_exceptions.ParseError, drf_exceptions.ValidationError)):
+        return "invalid"
+    return "internal_error"
+
+
+def _one(data) -> int:
+    return 1
+
+
+def _calls_in(data) -> int:
+    return max(len(data), 1) if isinstance(data, list) else 1
+
+
+def _traces_in(data) -> int:
+    traces = data.get("traces") if isinstance(data, dict) else None
+    return max(len(traces), 1) if isinstance(traces, list) else 1
+
+
+@contextmanager
+def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Callable[[Any], int] = _one):
+    """Around a door's validation and storing: an item refused there (422, 404, 409, or a failure)
+    rolled back with everything else, so it is counted as rejected here, in its own small
+    transaction, before the error answers. `items` counts the items of the body."""
+    try:
+        yield
+    except Exception as exc:
+        try:
+            count = items(request.data)
+        except Exception:  # an unparseable body is one item, refused
+            count = 1
+        reason = _refusal_reason(exc)
+        try:
+            with transaction.atomic():
+                ledger.ingestion_record(source=source, received=count, rejected={reason: count})
+        except DatabaseError:
+            # The database that refused the item may refuse its ledger entry too; the answer still goes out.
+            logger.warning("ingestion ledger: could not record %s %s item(s) rejected (%s)", count, source, reason,
+                           exc_info=True)
+        raise
+
+
 def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.ToolCallInput:
     return services.ToolCallInput(
         tool_name=call.tool_name,
@@ -70,9 +136,10 @@ class TraceStartView(APIView):
     @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut, 409: CONFLICT},
                    summary="Start a trace (idempotent on session_id)")
     def post(self, request):
-        body = validate_body(TraceStartIn, request.data)
-        trace, created = services.trace_start(session_id=body.session_id, user_query=body.user_query,
-                                              agent_name=body.agent_name, metadata=body.metadata)
+        with _refusals_recorded(request):
+            body = validate_body(TraceStartIn, request.data)
+            trace, created = services.trace_start(session_id=body.session_id, user_query=body.user_query,
+                                                  agent_name=body.agent_name, metadata=body.metadata)
         return respond(TraceOut, trace_data(trace, tool_calls=[] if created else None),
                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
@@ -82,9 +149,10 @@ class TraceIntentView(APIView):
 
     @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut, 409: CONFLICT}, summary="Record the detected intent")
     def post(self, request, session_id):
-        body = validate_body(IntentIn, request.data)
-        trace = services.trace_intent_record(session_id=session_id, intent=body.intent,
-                                             resource_type=body.resource_type, operation=body.operation)
+        with _refusals_recorded(request):
+            body = validate_body(IntentIn, request.data)
+            trace = services.trace_intent_record(session_id=session_id, intent=body.intent,
+                                                 resource_type=body.resource_type, operation=body.operation)
         return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
 
 
@@ -103,14 +171,15 @@ class TraceToolCallsView(APIView):
         "(or sent with an Idempotency-Key header) are recorded once however often the request is retried.",
     )
     def post(self, request, session_id):
-        body = _tool_calls_body.validate_python(request.data)
-        calls = body if isinstance(body, list) else [body]
-        idempotency_key = _header_idempotency_key(request)
-        inputs = [
-            _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
-            for i, call in enumerate(calls)
-        ]
-        recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
+        with _refusals_recorded(request, items=_calls_in):
+            body = _tool_calls_body.validate_python(request.data)
+            calls = body if isinstance(body, list) else [body]
+            idempotency_key = _header_idempotency_key(request)
+            inputs = [
+                _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
+                for i, call in enumerate(calls)
+            ]
+            recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
         any_created = any(created for _, created in recorded)
         return respond(
             ToolCallsOut,
@@ -125,9 +194,10 @@ class TraceCompleteView(APIView):
 
     @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut, 409: CONFLICT}, summary="Complete a trace")
     def post(self, request, session_id):
-        body = validate_body(CompleteIn, request.data)
-        trace = services.trace_complete(session_id=session_id, final_response=body.final_response,
-                                        success=body.success, error=body.error)
+        with _refusals_recorded(request):
+            body = validate_body(CompleteIn, request.data)
+            trace = services.trace_complete(session_id=session_id, final_response=body.final_response,
+                                            success=body.success, error=body.error)
         return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
 
 
@@ -143,40 +213,41 @@ class TraceBatchView(APIView):
         "(created, or unchanged for an identical retry) and rejected items with their index and reason.",
     )
     def post(self, request):
-        body = validate_body(BatchIn, request.data)
-        valid: list[tuple[int, services.BatchTrace]] = []
-        rejected: list[dict] = []
-        for index, raw in enumerate(body.traces):
-            try:
-                item = _batch_item.validate_python(raw)
-            except ValidationError as exc:
-                session_id = raw.get("session_id") if isinstance(raw, dict) else None
-                rejected.append({"index": index, "session_id": session_id if isinstance(session_id, str) else None,
-                                 "reason": summarize_errors(exc)})
-                continue
-            valid.append((index, services.BatchTrace(
-                session_id=item.session_id,
-                user_query=item.user_query,
-                agent_name=item.agent_name,
-                final_response=item.final_response,
-                success=item.success,
-                intent_detected=item.intent_detected,
-                resource_type=item.resource_type,
-                operation=item.operation,
-                error=item.error,
-                tool_calls=[_tool_call_input(c) for c in item.tool_calls],
-                start_time=item.start_time,
-                end_time=item.end_time,
-                metadata=item.metadata,
-                canonical=raw,
-            )))
-        outcome = services.traces_ingest_batch(items=valid)
-        rejected = sorted(rejected + outcome.rejected, key=lambda entry: entry["index"])
+        with _refusals_recorded(request, source=ledger.Source.BATCH, items=_traces_in):
+            body = validate_body(BatchIn, request.data)
+            valid: list[tuple[int, services.BatchTrace]] = []
+            # Items that fail validation are answered and counted with the rest (one ledger entry per request).
+            refused = services.BatchOutcome()
+            for index, raw in enumerate(body.traces):
+                try:
+                    item = _batch_item.validate_python(raw)
+                except ValidationError as exc:
+                    session_id = raw.get("session_id") if isinstance(raw, dict) else None
+                    refused.reject(index, session_id if isinstance(session_id, str) else None, summarize_errors(exc),
+                                   code=ledger.validation_reason(exc))
+                    continue
+                valid.append((index, services.BatchTrace(
+                    session_id=item.session_id,
+                    user_query=item.user_query,
+                    agent_name=item.agent_name,
+                    final_response=item.final_response,
+                    success=item.success,
+                    intent_detected=item.intent_detected,
+                    resource_type=item.resource_type,
+                    operation=item.operation,
+                    error=item.error,
+                    tool_calls=[_tool_call_input(c) for c in item.tool_calls],
+                    start_time=item.start_time,
+                    end_time=item.end_time,
+                    metadata=item.metadata,
+                    canonical=raw,
+                )))
+            outcome = services.traces_ingest_batch(items=valid, refused=refused)
         return respond(BatchOut, {
             "accepted_count": len(outcome.accepted),
-            "rejected_count": len(rejected),
+            "rejected_count": len(outcome.rejected),
             "accepted": outcome.accepted,
-            "rejected": rejected,
+            "rejected": outcome.rejected,
         })
 
 
@@ -218,4 +289,45 @@ class TraceToolCallPageView(APIView):
             "tool_calls_total": page.total,
             "tool_calls_next": tool_calls_next_url(trace, page, limit=query.limit and limit,
                                                    absolute=request.build_absolute_uri),
+        })
+
+
+class IngestionLedgerView(APIView):
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(
+        tags=["ingestion"],
+        responses={200: LedgerOut},
+        parameters=[
+            OpenApiParameter("since", str, description="ISO 8601 instant (an offset or Z; without one, UTC); "
+                             f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours."),
+            OpenApiParameter("until", str, description="ISO 8601 instant, excluded; default now."),
+            OpenApiParameter("source", str, enum=["rest", "batch", "otlp", "online_evaluation"],
+                             description="Only this source; default every one."),
+        ],
+        summary="What came in and what became of it: the ingestion ledger over a time window",
+        description="Per door, the items received in [since, until) and what became of each: stored, duplicate "
+        "(an identical retry), rejected or dropped, with their reasons; `received = stored + duplicate + rejected + "
+        "dropped` holds for every entry, so `balanced` is false only if something was lost. Items: lifecycle "
+        "records for rest (a start, an intent, each tool call, a completion), traces for batch, spans for otlp. "
+        "Online evaluation counts (rule, trace) evaluations: sampled, then evaluated, skipped or errored.",
+    )
+    def get(self, request):
+        query = LedgerQuery.model_validate(request.query_params.dict())
+        until = query.until or timezone.now()
+        since = query.since or until - timedelta(hours=LEDGER_DEFAULT_WINDOW_HOURS)
+        if since > until:
+            raise InvalidInputError("since must not be later than until")
+        sources = [query.source] if query.source else None
+        counts = ledger_selectors.ingestion_ledger(since=since, until=until, sources=sources)
+        online = counts.pop(ledger.Source.ONLINE_EVALUATION, None)
+        return respond(LedgerOut, {
+            "since": since,
+            "until": until,
+            "sources": {source: {"received": c.received, "stored": c.stored, "duplicate": c.duplicate,
+                                 "rejected": c.rejected, "dropped": c.dropped, "balanced": c.balanced}
+                        for source, c in counts.items()},
+            "online_evaluation": None if online is None else {
+                "sampled": online.sampled, "evaluated": online.evaluated, "skipped": online.skipped,
+                "errored": online.errored, "pending": online.pending},
         })

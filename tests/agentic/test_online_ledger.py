@@ -1,0 +1,67 @@
+"""Online evaluation in the ingestion ledger: every (rule, trace) evaluation a rule's sampling picks
+is counted as sampled, and then as evaluated, skipped or errored, so none is lost silently."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+from kombu.exceptions import OperationalError
+
+from apps.agentic import rule_services
+from apps.traces.ledger_selectors import ingestion_ledger
+from tests.agentic.factories import EvaluationRuleFactory
+from tests.agentic.test_rules import complete_over_rest, finish
+
+pytestmark = pytest.mark.django_db
+
+
+def online():
+    now = timezone.now()
+    return ingestion_ledger(since=now - timedelta(hours=1), until=now + timedelta(seconds=1))["online_evaluation"]
+
+
+def test_two_rules_on_one_trace_are_two_sampled_and_two_evaluated(api, django_capture_on_commit_callbacks):
+    EvaluationRuleFactory(name="first")
+    EvaluationRuleFactory(name="second")
+    EvaluationRuleFactory(name="never", sample_rate=0.0)
+    with django_capture_on_commit_callbacks(execute=True):
+        complete_over_rest(api, "ledger-online-1")
+    counts = online()
+    # The second rule re-used the first one's verdict: still an evaluation, nothing pending.
+    assert (counts.sampled, counts.evaluated, counts.skipped, counts.errored, counts.pending) == (2, 2, 0, 0, 0)
+
+
+def test_a_rule_disabled_or_deleted_before_its_task_runs_skips(monkeypatch, django_capture_on_commit_callbacks):
+    sent = []
+    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown: sent.append((rule_id, ids)))
+    off, gone = EvaluationRuleFactory(name="off"), EvaluationRuleFactory(name="gone")
+    with django_capture_on_commit_callbacks(execute=True):
+        trace = finish("ledger-online-2")
+    assert online().sampled == 2 and online().pending == 2  # queued, not run yet
+    off.enabled = False
+    off.save()
+    gone.delete()
+    for rule_id, ids in sent:
+        rule_services.online_evaluations_run(rule_id=rule_id, trace_ids=ids)
+    counts = online()
+    assert (counts.sampled, counts.skipped, counts.pending) == (2, 2, 0)
+    assert ids == [trace.pk]
+
+
+def test_an_unavailable_judge_is_errored():
+    trace = finish("ledger-online-3")
+    rule = EvaluationRuleFactory(judge="gpt-4o-mini")  # no LLM configured in tests
+    rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
+    assert online().errored == 1
+
+
+def test_a_task_the_broker_refuses_is_sampled_and_errored(monkeypatch, django_capture_on_commit_callbacks):
+    def refuse(rule_id, ids, countdown):
+        raise OperationalError("broker down")
+
+    monkeypatch.setattr(rule_services, "_send", refuse)
+    EvaluationRuleFactory()
+    with django_capture_on_commit_callbacks(execute=True):
+        finish("ledger-online-4")  # the trace is stored all the same (a robust on_commit)
+    counts = online()
+    assert (counts.sampled, counts.errored, counts.pending) == (1, 1, 0)
