@@ -63,7 +63,9 @@ class QueuesView(QueueView):
 
 
 class QueueDetailView(QueueView):
-    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "configure"}
+    # Every DELETE of the API needs `admin` (README): a key scoped read,configure edits a queue but
+    # does not remove it.
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: QueueOut}, summary="Get a review queue")
     def get(self, request, queue_id):
@@ -76,7 +78,7 @@ class QueueDetailView(QueueView):
         queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.model_dump())
         return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue.pk)))
 
-    @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (its reviews stay)")
+    @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (admin scope; its reviews stay)")
     def delete(self, request, queue_id):
         services.queue_delete(queue=selectors.queue_get(queue_id=queue_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
