@@ -10,6 +10,8 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
+from apps.core.models import SCOPE_ADMIN
+from apps.core.permissions import scopes_of
 from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
@@ -199,9 +201,12 @@ class RunItemsView(APIView):
 class RunCancelView(APIView):
     required_scopes = {"POST": "evaluate"}
 
-    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT}, summary="Cancel a pending or running run")
+    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT},
+                   summary="Cancel a pending or running run (its creator, or the admin scope)")
     def post(self, request, run_id):
-        run = services.run_cancel(run=_run_or_404(run_id))
+        run = services.run_cancel(run=_run_or_404(run_id),
+                                  requested_by=request.user if request.user.is_authenticated else None,
+                                  admin=SCOPE_ADMIN in scopes_of(request))
         return respond(RunOut, run_data(run))
 
 
