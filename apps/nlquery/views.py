@@ -3,7 +3,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
+from apps.core.models import SCOPE_EVALUATE
 from apps.core.pages import layout_context
+from apps.core.permissions import scopes_of
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend
@@ -47,6 +49,11 @@ def metrics_query_page(request):
         "scrape_snippet": scrape_snippet(request),
         "metrics_token_set": bool(settings.EVALSITE_METRICS_TOKEN),
     }
+    # Answering spends a platform LLM call and backend queries: the `evaluate` scope, as the API
+    # (POST /api/v1/metrics-query) asks. The question box stays readable to everyone signed in.
+    if question and SCOPE_EVALUATE not in scopes_of(request):
+        context["denied_scope"] = SCOPE_EVALUATE
+        return render(request, "nlquery/query.html", context, status=403)
     if question and config.configured:
         state = metrics_query_answer(question=question)
         context["state"] = state
