@@ -57,3 +57,12 @@ def test_the_console_refuses_to_review_an_item_assigned_to_someone_else(client):
     assert "assigned to alice" in response.content.decode()
     item.refresh_from_db()
     assert item.done_at is None and not VerdictReview.objects.exists()
+
+
+@pytest.mark.parametrize("query", ["offset=6518572988410869546501250317490847744", "limit=99999999999999999999999",
+                                   "offset=-1", "limit=0"])
+def test_out_of_range_paging_is_422_not_500(staff_api, query):
+    """Found by the fuzzer (bin/fuzz-api): an offset past 64 bits reached the database as a 500."""
+    item = QueueItemFactory()
+    response = staff_api.get(f"{QUEUES}/{item.queue_id}/items?{query}")
+    assert response.status_code == 422 and "detail" in response.json()

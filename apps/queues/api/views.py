@@ -36,7 +36,8 @@ class QueueView(APIView):
 class ItemQuery(BaseModel):
     state: str | None = Field(default=None, pattern="^(left|done)$")
     limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
+    # Bounded: an offset past 64 bits reaches the database as an OFFSET it cannot hold (a 500).
+    offset: int = Field(default=0, ge=0, le=100_000_000)
 
 
 def _user(request):
