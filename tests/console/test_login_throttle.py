@@ -105,3 +105,17 @@ def test_the_lockout_settings_come_from_the_environment(settings):
 
     assert live.AXES_FAILURE_LIMIT == live.EVALSITE_LOGIN_FAILURE_LIMIT == 10
     assert live.AXES_COOLOFF_TIME == timedelta(minutes=live.EVALSITE_LOGIN_COOLOFF_MINUTES) == timedelta(minutes=15)
+
+
+def test_behind_a_trusted_proxy_the_forwarded_address_is_counted(settings):
+    from django.test import RequestFactory
+
+    from apps.core.login_throttle import client_address
+
+    request = RequestFactory().post(CONSOLE, REMOTE_ADDR="10.1.1.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.9")
+    settings.EVALSITE_TRUSTED_PROXY_COUNT = 0
+    assert client_address(request) == "10.1.1.1"  # no proxy trusted: the header is the client's say-so
+    settings.EVALSITE_TRUSTED_PROXY_COUNT = 1
+    assert client_address(request) == "203.0.113.9"  # what the one proxy saw, not the spoofable left part
+    settings.EVALSITE_TRUSTED_PROXY_COUNT = 3
+    assert client_address(request) == "10.1.1.1"  # fewer entries than proxies: not to be trusted
