@@ -8,6 +8,7 @@ the heuristic judge because no LLM is configured.
 import ipaddress
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -125,6 +126,7 @@ INSTALLED_APPS = [
     "apps.runs",
     "apps.queues",
     "apps.console",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -144,6 +146,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # django-prometheus' own, with made-up HTTP methods folded into one label value.
     "apps.core.metrics_access.BoundedPrometheusAfterMiddleware",
+    # Last, as django-axes asks: turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "evalsite.urls"
@@ -211,6 +215,33 @@ WHITENOISE_USE_FINDERS = True
 
 # The console's own login: the admin's refuses non-staff users, who may read the console.
 LOGIN_URL = "/console/login/"
+
+# Login throttling (django-axes), for the password logins: /console/login/ and /admin/login/. After
+# EVALSITE_LOGIN_FAILURE_LIMIT failures for a username, or from an address, each within
+# EVALSITE_LOGIN_COOLOFF_MINUTES of the one before, that login is refused for the cool-off, the right
+# password included. API keys do not go through django's authenticate(), so axes never sees them:
+# a wrong key stays a 401, and a locked-out user's agents keep working.
+EVALSITE_LOGIN_FAILURE_LIMIT = env_int("EVALSITE_LOGIN_FAILURE_LIMIT", 10)
+EVALSITE_LOGIN_COOLOFF_MINUTES = env_int("EVALSITE_LOGIN_COOLOFF_MINUTES", 15)
+# Reverse proxies in front that append the client's address to X-Forwarded-For. Behind one, the
+# connection's address is the proxy's: with 0 there, every failure would count against one address.
+EVALSITE_TRUSTED_PROXY_COUNT = env_int("EVALSITE_TRUSTED_PROXY_COUNT", 0)
+AUTHENTICATION_BACKENDS = [
+    # First: refuses a locked-out login before the password is even checked.
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = EVALSITE_LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=EVALSITE_LOGIN_COOLOFF_MINUTES)
+# Either one locks: a username (guessing one account's password from many addresses) or an address
+# (trying many usernames from one place).
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Attempts during a lockout neither count nor extend it: it ends a cool-off after it began, so
+# someone hammering an account cannot keep its owner out for ever.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_CLIENT_IP_CALLABLE = "apps.core.login_throttle.client_address"
+AXES_LOCKOUT_CALLABLE = "apps.console.views.account.locked_out"
+AXES_HTTP_RESPONSE_CODE = 429
 
 # Requests larger than this are answered 413 before their body is read.
 EVALSITE_MAX_BODY_BYTES = env_int("EVALSITE_MAX_BODY_BYTES", 10 * 1024 * 1024)

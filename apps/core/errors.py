@@ -9,6 +9,12 @@ class DomainError(Exception):
         self.detail = detail
 
 
+class ForbiddenError(DomainError):
+    """The caller may not do this to this object (someone else's run), whatever their scopes."""
+
+    status_code = 403
+
+
 class NotFoundError(DomainError):
     status_code = 404
 

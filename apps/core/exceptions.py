@@ -1,6 +1,7 @@
 """The API edge: every error leaves as {"detail": ...} with the contract's status code."""
 
 import logging
+import re
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
@@ -14,10 +15,23 @@ from .errors import DomainError
 logger = logging.getLogger(__name__)
 
 
+# In a union, pydantic names the member that failed after the field in `loc`, with the member's
+# schema: "function-after[functools.partial(<function max_length_validator at 0x7f…>, …)]". That is
+# our code's insides (and a memory address), not a place in the client's body: those parts are left out.
+_SCHEMA_LOC_PART = re.compile(
+    r"^(function-(after|before|wrap|plain)|json-or-python|lax-or-strict|tagged-union|chain|nullable|default"
+    r"|definitions|definition-ref|model|dataclass|is-instance|custom-error)\[|<function |<bound method | at 0x[0-9a-f]+")
+_ADDRESS = re.compile(r" at 0x[0-9a-f]+")
+
+
+def _public_loc(loc) -> list:
+    return [part for part in loc if not (isinstance(part, str) and _SCHEMA_LOC_PART.search(part))]
+
+
 def pydantic_error_detail(exc: PydanticValidationError) -> list[dict]:
-    """Field errors in the shape FastAPI clients already parse: loc, msg, type."""
+    """Field errors in the shape FastAPI clients already parse: loc, msg, type. Never a Python repr."""
     return [
-        {"loc": list(err["loc"]), "msg": err["msg"], "type": err["type"]}
+        {"loc": _public_loc(err["loc"]), "msg": _ADDRESS.sub("", err["msg"]), "type": err["type"]}
         for err in exc.errors(include_url=False, include_context=False, include_input=False)
     ]
 

@@ -3,7 +3,9 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
+from apps.core.models import SCOPE_EVALUATE
 from apps.core.pages import layout_context
+from apps.core.permissions import scopes_of
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend
@@ -35,7 +37,11 @@ def metrics_query_page(request):
     question stays in the box whatever the answer, including that no backend is configured."""
     question = (request.GET.get("q") or "").strip()[:MAX_QUERY_LENGTH]
     config = backend_config()
-    backend = get_backend() if config.configured else None
+    # Answering spends a platform LLM call and backend queries: the `evaluate` scope, as the API
+    # (POST /api/v1/metrics-query) asks. The question box stays readable to everyone signed in; the
+    # examples (read from the backend) are for those who may ask.
+    may_ask = SCOPE_EVALUATE in scopes_of(request)
+    backend = get_backend() if config.configured and may_ask else None
     context = {
         **layout_context(request, title="Metrics query"),
         "question": question,
@@ -47,6 +53,9 @@ def metrics_query_page(request):
         "scrape_snippet": scrape_snippet(request),
         "metrics_token_set": bool(settings.EVALSITE_METRICS_TOKEN),
     }
+    if question and not may_ask:
+        context["denied_scope"] = SCOPE_EVALUATE
+        return render(request, "nlquery/query.html", context, status=403)
     if question and config.configured:
         state = metrics_query_answer(question=question)
         context["state"] = state

@@ -297,6 +297,13 @@ def queue_item_review(*, item: QueueItem, reviewer, verdicts: list[dict], note: 
     if len(note) > MAX_REVIEW_NOTE:
         raise InvalidInputError(f"note is longer than {MAX_REVIEW_NOTE} characters")
     with transaction.atomic():
+        # The same rule as claiming: an item assigned to someone else is theirs to review. Locked, so
+        # an assignment made while this review is written cannot slip in between.
+        assignee_id = QueueItem.objects.select_for_update().values_list("assigned_to_id", flat=True).get(pk=item.pk)
+        if assignee_id is not None and assignee_id != reviewer.pk:
+            item.refresh_from_db()
+            raise ConflictError(f"This item is assigned to {item.assigned_to.get_username()}")
+        item.assigned_to_id = assignee_id
         REVIEWERS[item.queue.kind](item, reviewer, verdicts, note.strip())
         item.done_at, item.reviewed_by = timezone.now(), reviewer
         if item.assigned_to_id is None:

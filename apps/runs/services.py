@@ -28,7 +28,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from apps.bots.selectors import bot_config_snapshot
-from apps.core.errors import ConflictError, InvalidInputError
+from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm import get_llm_client, llm_configured
 from apps.core.quotas import judge_model_check
 from apps.core.usage import usage_scope
@@ -390,7 +390,12 @@ def _store_item_figures(run: EvaluationRun) -> None:
     run.judge_fingerprints = run_judge_fingerprints(runs=[run])[run.pk]
 
 
-def run_cancel(*, run: EvaluationRun) -> EvaluationRun:
+def run_cancel(*, run: EvaluationRun, requested_by=None, admin: bool = True) -> EvaluationRun:
+    """Cancels a pending or running run. A request from outside (`admin=False`: the caller lacks the
+    admin scope) may cancel only a run `requested_by` started: an `evaluate` key is not licence to
+    stop other people's work. Internal callers (the admin site's action, the engine) leave the defaults."""
+    if not admin and (requested_by is None or run.created_by_id is None or run.created_by_id != requested_by.pk):
+        raise ForbiddenError("Only the person who started this run, or an admin, can cancel it")
     with transaction.atomic():
         run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
         if run.is_finished:

@@ -10,6 +10,7 @@ from datetime import datetime
 import orjson
 
 from apps.core.errors import InvalidInputError
+from apps.core.spreadsheet import csv_dict_writer, from_spreadsheet, spreadsheet_safe
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson", "csv": "text/csv"}
 CSV_COLUMNS = ["item_id", "type", "name", "message", "persona", "initial_message", "max_turns", "scripted_turns",
@@ -19,24 +20,8 @@ INPUT_COLUMNS = ("message", "persona", "initial_message", "max_turns", "scripted
 EXPECTED_COLUMNS = ("success_criteria", "should_use_tools", "should_not_use_tools", "expected_outcome")
 
 
-# A cell starting with one of these runs as a formula when the file is opened in a spreadsheet
-# (CSV injection). Export writes such a cell with a leading ' (read as "text" by spreadsheets);
-# import removes it. A value that itself starts with ' before one of these (or before another ')
-# gets one more, so export and import stay exact inverses.
-_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-
-
-def _spreadsheet_safe(value):
-    if isinstance(value, str) and (value.startswith(_FORMULA_STARTS)
-                                   or (value.startswith("'") and value[1:].startswith((*_FORMULA_STARTS, "'")))):
-        return "'" + value
-    return value
-
-
-def _from_spreadsheet(cell: str) -> str:
-    if cell.startswith("'") and cell[1:].startswith((*_FORMULA_STARTS, "'")):
-        return cell[1:]
-    return cell
+# Cells a spreadsheet would run as a formula are exported with a leading ' and imported without it
+# (apps.core.spreadsheet); values holding CR or LF are quoted.
 
 
 def format_for(name: str | None, content_type: str | None = None) -> str:
@@ -66,7 +51,7 @@ def export_test_set(data: dict, fmt: str) -> str:
     if fmt == "jsonl":
         return "".join(json.dumps(item, ensure_ascii=False) + "\n" for item in data["items"])
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    writer = csv_dict_writer(out, CSV_COLUMNS)
     writer.writeheader()
     for item in data["items"]:
         row = {"item_id": item["item_id"], "type": item["type"], "name": item["name"], "priority": item["priority"],
@@ -80,7 +65,7 @@ def export_test_set(data: dict, fmt: str) -> str:
         for column in EXPECTED_COLUMNS:
             value = item["expected"].get(column)
             row[column] = json.dumps(value, ensure_ascii=False) if column in LIST_COLUMNS else value
-        writer.writerow({column: _spreadsheet_safe(value) for column, value in row.items()})
+        writer.writerow({column: spreadsheet_safe(value) for column, value in row.items()})
     return out.getvalue()
 
 
@@ -126,7 +111,7 @@ def _csv_items(text: str) -> list[dict]:
     for line_no, row in enumerate(reader, start=2):
         if None in row:
             raise InvalidInputError(f"CSV line {line_no}: more cells than columns")
-        values = {k: _from_spreadsheet(v or "") for k, v in row.items()}
+        values = {k: from_spreadsheet(v or "") for k, v in row.items()}
         inputs, expected = {}, {}
         for column in INPUT_COLUMNS:
             if column not in values:

@@ -98,8 +98,10 @@ def test_default_key_cannot_configure(default_key_api, bot, method, path):
 
 
 def test_default_key_may_cancel_a_run(default_key_api):
-    """Starting and cancelling runs is evaluation work, which a new key is meant to do."""
+    """Starting and cancelling runs is evaluation work, which a new key is meant to do: its own runs
+    (another user's run needs the admin scope, tests/runs/test_cancel_owner.py)."""
     run = running_run()
+    EvaluationRun.objects.filter(pk=run.pk).update(created_by=get_user_model().objects.get(username="default-key-user"))
     response = default_key_api.post(f"/api/v1/runs/{run.run_id}/cancel")
     assert response.status_code == 200, response.json()
     run.refresh_from_db()

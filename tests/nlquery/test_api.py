@@ -67,7 +67,8 @@ def test_endpoint_is_in_the_openapi_schema(api):
 
 @pytest.fixture
 def user_client(client, db):
-    user = User.objects.create_user("viewer", password="pw")
+    # Asking a question needs the evaluate scope (a staff session); test_page_scope.py covers readers.
+    user = User.objects.create_user("viewer", password="pw", is_staff=True)
     client.force_login(user)
     return client
 

@@ -14,7 +14,8 @@ QUESTION = "Show CPU usage for the last hour"
 
 @pytest.fixture
 def reader_client(client, db):
-    client.force_login(User.objects.create_user("viewer", password="pw"))
+    # Asking a question needs the evaluate scope (a staff session); test_page_scope.py covers readers.
+    client.force_login(User.objects.create_user("viewer", password="pw", is_staff=True))
     return client
 
 

@@ -2,7 +2,9 @@
 active user may read the console (apps.core.permissions gives them the read scope), so the console
 has its own; staff land on the same pages and may also launch and review."""
 
+from django.conf import settings
 from django.contrib.auth import views as auth_views
+from django.shortcuts import render
 from django.urls import reverse_lazy
 
 from ..context import console_context
@@ -19,3 +21,15 @@ class ConsoleLoginView(auth_views.LoginView):
 
 login = ConsoleLoginView.as_view()
 logout = auth_views.LogoutView.as_view(next_page=reverse_lazy("console:login"))
+
+
+def locked_out(request, original_response=None, credentials=None):
+    """django-axes' answer to a refused login (AXES_LOCKOUT_CALLABLE), at the console's door and the
+    admin's: a 429 page in the console's layout that says why and for how long. Retry-After is the
+    whole cool-off, the longest the wait can be."""
+    minutes = settings.EVALSITE_LOGIN_COOLOFF_MINUTES
+    response = render(request, "console/lockout.html", console_context(
+        request, title="Login refused", failure_limit=settings.EVALSITE_LOGIN_FAILURE_LIMIT,
+        cooloff_minutes=minutes), status=429)
+    response["Retry-After"] = str(minutes * 60)
+    return response

@@ -2,7 +2,6 @@
 are read from the database in chunks and written as they come, so a run of 100,000 results is
 exported without holding it in memory."""
 
-import csv
 import json
 from collections.abc import Iterable, Iterator
 
@@ -10,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
+from apps.core.spreadsheet import csv_writer, spreadsheet_safe
 from apps.runs import services
 from apps.runs.result_selectors import EXPORT_COLUMNS, result_export_rows
 
@@ -17,9 +17,6 @@ from .common import found_or_404
 
 # Lines written per chunk of the response: one write per row would make 100,000 tiny chunks.
 LINES_PER_CHUNK = 500
-# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection, OWASP): such a
-# cell is written with a leading quote, which shows the text as it is.
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 CONTENT_TYPES = {"csv": "text/csv; charset=utf-8", "jsonl": "application/x-ndjson"}
 
 
@@ -35,13 +32,12 @@ def _cell(value) -> str | int | float:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
-        return f"'{value}"
-    return value
+    # A formula, even after leading spaces, is written as text; CR and LF are quoted (csv_writer).
+    return spreadsheet_safe(value)
 
 
 def _csv_lines(rows: Iterable[dict]) -> Iterator[str]:
-    writer = csv.writer(_Echo())
+    writer = csv_writer(_Echo())
     yield writer.writerow(EXPORT_COLUMNS)
     for row in rows:
         yield writer.writerow([_cell(row[name]) for name in EXPORT_COLUMNS])

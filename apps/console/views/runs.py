@@ -20,6 +20,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
+from apps.core.models import SCOPE_ADMIN
+from apps.core.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
@@ -106,7 +108,7 @@ def run_cancel(request, run_id):
     if denied := lacks_scope(request, "evaluate"):
         return denied
     try:
-        services.run_cancel(run=_run_or_404(run_id))
+        services.run_cancel(run=_run_or_404(run_id), requested_by=request.user, admin=SCOPE_ADMIN in scopes_of(request))
     except DomainError as exc:
         messages.warning(request, str(exc.detail))
     else:

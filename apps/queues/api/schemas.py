@@ -2,9 +2,10 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
 
 from apps.core.api.responses import absent_if_none
+from apps.core.validation import Text
 from apps.runs.services import MAX_REVIEW_NOTE
 
 Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
@@ -13,9 +14,9 @@ Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
 class QueueIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    name: Annotated[StrictStr, Field(min_length=1, max_length=200)]
+    name: Annotated[Text, Field(min_length=1, max_length=200)]
     kind: Kind
-    description: Annotated[StrictStr, Field(max_length=5000)] = ""
+    description: Annotated[Text, Field(max_length=5000)] = ""
     include_unassessed: StrictBool = Field(default=False, description="judge errors and skipped verdicts enter")
     score_below: Annotated[float, Field(ge=0, le=1)] | None = Field(
         default=None, description="objects whose overall score (0..1) is below this enter")
@@ -52,7 +53,7 @@ class QueueFillOut(BaseModel):
 class QueueItemAddIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    target_id: Annotated[StrictStr, Field(min_length=1, max_length=64, description=(
+    target_id: Annotated[Text, Field(min_length=1, max_length=64, description=(
         "a run result's result_id, or an agentic or RAG evaluation's id, as the queue's kind says"))]
     kind: Kind | None = Field(default=None, description=(
         "what target_id names; when given, a queue of another kind answers 422 (agentic and RAG "
@@ -84,7 +85,7 @@ class QueueItemList(BaseModel):
 class QueueAssignIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    username: Annotated[StrictStr, Field(min_length=1, max_length=150)] | None = Field(
+    username: Annotated[Text, Field(min_length=1, max_length=150)] | None = Field(
         description="the reviewer, or null to unassign")
 
 
@@ -92,7 +93,7 @@ class QueueVerdictIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["criterion", "rule", "metric"] = "metric"
-    key: Annotated[StrictStr, Field(min_length=1, max_length=1000, description=(
+    key: Annotated[Text, Field(min_length=1, max_length=1000, description=(
         "a criterion's text or a rule's rule_id (run results), or a metric's name"))]
     passed: StrictBool | None = Field(default=None, description="run results and RAG metrics")
     score: Annotated[float, Field(ge=0, le=1)] | None = Field(default=None, description="agentic metrics, 0..1")
@@ -102,4 +103,4 @@ class QueueItemReviewIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     verdicts: Annotated[list[QueueVerdictIn], Field(min_length=1, max_length=200)]
-    note: Annotated[StrictStr, Field(max_length=MAX_REVIEW_NOTE)] = ""
+    note: Annotated[Text, Field(max_length=MAX_REVIEW_NOTE)] = ""

@@ -36,7 +36,8 @@ class QueueView(APIView):
 class ItemQuery(BaseModel):
     state: str | None = Field(default=None, pattern="^(left|done)$")
     limit: int = Field(default=50, ge=1, le=500)
-    offset: int = Field(default=0, ge=0)
+    # Bounded: an offset past 64 bits reaches the database as an OFFSET it cannot hold (a 500).
+    offset: int = Field(default=0, ge=0, le=100_000_000)
 
 
 def _user(request):
@@ -63,7 +64,9 @@ class QueuesView(QueueView):
 
 
 class QueueDetailView(QueueView):
-    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "configure"}
+    # Every DELETE of the API needs `admin` (README): a key scoped read,configure edits a queue but
+    # does not remove it.
+    required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
     @extend_schema(tags=TAG, responses={200: QueueOut}, summary="Get a review queue")
     def get(self, request, queue_id):
@@ -76,7 +79,7 @@ class QueueDetailView(QueueView):
         queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.model_dump())
         return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue.pk)))
 
-    @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (its reviews stay)")
+    @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (admin scope; its reviews stay)")
     def delete(self, request, queue_id):
         services.queue_delete(queue=selectors.queue_get(queue_id=queue_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

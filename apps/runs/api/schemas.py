@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field, RootModel, StrictInt, StrictStr
 
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.validation import Identifier
+from apps.core.validation import Identifier, Text
 from apps.runs.models import LABEL_MAX_LENGTH
 from apps.runs.services import MAX_CONCURRENCY, MAX_REPEATS, MAX_REVIEW_NOTE
 
@@ -26,7 +26,7 @@ class RunCreateIn(BaseModel):
     component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
     component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
     judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
-    label: Annotated[StrictStr, Field(max_length=LABEL_MAX_LENGTH)] = Field(
+    label: Annotated[Text, Field(max_length=LABEL_MAX_LENGTH)] = Field(
         default="", description='what to call the run ("after removing the PTO doc"); optional')
 
 
@@ -214,10 +214,9 @@ class RunResultOut(ResultOut):
 
 class ReviewIn(BaseModel):
     kind: Literal["criterion", "rule"]
-    key: Annotated[StrictStr, Field(min_length=1, max_length=1000,
-                                    description="the criterion's text, or the rule's rule_id")]
+    key: Annotated[Text, Field(min_length=1, max_length=1000, description="the criterion's text, or the rule's rule_id")]
     passed: bool = Field(strict=True)
-    note: Annotated[StrictStr, Field(max_length=MAX_REVIEW_NOTE)] = ""
+    note: Annotated[Text, Field(max_length=MAX_REVIEW_NOTE)] = ""
 
 
 class ReviewOut(BaseModel):

@@ -11,7 +11,8 @@ from apps.core.api.responses import respond
 from apps.core.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
 from apps.core.llm import llm_configured
-from apps.core.models import ApiKey
+from apps.core.models import SCOPE_ADMIN, ApiKey
+from apps.core.permissions import scopes_of
 from apps.core.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.schema import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
@@ -207,9 +208,12 @@ class RunItemsView(APIView):
 class RunCancelView(APIView):
     required_scopes = {"POST": "evaluate"}
 
-    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT}, summary="Cancel a pending or running run")
+    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT},
+                   summary="Cancel a pending or running run (its creator, or the admin scope)")
     def post(self, request, run_id):
-        run = services.run_cancel(run=_run_or_404(run_id))
+        run = services.run_cancel(run=_run_or_404(run_id),
+                                  requested_by=request.user if request.user.is_authenticated else None,
+                                  admin=SCOPE_ADMIN in scopes_of(request))
         return respond(RunOut, run_data(run))
 
 

@@ -3,7 +3,7 @@
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
 
 from apps.core.api.responses import absent_if_none
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
@@ -138,6 +138,33 @@ class ToolCallRecorded(ToolCallOut):
 class ToolCallsOut(BaseModel):
     session_id: str
     tool_calls: list[ToolCallRecorded]
+
+
+# A key without `read` (an ingest-only key) may write to any session, so an answer showing the trace
+# would hand it other agents' queries and tool results that GET /trace refuses it. It gets back an
+# acknowledgement instead: the session and its state, and for tool calls which were recorded.
+class TraceWrittenOut(BaseModel):
+    session_id: str
+    status: str
+
+
+class TraceAnswer(RootModel[TraceOut | TraceWrittenOut]):
+    """The trace (keys with the read scope), or an acknowledgement (keys without it)."""
+
+
+class ToolCallWritten(BaseModel):
+    seq: int
+    call_id: str | None
+    created: bool
+
+
+class ToolCallsWrittenOut(BaseModel):
+    session_id: str
+    tool_calls: list[ToolCallWritten]
+
+
+class ToolCallsAnswer(RootModel[ToolCallsOut | ToolCallsWrittenOut]):
+    """The recorded calls (keys with the read scope), or which were recorded (keys without it)."""
 
 
 class BatchAccepted(BaseModel):

@@ -17,6 +17,8 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
+from apps.core.models import SCOPE_READ
+from apps.core.permissions import scopes_of
 from apps.core.schema import CONFLICT
 from apps.traces import ledger, ledger_selectors, selectors, services
 
@@ -33,11 +35,15 @@ from .schemas import (
     MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_TOOL_CALLS_PER_REQUEST,
     ToolCallIn,
+    ToolCallsAnswer,
     ToolCallsOut,
     ToolCallPageOut,
     ToolCallPageQuery,
+    ToolCallsWrittenOut,
+    TraceAnswer,
     TraceOut,
     TraceStartIn,
+    TraceWrittenOut,
 )
 from .serializers import tool_call_data, tool_calls_next_url, trace_data
 
@@ -117,6 +123,15 @@ def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Call
         raise
 
 
+def _written(request, trace, *, status=200, tool_calls=None):
+    """The answer to a trace write: the trace for a caller who may read it, else an acknowledgement
+    (TraceWrittenOut), which holds nothing the request did not send. The calls are read only when shown."""
+    if SCOPE_READ not in scopes_of(request):
+        return respond(TraceWrittenOut, {"session_id": trace.session_id, "status": trace.status}, status=status)
+    # tool_calls=None: trace_data reads only the first page, so a big trace's answer stays one page.
+    return respond(TraceOut, trace_data(trace, tool_calls=tool_calls), status=status)
+
+
 def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.ToolCallInput:
     return services.ToolCallInput(
         tool_name=call.tool_name,
@@ -133,27 +148,27 @@ def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.T
 class TraceStartView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceOut, 200: TraceOut, 409: CONFLICT},
+    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceAnswer, 200: TraceAnswer, 409: CONFLICT},
                    summary="Start a trace (idempotent on session_id)")
     def post(self, request):
         with _refusals_recorded(request):
             body = validate_body(TraceStartIn, request.data)
             trace, created = services.trace_start(session_id=body.session_id, user_query=body.user_query,
                                                   agent_name=body.agent_name, metadata=body.metadata)
-        return respond(TraceOut, trace_data(trace, tool_calls=[] if created else None),
-                       status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+        return _written(request, trace, tool_calls=[] if created else None,
+                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class TraceIntentView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceOut, 409: CONFLICT}, summary="Record the detected intent")
+    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Record the detected intent")
     def post(self, request, session_id):
         with _refusals_recorded(request):
             body = validate_body(IntentIn, request.data)
             trace = services.trace_intent_record(session_id=session_id, intent=body.intent,
                                                  resource_type=body.resource_type, operation=body.operation)
-        return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
+        return _written(request, trace)
 
 
 class TraceToolCallsView(APIView):
@@ -162,7 +177,7 @@ class TraceToolCallsView(APIView):
     @extend_schema(
         tags=TAG,
         request=ToolCallIn,
-        responses={201: ToolCallsOut, 200: ToolCallsOut, 409: CONFLICT},
+        responses={201: ToolCallsAnswer, 200: ToolCallsAnswer, 409: CONFLICT},
         parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                                      description="Makes a retried request safe for calls sent without call_id "
                                      f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).")],
@@ -181,6 +196,11 @@ class TraceToolCallsView(APIView):
             ]
             recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
         any_created = any(created for _, created in recorded)
+        if SCOPE_READ not in scopes_of(request):
+            # A call already recorded under the same call_id may be another agent's: only its place.
+            return respond(ToolCallsWrittenOut, {"session_id": session_id, "tool_calls": [
+                {"seq": call.seq, "call_id": call.call_id, "created": created} for call, created in recorded]},
+                status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK)
         return respond(
             ToolCallsOut,
             {"session_id": session_id,
@@ -192,17 +212,19 @@ class TraceToolCallsView(APIView):
 class TraceCompleteView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceOut, 409: CONFLICT}, summary="Complete a trace")
+    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Complete a trace")
     def post(self, request, session_id):
         with _refusals_recorded(request):
             body = validate_body(CompleteIn, request.data)
             trace = services.trace_complete(session_id=session_id, final_response=body.final_response,
                                             success=body.success, error=body.error)
-        return respond(TraceOut, trace_data(trace, tool_calls=selectors.trace_tool_call_list(trace=trace)))
+        return _written(request, trace)
 
 
 class TraceBatchView(APIView):
     required_scopes = {"POST": "ingest"}
+    # A NUL in one trace rejects that trace in the answer, not the whole batch (see OrjsonParser).
+    body_items_validated_alone = True
 
     @extend_schema(
         tags=TAG,
