@@ -128,10 +128,13 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
                 values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), NULL::text[])", [
                     trace_ids, span_ids])
             # Answers with the spans that were already there (usually none) rather than the new ones.
+            # Inserted in key order: two exports sharing spans wait for each other in one order only,
+            # never in a cycle (a deadlock, answered 503 and retried).
             cursor.execute(
                 f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
                 f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
-                "SELECT t, s, %s, p::jsonb FROM input ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id) "
+                "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
+                "RETURNING otel_trace_id, span_id) "
                 "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
                 [*values[1], now],
             )
@@ -150,6 +153,11 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
             )
             new.update(cursor.fetchall())
     return new
+
+
+def _keep_waiting(records: list[SpanRecord]) -> None:
+    for r in records:
+        OtlpSpan.objects.filter(otel_trace_id=r.trace_id, span_id=r.span_id).update(payload=r.to_payload())
 
 
 def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
@@ -637,7 +645,8 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
         # The children that waited, at most a chunk of them: the rest are merged after the commit.
         waiting, _more = _claim_waiting(to_assemble, limit=_chunk())
         fresh_waiting: dict[str, list[SpanRecord]] = {}
-        for trace_id, group in by_trace.items():
+        # In trace id order: the row locks of traces merged into are taken in one order by everyone.
+        for trace_id, group in sorted(by_trace.items()):
             fresh = [r for r in group if (trace_id, r.span_id) in new_keys]
             if not fresh:
                 continue
@@ -660,6 +669,11 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
                         dropped_now += 1
                 new_traces.append(built)
             else:
+                if trace_id in with_root:
+                    # Its root was new when this export looked, and a duplicate when it inserted: a
+                    # concurrent export stored it first and is creating the trace. These spans were
+                    # stored without content: they wait like any child, and the settle merges them.
+                    _keep_waiting(fresh)
                 outcome.spans_waiting += len(fresh)
                 fresh_waiting[trace_id] = fresh
         capped = _cap_waiting(fresh_waiting)
