@@ -143,6 +143,9 @@ def client_worker(port: int, path: str, key: str | None, bodies: list[bytes], st
     out_q.put((errors, retries, time.perf_counter()))
 
 
+_start_events: list = []
+
+
 def send(port: int, path: str, key: str | None, bodies: list[bytes], clients: int):
     ctx = mp.get_context("spawn")
     start_evt, out_q = ctx.Event(), ctx.Queue()
@@ -155,6 +158,9 @@ def send(port: int, path: str, key: str | None, bodies: list[bytes], clients: in
     time.sleep(1.5)
     started = time.perf_counter()
     start_evt.set()
+    # Kept alive until the run ends: a collected Event unlinks its semaphore, and a client still
+    # starting on a loaded machine then dies unpickling it (and the run waits for it forever).
+    _start_events.append(start_evt)
     return procs, out_q, started
 
 
