@@ -728,6 +728,8 @@ def _settle(trace_ids: set[str]) -> list[int]:
     whatever the number of children. Idempotent: a span is claimed once."""
     updated: list[int] = []
     while True:
+        if not _settle_needed(trace_ids):
+            return list(dict.fromkeys(updated))
         with transaction.atomic():
             _bound_lock_waits()
             claimed, more = _claim_waiting(trace_ids, created_only=True, limit=_chunk())
@@ -746,6 +748,22 @@ def _settle(trace_ids: set[str]) -> list[int]:
                 _record_corrections(moved, "trace_cap")
         if not more:
             return list(dict.fromkeys(updated))
+
+
+def _settle_needed(trace_ids) -> bool:
+    """Whether any of these traces exists and has spans waiting: one cheap statement on the
+    waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
+    if not trace_ids:
+        return False
+    trace_ids = sorted(set(trace_ids))
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {_SPAN_TABLE} s JOIN {_TRACE_TABLE} t "
+                           "ON t.otel_trace_id = s.otel_trace_id WHERE s.payload IS NOT NULL "
+                           "AND s.otel_trace_id = ANY(%s))", [trace_ids])
+            return bool(cursor.fetchone()[0])
+    return OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=AgentTrace.objects.filter(
+        otel_trace_id__in=trace_ids).values("otel_trace_id")).exists()
 
 
 def otlp_traces_settle(*, batch: int = 500) -> int:
