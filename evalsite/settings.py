@@ -277,6 +277,16 @@ EVALSITE_OTLP_SPAN_RETENTION_HOURS = env_int("EVALSITE_OTLP_SPAN_RETENTION_HOURS
 # The ingestion ledger keeps one entry per request this long, then hourly sums (same totals): every
 # read of it (a scrape of /metrics, the API, the console) sums the per-request entries left.
 EVALSITE_LEDGER_COMPACT_AFTER_HOURS = env_int("EVALSITE_LEDGER_COMPACT_AFTER_HOURS", 2)
+# Per-trace caps of OTLP assembly: tool calls stored per trace, and spans kept waiting for a root
+# that has not arrived. Beyond them spans are dropped, counted on the trace (truncated, dropped) and
+# in the ingestion ledger ("trace_cap"). seq values are spaced to fit the tool call cap.
+EVALSITE_OTLP_MAX_TOOL_CALLS_PER_TRACE = env_int("EVALSITE_OTLP_MAX_TOOL_CALLS_PER_TRACE", 10_000)
+EVALSITE_OTLP_MAX_SPANS_PER_TRACE = env_int("EVALSITE_OTLP_MAX_SPANS_PER_TRACE", 20_000)
+# Waiting spans claimed and merged per transaction when a trace is assembled: bounds a worker's
+# memory and lock time whatever the number of children that waited.
+EVALSITE_OTLP_ASSEMBLY_CHUNK_SPANS = env_int("EVALSITE_OTLP_ASSEMBLY_CHUNK_SPANS", 2000)
+# How often the reaper merges children still waiting for a trace that exists (an interrupted assembly).
+EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS = env_int("EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS", 60)
 # How long one bot turn may take before the item fails with a timeout.
 # Where people reach this evalsite: `evalrun` prints links to the console's pages under it, and its
 # JUnit report links each testcase. The default is what `make run` serves (bin/run-local binds
@@ -454,6 +464,8 @@ CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
     "prune-otlp-spans": {"task": "apps.traces.tasks.prune_otlp_spans", "schedule": 3600.0},
     "compact-ingestion-ledger": {"task": "apps.traces.tasks.compact_ingestion_ledger", "schedule": 600.0},
+    "settle-otlp-traces": {"task": "apps.traces.tasks.settle_otlp_traces",
+                           "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS)},
 }
 
 LOGGING = {

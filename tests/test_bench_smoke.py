@@ -178,6 +178,12 @@ def test_otlp(pg):
                r"^ratio\s+: the receiver reaches \d+% of raw COPY")
 
 
+def test_otlp_assembly(pg):
+    result = bench("otlp_assembly.py", "--children", "300", "--calls", "200", "--pg", pg["base"])
+    assert_ran(result, r"^root after 300 waiting children .*\n\s+\{.*\"peak_mb\": \d+, \"tool_calls\": 300",
+               r"^late earlier span on a 200-call trace .*\n\s+\{.*\"tool_calls\": 201")
+
+
 def test_agentic(pg):
     result = bench("agentic.py", "--rows", "1000", "--batch-traces", "20", "--samples", "3", "--server-workers", "1",
                    "--port", str(free_port()), "--pg", pg["base"], "--db", f"{pg['name']}_agentic")

@@ -13,8 +13,14 @@ def fail_stale_traces(older_than_seconds: int | None = None) -> int:
     return services.trace_fail_stale(older_than=timedelta(seconds=seconds))
 
 
+@shared_task(name="apps.traces.tasks.settle_otlp_traces")
+def settle_otlp_traces() -> int:
+    return otlp_services.otlp_traces_settle()
+
+
 @shared_task(name="apps.traces.tasks.prune_otlp_spans")
 def prune_otlp_spans() -> int:
+    # The prune settles first: a child of a trace whose root came is merged, never pruned.
     return otlp_services.otlp_spans_prune(older_than=timedelta(hours=settings.EVALSITE_OTLP_SPAN_RETENTION_HOURS))
 
 
