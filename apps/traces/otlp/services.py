@@ -260,6 +260,7 @@ def _tool_call_rows(new_traces: list[_NewTrace]):
 
 
 _TRACE_COPY_FIELDS = list(AgentTrace._meta.concrete_fields)
+_TRACE_JSON_FIELDS = {f.attname for f in _TRACE_COPY_FIELDS if f.get_internal_type() == "JSONField"}
 
 
 def _copy_traces(traces: list[AgentTrace]) -> None:
@@ -275,8 +276,8 @@ def _copy_traces(traces: list[AgentTrace]) -> None:
         columns = ", ".join(f.column for f in _TRACE_COPY_FIELDS)
         with cursor.cursor.copy(f"COPY {AgentTrace._meta.db_table} ({columns}) FROM STDIN") as copy:
             for trace in traces:
-                copy.write_row([json_text(trace.metadata) if f.attname == "metadata" else getattr(trace, f.attname)
-                                for f in _TRACE_COPY_FIELDS])
+                copy.write_row([json_text(getattr(trace, f.attname)) if f.attname in _TRACE_JSON_FIELDS
+                                else getattr(trace, f.attname) for f in _TRACE_COPY_FIELDS])
 
 
 def _insert_traces(new_traces: list[_NewTrace]) -> None:
@@ -366,7 +367,7 @@ def _add_late_spans(trace_pk: int, records: list[SpanRecord]) -> None:
 
 # --- the entry point -----------------------------------------------------------------------------
 
-def otlp_spans_ingest(*, records: list[SpanRecord]) -> IngestOutcome:
+def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | None = None) -> IngestOutcome:
     """Store the spans of one export request (already mapped), assembling traces as their roots arrive."""
     outcome = IngestOutcome()
     if not records:
