@@ -11,6 +11,7 @@ process), whatever its kind, helped by the agent and llm spans under it.
 """
 
 import base64
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from typing import Any
@@ -33,6 +34,12 @@ REASON_NUL = "nul_character"
 REASON_INTEGER_RANGE = "integer_out_of_range"
 REASON_TOO_DEEP = "too_deep"
 REASON_TOO_LARGE = "too_large"
+
+# JSON values (array items, object members) decoded from the JSON text of attributes per request.
+# Decoded JSON takes up to ~70 bytes per value whatever its text's size (`[{},{},…]`), and a small
+# gzip body can carry megabytes of such text: this bounds that memory (~150 MB) however it is sent.
+MAX_JSON_VALUES_PER_REQUEST = 2_000_000
+_json_budget: ContextVar["_Budget | None"] = ContextVar("otlp_json_budget", default=None)
 
 _ZERO_TRACE_ID, _ZERO_SPAN_ID = bytes(16), bytes(8)
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -188,9 +195,18 @@ def attributes_dict(key_values, budget: _Budget | None = None, limit: int | None
 
 
 def decode_json_text(value: Any) -> Any:
-    """A JSON string decoded; any other string (or value) as it is."""
+    """A JSON string decoded; any other string (or value) as it is. Arrays and objects spend their
+    (upper bound of) values from the request's JSON budget; past it the span is rejected as too large."""
     if not isinstance(value, str):
         return value
+    budget = _json_budget.get()
+    if budget is not None and value.lstrip()[:1] in ("[", "{"):
+        # Every value but the first follows a comma or opens a container: an upper bound, counted in C.
+        values = value.count(",") + value.count("[") + value.count("{")
+        if values > budget.left:
+            raise InvalidSpan(f"its attributes hold more JSON values than this export may still decode "
+                              f"({budget.limit} in all); send fewer spans per export", REASON_TOO_LARGE)
+        budget.left -= values
     try:
         # orjson stops at 1,024 levels; what it yields is checked against the storage limits later.
         return orjson.loads(value)
@@ -557,6 +573,14 @@ def export_records(request, *, max_spans: int = 20_000, max_attributes: int = 25
     _check_size(request, max_spans=max_spans, max_attributes=max_attributes,
                 max_attributes_per_span=max_attributes_per_span)
     budget = _Budget(max_attributes)
+    json_budget = _json_budget.set(_Budget(MAX_JSON_VALUES_PER_REQUEST))
+    try:
+        return _map_export(request, budget, max_attributes_per_span)
+    finally:
+        _json_budget.reset(json_budget)
+
+
+def _map_export(request, budget: _Budget, max_attributes_per_span: int):
     records: list[SpanRecord] = []
     seen: set[tuple[bytes, bytes]] = set()
     rejections = Rejections()
