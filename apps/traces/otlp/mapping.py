@@ -11,6 +11,7 @@ process), whatever its kind, helped by the agent and llm spans under it.
 """
 
 import base64
+from operator import attrgetter
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
@@ -200,7 +201,10 @@ def decode_json_text(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     budget = _json_budget.get()
-    if budget is not None and value.lstrip()[:1] in ("[", "{"):
+    first = value[:1]
+    if first.isspace():
+        first = value.lstrip()[:1]
+    if budget is not None and first in ("[", "{"):
         # Every value but the first follows a comma or opens a container: an upper bound, counted in C.
         values = value.count(",") + value.count("[") + value.count("{")
         if values > budget.left:
@@ -421,50 +425,6 @@ def span_record(span, *, service_name: str | None, resource: dict | None, budget
     return record
 
 
-# --- the storage limits REST applies ---------------------------------------------------------------
-
-_TEXT_FIELDS = ("name", "error", "service_name", "agent_name", "conversation_id", "session_key", "user_query",
-                "final_response", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
-_SHORT_TEXT_FIELDS = ("name", "agent_name", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
-_JSON_FIELDS = (("tool_args", "gen_ai.tool.call.arguments"), ("tool_result", "gen_ai.tool.call.result"),
-                ("attributes", "the attributes"), ("resource", "the resource attributes"))
-# check_storable_json's refusals, by the words that name them (it raises ValueError with a sentence).
-_JSON_REASONS = (("NUL", REASON_NUL), ("64-bit", REASON_INTEGER_RANGE), ("nested", REASON_TOO_DEEP))
-
-
-def check_storable(record: SpanRecord) -> None:
-    """The limits every door applies (apps/core/validation.py, as REST validates its bodies): no NUL
-    or unpaired surrogate in any text, JSON no deeper than 64 levels, integers within 64 bits,
-    short fields within their columns. Raises InvalidSpan with the reason code."""
-    for name in _TEXT_FIELDS:
-        value = getattr(record, name)
-        if value is None:
-            continue
-        if "\x00" in value:
-            raise InvalidSpan(f"{name} contains a NUL character (\\u0000), which cannot be stored", REASON_NUL)
-        if name in _SHORT_TEXT_FIELDS and len(value) > MAX_SHORT_TEXT:
-            raise InvalidSpan(f"{name} is longer than {MAX_SHORT_TEXT} characters", REASON_TOO_LARGE)
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise InvalidSpan(f"{name} contains an unpaired surrogate", REASON_INVALID) from None
-    for ns in (record.start_ns, record.end_ns):
-        if not 0 <= ns < 2**63:
-            raise InvalidSpan("a timestamp is outside the 64-bit range", REASON_INTEGER_RANGE)
-    for name, where in _JSON_FIELDS:
-        value = getattr(record, name)
-        if value is None or value == {}:
-            continue
-        try:
-            check_storable_json(value, where)
-        except (ValueError, RecursionError) as exc:
-            message = str(exc) if isinstance(exc, ValueError) else f"{where} is nested too deep"
-            reason = next((code for words, code in _JSON_REASONS if words in message),
-                          REASON_TOO_DEEP if isinstance(exc, RecursionError) else REASON_INVALID)
-            raise InvalidSpan(message, reason) from None
-
-
 def _map_trace_fields(record: SpanRecord, attrs: dict) -> None:
     record.agent_name = _text(attrs.get("gen_ai.agent.name") or attrs.get("agent.name"))
     record.conversation_id = _text(attrs.get("gen_ai.conversation.id"))
@@ -512,6 +472,63 @@ def _map_llm_fields(record: SpanRecord, attrs: dict) -> None:
     if record.final_response is None:
         record.final_response = (last_assistant_text(attrs.get("gen_ai.output.messages"))
                                  or last_assistant_text(_flattened_messages(attrs, "llm.output_messages.")))
+
+
+# --- the storage limits REST applies ---------------------------------------------------------------
+
+_TEXT_FIELDS = ("name", "error", "service_name", "agent_name", "conversation_id", "session_key", "user_query",
+                "final_response", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
+_SHORT_TEXT_FIELDS = ("name", "agent_name", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
+_JSON_FIELDS = (("tool_args", "gen_ai.tool.call.arguments"), ("tool_result", "gen_ai.tool.call.result"),
+                ("attributes", "the attributes"), ("resource", "the resource attributes"))
+_texts_of, _short_texts_of = attrgetter(*_TEXT_FIELDS), attrgetter(*_SHORT_TEXT_FIELDS)
+_json_of = attrgetter(*(name for name, _ in _JSON_FIELDS))
+# check_storable_json's refusals, by the words that name them (it raises ValueError with a sentence).
+_JSON_REASONS = (("NUL", REASON_NUL), ("64-bit", REASON_INTEGER_RANGE), ("nested", REASON_TOO_DEEP))
+
+
+def check_storable(record: SpanRecord) -> None:
+    """The limits every door applies (apps/core/validation.py, as REST validates its bodies): no NUL
+    or unpaired surrogate in any text, JSON no deeper than 64 levels, integers within 64 bits,
+    short fields within their columns. Raises InvalidSpan with the reason code.
+
+    Runs for every span, so the common case is one pass over all texts and one check of all JSON
+    values together; only a span that fails is looked at field by field, to name the problem."""
+    joined = "".join(filter(None, _texts_of(record)))
+    if "\x00" in joined or not joined.isascii():
+        for name in _TEXT_FIELDS:
+            value = getattr(record, name)
+            if value is not None and "\x00" in value:
+                raise InvalidSpan(f"{name} contains a NUL character (\\u0000), which cannot be stored", REASON_NUL)
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSpan("a text field contains an unpaired surrogate", REASON_INVALID) from None
+    if max(map(len, filter(None, _short_texts_of(record))), default=0) > MAX_SHORT_TEXT:
+        raise InvalidSpan(f"a name or id is longer than {MAX_SHORT_TEXT} characters", REASON_TOO_LARGE)
+    if not (0 <= record.start_ns < 2**63 and 0 <= record.end_ns < 2**63):
+        raise InvalidSpan("a timestamp is outside the 64-bit range", REASON_INTEGER_RANGE)
+    # Falsy values ({}, [], 0, "") are storable whatever they are.
+    values = [value for value in _json_of(record) if value]
+    if not values:
+        return
+    try:
+        # One level deeper than each value: passing means every value passes on its own.
+        check_storable_json(values)
+        return
+    except (ValueError, RecursionError):
+        pass
+    for name, where in _JSON_FIELDS:
+        value = getattr(record, name)
+        if value is None or value == {}:
+            continue
+        try:
+            check_storable_json(value, where)
+        except (ValueError, RecursionError) as exc:
+            message = str(exc) if isinstance(exc, ValueError) else f"{where} is nested too deep"
+            reason = next((code for words, code in _JSON_REASONS if words in message),
+                          REASON_TOO_DEEP if isinstance(exc, RecursionError) else REASON_INVALID)
+            raise InvalidSpan(message, reason) from None
 
 
 @dataclass
