@@ -50,6 +50,10 @@ def _payloads() -> dict[str, tuple[bytes, str, str]]:
 
     out["3.3M attributes in one span"] = (attributes_body(1, 3_300_000), protobuf, "gzip")
     out["3.3M attributes over 2,000 spans"] = (attributes_body(2000, 1650), protobuf, "gzip")
+    many = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{
+        "traceId": "cd" * 16, "spanId": "cd" * 8, "name": "x",
+        "attributes": [{"key": f"k{i}", "value": {"intValue": "1"}} for i in range(1_400_000)]}]}]}]})
+    out["1.4M attributes as OTLP JSON"] = (gzip.compress(many.encode()), as_json, "gzip")
     out["1,000 nested arrays (JSON)"] = (b'{"resourceSpans": ' + b"[" * 1000 + b"]" * 1000 + b"}", as_json, "")
     bomb = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{
         "traceId": "ab" * 16, "spanId": "ab" * 8, "name": "execute_tool", "attributes": [
@@ -88,7 +92,11 @@ def child(path: str, content_type: str, encoding: str) -> None:
         limits["max_members"] = settings.EVALSITE_OTLP_MAX_GZIP_MEMBERS
     try:
         raw = decode.decompress(body, encoding, **limits)
-        export = decode.parse_request(raw, decode.encoding_of(content_type))
+        if hasattr(settings, "EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST"):
+            export = decode.parse_request(raw, decode.encoding_of(content_type),
+                                          max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST)
+        else:
+            export = decode.parse_request(raw, decode.encoding_of(content_type))
         del raw
         if hasattr(settings, "EVALSITE_OTLP_MAX_SPANS_PER_REQUEST"):
             records, rejected, _ = mapping.export_records(

@@ -94,7 +94,9 @@ class OtlpTracesView(APIView):
             body = decode.decompress(raw, request.META.get("HTTP_CONTENT_ENCODING", ""),
                                      limit=settings.EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES,
                                      max_members=settings.EVALSITE_OTLP_MAX_GZIP_MEMBERS)
-            export = decode.parse_request(body, encoding)
+            # An attribute is two objects in OTLP JSON: the attribute limit bounds them too.
+            export = decode.parse_request(body, encoding,
+                                          max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST)
             del body
             records, rejections, reason = export_records(
                 export, max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
