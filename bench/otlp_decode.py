@@ -2,6 +2,8 @@
 
     .venv/bin/python bench/otlp_decode.py [--only NAME ...] [--baseline /path/to/other/checkout] [--timeout 180]
 
+(CI's smoke run: --only nested normal members.)
+
 Builds the bodies of issue 21's attacks and two normal exports, then runs each through what the
 view does before storage (decode.decompress, decode.parse_request, mapping.export_records, with the
 settings' limits) in a fresh child process, one per body, and prints for each: the outcome (spans
@@ -21,22 +23,23 @@ import random
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
-def _payloads() -> dict[str, tuple[bytes, str, str]]:
-    """name -> (body, content type, content encoding)."""
+def _payloads() -> dict[str, Callable[[], tuple[bytes, str, str]]]:
+    """name -> a function building (body, content type, content encoding), so --only builds only those."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
     from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 
     from otlp import make_bodies, make_spans  # bench/otlp.py: the normal export of the throughput bench
 
     protobuf, as_json = "application/x-protobuf", "application/json"
-    out: dict[str, tuple[bytes, str, str]] = {}
-    out["empty gzip members, 9.7 MB"] = (gzip.compress(b"", mtime=0) * 485_000, protobuf, "gzip")
+    out: dict[str, Callable[[], tuple[bytes, str, str]]] = {}
+    out["empty gzip members, 9.7 MB"] = lambda: (gzip.compress(b"", mtime=0) * 485_000, protobuf, "gzip")
 
     def attributes_body(spans: int, per_span: int) -> bytes:
         request = ExportTraceServiceRequest()
@@ -48,22 +51,29 @@ def _payloads() -> dict[str, tuple[bytes, str, str]]:
             span.attributes.extend(KeyValue(key=f"k{i}", value=AnyValue(int_value=i)) for i in range(per_span))
         return gzip.compress(request.SerializeToString())
 
-    out["3.3M attributes in one span"] = (attributes_body(1, 3_300_000), protobuf, "gzip")
-    out["3.3M attributes over 2,000 spans"] = (attributes_body(2000, 1650), protobuf, "gzip")
-    many = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{
-        "traceId": "cd" * 16, "spanId": "cd" * 8, "name": "x",
-        "attributes": [{"key": f"k{i}", "value": {"intValue": "1"}} for i in range(1_400_000)]}]}]}]})
-    out["1.4M attributes as OTLP JSON"] = (gzip.compress(many.encode()), as_json, "gzip")
-    out["1,000 nested arrays (JSON)"] = (b'{"resourceSpans": ' + b"[" * 1000 + b"]" * 1000 + b"}", as_json, "")
-    bomb = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [{
-        "traceId": "ab" * 16, "spanId": "ab" * 8, "name": "execute_tool", "attributes": [
+    out["3.3M attributes in one span"] = lambda: (attributes_body(1, 3_300_000), protobuf, "gzip")
+    out["3.3M attributes over 2,000 spans"] = lambda: (attributes_body(2000, 1650), protobuf, "gzip")
+
+    def many_attributes_json() -> bytes:
+        attributes = [{"key": f"k{i}", "value": {"intValue": "1"}} for i in range(1_400_000)]
+        span = {"traceId": "cd" * 16, "spanId": "cd" * 8, "name": "x", "attributes": attributes}
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+    out["1.4M attributes as OTLP JSON"] = lambda: (gzip.compress(many_attributes_json()), as_json, "gzip")
+    out["1,000 nested arrays (JSON)"] = lambda: (b'{"resourceSpans": ' + b"[" * 1000 + b"]" * 1000 + b"}", as_json, "")
+
+    def json_values_bomb() -> bytes:
+        result = "[" + "{}," * 20_000_000 + "{}]"
+        span = {"traceId": "ab" * 16, "spanId": "ab" * 8, "name": "execute_tool", "attributes": [
             {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-            {"key": "gen_ai.tool.call.result", "value": {"stringValue": "[" + "{}," * 20_000_000 + "{}]"}}]}]}]}]})
-    out["60 MB of JSON values in a tool result"] = (gzip.compress(bomb.encode()), as_json, "gzip")
-    normal = make_bodies(make_spans(47, 10, seed=1), 512)[0]
-    out["normal export: 512 spans"] = (gzip.compress(normal), protobuf, "gzip")
-    large = make_bodies(make_spans(1800, 10, seed=2), 19_800)[0]
-    out["large export: 19,800 spans"] = (gzip.compress(large), protobuf, "gzip")
+            {"key": "gen_ai.tool.call.result", "value": {"stringValue": result}}]}
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+
+    out["60 MB of JSON values in a tool result"] = lambda: (gzip.compress(json_values_bomb()), as_json, "gzip")
+    out["normal export: 512 spans"] = lambda: (
+        gzip.compress(make_bodies(make_spans(47, 10, seed=1), 512)[0]), protobuf, "gzip")
+    out["large export: 19,800 spans"] = lambda: (
+        gzip.compress(make_bodies(make_spans(1800, 10, seed=2), 19_800)[0]), protobuf, "gzip")
     return out
 
 
@@ -131,9 +141,10 @@ def main() -> None:
         # Built in a process of their own: a child forked from a parent holding them would report the
         # parent's size as its own peak (ru_maxrss survives exec).
         index = []
-        for n, (name, (body, content_type, encoding)) in enumerate(_payloads().items()):
+        for n, (name, build) in enumerate(_payloads().items()):
             if args.only and not any(part in name for part in args.only):
                 continue
+            body, content_type, encoding = build()
             (Path(args.make) / str(n)).write_bytes(body)
             index.append([name, str(Path(args.make) / str(n)), content_type, encoding])
         (Path(args.make) / "index.json").write_text(json.dumps(index))
