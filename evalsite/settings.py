@@ -263,6 +263,15 @@ EVALSITE_TRACE_TOOL_CALLS_PAGE = env_int("EVALSITE_TRACE_TOOL_CALLS_PAGE", 500)
 # OTLP receiver (POST /v1/traces). The compressed body is bounded by EVALSITE_MAX_BODY_BYTES; this
 # bounds it once inflated, so a gzip bomb is refused after at most this many bytes of output.
 EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES = env_int("EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES", 64 * 1024 * 1024)
+# Concatenated gzip members one body may hold (exporters send one); more is a 400.
+EVALSITE_OTLP_MAX_GZIP_MEMBERS = env_int("EVALSITE_OTLP_MAX_GZIP_MEMBERS", 64)
+# What one export may hold before it is refused with 413, unmapped: spans, and attribute values
+# (resource and span attributes, array and kvlist items included).
+EVALSITE_OTLP_MAX_SPANS_PER_REQUEST = env_int("EVALSITE_OTLP_MAX_SPANS_PER_REQUEST", 20_000)
+EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST = env_int("EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST", 250_000)
+# Attributes read per span, as OpenTelemetry's attribute count limit: the first ones are kept, the
+# rest dropped and counted (`_dropped_attributes` in the span's kept attributes).
+EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN = env_int("EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN", 128)
 # Exports one server process handles at once; more are answered 429 with Retry-After (exporters retry).
 EVALSITE_OTLP_MAX_IN_FLIGHT = env_int("EVALSITE_OTLP_MAX_IN_FLIGHT", 4)
 # Retry-After (seconds) on 429 and 503 answers.

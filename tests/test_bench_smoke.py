@@ -80,6 +80,12 @@ def test_judge_coverage():
                r"^accuracy       : [\d.]+% where it answers", r"^false passes   : 0$")
 
 
+def test_otlp_decode():
+    result = bench("otlp_decode.py", "--only", "nested", "normal", "members")
+    assert result.returncode == 0, result.stderr
+    assert "400: Body has more than 64" in result.stdout and "512 spans mapped" in result.stdout
+
+
 def test_trace_worst():
     result = bench("trace_worst.py", "--repeat", "1")
     assert_ran(result, r"^JSON, every field at its limit .* [\d.]+ s CPU", r"^natural language, long fields .* s CPU",

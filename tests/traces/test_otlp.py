@@ -311,7 +311,8 @@ def test_database_unavailable_is_503_with_retry_after(key_client, monkeypatch):
     assert _status(response).code == 14
 
 
-def test_nul_characters_are_stored_without_them(key_client):
+def test_nul_characters_reject_the_spans_holding_them(key_client):
+    """As REST answers 422 for a NUL, OTLP rejects each span that would store one (issue 21)."""
     body = _json_body()
     body["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"][2]["value"]["stringValue"] = json.dumps(
         [{"role": "user", "content": "find\u0000 pods"}])
@@ -319,8 +320,9 @@ def test_nul_characters_are_stored_without_them(key_client):
         '{"q": "a\\u0000b"}')
     response = key_client.post("/v1/traces", json.dumps(body), content_type="application/json")
     assert response.status_code == 200
-    trace = AgentTrace.objects.get()
-    assert trace.user_query == "find pods" and trace.tool_calls.get().tool_args == {"q": "ab"}
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "2" and "2 nul_character" in partial["errorMessage"]
+    assert not AgentTrace.objects.exists() and not OtlpSpan.objects.exists()
 
 
 def test_trace_page_and_admin_show_what_was_not_mapped(key_client, admin_client):
@@ -359,16 +361,17 @@ def test_children_stored_while_their_trace_was_being_created_are_settled(key_cli
     assert otlp_services._settle({record.trace_id}) == []  # claimed once
 
 
-def test_nul_in_attribute_keys_is_removed_from_what_is_kept(key_client):
+def test_nul_in_attribute_keys_rejects_the_span_that_keeps_them(key_client):
     body = _json_body()
     body["resourceSpans"][0]["resource"]["attributes"].append({"key": "host\u0000name", "value": {"stringValue": "x"}})
     body["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"].append(
         {"key": "odd\u0000key", "value": {"kvlistValue": {"values": [{"key": "a\u0000", "value": {"intValue": "1"}}]}}})
     response = key_client.post("/v1/traces", json.dumps(body), content_type="application/json")
     assert response.status_code == 200
-    otel = AgentTrace.objects.get().metadata["otel"]
-    assert otel["resource"] == {"hostname": "x"}
-    assert otel["spans"][0]["attributes"]["oddkey"] == {"a": 1}
+    partial = response.json()["partialSuccess"]
+    assert partial["rejectedSpans"] == "1" and "nul_character" in partial["errorMessage"]
+    # The root (which keeps the resource and its attributes) is rejected; its child waits for a good one.
+    assert not AgentTrace.objects.exists() and OtlpSpan.objects.filter(payload__isnull=False).count() == 1
 
 
 def test_exporter_retries_after_503_and_the_spans_land_once(otlp_env, monkeypatch, settings):

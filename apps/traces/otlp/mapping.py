@@ -11,15 +11,37 @@ process), whatever its kind, helped by the agent and llm spans under it.
 """
 
 import base64
+import re
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any
 
 import orjson
 
+from apps.core.validation import MAX_JSON_DEPTH, check_storable_json
+
 # Bounds on what is kept of unmapped attributes: per string value, and per span once serialised.
 MAX_ATTRIBUTE_TEXT = 2000
 MAX_SPAN_ATTRIBUTES_BYTES = 8 * 1024
+# The columns REST limits to 255 characters (apps/traces/api/schemas.py: Identifier, ShortText).
+MAX_SHORT_TEXT = 255
+# Events of a failed span looked at for its exception (the SDK records one, at most a few).
+_MAX_EVENTS_READ = 128
+
+# Why a span was rejected: a small fixed set, as the ingestion ledger and its Prometheus label need.
+REASON_INVALID = "invalid"
+REASON_NUL = "nul_character"
+REASON_INTEGER_RANGE = "integer_out_of_range"
+REASON_TOO_DEEP = "too_deep"
+REASON_TOO_LARGE = "too_large"
+
+# JSON values (array items, object members) decoded from the JSON text of attributes per request.
+# Decoded JSON takes up to ~70 bytes per value whatever its text's size (`[{},{},…]`), and a small
+# gzip body can carry megabytes of such text: this bounds that memory (~150 MB) however it is sent.
+MAX_JSON_VALUES_PER_REQUEST = 2_000_000
+_json_budget: ContextVar["_Budget | None"] = ContextVar("otlp_json_budget", default=None)
 
 _ZERO_TRACE_ID, _ZERO_SPAN_ID = bytes(16), bytes(8)
 _STATUS_ERROR = 2  # opentelemetry.proto.trace.v1.Status.STATUS_CODE_ERROR
@@ -55,7 +77,30 @@ _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model"})
 
 
 class InvalidSpan(ValueError):
-    """A span that cannot be stored (bad ids): refused on its own, reported in partial_success."""
+    """A span that cannot be stored: refused on its own, reported in partial_success with its reason."""
+
+    def __init__(self, message: str, reason: str = REASON_INVALID):
+        super().__init__(message)
+        self.reason = reason
+
+
+class ExportTooLarge(Exception):
+    """An export holding more spans or attributes than one request may: refused as a whole (413),
+    before the work it would cost is done."""
+
+
+class _Budget:
+    """Attribute values (array and kvlist items included) one request may still map."""
+
+    __slots__ = ("left", "limit")
+
+    def __init__(self, limit: int):
+        self.left = self.limit = limit
+
+    def spend(self, n: int) -> None:
+        self.left -= n
+        if self.left < 0:
+            raise ExportTooLarge(f"The export holds more than {self.limit} attribute values; send smaller batches.")
 
 
 @dataclass(slots=True)
@@ -116,28 +161,12 @@ def ns_to_datetime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def clean_text(value: str) -> str:
-    # PostgreSQL text holds no NUL; an agent's string with one is kept without it rather than refused.
-    return value.replace("\x00", "") if "\x00" in value else value
-
-
-def _clean_json(value):
-    if isinstance(value, str):
-        return clean_text(value)
-    if isinstance(value, list):
-        return [_clean_json(v) for v in value]
-    if isinstance(value, dict):
-        return {clean_text(k): _clean_json(v) for k, v in value.items()}
-    return value
-
-
-def any_value(value) -> Any:
-    """An OTLP AnyValue as plain Python (kvlists as dicts, bytes as base64 text)."""
+def any_value(value, budget: _Budget | None = None) -> Any:
+    """An OTLP AnyValue as plain Python (kvlists as dicts, bytes as base64 text). Arrays and kvlists
+    spend their items from `budget`, so one attribute cannot hold millions of values."""
     kind = value.WhichOneof("value")
     if kind == "string_value":
-        text = value.string_value
-        # Inline rather than clean_text(): this runs for nearly every attribute of every span.
-        return text if "\x00" not in text else text.replace("\x00", "")
+        return value.string_value
     if kind == "int_value":
         return value.int_value
     if kind == "bool_value":
@@ -146,32 +175,51 @@ def any_value(value) -> Any:
         number = value.double_value
         return number if number == number and abs(number) != float("inf") else str(number)
     if kind == "array_value":
-        return [any_value(v) for v in value.array_value.values]
+        values = value.array_value.values
+        if budget is not None:
+            budget.spend(len(values))
+        return [any_value(v, budget) for v in values]
     if kind == "kvlist_value":
-        return {clean_text(kv.key): any_value(kv.value) for kv in value.kvlist_value.values}
+        values = value.kvlist_value.values
+        if budget is not None:
+            budget.spend(len(values))
+        return {kv.key: any_value(kv.value, budget) for kv in values}
     if kind == "bytes_value":
         return base64.b64encode(value.bytes_value).decode()
     return None
 
 
-def attributes_dict(key_values) -> dict:
-    # Keys are left as sent: only unmapped ones are stored, and those are cleaned with the metadata.
-    return {kv.key: any_value(kv.value) for kv in key_values}
+def attributes_dict(key_values, budget: _Budget | None = None, limit: int | None = None) -> dict:
+    """The first `limit` attributes (OpenTelemetry's attribute count limit keeps the first ones)."""
+    if limit is not None and len(key_values) > limit:
+        key_values = key_values[:limit]
+    return {kv.key: any_value(kv.value, budget) for kv in key_values}
 
 
 def decode_json_text(value: Any) -> Any:
-    """A JSON string decoded; any other string (or value) as it is."""
+    """A JSON string decoded; any other string (or value) as it is. Arrays and objects spend their
+    (upper bound of) values from the request's JSON budget; past it the span is rejected as too large."""
     if not isinstance(value, str):
         return value
+    budget = _json_budget.get()
+    first = value[:1]
+    if first.isspace():
+        first = value.lstrip()[:1]
+    if budget is not None and first in ("[", "{"):
+        # Every value but the first follows a comma or opens a container: an upper bound, counted in C.
+        values = value.count(",") + value.count("[") + value.count("{")
+        if values > budget.left:
+            raise InvalidSpan(f"its attributes hold more JSON values than this export may still decode "
+                              f"({budget.limit} in all); send fewer spans per export", REASON_TOO_LARGE)
+        budget.left -= values
     try:
-        decoded = orjson.loads(value)
+        # orjson stops at 1,024 levels; what it yields is checked against the storage limits later.
+        return orjson.loads(value)
     except orjson.JSONDecodeError:
         return value
-    # orjson yields nothing it cannot write back; only an escaped NUL would not fit PostgreSQL.
-    return _clean_json(decoded) if "\\u0000" in value else decoded
 
 
-def _text(value: Any, limit: int = 255) -> str | None:
+def _text(value: Any, limit: int = MAX_SHORT_TEXT) -> str | None:
     if value is None or value == "":
         return None
     text = value if isinstance(value, str) else orjson.dumps(value, default=str).decode()
@@ -310,18 +358,19 @@ def _bounded_attributes(attrs: dict, mapped: frozenset) -> dict:
         if size > MAX_SPAN_ATTRIBUTES_BYTES:
             kept["_truncated"] = True
             break
-        kept[clean_text(key)] = _clean_json(value)
+        kept[key] = value
     return kept
 
 
 def _error_of(span, attrs: dict) -> str | None:
     if span.status.message:
-        return clean_text(span.status.message)
+        return span.status.message
     if attrs.get("error.type"):
         return _text(attrs["error.type"], limit=0)
-    for event in span.events:
+    for event in span.events[:_MAX_EVENTS_READ]:
         if event.name == "exception":
-            event_attrs = attributes_dict(event.attributes)
+            event_attrs = {kv.key: kv.value.string_value for kv in event.attributes[:_MAX_EVENTS_READ]
+                           if kv.key in ("exception.type", "exception.message")}
             parts = [event_attrs.get("exception.type"), event_attrs.get("exception.message")]
             text = ": ".join(str(p) for p in parts if p)
             if text:
@@ -329,8 +378,11 @@ def _error_of(span, attrs: dict) -> str | None:
     return "error"
 
 
-def span_record(span, *, service_name: str | None, resource: dict | None) -> SpanRecord:
-    """One protobuf Span as a SpanRecord; raises InvalidSpan for ids no trace can be keyed by."""
+def span_record(span, *, service_name: str | None, resource: dict | None, budget: _Budget | None = None,
+                max_attributes: int | None = None) -> SpanRecord:
+    """One protobuf Span as a SpanRecord; raises InvalidSpan for ids no trace can be keyed by, and
+    for content the database cannot store (see `check_storable`). Only the first `max_attributes`
+    attributes are read; how many were dropped is kept as `_dropped_attributes`."""
     trace_id, span_id, parent = span.trace_id, span.span_id, span.parent_span_id
     if len(trace_id) != 16 or trace_id == _ZERO_TRACE_ID:
         raise InvalidSpan("trace_id must be 16 bytes and not all zero")
@@ -340,7 +392,8 @@ def span_record(span, *, service_name: str | None, resource: dict | None) -> Spa
         raise InvalidSpan("parent_span_id must be empty or 8 bytes")
     if parent == _ZERO_SPAN_ID:
         parent = b""
-    attrs = attributes_dict(span.attributes)
+    attrs = attributes_dict(span.attributes, budget, max_attributes)
+    dropped_attributes = len(span.attributes) - len(attrs)
     kind = _kind(attrs)
     is_root = not parent or (span.flags & _REMOTE_PARENT) == _REMOTE_PARENT
     start_ns = span.start_time_unix_nano or span.end_time_unix_nano
@@ -348,7 +401,7 @@ def span_record(span, *, service_name: str | None, resource: dict | None) -> Spa
     failed = span.status.code == _STATUS_ERROR
     record = SpanRecord(
         trace_id=trace_id.hex(), span_id=span_id.hex(), parent_id=parent.hex() if parent else None,
-        name=clean_text(span.name)[:255], kind=kind, is_root=is_root, start_ns=start_ns, end_ns=end_ns,
+        name=span.name[:MAX_SHORT_TEXT], kind=kind, is_root=is_root, start_ns=start_ns, end_ns=end_ns,
         failed=failed, error=_error_of(span, attrs) if failed else None, service_name=service_name,
     )
     if is_root or kind == "agent":
@@ -367,6 +420,9 @@ def span_record(span, *, service_name: str | None, resource: dict | None) -> Spa
     elif kind == "llm":
         _map_llm_fields(record, attrs)
     record.attributes = _bounded_attributes(attrs, mapped) if attrs.keys() - mapped else {}
+    if dropped_attributes > 0:
+        record.attributes["_dropped_attributes"] = dropped_attributes
+    check_storable(record)
     return record
 
 
@@ -419,17 +475,143 @@ def _map_llm_fields(record: SpanRecord, attrs: dict) -> None:
                                  or last_assistant_text(_flattened_messages(attrs, "llm.output_messages.")))
 
 
-def export_records(request) -> tuple[list[SpanRecord], int, str | None]:
-    """Every span of an ExportTraceServiceRequest as a record. Returns (records, refused, first
-    refusal reason). A span repeated within the request is kept once."""
+# --- the storage limits REST applies ---------------------------------------------------------------
+
+_TEXT_FIELDS = ("name", "error", "service_name", "agent_name", "conversation_id", "session_key", "user_query",
+                "final_response", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
+_SHORT_TEXT_FIELDS = ("name", "agent_name", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
+_JSON_FIELDS = (("tool_args", "gen_ai.tool.call.arguments"), ("tool_result", "gen_ai.tool.call.result"),
+                ("attributes", "the attributes"), ("resource", "the resource attributes"))
+_texts_of, _short_texts_of = attrgetter(*_TEXT_FIELDS), attrgetter(*_SHORT_TEXT_FIELDS)
+_json_of = attrgetter(*(name for name, _ in _JSON_FIELDS))
+# What check_storable_json's pre-filter looks for (19+ digits, or a digit before a positive exponent),
+# written so the scan can skip to digits: a third of the time, which every span pays.
+_MAYBE_OUT_OF_RANGE = re.compile(rb"[0-9](?:[0-9]{18}|e[+0-9])")
+# check_storable_json's refusals, by the words that name them (it raises ValueError with a sentence).
+_JSON_REASONS = (("NUL", REASON_NUL), ("64-bit", REASON_INTEGER_RANGE), ("nested", REASON_TOO_DEEP))
+
+
+def check_storable(record: SpanRecord) -> None:
+    """The limits every door applies (apps/core/validation.py, as REST validates its bodies): no NUL
+    or unpaired surrogate in any text, JSON no deeper than 64 levels, integers within 64 bits,
+    short fields within their columns. Raises InvalidSpan with the reason code.
+
+    Runs for every span, so the common case is one pass over all texts and one check of all JSON
+    values together; only a span that fails is looked at field by field, to name the problem."""
+    joined = "".join(filter(None, _texts_of(record)))
+    if "\x00" in joined or not joined.isascii():
+        for name in _TEXT_FIELDS:
+            value = getattr(record, name)
+            if value is not None and "\x00" in value:
+                raise InvalidSpan(f"{name} contains a NUL character (\\u0000), which cannot be stored", REASON_NUL)
+        try:
+            joined.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidSpan("a text field contains an unpaired surrogate", REASON_INVALID) from None
+    if max(map(len, filter(None, _short_texts_of(record))), default=0) > MAX_SHORT_TEXT:
+        raise InvalidSpan(f"a name or id is longer than {MAX_SHORT_TEXT} characters", REASON_TOO_LARGE)
+    if not (0 <= record.start_ns < 2**63 and 0 <= record.end_ns < 2**63):
+        raise InvalidSpan("a timestamp is outside the 64-bit range", REASON_INTEGER_RANGE)
+    # Falsy values ({}, [], 0, "") are storable whatever they are.
+    values = [value for value in _json_of(record) if value]
+    if not values:
+        return
+    try:
+        encoded = orjson.dumps(values)
+    except orjson.JSONEncodeError:  # nested past 255 levels, an int past 64 bits, a surrogate
+        encoded = None
+    # The values sit one level deeper in the list: passing means each value passes on its own.
+    if (encoded is not None and b"\\u0000" not in encoded
+            and encoded.count(b"[") + encoded.count(b"{") <= MAX_JSON_DEPTH
+            and not _MAYBE_OUT_OF_RANGE.search(encoded)):
+        return
+    for name, where in _JSON_FIELDS:
+        value = getattr(record, name)
+        if value is None or value == {}:
+            continue
+        try:
+            check_storable_json(value, where)
+        except (ValueError, RecursionError) as exc:
+            message = str(exc) if isinstance(exc, ValueError) else f"{where} is nested too deep"
+            reason = next((code for words, code in _JSON_REASONS if words in message),
+                          REASON_TOO_DEEP if isinstance(exc, RecursionError) else REASON_INVALID)
+            raise InvalidSpan(message, reason) from None
+
+
+@dataclass
+class Rejections:
+    """Spans refused one by one: how many per reason code, and the first few messages."""
+
+    by_reason: dict[str, int] = field(default_factory=dict)
+    messages: list[str] = field(default_factory=list)
+
+    _MESSAGES_KEPT = 3
+
+    def add(self, span_id: bytes, exc: InvalidSpan) -> None:
+        self.by_reason[exc.reason] = self.by_reason.get(exc.reason, 0) + 1
+        if len(self.messages) < self._MESSAGES_KEPT:
+            self.messages.append(f"span {span_id.hex() or '(empty)'}: {exc}")
+
+    @property
+    def count(self) -> int:
+        return sum(self.by_reason.values())
+
+    def message(self) -> str | None:
+        """For OTLP's partial_success.error_message: the counts per reason, then the first refusals."""
+        if not self.by_reason:
+            return None
+        counts = ", ".join(f"{n} {reason}" for reason, n in sorted(self.by_reason.items()))
+        return f"{self.count} span(s) rejected ({counts}): " + "; ".join(self.messages)
+
+
+def _check_size(request, *, max_spans: int, max_attributes: int, max_attributes_per_span: int) -> None:
+    """Refuse an export too large to map before mapping any of it: lengths of repeated fields are
+    free to read, so this costs one step per resource and scope, not per attribute."""
+    spans = attributes = containers = 0
+    for resource_spans in request.resource_spans:
+        attributes += len(resource_spans.resource.attributes)
+        for scope_spans in resource_spans.scope_spans:
+            containers += 1
+            if containers > max_spans:
+                raise ExportTooLarge(f"The export holds more than {max_spans} scopes; send smaller batches.")
+            spans += len(scope_spans.spans)
+            if spans > max_spans:
+                raise ExportTooLarge(f"The export holds more than {max_spans} spans; send smaller batches.")
+    if attributes > max_attributes:
+        raise ExportTooLarge(f"The export holds more than {max_attributes} resource attributes.")
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                attributes += min(len(span.attributes), max_attributes_per_span)
+            if attributes > max_attributes:
+                raise ExportTooLarge(
+                    f"The export holds more than {max_attributes} attribute values; send smaller batches.")
+
+
+def export_records(request, *, max_spans: int = 20_000, max_attributes: int = 250_000,
+                   max_attributes_per_span: int = 128) -> tuple[list[SpanRecord], Rejections, str | None]:
+    """Every span of an ExportTraceServiceRequest as a record. Returns (records, rejections, the
+    partial-success message). A span repeated within the request is kept once; a span that cannot be
+    stored is rejected alone, with its reason. Raises ExportTooLarge for an export holding more than
+    `max_spans` spans or `max_attributes` attribute values (array and kvlist items included)."""
+    _check_size(request, max_spans=max_spans, max_attributes=max_attributes,
+                max_attributes_per_span=max_attributes_per_span)
+    budget = _Budget(max_attributes)
+    json_budget = _json_budget.set(_Budget(MAX_JSON_VALUES_PER_REQUEST))
+    try:
+        return _map_export(request, budget, max_attributes_per_span)
+    finally:
+        _json_budget.reset(json_budget)
+
+
+def _map_export(request, budget: _Budget, max_attributes_per_span: int):
     records: list[SpanRecord] = []
     seen: set[tuple[bytes, bytes]] = set()
-    refused, reason = 0, None
+    rejections = Rejections()
     for resource_spans in request.resource_spans:
-        resource = attributes_dict(resource_spans.resource.attributes)
+        resource = attributes_dict(resource_spans.resource.attributes, budget)
         service_name = _text(resource.get("service.name"))
-        kept_resource = {clean_text(k): _clean_json(v) for k, v in resource.items()
-                         if not k.startswith(_SKIPPED_RESOURCE_PREFIXES)}
+        kept_resource = {k: v for k, v in resource.items() if not k.startswith(_SKIPPED_RESOURCE_PREFIXES)}
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 key = (span.trace_id, span.span_id)
@@ -437,8 +619,11 @@ def export_records(request) -> tuple[list[SpanRecord], int, str | None]:
                     continue
                 seen.add(key)
                 try:
-                    records.append(span_record(span, service_name=service_name, resource=kept_resource))
+                    records.append(span_record(span, service_name=service_name, resource=kept_resource,
+                                               budget=budget, max_attributes=max_attributes_per_span))
                 except InvalidSpan as exc:
-                    refused += 1
-                    reason = reason or f"span {span.span_id.hex() or '(empty)'}: {exc}"
-    return records, refused, reason
+                    rejections.add(span.span_id, exc)
+                except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+                    # Whatever else a span's content trips in the mapping costs that span only, never a 500.
+                    rejections.add(span.span_id, InvalidSpan(f"cannot be mapped ({type(exc).__name__})"))
+    return records, rejections, rejections.message()

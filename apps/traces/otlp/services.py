@@ -411,6 +411,7 @@ def _tool_call_rows(new_traces: list[_NewTrace]):
 
 
 _TRACE_COPY_FIELDS = list(AgentTrace._meta.concrete_fields)
+_TRACE_JSON_FIELDS = {f.attname for f in _TRACE_COPY_FIELDS if f.get_internal_type() == "JSONField"}
 
 
 def _copy_traces(traces: list[AgentTrace]) -> None:

@@ -18,7 +18,7 @@ from rest_framework import exceptions
 from rest_framework.views import APIView
 
 from . import decode, services
-from .mapping import export_records
+from .mapping import ExportTooLarge, export_records
 
 
 class PartialSuccessOut(BaseModel):
@@ -92,13 +92,27 @@ class OtlpTracesView(APIView):
             return _status_response(request, 413, "Request body too large.")
         try:
             body = decode.decompress(raw, request.META.get("HTTP_CONTENT_ENCODING", ""),
-                                     limit=settings.EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES)
-            export = decode.parse_request(body, encoding)
+                                     limit=settings.EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES,
+                                     max_members=settings.EVALSITE_OTLP_MAX_GZIP_MEMBERS)
+            # An attribute is two objects in OTLP JSON: the attribute limit bounds them too.
+            export = decode.parse_request(body, encoding,
+                                          max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST)
+            del body
+            records, rejections, reason = export_records(
+                export, max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
+                max_attributes=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST,
+                max_attributes_per_span=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN)
         except decode.BodyError as exc:
             return _status_response(request, exc.status, exc.message)
-        records, refused, reason = export_records(export)
+        except ExportTooLarge as exc:
+            return _status_response(request, 413, str(exc))
+        except RecursionError:
+            # The decoder refuses deep nesting before recursing; this only keeps any miss a 400.
+            return _status_response(request, 400, "Body is nested too deep.")
+        del export
+        refused = rejections.count
         try:
-            services.otlp_spans_ingest(records=records)
+            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason)
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
             return _status_response(request, 503, "The database is unavailable or busy; retry later.",
