@@ -546,3 +546,12 @@ def test_concurrent_overlapping_exports_account_for_every_span(on_postgres, tran
     assert totals["received"] == sent == 8 * len(spans)
     assert totals["stored"] == len(spans) == OtlpSpan.objects.count()
     assert totals["duplicate"] == sent - len(spans) and totals["dropped"] == 0
+
+
+def test_a_span_repeated_within_one_request_is_received_twice_and_counted_as_a_duplicate(db, exporter):
+    trace = FakeTrace(seed=91)
+    tool = trace.tool("lookup", 1000)
+    assert exporter(body([trace.root(), tool, tool])) == 200
+    stored = AgentTrace.objects.get(otel_trace_id=trace.hex)
+    assert _tool_names(stored) == ["lookup"]
+    assert assert_ledger_balances() == {"received": 3, "stored": 2, "duplicate": 1, "rejected": 0, "dropped": 0}

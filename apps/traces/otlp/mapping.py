@@ -544,6 +544,8 @@ class Rejections:
 
     by_reason: dict[str, int] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
+    # Spans sent twice within this one request: kept once, the repeats counted as duplicates in the ledger.
+    repeated: int = 0
 
     _MESSAGES_KEPT = 3
 
@@ -616,6 +618,7 @@ def _map_export(request, budget: _Budget, max_attributes_per_span: int):
             for span in scope_spans.spans:
                 key = (span.trace_id, span.span_id)
                 if key in seen:
+                    rejections.repeated += 1
                     continue
                 seen.add(key)
                 try:

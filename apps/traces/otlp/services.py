@@ -411,7 +411,6 @@ def _tool_call_rows(new_traces: list[_NewTrace]):
 
 
 _TRACE_COPY_FIELDS = list(AgentTrace._meta.concrete_fields)
-_TRACE_JSON_FIELDS = {f.attname for f in _TRACE_COPY_FIELDS if f.get_internal_type() == "JSONField"}
 
 
 def _copy_traces(traces: list[AgentTrace]) -> None:
@@ -640,10 +639,12 @@ def _merge_into_trace(trace_pk: int, records: list[SpanRecord], *, marked: int =
 
 # --- the entry point -----------------------------------------------------------------------------
 
-def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | None = None) -> IngestOutcome:
+def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | None = None,
+                      repeated: int = 0) -> IngestOutcome:
     """Store the spans of one export request (already mapped), assembling traces as their roots
     arrive. `rejected`: per reason, the spans of the request refused before storage; with the
-    records they make the request's ledger entry."""
+    records they make the request's ledger entry. `repeated`: spans the request held more than once,
+    mapped once; the repeats are received and counted as duplicates."""
     rejected = {reason: n for reason, n in (rejected or {}).items() if n}
     outcome = IngestOutcome()
     if not records:
@@ -711,8 +712,9 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
             outcome.traces_created = [n.trace.pk for n in new_traces]
             _announce_completed(outcome.traces_created)
         outcome.spans_dropped = dropped_now
-        ingestion_record(source=_LEDGER_SOURCE, received=len(records) + sum(rejected.values()),
-                         stored=len(new_keys) - dropped_now, duplicate=outcome.spans_duplicate, rejected=rejected,
+        ingestion_record(source=_LEDGER_SOURCE, received=len(records) + repeated + sum(rejected.values()),
+                         stored=len(new_keys) - dropped_now, duplicate=outcome.spans_duplicate + repeated,
+                         rejected=rejected,
                          dropped={"trace_cap": dropped_now})
         _record_corrections(moved, "trace_cap")
     # Every trace this export touched, duplicates included: a retry of an export whose assembly was

@@ -112,7 +112,8 @@ class OtlpTracesView(APIView):
         del export
         refused = rejections.count
         try:
-            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason)
+            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason,
+                                       repeated=rejections.repeated)
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
             return _status_response(request, 503, "The database is unavailable or busy; retry later.",
