@@ -111,13 +111,13 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
             with cur.copy(
                 "COPY traces_agenttrace (id, session_id, agent_name, user_query, intent_detected, resource_type,"
                 " operation, final_response, success, error, status, start_time, end_time, duration_seconds,"
-                " tool_call_count, metadata, content_hash, source, created_at, updated_at) FROM STDIN"
+                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped) FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
                     copy.write_row((pk, t["session_id"], t["agent_name"], t["user_query"], t["intent_detected"],
                                     t["resource_type"], t["operation"], t["final_response"], t["success"], None,
                                     "completed", t["start_time"], t["end_time"], 2.0, len(t["tool_calls"]), "{}",
-                                    None, "batch", now, now))
+                                    None, "batch", now, now, False, "{}"))
             with cur.copy(
                 "COPY traces_toolcall (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error,"
                 " timestamp, duration_ms) FROM STDIN"

@@ -43,7 +43,7 @@ PLACES = ["in Delhi", "in Mumbai", "for team alpha", "in eu-west-1", "from last 
 RATINGS = [("excellent", 0.95, 30), ("good", 0.8, 30), ("acceptable", 0.65, 20), ("poor", 0.5, 15), ("failed", 0.2, 5)]
 TRACE_COLUMNS = ("session_id", "agent_name", "user_query", "intent_detected", "operation", "final_response", "success",
                  "status", "start_time", "end_time", "duration_seconds", "tool_call_count", "metadata", "source",
-                 "created_at", "updated_at")
+                 "created_at", "updated_at", "truncated", "dropped")
 EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "task_adherence", "task_adherence_reasoning",
                       "task_adherence_status", "tool_call_accuracy", "tool_call_accuracy_reasoning",
                       "tool_call_accuracy_status", "intent_resolution", "intent_resolution_reasoning",
@@ -81,7 +81,7 @@ def trace_rows(n: int, rng: random.Random, now: datetime):
         end = None if duration is None else start + timedelta(seconds=duration)
         yield (f"sess-{i:07d}-{rng.getrandbits(32):08x}", rng.choices(AGENTS, AGENT_WEIGHTS)[0], query,
                query.split()[0], query.split()[0], None if success is None else "Done.", success, status, start, end,
-               duration, rng.randint(0, 6), "{}", source, start, end or start)
+               duration, rng.randint(0, 6), "{}", source, start, end or start, False, "{}")
 
 
 def evaluation_rows(sessions: list[tuple[str, str, datetime]], rng: random.Random):

@@ -242,6 +242,8 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_CLIENT_IP_CALLABLE = "apps.core.login_throttle.client_address"
 AXES_LOCKOUT_CALLABLE = "apps.console.views.account.locked_out"
 AXES_HTTP_RESPONSE_CODE = 429
+# Off: axes logs a banner at INFO on every start-up, into the output of every manage.py command and bench.
+AXES_VERBOSE = False
 
 # Requests larger than this are answered 413 before their body is read.
 EVALSITE_MAX_BODY_BYTES = env_int("EVALSITE_MAX_BODY_BYTES", 10 * 1024 * 1024)
