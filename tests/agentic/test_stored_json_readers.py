@@ -14,23 +14,11 @@ from apps.agentic.judges import JudgeInput, JudgeToolCall
 from apps.traces.models import ToolCall
 from tests.agentic.factories import AgentEvaluationFactory, EvaluationRuleFactory
 from tests.traces.factories import AgentTraceFactory
+from tests.stored_json import BIG, STORED
 
 pytestmark = pytest.mark.django_db
 
 BASE = "/api/v1/metrics"
-BIG = 10**20
-
-
-def nested(depth: int) -> dict:
-    """Objects and arrays in turn, `depth` levels in all, an object outermost (tool_args are one)."""
-    value: object = {"leaf": "x"}
-    for i in range(depth - 1):
-        value = {"k": value} if i % 2 else [value]
-    return value if isinstance(value, dict) else {"k": value}
-
-
-# 300 levels: past orjson's limit of 255, what an OTLP export could store before the checks.
-STORED = {"big int": {"n": BIG, "neg": -BIG, "list": [BIG, 1]}, "100 deep": nested(100), "300 deep": nested(300)}
 
 
 def _stored_trace(session_id: str, value):

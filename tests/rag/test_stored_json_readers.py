@@ -7,17 +7,9 @@ import pytest
 
 from apps.rag.models import TraceEvaluation
 from tests.rag.factories import TraceEvaluationFactory
+from tests.stored_json import BIG, nested
 
 pytestmark = pytest.mark.django_db
-
-BIG = 10**20
-
-
-def nested(depth: int) -> dict:
-    value: object = {"leaf": "x"}
-    for i in range(depth - 1):
-        value = {"k": value} if i % 2 else [value]
-    return value if isinstance(value, dict) else {"k": value}
 
 
 @pytest.mark.parametrize("value", [{"n": BIG, "list": [BIG, -BIG]}, nested(100), nested(300)],

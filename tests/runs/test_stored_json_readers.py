@@ -11,20 +11,9 @@ import pytest
 
 from apps.runs.models import EvaluationResult
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory
+from tests.stored_json import STORED
 
 pytestmark = pytest.mark.django_db
-
-BIG = 10**20
-
-
-def nested(depth: int) -> dict:
-    value: object = {"leaf": "x"}
-    for i in range(depth - 1):
-        value = {"k": value} if i % 2 else [value]
-    return value if isinstance(value, dict) else {"k": value}
-
-
-STORED = {"big int": {"n": BIG, "neg": -BIG, "list": [BIG, 1]}, "100 deep": nested(100), "300 deep": nested(300)}
 
 
 @pytest.fixture(params=STORED.values(), ids=STORED.keys())

@@ -10,22 +10,9 @@ from apps.agentic.models import AgentEvaluation
 from apps.traces.models import AgentTrace, ToolCall
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.traces.factories import AgentTraceFactory
+from tests.stored_json import STORED
 
 pytestmark = pytest.mark.django_db
-
-BIG = 10**20
-
-
-def nested(depth: int) -> dict:
-    """Objects and arrays in turn, `depth` levels in all, an object outermost (tool_args are one)."""
-    value: object = {"leaf": "x"}
-    for i in range(depth - 1):
-        value = {"k": value} if i % 2 else [value]
-    return value if isinstance(value, dict) else {"k": value}
-
-
-STORED = {"big int": {"n": BIG, "neg": -BIG, "list": [BIG, 1]}, "100 deep": nested(100),
-          "300 deep": nested(300)}
 
 
 @pytest.fixture(params=STORED.values(), ids=STORED.keys())
