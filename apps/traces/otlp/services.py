@@ -461,17 +461,23 @@ def _micros(at: datetime) -> int:
     return (at - _EPOCH) // timedelta(microseconds=1)
 
 
-def _place(existing: list[tuple[int, int, int]], tools: list[SpanRecord]) -> list[int] | None:
-    """Seqs for new calls (sorted by start) among the existing ones ((id, seq, start in µs) in seq
-    order): each goes after the calls that started no later than it, in a free value between its
-    neighbours; after the last, one gap further. None when a gap is used up."""
+def _slots(existing: list[tuple[int, int, int]], tools: list[SpanRecord]) -> dict[int, list[int]]:
+    """The new calls (indexes into `tools`, sorted by start) by the number of existing calls that
+    started no later than each: the slot each goes into, after those calls."""
     stamps = [ts for _id, _seq, ts in existing]
     slots: dict[int, list[int]] = defaultdict(list)
     for i, r in enumerate(tools):
         slots[bisect_right(stamps, _micros(r.start_time))].append(i)
+    return slots
+
+
+def _place(existing: list[tuple[int, int, int]], tools: list[SpanRecord]) -> list[int] | None:
+    """Seqs for new calls (sorted by start) among the existing ones ((id, seq, start in µs) in seq
+    order): each goes after the calls that started no later than it, in a free value between its
+    neighbours; after the last, one gap further. None when a gap is used up."""
     gap = _seq_gap(len(existing) + len(tools))
     seqs = [0] * len(tools)
-    for slot, members in slots.items():
+    for slot, members in _slots(existing, tools).items():
         low = existing[slot - 1][1] if slot else 0
         if slot < len(existing):
             high = existing[slot][1]
@@ -490,10 +496,7 @@ def _place(existing: list[tuple[int, int, int]], tools: list[SpanRecord]) -> lis
 def _renumber(trace_pk: int, existing: list[tuple[int, int, int]], tools: list[SpanRecord]) -> list[int]:
     """Number the trace's calls again, a gap apart, with the new ones in their place; the seqs of the
     new calls are returned. Rare: only when a gap between two calls is used up."""
-    stamps = [ts for _id, _seq, ts in existing]
-    before: dict[int, list[int]] = defaultdict(list)
-    for i, r in enumerate(tools):
-        before[bisect_right(stamps, _micros(r.start_time))].append(i)
+    before = _slots(existing, tools)
     gap = _seq_gap(len(existing) + len(tools))
     seqs = [0] * len(tools)
     moved: list[tuple[int, int]] = []
