@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "django_prometheus",
     "apps.core",
     "apps.traces",
+    "apps.scores",
     "apps.agentic",
     "apps.nlquery",
     "apps.rag",

@@ -1,0 +1,25 @@
+from django.contrib import admin
+
+from .models import Score
+
+
+@admin.register(Score)
+class ScoreAdmin(admin.ModelAdmin):
+    """Read-only: scores are written by the judges and by reviews, never edited by hand."""
+
+    list_display = ("id", "subject_kind", "subject_id", "kind", "short_key", "source", "status", "reason", "passed",
+                    "value", "judge", "created_at")
+    list_filter = ("subject_kind", "kind", "source", "status", "reason")
+    search_fields = ("key",)
+    list_select_related = ("author",)
+    show_full_result_count = False
+
+    @admin.display(description="key")
+    def short_key(self, obj):
+        return obj.key[:80]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False

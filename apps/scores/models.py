@@ -1,0 +1,93 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+from .vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
+
+
+class ScoreQuerySet(models.QuerySet):
+    def of(self, subject_kind: str, subject_ids=None):
+        """Scores of one kind of subject, of the given subjects (ids or a subquery) if any."""
+        rows = self.filter(subject_kind=subject_kind)
+        return rows if subject_ids is None else rows.filter(subject_id__in=subject_ids)
+
+    def machine(self):
+        """What a judge gave (an LLM or code), as opposed to what a person gave."""
+        return self.exclude(source=ScoreSource.HUMAN)
+
+    def human(self):
+        return self.filter(source=ScoreSource.HUMAN)
+
+    def in_order(self):
+        return self.order_by("subject_kind", "subject_id", "kind", "position", "id")
+
+
+class Score(models.Model):
+    """One judgement of one thing, whoever made it. Run verdicts (criteria, rubric rules, V1
+    correctness), agentic and RAG metrics and human reviews are all rows of this table, so every
+    figure, filter and agreement is one query over it.
+
+    A subject is named by kind + id rather than a foreign key because scores sit below the apps whose
+    models they judge (apps.runs, apps.agentic, apps.rag): deleting a subject deletes its scores
+    through that app's service or a post_delete receiver, never through a cascade here."""
+
+    subject_kind = models.CharField(max_length=24, choices=SubjectKind.choices)
+    subject_id = models.BigIntegerField()
+    # The subject's container where reads group by it (a run result's run pk), so a run's verdicts
+    # are read by one index range without joining millions of results; null where there is none.
+    parent_id = models.BigIntegerField(null=True, blank=True)
+    kind = models.CharField(max_length=16, choices=ScoreKind.choices)
+    # What was judged: the criterion's text, the rubric rule's id, the metric's name.
+    key = models.CharField(max_length=1000)
+    # Order inside (subject, kind): the order the judge was asked in, which the API keeps.
+    position = models.PositiveIntegerField(default=0)
+    source = models.CharField(max_length=8, choices=ScoreSource.choices)
+    status = models.CharField(max_length=8, choices=JudgeStatus.choices, default=JudgeStatus.OK)
+    reason = models.CharField(max_length=24, choices=Reason.choices, blank=True, default="")
+    passed = models.BooleanField(null=True, blank=True)
+    value = models.FloatField(null=True, blank=True)
+    # A categorical verdict where there is one (a human's "pass"/"fail" note tag, a rating band).
+    label = models.CharField(max_length=64, blank=True, default="")
+    reasoning = models.TextField(blank=True, default="")
+    # The judge's name as shown ("heuristic:v2", "openai:gpt-4o-mini", "ragas:faithfulness").
+    judge = models.CharField(max_length=255, blank=True, default="")
+    # What judged it (apps.core.judge_fingerprint plus the criterion or rubric version); null for a
+    # person or for verdicts stored before judges were fingerprinted.
+    fingerprint = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    # 1..repeats for a run result's attempt; null elsewhere.
+    attempt = models.PositiveSmallIntegerField(null=True, blank=True)
+    # Rubric rules only: grouped by (component_scores) and filtered by (high-severity outcome).
+    severity = models.CharField(max_length=8, blank=True, default="")
+    scope = models.CharField(max_length=32, blank=True, default="")
+    # What the key's family needs and nothing reads in aggregate: a rule's name, a criterion's kind,
+    # a RAG metric's method and missing fields, a reviewer's display name.
+    detail = models.JSONField(null=True, blank=True)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                               related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    objects = ScoreQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["subject_kind", "subject_id", "kind", "position", "id"]
+        indexes = [
+            # A subject's scores, in the order the API shows them.
+            models.Index(fields=["subject_kind", "subject_id", "kind", "position"], name="score_subject"),
+            # A run's verdicts (aggregates, filters, comparison) without touching its results.
+            models.Index(fields=["subject_kind", "parent_id", "kind", "key"], name="score_parent_key"),
+            # Agreement: every score of one key, by source.
+            models.Index(fields=["subject_kind", "kind", "key", "source"], name="score_key_source"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(source=ScoreSource.HUMAN) | Q(author__isnull=True),
+                                   name="score_author_only_human"),
+        ]
+
+    def __str__(self):
+        return f"{self.subject_kind}:{self.subject_id} {self.key[:40]} ({self.source} {self.status})"
+
+    @property
+    def counts_as_passed(self) -> bool:
+        return self.status == JudgeStatus.OK and bool(self.passed)
