@@ -2,11 +2,25 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KeyTextTransform
+from django.utils.functional import cached_property
+
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
+
+from .scoring import TestResult, ran, status_q
+
+
+def metric_scores_of(evaluation_ids):
+    """The judge's metric rows of the given evaluations (ids or a subquery), in requested order.
+    Human reviews of the same metrics are Score rows too, and are left out."""
+    return Score.objects.of(SubjectKind.RAG_EVALUATION, evaluation_ids).machine().filter(
+        kind=ScoreKind.METRIC).in_order()
 
 
 class TraceEvaluationQuerySet(models.QuerySet):
     def with_test(self, name: str):
-        return self.filter(test_rows__name=name).distinct()
+        """Evaluations that requested the test `name` (every requested test has a row)."""
+        return self.with_test_matching(name=name)
 
     def with_question(self):
         """The question as `question`, read out of the payload by the database: a list shows it
@@ -16,13 +30,13 @@ class TraceEvaluationQuerySet(models.QuerySet):
     def with_test_matching(self, *, name: str = "", status: str = "", score_below: float | None = None):
         """Evaluations with one test row that meets every condition given (`context_recall` that
         errored, any metric scored below 0.5): EXISTS, so an evaluation is listed once."""
-        rows = TraceEvaluationTest.objects.filter(evaluation=OuterRef("pk"))
+        rows = metric_scores_of(None).filter(subject_id=OuterRef("pk"))
         if name:
-            rows = rows.filter(name=name)
+            rows = rows.filter(key=name)
         if status:
-            rows = rows.filter(status=status)
+            rows = rows.filter(status_q(status))
         if score_below is not None:
-            rows = rows.filter(status=TraceEvaluationTest.Status.SCORED, score__lt=score_below)
+            rows = rows.filter(status=JudgeStatus.OK, value__lt=score_below)
         return self.filter(Exists(rows))
 
 
@@ -59,6 +73,28 @@ class TraceEvaluation(models.Model):
 
     def __str__(self):
         return f"TRACE #{self.pk} ({', '.join(self.tests)})"
+
+    # The answer's per-test parts, read from the metric's Score rows. A page of evaluations gets
+    # them in one query through selectors.trace_evaluations_with_scores, which fills this cache.
+    @cached_property
+    def metric_scores(self) -> list[Score]:
+        return list(metric_scores_of([self.pk]))
+
+    @property
+    def evaluation_scores(self) -> dict[str, float | None]:
+        return {score.key: score.value for score in self.metric_scores if ran(score)}
+
+    @property
+    def metric_details(self) -> dict[str, dict]:
+        return {score.key: score.detail for score in self.metric_scores if ran(score)}
+
+    @property
+    def test_results(self) -> list[TestResult]:
+        return [TestResult.of(score) for score in self.metric_scores]
+
+    @property
+    def provided_parameters(self) -> dict:
+        return self.payload
 
 
 class TraceEvaluationTest(models.Model):

@@ -7,11 +7,13 @@ import orjson
 from django.db import transaction
 
 from apps.core import llm
+from apps.scores.services import scores_store
 
 from .metrics.evaluate import DETERMINISTIC, score_metrics
 from .models import TraceEvaluation, TraceEvaluationTest
 from .parsing import parse_query
 from .payload import UNSUPPORTED, missing_parameters
+from .scoring import metric_scores
 
 
 @dataclass
@@ -95,4 +97,9 @@ def _store(*, query, parsed_source: str, body: dict, missing: dict, outcome: str
     for row in rows:
         row.evaluation = evaluation
     TraceEvaluationTest.objects.bulk_create(rows)
+    scores = metric_scores(missing=missing, scores=body["evaluation_scores"], details=body["details"])
+    for score in scores:
+        score.subject_id = evaluation.pk
+    # The answer is read from these rows as stored, without a query back.
+    evaluation.metric_scores = scores_store(rows=scores)
     return evaluation

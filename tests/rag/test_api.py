@@ -5,7 +5,8 @@ import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from apps.rag.models import TraceEvaluation, TraceEvaluationTest
+from apps.rag.models import TraceEvaluation
+from apps.scores.models import Score
 from apps.rag.payload import METRIC_REQUIREMENTS
 from tests.rag.helpers import AUSTEN, FULL, PARIS, post
 
@@ -91,8 +92,12 @@ def test_missing_skips_all_scoring_unless_partial(api):
     assert set(body["evaluation_scores"]) == {"context_recall", "faithfulness"}
     evaluation = TraceEvaluation.objects.first()
     assert evaluation.outcome == "partial" and evaluation.partial
-    statuses = dict(evaluation.test_rows.values_list("name", "status"))
+    statuses = {row.name: row.status for row in evaluation.test_results}
     assert statuses == {"context_recall": "scored", "faithfulness": "scored", "answer_relevancy": "missing"}
+    # The partial request stored one judge row per requested test, the missing one skipped with its reason.
+    stored = dict(Score.objects.filter(subject_id=evaluation.pk).values_list("key", "status"))
+    assert stored == {"context_recall": "ok", "faithfulness": "ok", "answer_relevancy": "skipped"}
+    assert Score.objects.get(subject_id=evaluation.pk, key="answer_relevancy").detail == {"missing": ["question"]}
 
 
 def test_unsupported_test_flagged(api):
@@ -228,8 +233,8 @@ def test_evaluation_stored_and_history(api, staff_api):
     post(api, {**PARIS, "tests": ["faithfulness"], "answer": None})
     assert TraceEvaluation.objects.count() == 3
     evaluation = TraceEvaluation.objects.get(pk=int(first["X-Trace-Evaluation-Id"]))
-    assert evaluation.scores == first.json()["evaluation_scores"]
-    assert evaluation.details == first.json()["details"]
+    assert evaluation.evaluation_scores == first.json()["evaluation_scores"]
+    assert evaluation.metric_details == first.json()["details"]
     assert evaluation.judge == "deterministic" and evaluation.source == "json" and evaluation.outcome == "scored"
 
     history = api.get("/api/v1/trace/history").json()
@@ -267,7 +272,7 @@ def test_admin_pages(admin_client, api):
     detail = admin_client.get(f"/admin/rag/traceevaluation/{evaluation.pk}/change/")
     assert detail.status_code == 200
     assert b"unsupported_test" in detail.content
-    assert TraceEvaluationTest.objects.filter(status="unsupported").count() == 1
+    assert Score.objects.filter(subject_kind="rag_evaluation", reason="unsupported").count() == 1
 
 
 def test_openapi_schema_lists_endpoints(api):

@@ -46,7 +46,11 @@ class TraceView(APIView):
             answer = services.trace_evaluation_create(query=body.query, partial=partial, user=request.user)
         except QueryParseError as exc:
             return Response(exc.response_body(), status=exc.status_code)
-        return respond(TraceAnswerOut, answer.body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
+        evaluation = answer.evaluation
+        body = {"provided_parameters": evaluation.provided_parameters, "tests": evaluation.tests,
+                "missing": evaluation.missing, "evaluation_scores": evaluation.evaluation_scores,
+                "details": evaluation.metric_details}
+        return respond(TraceAnswerOut, body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
 
 
 def evaluation_data(evaluation: TraceEvaluation) -> dict:
@@ -59,13 +63,13 @@ def evaluation_data(evaluation: TraceEvaluation) -> dict:
         "judge": evaluation.judge,
         "tests": evaluation.tests,
         "missing": evaluation.missing,
-        "evaluation_scores": evaluation.scores,
-        "details": evaluation.details,
+        "evaluation_scores": evaluation.evaluation_scores,
+        "details": evaluation.metric_details,
         "provided_parameters": evaluation.payload,
         "llm_usage": evaluation.llm_usage,
         "duration_ms": evaluation.duration_ms,
         "test_results": [{"name": row.name, "status": row.status, "score": row.score, "method": row.method,
-                          "judge": row.judge, "missing": row.missing} for row in evaluation.test_rows.all()],
+                          "judge": row.judge, "missing": row.missing} for row in evaluation.test_results],
     }
 
 
@@ -94,7 +98,7 @@ class TraceHistoryView(APIView):
         page = paginator.paginate_queryset(queryset, request, view=self)
         return respond(TraceHistoryOut, {"count": paginator.count, "next": paginator.get_next_link(),
                                          "previous": paginator.get_previous_link(),
-                                         "results": [evaluation_data(e) for e in page]})
+                                         "results": [evaluation_data(e) for e in selectors.trace_evaluations_with_scores(page)]})
 
 
 class TraceEvaluationDetailView(APIView):
