@@ -106,7 +106,7 @@ class TraceEvaluationAdmin(admin.ModelAdmin):
 
     @admin.display(description="details")
     def details_pretty(self, obj):
-        return pretty_json(obj.metric_details)
+        return pretty_json(obj.details)
 
     @admin.display(description="payload")
     def payload_pretty(self, obj):

@@ -56,8 +56,6 @@ class TraceEvaluation(models.Model):
     payload = models.JSONField(help_text="The canonical payload the query was parsed into.")
     tests = models.JSONField(default=list)
     missing = models.JSONField(default=dict)
-    scores = models.JSONField(default=dict)
-    details = models.JSONField(default=dict)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
     partial = models.BooleanField(default=False, help_text="Requested with ?partial=true.")
     judge = models.CharField(max_length=255, help_text="deterministic, or openai:<model> when an LLM scored")
@@ -74,7 +72,8 @@ class TraceEvaluation(models.Model):
     def __str__(self):
         return f"TRACE #{self.pk} ({', '.join(self.tests)})"
 
-    # The answer's per-test parts, read from the metric's Score rows. A page of evaluations gets
+    # The answer's per-test parts (evaluation_scores, details, test_results), read from the metric's
+    # Score rows (apps.rag.scoring). A page of evaluations gets
     # them in one query through selectors.trace_evaluations_with_scores, which fills this cache.
     @cached_property
     def metric_scores(self) -> list[Score]:
@@ -85,8 +84,10 @@ class TraceEvaluation(models.Model):
         return {score.key: score.value for score in self.metric_scores if ran(score)}
 
     @property
-    def metric_details(self) -> dict[str, dict]:
-        return {score.key: score.detail for score in self.metric_scores if ran(score)}
+    def details(self) -> dict[str, dict]:
+        # A metric that ran always has its evidence; one without (hand-made data) is left out, as
+        # the JSON it was migrated from left it out.
+        return {score.key: score.detail for score in self.metric_scores if ran(score) and score.detail is not None}
 
     @property
     def test_results(self) -> list[TestResult]:
@@ -95,31 +96,3 @@ class TraceEvaluation(models.Model):
     @property
     def provided_parameters(self) -> dict:
         return self.payload
-
-
-class TraceEvaluationTest(models.Model):
-    """One requested test of an evaluation, a row so history can be filtered and listed per metric."""
-
-    class Status(models.TextChoices):
-        SCORED = "scored"
-        ERROR = "error"
-        SKIPPED = "skipped"
-        MISSING = "missing"
-        UNSUPPORTED = "unsupported"
-        NOT_RUN = "not_run"  # complete, but another test was missing and partial mode was off
-
-    evaluation = models.ForeignKey(TraceEvaluation, on_delete=models.CASCADE, related_name="test_rows")
-    name = models.CharField(max_length=255, db_index=True)
-    status = models.CharField(max_length=16, choices=Status.choices)
-    score = models.FloatField(null=True, blank=True)
-    method = models.CharField(max_length=255, blank=True)
-    judge = models.CharField(max_length=255, blank=True)
-    missing = models.JSONField(default=list, blank=True)
-
-    class Meta:
-        ordering = ["evaluation_id", "id"]
-        verbose_name = "RAG evaluation test"
-        constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="rag_unique_test_per_evaluation")]
-
-    def __str__(self):
-        return self.name

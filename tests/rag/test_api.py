@@ -234,7 +234,7 @@ def test_evaluation_stored_and_history(api, staff_api):
     assert TraceEvaluation.objects.count() == 3
     evaluation = TraceEvaluation.objects.get(pk=int(first["X-Trace-Evaluation-Id"]))
     assert evaluation.evaluation_scores == first.json()["evaluation_scores"]
-    assert evaluation.metric_details == first.json()["details"]
+    assert evaluation.details == first.json()["details"]
     assert evaluation.judge == "deterministic" and evaluation.source == "json" and evaluation.outcome == "scored"
 
     history = api.get("/api/v1/trace/history").json()

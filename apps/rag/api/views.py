@@ -43,14 +43,13 @@ class TraceView(APIView):
             llm_rate_check(request, self)
         partial = request.query_params.get("partial", "").strip().lower() in _TRUE
         try:
-            answer = services.trace_evaluation_create(query=body.query, partial=partial, user=request.user)
+            evaluation = services.trace_evaluation_create(query=body.query, partial=partial, user=request.user)
         except QueryParseError as exc:
             return Response(exc.response_body(), status=exc.status_code)
-        evaluation = answer.evaluation
         body = {"provided_parameters": evaluation.provided_parameters, "tests": evaluation.tests,
                 "missing": evaluation.missing, "evaluation_scores": evaluation.evaluation_scores,
-                "details": evaluation.metric_details}
-        return respond(TraceAnswerOut, body, headers={"X-Trace-Evaluation-Id": str(answer.evaluation.pk)})
+                "details": evaluation.details}
+        return respond(TraceAnswerOut, body, headers={"X-Trace-Evaluation-Id": str(evaluation.pk)})
 
 
 def evaluation_data(evaluation: TraceEvaluation) -> dict:
@@ -64,7 +63,7 @@ def evaluation_data(evaluation: TraceEvaluation) -> dict:
         "tests": evaluation.tests,
         "missing": evaluation.missing,
         "evaluation_scores": evaluation.evaluation_scores,
-        "details": evaluation.metric_details,
+        "details": evaluation.details,
         "provided_parameters": evaluation.payload,
         "llm_usage": evaluation.llm_usage,
         "duration_ms": evaluation.duration_ms,
