@@ -11,6 +11,7 @@ from apps.scores.vocabulary import ScoreKind, SubjectKind
 from .models import TraceEvaluation, metric_scores_of
 from .scoring import TestStatus
 from .selectors import trace_evaluations_with_scores
+from .services import trace_evaluations_delete
 
 
 class TestNameFilter(admin.SimpleListFilter):
@@ -67,6 +68,12 @@ class TraceEvaluationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+    def delete_model(self, request, obj):
+        trace_evaluations_delete(evaluations=TraceEvaluation.objects.filter(pk=obj.pk))
+
+    def delete_queryset(self, request, queryset):
+        trace_evaluations_delete(evaluations=queryset)
 
     def has_change_permission(self, request, obj=None):
         return False

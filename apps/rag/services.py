@@ -6,7 +6,8 @@ import orjson
 from django.db import transaction
 
 from apps.core import llm
-from apps.scores.services import scores_store
+from apps.scores.services import scores_delete, scores_store
+from apps.scores.vocabulary import SubjectKind
 
 from .metrics.evaluate import DETERMINISTIC, Scoring, score_metrics
 from .models import TraceEvaluation
@@ -70,3 +71,13 @@ def _store(*, query, parsed_source: str, provided: dict, tests: list[str], missi
     # The answer is read from these rows as stored, without a query back.
     evaluation.metric_scores = scores_store(rows=scores)
     return evaluation
+
+
+@transaction.atomic
+def trace_evaluations_delete(*, evaluations) -> int:
+    """Deletes evaluations (a queryset) with their Score rows, judge's and people's alike: a score
+    names its subject by kind + id, so no cascade reaches it."""
+    ids = list(evaluations.values_list("pk", flat=True))
+    scores_delete(subject_kind=SubjectKind.RAG_EVALUATION, subject_ids=ids)
+    deleted, _ = TraceEvaluation.objects.filter(pk__in=ids).delete()
+    return deleted

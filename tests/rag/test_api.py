@@ -6,8 +6,8 @@ import pytest
 from drf_spectacular.generators import SchemaGenerator
 
 from apps.rag.models import TraceEvaluation
-from apps.scores.models import Score
 from apps.rag.payload import METRIC_REQUIREMENTS
+from apps.scores.models import Score
 from tests.rag.helpers import AUSTEN, FULL, PARIS, post
 
 
@@ -289,3 +289,14 @@ def test_demo_loader_is_idempotent(db):
     assert load_demo_trace_evaluations() == 3
     assert load_demo_trace_evaluations() == 0
     assert sorted(TraceEvaluation.objects.values_list("outcome", flat=True)) == ["missing", "partial", "scored"]
+
+
+def test_deleting_an_evaluation_in_the_admin_deletes_its_scores(admin_client, api):
+    keep = TraceEvaluation.objects.get(pk=int(post(api, PARIS)["X-Trace-Evaluation-Id"]))
+    gone = TraceEvaluation.objects.get(pk=int(post(api, AUSTEN)["X-Trace-Evaluation-Id"]))
+    response = admin_client.post("/admin/rag/traceevaluation/", {
+        "action": "delete_selected", "_selected_action": [gone.pk], "post": "yes"})
+    assert response.status_code == 302
+    # Scores name their subject by kind + id: without the service they would outlive it.
+    assert not Score.objects.filter(subject_kind="rag_evaluation", subject_id=gone.pk).exists()
+    assert Score.objects.filter(subject_kind="rag_evaluation", subject_id=keep.pk).count() == len(PARIS["tests"])
