@@ -283,6 +283,19 @@ def test_openapi_schema_lists_endpoints(api):
         assert path in text
 
 
+def test_query_parameters_are_documented_and_read_from_their_models(api):
+    paths = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    history = {p["name"]: p for p in paths["/api/v1/trace/history"]["get"]["parameters"]}
+    assert set(history) == {"test", "outcome", "limit", "offset"}
+    assert sorted(history["outcome"]["schema"]["enum"]) == ["missing", "partial", "scored"]
+    assert [p["name"] for p in paths["/trace"]["post"]["parameters"]] == ["partial"]
+    # As before the models: a blank filter is no filter, and a partial that is not a yes is a no.
+    post(api, {**PARIS, "answer": None})
+    assert api.get("/api/v1/trace/history", {"outcome": "", "test": ""}).json()["count"] == 1
+    assert post(api, {**PARIS, "answer": None}, partial="maybe").json()["evaluation_scores"] == {}
+    assert post(api, {**PARIS, "answer": None}, partial="Yes").json()["evaluation_scores"] == {"context_recall": 1.0}
+
+
 def test_demo_loader_is_idempotent(db):
     from apps.rag.demo import load_demo_trace_evaluations
 
