@@ -22,11 +22,13 @@ LLM_JUDGE_PREFIX = "openai:"
 
 
 class TestStatus(models.TextChoices):
-    """A requested test's status as GET /api/v1/trace/history's test_results and the console name it."""
+    """A requested test's status as GET /api/v1/trace/history's test_results and a metric's details
+    name it (seed 002's words): JudgeStatus's error and skipped, "scored" for its ok, and three
+    statuses of tests that never ran, stored as skipped with a reason."""
 
     SCORED = "scored"
-    ERROR = "error"
-    SKIPPED = "skipped"
+    ERROR = JudgeStatus.ERROR.value
+    SKIPPED = JudgeStatus.SKIPPED.value
     MISSING = "missing"
     UNSUPPORTED = "unsupported"
     NOT_RUN = "not_run", "Not run"  # complete, but another test was missing and partial mode was off
