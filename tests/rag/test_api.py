@@ -313,3 +313,24 @@ def test_deleting_an_evaluation_in_the_admin_deletes_its_scores(admin_client, ap
     # Scores name their subject by kind + id: without the service they would outlive it.
     assert not Score.objects.filter(subject_kind="rag_evaluation", subject_id=gone.pk).exists()
     assert Score.objects.filter(subject_kind="rag_evaluation", subject_id=keep.pk).count() == len(PARIS["tests"])
+
+
+def test_a_page_reads_its_scores_in_one_query_whatever_its_length(api, admin_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.rag.factories import TraceEvaluationFactory
+
+    def queries(url, client):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    pages = [("/api/v1/trace/history", api), ("/console/rag/", admin_client),
+             ("/admin/rag/traceevaluation/", admin_client)]
+    TraceEvaluationFactory.create_batch(2)
+    [queries(url, client) for url, client in pages]  # the API key and session are cached after a first call
+    few = [queries(url, client) for url, client in pages]
+    TraceEvaluationFactory.create_batch(8)
+    # Ten evaluations cost what two did: one query for the page's Score rows, not one per evaluation.
+    assert [queries(url, client) for url, client in pages] == few
