@@ -10,7 +10,8 @@ from django.utils import timezone
 from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.agentic.models import AgentEvaluation, MetricStatus
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
-from apps.rag.models import TraceEvaluation, TraceEvaluationTest
+from apps.rag.models import TraceEvaluation, metric_scores_of
+from apps.rag.scoring import TestStatus, status_q
 from apps.runs.judging.types import CRITERION, RULE, Verdict
 from apps.runs.models import EvaluationResult, VerdictReview
 from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
@@ -137,17 +138,15 @@ def _agentic_targets(queue: ReviewQueue) -> list:
 
 
 def _rag_targets(queue: ReviewQueue) -> list:
-    Status = TraceEvaluationTest.Status
     matches = Q(pk__in=[])
     if queue.include_unassessed:
-        matches |= Q(status__in=[Status.ERROR, Status.SKIPPED])
+        matches |= status_q(TestStatus.ERROR) | status_q(TestStatus.SKIPPED)
     if queue.score_below is not None:
-        matches |= Q(status=Status.SCORED, score__lt=queue.score_below)
+        matches |= status_q(TestStatus.SCORED) & Q(value__lt=queue.score_below)
     if queue.disagreement_prone:
-        matches |= Q(status=Status.SCORED, name__in=_disagreeing_metrics("rag_evaluation", RAG_PASS))
+        matches |= status_q(TestStatus.SCORED) & Q(key__in=_disagreeing_metrics("rag_evaluation", RAG_PASS))
     candidates = TraceEvaluation.objects.exclude(pk__in=queue.items.values("rag_evaluation_id"))
-    chosen = set(TraceEvaluationTest.objects.filter(matches, evaluation__in=candidates)
-                 .values_list("evaluation_id", flat=True))
+    chosen = set(metric_scores_of(candidates.values("pk")).filter(matches).values_list("subject_id", flat=True))
     if queue.sample_percent > 0:
         chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
     return sorted(chosen)
@@ -272,7 +271,7 @@ def _review_agentic(item, reviewer, verdicts, note):
 
 
 def _review_rag(item, reviewer, verdicts, note):
-    rows = {row.name: row for row in item.rag_evaluation.test_rows.all()}
+    rows = {row.name: row for row in item.rag_evaluation.test_results}
     for verdict in verdicts:
         row = rows.get(verdict.get("key"))
         if row is None:
@@ -282,7 +281,7 @@ def _review_rag(item, reviewer, verdicts, note):
         MetricReview.objects.create(
             rag_evaluation=item.rag_evaluation, metric=row.name, passed=verdict["passed"], note=note,
             reviewer=reviewer, judge_score=row.score,
-            judge_status="ok" if row.status == TraceEvaluationTest.Status.SCORED else row.status)
+            judge_status="ok" if row.status == TestStatus.SCORED else row.status)
 
 
 REVIEWERS = {QueueKind.RUN_RESULT: _review_run_result, QueueKind.AGENTIC_EVALUATION: _review_agentic,

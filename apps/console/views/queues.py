@@ -212,7 +212,7 @@ def _rag_context(item) -> dict:
     latest = selectors.metric_reviews_in_force(rag_evaluation=evaluation)
     rows = [{"kind": "metric", "key": row.name, "label": row.name.replace("_", " "), "judge_score": row.score,
              "judge_passed": None if row.score is None else row.score >= RAG_PASS, "status": row.status,
-             "reasoning": row.method, "review": latest.get(row.name)} for row in evaluation.test_rows.all()]
+             "reasoning": row.method, "review": latest.get(row.name)} for row in evaluation.test_results]
     payload = evaluation.payload or {}
     return {"rows": rows, "evaluation": evaluation, "question": payload.get("question"), "answer": payload.get("answer"),
             "ground_truth": payload.get("ground_truth"), "contexts": payload.get("contexts") or [],
