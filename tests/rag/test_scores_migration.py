@@ -193,7 +193,7 @@ def test_demo_answers_are_the_same_before_and_after(api):
 
     # The POST answer, now read from the Score rows the request stored, is the old in-memory body
     # to the key order.
-    for (query, partial), (_, body) in zip(DEMO_QUERIES, stored):
+    for (query, partial), (_, body) in zip(DEMO_QUERIES, stored, strict=True):
         response = post(api, query, partial="true") if partial else post(api, query)
         assert json.dumps(response.json()) == json.dumps(_as_json(TraceAnswerOut, body))
     assert TraceEvaluation.objects.count() == 2 * len(DEMO_QUERIES)
