@@ -193,7 +193,29 @@ def test_demo_answers_are_the_same_before_and_after(api):
 
     # The POST answer, now read from the Score rows the request stored, is the old in-memory body
     # to the key order.
-    for (query, partial), (_, body) in zip(DEMO_QUERIES, stored):
+    for (query, partial), (_, body) in zip(DEMO_QUERIES, stored, strict=True):
         response = post(api, query, partial="true") if partial else post(api, query)
         assert json.dumps(response.json()) == json.dumps(_as_json(TraceAnswerOut, body))
     assert TraceEvaluation.objects.count() == 2 * len(DEMO_QUERIES)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_goes_through_every_batch(monkeypatch):
+    import importlib
+
+    migration = importlib.import_module("apps.rag.migrations.0003_metric_scores")
+    # Batches of two over five evaluations: the last, short batch is migrated too, each row once.
+    monkeypatch.setattr(migration, "BATCH", 2)
+    old_apps = _migrate(OLD)
+    try:
+        pks = [_old_evaluation(old_apps) for _ in range(5)]
+    finally:
+        _leaf()
+    counts = {pk: Score.objects.filter(subject_kind="rag_evaluation", subject_id=pk).count() for pk in pks}
+    assert counts == {pk: len(TESTS) for pk in pks}
+    old_apps = _migrate(OLD)
+    try:
+        assert all(_old_stores(old_apps, pk)[0] == _old_stores(old_apps, pks[0])[0] != {} for pk in pks)
+        assert not Score.objects.exists()
+    finally:
+        _leaf()
