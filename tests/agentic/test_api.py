@@ -345,11 +345,14 @@ def test_postgres_export_writes_the_same_records_as_the_python_path(api, demo_tr
     from apps.agentic import selectors
     from apps.agentic.api.serializers import record_from_values
     from apps.agentic.models import AgentEvaluation
+    from apps.scores.models import Score
 
     evaluate_all(api)
     tricky = 'quotes " and \\ backslash, tab\t, newline\n, control \x01, emoji 🚀, «guillemets», 中文'
-    AgentEvaluation.objects.filter(pk=AgentEvaluation.objects.order_by("id").first().pk).update(
-        task_adherence_reasoning=tricky, operation=None)
+    first = AgentEvaluation.objects.order_by("id").first().pk
+    AgentEvaluation.objects.filter(pk=first).update(operation=None)
+    Score.objects.filter(subject_kind="agentic_evaluation", subject_id=first, key="task_adherence").update(
+        reasoning=tricky)
 
     def normalized(record):
         return {**record, "timestamp": datetime.fromisoformat(record["timestamp"])}

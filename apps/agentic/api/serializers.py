@@ -12,9 +12,8 @@ def token_usage(ev: AgentEvaluation) -> dict:
 
 def _metrics(ev: AgentEvaluation) -> dict:
     return {
-        name: {"score": getattr(ev, name), "reasoning": getattr(ev, f"{name}_reasoning"),
-               "status": getattr(ev, f"{name}_status")}
-        for name in AGENTIC_METRICS
+        name: {"score": score.value, "reasoning": score.reasoning, "status": score.status}
+        for name, score in ev.metrics.items()
     }
 
 
@@ -51,7 +50,7 @@ def batch_result_data(ev: AgentEvaluation, *, reused: bool) -> dict:
     return {
         "session_id": ev.session_id,
         "agent_name": ev.agent_name,
-        **{name: getattr(ev, name) for name in AGENTIC_METRICS},
+        **{name: ev.metrics[name].value for name in AGENTIC_METRICS},
         "overall_score": ev.overall_score,
         "rating": ev.rating,
         "judge": ev.judge,
@@ -67,7 +66,10 @@ def record_from_values(row: dict) -> dict:
 
 
 def record_data(ev: AgentEvaluation) -> dict:
-    return record_from_values({name: getattr(ev, name) for name in EXPORT_FIELDS})
+    flat = {}
+    for name, score in ev.metrics.items():
+        flat.update({name: score.value, f"{name}_reasoning": score.reasoning, f"{name}_status": score.status})
+    return record_from_values({name: flat[name] if name in flat else getattr(ev, name) for name in EXPORT_FIELDS})
 
 
 def history_record_data(ev: AgentEvaluation) -> dict:
