@@ -11,7 +11,7 @@ from apps.core.errors import DomainError
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace
 
-from . import rule_services
+from .rules import services as rule_services
 from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRule
 from .selectors import with_metric_columns

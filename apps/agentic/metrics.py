@@ -26,7 +26,7 @@ def _histogram_name(metric: str) -> str:
 
 
 def _online_family() -> CounterMetricFamily:
-    # Exposed as evalsite_online_evaluations_total; outcome is one of rule_services.ONLINE_OUTCOMES.
+    # Exposed as evalsite_online_evaluations_total; outcome is one of rules.services.ONLINE_OUTCOMES.
     return CounterMetricFamily("evalsite_online_evaluations", "Evaluations asked for by online evaluation rules, "
                                "by rule and outcome (evaluated, reused, error, skipped)", labels=["rule", "outcome"])
 

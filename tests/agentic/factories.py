@@ -6,7 +6,7 @@ import hashlib
 import factory
 
 from apps.agentic.models import AgentEvaluation, EvaluationRule
-from apps.agentic.rule_services import enabled_rules
+from apps.agentic.rules.services import enabled_rules
 from apps.agentic.services import evaluation_rollup_rebuild, score_source
 from apps.scores.models import Score
 from apps.scores.services import scores_store

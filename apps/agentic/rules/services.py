@@ -28,11 +28,11 @@ from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
 
+from ..judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
+from ..judges.llm_agentic import LLMAgenticJudge
+from ..models import EvaluationRule, OnlineEvaluationCount
+from ..services import evaluations_create_for_traces
 from . import tasks
-from .judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
-from .judges.llm_agentic import LLMAgenticJudge
-from .models import EvaluationRule, OnlineEvaluationCount
-from .services import evaluations_create_for_traces
 
 logger = logging.getLogger(__name__)
 
