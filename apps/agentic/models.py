@@ -9,7 +9,7 @@ from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, SubjectKind
 from apps.traces.models import AgentTrace
 
-from .judges.base import AGENTIC_METRICS
+from .judges.base import AGENTIC_METRICS, TokenUsage
 from .scoring import RATINGS
 
 # Deprecated: apps.scores.vocabulary.JudgeStatus is the one status. Kept as an alias for importers
@@ -165,6 +165,10 @@ class AgentEvaluation(models.Model):
 
     def __str__(self):
         return f"{self.session_id} · {self.judge} · {self.overall_score}"
+
+    @property
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage(self.prompt_tokens, self.completion_tokens, self.total_tokens)
 
     @property
     def metrics(self) -> dict:

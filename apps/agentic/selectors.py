@@ -116,6 +116,15 @@ def evaluation_summary() -> dict:
     }
 
 
+def export_record(row: dict) -> dict:
+    """An export record (EvaluationRecordOut's fields) from a values() row of evaluation_export_rows:
+    the streamed export writes a million of them, so without a model instance per row; the COPY
+    path builds the same keys in the same order."""
+    record = {name: row[name] for name in EXPORT_FIELDS if name != "created_at"}
+    record["timestamp"] = row["created_at"]
+    return record
+
+
 def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
     """Every evaluation, newest first, streamed: on PostgreSQL a server-side cursor, so memory
     stays flat however many rows there are."""

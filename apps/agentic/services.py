@@ -26,7 +26,7 @@ from apps.traces.services import traces_clear
 
 from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
 from .judges.base import MetricResult
-from .models import AgentEvaluation, EvaluationRollup, EvaluationRule
+from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, metrics_attach
 from .scoring import rating_for, weighted_overall
 
 MAX_BATCH_SESSIONS = 500
@@ -35,8 +35,22 @@ MANUAL_AGENT_NAME = "manual"
 
 @dataclass
 class EvaluationOutcome:
+    """An evaluation and whether it was reused. It answers for its evaluation's attributes too, so
+    the API's Out models read it like the evaluation plus `reused`."""
+
     evaluation: AgentEvaluation
     reused: bool
+
+    def __getattr__(self, name: str):
+        if name == "evaluation":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.evaluation, name)
+
+    @property
+    def metadata(self) -> dict:
+        """The judged trace's metadata; {} when there is no trace (a manual evaluation)."""
+        trace = self.evaluation.trace
+        return trace.metadata if trace is not None else {}
 
 
 def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
@@ -204,6 +218,8 @@ def _reusable(trace_ids: list[int], judge: AgenticJudge,
     for evaluation in rows:
         if not evaluation.has_error and _judged_alike(evaluation.judge_fingerprint, judge.fingerprint):
             found[(evaluation.trace_id, evaluation.fingerprint)] = evaluation
+    # Their metrics in one query, as the answer shows them.
+    metrics_attach(list(found.values()))
     return found
 
 
@@ -240,6 +256,14 @@ def evaluation_create_for_session(*, session_id: str, judge_name: str | None = N
 class BatchEvaluation:
     outcomes: list[EvaluationOutcome]
     missing_sessions: list[str]
+
+    @property
+    def evaluated(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def not_found(self) -> int:
+        return len(self.missing_sessions)
 
 
 def evaluations_create_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
