@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Count, Q, Sum, Value
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.core.judge_fingerprint import canonical_json
@@ -148,14 +148,15 @@ def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
                 row[status_base + 2 * i + j] += ev.metrics[name].status == status
     if not totals:
         return
-    table = EvaluationRollup._meta.db_table
-    increments = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in _ROLLUP_COLUMNS[3:])
-    # Raw SQL because the totals are incremented in place (ON CONFLICT ... SET c = c + excluded.c),
-    # which bulk_create(update_conflicts=True) cannot say; the statement is the same on both databases.
-    sql = (f"INSERT INTO {table} ({', '.join(_ROLLUP_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_ROLLUP_COLUMNS))}) "
-           f"ON CONFLICT (agent_name, operation, rating) DO UPDATE SET {increments}")
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, [(*key, *values) for key, values in sorted(totals.items())])
+    keys = sorted(totals)
+    # Missing keys first (ON CONFLICT DO NOTHING for the ones another writer made meanwhile), then
+    # each incremented in place with F(), which keeps a concurrent writer's increments.
+    EvaluationRollup.objects.bulk_create(
+        [EvaluationRollup(agent_name=agent, operation=op, rating=rt) for agent, op, rt in keys], ignore_conflicts=True)
+    for key in keys:
+        agent, op, rt = key
+        EvaluationRollup.objects.filter(agent_name=agent, operation=op, rating=rt).update(
+            **{column: F(column) + value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key])})
 
 
 def evaluation_rollup_rebuild() -> int:

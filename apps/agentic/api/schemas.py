@@ -9,6 +9,7 @@ from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.scores.vocabulary import JudgeStatus
 
 MAX_MANUAL_TOOL_CALLS = 1000
 ShortText = Annotated[Text, Field(max_length=255)]
@@ -84,7 +85,7 @@ class MetricOut(BaseModel):
     score: float | None = Field(validation_alias="value",
                                 description="0..1; null when the metric was skipped or could not be scored.")
     reasoning: str
-    status: Literal["ok", "skipped", "error"]
+    status: JudgeStatus
 
 
 class TokenUsageOut(BaseModel):
