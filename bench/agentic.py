@@ -35,40 +35,59 @@ PYTHON = sys.executable
 AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "ComputeAgent"]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
 RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
-COLUMNS = ("session_id", "source", "agent_name", "operation", "task_adherence", "task_adherence_reasoning",
-           "task_adherence_status", "tool_call_accuracy", "tool_call_accuracy_reasoning", "tool_call_accuracy_status",
-           "intent_resolution", "intent_resolution_reasoning", "intent_resolution_status", "overall_score", "rating",
-           "judge", "prompt_tokens", "completion_tokens", "total_tokens", "fingerprint", "created_at")
+METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
+COLUMNS = ("session_id", "source", "agent_name", "operation", "overall_score", "rating", "judge", "prompt_tokens",
+           "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
+# Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
+SCORE_COLUMNS = ("subject_kind", "subject_id", "kind", "key", "position", "source", "status", "reason", "value",
+                 "label", "reasoning", "judge", "severity", "scope", "created_at")
 
 
 def rating(score: float) -> str:
     return next(name for lower, name in RATINGS if score >= lower)
 
 
-def load_evaluations(dsn: str, rows: int) -> float:
+def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
+    """COPYs the evaluations, then their three metric Score rows each (as the service stores them).
+    Returns the seconds each took."""
     rnd = random.Random(7)
     start = datetime(2026, 6, 1, tzinfo=timezone.utc)
     step = timedelta(days=180) / rows
     reasoning = ("Passed: a tool fits the operation and resource (list_k8s_clusters); every argument value comes "
                  "from the query or an earlier result. Failed: tool results missing from the answer: dev-02.")
     started = time.perf_counter()
+    metrics = []
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for i in range(rows):
-                task, tool, intent = (round(rnd.betavariate(5, 1.5), 4) for _ in range(3))
+                scores = tuple(round(rnd.betavariate(5, 1.5), 4) for _ in METRICS)
+                metrics.append(scores)
+                task, tool, intent = scores
                 overall = round(0.4 * task + 0.3 * tool + 0.3 * intent, 4)
                 llm = i % 4 == 0
                 copy.write_row((
-                    f"bench-eval-{i:08d}", "trace", AGENTS[i % 5], OPERATIONS[(i // 5) % 5],
-                    task, reasoning, "ok", tool, reasoning, "ok", intent, reasoning, "ok", overall, rating(overall),
+                    f"bench-eval-{i:08d}", "trace", AGENTS[i % 5], OPERATIONS[(i // 5) % 5], overall, rating(overall),
                     "openai:gpt-4o-mini" if llm else "heuristic:v1", 900 if llm else 0, 120 if llm else 0,
-                    1020 if llm else 0, f"{i:064x}", start + step * i,
+                    1020 if llm else 0, f"{i:064x}", False, start + step * i,
                 ))
         conn.commit()
-    seconds = time.perf_counter() - started
+        evaluations_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        # The table was empty, so the ids follow the COPY's order.
+        ids = [pk for (pk,) in cur.execute("SELECT id FROM agentic_agentevaluation ORDER BY id")]
+        with cur.copy(f"COPY scores_score ({', '.join(SCORE_COLUMNS)}) FROM STDIN") as copy:
+            for i, (pk, scores) in enumerate(zip(ids, metrics)):
+                judge = "openai:gpt-4o-mini" if i % 4 == 0 else "heuristic:v1"
+                source = "llm" if i % 4 == 0 else "code"
+                for position, (name, value) in enumerate(zip(METRICS, scores)):
+                    copy.write_row(("agentic_evaluation", pk, "metric", name, position, source, "ok", "", value, "",
+                                    reasoning, judge, "", "", start + step * i))
+        conn.commit()
+    scores_seconds = time.perf_counter() - started
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE agentic_agentevaluation")
-    return seconds
+        conn.execute("VACUUM ANALYZE scores_score")
+    return evaluations_seconds, scores_seconds
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
@@ -177,7 +196,7 @@ def main():
 
     # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
     trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
-    load_seconds = load_evaluations(dsn, args.rows)
+    load_seconds, scores_seconds = load_evaluations(dsn, args.rows)
     # COPY bypassed the services, so the running totals behind /summary are rebuilt once, as after
     # any bulk load.
     t0 = time.perf_counter()
@@ -189,7 +208,8 @@ def main():
         conn.execute("VACUUM ANALYZE traces_agenttrace")
         conn.execute("VACUUM ANALYZE traces_toolcall")
     print(f"machine: {os.cpu_count()} cores (shared); server: gunicorn x{args.server_workers} on 127.0.0.1:{args.port}")
-    print(f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s); "
+    print(f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s), "
+          f"their {3 * args.rows:,} metric Score rows in {scores_seconds:.1f} s; "
           f"{args.batch_traces:,} traces x 3 tool calls in {trace_seconds:.1f} s; summary totals rebuilt in "
           f"{rebuild_seconds:.1f} s")
 

@@ -28,7 +28,7 @@ urlpatterns = [
     path("api/v1/", include("apps.testsets.api.urls")),
     path("api/v1/", include("apps.runs.api.urls")),
     path("api/v1/", include("apps.queues.api.urls")),
-    path("api/v1/", include("apps.agentic.api.rule_urls")),
+    path("api/v1/", include("apps.agentic.rules.api.urls")),
     path("metrics-query/", include("apps.nlquery.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -5,7 +5,7 @@ from django.core.cache import caches
 from django.db import connection
 from rest_framework.test import APIClient
 
-from apps.agentic.rule_services import enabled_rules
+from apps.agentic.rules.services import enabled_rules
 from apps.traces.demo import DEMO_TRACES
 from tests.core.factories import ApiKeyFactory, client_with_key
 from tests.traces.factories import AgentTraceFactory

@@ -11,21 +11,45 @@ from apps.core.errors import DomainError
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace
 
-from . import rule_services
+from .rules import services as rule_services
+from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRule
+from .selectors import with_metric_columns
 from .tasks import evaluate_traces
 
-SCORE_FIELDS = ["task_adherence", "task_adherence_status", "task_adherence_reasoning",
-                "tool_call_accuracy", "tool_call_accuracy_status", "tool_call_accuracy_reasoning",
-                "intent_resolution", "intent_resolution_status", "intent_resolution_reasoning"]
+# Read from the evaluation's metric Score rows: on the change page through `metrics` (one query for
+# the three), in the trace page's inline from the columns with_metric_columns joins in.
+SCORE_FIELDS = [f"{name}{part}" for name in AGENTIC_METRICS for part in ("", "_status", "_reasoning")]
 
 
 def _score(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
+def _metric_display(name: str, part: str):
+    def display(self, obj):
+        if hasattr(obj, f"{name}_status"):  # annotated by with_metric_columns
+            value = getattr(obj, f"{name}{part}")
+        else:
+            score = obj.metrics[name]
+            value = {"": score.value, "_status": score.status, "_reasoning": score.reasoning}[part]
+        return _score(value) if part == "" else (value or "—")
+
+    display.short_description = f"{name.replace('_', ' ')}{part.replace('_', ' ')}"
+    return display
+
+
+class MetricFieldsMixin:
+    """The nine SCORE_FIELDS as read-only admin displays."""
+
+
+for _name in SCORE_FIELDS:
+    _metric = next(m for m in AGENTIC_METRICS if _name.startswith(m))
+    setattr(MetricFieldsMixin, _name, _metric_display(_metric, _name[len(_metric):]))
+
+
 @admin.register(AgentEvaluation)
-class AgentEvaluationAdmin(admin.ModelAdmin):
+class AgentEvaluationAdmin(MetricFieldsMixin, admin.ModelAdmin):
     """Verdicts are produced by judges; reviewers read them and follow the link to the trace."""
 
     # The trace column links by a word, not by the session id the first column already shows, and
@@ -86,7 +110,7 @@ class AgentEvaluationAdmin(admin.ModelAdmin):
         return pretty_json(obj.manual_input) if obj.manual_input is not None else "—"
 
 
-class AgentEvaluationInline(admin.TabularInline):
+class AgentEvaluationInline(MetricFieldsMixin, admin.TabularInline):
     """On the trace page: every verdict on this trace, newest first, linking to its full reasoning."""
 
     model = AgentEvaluation
@@ -97,6 +121,9 @@ class AgentEvaluationInline(admin.TabularInline):
               "intent_resolution"]
     readonly_fields = fields
     ordering = ["-created_at", "-id"]
+
+    def get_queryset(self, request):
+        return with_metric_columns(super().get_queryset(request))
 
     def has_add_permission(self, request, obj=None):
         return False

@@ -5,7 +5,7 @@ frequent values and count the rest under `other` (apps.core.metric_labels)."""
 import logging
 
 from django.db import DatabaseError
-from django.db.models import Count, Q, Sum
+from django.db.models import Count, F, FilteredRelation, Q, Sum
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
@@ -26,7 +26,7 @@ def _histogram_name(metric: str) -> str:
 
 
 def _online_family() -> CounterMetricFamily:
-    # Exposed as evalsite_online_evaluations_total; outcome is one of rule_services.ONLINE_OUTCOMES.
+    # Exposed as evalsite_online_evaluations_total; outcome is one of rules.services.ONLINE_OUTCOMES.
     return CounterMetricFamily("evalsite_online_evaluations", "Evaluations asked for by online evaluation rules, "
                                "by rule and outcome (evaluated, reused, error, skipped)", labels=["rule", "outcome"])
 
@@ -59,14 +59,20 @@ class AgenticMetricsCollector:
         yield evaluations
 
         for metric in SCORED:
-            column = "overall_score" if metric == "overall" else metric
-            aggregates = {f"le_{i}": Count("id", filter=Q(**{f"{column}__lte": b}))
-                          for i, b in enumerate(SCORE_BUCKETS)}
             histogram = HistogramMetricFamily(_histogram_name(metric), f"Agentic {metric} scores (0..1)",
                                               labels=["agent_name"])
-            rows = (AgentEvaluation.objects.order_by().filter(**{f"{column}__isnull": False})
+            evaluations = AgentEvaluation.objects.order_by()
+            if metric == "overall":
+                evaluations = evaluations.annotate(score=F("overall_score"))
+            else:
+                # The metric's Score row, joined to its evaluation for the agent label.
+                evaluations = evaluations.annotate(
+                    metric_row=FilteredRelation("metric_scores", condition=Q(metric_scores__key=metric)),
+                ).annotate(score=F("metric_row__value"))
+            aggregates = {f"le_{i}": Count("id", filter=Q(score__lte=b)) for i, b in enumerate(SCORE_BUCKETS)}
+            rows = (evaluations.filter(score__isnull=False)
                     .annotate(agent_label=folded("agent_name", agents)).values("agent_label")
-                    .annotate(total=Count("id"), score_sum=Sum(column), **aggregates).order_by("agent_label"))
+                    .annotate(total=Count("id"), score_sum=Sum("score"), **aggregates).order_by("agent_label"))
             for row in rows:
                 buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
                 buckets.append(("+Inf", row["total"]))

@@ -1,18 +1,20 @@
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.db.models.sql.where import AND, WhereNode
 from django.utils import timezone
 
 from apps.core.sampling import sampled
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, SubjectKind
 from apps.traces.models import AgentTrace
 
+from .judges.base import AGENTIC_METRICS, TokenUsage
 from .scoring import RATINGS
 
-
-class MetricStatus(models.TextChoices):
-    OK = "ok"
-    SKIPPED = "skipped"
-    ERROR = "error"
+# Deprecated: apps.scores.vocabulary.JudgeStatus is the one status. Kept as an alias for importers
+# outside this app (apps.queues) until they move.
+MetricStatus = JudgeStatus
 
 
 class EvaluationRuleQuerySet(models.QuerySet):
@@ -61,8 +63,46 @@ class EvaluationRule(models.Model):
         return sampled(f"{self.pk}:{session_id}", self.sample_rate)
 
 
+class MetricScoresJoin(models.ForeignObject):
+    """Not a column: the join from an evaluation to its metric Score rows (Score.subject_id = the
+    evaluation's pk, subject kind agentic_evaluation, kind metric), the way GenericRelation joins
+    content types. It lets reads that need an evaluation's metrics beside its own fields (export,
+    Prometheus, the rollup rebuild) be one ORM query on SQLite and PostgreSQL alike: each metric is
+    a FilteredRelation on it (selectors.with_metric_columns). Never read as an attribute: an
+    evaluation has three such rows, not one."""
+
+    # No column, so no foreign key constraint (the schema editors ask).
+    db_constraint = False
+
+    def __init__(self, **kwargs):
+        kwargs.update(from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+",
+                      null=True)
+        super().__init__("scores.Score", **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        for key in ("from_fields", "to_fields", "on_delete", "related_name", "null", "to"):
+            kwargs.pop(key, None)
+        return name, path, args, kwargs
+
+    def _check_unique_target(self):
+        # Score.subject_id is not unique, by design: the join is one-to-many, always narrowed to one
+        # key by a FilteredRelation or aggregated.
+        return []
+
+    def get_extra_restriction(self, alias, related_alias):
+        score = self.remote_field.model._meta
+        conditions = [score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
+                      for name, value in (("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
+                                          ("kind", ScoreKind.METRIC.value))]
+        return WhereNode(conditions, connector=AND)
+
+
 class AgentEvaluation(models.Model):
-    """One judge's verdict on one agent session: three metric scores with reasoning and status."""
+    """One judge's verdict on one agent session. The three metrics (score, reasoning, status) are
+    Score rows (subject_kind agentic_evaluation, kind metric, key the metric's name); this row holds
+    what describes the evaluation as a whole: the overall score and its rating, the judge, its token
+    usage and the fingerprint of what was judged."""
 
     class Source(models.TextChoices):
         TRACE = "trace"
@@ -78,15 +118,10 @@ class AgentEvaluation(models.Model):
     agent_name = models.CharField(max_length=255, blank=True, default="")
     operation = models.CharField(max_length=255, null=True, blank=True)
 
-    task_adherence = models.FloatField(null=True, blank=True)
-    task_adherence_reasoning = models.TextField(blank=True, default="")
-    task_adherence_status = models.CharField(max_length=8, choices=MetricStatus.choices)
-    tool_call_accuracy = models.FloatField(null=True, blank=True)
-    tool_call_accuracy_reasoning = models.TextField(blank=True, default="")
-    tool_call_accuracy_status = models.CharField(max_length=8, choices=MetricStatus.choices)
-    intent_resolution = models.FloatField(null=True, blank=True)
-    intent_resolution_reasoning = models.TextField(blank=True, default="")
-    intent_resolution_status = models.CharField(max_length=8, choices=MetricStatus.choices)
+    # Whether the judge errored on any metric (their Score rows say which): an evaluation with an
+    # error is never reused and is left out of agenteval_online_once, so a later attempt may retry.
+    has_error = models.BooleanField(default=False)
+    metric_scores = MetricScoresJoin()
 
     overall_score = models.FloatField(null=True, blank=True)
     rating = models.CharField(max_length=16, choices=Rating.choices, null=True, blank=True)
@@ -124,8 +159,7 @@ class AgentEvaluation(models.Model):
             # left out so that a later attempt may retry; requested evaluations (no rule) may be forced.
             models.UniqueConstraint(
                 fields=["trace", "judge", "fingerprint"],
-                condition=Q(rule__isnull=False) & ~Q(task_adherence_status=MetricStatus.ERROR)
-                & ~Q(tool_call_accuracy_status=MetricStatus.ERROR) & ~Q(intent_resolution_status=MetricStatus.ERROR),
+                condition=Q(rule__isnull=False, has_error=False),
                 name="agenteval_online_once"),
         ]
 
@@ -133,9 +167,37 @@ class AgentEvaluation(models.Model):
         return f"{self.session_id} · {self.judge} · {self.overall_score}"
 
     @property
-    def has_error(self) -> bool:
-        return MetricStatus.ERROR in (self.task_adherence_status, self.tool_call_accuracy_status,
-                                      self.intent_resolution_status)
+    def token_usage(self) -> TokenUsage:
+        return TokenUsage(self.prompt_tokens, self.completion_tokens, self.total_tokens)
+
+    @property
+    def metrics(self) -> dict:
+        """{metric name: Score} of this evaluation. Set by the service that stored them or by
+        selectors.metrics_attach for a whole page in one query; loaded here (one query) otherwise."""
+        cached = self.__dict__.get("_metrics")
+        if cached is None:
+            metrics_attach([self])
+            cached = self.__dict__["_metrics"]
+        return cached
+
+    @metrics.setter
+    def metrics(self, scores: dict) -> None:
+        self.__dict__["_metrics"] = scores
+
+
+def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
+    """Sets `metrics` ({name: Score}) on each evaluation from one query over their Score rows, the
+    prefetch of a page. A metric without a row (none is stored that way) reads as skipped, missing."""
+    found: dict[int, dict[str, Score]] = {ev.pk: {} for ev in evaluations}
+    rows = Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found)).filter(kind=ScoreKind.METRIC,
+                                                                                 key__in=AGENTIC_METRICS)
+    for score in rows:
+        found[score.subject_id][score.key] = score
+    for ev in evaluations:
+        ev.metrics = {name: found[ev.pk].get(name) or Score(
+            subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=ev.pk, kind=ScoreKind.METRIC, key=name,
+            status=JudgeStatus.SKIPPED, reason=Reason.MISSING) for name in AGENTIC_METRICS}
+    return evaluations
 
 
 class EvaluationRollup(models.Model):

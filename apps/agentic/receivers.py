@@ -1,6 +1,6 @@
 """What apps.agentic does when other apps announce something (connected in AgenticConfig.ready)."""
 
-from .rule_services import online_evaluations_queue
+from .rules.services import online_evaluations_queue
 
 
 def queue_online_evaluations(sender, trace_ids: list[int], **kwargs) -> None:

@@ -4,12 +4,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from django.db import connection
+from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
 from apps.traces.models import AgentTrace
 
 from .judges import AGENTIC_METRICS
-from .models import AgentEvaluation, EvaluationRollup
+from .models import AgentEvaluation, EvaluationRollup, metrics_attach
 from .scoring import RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
@@ -23,9 +24,24 @@ EXPORT_FIELDS = (
 )
 
 
+def with_metric_columns(qs: QuerySet) -> QuerySet:
+    """The evaluations with each metric's score, reasoning and status as the flat fields the
+    records and the export have always had (task_adherence, task_adherence_reasoning, ...): one
+    LEFT JOIN per metric on its Score row, in the same query."""
+    joins = {f"_{name}_score": FilteredRelation("metric_scores", condition=Q(metric_scores__key=name))
+             for name in AGENTIC_METRICS}
+    columns = {}
+    for name in AGENTIC_METRICS:
+        columns[name] = F(f"_{name}_score__value")
+        columns[f"{name}_reasoning"] = F(f"_{name}_score__reasoning")
+        columns[f"{name}_status"] = F(f"_{name}_score__status")
+    return qs.annotate(**joins).annotate(**columns)
+
+
 def evaluation_list(*, session_id: str) -> list[AgentEvaluation]:
     """The agentic evaluations of a session, newest first, with the online rule that asked for each."""
-    return list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id).order_by(*HISTORY_ORDER))
+    return metrics_attach(list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id)
+                               .order_by(*HISTORY_ORDER)))
 
 
 def evaluation_latest_get(*, session_id: str) -> AgentEvaluation:
@@ -33,7 +49,7 @@ def evaluation_latest_get(*, session_id: str) -> AgentEvaluation:
                   .order_by(*HISTORY_ORDER).first())
     if evaluation is None:
         raise NotFoundError(f"No evaluation found for session {session_id}")
-    return evaluation
+    return metrics_attach([evaluation])[0]
 
 
 @dataclass
@@ -56,7 +72,7 @@ def evaluation_history(*, limit: int, offset: int, agent_name: str | None = None
     ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset:offset + limit + 1])
     page_ids = ids[:limit]
     rows = AgentEvaluation.objects.select_related("rule").in_bulk(page_ids)
-    return HistoryPage(evaluations=[rows[i] for i in page_ids if i in rows], has_more=len(ids) > limit)
+    return HistoryPage(evaluations=metrics_attach([rows[i] for i in page_ids if i in rows]), has_more=len(ids) > limit)
 
 
 def evaluation_summary() -> dict:
@@ -100,10 +116,20 @@ def evaluation_summary() -> dict:
     }
 
 
+def export_record(row: dict) -> dict:
+    """An export record (EvaluationRecordOut's fields) from a values() row of evaluation_export_rows:
+    the streamed export writes a million of them, so without a model instance per row; the COPY
+    path builds the same keys in the same order."""
+    record = {name: row[name] for name in EXPORT_FIELDS if name != "created_at"}
+    record["timestamp"] = row["created_at"]
+    return record
+
+
 def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
     """Every evaluation, newest first, streamed: on PostgreSQL a server-side cursor, so memory
     stays flat however many rows there are."""
-    return AgentEvaluation.objects.order_by(*HISTORY_ORDER).values(*EXPORT_FIELDS).iterator(chunk_size=chunk_size)
+    return (with_metric_columns(AgentEvaluation.objects.order_by(*HISTORY_ORDER)).values(*EXPORT_FIELDS)
+            .iterator(chunk_size=chunk_size))
 
 
 EXPORT_BLOCK_BYTES = 256 * 1024
@@ -118,16 +144,18 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
     COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
     the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
     line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
-    fields = {f.name: f.column for f in AgentEvaluation._meta.concrete_fields}
-    pairs = [(name if name != "created_at" else "timestamp", fields[name]) for name in EXPORT_FIELDS]
-    pairs.sort(key=lambda pair: pair[0] == "timestamp")  # timestamp last, as record_from_values puts it
-    build = ", ".join(f"'{key}', {connection.ops.quote_name(column)}" for key, column in pairs)
-    order = ", ".join(f"{connection.ops.quote_name(fields[name.lstrip('-')])} DESC" for name in HISTORY_ORDER)
-    sql = (f"COPY (SELECT json_build_object({build})::text "
-           f"FROM {connection.ops.quote_name(AgentEvaluation._meta.db_table)} ORDER BY {order}) "
+    records = with_metric_columns(AgentEvaluation.objects.order_by()).values("id", *EXPORT_FIELDS)
+    select, params = records.query.sql_with_params()
+    quote = connection.ops.quote_name
+    keys = sorted(EXPORT_FIELDS, key=lambda name: name == "created_at")  # timestamp last, as record_from_values
+    build = ", ".join(f"'{'timestamp' if name == 'created_at' else name}', t.{quote(name)}" for name in keys)
+    # The ORM's query (the evaluation and its three metric joins) is a plain subquery, which
+    # PostgreSQL pulls up, so the ORDER BY walks the agenteval_newest index as before.
+    order = ", ".join(f"t.{quote(name.lstrip('-'))} DESC" for name in HISTORY_ORDER)
+    sql = (f"COPY (SELECT json_build_object({build})::text FROM ({select}) t ORDER BY {order}) "
            "TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')")
     buffer = bytearray()
-    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+    with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
         # COPY hands over one row per message: gathered into larger blocks, the response is written
         # in a few thousand chunks rather than one per row.
         for row in copy:

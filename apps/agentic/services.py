@@ -12,15 +12,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
+from django.db.models import Count, F, Q, Sum, Value
+from django.db.models.functions import Coalesce
 
 from apps.core.judge_fingerprint import canonical_json
+from apps.scores.models import Score
+from apps.scores.services import scores_delete, scores_store
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
 from apps.traces.models import AgentTrace
 from apps.traces.selectors import trace_get
 from apps.traces.services import traces_clear
 
 from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
-from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricStatus
+from .judges.base import MetricResult
+from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, metrics_attach
 from .scoring import rating_for, weighted_overall
 
 MAX_BATCH_SESSIONS = 500
@@ -29,8 +35,22 @@ MANUAL_AGENT_NAME = "manual"
 
 @dataclass
 class EvaluationOutcome:
+    """An evaluation and whether it was reused. It answers for its evaluation's attributes too, so
+    the API's Out models read it like the evaluation plus `reused`."""
+
     evaluation: AgentEvaluation
     reused: bool
+
+    def __getattr__(self, name: str):
+        if name == "evaluation":  # not set yet (copy, pickle): no recursion
+            raise AttributeError(name)
+        return getattr(self.evaluation, name)
+
+    @property
+    def metadata(self) -> dict:
+        """The judged trace's metadata; {} when there is no trace (a manual evaluation)."""
+        trace = self.evaluation.trace
+        return trace.metadata if trace is not None else {}
 
 
 def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
@@ -54,32 +74,59 @@ def fingerprint(data: JudgeInput) -> str:
     return hashlib.sha256(canonical_json(data.canonical())).hexdigest()
 
 
+def score_source(judge_label: str) -> str:
+    """llm when a language model judged (its label is openai:<model>), code for the heuristic judge."""
+    return ScoreSource.LLM if judge_label.startswith("openai:") else ScoreSource.CODE
+
+
+def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int) -> Score:
+    usage = None
+    if metric.usage is not None and metric.usage.total_tokens:
+        usage = {"prompt_tokens": metric.usage.prompt_tokens, "completion_tokens": metric.usage.completion_tokens,
+                 "total_tokens": metric.usage.total_tokens}
+    return Score(subject_kind=SubjectKind.AGENTIC_EVALUATION, kind=ScoreKind.METRIC, key=name, position=position,
+                 source=score_source(judge), status=metric.status, value=metric.score, reasoning=metric.reasoning,
+                 judge=judge, usage=usage)
+
+
 def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | None, session_id: str, source: str,
                              agent_name: str, operation: str | None, fingerprint_hex: str,
                              manual_input: dict | None = None, rule: EvaluationRule | None = None) -> AgentEvaluation:
-    fields = {}
-    for name in AGENTIC_METRICS:
-        metric = verdict.metric(name)
-        fields[name] = metric.score
-        fields[f"{name}_reasoning"] = metric.reasoning
-        fields[f"{name}_status"] = metric.status
-    overall = weighted_overall({name: fields[name] for name in AGENTIC_METRICS})
-    return AgentEvaluation(
+    """The unsaved evaluation with its unsaved metric Score rows in `metrics` (_evaluations_store
+    saves both)."""
+    metrics = {name: _metric_score(name, verdict.metric(name), judge=verdict.judge, position=i)
+               for i, name in enumerate(AGENTIC_METRICS)}
+    overall = weighted_overall({name: score.value for name, score in metrics.items()})
+    evaluation = AgentEvaluation(
         trace=trace, session_id=session_id, source=source, agent_name=agent_name, operation=operation,
         overall_score=overall, rating=rating_for(overall), judge=verdict.judge,
         prompt_tokens=verdict.usage.prompt_tokens, completion_tokens=verdict.usage.completion_tokens,
         total_tokens=verdict.usage.total_tokens, fingerprint=fingerprint_hex, judge_fingerprint=verdict.fingerprint,
         manual_input=manual_input, rule=rule,
-        **fields,
+        has_error=any(score.status == JudgeStatus.ERROR for score in metrics.values()),
     )
+    evaluation.metrics = metrics
+    return evaluation
+
+
+@transaction.atomic
+def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
+    """Inserts the evaluations, then their metric Score rows (which need the evaluations' pks), and
+    adds them to the running totals: all or nothing, so /summary never counts a half-stored one."""
+    AgentEvaluation.objects.bulk_create(evaluations, batch_size=500)
+    for ev in evaluations:
+        for score in ev.metrics.values():
+            score.subject_id = ev.pk
+    scores_store(rows=[score for ev in evaluations for score in ev.metrics.values()])
+    _rollup_add(evaluations)
 
 
 _ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
 _ROLLUP_COLUMNS = ("agent_name", "operation", "rating", "count",
                    *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")],
                    *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")])
-# A metric's status as the rollup counts it apart (MetricStatus.OK is counted by its score).
-_ROLLUP_STATUSES = (("skipped", MetricStatus.SKIPPED), ("errored", MetricStatus.ERROR))
+# A metric's status as the rollup counts it apart (JudgeStatus.OK is counted by its score).
+_ROLLUP_STATUSES = (("skipped", JudgeStatus.SKIPPED), ("errored", JudgeStatus.ERROR))
 
 
 def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
@@ -91,41 +138,53 @@ def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
         row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS) + [0, 0] * len(AGENTIC_METRICS))
         row[0] += 1
         for i, name in enumerate(_ROLLUP_SUMS):
-            value = ev.overall_score if name == "overall" else getattr(ev, name)
+            value = ev.overall_score if name == "overall" else ev.metrics[name].value
             if value is not None:
                 row[1 + 2 * i] += 1
                 row[2 + 2 * i] += value
         status_base = 1 + 2 * len(_ROLLUP_SUMS)
         for i, name in enumerate(AGENTIC_METRICS):
             for j, (_, status) in enumerate(_ROLLUP_STATUSES):
-                row[status_base + 2 * i + j] += getattr(ev, f"{name}_status") == status
+                row[status_base + 2 * i + j] += ev.metrics[name].status == status
     if not totals:
         return
-    table = EvaluationRollup._meta.db_table
-    increments = ", ".join(f"{c} = {table}.{c} + excluded.{c}" for c in _ROLLUP_COLUMNS[3:])
-    sql = (f"INSERT INTO {table} ({', '.join(_ROLLUP_COLUMNS)}) VALUES ({', '.join(['%s'] * len(_ROLLUP_COLUMNS))}) "
-           f"ON CONFLICT (agent_name, operation, rating) DO UPDATE SET {increments}")
-    with connection.cursor() as cursor:
-        cursor.executemany(sql, [(*key, *values) for key, values in sorted(totals.items())])
+    keys = sorted(totals)
+    # Missing keys first (ON CONFLICT DO NOTHING for the ones another writer made meanwhile), then
+    # each incremented in place with F(), which keeps a concurrent writer's increments.
+    EvaluationRollup.objects.bulk_create(
+        [EvaluationRollup(agent_name=agent, operation=op, rating=rt) for agent, op, rt in keys], ignore_conflicts=True)
+    for key in keys:
+        agent, op, rt = key
+        EvaluationRollup.objects.filter(agent_name=agent, operation=op, rating=rt).update(
+            **{column: F(column) + value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key])})
 
 
 def evaluation_rollup_rebuild() -> int:
-    """Recompute the running totals from the evaluations (after a bulk load that bypassed the
-    services, or to check them). Returns the number of rollup rows."""
-    table = EvaluationRollup._meta.db_table
-    source = AgentEvaluation._meta.db_table
-    columns = ["overall_score" if name == "overall" else name for name in _ROLLUP_SUMS]
-    sums = ", ".join(f"COUNT({c}), COALESCE(SUM({c}), 0)" for c in columns)
-    sums += "".join(f", SUM(CASE WHEN {name}_status = '{status.value}' THEN 1 ELSE 0 END)"
-                    for name in AGENTIC_METRICS for _, status in _ROLLUP_STATUSES)
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {table}")
-        cursor.execute(
-            f"INSERT INTO {table} ({', '.join(_ROLLUP_COLUMNS)}) "
-            f"SELECT agent_name, COALESCE(operation, ''), COALESCE(rating, ''), COUNT(*), "
-            f"{sums} FROM {source} "
-            f"GROUP BY agent_name, COALESCE(operation, ''), COALESCE(rating, '')")
-    return EvaluationRollup.objects.count()
+    """Recompute the running totals from the evaluations and their metric Score rows (after a bulk
+    load that bypassed the services, or to check them). Returns the number of rollup rows."""
+    group = {"op": Coalesce("operation", Value("")), "rt": Coalesce("rating", Value(""))}
+    keys = ("agent_name", "op", "rt")
+    totals: dict[tuple, dict] = {}
+    evaluations = AgentEvaluation.objects.order_by().annotate(**group).values(*keys)
+    for row in evaluations.annotate(count=Count("id"), overall_count=Count("overall_score"),
+                                    overall_sum=Coalesce(Sum("overall_score"), 0.0)):
+        totals[tuple(row[k] for k in keys)] = {k: row[k] for k in ("count", "overall_count", "overall_sum")}
+    # One pass over the metric rows, joined to their evaluation for its group (MetricScoresJoin).
+    metrics = (evaluations.filter(metric_scores__key__in=AGENTIC_METRICS).values(*keys, "metric_scores__key")
+               .annotate(n=Count("metric_scores__value"), total=Coalesce(Sum("metric_scores__value"), 0.0),
+                         **{part: Count("id", filter=Q(metric_scores__status=status))
+                            for part, status in _ROLLUP_STATUSES}))
+    for row in metrics:
+        name = row["metric_scores__key"]
+        totals[tuple(row[k] for k in keys)].update({
+            f"{name}_count": row["n"], f"{name}_sum": row["total"],
+            **{f"{name}_{part}": row[part] for part, _ in _ROLLUP_STATUSES}})
+    with transaction.atomic():
+        EvaluationRollup.objects.all().delete()
+        EvaluationRollup.objects.bulk_create(
+            [EvaluationRollup(agent_name=agent, operation=op, rating=rt, **values)
+             for (agent, op, rt), values in sorted(totals.items())], batch_size=1000)
+    return len(totals)
 
 
 def _judge_all(judge: AgenticJudge, inputs: list[JudgeInput]) -> list[AgenticVerdict]:
@@ -160,6 +219,8 @@ def _reusable(trace_ids: list[int], judge: AgenticJudge,
     for evaluation in rows:
         if not evaluation.has_error and _judged_alike(evaluation.judge_fingerprint, judge.fingerprint):
             found[(evaluation.trace_id, evaluation.fingerprint)] = evaluation
+    # Their metrics in one query, as the answer shows them.
+    metrics_attach(list(found.values()))
     return found
 
 
@@ -179,9 +240,7 @@ def evaluations_create_for_traces(*, traces: list[AgentTrace], judge: AgenticJud
                                  operation=traces[i].operation, fingerprint_hex=prints[i], rule=rule)
         for i, verdict in zip(pending, verdicts)
     ]
-    with transaction.atomic():
-        AgentEvaluation.objects.bulk_create(fresh, batch_size=500)
-        _rollup_add(fresh)
+    _evaluations_store(fresh)
     by_index = dict(zip(pending, fresh))
     return [
         EvaluationOutcome(by_index[i], False) if i in by_index else EvaluationOutcome(reusable[(t.pk, prints[i])], True)
@@ -198,6 +257,14 @@ def evaluation_create_for_session(*, session_id: str, judge_name: str | None = N
 class BatchEvaluation:
     outcomes: list[EvaluationOutcome]
     missing_sessions: list[str]
+
+    @property
+    def evaluated(self) -> int:
+        return len(self.outcomes)
+
+    @property
+    def not_found(self) -> int:
+        return len(self.missing_sessions)
 
 
 def evaluations_create_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
@@ -232,15 +299,14 @@ def evaluation_create_manual(*, data: JudgeInput, agent_name: str = MANUAL_AGENT
     evaluation = _evaluation_from_verdict(
         verdict, trace=None, session_id=f"manual_{uuid.uuid4().hex}", source=AgentEvaluation.Source.MANUAL,
         agent_name=agent_name, operation=data.operation, fingerprint_hex=fingerprint(data), manual_input=manual_input)
-    with transaction.atomic():
-        evaluation.save()
-        _rollup_add([evaluation])
+    _evaluations_store([evaluation])
     return evaluation
 
 
 @transaction.atomic
 def evaluations_clear() -> tuple[int, int]:
     """Delete every evaluation and every trace, together or not at all. Returns (evaluations, traces)."""
+    scores_delete(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=None)
     evaluations, _ = AgentEvaluation.objects.all().delete()
     EvaluationRollup.objects.all().delete()
     traces = traces_clear()

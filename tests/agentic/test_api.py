@@ -343,20 +343,22 @@ def test_postgres_export_writes_the_same_records_as_the_python_path(api, demo_tr
     import orjson
 
     from apps.agentic import selectors
-    from apps.agentic.api.serializers import record_from_values
     from apps.agentic.models import AgentEvaluation
+    from apps.scores.models import Score
 
     evaluate_all(api)
     tricky = 'quotes " and \\ backslash, tab\t, newline\n, control \x01, emoji 🚀, «guillemets», 中文'
-    AgentEvaluation.objects.filter(pk=AgentEvaluation.objects.order_by("id").first().pk).update(
-        task_adherence_reasoning=tricky, operation=None)
+    first = AgentEvaluation.objects.order_by("id").first().pk
+    AgentEvaluation.objects.filter(pk=first).update(operation=None)
+    Score.objects.filter(subject_kind="agentic_evaluation", subject_id=first, key="task_adherence").update(
+        reasoning=tricky)
 
     def normalized(record):
         return {**record, "timestamp": datetime.fromisoformat(record["timestamp"])}
 
     by_database = [normalized(json.loads(line))
                    for line in b"".join(selectors.evaluation_export_jsonl_postgres()).splitlines()]
-    by_python = [normalized(json.loads(orjson.dumps(record_from_values(row), default=str)))
+    by_python = [normalized(json.loads(orjson.dumps(selectors.export_record(row), default=str)))
                  for row in selectors.evaluation_export_rows()]
     assert len(by_database) == 5 and by_database == by_python
     assert [list(r) for r in by_database] == [list(r) for r in by_python], "same keys in the same order"

@@ -20,7 +20,7 @@ def test_prometheus_series_come_from_stored_evaluations(client, demo_traces):
     assert sample(text, "vayu_agentic_tool_call_accuracy_score_bucket", agent_name="BillingAgent", le="0.4") == 1
     billing = AgentEvaluation.objects.get(agent_name="BillingAgent")
     assert sample(text, "vayu_agentic_intent_resolution_score_sum", agent_name="BillingAgent") == pytest.approx(
-        billing.intent_resolution)
+        billing.metrics["intent_resolution"].value)
 
 
 def test_demo_loader_is_idempotent(demo_traces):

@@ -6,7 +6,9 @@ from django.db.models import Sum
 
 from apps.agentic.metrics import SCORE_BUCKETS, SCORED
 from apps.agentic.models import AgentEvaluation, OnlineEvaluationCount
+from apps.agentic.selectors import with_metric_columns
 from apps.agentic.services import evaluation_rollup_rebuild
+from tests.agentic.factories import AgentEvaluationFactory, evaluations_bulk_create
 from tests.prometheus_text import series
 
 TAIL_AGENTS = 3_000
@@ -24,8 +26,8 @@ def _scrape(client) -> str:
 
 def _evaluation(i: int, agent: str, score: float | None) -> AgentEvaluation:
     rating = None if score is None else next(r for r, low in zip(RATINGS, (0.9, 0.75, 0.6, 0.4, 0.0)) if score >= low)
-    return AgentEvaluation(
-        session_id=f"s{i}", source=AgentEvaluation.Source.MANUAL, agent_name=agent, operation=f"op-{i}",
+    return AgentEvaluationFactory.build(
+        trace=None, session_id=f"s{i}", source=AgentEvaluation.Source.MANUAL, agent_name=agent, operation=f"op-{i}",
         task_adherence=score, task_adherence_status="ok" if score is not None else "skipped",
         tool_call_accuracy=score, tool_call_accuracy_status="ok" if score is not None else "skipped",
         intent_resolution=None, intent_resolution_status="skipped",
@@ -38,7 +40,7 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
     baseline = len(_scrape(client).splitlines())
     rows = [_evaluation(i, f"tail-agent-{i:04d}", None if i % 11 == 0 else (i % 100) / 100) for i in range(TAIL_AGENTS)]
     rows += [_evaluation(TAIL_AGENTS + i, f"Heavy{i % HEAVY_AGENTS}", 0.95) for i in range(HEAVY_AGENTS * 4)]
-    AgentEvaluation.objects.bulk_create(rows, batch_size=1_000)
+    evaluations_bulk_create(rows)
     evaluation_rollup_rebuild()
     OnlineEvaluationCount.objects.bulk_create(
         [OnlineEvaluationCount(rule_name=f"rule-{i:04d}", outcome=outcome, count=1 + i % 3)
@@ -61,7 +63,8 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
 
     for metric in SCORED:
         column = "overall_score" if metric == "overall" else metric
-        scored = AgentEvaluation.objects.filter(**{f"{column}__isnull": False})
+        # The metrics as the flat columns they were, from their Score rows.
+        scored = with_metric_columns(AgentEvaluation.objects.all()).filter(**{f"{column}__isnull": False})
         name = f"vayu_agentic_{metric}_score"
         counts = series(text, f"{name}_count")
         assert sum(v for _, v in counts) == scored.count()

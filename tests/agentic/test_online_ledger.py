@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.traces.ledger_selectors import ingestion_ledger
 from tests.agentic.factories import EvaluationRuleFactory
 from tests.agentic.test_rules import complete_over_rest, finish

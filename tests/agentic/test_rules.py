@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.agentic.metrics import AgenticMetricsCollector
 from apps.agentic.models import AgentEvaluation, EvaluationRule, OnlineEvaluationCount
 from apps.agentic.judges import HeuristicAgenticJudge

@@ -6,7 +6,7 @@ import pytest
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation, EvaluationRule
 from apps.core.errors import ConflictError
 from apps.traces import services as trace_services

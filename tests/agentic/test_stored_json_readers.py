@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.services import fingerprint
 from apps.agentic.judges import JudgeInput, JudgeToolCall

@@ -7,7 +7,7 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation, OnlineEvaluationCount
 from tests.agentic.factories import EvaluationRuleFactory
 

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Sum
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from apps.agentic import rule_services
+from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation, OnlineEvaluationCount
 from apps.traces.models import AgentTrace
 from tests.agentic.factories import EvaluationRuleFactory

@@ -3,12 +3,13 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, RootModel, StrictBool
+from pydantic import AliasPath, BaseModel, ConfigDict, Field, RootModel, StrictBool
 
 from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.scores.vocabulary import JudgeStatus
 
 MAX_MANUAL_TOOL_CALLS = 1000
 ShortText = Annotated[Text, Field(max_length=255)]
@@ -66,49 +67,71 @@ class ExportQuery(BaseModel):
     download: bool = False
 
 
+# The Out models read the models (from_attributes): an AgentEvaluation, whose `metrics` holds its
+# metric Score rows, or an EvaluationOutcome, which answers for its evaluation plus `reused`. Names
+# that differ from the contract's are mapped here, by validation aliases the document does not show.
+FROM_MODELS = ConfigDict(from_attributes=True)
+
+
+def _metric(name: str, part: str = "value"):
+    return AliasPath("metrics", name, part)
+
+
 class MetricOut(BaseModel):
-    score: float | None = Field(description="0..1; null when the metric was skipped or could not be scored.")
+    """One metric's Score row."""
+
+    model_config = FROM_MODELS
+
+    score: float | None = Field(validation_alias="value",
+                                description="0..1; null when the metric was skipped or could not be scored.")
     reasoning: str
-    status: Literal["ok", "skipped", "error"]
+    status: JudgeStatus
 
 
 class TokenUsageOut(BaseModel):
+    model_config = FROM_MODELS
+
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
 
 
 class _EvaluationOut(BaseModel):
-    task_adherence: MetricOut
-    tool_call_accuracy: MetricOut
-    intent_resolution: MetricOut
+    model_config = FROM_MODELS
+
+    task_adherence: MetricOut = Field(validation_alias=AliasPath("metrics", "task_adherence"))
+    tool_call_accuracy: MetricOut = Field(validation_alias=AliasPath("metrics", "tool_call_accuracy"))
+    intent_resolution: MetricOut = Field(validation_alias=AliasPath("metrics", "intent_resolution"))
     overall_score: float | None
     rating: str | None
     judge: str
     token_usage: TokenUsageOut
-    fingerprint: JudgeFingerprintOut | None = absent_if_none(
+    # The model's own `fingerprint` is the judged input's hash; the contract's is what judged.
+    fingerprint: Annotated[JudgeFingerprintOut | None, Field(validation_alias="judge_fingerprint")] = absent_if_none(
         "what judged; absent on evaluations stored before judges were fingerprinted")
 
 
 class SessionEvaluationOut(_EvaluationOut):
     session_id: str
     agent_name: str
-    timestamp: datetime
+    timestamp: datetime = Field(validation_alias="created_at")
     reused: bool = Field(description="True when the stored evaluation of this unchanged trace was returned.")
     metadata: dict
 
 
 class ManualEvaluationOut(_EvaluationOut):
     session_id: str = Field(description="Generated for this evaluation; look it up with GET /history/{session_id}.")
-    evaluation_timestamp: datetime
+    evaluation_timestamp: datetime = Field(validation_alias="created_at")
 
 
 class BatchResultOut(BaseModel):
+    model_config = FROM_MODELS
+
     session_id: str
     agent_name: str
-    task_adherence: float | None
-    tool_call_accuracy: float | None
-    intent_resolution: float | None
+    task_adherence: float | None = Field(validation_alias=_metric("task_adherence"))
+    tool_call_accuracy: float | None = Field(validation_alias=_metric("tool_call_accuracy"))
+    intent_resolution: float | None = Field(validation_alias=_metric("intent_resolution"))
     overall_score: float | None
     rating: str | None
     judge: str
@@ -116,9 +139,11 @@ class BatchResultOut(BaseModel):
 
 
 class BatchEvaluationOut(BaseModel):
+    model_config = FROM_MODELS
+
     evaluated: int
     not_found: int
-    results: list[BatchResultOut]
+    results: list[BatchResultOut] = Field(validation_alias="outcomes")
     missing_sessions: list[str]
 
 
@@ -144,29 +169,35 @@ class SummaryOut(BaseModel):
 
 
 class EvaluationRecordOut(BaseModel):
+    """The flat record of history and export: the evaluation's fields and its metrics' beside them."""
+
+    model_config = FROM_MODELS
+
     session_id: str
     agent_name: str
     operation: str | None
     source: str
-    task_adherence: float | None
-    task_adherence_reasoning: str
-    task_adherence_status: str
-    tool_call_accuracy: float | None
-    tool_call_accuracy_reasoning: str
-    tool_call_accuracy_status: str
-    intent_resolution: float | None
-    intent_resolution_reasoning: str
-    intent_resolution_status: str
+    task_adherence: float | None = Field(validation_alias=_metric("task_adherence"))
+    task_adherence_reasoning: str = Field(validation_alias=_metric("task_adherence", "reasoning"))
+    task_adherence_status: str = Field(validation_alias=_metric("task_adherence", "status"))
+    tool_call_accuracy: float | None = Field(validation_alias=_metric("tool_call_accuracy"))
+    tool_call_accuracy_reasoning: str = Field(validation_alias=_metric("tool_call_accuracy", "reasoning"))
+    tool_call_accuracy_status: str = Field(validation_alias=_metric("tool_call_accuracy", "status"))
+    intent_resolution: float | None = Field(validation_alias=_metric("intent_resolution"))
+    intent_resolution_reasoning: str = Field(validation_alias=_metric("intent_resolution", "reasoning"))
+    intent_resolution_status: str = Field(validation_alias=_metric("intent_resolution", "status"))
     overall_score: float | None
     rating: str | None
     judge: str
     prompt_tokens: int
     completion_tokens: int
     total_tokens: int
-    timestamp: datetime
+    timestamp: datetime = Field(validation_alias="created_at")
 
 
 class RuleRefOut(BaseModel):
+    model_config = FROM_MODELS
+
     id: int
     name: str
 

@@ -36,13 +36,6 @@ from .schemas import (
     SessionEvaluationOut,
     SummaryOut,
 )
-from .serializers import (
-    batch_result_data,
-    history_record_data,
-    manual_evaluation_data,
-    record_from_values,
-    session_evaluation_data,
-)
 
 logger = logging.getLogger(__name__)
 TAG = ["agentic metrics"]
@@ -101,9 +94,7 @@ class EvaluateSessionView(APIView):
             llm_rate_check(request, self)
         outcome = services.evaluation_create_for_session(session_id=body.session_id, judge_name=body.judge,
                                                          force=body.force)
-        trace = outcome.evaluation.trace
-        return respond(SessionEvaluationOut, session_evaluation_data(
-            outcome.evaluation, reused=outcome.reused, metadata=trace.metadata if trace is not None else {}))
+        return respond(SessionEvaluationOut, outcome)
 
 
 class EvaluateManualView(APIView):
@@ -130,7 +121,7 @@ class EvaluateManualView(APIView):
         evaluation = services.evaluation_create_manual(
             data=data, agent_name=body.agent_name, judge_name=body.judge,
             manual_input=body.model_dump(mode="json", exclude={"judge"}))
-        return respond(ManualEvaluationOut, manual_evaluation_data(evaluation))
+        return respond(ManualEvaluationOut, evaluation)
 
 
 class EvaluateBatchView(APIView):
@@ -148,12 +139,7 @@ class EvaluateBatchView(APIView):
             llm_rate_check(request, self)
         batch = services.evaluations_create_for_sessions(session_ids=body.session_ids, judge_name=body.judge,
                                                          force=body.force)
-        return respond(BatchEvaluationOut, {
-            "evaluated": len(batch.outcomes),
-            "not_found": len(batch.missing_sessions),
-            "results": [batch_result_data(o.evaluation, reused=o.reused) for o in batch.outcomes],
-            "missing_sessions": batch.missing_sessions,
-        })
+        return respond(BatchEvaluationOut, batch)
 
 
 class SummaryView(APIView):
@@ -191,7 +177,7 @@ class HistoryView(APIView):
             "limit": query.limit,
             "offset": query.offset,
             "has_more": page.has_more,
-            "evaluations": [history_record_data(ev) for ev in page.evaluations],
+            "evaluations": page.evaluations,
         })
 
 
@@ -200,7 +186,7 @@ class HistoryDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: HistoryRecordOut}, summary="Latest evaluation of a session")
     def get(self, request, session_id):
-        return respond(HistoryRecordOut, history_record_data(selectors.evaluation_latest_get(session_id=session_id)))
+        return respond(HistoryRecordOut, selectors.evaluation_latest_get(session_id=session_id))
 
 
 def _chunks(rows):
@@ -212,7 +198,7 @@ def _stream(fmt: str):
     if connection.vendor == "postgresql":
         yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
         return
-    rows = (orjson.dumps(record_from_values(row), default=str) for row in selectors.evaluation_export_rows())
+    rows = (orjson.dumps(selectors.export_record(row), default=str) for row in selectors.evaluation_export_rows())
     if fmt == "jsonl":
         for chunk in _chunks(rows):
             yield b"\n".join(chunk) + b"\n"

@@ -2,9 +2,10 @@
 batch, a Celery worker, a benchmark) and tests build inputs directly."""
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-MetricStatus = Literal["ok", "skipped", "error"]
+from apps.scores.vocabulary import JudgeStatus
+
 AGENTIC_METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
 
 
@@ -45,29 +46,31 @@ class JudgeInput:
 
 
 @dataclass(frozen=True)
-class MetricResult:
-    status: MetricStatus
-    score: float | None
-    reasoning: str
-
-    @classmethod
-    def ok(cls, score: float, reasoning: str) -> "MetricResult":
-        return cls("ok", round(min(max(score, 0.0), 1.0), 4), reasoning)
-
-    @classmethod
-    def skipped(cls, reason: str) -> "MetricResult":
-        return cls("skipped", None, reason)
-
-    @classmethod
-    def error(cls, reason: str) -> "MetricResult":
-        return cls("error", None, reason)
-
-
-@dataclass(frozen=True)
 class TokenUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    status: JudgeStatus
+    score: float | None
+    reasoning: str
+    # What scoring this metric cost, for a judge that spends tokens (stored on its Score row).
+    usage: TokenUsage | None = None
+
+    @classmethod
+    def ok(cls, score: float, reasoning: str, usage: TokenUsage | None = None) -> "MetricResult":
+        return cls(JudgeStatus.OK, round(min(max(score, 0.0), 1.0), 4), reasoning, usage)
+
+    @classmethod
+    def skipped(cls, reason: str) -> "MetricResult":
+        return cls(JudgeStatus.SKIPPED, None, reason)
+
+    @classmethod
+    def error(cls, reason: str) -> "MetricResult":
+        return cls(JudgeStatus.ERROR, None, reason)
 
 
 @dataclass(frozen=True)

@@ -187,4 +187,6 @@ class LLMAgenticJudge:
         usage.completion_tokens += result.usage.completion_tokens
         usage.total_tokens += result.usage.total_tokens
         grade: Grade = result.data
-        return MetricResult.ok((grade.score - 1) / 4, f"[{grade.score}/5] {grade.explanation}")
+        return MetricResult.ok((grade.score - 1) / 4, f"[{grade.score}/5] {grade.explanation}",
+                               usage=TokenUsage(result.usage.prompt_tokens, result.usage.completion_tokens,
+                                                result.usage.total_tokens))

@@ -193,9 +193,10 @@ def _run_result_context(item) -> dict:
 def _agentic_context(item) -> dict:
     evaluation = item.agent_evaluation
     latest = selectors.metric_reviews_in_force(agent_evaluation=evaluation)
-    rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": getattr(evaluation, metric),
-             "status": getattr(evaluation, f"{metric}_status"), "reasoning": getattr(evaluation, f"{metric}_reasoning"),
-             "review": latest.get(metric), "scored": True} for metric in AGENTIC_METRICS]
+    # The judge's verdicts are the evaluation's metric Score rows (one query for the three).
+    rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": score.value,
+             "status": score.status, "reasoning": score.reasoning, "review": latest.get(metric), "scored": True}
+            for metric, score in evaluation.metrics.items()]
     trace = evaluation.trace
     manual = evaluation.manual_input or {}
     # The first page only: a trace may hold tens of thousands of calls; the trace page has the rest.

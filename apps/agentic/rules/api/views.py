@@ -5,13 +5,14 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from apps.agentic import rule_selectors, rule_services
+from apps.agentic.rules import selectors as rule_selectors
+from apps.agentic.rules import services as rule_services
 from apps.agentic.models import EvaluationRule
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.schema import CONFLICT, ErrorOut
 
-from .rule_schemas import (
+from .schemas import (
     EvaluationRuleBackfillIn,
     EvaluationRuleBackfillOut,
     EvaluationRuleIn,

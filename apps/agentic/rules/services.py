@@ -18,6 +18,7 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
@@ -28,11 +29,11 @@ from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
 
+from ..judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
+from ..judges.llm_agentic import LLMAgenticJudge
+from ..models import EvaluationRule, OnlineEvaluationCount
+from ..services import evaluations_create_for_traces
 from . import tasks
-from .judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
-from .judges.llm_agentic import LLMAgenticJudge
-from .models import EvaluationRule, OnlineEvaluationCount
-from .services import evaluations_create_for_traces
 
 logger = logging.getLogger(__name__)
 
@@ -246,12 +247,13 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
     rows = [(rule_name, outcome, n) for outcome, n in sorted(outcomes.items()) if n]
     if not rows:
         return
-    table = OnlineEvaluationCount._meta.db_table
     with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.executemany(f"INSERT INTO {table} (rule_name, outcome, count) VALUES (%s, %s, %s) "
-                               f"ON CONFLICT (rule_name, outcome) DO UPDATE SET count = {table}.count + excluded.count",
-                               rows)
+        # Made if missing, then incremented in place (F keeps a concurrent worker's increments).
+        OnlineEvaluationCount.objects.bulk_create(
+            [OnlineEvaluationCount(rule_name=rule_name, outcome=outcome) for _, outcome, _ in rows],
+            ignore_conflicts=True)
+        for _, outcome, n in rows:
+            OnlineEvaluationCount.objects.filter(rule_name=rule_name, outcome=outcome).update(count=F("count") + n)
         _record_outcomes(outcomes)
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import rule_views
+from . import views as rule_views
 
 urlpatterns = [
     path("evaluation-rules", rule_views.RuleListView.as_view(), name="evaluation-rules"),

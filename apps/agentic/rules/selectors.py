@@ -2,7 +2,7 @@
 
 from apps.core.errors import NotFoundError
 
-from .models import EvaluationRule
+from ..models import EvaluationRule
 
 
 def rule_list() -> list[EvaluationRule]:
