@@ -3,16 +3,19 @@ progress, a queue's reviewers, what is left, agreement between judge and humans,
 
 from collections import defaultdict
 
-from django.db.models import Count, F, Q, TextField, Value
+from django.db.models import (Count, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, TextField,
+                              UUIDField)
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Coalesce
 
 from apps.agentic.judges.base import AGENTIC_METRICS
+from apps.agentic.models import AgentEvaluation
 from apps.core.errors import NotFoundError
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
 from apps.runs.models import VerdictReview
 from apps.runs.reviews import Agreement, agreement_table, cohen_kappa
 
-from .models import TARGET_FIELD, MetricReview, QueueItem, QueueKind, ReviewQueue
+from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
 
 
@@ -27,18 +30,40 @@ def queue_get(*, queue_id) -> ReviewQueue:
     return queue
 
 
+def _subjects(kind: str):
+    """The subjects a queue of `kind` holds, with what their review page reads beside them."""
+    if kind == QueueKind.RUN_RESULT:
+        return EvaluationResult.objects.select_related("run")
+    if kind == QueueKind.AGENTIC_EVALUATION:
+        return AgentEvaluation.objects.select_related("trace")
+    return TraceEvaluation.objects.all()
+
+
+def _labelled(items, kind: str):
+    """What names the subject in a list, read in the same query (a correlated subquery per column,
+    over the page's rows only): a run result's item name, an agentic evaluation's session, a RAG
+    evaluation's question (out of its payload, by the database). A run result also says which run
+    and which attempt it is: its item name alone does not tell two runs of one test set, or the
+    attempts of a run with repeats, apart."""
+    subject = _subjects(kind).filter(pk=OuterRef("subject_id"))
+
+    def column(expression, field):
+        return Subquery(subject.annotate(column=expression).values("column")[:1], output_field=field)
+
+    if kind == QueueKind.RUN_RESULT:
+        return items.annotate(
+            result_uuid=column(F("result_id"), UUIDField()), result_attempt=column(F("attempt"), IntegerField()),
+            run_uuid=column(F("run__run_id"), UUIDField()), run_label=column(F("run__label"), TextField()),
+            run_created_at=column(F("run__created_at"), DateTimeField()),
+            run_repeats=column(F("run__repeats"), IntegerField()),
+            target_label=column(F("item_name"), TextField()))
+    if kind == QueueKind.AGENTIC_EVALUATION:
+        return items.annotate(target_label=column(F("session_id"), TextField()))
+    return items.annotate(target_label=column(KeyTextTransform("question", "payload"), TextField()))
+
+
 def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
-    # What names the target in a list, read in the same query: a run result's item name, an agentic
-    # evaluation's session, a RAG evaluation's question (out of its payload, by the database).
-    # A run result also says which run and which attempt it is: its item name alone does not tell
-    # two runs of one test set, or the attempts of a run with repeats, apart.
-    items = queue.items.select_related("assigned_to", "reviewed_by", "queue").annotate(
-        result_uuid=F("result__result_id"), result_attempt=F("result__attempt"),
-        run_uuid=F("result__run__run_id"), run_label=F("result__run__label"),
-        run_created_at=F("result__run__created_at"), run_repeats=F("result__run__repeats"),
-        target_label=Coalesce(F("result__item_name"), F("agent_evaluation__session_id"),
-                              KeyTextTransform("question", "rag_evaluation__payload"), Value(""),
-                              output_field=TextField()))
+    items = _labelled(queue.items.select_related("assigned_to", "reviewed_by", "queue"), queue.kind)
     if state == "left":
         items = items.filter(done_at__isnull=True)
     elif state == "done":
@@ -47,14 +72,21 @@ def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
 
 
 def queue_item_get(*, queue: ReviewQueue, item_id) -> QueueItem:
-    related = {QueueKind.RUN_RESULT: ("result__run",), QueueKind.AGENTIC_EVALUATION: ("agent_evaluation__trace",),
-               QueueKind.RAG_EVALUATION: ("rag_evaluation",)}[queue.kind]
-    item = (queue.items.select_related("assigned_to", "reviewed_by", *related).filter(pk=item_id).first()
+    """One item with its subject (`item.subject`), or NotFoundError: also when the subject is gone."""
+    item = (queue.items.select_related("assigned_to", "reviewed_by").filter(pk=item_id).first()
             if str(item_id).isdigit() else None)
-    if item is None:
+    subject = _subjects(queue.kind).filter(pk=item.subject_id).first() if item is not None else None
+    if subject is None:
         raise NotFoundError(f"No item {item_id} in queue {queue.pk}")
-    item.queue = queue
+    item.queue, item.subject = queue, subject
     return item
+
+
+def queue_item_subject(*, item: QueueItem):
+    """The item's subject: read by queue_item_get already when the item came from there."""
+    if getattr(item, "subject", None) is None:
+        item.subject = _subjects(item.subject_kind).get(pk=item.subject_id)
+    return item.subject
 
 
 def queue_item_neighbours(*, item: QueueItem) -> tuple[int | None, int | None]:
@@ -128,8 +160,8 @@ def _metric_agreement(reviews, target: str, threshold: float) -> list[Agreement]
 def queue_agreement(*, queue: ReviewQueue) -> list[Agreement]:
     """κ and counts between judge and humans over the queue's targets: per criterion and rule for
     run results, per metric for agentic and RAG evaluations. One query."""
-    field = queue.target_field
-    targets = queue.items.values(f"{field}_id")
+    field = {QueueKind.AGENTIC_EVALUATION: "agent_evaluation", QueueKind.RAG_EVALUATION: "rag_evaluation"}.get(queue.kind)
+    targets = queue.items.values("subject_id")
     if queue.kind == QueueKind.RUN_RESULT:
         return agreement_table(VerdictReview.objects.filter(result__in=targets).order_by("created_at", "id"))
     reviews = MetricReview.objects.filter(**{f"{field}__in": targets}).order_by("created_at", "id")
@@ -147,6 +179,6 @@ def metric_reviews_in_force(**target) -> dict:
 
 
 def target_queue_items(*, kind: str, target_pk) -> list[QueueItem]:
-    """The queues one object is in, each with its item there (to open it for review): one query."""
-    return list(QueueItem.objects.filter(**{f"{TARGET_FIELD[kind]}_id": target_pk}).select_related("queue", "reviewed_by")
+    """The queues one subject is in, each with its item there (to open it for review): one query."""
+    return list(QueueItem.objects.filter(subject_kind=kind, subject_id=target_pk).select_related("queue", "reviewed_by")
                 .order_by("queue__name"))

@@ -17,6 +17,7 @@ from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
 
 from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
+from .selectors import queue_item_subject
 
 RULE_FIELDS = ("name", "description", "kind", "include_unassessed", "score_below", "disagreement_prone",
                "sample_percent")
@@ -73,11 +74,10 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
     """Adds the targets not yet in the queue; returns how many entered. ON CONFLICT DO NOTHING (INSERT
     OR IGNORE on SQLite) against the unique constraints makes an object added meanwhile by hand a
     no-op rather than a duplicate or an error."""
-    field = f"{queue.target_field}_id"
     before = queue.items.count()
     batch = []
     for pk in target_pks:
-        batch.append(QueueItem(queue=queue, origin=QueueItem.Origin.RULE, **{field: pk}))
+        batch.append(QueueItem(queue=queue, origin=QueueItem.Origin.RULE, subject_kind=queue.subject_kind, subject_id=pk))
         if len(batch) >= INSERT_BATCH:
             QueueItem.objects.bulk_create(batch, ignore_conflicts=True)
             batch = []
@@ -105,7 +105,7 @@ def _disagreeing_metrics(target: str, threshold: float) -> set[str]:
 def _result_targets(queue: ReviewQueue) -> list:
     disagreeing = _disagreeing_verdicts() if queue.disagreement_prone else set()
     done = EvaluationResult.objects.filter(state=EvaluationResult.State.DONE).exclude(
-        pk__in=queue.items.values("result_id"))
+        pk__in=queue.items.values("subject_id"))
     chosen = []
     for pk, error, criteria, rules in done.values_list("pk", "error", "criteria_scores", "rubric_scores").iterator():
         verdicts = Verdict.list_from_json(criteria, kind=CRITERION) + Verdict.list_from_json(rules, kind=RULE)
@@ -129,7 +129,7 @@ def _agentic_targets(queue: ReviewQueue) -> list:
     if queue.disagreement_prone:
         for metric in _disagreeing_metrics("agent_evaluation", AGENTIC_PASS):
             matches |= Q(**{f"{metric}_status": MetricStatus.OK})
-    candidates = AgentEvaluation.objects.exclude(pk__in=queue.items.values("agent_evaluation_id"))
+    candidates = AgentEvaluation.objects.exclude(pk__in=queue.items.values("subject_id"))
     chosen = set(candidates.filter(matches).values_list("pk", flat=True))
     if queue.sample_percent > 0:
         chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
@@ -145,7 +145,7 @@ def _rag_targets(queue: ReviewQueue) -> list:
         matches |= Q(status=Status.SCORED, score__lt=queue.score_below)
     if queue.disagreement_prone:
         matches |= Q(status=Status.SCORED, name__in=_disagreeing_metrics("rag_evaluation", RAG_PASS))
-    candidates = TraceEvaluation.objects.exclude(pk__in=queue.items.values("rag_evaluation_id"))
+    candidates = TraceEvaluation.objects.exclude(pk__in=queue.items.values("subject_id"))
     chosen = set(TraceEvaluationTest.objects.filter(matches, evaluation__in=candidates)
                  .values_list("evaluation_id", flat=True))
     if queue.sample_percent > 0:
@@ -202,7 +202,7 @@ def queue_item_add(*, queue: ReviewQueue, target_id: str, kind: str | None = Non
     that number."""
     if kind is not None and kind != queue.kind:
         raise InvalidInputError(f"The queue {queue.name!r} holds {_kind_words(queue.kind)}, not {_kind_words(kind)}")
-    target = {f"{queue.target_field}_id": _target_pk(queue, target_id)}
+    target = {"subject_kind": queue.subject_kind, "subject_id": _target_pk(queue, target_id)}
     try:
         # A savepoint: a racing add of the same object hits the unique constraint, and this one then
         # returns the item the other made.
@@ -254,12 +254,12 @@ def _review_run_result(item, reviewer, verdicts, note):
     for verdict in verdicts:
         if verdict.get("passed") is None:
             raise InvalidInputError(f"{verdict.get('key')!r}: give passed true or false")
-        verdict_review_create(result=item.result, kind=verdict.get("kind") or "", key=verdict.get("key") or "",
+        verdict_review_create(result=queue_item_subject(item=item), kind=verdict.get("kind") or "", key=verdict.get("key") or "",
                               passed=verdict["passed"], note=note, reviewer=reviewer)
 
 
 def _review_agentic(item, reviewer, verdicts, note):
-    evaluation = item.agent_evaluation
+    evaluation = queue_item_subject(item=item)
     for verdict in verdicts:
         metric, score = verdict.get("key"), verdict.get("score")
         if metric not in AGENTIC_METRICS:
@@ -272,7 +272,8 @@ def _review_agentic(item, reviewer, verdicts, note):
 
 
 def _review_rag(item, reviewer, verdicts, note):
-    rows = {row.name: row for row in item.rag_evaluation.test_rows.all()}
+    evaluation = queue_item_subject(item=item)
+    rows = {row.name: row for row in evaluation.test_rows.all()}
     for verdict in verdicts:
         row = rows.get(verdict.get("key"))
         if row is None:
@@ -280,7 +281,7 @@ def _review_rag(item, reviewer, verdicts, note):
         if verdict.get("passed") is None:
             raise InvalidInputError(f"{row.name}: give passed true or false")
         MetricReview.objects.create(
-            rag_evaluation=item.rag_evaluation, metric=row.name, passed=verdict["passed"], note=note,
+            rag_evaluation=evaluation, metric=row.name, passed=verdict["passed"], note=note,
             reviewer=reviewer, judge_score=row.score,
             judge_status="ok" if row.status == TraceEvaluationTest.Status.SCORED else row.status)
 

@@ -52,7 +52,7 @@ def test_reviewing_saves_and_moves_to_the_next_item(staff_client, staff_user):
     first.refresh_from_db()
     assert first.done_at is not None and first.reviewed_by == staff_user
     # Only the marked rows were recorded; the unmarked criterion stays as the judge gave it.
-    assert sorted(VerdictReview.objects.filter(result=first.result).values_list("key", "passed", "note")) == [
+    assert sorted(VerdictReview.objects.filter(result_id=first.subject_id).values_list("key", "passed", "note")) == [
         ("Cites the handbook", True, "handbook cited"), ("USES_KB", False, "handbook cited")]
 
 
@@ -61,12 +61,12 @@ def test_agentic_and_rag_items_are_reviewed_on_the_page(staff_client):
     url = f"/console/queues/{agentic.queue_id}/items/{agentic.pk}/"
     assert "tool call accuracy" in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "3", "v-0-kind": "metric", "v-0-key": "task_adherence", "v-0-score": "0.25"})
-    assert MetricReview.objects.get(agent_evaluation=agentic.agent_evaluation).score == 0.25
+    assert MetricReview.objects.get(agent_evaluation_id=agentic.subject_id).score == 0.25
     rag = QueueItemFactory(queue=ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION))
     url = f"/console/queues/{rag.queue_id}/items/{rag.pk}/"
     assert "Paris is the capital of France." in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "1", "v-0-kind": "metric", "v-0-key": "context_recall", "v-0-passed": "fail"})
-    assert MetricReview.objects.get(rag_evaluation=rag.rag_evaluation).passed is False
+    assert MetricReview.objects.get(rag_evaluation_id=rag.subject_id).passed is False
     agreement = staff_client.get(f"/console/queues/{rag.queue_id}/").content.decode()
     assert "context recall" in agreement
 
@@ -122,7 +122,7 @@ def test_trace_page_offers_add_to_queue_for_each_evaluation(staff_client, reader
     page = staff_client.get(f"/console/traces/{evaluation.trace.session_id}/").content.decode()
     assert page.count("Add to queue") == 2 and "Spot checks" in page
     staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(evaluation.pk)})
-    assert queue.items.get().agent_evaluation_id == evaluation.pk
+    assert queue.items.get().subject_id == evaluation.pk
     reader_client = Client()
     reader_client.force_login(reader_user)
     assert "Add to queue" not in reader_client.get(f"/console/traces/{evaluation.trace.session_id}/").content.decode()
@@ -134,7 +134,7 @@ def test_result_page_offers_add_to_queue(staff_client):
     page = staff_client.get(f"/console/results/{result.result_id}/").content.decode()
     assert page.count("Add to queue") == 1 and "Failed answers" in page
     staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(result.result_id)})
-    assert queue.items.get().result_id == result.pk
+    assert queue.items.get().subject_id == result.pk
 
 
 def test_assign_and_claim_from_the_pages(staff_client, staff_user):

@@ -16,18 +16,27 @@ class ReviewQueueFactory(factory.django.DjangoModelFactory):
     kind = QueueKind.RUN_RESULT
 
 
+def _new_subject(kind: str):
+    return {QueueKind.RUN_RESULT: reviewable_result, QueueKind.AGENTIC_EVALUATION: AgentEvaluationFactory,
+            QueueKind.RAG_EVALUATION: TraceEvaluationFactory}[kind]()
+
+
 class QueueItemFactory(factory.django.DjangoModelFactory):
-    """An item of a run-result queue; pass `queue=` of another kind with its target."""
+    """An item of a run-result queue; pass `queue=` of another kind, and `subject=` to name the
+    subject (else a new one of the queue's kind)."""
 
     class Meta:
         model = QueueItem
 
+    class Params:
+        subject = None
+        # The names of the foreign keys items had before issue 22, which other apps' tests still pass.
+        result = agent_evaluation = rag_evaluation = None
+
     queue = factory.SubFactory(ReviewQueueFactory)
-    result = factory.LazyAttribute(lambda o: reviewable_result() if o.queue.kind == QueueKind.RUN_RESULT else None)
-    agent_evaluation = factory.LazyAttribute(
-        lambda o: AgentEvaluationFactory() if o.queue.kind == QueueKind.AGENTIC_EVALUATION else None)
-    rag_evaluation = factory.LazyAttribute(
-        lambda o: TraceEvaluationFactory() if o.queue.kind == QueueKind.RAG_EVALUATION else None)
+    subject_kind = factory.LazyAttribute(lambda o: o.queue.kind)
+    subject_id = factory.LazyAttribute(
+        lambda o: (o.subject or o.result or o.agent_evaluation or o.rag_evaluation or _new_subject(o.queue.kind)).pk)
 
 
 def reviewable_result(**kwargs):

@@ -174,7 +174,7 @@ def queue_review_next(request, queue_id):
 
 
 def _run_result_context(item) -> dict:
-    result = item.result
+    result = item.subject
     latest = in_force(verdict_review_list(result=result))
     criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
     rows = [{"kind": "criterion", "key": c["criterion"], "label": c["criterion"], "judge_passed": c["passed"],
@@ -191,7 +191,7 @@ def _run_result_context(item) -> dict:
 
 
 def _agentic_context(item) -> dict:
-    evaluation = item.agent_evaluation
+    evaluation = item.subject
     latest = selectors.metric_reviews_in_force(agent_evaluation=evaluation)
     rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": getattr(evaluation, metric),
              "status": getattr(evaluation, f"{metric}_status"), "reasoning": getattr(evaluation, f"{metric}_reasoning"),
@@ -208,7 +208,7 @@ def _agentic_context(item) -> dict:
 
 
 def _rag_context(item) -> dict:
-    evaluation = item.rag_evaluation
+    evaluation = item.subject
     latest = selectors.metric_reviews_in_force(rag_evaluation=evaluation)
     rows = [{"kind": "metric", "key": row.name, "label": row.name.replace("_", " "), "judge_score": row.score,
              "judge_passed": None if row.score is None else row.score >= RAG_PASS, "status": row.status,
