@@ -101,36 +101,3 @@ class QueueItem(models.Model):
     def __str__(self):
         return f"{self.queue_id}:{self.subject_kind}:{self.subject_id}"
 
-
-class MetricReview(models.Model):
-    """A reviewer's verdict on one metric of an agentic evaluation (a score 0..1) or of a RAG
-    evaluation (pass/fail). The judge's value is copied as it stood, as VerdictReview does; the
-    newest review of a (target, metric) is the one in force."""
-
-    agent_evaluation = models.ForeignKey("agentic.AgentEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                         related_name="+")
-    rag_evaluation = models.ForeignKey("rag.TraceEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                       related_name="+")
-    metric = models.CharField(max_length=255)
-    score = models.FloatField(null=True, blank=True)
-    passed = models.BooleanField(null=True)
-    judge_score = models.FloatField(null=True, blank=True)
-    judge_status = models.CharField(max_length=16, default="ok")
-    note = models.TextField(blank=True, default="")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(Q(agent_evaluation__isnull=False, rag_evaluation__isnull=True, score__isnull=False,
-                             score__gte=0, score__lte=1)
-                           | Q(agent_evaluation__isnull=True, rag_evaluation__isnull=False, passed__isnull=False)),
-                name="metric_review_one_target"),
-        ]
-        indexes = [models.Index(fields=["agent_evaluation", "metric"]), models.Index(fields=["rag_evaluation", "metric"])]
-
-    def __str__(self):
-        return f"{self.metric}: {self.score if self.agent_evaluation_id else self.passed}"

@@ -1,27 +1,34 @@
 """Writes of review queues: create and edit queues, fill them by their rule or by hand, assign and
 claim items, and record the review that finishes an item. The API and the console call these."""
 
+import operator
 import uuid
+from functools import reduce
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.agentic.judges.base import AGENTIC_METRICS
-from apps.agentic.models import AgentEvaluation, MetricStatus
+from apps.agentic.models import AgentEvaluation
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
-from apps.rag.models import TraceEvaluation, TraceEvaluationTest
-from apps.runs.judging.types import CRITERION, RULE, Verdict
-from apps.runs.models import EvaluationResult, VerdictReview
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
 from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
+from apps.scores.agreement import agreement_table, judge_human_pairs
+from apps.scores.models import Score
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
-from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
-from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
-from .selectors import queue_item_subject
+from .models import QueueItem, QueueKind, ReviewQueue
+from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject
 
 RULE_FIELDS = ("name", "description", "kind", "include_unassessed", "score_below", "disagreement_prone",
                "sample_percent")
 INSERT_BATCH = 1000
+SUBJECT_MODELS = {QueueKind.RUN_RESULT: EvaluationResult, QueueKind.AGENTIC_EVALUATION: AgentEvaluation,
+                  QueueKind.RAG_EVALUATION: TraceEvaluation}
 
 
 def _check_rule(*, kind: str, score_below: float | None, sample_percent: float) -> None:
@@ -86,75 +93,67 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
     return queue.items.count() - before
 
 
-def _disagreeing_verdicts() -> set[tuple[str, str]]:
-    """(kind, key) of criteria and rules on which a reviewer once disagreed with the judge."""
-    rows = VerdictReview.objects.filter(judge_passed__isnull=False).values_list("kind", "key", "judge_passed", "passed")
-    return {(kind, key) for kind, key, judge, human in rows if judge != human}
+def _machine_scores(queue: ReviewQueue, **filters):
+    """The judge's scores of the candidate subject the outer query is at, of the kinds reviewed."""
+    return Score.objects.machine().filter(subject_kind=queue.subject_kind, subject_id=OuterRef("pk"),
+                                          kind__in=REVIEWED_KINDS[queue.kind], **filters)
 
 
-def _disagreeing_metrics(target: str, threshold: float) -> set[str]:
-    rows = MetricReview.objects.filter(**{f"{target}__isnull": False}, judge_status="ok")
-    disagreeing = set()
-    for review in rows.only("metric", "score", "passed", "judge_score"):
-        human = review.passed if review.passed is not None else metric_passed(review.score, threshold)
-        if metric_passed(review.judge_score, threshold) != human:
-            disagreeing.add(review.metric)
-    return disagreeing
+def _disagreeing_keys(queue: ReviewQueue) -> list[tuple[str, str]]:
+    """(kind, key) on which a reviewer's score in force disagrees with the judge's, anywhere: the
+    rules and metrics the judge is known to get wrong. Over the one agreement path."""
+    pairs = judge_human_pairs(queue.subject_kind, kinds=REVIEWED_KINDS[queue.kind])
+    return [(row.kind, row.key) for row in agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
+            if row.judge_pass_human_fail or row.judge_fail_human_pass]
 
 
-def _result_targets(queue: ReviewQueue) -> list:
-    disagreeing = _disagreeing_verdicts() if queue.disagreement_prone else set()
-    done = EvaluationResult.objects.filter(state=EvaluationResult.State.DONE).exclude(
-        pk__in=queue.items.values("subject_id"))
-    chosen = []
-    for pk, error, criteria, rules in done.values_list("pk", "error", "criteria_scores", "rubric_scores").iterator():
-        verdicts = Verdict.list_from_json(criteria, kind=CRITERION) + Verdict.list_from_json(rules, kind=RULE)
-        assessed = [v for v in verdicts if v.status == "ok"]
-        if ((queue.include_unassessed and (error or len(assessed) < len(verdicts)))
-                or (queue.score_below is not None and assessed
-                    and sum(bool(v.passed) for v in assessed) / len(assessed) < queue.score_below)
-                or (disagreeing and any((v.kind, v.key) in disagreeing for v in verdicts))
-                or queue.sampled(pk)):
-            chosen.append(pk)
-    return chosen
+def _passed_share_below(queue: ReviewQueue):
+    """Run results: the share of passed verdicts among those the judge assessed, under score_below."""
+    def count(**filters):
+        counted = (_machine_scores(queue, status=JudgeStatus.OK, **filters).order_by().values("subject_id")
+                   .annotate(n=Count("id")).values("n"))
+        return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+    return count(), count(passed=True)
 
 
-def _agentic_targets(queue: ReviewQueue) -> list:
-    matches = Q(pk__in=[])
+def _candidates(queue: ReviewQueue):
+    """The subjects a queue's rule looks at, less those already in it."""
+    subjects = SUBJECT_MODELS[queue.kind].objects.all()
+    if queue.kind == QueueKind.RUN_RESULT:
+        subjects = subjects.filter(state=EvaluationResult.State.DONE)
+    return subjects.exclude(Exists(QueueItem.objects.filter(queue=queue, subject_kind=queue.subject_kind,
+                                                            subject_id=OuterRef("pk"))))
+
+
+def _rule_targets(queue: ReviewQueue) -> list:
+    """The subjects the queue's rule takes: each enabled part is a condition on the subject's Score
+    rows (an EXISTS, or counts for a run result's share passed), one query on any database."""
+    candidates = _candidates(queue)
+    conditions = []
     if queue.include_unassessed:
-        for metric in AGENTIC_METRICS:
-            matches |= ~Q(**{f"{metric}_status": MetricStatus.OK})
+        conditions.append(Exists(_machine_scores(queue).exclude(status=JudgeStatus.OK)))
+        if queue.kind == QueueKind.RUN_RESULT:
+            conditions.append(Q(error__isnull=False) & ~Q(error=""))
     if queue.score_below is not None:
-        matches |= Q(overall_score__lt=queue.score_below)
-    if queue.disagreement_prone:
-        for metric in _disagreeing_metrics("agent_evaluation", AGENTIC_PASS):
-            matches |= Q(**{f"{metric}_status": MetricStatus.OK})
-    candidates = AgentEvaluation.objects.exclude(pk__in=queue.items.values("subject_id"))
-    chosen = set(candidates.filter(matches).values_list("pk", flat=True))
+        if queue.kind == QueueKind.RUN_RESULT:
+            assessed, passing = _passed_share_below(queue)
+            candidates = candidates.annotate(assessed=assessed, passing=passing)
+            conditions.append(Q(assessed__gt=0, passing__lt=F("assessed") * queue.score_below))
+        elif queue.kind == QueueKind.AGENTIC_EVALUATION:
+            # The evaluation's stored overall: the seed's weighted mean of its three metric scores.
+            conditions.append(Q(overall_score__lt=queue.score_below))
+        else:
+            conditions.append(Exists(_machine_scores(queue, status=JudgeStatus.OK, value__lt=queue.score_below)))
+    if queue.disagreement_prone and (keys := _disagreeing_keys(queue)):
+        disagreeing = reduce(operator.or_, (Q(kind=kind, key=key) for kind, key in keys))
+        conditions.append(Exists(_machine_scores(queue, status=JudgeStatus.OK).filter(disagreeing)))
+    chosen = set()
+    if conditions:
+        chosen = set(candidates.filter(reduce(operator.or_, conditions)).values_list("pk", flat=True).iterator())
     if queue.sample_percent > 0:
         chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
     return sorted(chosen)
-
-
-def _rag_targets(queue: ReviewQueue) -> list:
-    Status = TraceEvaluationTest.Status
-    matches = Q(pk__in=[])
-    if queue.include_unassessed:
-        matches |= Q(status__in=[Status.ERROR, Status.SKIPPED])
-    if queue.score_below is not None:
-        matches |= Q(status=Status.SCORED, score__lt=queue.score_below)
-    if queue.disagreement_prone:
-        matches |= Q(status=Status.SCORED, name__in=_disagreeing_metrics("rag_evaluation", RAG_PASS))
-    candidates = TraceEvaluation.objects.exclude(pk__in=queue.items.values("subject_id"))
-    chosen = set(TraceEvaluationTest.objects.filter(matches, evaluation__in=candidates)
-                 .values_list("evaluation_id", flat=True))
-    if queue.sample_percent > 0:
-        chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
-    return sorted(chosen)
-
-
-TARGETS = {QueueKind.RUN_RESULT: _result_targets, QueueKind.AGENTIC_EVALUATION: _agentic_targets,
-           QueueKind.RAG_EVALUATION: _rag_targets}
 
 
 def queue_fill(*, queue: ReviewQueue) -> int:
@@ -163,7 +162,7 @@ def queue_fill(*, queue: ReviewQueue) -> int:
     with transaction.atomic():
         # Two fills of one queue take turns, so each counts only what it added itself.
         ReviewQueue.objects.select_for_update().filter(pk=queue.pk).first()
-        return _insert(queue, TARGETS[queue.kind](queue))
+        return _insert(queue, _rule_targets(queue))
 
 
 def _target_pk(queue: ReviewQueue, target_id: str):
@@ -266,24 +265,22 @@ def _review_agentic(item, reviewer, verdicts, note):
             raise InvalidInputError(f"metric must be one of {', '.join(AGENTIC_METRICS)}")
         if score is None or not 0 <= score <= 1:
             raise InvalidInputError(f"{metric}: give a score between 0 and 1")
-        MetricReview.objects.create(
-            agent_evaluation=evaluation, metric=metric, score=score, note=note, reviewer=reviewer,
-            judge_score=getattr(evaluation, metric), judge_status=getattr(evaluation, f"{metric}_status"))
+        human_score_record(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=evaluation.pk,
+                           kind=ScoreKind.METRIC, key=metric, value=score, note=note, author=reviewer)
 
 
 def _review_rag(item, reviewer, verdicts, note):
-    evaluation = queue_item_subject(item=item)
-    rows = {row.name: row for row in evaluation.test_rows.all()}
+    # The metrics a RAG evaluation has are those its judge scored (or could not): its Score rows.
+    metrics = set(Score.objects.of(SubjectKind.RAG_EVALUATION, [item.subject_id]).machine()
+                  .filter(kind=ScoreKind.METRIC).values_list("key", flat=True))
     for verdict in verdicts:
-        row = rows.get(verdict.get("key"))
-        if row is None:
-            raise InvalidInputError(f"This evaluation has no metric {verdict.get('key')!r}")
+        metric = verdict.get("key")
+        if metric not in metrics:
+            raise InvalidInputError(f"This evaluation has no metric {metric!r}")
         if verdict.get("passed") is None:
-            raise InvalidInputError(f"{row.name}: give passed true or false")
-        MetricReview.objects.create(
-            rag_evaluation=evaluation, metric=row.name, passed=verdict["passed"], note=note,
-            reviewer=reviewer, judge_score=row.score,
-            judge_status="ok" if row.status == TraceEvaluationTest.Status.SCORED else row.status)
+            raise InvalidInputError(f"{metric}: give passed true or false")
+        human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=item.subject_id,
+                           kind=ScoreKind.METRIC, key=metric, passed=verdict["passed"], note=note, author=reviewer)
 
 
 REVIEWERS = {QueueKind.RUN_RESULT: _review_run_result, QueueKind.AGENTIC_EVALUATION: _review_agentic,

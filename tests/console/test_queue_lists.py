@@ -14,11 +14,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.console.views import rag as rag_views
-from apps.queues.models import MetricReview, QueueItem, QueueKind
+from apps.queues.models import QueueItem, QueueKind
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import ScoreKind, SubjectKind
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult, EvaluationRun
 from tests.agentic.factories import AgentEvaluationFactory
-from tests.queues.factories import ReviewQueueFactory, reviewable_result
+from tests.queues.factories import ReviewQueueFactory, reviewable_result, with_scores
 from tests.rag.factories import TraceEvaluationFactory
 from tests.rag.helpers import PARIS
 from tests.runs.factories import EvaluationRunFactory, criterion, rule
@@ -168,7 +170,7 @@ def rag(question: str, scores: dict, *, status: dict | None = None, outcome="sco
         test_rows=[{"name": name, "score": score, "status": status.get(name, "scored")}
                    for name, score in scores.items()])
     TraceEvaluation.objects.filter(pk=evaluation.pk).update(created_at=timezone.now() - timedelta(minutes=age_minutes))
-    return evaluation
+    return with_scores(evaluation)
 
 
 def listed(response) -> list[int]:
@@ -262,8 +264,8 @@ def test_rag_page_shows_the_evaluation_its_reviews_and_queues(staff_client):
     queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION, name="RAG checks")
     evaluation = rag("What is the capital of France?", {"context_recall": 0.2, "answer_accuracy": 1.0})
     staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "target_id": str(evaluation.pk)})
-    MetricReview.objects.create(rag_evaluation=evaluation, metric="context_recall", passed=True, judge_score=0.2,
-                                note="ctx1 is the right one")
+    human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=evaluation.pk, kind=ScoreKind.METRIC,
+                       key="context_recall", passed=True, note="ctx1 is the right one")
     response = staff_client.get(f"{RAG}{evaluation.pk}/")
     html = re.sub(r"\s+", " ", response.content.decode())
     assert response.status_code == 200

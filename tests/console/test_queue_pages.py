@@ -6,7 +6,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from apps.queues import services
-from apps.queues.models import MetricReview, QueueItem, QueueKind, ReviewQueue
+from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import UserFactory
@@ -61,12 +63,14 @@ def test_agentic_and_rag_items_are_reviewed_on_the_page(staff_client):
     url = f"/console/queues/{agentic.queue_id}/items/{agentic.pk}/"
     assert "tool call accuracy" in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "3", "v-0-kind": "metric", "v-0-key": "task_adherence", "v-0-score": "0.25"})
-    assert MetricReview.objects.get(agent_evaluation_id=agentic.subject_id).score == 0.25
+    human = Score.objects.human().get(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=agentic.subject_id)
+    assert (human.key, human.value) == ("task_adherence", 0.25)
     rag = QueueItemFactory(queue=ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION))
     url = f"/console/queues/{rag.queue_id}/items/{rag.pk}/"
     assert "Paris is the capital of France." in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "1", "v-0-kind": "metric", "v-0-key": "context_recall", "v-0-passed": "fail"})
-    assert MetricReview.objects.get(rag_evaluation_id=rag.subject_id).passed is False
+    human = Score.objects.human().get(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=rag.subject_id)
+    assert (human.key, human.passed) == ("context_recall", False)
     agreement = staff_client.get(f"/console/queues/{rag.queue_id}/").content.decode()
     assert "context recall" in agreement
 

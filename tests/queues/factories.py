@@ -1,11 +1,81 @@
-"""Queues and items written straight to the database; targets come from the runs, agentic and rag factories."""
+"""Queues and items written straight to the database; subjects come from the runs, agentic and rag
+factories, each with the machine Score rows its judge would have stored (the convention of issue 22)."""
 
 import factory
 
+from apps.agentic.judges.base import AGENTIC_METRICS
+from apps.agentic.models import AgentEvaluation
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.rag.factories import TraceEvaluationFactory
 from tests.runs.factories import EvaluationResultFactory, criterion, rule
+
+SUBJECT_KINDS = {EvaluationResult: SubjectKind.RUN_RESULT, AgentEvaluation: SubjectKind.AGENTIC_EVALUATION,
+                 TraceEvaluation: SubjectKind.RAG_EVALUATION}
+# A RAG test row's status as a Score's status and reason (the convention in issue 22).
+RAG_STATUS = {"scored": (JudgeStatus.OK, Reason.NONE), "error": (JudgeStatus.ERROR, Reason.NONE),
+              "skipped": (JudgeStatus.SKIPPED, Reason.NONE), "missing": (JudgeStatus.SKIPPED, Reason.MISSING),
+              "unsupported": (JudgeStatus.SKIPPED, Reason.UNSUPPORTED), "not_run": (JudgeStatus.SKIPPED, Reason.NOT_RUN)}
+
+
+def machine_score(subject, key: str, *, value: float | None = None, passed: bool | None = None,
+                  status: str = JudgeStatus.OK, kind: str = ScoreKind.METRIC, **fields) -> Score:
+    """The judge's score of one key of a subject, as its app stores it."""
+    fields.setdefault("source", ScoreSource.CODE)
+    fields.setdefault("judge", "heuristic:v1")
+    return Score.objects.create(subject_kind=SUBJECT_KINDS[type(subject)], subject_id=subject.pk, kind=kind, key=key,
+                                value=value, passed=passed, status=status, **fields)
+
+
+# TODO(issue 22): once h/agentic, h/rag and h/runs are merged their factories store these rows
+# themselves, and with_scores goes.
+def with_scores(subject):
+    """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
+    if isinstance(subject, AgentEvaluation):
+        for position, metric in enumerate(AGENTIC_METRICS):
+            machine_score(subject, metric, value=getattr(subject, metric), position=position,
+                          status=getattr(subject, f"{metric}_status"), reasoning=getattr(subject, f"{metric}_reasoning"))
+    elif isinstance(subject, TraceEvaluation):
+        for position, row in enumerate(subject.test_rows.order_by("id")):
+            status, reason = RAG_STATUS[row.status]
+            machine_score(subject, row.name, value=row.score, status=status, reason=reason, position=position,
+                          detail={"method": row.method})
+    else:
+        for position, verdict in enumerate(subject.criteria_scores or []):
+            machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
+                          value=verdict["score"], status=verdict["status"], position=position,
+                          reasoning=verdict["reasoning"], parent_id=subject.run_id, attempt=subject.attempt)
+        for position, verdict in enumerate(subject.rubric_scores or []):
+            machine_score(subject, verdict["rule_id"], kind=ScoreKind.RULE, passed=verdict["passed"],
+                          value=verdict["score"], status=verdict["status"], position=position,
+                          reasoning=verdict["reasoning"], severity=verdict["severity"],
+                          scope=verdict.get("component_scope") or "", detail={"rule_name": verdict["rule_name"]},
+                          parent_id=subject.run_id, attempt=subject.attempt)
+    return subject
+
+
+def scored_agentic(**kwargs) -> AgentEvaluation:
+    return with_scores(AgentEvaluationFactory(**kwargs))
+
+
+def scored_rag(**kwargs) -> TraceEvaluation:
+    return with_scores(TraceEvaluationFactory(**kwargs))
+
+
+def scored_result(**kwargs) -> EvaluationResult:
+    return with_scores(EvaluationResultFactory(**kwargs))
+
+
+def reviewable_result(**kwargs):
+    """A finished result with two criteria (one failed) and two rules (one skipped by the judge)."""
+    kwargs.setdefault("criteria_scores", [criterion("Mentions 15 days", True), criterion("Cites the handbook", False)])
+    kwargs.setdefault("rubric_scores", [rule("BRIEF", True, severity="medium"),
+                                        rule("USES_KB", False, status="skipped")])
+    return scored_result(**kwargs)
 
 
 class ReviewQueueFactory(factory.django.DjangoModelFactory):
@@ -17,13 +87,13 @@ class ReviewQueueFactory(factory.django.DjangoModelFactory):
 
 
 def _new_subject(kind: str):
-    return {QueueKind.RUN_RESULT: reviewable_result, QueueKind.AGENTIC_EVALUATION: AgentEvaluationFactory,
-            QueueKind.RAG_EVALUATION: TraceEvaluationFactory}[kind]()
+    return {QueueKind.RUN_RESULT: reviewable_result, QueueKind.AGENTIC_EVALUATION: scored_agentic,
+            QueueKind.RAG_EVALUATION: scored_rag}[kind]()
 
 
 class QueueItemFactory(factory.django.DjangoModelFactory):
     """An item of a run-result queue; pass `queue=` of another kind, and `subject=` to name the
-    subject (else a new one of the queue's kind)."""
+    subject (else a new one of the queue's kind, with its judge's scores)."""
 
     class Meta:
         model = QueueItem
@@ -37,11 +107,3 @@ class QueueItemFactory(factory.django.DjangoModelFactory):
     subject_kind = factory.LazyAttribute(lambda o: o.queue.kind)
     subject_id = factory.LazyAttribute(
         lambda o: (o.subject or o.result or o.agent_evaluation or o.rag_evaluation or _new_subject(o.queue.kind)).pk)
-
-
-def reviewable_result(**kwargs):
-    """A finished result with two criteria (one failed) and two rules (one skipped by the judge)."""
-    kwargs.setdefault("criteria_scores", [criterion("Mentions 15 days", True), criterion("Cites the handbook", False)])
-    kwargs.setdefault("rubric_scores", [rule("BRIEF", True, severity="medium"),
-                                        rule("USES_KB", False, status="skipped")])
-    return EvaluationResultFactory(**kwargs)

@@ -2,16 +2,19 @@ import pytest
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.queues import selectors, services
-from apps.queues.models import MetricReview, QueueKind
+from apps.queues.models import QueueKind
 from apps.runs.models import VerdictReview
-from apps.runs.reviews import cohen_kappa
+from apps.scores.agreement import cohen_kappa
+from apps.scores.models import Score
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import ScoreKind, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.concurrency import run_in_threads
 from tests.core.factories import UserFactory
 from tests.rag.factories import TraceEvaluationFactory
-from tests.runs.factories import EvaluationResultFactory, criterion, rule
+from tests.runs.factories import criterion, rule
 
-from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result, scored_agentic, scored_rag, scored_result
 
 pytestmark = pytest.mark.django_db
 
@@ -27,8 +30,8 @@ def test_kappa_matches_the_textbook_example():
 
 def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
     unassessed = reviewable_result()
-    clean = EvaluationResultFactory(criteria_scores=[criterion("ok", True)], rubric_scores=[rule("BRIEF", True)])
-    low = EvaluationResultFactory(criteria_scores=[criterion("a", False), criterion("b", True), criterion("c", False)])
+    clean = scored_result(criteria_scores=[criterion("ok", True)], rubric_scores=[rule("BRIEF", True)])
+    low = scored_result(criteria_scores=[criterion("a", False), criterion("b", True), criterion("c", False)])
     queue = services.queue_create(name="triage", kind=QueueKind.RUN_RESULT, include_unassessed=True, score_below=0.5)
     assert services.queue_fill(queue=queue) == 2
     assert set(queue.items.values_list("subject_id", flat=True)) == {unassessed.pk, low.pk}
@@ -40,9 +43,11 @@ def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
 
 def test_disagreement_prone_rules_and_sample():
     reviewed = reviewable_result()
-    VerdictReview.objects.create(result=reviewed, kind="rule", key="BRIEF", judge_passed=True, passed=False)
-    other = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
-    unrelated = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
+    # A reviewer failed BRIEF where the judge passed it: every result judged on BRIEF is worth a look.
+    human_score_record(subject_kind=SubjectKind.RUN_RESULT, subject_id=reviewed.pk, kind=ScoreKind.RULE, key="BRIEF",
+                       passed=False)
+    other = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
+    unrelated = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
     queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
     services.queue_fill(queue=queue)
     assert set(queue.items.values_list("subject_id", flat=True)) == {reviewed.pk, other.pk}
@@ -52,13 +57,13 @@ def test_disagreement_prone_rules_and_sample():
 
 
 def test_agentic_and_rag_rules():
-    low = AgentEvaluationFactory(overall_score=0.3)
-    AgentEvaluationFactory(overall_score=0.95)
+    low = scored_agentic(overall_score=0.3)
+    scored_agentic(overall_score=0.95)
     queue = services.queue_create(name="agentic", kind=QueueKind.AGENTIC_EVALUATION, score_below=0.5)
     assert services.queue_fill(queue=queue) == 1
     assert queue.items.get().subject_id == low.pk
-    errored = TraceEvaluationFactory(test_rows=[{"name": "faithfulness", "status": "error", "score": None}])
-    TraceEvaluationFactory()
+    errored = scored_rag(test_rows=[{"name": "faithfulness", "status": "error", "score": None}])
+    scored_rag()
     rag = services.queue_create(name="rag", kind=QueueKind.RAG_EVALUATION, include_unassessed=True)
     assert services.queue_fill(queue=rag) == 1
     assert rag.items.get().subject_id == errored.pk
@@ -131,7 +136,7 @@ def test_agreement_per_agentic_metric_and_rag_metric():
     queue = ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION)
     reviewer = UserFactory()
     for judge, human in [(0.9, 0.9), (0.2, 0.1), (0.9, 0.3), (0.3, 0.2)]:
-        item = QueueItemFactory(queue=queue, subject=AgentEvaluationFactory(task_adherence=judge))
+        item = QueueItemFactory(queue=queue, subject=scored_agentic(task_adherence=judge))
         services.queue_item_review(item=item, reviewer=reviewer, verdicts=[{"key": "task_adherence", "score": human}])
     rows = {row.key: row for row in selectors.queue_agreement(queue=queue)}
     # judge pass/fail: P F P F, human: P F F F -> p_o 0.75, p_e 0.5*0.25+0.5*0.75 = 0.5, kappa 0.5
@@ -139,7 +144,9 @@ def test_agreement_per_agentic_metric_and_rag_metric():
     rag = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION)
     item = QueueItemFactory(queue=rag)
     services.queue_item_review(item=item, reviewer=reviewer, verdicts=[{"key": "answer_accuracy", "passed": False}])
-    assert MetricReview.objects.get(rag_evaluation_id=item.subject_id).judge_score is not None
+    # The review is a human Score beside the judge's, which it does not copy.
+    human = Score.objects.human().get(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=item.subject_id)
+    assert (human.key, human.passed, human.value, human.author) == ("answer_accuracy", False, None, reviewer)
     row = selectors.queue_agreement(queue=rag)[0]
     # One pair, judge pass and human fail: p_o 0, p_e 0, kappa 0 (defined, unlike all-in-one-class).
     assert (row.key, row.reviewed, row.agreed, row.kappa) == ("answer_accuracy", 1, 0, 0.0)
