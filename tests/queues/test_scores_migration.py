@@ -1,0 +1,92 @@
+"""Migrations 0002-0006 (issue 22): queue items' three foreign keys become a subject kind + id, and
+MetricReview rows become human Score rows; both ways. Subjects are made with today's factories
+(their tables do not change here), the old rows with the historical models of queues 0001."""
+
+import importlib
+
+import pytest
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from apps.queues.models import QueueItem
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, Reason, ScoreSource, SubjectKind
+from tests.agentic.factories import AgentEvaluationFactory
+from tests.core.factories import UserFactory
+from tests.rag.factories import TraceEvaluationFactory
+
+from .factories import machine_score, reviewable_result
+
+BEFORE = [("queues", "0001_initial")]
+
+
+def _migrate(target):
+    executor = MigrationExecutor(connection)
+    executor.migrate(target or executor.loader.graph.leaf_nodes())
+    return executor.loader.project_state(target).apps if target else None
+
+
+# transaction=True: migrating back and forth alters tables, which SQLite's schema editor refuses
+# inside the atomic block the plain db fixture wraps a test in.
+@pytest.mark.django_db(transaction=True)
+def test_items_and_metric_reviews_move_to_subjects_and_scores_and_back(monkeypatch):
+    # Batches of one review: the chunking is what a large table goes through, exercised here.
+    monkeypatch.setattr(importlib.import_module("apps.queues.migrations.0005_metric_reviews_to_scores"), "BATCH", 1)
+    result, agentic, rag = reviewable_result(), AgentEvaluationFactory(), TraceEvaluationFactory()
+    reviewer = UserFactory(username="rita")
+    # The judges' own rows (what apps.agentic and apps.rag store after issue 22); none for context_recall.
+    machine_score(agentic, "task_adherence", value=0.9)
+    machine_score(rag, "faithfulness", value=None, status=JudgeStatus.SKIPPED, reason=Reason.MISSING)
+    try:
+        old = _migrate(BEFORE)
+        Queue, Item, Review = (old.get_model("queues", name) for name in ("ReviewQueue", "QueueItem", "MetricReview"))
+        runs_q, agentic_q, rag_q = (Queue.objects.create(name=kind, kind=kind) for kind in
+                                    ("run_result", "agentic_evaluation", "rag_evaluation"))
+        Item.objects.create(queue=runs_q, result_id=result.pk, origin="hand")
+        Item.objects.create(queue=agentic_q, agent_evaluation_id=agentic.pk, done_at="2026-01-01T00:00:00Z")
+        Item.objects.create(queue=rag_q, rag_evaluation_id=rag.pk)
+        # Two reviews of one metric (the newer in force), and RAG reviews with and without a judge row.
+        Review.objects.create(agent_evaluation_id=agentic.pk, metric="task_adherence", score=0.2, judge_score=0.9,
+                              note="older", reviewer_id=reviewer.pk, created_at="2026-01-01T00:00:00Z")
+        Review.objects.create(agent_evaluation_id=agentic.pk, metric="task_adherence", score=0.3, judge_score=0.9,
+                              note="newer", reviewer_id=reviewer.pk, created_at="2026-01-02T00:00:00Z")
+        Review.objects.create(rag_evaluation_id=rag.pk, metric="faithfulness", passed=False, judge_status="missing")
+        Review.objects.create(rag_evaluation_id=rag.pk, metric="context_recall", passed=True, judge_score=1.0)
+    finally:
+        _migrate(None)
+
+    assert sorted(QueueItem.objects.values_list("queue__name", "subject_kind", "subject_id", "origin")) == [
+        ("agentic_evaluation", "agentic_evaluation", agentic.pk, "rule"),
+        ("rag_evaluation", "rag_evaluation", rag.pk, "rule"),
+        ("run_result", "run_result", result.pk, "hand")]
+    humans = Score.objects.human().order_by("created_at", "id")
+    assert [(h.subject_kind, h.subject_id, h.kind, h.key, h.value, h.passed, h.reasoning, h.author_id)
+            for h in humans] == [
+        (SubjectKind.AGENTIC_EVALUATION, agentic.pk, "metric", "task_adherence", 0.2, None, "older", reviewer.pk),
+        (SubjectKind.AGENTIC_EVALUATION, agentic.pk, "metric", "task_adherence", 0.3, None, "newer", reviewer.pk),
+        (SubjectKind.RAG_EVALUATION, rag.pk, "metric", "faithfulness", None, False, "", None),
+        (SubjectKind.RAG_EVALUATION, rag.pk, "metric", "context_recall", None, True, "", None)]
+    # The judge's copied score is not carried: the judges' rows are the only machine rows still.
+    assert Score.objects.machine().count() == 2 + Score.objects.machine().filter(subject_kind="run_result").count()
+    assert all(h.source == ScoreSource.HUMAN and h.status == JudgeStatus.OK for h in humans)
+
+    try:
+        old = _migrate(BEFORE)
+        Item, Review = old.get_model("queues", "QueueItem"), old.get_model("queues", "MetricReview")
+        assert list(Item.objects.order_by("queue__name").values_list(
+            "result_id", "agent_evaluation_id", "rag_evaluation_id")) == [
+            (None, agentic.pk, None), (None, None, rag.pk), (result.pk, None, None)]
+        rebuilt = [(r.agent_evaluation_id, r.rag_evaluation_id, r.metric, r.score, r.passed, r.judge_score,
+                    r.judge_status, r.note, r.reviewer_id) for r in Review.objects.order_by("created_at", "id")]
+        assert rebuilt == [
+            (agentic.pk, None, "task_adherence", 0.2, None, 0.9, "ok", "older", reviewer.pk),
+            (agentic.pk, None, "task_adherence", 0.3, None, 0.9, "ok", "newer", reviewer.pk),
+            # The judge's row said skipped for a missing input: the old word for it comes back.
+            (None, rag.pk, "faithfulness", None, False, None, "missing", "", None),
+            # No judge row to read: nothing to compare with, said as such.
+            (None, rag.pk, "context_recall", None, True, None, "skipped", "", None)]
+        # The human rows went back into the old table, so going forward again does not double them.
+        assert not Score.objects.human().exists()
+    finally:
+        _migrate(None)
+    assert Score.objects.human().count() == 4
