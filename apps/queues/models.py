@@ -19,6 +19,15 @@ class QueueKind(models.TextChoices):
     RAG_EVALUATION = SubjectKind.RAG_EVALUATION.value, "RAG evaluations"
 
 
+def per_cent(rate: float) -> float:
+    """A 0..1 rate as the per cent the queue API and form speak, without float noise (0.07 -> 7.0)."""
+    return round(rate * 100, 9)
+
+
+def rate_from_per_cent(value: float) -> float:
+    return value / 100
+
+
 class ReviewQueueQuerySet(models.QuerySet):
     def with_progress(self):
         return self.annotate(
@@ -40,7 +49,8 @@ class ReviewQueue(models.Model):
         null=True, blank=True, help_text="Overall score (0..1) under which an object enters; empty: off.")
     disagreement_prone = models.BooleanField(
         default=False, help_text="Objects judged on a rule or metric whose human reviews disagreed with the judge.")
-    sample_percent = models.FloatField(default=0.0, help_text="A random sample of every object, 0..100 per cent.")
+    # The one sampling unit, as online evaluation rules use it; the API speaks per cent (per_cent()).
+    sample_rate = models.FloatField(default=0.0, help_text="Share of every object sampled into the queue, 0..1.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -49,8 +59,8 @@ class ReviewQueue(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(sample_percent__gte=0) & Q(sample_percent__lte=100),
-                                              name="queue_sample_percent_range")]
+        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
+                                              name="queue_sample_rate_range")]
 
     def __str__(self):
         return self.name
@@ -61,7 +71,7 @@ class ReviewQueue(models.Model):
 
     def sampled(self, target_pk) -> bool:
         """A hash of the queue and the object, not a coin toss: filling twice samples the same objects."""
-        return sampled(f"{self.pk}:{target_pk}", self.sample_percent / 100)
+        return sampled(f"{self.pk}:{target_pk}", self.sample_rate)
 
 
 class QueueItem(models.Model):

@@ -24,31 +24,29 @@ from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 from .models import QueueItem, QueueKind, ReviewQueue
 from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject
 
-RULE_FIELDS = ("name", "description", "kind", "include_unassessed", "score_below", "disagreement_prone",
-               "sample_percent")
 INSERT_BATCH = 1000
 SUBJECT_MODELS = {QueueKind.RUN_RESULT: EvaluationResult, QueueKind.AGENTIC_EVALUATION: AgentEvaluation,
                   QueueKind.RAG_EVALUATION: TraceEvaluation}
 
 
-def _check_rule(*, kind: str, score_below: float | None, sample_percent: float) -> None:
+def _check_rule(*, kind: str, score_below: float | None, sample_rate: float) -> None:
     if kind not in QueueKind.values:
         raise InvalidInputError(f"kind must be one of {', '.join(QueueKind.values)}")
     if score_below is not None and not 0 <= score_below <= 1:
         raise InvalidInputError("score_below must be between 0 and 1")
-    if not 0 <= sample_percent <= 100:
-        raise InvalidInputError("sample_percent must be between 0 and 100")
+    if not 0 <= sample_rate <= 1:
+        raise InvalidInputError("sample_rate must be between 0 and 1")
 
 
 def queue_create(*, name: str, kind: str, description: str = "", include_unassessed: bool = False,
-                 score_below: float | None = None, disagreement_prone: bool = False, sample_percent: float = 0.0,
+                 score_below: float | None = None, disagreement_prone: bool = False, sample_rate: float = 0.0,
                  created_by=None) -> ReviewQueue:
-    _check_rule(kind=kind, score_below=score_below, sample_percent=sample_percent)
+    _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     try:
         with transaction.atomic():
             return ReviewQueue.objects.create(
                 name=name.strip(), kind=kind, description=description, include_unassessed=include_unassessed,
-                score_below=score_below, disagreement_prone=disagreement_prone, sample_percent=sample_percent,
+                score_below=score_below, disagreement_prone=disagreement_prone, sample_rate=sample_rate,
                 created_by=created_by)
     except IntegrityError as exc:
         raise ConflictError(f"A queue named {name!r} already exists") from exc
@@ -56,14 +54,14 @@ def queue_create(*, name: str, kind: str, description: str = "", include_unasses
 
 def queue_update(*, queue: ReviewQueue, name: str, kind: str, description: str = "", include_unassessed: bool = False,
                  score_below: float | None = None, disagreement_prone: bool = False,
-                 sample_percent: float = 0.0) -> ReviewQueue:
-    _check_rule(kind=kind, score_below=score_below, sample_percent=sample_percent)
+                 sample_rate: float = 0.0) -> ReviewQueue:
+    _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     # Items hold targets of the queue's kind; another kind would leave them unreviewable.
     if kind != queue.kind and queue.items.exists():
         raise ConflictError("This queue has items; its kind can no longer change")
     queue.name, queue.kind, queue.description = name.strip(), kind, description
     queue.include_unassessed, queue.score_below = include_unassessed, score_below
-    queue.disagreement_prone, queue.sample_percent = disagreement_prone, sample_percent
+    queue.disagreement_prone, queue.sample_rate = disagreement_prone, sample_rate
     try:
         with transaction.atomic():
             queue.save()
@@ -151,7 +149,7 @@ def _rule_targets(queue: ReviewQueue) -> list:
     chosen = set()
     if conditions:
         chosen = set(candidates.filter(reduce(operator.or_, conditions)).values_list("pk", flat=True).iterator())
-    if queue.sample_percent > 0:
+    if queue.sample_rate > 0:
         chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
     return sorted(chosen)
 

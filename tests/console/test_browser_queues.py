@@ -40,7 +40,7 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     queue = services.queue_create(name="Unassessed verdicts", kind=QueueKind.RUN_RESULT, include_unassessed=True,
                                   description="Results where the judge skipped or errored on a verdict.")
     assert services.queue_fill(queue=queue) == 3
-    agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_percent=100)
+    agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_rate=1)
     AgentEvaluationFactory(task_adherence_reasoning="Answered the PTO question from the handbook.")
     services.queue_fill(queue=agentic)
     find = browser.find_element

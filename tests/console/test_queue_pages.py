@@ -26,6 +26,10 @@ def test_list_creates_and_fills_a_queue(staff_client):
     assert queue.items.count() == 1
     page = staff_client.get("/console/queues/").content.decode()
     assert "Unassessed" in page and "0/1 done" in page and "errors &amp; skipped" in page
+    # The form speaks per cent; the queue keeps the 0..1 rate, and its rule is shown in per cent.
+    staff_client.post("/console/queues/", {"name": "Sampled", "kind": "run_result", "sample_percent": "12.5"})
+    assert ReviewQueue.objects.get(name="Sampled").sample_rate == 0.125
+    assert "12.5% sample" in staff_client.get("/console/queues/").content.decode()
 
 
 def test_readers_read_but_cannot_create_or_review(reader_client):

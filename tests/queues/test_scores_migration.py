@@ -1,5 +1,5 @@
-"""Migrations 0002-0006 (issue 22): queue items' three foreign keys become a subject kind + id, and
-MetricReview rows become human Score rows; both ways. Subjects are made with today's factories
+"""Migrations 0002-0009 (issue 22): queue items' three foreign keys become a subject kind + id,
+MetricReview rows become human Score rows, and a queue's sample per cent a 0..1 rate; both ways. Subjects are made with today's factories
 (their tables do not change here), the old rows with the historical models of queues 0001."""
 
 import importlib
@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from apps.queues.models import QueueItem
+from apps.queues.models import QueueItem, ReviewQueue
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, Reason, ScoreSource, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
@@ -40,8 +40,8 @@ def test_items_and_metric_reviews_move_to_subjects_and_scores_and_back(monkeypat
     try:
         old = _migrate(BEFORE)
         Queue, Item, Review = (old.get_model("queues", name) for name in ("ReviewQueue", "QueueItem", "MetricReview"))
-        runs_q, agentic_q, rag_q = (Queue.objects.create(name=kind, kind=kind) for kind in
-                                    ("run_result", "agentic_evaluation", "rag_evaluation"))
+        runs_q, agentic_q, rag_q = (Queue.objects.create(name=kind, kind=kind, sample_percent=percent) for kind, percent
+                                    in (("run_result", 25), ("agentic_evaluation", 0), ("rag_evaluation", 100)))
         Item.objects.create(queue=runs_q, result_id=result.pk, origin="hand")
         Item.objects.create(queue=agentic_q, agent_evaluation_id=agentic.pk, done_at="2026-01-01T00:00:00Z")
         Item.objects.create(queue=rag_q, rag_evaluation_id=rag.pk)
@@ -59,6 +59,8 @@ def test_items_and_metric_reviews_move_to_subjects_and_scores_and_back(monkeypat
         ("agentic_evaluation", "agentic_evaluation", agentic.pk, "rule"),
         ("rag_evaluation", "rag_evaluation", rag.pk, "rule"),
         ("run_result", "run_result", result.pk, "hand")]
+    assert dict(ReviewQueue.objects.values_list("name", "sample_rate")) == {
+        "run_result": 0.25, "agentic_evaluation": 0.0, "rag_evaluation": 1.0}
     humans = Score.objects.human().order_by("created_at", "id")
     assert [(h.subject_kind, h.subject_id, h.kind, h.key, h.value, h.passed, h.reasoning, h.author_id)
             for h in humans] == [
@@ -73,6 +75,8 @@ def test_items_and_metric_reviews_move_to_subjects_and_scores_and_back(monkeypat
     try:
         old = _migrate(BEFORE)
         Item, Review = old.get_model("queues", "QueueItem"), old.get_model("queues", "MetricReview")
+        assert dict(old.get_model("queues", "ReviewQueue").objects.values_list("name", "sample_percent")) == {
+            "run_result": 25.0, "agentic_evaluation": 0.0, "rag_evaluation": 100.0}
         assert list(Item.objects.order_by("queue__name").values_list(
             "result_id", "agent_evaluation_id", "rag_evaluation_id")) == [
             (None, agentic.pk, None), (None, None, rag.pk), (result.pk, None, None)]

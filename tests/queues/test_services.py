@@ -51,7 +51,7 @@ def test_disagreement_prone_rules_and_sample():
     queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
     services.queue_fill(queue=queue)
     assert set(queue.items.values_list("subject_id", flat=True)) == {reviewed.pk, other.pk}
-    everything = services.queue_create(name="all", kind=QueueKind.RUN_RESULT, sample_percent=100)
+    everything = services.queue_create(name="all", kind=QueueKind.RUN_RESULT, sample_rate=1)
     assert services.queue_fill(queue=everything) == 3
     assert unrelated.pk in set(everything.items.values_list("subject_id", flat=True))
 

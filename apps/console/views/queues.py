@@ -15,7 +15,7 @@ from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import DomainError
 from apps.core.permissions import scopes_of
 from apps.queues import selectors, services
-from apps.queues.models import QueueKind
+from apps.queues.models import QueueKind, rate_from_per_cent
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
 from apps.scores.selectors import human_in_force
 from apps.scores.vocabulary import ScoreKind
@@ -36,6 +36,12 @@ class QueueForm(forms.Form):
     disagreement_prone = forms.BooleanField(required=False, label="Disagreement-prone rules and metrics")
     sample_percent = forms.FloatField(min_value=0, max_value=100, initial=0, label="Random sample (%)")
 
+    def rule(self) -> dict:
+        """The queue's fields as the services take them: people type per cent, queues keep a 0..1 rate."""
+        fields = dict(self.cleaned_data)
+        fields["sample_rate"] = rate_from_per_cent(fields.pop("sample_percent"))
+        return fields
+
 
 def _queue_or_404(queue_id):
     return found_or_404(selectors.queue_get, queue_id=queue_id)
@@ -49,7 +55,7 @@ def queue_list(request):
             return denied
         if form.is_valid():
             try:
-                queue = services.queue_create(created_by=request.user, **form.cleaned_data)
+                queue = services.queue_create(created_by=request.user, **form.rule())
             except DomainError as exc:
                 form.add_error("name", str(exc.detail))
             else:

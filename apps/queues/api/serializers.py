@@ -1,6 +1,6 @@
 from apps.scores.vocabulary import SubjectKind
 
-from ..models import QueueItem, ReviewQueue
+from ..models import QueueItem, ReviewQueue, per_cent
 from ..selectors import queue_item_subject
 
 
@@ -13,7 +13,8 @@ def queue_data(queue: ReviewQueue) -> dict:
     if total is None:
         total, done = queue.items.count(), queue.items.filter(done_at__isnull=False).count()
     return {**{f: getattr(queue, f) for f in ("id", "name", "kind", "description", "include_unassessed", "score_below",
-                                              "disagreement_prone", "sample_percent", "created_at")},
+                                              "disagreement_prone", "created_at")},
+            "sample_percent": per_cent(queue.sample_rate),
             "created_by": _name(queue.created_by), "total": total, "done": done, "left": total - done}
 
 
