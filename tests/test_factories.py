@@ -93,4 +93,4 @@ def test_results_pass_as_the_engine_decides_and_count_in_their_run():
 
 def test_a_trace_evaluation_has_a_row_per_test():
     evaluation = TraceEvaluationFactory()
-    assert sorted(evaluation.test_rows.values_list("name", flat=True)) == sorted(evaluation.tests)
+    assert sorted(row.name for row in evaluation.test_results) == sorted(evaluation.tests)

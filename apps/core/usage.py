@@ -17,7 +17,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import date
 
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from .models import KeyUsageDay
@@ -78,14 +79,17 @@ def usage_scope(*, api_key_id: int | None = None):
 
 
 def key_usage_add(*, api_key_id: int, day: date, llm_calls: int, input_tokens: int, output_tokens: int) -> None:
-    """Add to a key's day in one statement: concurrent writers (web processes, workers) each add
-    their part on PostgreSQL (the row lock of ON CONFLICT DO UPDATE) and on SQLite alike."""
-    table = KeyUsageDay._meta.db_table
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"INSERT INTO {table} (api_key_id, day, llm_calls, input_tokens, output_tokens) "
-            f"VALUES (%s, %s, %s, %s, %s) ON CONFLICT (api_key_id, day) DO UPDATE SET "
-            f"llm_calls = {table}.llm_calls + excluded.llm_calls, "
-            f"input_tokens = {table}.input_tokens + excluded.input_tokens, "
-            f"output_tokens = {table}.output_tokens + excluded.output_tokens",
-            [api_key_id, day, llm_calls, input_tokens, output_tokens])
+    """Add to a key's day. Concurrent writers (web processes, workers) each add their part: the
+    UPDATE adds in the database (F), and when the day's row does not exist yet, the INSERT races the
+    other writers under a savepoint; the loser's unique violation sends it back to the UPDATE."""
+    increments = {"llm_calls": F("llm_calls") + llm_calls, "input_tokens": F("input_tokens") + input_tokens,
+                  "output_tokens": F("output_tokens") + output_tokens}
+    day_row = KeyUsageDay.objects.filter(api_key_id=api_key_id, day=day)
+    if day_row.update(**increments):
+        return
+    try:
+        with transaction.atomic():
+            KeyUsageDay.objects.create(api_key_id=api_key_id, day=day, llm_calls=llm_calls,
+                                       input_tokens=input_tokens, output_tokens=output_tokens)
+    except IntegrityError:
+        day_row.update(**increments)

@@ -2,11 +2,25 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KeyTextTransform
+from django.utils.functional import cached_property
+
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
+
+from .scoring import TestResult, ran, status_q
+
+
+def metric_scores_of(evaluation_ids):
+    """The judge's metric rows of the given evaluations (ids or a subquery), in requested order.
+    Human reviews of the same metrics are Score rows too, and are left out."""
+    return Score.objects.of(SubjectKind.RAG_EVALUATION, evaluation_ids).machine().filter(
+        kind=ScoreKind.METRIC).in_order()
 
 
 class TraceEvaluationQuerySet(models.QuerySet):
     def with_test(self, name: str):
-        return self.filter(test_rows__name=name).distinct()
+        """Evaluations that requested the test `name` (every requested test has a row)."""
+        return self.with_test_matching(name=name)
 
     def with_question(self):
         """The question as `question`, read out of the payload by the database: a list shows it
@@ -16,13 +30,13 @@ class TraceEvaluationQuerySet(models.QuerySet):
     def with_test_matching(self, *, name: str = "", status: str = "", score_below: float | None = None):
         """Evaluations with one test row that meets every condition given (`context_recall` that
         errored, any metric scored below 0.5): EXISTS, so an evaluation is listed once."""
-        rows = TraceEvaluationTest.objects.filter(evaluation=OuterRef("pk"))
+        rows = metric_scores_of(None).filter(subject_id=OuterRef("pk"))
         if name:
-            rows = rows.filter(name=name)
+            rows = rows.filter(key=name)
         if status:
-            rows = rows.filter(status=status)
+            rows = rows.filter(status_q(status))
         if score_below is not None:
-            rows = rows.filter(status=TraceEvaluationTest.Status.SCORED, score__lt=score_below)
+            rows = rows.filter(status=JudgeStatus.OK, value__lt=score_below)
         return self.filter(Exists(rows))
 
 
@@ -42,8 +56,6 @@ class TraceEvaluation(models.Model):
     payload = models.JSONField(help_text="The canonical payload the query was parsed into.")
     tests = models.JSONField(default=list)
     missing = models.JSONField(default=dict)
-    scores = models.JSONField(default=dict)
-    details = models.JSONField(default=dict)
     outcome = models.CharField(max_length=16, choices=Outcome.choices, db_index=True)
     partial = models.BooleanField(default=False, help_text="Requested with ?partial=true.")
     judge = models.CharField(max_length=255, help_text="deterministic, or openai:<model> when an LLM scored")
@@ -60,30 +72,27 @@ class TraceEvaluation(models.Model):
     def __str__(self):
         return f"TRACE #{self.pk} ({', '.join(self.tests)})"
 
+    # The answer's per-test parts (evaluation_scores, details, test_results), read from the metric's
+    # Score rows (apps.rag.scoring). A page of evaluations gets
+    # them in one query through selectors.trace_evaluations_with_scores, which fills this cache.
+    @cached_property
+    def metric_scores(self) -> list[Score]:
+        return list(metric_scores_of([self.pk]))
 
-class TraceEvaluationTest(models.Model):
-    """One requested test of an evaluation, a row so history can be filtered and listed per metric."""
+    @property
+    def evaluation_scores(self) -> dict[str, float | None]:
+        return {score.key: score.value for score in self.metric_scores if ran(score)}
 
-    class Status(models.TextChoices):
-        SCORED = "scored"
-        ERROR = "error"
-        SKIPPED = "skipped"
-        MISSING = "missing"
-        UNSUPPORTED = "unsupported"
-        NOT_RUN = "not_run"  # complete, but another test was missing and partial mode was off
+    @property
+    def details(self) -> dict[str, dict]:
+        # A metric that ran always has its evidence; one without (hand-made data) is left out, as
+        # the JSON it was migrated from left it out.
+        return {score.key: score.detail for score in self.metric_scores if ran(score) and score.detail is not None}
 
-    evaluation = models.ForeignKey(TraceEvaluation, on_delete=models.CASCADE, related_name="test_rows")
-    name = models.CharField(max_length=255, db_index=True)
-    status = models.CharField(max_length=16, choices=Status.choices)
-    score = models.FloatField(null=True, blank=True)
-    method = models.CharField(max_length=255, blank=True)
-    judge = models.CharField(max_length=255, blank=True)
-    missing = models.JSONField(default=list, blank=True)
+    @property
+    def test_results(self) -> list[TestResult]:
+        return [TestResult.of(score) for score in self.metric_scores]
 
-    class Meta:
-        ordering = ["evaluation_id", "id"]
-        verbose_name = "RAG evaluation test"
-        constraints = [models.UniqueConstraint(fields=["evaluation", "name"], name="rag_unique_test_per_evaluation")]
-
-    def __str__(self):
-        return self.name
+    @property
+    def provided_parameters(self) -> dict:
+        return self.payload

@@ -1,11 +1,11 @@
 from apps.core.errors import NotFoundError
 
-from .models import TraceEvaluation
+from .models import TraceEvaluation, metric_scores_of
 from .payload import normalise_test_name
 
 
 def trace_evaluation_list(*, test: str | None = None, outcome: str | None = None):
-    queryset = TraceEvaluation.objects.select_related("created_by").prefetch_related("test_rows")
+    queryset = TraceEvaluation.objects.select_related("created_by")
     if test:
         queryset = queryset.with_test(normalise_test_name(test))
     if outcome:
@@ -24,10 +24,10 @@ def trace_evaluation_search(*, q: str = "", test: str = "", status: str = "", sc
                             outcome: str = ""):
     """RAG evaluations newest first for the console's list: `q` is an evaluation id (`42` or `#42`)
     or a piece of the question's text, in any case; the other filters are those of TraceEvaluationQuerySet.with_test_matching.
-    The payload stays unread (only its question); the test rows come in one more query."""
+    The payload stays unread (only its question); a page's scores come in one more query
+    (trace_evaluations_with_scores)."""
     queryset = (TraceEvaluation.objects.with_question()
-                .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms")
-                .prefetch_related("test_rows"))
+                .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms"))
     q = q.strip()
     if q:
         number = q.removeprefix("#")
@@ -40,3 +40,15 @@ def trace_evaluation_search(*, q: str = "", test: str = "", status: str = "", sc
     if outcome:
         queryset = queryset.filter(outcome=outcome)
     return queryset.order_by("-created_at", "-id")
+
+
+def trace_evaluations_with_scores(evaluations) -> list[TraceEvaluation]:
+    """A page of evaluations with their metric scores read in one query (each one's
+    `metric_scores`), instead of one query per evaluation."""
+    evaluations = list(evaluations)
+    by_evaluation: dict[int, list] = {evaluation.pk: [] for evaluation in evaluations}
+    for score in metric_scores_of(list(by_evaluation)):
+        by_evaluation[score.subject_id].append(score)
+    for evaluation in evaluations:
+        evaluation.metric_scores = by_evaluation[evaluation.pk]
+    return evaluations

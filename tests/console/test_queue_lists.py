@@ -20,7 +20,7 @@ from apps.scores.vocabulary import ScoreKind, SubjectKind
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult, EvaluationRun
 from tests.agentic.factories import AgentEvaluationFactory
-from tests.queues.factories import ReviewQueueFactory, reviewable_result, with_scores
+from tests.queues.factories import ReviewQueueFactory, reviewable_result
 from tests.rag.factories import TraceEvaluationFactory
 from tests.rag.helpers import PARIS
 from tests.runs.factories import EvaluationRunFactory, criterion, rule
@@ -170,7 +170,7 @@ def rag(question: str, scores: dict, *, status: dict | None = None, outcome="sco
         test_rows=[{"name": name, "score": score, "status": status.get(name, "scored")}
                    for name, score in scores.items()])
     TraceEvaluation.objects.filter(pk=evaluation.pk).update(created_at=timezone.now() - timedelta(minutes=age_minutes))
-    return with_scores(evaluation)
+    return evaluation
 
 
 def listed(response) -> list[int]:

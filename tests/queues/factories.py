@@ -9,17 +9,13 @@ from apps.queues.models import QueueItem, QueueKind, ReviewQueue
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult
 from apps.scores.models import Score
-from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.rag.factories import TraceEvaluationFactory
 from tests.runs.factories import EvaluationResultFactory, criterion, rule
 
 SUBJECT_KINDS = {EvaluationResult: SubjectKind.RUN_RESULT, AgentEvaluation: SubjectKind.AGENTIC_EVALUATION,
                  TraceEvaluation: SubjectKind.RAG_EVALUATION}
-# A RAG test row's status as a Score's status and reason (the convention in issue 22).
-RAG_STATUS = {"scored": (JudgeStatus.OK, Reason.NONE), "error": (JudgeStatus.ERROR, Reason.NONE),
-              "skipped": (JudgeStatus.SKIPPED, Reason.NONE), "missing": (JudgeStatus.SKIPPED, Reason.MISSING),
-              "unsupported": (JudgeStatus.SKIPPED, Reason.UNSUPPORTED), "not_run": (JudgeStatus.SKIPPED, Reason.NOT_RUN)}
 
 
 def machine_score(subject, key: str, *, value: float | None = None, passed: bool | None = None,
@@ -31,19 +27,16 @@ def machine_score(subject, key: str, *, value: float | None = None, passed: bool
                                 value=value, passed=passed, status=status, **fields)
 
 
-# TODO(issue 22): once h/agentic, h/rag and h/runs are merged their factories store these rows
-# themselves, and with_scores goes.
+# TODO(issue 22): once h/agentic and h/runs are merged their factories store these rows themselves
+# (apps.rag's does already), and with_scores goes.
 def with_scores(subject):
     """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
+    if isinstance(subject, TraceEvaluation):
+        return subject  # tests.rag.factories stores them
     if isinstance(subject, AgentEvaluation):
         for position, metric in enumerate(AGENTIC_METRICS):
             machine_score(subject, metric, value=getattr(subject, metric), position=position,
                           status=getattr(subject, f"{metric}_status"), reasoning=getattr(subject, f"{metric}_reasoning"))
-    elif isinstance(subject, TraceEvaluation):
-        for position, row in enumerate(subject.test_rows.order_by("id")):
-            status, reason = RAG_STATUS[row.status]
-            machine_score(subject, row.name, value=row.score, status=status, reason=reason, position=position,
-                          detail={"method": row.method})
     else:
         for position, verdict in enumerate(subject.criteria_scores or []):
             machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
@@ -63,7 +56,7 @@ def scored_agentic(**kwargs) -> AgentEvaluation:
 
 
 def scored_rag(**kwargs) -> TraceEvaluation:
-    return with_scores(TraceEvaluationFactory(**kwargs))
+    return TraceEvaluationFactory(**kwargs)
 
 
 def scored_result(**kwargs) -> EvaluationResult:

@@ -5,8 +5,9 @@ import jsonschema
 import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from apps.rag.models import TraceEvaluation, TraceEvaluationTest
+from apps.rag.models import TraceEvaluation
 from apps.rag.payload import METRIC_REQUIREMENTS
+from apps.scores.models import Score
 from tests.rag.helpers import AUSTEN, FULL, PARIS, post
 
 
@@ -91,8 +92,12 @@ def test_missing_skips_all_scoring_unless_partial(api):
     assert set(body["evaluation_scores"]) == {"context_recall", "faithfulness"}
     evaluation = TraceEvaluation.objects.first()
     assert evaluation.outcome == "partial" and evaluation.partial
-    statuses = dict(evaluation.test_rows.values_list("name", "status"))
+    statuses = {row.name: row.status for row in evaluation.test_results}
     assert statuses == {"context_recall": "scored", "faithfulness": "scored", "answer_relevancy": "missing"}
+    # The partial request stored one judge row per requested test, the missing one skipped with its reason.
+    stored = dict(Score.objects.filter(subject_id=evaluation.pk).values_list("key", "status"))
+    assert stored == {"context_recall": "ok", "faithfulness": "ok", "answer_relevancy": "skipped"}
+    assert Score.objects.get(subject_id=evaluation.pk, key="answer_relevancy").detail == {"missing": ["question"]}
 
 
 def test_unsupported_test_flagged(api):
@@ -228,7 +233,7 @@ def test_evaluation_stored_and_history(api, staff_api):
     post(api, {**PARIS, "tests": ["faithfulness"], "answer": None})
     assert TraceEvaluation.objects.count() == 3
     evaluation = TraceEvaluation.objects.get(pk=int(first["X-Trace-Evaluation-Id"]))
-    assert evaluation.scores == first.json()["evaluation_scores"]
+    assert evaluation.evaluation_scores == first.json()["evaluation_scores"]
     assert evaluation.details == first.json()["details"]
     assert evaluation.judge == "deterministic" and evaluation.source == "json" and evaluation.outcome == "scored"
 
@@ -267,7 +272,7 @@ def test_admin_pages(admin_client, api):
     detail = admin_client.get(f"/admin/rag/traceevaluation/{evaluation.pk}/change/")
     assert detail.status_code == 200
     assert b"unsupported_test" in detail.content
-    assert TraceEvaluationTest.objects.filter(status="unsupported").count() == 1
+    assert Score.objects.filter(subject_kind="rag_evaluation", reason="unsupported").count() == 1
 
 
 def test_openapi_schema_lists_endpoints(api):
@@ -278,9 +283,54 @@ def test_openapi_schema_lists_endpoints(api):
         assert path in text
 
 
+def test_query_parameters_are_documented_and_read_from_their_models(api):
+    paths = api.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    history = {p["name"]: p for p in paths["/api/v1/trace/history"]["get"]["parameters"]}
+    assert set(history) == {"test", "outcome", "limit", "offset"}
+    assert sorted(history["outcome"]["schema"]["enum"]) == ["missing", "partial", "scored"]
+    assert [p["name"] for p in paths["/trace"]["post"]["parameters"]] == ["partial"]
+    # As before the models: a blank filter is no filter, and a partial that is not a yes is a no.
+    post(api, {**PARIS, "answer": None})
+    assert api.get("/api/v1/trace/history", {"outcome": "", "test": ""}).json()["count"] == 1
+    assert post(api, {**PARIS, "answer": None}, partial="maybe").json()["evaluation_scores"] == {}
+    assert post(api, {**PARIS, "answer": None}, partial="Yes").json()["evaluation_scores"] == {"context_recall": 1.0}
+
+
 def test_demo_loader_is_idempotent(db):
     from apps.rag.demo import load_demo_trace_evaluations
 
     assert load_demo_trace_evaluations() == 3
     assert load_demo_trace_evaluations() == 0
     assert sorted(TraceEvaluation.objects.values_list("outcome", flat=True)) == ["missing", "partial", "scored"]
+
+
+def test_deleting_an_evaluation_in_the_admin_deletes_its_scores(admin_client, api):
+    keep = TraceEvaluation.objects.get(pk=int(post(api, PARIS)["X-Trace-Evaluation-Id"]))
+    gone = TraceEvaluation.objects.get(pk=int(post(api, AUSTEN)["X-Trace-Evaluation-Id"]))
+    response = admin_client.post("/admin/rag/traceevaluation/", {
+        "action": "delete_selected", "_selected_action": [gone.pk], "post": "yes"})
+    assert response.status_code == 302
+    # Scores name their subject by kind + id: without the service they would outlive it.
+    assert not Score.objects.filter(subject_kind="rag_evaluation", subject_id=gone.pk).exists()
+    assert Score.objects.filter(subject_kind="rag_evaluation", subject_id=keep.pk).count() == len(PARIS["tests"])
+
+
+def test_a_page_reads_its_scores_in_one_query_whatever_its_length(api, admin_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.rag.factories import TraceEvaluationFactory
+
+    def queries(url, client):
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    pages = [("/api/v1/trace/history", api), ("/console/rag/", admin_client),
+             ("/admin/rag/traceevaluation/", admin_client)]
+    TraceEvaluationFactory.create_batch(2)
+    [queries(url, client) for url, client in pages]  # the API key and session are cached after a first call
+    few = [queries(url, client) for url, client in pages]
+    TraceEvaluationFactory.create_batch(8)
+    # Ten evaluations cost what two did: one query for the page's Score rows, not one per evaluation.
+    assert [queries(url, client) for url, client in pages] == few

@@ -6,6 +6,7 @@ import json
 import pytest
 
 from apps.rag.models import TraceEvaluation
+from apps.scores.models import Score
 from tests.rag.factories import TraceEvaluationFactory
 from tests.stored_json import BIG, nested
 
@@ -16,8 +17,9 @@ pytestmark = pytest.mark.django_db
                          ids=["big int", "100 deep", "300 deep"])
 def test_readers_of_a_stored_rag_evaluation(api, admin_client, value):
     evaluation = TraceEvaluationFactory()
-    TraceEvaluation.objects.filter(pk=evaluation.pk).update(
-        payload={**evaluation.payload, "odd": value}, details={"context_recall": value})
+    TraceEvaluation.objects.filter(pk=evaluation.pk).update(payload={**evaluation.payload, "odd": value})
+    Score.objects.filter(subject_kind="rag_evaluation", subject_id=evaluation.pk, key="context_recall").update(
+        detail=value)
     for url in ("/api/v1/trace/history", f"/api/v1/trace/history/{evaluation.pk}"):
         response = api.get(url)
         assert response.status_code == 200, (url, response.content[:300])

@@ -13,8 +13,9 @@ from apps.queues import selectors as queue_selectors
 from apps.queues.models import QueueKind
 from apps.queues.scoring import RAG_PASS
 from apps.rag import selectors
-from apps.rag.models import TraceEvaluation, TraceEvaluationTest
+from apps.rag.models import TraceEvaluation
 from apps.rag.payload import SUPPORTED_TESTS
+from apps.rag.scoring import TestStatus
 
 from ..context import console_context
 from .common import found_or_404
@@ -29,7 +30,7 @@ class RagFilterForm(forms.Form):
     test = forms.ChoiceField(required=False, label="Metric",
                              choices=[("", "any")] + [(name, name.replace("_", " ")) for name in SUPPORTED_TESTS])
     status = forms.ChoiceField(required=False, label="Metric status", choices=(
-        [("", "any"), (BELOW_PASS, f"scored below {RAG_PASS} (fails)")] + TraceEvaluationTest.Status.choices))
+        [("", "any"), (BELOW_PASS, f"scored below {RAG_PASS} (fails)")] + TestStatus.choices))
     outcome = forms.ChoiceField(required=False, choices=[("", "any")] + TraceEvaluation.Outcome.choices)
 
 
@@ -46,6 +47,7 @@ def rag_list(request):
         q=filters.get("q", ""), test=filters.get("test", ""), outcome=filters.get("outcome", ""),
         status="" if status == BELOW_PASS else status, score_below=RAG_PASS if status == BELOW_PASS else None)
     page = Paginator(evaluations, EVALUATIONS_PER_PAGE).get_page(request.GET.get("page"))
+    page.object_list = selectors.trace_evaluations_with_scores(page.object_list)
     query = request.GET.copy()
     query.pop("page", None)
     return render(request, "console/rag_list.html", console_context(
@@ -59,10 +61,9 @@ def rag_detail(request, evaluation_id):
     evaluation = found_or_404(selectors.trace_evaluation_get, evaluation_id=evaluation_id)
     reviews = queue_selectors.metric_reviews_in_force(subject_kind=QueueKind.RAG_EVALUATION,
                                                      subject_id=evaluation.pk)
-    details = evaluation.details or {}
     rows = [{"test": row, "passed": None if row.score is None else row.score >= RAG_PASS,
-             "reason": (details.get(row.name) or {}).get("reason", ""), "review": reviews.get(row.name)}
-            for row in evaluation.test_rows.all()]
+             "reason": row.reasoning, "review": reviews.get(row.name)}
+            for row in evaluation.test_results]
     payload = evaluation.payload or {}
     truth = payload.get("ground_truth")
     return render(request, "console/rag_detail.html", console_context(

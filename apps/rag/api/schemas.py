@@ -4,11 +4,16 @@ from datetime import datetime
 from typing import Annotated, Any
 
 import orjson
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 from apps.core.validation import NonBlankText, check_storable_json
 
+from ..models import TraceEvaluation
 from ..payload import MAX_QUERY_CHARS, Context
+
+# ?partial= and the like: these words are true, anything else (or nothing) false, as before the
+# parameters had a model.
+_TRUE = {"1", "true", "yes", "on"}
 
 
 def _bounded_object(value: dict[str, Any]) -> dict[str, Any]:
@@ -27,6 +32,32 @@ class TraceQueryIn(BaseModel):
     ]
 
 
+class TraceQuery(BaseModel):
+    partial: bool = Field(False, description="Score the complete tests even when others miss parameters.")
+
+    @field_validator("partial", mode="before")
+    @classmethod
+    def _lenient(cls, value):
+        return value.strip().lower() in _TRUE if isinstance(value, str) else value
+
+
+class TraceHistoryQuery(BaseModel):
+    test: str | None = Field(None, description="Only evaluations that requested this test (either spelling).")
+    outcome: TraceEvaluation.Outcome | None = None
+
+    @field_validator("test", "outcome", mode="before")
+    @classmethod
+    def _blank_is_absent(cls, value):
+        return value or None
+
+
+class LimitOffsetQuery(BaseModel):
+    """The page a list answers (apps.core.pagination.LimitOffset reads these)."""
+
+    limit: int | None = None
+    offset: int | None = None
+
+
 class ProvidedParameters(BaseModel):
     tests: list[str]
     question: str | None
@@ -39,7 +70,11 @@ class ProvidedParameters(BaseModel):
                                                 "notes on what was assumed, e.g. ids given to contexts by position")
 
 
+# Read from the stored TraceEvaluation and its metric Score rows (models.TraceEvaluation); a comment,
+# not a docstring, so that it stays out of the OpenAPI document.
 class TraceAnswerOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     provided_parameters: ProvidedParameters
     tests: list[str]
     missing: dict[str, list[str] | bool] = Field(
@@ -50,7 +85,10 @@ class TraceAnswerOut(BaseModel):
                                                            "behind the score")
 
 
+# One requested test (apps.rag.scoring.TestResult).
 class TraceTestOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     name: str
     status: str
     score: float | None
@@ -60,6 +98,8 @@ class TraceTestOut(BaseModel):
 
 
 class TraceEvaluationOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     created_at: datetime
     source: str

@@ -11,8 +11,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from apps.core import llm
+from apps.scores.vocabulary import JudgeStatus
 
 from ..payload import MAX_ANSWER_CHARS, MAX_GROUND_TRUTH_CHARS, TracePayload
+from ..scoring import TestStatus
 from . import lexical
 from . import ragas_backend as rb
 
@@ -83,7 +85,7 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
     normalised strings; the best ground truth wins."""
     answer = lexical.normalise_answer(p.answer)
     if not answer:
-        return MetricOutcome(None, {"method": "exact_match", "status": "skipped", "normalised_answer": answer,
+        return MetricOutcome(None, {"method": "exact_match", "status": JudgeStatus.SKIPPED, "normalised_answer": answer,
                                     "reason": "the answer has no word characters to compare"})
     candidates = []
     for truth in p.ground_truths:
@@ -95,7 +97,7 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
         elif len(answer) * len(normalised) > MAX_LEVENSHTEIN_CELLS:
             # Levenshtein is quadratic: the payload limits keep API requests under this, an
             # in-process caller past it gets a reason rather than a worker busy for a minute.
-            candidates.append({"ground_truth": truth, "normalised": normalised, "score": None, "status": "skipped",
+            candidates.append({"ground_truth": truth, "normalised": normalised, "score": None, "status": JudgeStatus.SKIPPED,
                                "reason": f"answer and ground truth too long to compare ({len(answer)} x "
                                          f"{len(normalised)} characters, limit {MAX_LEVENSHTEIN_CELLS} cells)"})
         else:
@@ -104,7 +106,7 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
                                "method": "ragas:NonLLMStringSimilarity(levenshtein)", "score": similarity})
     scored = [c for c in candidates if c["score"] is not None]
     if not scored:
-        return MetricOutcome(None, {"method": "ragas:NonLLMStringSimilarity(levenshtein)", "status": "skipped",
+        return MetricOutcome(None, {"method": "ragas:NonLLMStringSimilarity(levenshtein)", "status": JudgeStatus.SKIPPED,
                                     "reason": candidates[0]["reason"], "candidates": candidates})
     best = max(scored, key=lambda c: c["score"])
     return MetricOutcome(best["score"], {
@@ -137,7 +139,7 @@ async def _ragas_llm(name: str, metric, fallback, p: TracePayload, **inputs) -> 
     details = {"method": f"ragas:{type(metric).__name__}", "llm_calls": log.calls, "usage": log.usage.as_dict()}
     if math.isnan(value):
         reason = "; ".join(log.errors) or "the LLM gave no usable verdict"
-        return MetricOutcome(None, {**details, "status": "error", "reason": reason}, usage=log.usage.as_dict())
+        return MetricOutcome(None, {**details, "status": JudgeStatus.ERROR, "reason": reason}, usage=log.usage.as_dict())
     if not 0.0 <= value <= 1.0:
         details["raw_score"] = value
         value = min(max(value, 0.0), 1.0)
@@ -217,7 +219,7 @@ async def _one(name: str, payload: TracePayload, llm_metrics: rb.LLMMetrics | No
     except Exception as exc:  # a metric's failure is its own, not the request's
         logger.warning("TRACE metric %s failed", name, exc_info=True)
         reason = exc.reason if isinstance(exc, llm.LLMError) else f"{type(exc).__name__}: {str(exc)[:500]}"
-        return MetricOutcome(None, {"status": "error", "reason": reason})
+        return MetricOutcome(None, {"status": JudgeStatus.ERROR, "reason": reason})
 
 
 async def _score_all(names: list[str], payload: TracePayload, use_llm: bool) -> list[MetricOutcome]:
@@ -245,7 +247,7 @@ def score_metrics(names: list[str], payload: TracePayload, *, use_llm: bool | No
     usage = llm.LLMUsage()
     judges = set()
     for name, outcome in zip(names, outcomes):
-        outcome.details.setdefault("status", "scored")
+        outcome.details.setdefault("status", TestStatus.SCORED)
         outcome.details["judge"] = outcome.judge
         scoring.scores[name] = outcome.score
         scoring.details[name] = outcome.details

@@ -12,6 +12,7 @@ Sets of distinct content tokens are compared; nothing is stemmed.
 import re
 
 from apps.core.text import LEXICAL_V1
+from apps.scores.vocabulary import JudgeStatus
 
 VERSION = "lexical:v1"
 # Pinned: every lexical:v1 score depends on exactly this tokenizer and stop list.
@@ -58,7 +59,7 @@ def context_utilisation(*, contexts: list[str], answer: str) -> tuple[float | No
     details = {"method": VERSION, "overlap_tokens": len(overlap), "context_tokens_total": len(context_set),
                "overlap": sorted(overlap)}
     if not context_set:
-        return None, {**details, "status": "skipped", "reason": "the contexts contain no content tokens"}
+        return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the contexts contain no content tokens"}
     return len(overlap) / len(context_set), details
 
 
@@ -89,7 +90,7 @@ def faithfulness(*, contexts: list[str], answer: str) -> tuple[float | None, dic
     details = {"method": VERSION, "threshold": SUPPORT_THRESHOLD, "supported_sentences": supported,
                "judged_sentences": len(verdicts), "sentences": verdicts}
     if not verdicts:
-        return None, {**details, "status": "skipped", "reason": "the answer has no sentence with content tokens"}
+        return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the answer has no sentence with content tokens"}
     return supported / len(verdicts), details
 
 
@@ -104,7 +105,7 @@ def answer_relevancy(*, question: str, answer: str) -> tuple[float | None, dict]
     details = {"method": VERSION, "question_tokens": sorted(question_set), "matched_tokens": sorted(matched),
                "noncommittal": noncommittal}
     if not question_set:
-        return None, {**details, "status": "skipped", "reason": "the question has no content tokens"}
+        return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the question has no content tokens"}
     if noncommittal:
         return 0.0, details
     return len(matched) / len(question_set), details
