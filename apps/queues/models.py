@@ -1,6 +1,6 @@
 """Review queues: named sets of judged things (run results, agentic evaluations, RAG evaluations)
-that people review, and the human scores given to agentic and RAG metrics. Run results are
-reviewed with apps.runs' VerdictReview, so run pages and rubric agreement see queue reviews too."""
+that people review. An item names its subject as a score does (kind + id), and a review is a human
+Score of that subject (apps.scores), so every page and every agreement figure sees queue reviews."""
 
 from django.conf import settings
 from django.db import models
@@ -8,17 +8,24 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.sampling import sampled
+from apps.scores.vocabulary import SubjectKind
 
 
 class QueueKind(models.TextChoices):
-    RUN_RESULT = "run_result", "Run results"
-    AGENTIC_EVALUATION = "agentic_evaluation", "Agentic evaluations"
-    RAG_EVALUATION = "rag_evaluation", "RAG evaluations"
+    """What a queue holds; each value is the SubjectKind its items and their scores are of."""
+
+    RUN_RESULT = SubjectKind.RUN_RESULT.value, "Run results"
+    AGENTIC_EVALUATION = SubjectKind.AGENTIC_EVALUATION.value, "Agentic evaluations"
+    RAG_EVALUATION = SubjectKind.RAG_EVALUATION.value, "RAG evaluations"
 
 
-# The QueueItem column that holds the target of each kind of queue.
-TARGET_FIELD = {QueueKind.RUN_RESULT: "result", QueueKind.AGENTIC_EVALUATION: "agent_evaluation",
-                QueueKind.RAG_EVALUATION: "rag_evaluation"}
+def per_cent(rate: float) -> float:
+    """A 0..1 rate as the per cent the queue API and form speak, without float noise (0.07 -> 7.0)."""
+    return round(rate * 100, 9)
+
+
+def rate_from_per_cent(value: float) -> float:
+    return value / 100
 
 
 class ReviewQueueQuerySet(models.QuerySet):
@@ -42,7 +49,8 @@ class ReviewQueue(models.Model):
         null=True, blank=True, help_text="Overall score (0..1) under which an object enters; empty: off.")
     disagreement_prone = models.BooleanField(
         default=False, help_text="Objects judged on a rule or metric whose human reviews disagreed with the judge.")
-    sample_percent = models.FloatField(default=0.0, help_text="A random sample of every object, 0..100 per cent.")
+    # The one sampling unit, as online evaluation rules use it; the API speaks per cent (per_cent()).
+    sample_rate = models.FloatField(default=0.0, help_text="Share of every object sampled into the queue, 0..1.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -51,36 +59,34 @@ class ReviewQueue(models.Model):
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(sample_percent__gte=0) & Q(sample_percent__lte=100),
-                                              name="queue_sample_percent_range")]
+        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
+                                              name="queue_sample_rate_range")]
 
     def __str__(self):
         return self.name
 
     @property
-    def target_field(self) -> str:
-        return TARGET_FIELD[self.kind]
+    def subject_kind(self) -> str:
+        return SubjectKind(self.kind).value
 
     def sampled(self, target_pk) -> bool:
         """A hash of the queue and the object, not a coin toss: filling twice samples the same objects."""
-        return sampled(f"{self.pk}:{target_pk}", self.sample_percent / 100)
+        return sampled(f"{self.pk}:{target_pk}", self.sample_rate)
 
 
 class QueueItem(models.Model):
-    """One object to review in one queue. Exactly one target column is set, the one of the queue's
-    kind; each target is in a queue once (the unique constraints make a racing add a no-op)."""
+    """One subject to review in one queue, named as its scores name it (kind + id): the queue's kind
+    is the subject's. No foreign key, so a subject's app does not cascade here; apps.queues.receivers
+    removes the items of a deleted subject. Each subject is in a queue once (the unique constraint
+    makes a racing add a no-op)."""
 
     class Origin(models.TextChoices):
         RULE = "rule"
         HAND = "hand"
 
     queue = models.ForeignKey(ReviewQueue, on_delete=models.CASCADE, related_name="items")
-    result = models.ForeignKey("runs.EvaluationResult", null=True, blank=True, on_delete=models.CASCADE,
-                               related_name="+")
-    agent_evaluation = models.ForeignKey("agentic.AgentEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                         related_name="+")
-    rag_evaluation = models.ForeignKey("rag.TraceEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                       related_name="+")
+    subject_kind = models.CharField(max_length=24, choices=SubjectKind.choices)
+    subject_id = models.BigIntegerField()
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.RULE)
     assigned_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                     related_name="+")
@@ -93,54 +99,15 @@ class QueueItem(models.Model):
     class Meta:
         ordering = ["queue_id", "id"]
         constraints = [
-            models.CheckConstraint(
-                condition=(Q(result__isnull=False, agent_evaluation__isnull=True, rag_evaluation__isnull=True)
-                           | Q(result__isnull=True, agent_evaluation__isnull=False, rag_evaluation__isnull=True)
-                           | Q(result__isnull=True, agent_evaluation__isnull=True, rag_evaluation__isnull=False)),
-                name="queue_item_one_target"),
-            models.UniqueConstraint(fields=["queue", "result"], name="queue_item_result_once"),
-            models.UniqueConstraint(fields=["queue", "agent_evaluation"], name="queue_item_agentic_once"),
-            models.UniqueConstraint(fields=["queue", "rag_evaluation"], name="queue_item_rag_once"),
+            models.UniqueConstraint(fields=["queue", "subject_kind", "subject_id"], name="queue_item_subject_once"),
         ]
-        indexes = [models.Index(fields=["queue", "done_at", "id"], name="queue_item_left")]
+        indexes = [
+            # A queue's items left (done_at null) and done, in queue order.
+            models.Index(fields=["queue", "done_at", "id"], name="queue_item_left"),
+            # The queues a subject is in (its page), and removing the items of deleted subjects.
+            models.Index(fields=["subject_kind", "subject_id"], name="queue_item_subject"),
+        ]
 
     def __str__(self):
-        return f"{self.queue_id}:{self.target_id}"
+        return f"{self.queue_id}:{self.subject_kind}:{self.subject_id}"
 
-    @property
-    def target_id(self):
-        return self.result_id or self.agent_evaluation_id or self.rag_evaluation_id
-
-
-class MetricReview(models.Model):
-    """A reviewer's verdict on one metric of an agentic evaluation (a score 0..1) or of a RAG
-    evaluation (pass/fail). The judge's value is copied as it stood, as VerdictReview does; the
-    newest review of a (target, metric) is the one in force."""
-
-    agent_evaluation = models.ForeignKey("agentic.AgentEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                         related_name="+")
-    rag_evaluation = models.ForeignKey("rag.TraceEvaluation", null=True, blank=True, on_delete=models.CASCADE,
-                                       related_name="+")
-    metric = models.CharField(max_length=255)
-    score = models.FloatField(null=True, blank=True)
-    passed = models.BooleanField(null=True)
-    judge_score = models.FloatField(null=True, blank=True)
-    judge_status = models.CharField(max_length=16, default="ok")
-    note = models.TextField(blank=True, default="")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
-    created_at = models.DateTimeField(default=timezone.now, db_index=True)
-
-    class Meta:
-        ordering = ["created_at", "id"]
-        constraints = [
-            models.CheckConstraint(
-                condition=(Q(agent_evaluation__isnull=False, rag_evaluation__isnull=True, score__isnull=False,
-                             score__gte=0, score__lte=1)
-                           | Q(agent_evaluation__isnull=True, rag_evaluation__isnull=False, passed__isnull=False)),
-                name="metric_review_one_target"),
-        ]
-        indexes = [models.Index(fields=["agent_evaluation", "metric"]), models.Index(fields=["rag_evaluation", "metric"])]
-
-    def __str__(self):
-        return f"{self.metric}: {self.score if self.agent_evaluation_id else self.passed}"

@@ -1,11 +1,9 @@
-"""Where a score becomes pass/fail for agreement: the human scores agentic metrics 0..1 and the
-judge scores every metric 0..1, so agreement compares the two on the same side of a threshold."""
+"""Where a score becomes pass/fail for agreement (apps.scores.agreement's threshold): the human
+scores agentic metrics 0..1 and the judge scores every metric 0..1, so agreement compares the two
+on the same side of a threshold."""
 
 # The "acceptable" band's floor (apps.agentic.scoring): a metric scored below it is a failure.
 AGENTIC_PASS = 0.6
 # The RAG metrics are ratios where half is the usual cut (as ragas' binary metrics use it).
 RAG_PASS = 0.5
 
-
-def metric_passed(score: float | None, threshold: float) -> bool | None:
-    return None if score is None else score >= threshold

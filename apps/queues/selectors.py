@@ -1,19 +1,24 @@
 """Reads of review queues, each a fixed number of queries whatever the queue's size: the list with
 progress, a queue's reviewers, what is left, agreement between judge and humans, and the items."""
 
-from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
 
-from django.db.models import Count, F, Q, TextField, Value
+from django.db.models import (Count, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, TextField,
+                              UUIDField)
 from django.db.models.fields.json import KeyTextTransform
-from django.db.models.functions import Coalesce
 
-from apps.agentic.judges.base import AGENTIC_METRICS
+from apps.agentic.models import AgentEvaluation
 from apps.core.errors import NotFoundError
-from apps.runs.models import VerdictReview
-from apps.runs.reviews import Agreement, agreement_table, cohen_kappa
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
+from apps.scores.agreement import Agreement, agreement_table, judge_human_pairs
+from apps.scores.models import Score
+from apps.scores.selectors import human_in_force
+from apps.scores.vocabulary import ScoreKind
 
-from .models import TARGET_FIELD, MetricReview, QueueItem, QueueKind, ReviewQueue
-from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
+from .models import QueueItem, QueueKind, ReviewQueue
+from .scoring import AGENTIC_PASS, RAG_PASS
 
 
 def queue_list():
@@ -27,18 +32,40 @@ def queue_get(*, queue_id) -> ReviewQueue:
     return queue
 
 
+def _subjects(kind: str):
+    """The subjects a queue of `kind` holds, with what their review page reads beside them."""
+    if kind == QueueKind.RUN_RESULT:
+        return EvaluationResult.objects.select_related("run")
+    if kind == QueueKind.AGENTIC_EVALUATION:
+        return AgentEvaluation.objects.select_related("trace")
+    return TraceEvaluation.objects.all()
+
+
+def _labelled(items, kind: str):
+    """What names the subject in a list, read in the same query (a correlated subquery per column,
+    over the page's rows only): a run result's item name, an agentic evaluation's session, a RAG
+    evaluation's question (out of its payload, by the database). A run result also says which run
+    and which attempt it is: its item name alone does not tell two runs of one test set, or the
+    attempts of a run with repeats, apart."""
+    subject = _subjects(kind).filter(pk=OuterRef("subject_id"))
+
+    def column(expression, field):
+        return Subquery(subject.annotate(column=expression).values("column")[:1], output_field=field)
+
+    if kind == QueueKind.RUN_RESULT:
+        return items.annotate(
+            result_uuid=column(F("result_id"), UUIDField()), result_attempt=column(F("attempt"), IntegerField()),
+            run_uuid=column(F("run__run_id"), UUIDField()), run_label=column(F("run__label"), TextField()),
+            run_created_at=column(F("run__created_at"), DateTimeField()),
+            run_repeats=column(F("run__repeats"), IntegerField()),
+            target_label=column(F("item_name"), TextField()))
+    if kind == QueueKind.AGENTIC_EVALUATION:
+        return items.annotate(target_label=column(F("session_id"), TextField()))
+    return items.annotate(target_label=column(KeyTextTransform("question", "payload"), TextField()))
+
+
 def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
-    # What names the target in a list, read in the same query: a run result's item name, an agentic
-    # evaluation's session, a RAG evaluation's question (out of its payload, by the database).
-    # A run result also says which run and which attempt it is: its item name alone does not tell
-    # two runs of one test set, or the attempts of a run with repeats, apart.
-    items = queue.items.select_related("assigned_to", "reviewed_by", "queue").annotate(
-        result_uuid=F("result__result_id"), result_attempt=F("result__attempt"),
-        run_uuid=F("result__run__run_id"), run_label=F("result__run__label"),
-        run_created_at=F("result__run__created_at"), run_repeats=F("result__run__repeats"),
-        target_label=Coalesce(F("result__item_name"), F("agent_evaluation__session_id"),
-                              KeyTextTransform("question", "rag_evaluation__payload"), Value(""),
-                              output_field=TextField()))
+    items = _labelled(queue.items.select_related("assigned_to", "reviewed_by", "queue"), queue.kind)
     if state == "left":
         items = items.filter(done_at__isnull=True)
     elif state == "done":
@@ -47,14 +74,21 @@ def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
 
 
 def queue_item_get(*, queue: ReviewQueue, item_id) -> QueueItem:
-    related = {QueueKind.RUN_RESULT: ("result__run",), QueueKind.AGENTIC_EVALUATION: ("agent_evaluation__trace",),
-               QueueKind.RAG_EVALUATION: ("rag_evaluation",)}[queue.kind]
-    item = (queue.items.select_related("assigned_to", "reviewed_by", *related).filter(pk=item_id).first()
+    """One item with its subject (`item.subject`), or NotFoundError: also when the subject is gone."""
+    item = (queue.items.select_related("assigned_to", "reviewed_by").filter(pk=item_id).first()
             if str(item_id).isdigit() else None)
-    if item is None:
+    subject = _subjects(queue.kind).filter(pk=item.subject_id).first() if item is not None else None
+    if subject is None:
         raise NotFoundError(f"No item {item_id} in queue {queue.pk}")
-    item.queue = queue
+    item.queue, item.subject = queue, subject
     return item
+
+
+def queue_item_subject(*, item: QueueItem):
+    """The item's subject: read by queue_item_get already when the item came from there."""
+    if getattr(item, "subject", None) is None:
+        item.subject = _subjects(item.subject_kind).get(pk=item.subject_id)
+    return item.subject
 
 
 def queue_item_neighbours(*, item: QueueItem) -> tuple[int | None, int | None]:
@@ -98,55 +132,56 @@ def queue_left(*, queue: ReviewQueue) -> dict:
     return counts
 
 
-def _metric_agreement(reviews, target: str, threshold: float) -> list[Agreement]:
-    """Per metric, the judge's pass/fail against the newest human review of each evaluation (for
-    agentic metrics both scores are cut at `threshold`)."""
-    latest = {}
-    for review in reviews:
-        latest[(getattr(review, f"{target}_id"), review.metric)] = review
-    rows: dict[str, Agreement] = {}
-    pairs: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    for (_, metric), review in latest.items():
-        row = rows.setdefault(metric, Agreement(kind="metric", key=metric, label=metric.replace("_", " ")))
-        judge = metric_passed(review.judge_score, threshold)
-        if review.judge_status != "ok" or judge is None:
-            row.judge_unassessed += 1
-            continue
-        human = review.passed if review.passed is not None else metric_passed(review.score, threshold)
-        row.reviewed += 1
-        row.agreed += judge == human
-        row.judge_pass_human_fail += judge and not human
-        row.judge_fail_human_pass += human and not judge
-        pairs[metric][0].append(judge)
-        pairs[metric][1].append(human)
-    for metric, row in rows.items():
-        row.kappa = cohen_kappa(*pairs[metric])
-    order = {metric: n for n, metric in enumerate(AGENTIC_METRICS)}
-    return sorted(rows.values(), key=lambda r: (order.get(r.key, len(order)), r.key))
+# Where a score counts as a pass for agreement, per kind of queue; run verdicts pass or fail as given.
+PASS_THRESHOLD = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}
+# What a person reviews of each kind of subject.
+REVIEWED_KINDS = {QueueKind.RUN_RESULT: (ScoreKind.CRITERION, ScoreKind.RULE),
+                  QueueKind.AGENTIC_EVALUATION: (ScoreKind.METRIC,), QueueKind.RAG_EVALUATION: (ScoreKind.METRIC,)}
 
 
 def queue_agreement(*, queue: ReviewQueue) -> list[Agreement]:
-    """κ and counts between judge and humans over the queue's targets: per criterion and rule for
-    run results, per metric for agentic and RAG evaluations. One query."""
-    field = queue.target_field
-    targets = queue.items.values(f"{field}_id")
-    if queue.kind == QueueKind.RUN_RESULT:
-        return agreement_table(VerdictReview.objects.filter(result__in=targets).order_by("created_at", "id"))
-    reviews = MetricReview.objects.filter(**{f"{field}__in": targets}).order_by("created_at", "id")
-    threshold = AGENTIC_PASS if queue.kind == QueueKind.AGENTIC_EVALUATION else RAG_PASS
-    return _metric_agreement(reviews, field, threshold)
+    """κ and counts between judge and humans over the queue's subjects: per criterion and rule for
+    run results, per metric for agentic and RAG evaluations. The one agreement path of
+    apps.scores.agreement: each human score in force against the machine score of the same
+    subject, kind and key (the judge's verdict is never copied into a review). One query."""
+    pairs = judge_human_pairs(queue.subject_kind, queue.items.values("subject_id"), kinds=REVIEWED_KINDS[queue.kind])
+    rows = agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
+    for row in rows:
+        if row.kind == ScoreKind.METRIC:
+            row.label = row.key.replace("_", " ")
+    return rows
 
 
-def metric_reviews_in_force(**target) -> dict:
-    """The newest human review of each metric of one evaluation (`agent_evaluation=` or
-    `rag_evaluation=`), by metric name: one query."""
-    latest = {}
-    for review in MetricReview.objects.filter(**target).select_related("reviewer").order_by("created_at", "id"):
-        latest[review.metric] = review
-    return latest
+@dataclass(frozen=True)
+class MetricReviewShown:
+    """A person's score in force on one metric, in the words the pages use."""
+
+    metric: str
+    score: float | None  # agentic metrics, 0..1
+    passed: bool | None  # RAG metrics
+    note: str
+    reviewer: object  # the user, None if the account is gone
+    created_at: datetime
+
+
+def metric_reviews_in_force(*, subject_kind: str, subject_id: int) -> dict[str, MetricReviewShown]:
+    """The human score in force on each metric of one evaluation, by metric name: one query."""
+    rows = human_in_force(subject_kind, [subject_id]).filter(kind=ScoreKind.METRIC).select_related("author")
+    return {row.key: MetricReviewShown(metric=row.key, score=row.value, passed=row.passed, note=row.reasoning,
+                                       reviewer=row.author, created_at=row.created_at) for row in rows}
+
+
+def judge_scores(*, subject_kind: str, subject_id: int, kinds=(ScoreKind.METRIC,)) -> dict[tuple[str, str], Score]:
+    """What the judge said on one subject, per (kind, key), in the order it was asked: the newest
+    machine score of each key (a re-judged subject keeps its older rows as history). One query."""
+    newest: dict[tuple[str, str], Score] = {}
+    rows = Score.objects.of(subject_kind, [subject_id]).machine().filter(kind__in=kinds).order_by("created_at", "id")
+    for row in rows:
+        newest[(row.kind, row.key)] = row
+    return dict(sorted(newest.items(), key=lambda pair: (pair[1].kind, pair[1].position, pair[1].id)))
 
 
 def target_queue_items(*, kind: str, target_pk) -> list[QueueItem]:
-    """The queues one object is in, each with its item there (to open it for review): one query."""
-    return list(QueueItem.objects.filter(**{f"{TARGET_FIELD[kind]}_id": target_pk}).select_related("queue", "reviewed_by")
+    """The queues one subject is in, each with its item there (to open it for review): one query."""
+    return list(QueueItem.objects.filter(subject_kind=kind, subject_id=target_pk).select_related("queue", "reviewed_by")
                 .order_by("queue__name"))

@@ -1,47 +1,52 @@
 """Writes of review queues: create and edit queues, fill them by their rule or by hand, assign and
 claim items, and record the review that finishes an item. The API and the console call these."""
 
+import operator
 import uuid
+from functools import reduce
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Exists, F, IntegerField, OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.agentic.judges.base import AGENTIC_METRICS
-from apps.agentic.models import AgentEvaluation, MetricStatus
+from apps.agentic.models import AgentEvaluation
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
-from apps.rag.models import TraceEvaluation, metric_scores_of
-from apps.rag.scoring import TestStatus, status_q
-from apps.runs.judging.types import CRITERION, RULE, Verdict
-from apps.runs.models import EvaluationResult, VerdictReview
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
 from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
+from apps.scores.agreement import agreement_table, judge_human_pairs
+from apps.scores.models import Score
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
-from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
-from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
+from .models import QueueItem, QueueKind, ReviewQueue
+from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject
 
-RULE_FIELDS = ("name", "description", "kind", "include_unassessed", "score_below", "disagreement_prone",
-               "sample_percent")
 INSERT_BATCH = 1000
+SUBJECT_MODELS = {QueueKind.RUN_RESULT: EvaluationResult, QueueKind.AGENTIC_EVALUATION: AgentEvaluation,
+                  QueueKind.RAG_EVALUATION: TraceEvaluation}
 
 
-def _check_rule(*, kind: str, score_below: float | None, sample_percent: float) -> None:
+def _check_rule(*, kind: str, score_below: float | None, sample_rate: float) -> None:
     if kind not in QueueKind.values:
         raise InvalidInputError(f"kind must be one of {', '.join(QueueKind.values)}")
     if score_below is not None and not 0 <= score_below <= 1:
         raise InvalidInputError("score_below must be between 0 and 1")
-    if not 0 <= sample_percent <= 100:
-        raise InvalidInputError("sample_percent must be between 0 and 100")
+    if not 0 <= sample_rate <= 1:
+        raise InvalidInputError("sample_rate must be between 0 and 1")
 
 
 def queue_create(*, name: str, kind: str, description: str = "", include_unassessed: bool = False,
-                 score_below: float | None = None, disagreement_prone: bool = False, sample_percent: float = 0.0,
+                 score_below: float | None = None, disagreement_prone: bool = False, sample_rate: float = 0.0,
                  created_by=None) -> ReviewQueue:
-    _check_rule(kind=kind, score_below=score_below, sample_percent=sample_percent)
+    _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     try:
         with transaction.atomic():
             return ReviewQueue.objects.create(
                 name=name.strip(), kind=kind, description=description, include_unassessed=include_unassessed,
-                score_below=score_below, disagreement_prone=disagreement_prone, sample_percent=sample_percent,
+                score_below=score_below, disagreement_prone=disagreement_prone, sample_rate=sample_rate,
                 created_by=created_by)
     except IntegrityError as exc:
         raise ConflictError(f"A queue named {name!r} already exists") from exc
@@ -49,14 +54,14 @@ def queue_create(*, name: str, kind: str, description: str = "", include_unasses
 
 def queue_update(*, queue: ReviewQueue, name: str, kind: str, description: str = "", include_unassessed: bool = False,
                  score_below: float | None = None, disagreement_prone: bool = False,
-                 sample_percent: float = 0.0) -> ReviewQueue:
-    _check_rule(kind=kind, score_below=score_below, sample_percent=sample_percent)
+                 sample_rate: float = 0.0) -> ReviewQueue:
+    _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     # Items hold targets of the queue's kind; another kind would leave them unreviewable.
     if kind != queue.kind and queue.items.exists():
         raise ConflictError("This queue has items; its kind can no longer change")
     queue.name, queue.kind, queue.description = name.strip(), kind, description
     queue.include_unassessed, queue.score_below = include_unassessed, score_below
-    queue.disagreement_prone, queue.sample_percent = disagreement_prone, sample_percent
+    queue.disagreement_prone, queue.sample_rate = disagreement_prone, sample_rate
     try:
         with transaction.atomic():
             queue.save()
@@ -74,11 +79,10 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
     """Adds the targets not yet in the queue; returns how many entered. ON CONFLICT DO NOTHING (INSERT
     OR IGNORE on SQLite) against the unique constraints makes an object added meanwhile by hand a
     no-op rather than a duplicate or an error."""
-    field = f"{queue.target_field}_id"
     before = queue.items.count()
     batch = []
     for pk in target_pks:
-        batch.append(QueueItem(queue=queue, origin=QueueItem.Origin.RULE, **{field: pk}))
+        batch.append(QueueItem(queue=queue, origin=QueueItem.Origin.RULE, subject_kind=queue.subject_kind, subject_id=pk))
         if len(batch) >= INSERT_BATCH:
             QueueItem.objects.bulk_create(batch, ignore_conflicts=True)
             batch = []
@@ -87,73 +91,67 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
     return queue.items.count() - before
 
 
-def _disagreeing_verdicts() -> set[tuple[str, str]]:
-    """(kind, key) of criteria and rules on which a reviewer once disagreed with the judge."""
-    rows = VerdictReview.objects.filter(judge_passed__isnull=False).values_list("kind", "key", "judge_passed", "passed")
-    return {(kind, key) for kind, key, judge, human in rows if judge != human}
+def _machine_scores(queue: ReviewQueue, **filters):
+    """The judge's scores of the candidate subject the outer query is at, of the kinds reviewed."""
+    return Score.objects.machine().filter(subject_kind=queue.subject_kind, subject_id=OuterRef("pk"),
+                                          kind__in=REVIEWED_KINDS[queue.kind], **filters)
 
 
-def _disagreeing_metrics(target: str, threshold: float) -> set[str]:
-    rows = MetricReview.objects.filter(**{f"{target}__isnull": False}, judge_status="ok")
-    disagreeing = set()
-    for review in rows.only("metric", "score", "passed", "judge_score"):
-        human = review.passed if review.passed is not None else metric_passed(review.score, threshold)
-        if metric_passed(review.judge_score, threshold) != human:
-            disagreeing.add(review.metric)
-    return disagreeing
+def _disagreeing_keys(queue: ReviewQueue) -> list[tuple[str, str]]:
+    """(kind, key) on which a reviewer's score in force disagrees with the judge's, anywhere: the
+    rules and metrics the judge is known to get wrong. Over the one agreement path."""
+    pairs = judge_human_pairs(queue.subject_kind, kinds=REVIEWED_KINDS[queue.kind])
+    return [(row.kind, row.key) for row in agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
+            if row.judge_pass_human_fail or row.judge_fail_human_pass]
 
 
-def _result_targets(queue: ReviewQueue) -> list:
-    disagreeing = _disagreeing_verdicts() if queue.disagreement_prone else set()
-    done = EvaluationResult.objects.filter(state=EvaluationResult.State.DONE).exclude(
-        pk__in=queue.items.values("result_id"))
-    chosen = []
-    for pk, error, criteria, rules in done.values_list("pk", "error", "criteria_scores", "rubric_scores").iterator():
-        verdicts = Verdict.list_from_json(criteria, kind=CRITERION) + Verdict.list_from_json(rules, kind=RULE)
-        assessed = [v for v in verdicts if v.status == "ok"]
-        if ((queue.include_unassessed and (error or len(assessed) < len(verdicts)))
-                or (queue.score_below is not None and assessed
-                    and sum(bool(v.passed) for v in assessed) / len(assessed) < queue.score_below)
-                or (disagreeing and any((v.kind, v.key) in disagreeing for v in verdicts))
-                or queue.sampled(pk)):
-            chosen.append(pk)
-    return chosen
+def _passed_share_below(queue: ReviewQueue):
+    """Run results: the share of passed verdicts among those the judge assessed, under score_below."""
+    def count(**filters):
+        counted = (_machine_scores(queue, status=JudgeStatus.OK, **filters).order_by().values("subject_id")
+                   .annotate(n=Count("id")).values("n"))
+        return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+    return count(), count(passed=True)
 
 
-def _agentic_targets(queue: ReviewQueue) -> list:
-    matches = Q(pk__in=[])
+def _candidates(queue: ReviewQueue):
+    """The subjects a queue's rule looks at, less those already in it."""
+    subjects = SUBJECT_MODELS[queue.kind].objects.all()
+    if queue.kind == QueueKind.RUN_RESULT:
+        subjects = subjects.filter(state=EvaluationResult.State.DONE)
+    return subjects.exclude(Exists(QueueItem.objects.filter(queue=queue, subject_kind=queue.subject_kind,
+                                                            subject_id=OuterRef("pk"))))
+
+
+def _rule_targets(queue: ReviewQueue) -> list:
+    """The subjects the queue's rule takes: each enabled part is a condition on the subject's Score
+    rows (an EXISTS, or counts for a run result's share passed), one query on any database."""
+    candidates = _candidates(queue)
+    conditions = []
     if queue.include_unassessed:
-        for metric in AGENTIC_METRICS:
-            matches |= ~Q(**{f"{metric}_status": MetricStatus.OK})
+        conditions.append(Exists(_machine_scores(queue).exclude(status=JudgeStatus.OK)))
+        if queue.kind == QueueKind.RUN_RESULT:
+            conditions.append(Q(error__isnull=False) & ~Q(error=""))
     if queue.score_below is not None:
-        matches |= Q(overall_score__lt=queue.score_below)
-    if queue.disagreement_prone:
-        for metric in _disagreeing_metrics("agent_evaluation", AGENTIC_PASS):
-            matches |= Q(**{f"{metric}_status": MetricStatus.OK})
-    candidates = AgentEvaluation.objects.exclude(pk__in=queue.items.values("agent_evaluation_id"))
-    chosen = set(candidates.filter(matches).values_list("pk", flat=True))
-    if queue.sample_percent > 0:
+        if queue.kind == QueueKind.RUN_RESULT:
+            assessed, passing = _passed_share_below(queue)
+            candidates = candidates.annotate(assessed=assessed, passing=passing)
+            conditions.append(Q(assessed__gt=0, passing__lt=F("assessed") * queue.score_below))
+        elif queue.kind == QueueKind.AGENTIC_EVALUATION:
+            # The evaluation's stored overall: the seed's weighted mean of its three metric scores.
+            conditions.append(Q(overall_score__lt=queue.score_below))
+        else:
+            conditions.append(Exists(_machine_scores(queue, status=JudgeStatus.OK, value__lt=queue.score_below)))
+    if queue.disagreement_prone and (keys := _disagreeing_keys(queue)):
+        disagreeing = reduce(operator.or_, (Q(kind=kind, key=key) for kind, key in keys))
+        conditions.append(Exists(_machine_scores(queue, status=JudgeStatus.OK).filter(disagreeing)))
+    chosen = set()
+    if conditions:
+        chosen = set(candidates.filter(reduce(operator.or_, conditions)).values_list("pk", flat=True).iterator())
+    if queue.sample_rate > 0:
         chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
     return sorted(chosen)
-
-
-def _rag_targets(queue: ReviewQueue) -> list:
-    matches = Q(pk__in=[])
-    if queue.include_unassessed:
-        matches |= status_q(TestStatus.ERROR) | status_q(TestStatus.SKIPPED)
-    if queue.score_below is not None:
-        matches |= status_q(TestStatus.SCORED) & Q(value__lt=queue.score_below)
-    if queue.disagreement_prone:
-        matches |= status_q(TestStatus.SCORED) & Q(key__in=_disagreeing_metrics("rag_evaluation", RAG_PASS))
-    candidates = TraceEvaluation.objects.exclude(pk__in=queue.items.values("rag_evaluation_id"))
-    chosen = set(metric_scores_of(candidates.values("pk")).filter(matches).values_list("subject_id", flat=True))
-    if queue.sample_percent > 0:
-        chosen |= {pk for pk in candidates.values_list("pk", flat=True).iterator() if queue.sampled(pk)}
-    return sorted(chosen)
-
-
-TARGETS = {QueueKind.RUN_RESULT: _result_targets, QueueKind.AGENTIC_EVALUATION: _agentic_targets,
-           QueueKind.RAG_EVALUATION: _rag_targets}
 
 
 def queue_fill(*, queue: ReviewQueue) -> int:
@@ -162,7 +160,7 @@ def queue_fill(*, queue: ReviewQueue) -> int:
     with transaction.atomic():
         # Two fills of one queue take turns, so each counts only what it added itself.
         ReviewQueue.objects.select_for_update().filter(pk=queue.pk).first()
-        return _insert(queue, TARGETS[queue.kind](queue))
+        return _insert(queue, _rule_targets(queue))
 
 
 def _target_pk(queue: ReviewQueue, target_id: str):
@@ -201,7 +199,7 @@ def queue_item_add(*, queue: ReviewQueue, target_id: str, kind: str | None = Non
     that number."""
     if kind is not None and kind != queue.kind:
         raise InvalidInputError(f"The queue {queue.name!r} holds {_kind_words(queue.kind)}, not {_kind_words(kind)}")
-    target = {f"{queue.target_field}_id": _target_pk(queue, target_id)}
+    target = {"subject_kind": queue.subject_kind, "subject_id": _target_pk(queue, target_id)}
     try:
         # A savepoint: a racing add of the same object hits the unique constraint, and this one then
         # returns the item the other made.
@@ -253,35 +251,34 @@ def _review_run_result(item, reviewer, verdicts, note):
     for verdict in verdicts:
         if verdict.get("passed") is None:
             raise InvalidInputError(f"{verdict.get('key')!r}: give passed true or false")
-        verdict_review_create(result=item.result, kind=verdict.get("kind") or "", key=verdict.get("key") or "",
+        verdict_review_create(result=queue_item_subject(item=item), kind=verdict.get("kind") or "", key=verdict.get("key") or "",
                               passed=verdict["passed"], note=note, reviewer=reviewer)
 
 
 def _review_agentic(item, reviewer, verdicts, note):
-    evaluation = item.agent_evaluation
+    evaluation = queue_item_subject(item=item)
     for verdict in verdicts:
         metric, score = verdict.get("key"), verdict.get("score")
         if metric not in AGENTIC_METRICS:
             raise InvalidInputError(f"metric must be one of {', '.join(AGENTIC_METRICS)}")
         if score is None or not 0 <= score <= 1:
             raise InvalidInputError(f"{metric}: give a score between 0 and 1")
-        MetricReview.objects.create(
-            agent_evaluation=evaluation, metric=metric, score=score, note=note, reviewer=reviewer,
-            judge_score=getattr(evaluation, metric), judge_status=getattr(evaluation, f"{metric}_status"))
+        human_score_record(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=evaluation.pk,
+                           kind=ScoreKind.METRIC, key=metric, value=score, note=note, author=reviewer)
 
 
 def _review_rag(item, reviewer, verdicts, note):
-    rows = {row.name: row for row in item.rag_evaluation.test_results}
+    # The metrics a RAG evaluation has are those its judge scored (or could not): its Score rows.
+    metrics = set(Score.objects.of(SubjectKind.RAG_EVALUATION, [item.subject_id]).machine()
+                  .filter(kind=ScoreKind.METRIC).values_list("key", flat=True))
     for verdict in verdicts:
-        row = rows.get(verdict.get("key"))
-        if row is None:
-            raise InvalidInputError(f"This evaluation has no metric {verdict.get('key')!r}")
+        metric = verdict.get("key")
+        if metric not in metrics:
+            raise InvalidInputError(f"This evaluation has no metric {metric!r}")
         if verdict.get("passed") is None:
-            raise InvalidInputError(f"{row.name}: give passed true or false")
-        MetricReview.objects.create(
-            rag_evaluation=item.rag_evaluation, metric=row.name, passed=verdict["passed"], note=note,
-            reviewer=reviewer, judge_score=row.score,
-            judge_status="ok" if row.status == TestStatus.SCORED else row.status)
+            raise InvalidInputError(f"{metric}: give passed true or false")
+        human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=item.subject_id,
+                           kind=ScoreKind.METRIC, key=metric, passed=verdict["passed"], note=note, author=reviewer)
 
 
 REVIEWERS = {QueueKind.RUN_RESULT: _review_run_result, QueueKind.AGENTIC_EVALUATION: _review_agentic,

@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from apps.queues import services
 from apps.queues.models import QueueKind
-from apps.runs.models import VerdictReview
+from apps.runs.models import EvaluationResult, VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.console.browser import needs_chromium, screenshot, submit_and_wait_for_new_page, wait_for
 from tests.queues.factories import reviewable_result
@@ -40,7 +40,7 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     queue = services.queue_create(name="Unassessed verdicts", kind=QueueKind.RUN_RESULT, include_unassessed=True,
                                   description="Results where the judge skipped or errored on a verdict.")
     assert services.queue_fill(queue=queue) == 3
-    agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_percent=100)
+    agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_rate=1)
     AgentEvaluationFactory(task_adherence_reasoning="Answered the PTO question from the handbook.")
     services.queue_fill(queue=agentic)
     find = browser.find_element
@@ -171,7 +171,7 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     click_and_wait_for_new_page(browser, first_row.find_element(By.CSS_SELECTOR, ".queue-cell button"))
     assert browser.current_url.endswith(f"/console/runs/{run.run_id}/")
     assert "Added to Failed answers." in find(By.CSS_SELECTOR, ".messagelist").text
-    assert str(results_queue.items.get().result.result_id) == target
+    assert str(EvaluationResult.objects.get(pk=results_queue.items.get().subject_id).result_id) == target
     # Two rows ticked, one form: both enter the other queue.
     boxes = browser.find_elements(By.CSS_SELECTOR, "#results-table input[type=checkbox]")
     for box in boxes[1:]:
@@ -216,7 +216,7 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     click_and_wait_for_new_page(browser, find(By.ID, "bulk-add-button"))
     assert ("Added 1 to RAG answers to check; 1 already in the queue, not added twice."
             in find(By.CSS_SELECTOR, ".messagelist").text)
-    assert sorted(rag_queue.items.values_list("rag_evaluation_id", flat=True)) == sorted([int(boiling), int(other)])
+    assert sorted(rag_queue.items.values_list("subject_id", flat=True)) == sorted([int(boiling), int(other)])
 
     browser.get(f"{live_server.url}/console/rag/{boiling}/")
     assert "About 90 degrees." in find(By.ID, "rag-answer").text

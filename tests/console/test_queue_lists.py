@@ -14,7 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.console.views import rag as rag_views
-from apps.queues.models import MetricReview, QueueItem, QueueKind
+from apps.queues.models import QueueItem, QueueKind
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import ScoreKind, SubjectKind
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult, EvaluationRun
 from tests.agentic.factories import AgentEvaluationFactory
@@ -122,7 +124,7 @@ def test_post_adds_once_and_comes_back(staff_client):
     again = staff_client.post(ADD, form, follow=True)
     assert "Already in the queue Failed answers; not added twice." in again.content.decode()
     # One item, made by hand: the unique constraint and the service keep it one.
-    assert list(queue.items.values_list("result_id", "origin")) == [(result.pk, QueueItem.Origin.HAND)]
+    assert list(queue.items.values_list("subject_id", "origin")) == [(result.pk, QueueItem.Origin.HAND)]
 
 
 def test_wrong_kind_is_refused(staff_client):
@@ -155,7 +157,7 @@ def test_trace_list_adds_the_latest_evaluation_and_says_when_there_is_none(staff
                     "queues": ["Agentic spot checks"]}
     assert "not evaluated</span>" in html
     staff_client.post(ADD, {**form, "queue": queue.pk, "target_id": form["target"]})
-    assert queue.items.get().agent_evaluation_id == latest.pk
+    assert queue.items.get().subject_id == latest.pk
     assert forms_in(reader().get("/console/traces/").content.decode()) == []
 
 
@@ -242,13 +244,13 @@ def test_rag_list_bulk_add_and_per_row_add_once(staff_client):
     response = staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG,
                                        "target_id": [str(first.pk), str(second.pk)]}, follow=True)
     assert "Added 1 to RAG checks; 1 already in the queue, not added twice." in response.content.decode()
-    assert sorted(queue.items.values_list("rag_evaluation_id", flat=True)) == sorted([first.pk, second.pk])
+    assert sorted(queue.items.values_list("subject_id", flat=True)) == sorted([first.pk, second.pk])
     # One id that names nothing: the others do not enter either, and the reviewer is told.
     third = rag("Three?", {"context_recall": 1.0})
     response = staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG,
                                        "target_id": [str(third.pk), "999999"]}, follow=True)
     assert "No rag evaluation &#x27;999999&#x27;" in response.content.decode()
-    assert not queue.items.filter(rag_evaluation=third).exists()
+    assert not queue.items.filter(subject_id=third.pk).exists()
 
 
 def test_rag_list_says_when_no_queue_takes_rag_evaluations(staff_client):
@@ -262,8 +264,8 @@ def test_rag_page_shows_the_evaluation_its_reviews_and_queues(staff_client):
     queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION, name="RAG checks")
     evaluation = rag("What is the capital of France?", {"context_recall": 0.2, "answer_accuracy": 1.0})
     staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "target_id": str(evaluation.pk)})
-    MetricReview.objects.create(rag_evaluation=evaluation, metric="context_recall", passed=True, judge_score=0.2,
-                                note="ctx1 is the right one")
+    human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=evaluation.pk, kind=ScoreKind.METRIC,
+                       key="context_recall", passed=True, note="ctx1 is the right one")
     response = staff_client.get(f"{RAG}{evaluation.pk}/")
     html = re.sub(r"\s+", " ", response.content.decode())
     assert response.status_code == 200

@@ -6,7 +6,9 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from apps.queues import services
-from apps.queues.models import MetricReview, QueueItem, QueueKind, ReviewQueue
+from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import UserFactory
@@ -24,6 +26,10 @@ def test_list_creates_and_fills_a_queue(staff_client):
     assert queue.items.count() == 1
     page = staff_client.get("/console/queues/").content.decode()
     assert "Unassessed" in page and "0/1 done" in page and "errors &amp; skipped" in page
+    # The form speaks per cent; the queue keeps the 0..1 rate, and its rule is shown in per cent.
+    staff_client.post("/console/queues/", {"name": "Sampled", "kind": "run_result", "sample_percent": "12.5"})
+    assert ReviewQueue.objects.get(name="Sampled").sample_rate == 0.125
+    assert "12.5% sample" in staff_client.get("/console/queues/").content.decode()
 
 
 def test_readers_read_but_cannot_create_or_review(reader_client):
@@ -52,7 +58,7 @@ def test_reviewing_saves_and_moves_to_the_next_item(staff_client, staff_user):
     first.refresh_from_db()
     assert first.done_at is not None and first.reviewed_by == staff_user
     # Only the marked rows were recorded; the unmarked criterion stays as the judge gave it.
-    assert sorted(VerdictReview.objects.filter(result=first.result).values_list("key", "passed", "note")) == [
+    assert sorted(VerdictReview.objects.filter(result_id=first.subject_id).values_list("key", "passed", "note")) == [
         ("Cites the handbook", True, "handbook cited"), ("USES_KB", False, "handbook cited")]
 
 
@@ -61,12 +67,14 @@ def test_agentic_and_rag_items_are_reviewed_on_the_page(staff_client):
     url = f"/console/queues/{agentic.queue_id}/items/{agentic.pk}/"
     assert "tool call accuracy" in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "3", "v-0-kind": "metric", "v-0-key": "task_adherence", "v-0-score": "0.25"})
-    assert MetricReview.objects.get(agent_evaluation=agentic.agent_evaluation).score == 0.25
+    human = Score.objects.human().get(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=agentic.subject_id)
+    assert (human.key, human.value) == ("task_adherence", 0.25)
     rag = QueueItemFactory(queue=ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION))
     url = f"/console/queues/{rag.queue_id}/items/{rag.pk}/"
     assert "Paris is the capital of France." in staff_client.get(url).content.decode()
     staff_client.post(url, {"rows": "1", "v-0-kind": "metric", "v-0-key": "context_recall", "v-0-passed": "fail"})
-    assert MetricReview.objects.get(rag_evaluation=rag.rag_evaluation).passed is False
+    human = Score.objects.human().get(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=rag.subject_id)
+    assert (human.key, human.passed) == ("context_recall", False)
     agreement = staff_client.get(f"/console/queues/{rag.queue_id}/").content.decode()
     assert "context recall" in agreement
 
@@ -122,7 +130,7 @@ def test_trace_page_offers_add_to_queue_for_each_evaluation(staff_client, reader
     page = staff_client.get(f"/console/traces/{evaluation.trace.session_id}/").content.decode()
     assert page.count("Add to queue") == 2 and "Spot checks" in page
     staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(evaluation.pk)})
-    assert queue.items.get().agent_evaluation_id == evaluation.pk
+    assert queue.items.get().subject_id == evaluation.pk
     reader_client = Client()
     reader_client.force_login(reader_user)
     assert "Add to queue" not in reader_client.get(f"/console/traces/{evaluation.trace.session_id}/").content.decode()
@@ -134,7 +142,7 @@ def test_result_page_offers_add_to_queue(staff_client):
     page = staff_client.get(f"/console/results/{result.result_id}/").content.decode()
     assert page.count("Add to queue") == 1 and "Failed answers" in page
     staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(result.result_id)})
-    assert queue.items.get().result_id == result.pk
+    assert queue.items.get().subject_id == result.pk
 
 
 def test_assign_and_claim_from_the_pages(staff_client, staff_user):

@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from apps.queues.models import QueueKind
+from apps.runs.models import EvaluationResult
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
@@ -141,7 +142,7 @@ def test_queue_items_say_which_run_and_attempt_they_are(staff_client):
     text = re.sub(r"<[^>]+>", "", page)
     assert "run three each · attempt 2 of 3" in re.sub(r"\s+", " ", text)
     assert f'href="/console/runs/{run.run_id}/"' in page
-    unlabelled = single.result.run
+    unlabelled = EvaluationResult.objects.get(pk=single.subject_id).run
     assert f'<a href="/console/runs/{unlabelled.run_id}/">{timezone.localtime(unlabelled.created_at):%Y-%m-%d %H:%M}</a>' in page
     review = staff_client.get(f"/console/queues/{queue.pk}/items/{item.pk}/").content.decode()
     heading = re.search(r'<p class="run-of-result" id="review-run">(.*?)</p>', review, re.S).group(1)

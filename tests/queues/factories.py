@@ -1,11 +1,74 @@
-"""Queues and items written straight to the database; targets come from the runs, agentic and rag factories."""
+"""Queues and items written straight to the database; subjects come from the runs, agentic and rag
+factories, each with the machine Score rows its judge would have stored (the convention of issue 22)."""
 
 import factory
 
+from apps.agentic.judges.base import AGENTIC_METRICS
+from apps.agentic.models import AgentEvaluation
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.rag.models import TraceEvaluation
+from apps.runs.models import EvaluationResult
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.rag.factories import TraceEvaluationFactory
 from tests.runs.factories import EvaluationResultFactory, criterion, rule
+
+SUBJECT_KINDS = {EvaluationResult: SubjectKind.RUN_RESULT, AgentEvaluation: SubjectKind.AGENTIC_EVALUATION,
+                 TraceEvaluation: SubjectKind.RAG_EVALUATION}
+
+
+def machine_score(subject, key: str, *, value: float | None = None, passed: bool | None = None,
+                  status: str = JudgeStatus.OK, kind: str = ScoreKind.METRIC, **fields) -> Score:
+    """The judge's score of one key of a subject, as its app stores it."""
+    fields.setdefault("source", ScoreSource.CODE)
+    fields.setdefault("judge", "heuristic:v1")
+    return Score.objects.create(subject_kind=SUBJECT_KINDS[type(subject)], subject_id=subject.pk, kind=kind, key=key,
+                                value=value, passed=passed, status=status, **fields)
+
+
+# TODO(issue 22): once h/agentic and h/runs are merged their factories store these rows themselves
+# (apps.rag's does already), and with_scores goes.
+def with_scores(subject):
+    """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
+    if isinstance(subject, TraceEvaluation):
+        return subject  # tests.rag.factories stores them
+    if isinstance(subject, AgentEvaluation):
+        for position, metric in enumerate(AGENTIC_METRICS):
+            machine_score(subject, metric, value=getattr(subject, metric), position=position,
+                          status=getattr(subject, f"{metric}_status"), reasoning=getattr(subject, f"{metric}_reasoning"))
+    else:
+        for position, verdict in enumerate(subject.criteria_scores or []):
+            machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
+                          value=verdict["score"], status=verdict["status"], position=position,
+                          reasoning=verdict["reasoning"], parent_id=subject.run_id, attempt=subject.attempt)
+        for position, verdict in enumerate(subject.rubric_scores or []):
+            machine_score(subject, verdict["rule_id"], kind=ScoreKind.RULE, passed=verdict["passed"],
+                          value=verdict["score"], status=verdict["status"], position=position,
+                          reasoning=verdict["reasoning"], severity=verdict["severity"],
+                          scope=verdict.get("component_scope") or "", detail={"rule_name": verdict["rule_name"]},
+                          parent_id=subject.run_id, attempt=subject.attempt)
+    return subject
+
+
+def scored_agentic(**kwargs) -> AgentEvaluation:
+    return with_scores(AgentEvaluationFactory(**kwargs))
+
+
+def scored_rag(**kwargs) -> TraceEvaluation:
+    return TraceEvaluationFactory(**kwargs)
+
+
+def scored_result(**kwargs) -> EvaluationResult:
+    return with_scores(EvaluationResultFactory(**kwargs))
+
+
+def reviewable_result(**kwargs):
+    """A finished result with two criteria (one failed) and two rules (one skipped by the judge)."""
+    kwargs.setdefault("criteria_scores", [criterion("Mentions 15 days", True), criterion("Cites the handbook", False)])
+    kwargs.setdefault("rubric_scores", [rule("BRIEF", True, severity="medium"),
+                                        rule("USES_KB", False, status="skipped")])
+    return scored_result(**kwargs)
 
 
 class ReviewQueueFactory(factory.django.DjangoModelFactory):
@@ -16,23 +79,24 @@ class ReviewQueueFactory(factory.django.DjangoModelFactory):
     kind = QueueKind.RUN_RESULT
 
 
+def _new_subject(kind: str):
+    return {QueueKind.RUN_RESULT: reviewable_result, QueueKind.AGENTIC_EVALUATION: scored_agentic,
+            QueueKind.RAG_EVALUATION: scored_rag}[kind]()
+
+
 class QueueItemFactory(factory.django.DjangoModelFactory):
-    """An item of a run-result queue; pass `queue=` of another kind with its target."""
+    """An item of a run-result queue; pass `queue=` of another kind, and `subject=` to name the
+    subject (else a new one of the queue's kind, with its judge's scores)."""
 
     class Meta:
         model = QueueItem
 
+    class Params:
+        subject = None
+        # The names of the foreign keys items had before issue 22, which other apps' tests still pass.
+        result = agent_evaluation = rag_evaluation = None
+
     queue = factory.SubFactory(ReviewQueueFactory)
-    result = factory.LazyAttribute(lambda o: reviewable_result() if o.queue.kind == QueueKind.RUN_RESULT else None)
-    agent_evaluation = factory.LazyAttribute(
-        lambda o: AgentEvaluationFactory() if o.queue.kind == QueueKind.AGENTIC_EVALUATION else None)
-    rag_evaluation = factory.LazyAttribute(
-        lambda o: TraceEvaluationFactory() if o.queue.kind == QueueKind.RAG_EVALUATION else None)
-
-
-def reviewable_result(**kwargs):
-    """A finished result with two criteria (one failed) and two rules (one skipped by the judge)."""
-    kwargs.setdefault("criteria_scores", [criterion("Mentions 15 days", True), criterion("Cites the handbook", False)])
-    kwargs.setdefault("rubric_scores", [rule("BRIEF", True, severity="medium"),
-                                        rule("USES_KB", False, status="skipped")])
-    return EvaluationResultFactory(**kwargs)
+    subject_kind = factory.LazyAttribute(lambda o: o.queue.kind)
+    subject_id = factory.LazyAttribute(
+        lambda o: (o.subject or o.result or o.agent_evaluation or o.rag_evaluation or _new_subject(o.queue.kind)).pk)

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.queues.models import QueueItem
+from apps.queues.models import QueueItem, ReviewQueue
 from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 
@@ -90,3 +90,19 @@ def test_run_result_items_name_their_run_and_attempt(staff_api):
     other = staff_api.post(f"{QUEUES}/{agentic.pk}/items", {"target_id": str(AgentEvaluationFactory().pk)},
                            format="json").json()
     assert not {"run_id", "run_label", "attempt", "repeats"} & set(other)
+
+
+def test_the_api_speaks_per_cent_and_the_queue_keeps_a_rate(staff_api):
+    """The queue API keeps its `sample_percent` (0..100); the model and services hold the one
+    sampling unit, a 0..1 rate, converted at the API's edge both ways."""
+    created = staff_api.post(QUEUES, {"name": "sampled", "kind": "run_result", "sample_percent": 7}, format="json")
+    assert created.status_code == 201 and created.json()["sample_percent"] == 7.0
+    queue = ReviewQueue.objects.get(name="sampled")
+    assert queue.sample_rate == 0.07
+    replaced = staff_api.put(f"{QUEUES}/{queue.pk}", {"name": "sampled", "kind": "run_result", "sample_percent": 100},
+                             format="json")
+    assert replaced.json()["sample_percent"] == 100.0
+    queue.refresh_from_db()
+    assert queue.sample_rate == 1.0
+    refused = staff_api.post(QUEUES, {"name": "over", "kind": "run_result", "sample_percent": 101}, format="json")
+    assert refused.status_code == 422 and not ReviewQueue.objects.filter(name="over").exists()

@@ -2,16 +2,19 @@ import pytest
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.queues import selectors, services
-from apps.queues.models import MetricReview, QueueKind
+from apps.queues.models import QueueKind
 from apps.runs.models import VerdictReview
-from apps.runs.reviews import cohen_kappa
+from apps.scores.agreement import cohen_kappa
+from apps.scores.models import Score
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import ScoreKind, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.concurrency import run_in_threads
 from tests.core.factories import UserFactory
 from tests.rag.factories import TraceEvaluationFactory
-from tests.runs.factories import EvaluationResultFactory, criterion, rule
+from tests.runs.factories import criterion, rule
 
-from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result, scored_agentic, scored_rag, scored_result
 
 pytestmark = pytest.mark.django_db
 
@@ -27,41 +30,43 @@ def test_kappa_matches_the_textbook_example():
 
 def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
     unassessed = reviewable_result()
-    clean = EvaluationResultFactory(criteria_scores=[criterion("ok", True)], rubric_scores=[rule("BRIEF", True)])
-    low = EvaluationResultFactory(criteria_scores=[criterion("a", False), criterion("b", True), criterion("c", False)])
+    clean = scored_result(criteria_scores=[criterion("ok", True)], rubric_scores=[rule("BRIEF", True)])
+    low = scored_result(criteria_scores=[criterion("a", False), criterion("b", True), criterion("c", False)])
     queue = services.queue_create(name="triage", kind=QueueKind.RUN_RESULT, include_unassessed=True, score_below=0.5)
     assert services.queue_fill(queue=queue) == 2
-    assert set(queue.items.values_list("result_id", flat=True)) == {unassessed.pk, low.pk}
+    assert set(queue.items.values_list("subject_id", flat=True)) == {unassessed.pk, low.pk}
     # Filling again adds nothing: an object is in a queue once.
     assert services.queue_fill(queue=queue) == 0
     assert queue.items.count() == 2
-    assert clean.pk not in set(queue.items.values_list("result_id", flat=True))
+    assert clean.pk not in set(queue.items.values_list("subject_id", flat=True))
 
 
 def test_disagreement_prone_rules_and_sample():
     reviewed = reviewable_result()
-    VerdictReview.objects.create(result=reviewed, kind="rule", key="BRIEF", judge_passed=True, passed=False)
-    other = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
-    unrelated = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
+    # A reviewer failed BRIEF where the judge passed it: every result judged on BRIEF is worth a look.
+    human_score_record(subject_kind=SubjectKind.RUN_RESULT, subject_id=reviewed.pk, kind=ScoreKind.RULE, key="BRIEF",
+                       passed=False)
+    other = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
+    unrelated = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
     queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
     services.queue_fill(queue=queue)
-    assert set(queue.items.values_list("result_id", flat=True)) == {reviewed.pk, other.pk}
-    everything = services.queue_create(name="all", kind=QueueKind.RUN_RESULT, sample_percent=100)
+    assert set(queue.items.values_list("subject_id", flat=True)) == {reviewed.pk, other.pk}
+    everything = services.queue_create(name="all", kind=QueueKind.RUN_RESULT, sample_rate=1)
     assert services.queue_fill(queue=everything) == 3
-    assert unrelated.pk in set(everything.items.values_list("result_id", flat=True))
+    assert unrelated.pk in set(everything.items.values_list("subject_id", flat=True))
 
 
 def test_agentic_and_rag_rules():
-    low = AgentEvaluationFactory(overall_score=0.3)
-    AgentEvaluationFactory(overall_score=0.95)
+    low = scored_agentic(overall_score=0.3)
+    scored_agentic(overall_score=0.95)
     queue = services.queue_create(name="agentic", kind=QueueKind.AGENTIC_EVALUATION, score_below=0.5)
     assert services.queue_fill(queue=queue) == 1
-    assert queue.items.get().agent_evaluation_id == low.pk
-    errored = TraceEvaluationFactory(test_rows=[{"name": "faithfulness", "status": "error", "score": None}])
-    TraceEvaluationFactory()
+    assert queue.items.get().subject_id == low.pk
+    errored = scored_rag(test_rows=[{"name": "faithfulness", "status": "error", "score": None}])
+    scored_rag()
     rag = services.queue_create(name="rag", kind=QueueKind.RAG_EVALUATION, include_unassessed=True)
     assert services.queue_fill(queue=rag) == 1
-    assert rag.items.get().rag_evaluation_id == errored.pk
+    assert rag.items.get().subject_id == errored.pk
 
 
 def test_add_by_hand_twice_is_one_item():
@@ -81,7 +86,7 @@ def test_add_by_hand_refuses_an_object_of_another_kind():
         services.queue_item_add(queue=rag_queue, target_id=str(agentic.pk), kind=QueueKind.AGENTIC_EVALUATION)
     assert not rag_queue.items.exists()
     item, _ = services.queue_item_add(queue=rag_queue, target_id=str(rag.pk), kind=QueueKind.RAG_EVALUATION)
-    assert item.rag_evaluation_id == rag.pk
+    assert (item.subject_kind, item.subject_id) == (QueueKind.RAG_EVALUATION, rag.pk)
 
 
 def test_add_several_is_all_or_nothing_and_counts_what_was_there():
@@ -95,7 +100,7 @@ def test_add_several_is_all_or_nothing_and_counts_what_was_there():
     fourth = TraceEvaluationFactory()
     with pytest.raises(NotFoundError):
         services.queue_items_add(queue=queue, target_ids=[str(fourth.pk), "999999"])
-    assert not queue.items.filter(rag_evaluation=fourth).exists()
+    assert not queue.items.filter(subject_id=fourth.pk).exists()
     with pytest.raises(InvalidInputError):
         services.queue_items_add(queue=queue, target_ids=[])
 
@@ -117,21 +122,21 @@ def test_review_records_verdicts_and_marks_done():
                                          {"kind": "rule", "key": "USES_KB", "passed": False}])
     item.refresh_from_db()
     assert item.done_at is not None and item.reviewed_by == reviewer
-    assert VerdictReview.objects.filter(result=item.result).count() == 2
+    assert VerdictReview.objects.filter(result_id=item.subject_id).count() == 2
     # A bad verdict leaves nothing behind: the item stays to do.
     other = QueueItemFactory(queue=item.queue)
     with pytest.raises(InvalidInputError):
         services.queue_item_review(item=other, reviewer=reviewer, verdicts=[
             {"kind": "criterion", "key": "Mentions 15 days", "passed": True}, {"kind": "rule", "key": "NOPE", "passed": True}])
     other.refresh_from_db()
-    assert other.done_at is None and not VerdictReview.objects.filter(result=other.result).exists()
+    assert other.done_at is None and not VerdictReview.objects.filter(result_id=other.subject_id).exists()
 
 
 def test_agreement_per_agentic_metric_and_rag_metric():
     queue = ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION)
     reviewer = UserFactory()
     for judge, human in [(0.9, 0.9), (0.2, 0.1), (0.9, 0.3), (0.3, 0.2)]:
-        item = QueueItemFactory(queue=queue, agent_evaluation=AgentEvaluationFactory(task_adherence=judge))
+        item = QueueItemFactory(queue=queue, subject=scored_agentic(task_adherence=judge))
         services.queue_item_review(item=item, reviewer=reviewer, verdicts=[{"key": "task_adherence", "score": human}])
     rows = {row.key: row for row in selectors.queue_agreement(queue=queue)}
     # judge pass/fail: P F P F, human: P F F F -> p_o 0.75, p_e 0.5*0.25+0.5*0.75 = 0.5, kappa 0.5
@@ -139,7 +144,9 @@ def test_agreement_per_agentic_metric_and_rag_metric():
     rag = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION)
     item = QueueItemFactory(queue=rag)
     services.queue_item_review(item=item, reviewer=reviewer, verdicts=[{"key": "answer_accuracy", "passed": False}])
-    assert MetricReview.objects.get(rag_evaluation=item.rag_evaluation).judge_score is not None
+    # The review is a human Score beside the judge's, which it does not copy.
+    human = Score.objects.human().get(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=item.subject_id)
+    assert (human.key, human.passed, human.value, human.author) == ("answer_accuracy", False, None, reviewer)
     row = selectors.queue_agreement(queue=rag)[0]
     # One pair, judge pass and human fail: p_o 0, p_e 0, kappa 0 (defined, unlike all-in-one-class).
     assert (row.key, row.reviewed, row.agreed, row.kappa) == ("answer_accuracy", 1, 0, 0.0)

@@ -3,7 +3,7 @@
 from django import template
 
 from apps.core.permissions import scopes_of
-from apps.queues.models import ReviewQueue
+from apps.queues.models import ReviewQueue, per_cent
 
 register = template.Library()
 
@@ -42,3 +42,9 @@ def review_queues(context, kind: str) -> list:
     if request is None or "configure" not in scopes_of(request):
         return []
     return _queues_of_kind(request, kind)
+
+
+@register.filter
+def sample_per_cent(queue) -> float:
+    """A queue's sample rate (0..1) as the per cent its rule is shown in."""
+    return per_cent(queue.sample_rate)

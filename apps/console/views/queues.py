@@ -15,10 +15,10 @@ from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import DomainError
 from apps.core.permissions import scopes_of
 from apps.queues import selectors, services
-from apps.queues.models import QueueKind
+from apps.queues.models import QueueKind, rate_from_per_cent
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
-from apps.runs.reviews import in_force, reviewed_verdicts
-from apps.runs.selectors import verdict_review_list
+from apps.scores.selectors import human_in_force
+from apps.scores.vocabulary import ScoreKind
 from apps.traces.selectors import trace_tool_call_page
 
 from ..context import console_context
@@ -36,6 +36,12 @@ class QueueForm(forms.Form):
     disagreement_prone = forms.BooleanField(required=False, label="Disagreement-prone rules and metrics")
     sample_percent = forms.FloatField(min_value=0, max_value=100, initial=0, label="Random sample (%)")
 
+    def rule(self) -> dict:
+        """The queue's fields as the services take them: people type per cent, queues keep a 0..1 rate."""
+        fields = dict(self.cleaned_data)
+        fields["sample_rate"] = rate_from_per_cent(fields.pop("sample_percent"))
+        return fields
+
 
 def _queue_or_404(queue_id):
     return found_or_404(selectors.queue_get, queue_id=queue_id)
@@ -49,7 +55,7 @@ def queue_list(request):
             return denied
         if form.is_valid():
             try:
-                queue = services.queue_create(created_by=request.user, **form.cleaned_data)
+                queue = services.queue_create(created_by=request.user, **form.rule())
             except DomainError as exc:
                 form.add_error("name", str(exc.detail))
             else:
@@ -173,30 +179,45 @@ def queue_review_next(request, queue_id):
     return redirect("console:queue-item", queue_id=queue.pk, item_id=item_id)
 
 
+def _verdict_rows(item, kinds) -> list[dict]:
+    """The judge's verdicts on the item's subject beside the human score in force on each: both are
+    Score rows of the subject, joined on (kind, key)."""
+    judged = selectors.judge_scores(subject_kind=item.subject_kind, subject_id=item.subject_id, kinds=kinds)
+    reviews = {(row.kind, row.key): row for row in human_in_force(item.subject_kind, [item.subject_id])
+               .filter(kind__in=kinds)}
+    rows = []
+    for (kind, key), judge in judged.items():
+        label = key
+        if kind == ScoreKind.RULE:
+            label = f"{(judge.detail or {}).get('rule_name') or key} ({judge.severity})"
+        rows.append({"kind": kind, "key": key, "label": label, "judge_passed": judge.passed,
+                     "judge_score": judge.value, "status": judge.status, "reasoning": judge.reasoning,
+                     "review": reviews.get((kind, key))})
+    return rows
+
+
 def _run_result_context(item) -> dict:
-    result = item.result
-    latest = in_force(verdict_review_list(result=result))
-    criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
-    rows = [{"kind": "criterion", "key": c["criterion"], "label": c["criterion"], "judge_passed": c["passed"],
-             "status": c["status"], "reasoning": c.get("reasoning", ""), "review": c["review"]} for c in criteria]
-    rows += [{"kind": "rule", "key": r["rule_id"], "label": f"{r.get('rule_name') or r['rule_id']} ({r.get('severity')})",
-              "judge_passed": r["passed"], "status": r["status"], "reasoning": r.get("reasoning", ""),
-              "review": r["review"]} for r in rules]
+    result = item.subject
     item_def = result.item or {}
     messages_ = (result.output or {}).get("messages") or []
     answer = next((m.get("content") for m in reversed(messages_) if m.get("role") == "assistant"), None)
-    return {"rows": rows, "result": result, "run": result.run, "transcript": messages_, "answer": answer,
+    return {"rows": _verdict_rows(item, (ScoreKind.CRITERION, ScoreKind.RULE)), "result": result, "run": result.run,
+            "transcript": messages_, "answer": answer,
             "question": (result.input or {}).get("message") or (item_def.get("inputs") or {}).get("message"),
             "expected": (item_def.get("expected") or {}).get("success_criteria") or []}
 
 
 def _agentic_context(item) -> dict:
-    evaluation = item.agent_evaluation
-    latest = selectors.metric_reviews_in_force(agent_evaluation=evaluation)
-    # The judge's verdicts are the evaluation's metric Score rows (one query for the three).
-    rows = [{"kind": "metric", "key": metric, "label": metric.replace("_", " "), "judge_score": score.value,
-             "status": score.status, "reasoning": score.reasoning, "review": latest.get(metric), "scored": True}
-            for metric, score in evaluation.metrics.items()]
+    evaluation = item.subject
+    judged = selectors.judge_scores(subject_kind=item.subject_kind, subject_id=evaluation.pk)
+    latest = selectors.metric_reviews_in_force(subject_kind=item.subject_kind, subject_id=evaluation.pk)
+    # Every metric can be reviewed, whether or not the judge scored it.
+    rows = []
+    for metric in AGENTIC_METRICS:
+        judge = judged.get((ScoreKind.METRIC, metric))
+        rows.append({"kind": ScoreKind.METRIC, "key": metric, "label": metric.replace("_", " "),
+                     "judge_score": judge.value if judge else None, "status": judge.status if judge else "not judged",
+                     "reasoning": judge.reasoning if judge else "", "review": latest.get(metric), "scored": True})
     trace = evaluation.trace
     manual = evaluation.manual_input or {}
     # The first page only: a trace may hold tens of thousands of calls; the trace page has the rest.
@@ -209,11 +230,15 @@ def _agentic_context(item) -> dict:
 
 
 def _rag_context(item) -> dict:
-    evaluation = item.rag_evaluation
-    latest = selectors.metric_reviews_in_force(rag_evaluation=evaluation)
-    rows = [{"kind": "metric", "key": row.name, "label": row.name.replace("_", " "), "judge_score": row.score,
-             "judge_passed": None if row.score is None else row.score >= RAG_PASS, "status": row.status,
-             "reasoning": row.method, "review": latest.get(row.name)} for row in evaluation.test_results]
+    evaluation = item.subject
+    judged = selectors.judge_scores(subject_kind=item.subject_kind, subject_id=evaluation.pk)
+    latest = selectors.metric_reviews_in_force(subject_kind=item.subject_kind, subject_id=evaluation.pk)
+    rows = [{"kind": ScoreKind.METRIC, "key": judge.key, "label": judge.key.replace("_", " "), "judge_score": judge.value,
+             "judge_passed": None if judge.value is None else judge.value >= RAG_PASS,
+             # The reason says more than "skipped" where there is one (input missing, not run).
+             "status": judge.reason or judge.status,
+             "reasoning": (judge.detail or {}).get("method") or judge.reasoning, "review": latest.get(judge.key)}
+            for judge in judged.values()]
     payload = evaluation.payload or {}
     return {"rows": rows, "evaluation": evaluation, "question": payload.get("question"), "answer": payload.get("answer"),
             "ground_truth": payload.get("ground_truth"), "contexts": payload.get("contexts") or [],

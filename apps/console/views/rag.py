@@ -59,7 +59,8 @@ def rag_list(request):
 @require_GET
 def rag_detail(request, evaluation_id):
     evaluation = found_or_404(selectors.trace_evaluation_get, evaluation_id=evaluation_id)
-    reviews = queue_selectors.metric_reviews_in_force(rag_evaluation=evaluation)
+    reviews = queue_selectors.metric_reviews_in_force(subject_kind=QueueKind.RAG_EVALUATION,
+                                                     subject_id=evaluation.pk)
     rows = [{"test": row, "passed": None if row.score is None else row.score >= RAG_PASS,
              "reason": row.reasoning, "review": reviews.get(row.name)}
             for row in evaluation.test_results]

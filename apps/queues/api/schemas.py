@@ -8,6 +8,8 @@ from apps.core.api.responses import absent_if_none
 from apps.core.validation import Text
 from apps.runs.services import MAX_REVIEW_NOTE
 
+from ..models import rate_from_per_cent
+
 Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
 
 
@@ -22,7 +24,15 @@ class QueueIn(BaseModel):
         default=None, description="objects whose overall score (0..1) is below this enter")
     disagreement_prone: StrictBool = Field(
         default=False, description="objects judged on a rule or metric whose human reviews disagreed with the judge")
-    sample_percent: Annotated[float, Field(ge=0, le=100)] = Field(default=0.0, description="a random sample, per cent")
+    sample_percent: Annotated[float, Field(ge=0, le=100)] = Field(default=0.0, description=(
+        "a random sample of every object, in per cent (0..100); kept as a 0..1 sample rate, the unit "
+        "online evaluation rules use"))
+
+    def rule(self) -> dict:
+        """The queue's fields as the services take them: the sample as a 0..1 rate."""
+        fields = self.model_dump()
+        fields["sample_rate"] = rate_from_per_cent(fields.pop("sample_percent"))
+        return fields
 
 
 class QueueOut(BaseModel):
@@ -33,7 +43,7 @@ class QueueOut(BaseModel):
     include_unassessed: bool
     score_below: float | None
     disagreement_prone: bool
-    sample_percent: float
+    sample_percent: float = Field(description="the random sample, in per cent (0..100)")
     created_by: str | None
     created_at: datetime
     total: int

@@ -59,7 +59,7 @@ class QueuesView(QueueView):
     @extend_schema(tags=TAG, request=QueueIn, responses={201: QueueOut, 409: CONFLICT}, summary="Create a review queue")
     def post(self, request):
         body = validate_body(QueueIn, request.data)
-        queue = services.queue_create(created_by=_user(request), **body.model_dump())
+        queue = services.queue_create(created_by=_user(request), **body.rule())
         return respond(QueueOut, queue_data(queue), status=status.HTTP_201_CREATED)
 
 
@@ -76,7 +76,7 @@ class QueueDetailView(QueueView):
                    summary="Replace a review queue's name, description and rule")
     def put(self, request, queue_id):
         body = validate_body(QueueIn, request.data)
-        queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.model_dump())
+        queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.rule())
         return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue.pk)))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (admin scope; its reviews stay)")
