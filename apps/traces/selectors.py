@@ -72,6 +72,17 @@ def trace_tool_call_list(*, trace: AgentTrace) -> list[ToolCall]:
     return calls
 
 
+def tool_call_first_page(calls) -> ToolCallPage:
+    """The first page of a list of all of a trace's calls in order (the write answers hand them
+    over), each given its `position`, as trace_tool_call_page would read it."""
+    calls = list(calls)
+    size = tool_call_page_size()
+    for position, call in enumerate(calls, start=1):
+        call.position = position
+    shown = calls[:size]
+    return ToolCallPage(calls=shown, total=len(calls), next_after=shown[-1].seq if len(calls) > size else None)
+
+
 def trace_tool_call_page(*, trace: AgentTrace, after: int = FIRST_PAGE, limit: int | None = None) -> ToolCallPage:
     """At most `limit` (default EVALSITE_TRACE_TOOL_CALLS_PAGE) calls with a stored seq above
     `after`, a keyset on the (trace, seq) unique index, so any page costs the same and memory stays

@@ -462,3 +462,27 @@ def test_respond_keeps_big_ints_of_json_columns_exact():
     # jsonb reads a stored 1e20 back as an int past 64 bits; the renderer's stdlib fallback writes it.
     response = respond(_Answer, {"name": "x", "values": {"n": 10**20}, "count": 3})
     assert OrjsonRenderer().render(response.data) == b'{"name":"x","values":{"n":100000000000000000000},"count":3}'
+
+
+@pytest.mark.django_db
+def test_out_schemas_read_rows_with_what_the_answer_adds():
+    from apps.bots.schemas import BotContextOut
+    from apps.core.api.attributes import with_attributes
+    from apps.traces.api.schemas import ToolCallPageOut
+    from tests.bots.factories import BotFactory
+    from tests.traces.factories import AgentTraceFactory
+
+    trace = AgentTraceFactory(tool_calls=[{"tool_name": "search"}, {"tool_name": "fetch"}])
+    calls = list(trace.tool_calls.order_by("seq"))
+    answer = respond(ToolCallPageOut, with_attributes(trace, tool_calls=calls, tool_calls_total=9,
+                                                      tool_calls_next=None)).data
+    assert (answer["session_id"], answer["tool_calls_total"]) == (trace.session_id, 9)
+    assert [c["seq"] for c in answer["tool_calls"]] == [c.seq for c in calls]
+    # The added values live on the wrapper only: the row (perhaps cached, shared) never carries them.
+    assert not hasattr(trace, "tool_calls_total")
+
+    bot = BotFactory(llm_provider="openai", llm_model="gpt-4.1")
+    context = respond(BotContextOut, bot).data
+    # The contract's names read the row's: bot_id is agent_id, the llm settings grouped.
+    assert (context["bot_id"], context["bot_name"]) == (bot.agent_id, bot.name)
+    assert context["llm_config"] == {"provider": "openai", "model": "gpt-4.1", "parameters": bot.llm_parameters}
