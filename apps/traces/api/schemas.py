@@ -240,9 +240,10 @@ QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aw
 
 
 class LedgerQuery(BaseModel):
-    since: QueryTime | None = None
-    until: QueryTime | None = None
-    source: LedgerSourceName | None = None
+    since: QueryTime | None = Field(default=None, description="ISO 8601 instant (an offset or Z; without one, UTC); "
+                                    f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours.")
+    until: QueryTime | None = Field(default=None, description="ISO 8601 instant, excluded; default now.")
+    source: LedgerSourceName | None = Field(default=None, description="Only this source; default every one.")
 
 
 class DoorLedgerOut(BaseModel):

@@ -17,6 +17,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.attributes import with_attributes
+from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
@@ -312,8 +313,7 @@ class TraceToolCallPageView(APIView):
 
     @extend_schema(
         tags=TAG, responses={200: ToolCallPageOut}, summary="Page through the tool calls of a trace",
-        parameters=[OpenApiParameter("after", int, description=ToolCallPageQuery.model_fields["after"].description),
-                    OpenApiParameter("limit", int, description=ToolCallPageQuery.model_fields["limit"].description)],
+        parameters=query_parameters(ToolCallPageQuery),
         description="The calls after the cursor in order, each `seq` its position in the whole trace; follow "
         "`tool_calls_next` until it is null. A keyset on the stored order: every page costs the same.")
     def get(self, request, session_id):
@@ -331,13 +331,7 @@ class IngestionLedgerView(APIView):
     @extend_schema(
         tags=["ingestion"],
         responses={200: LedgerOut},
-        parameters=[
-            OpenApiParameter("since", str, description="ISO 8601 instant (an offset or Z; without one, UTC); "
-                             f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours."),
-            OpenApiParameter("until", str, description="ISO 8601 instant, excluded; default now."),
-            OpenApiParameter("source", str, enum=["rest", "batch", "otlp", "online_evaluation"],
-                             description="Only this source; default every one."),
-        ],
+        parameters=query_parameters(LedgerQuery),
         summary="What came in and what became of it: the ingestion ledger over a time window",
         description="Per door, the items received in [since, until) and what became of each: stored, duplicate "
         "(an identical retry), rejected or dropped, with their reasons; `received = stored + duplicate + rejected + "
