@@ -16,6 +16,7 @@ WRITER = APP / "ingestion" / "writer.py"
 
 
 def _modules():
+    # Migrations are history: they keep the SQL they were written with.
     return [p for p in APP.rglob("*.py") if "migrations" not in p.parts]
 
 
@@ -53,3 +54,14 @@ def test_each_door_stores_through_the_writer(door):
     used = {name for name in ("tool_calls_insert", "tool_calls_create", "traces_insert", "traces_completed_announce")
             if getattr(door, name, None) is getattr(writer, name)}
     assert used
+
+
+def test_raw_sql_is_fenced_in_the_fast_path_module():
+    # The app's hand-written SQL goes through apps.traces.fastpath: the one check of the database
+    # vendor and the one cursor, so the ORM paths beside each fast path stay the rule.
+    fastpath = APP / "fastpath.py"
+    offenders = [f"{path.relative_to(APP)}" for path in _modules() if path != fastpath
+                 and (".vendor" in path.read_text() or ".cursor()" in path.read_text())]
+    assert offenders == []
+    assert fastpath.read_text().count("connection.vendor") == 1
+    assert fastpath.read_text().count(".cursor()") == 1

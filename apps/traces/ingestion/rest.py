@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.traces import fastpath
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_entry_cte, ingestion_record
 from apps.traces.models import AgentTrace, ToolCall
@@ -62,7 +63,7 @@ _TRACE_INSERT_SQL = (
 
 
 def _insert_started(trace: AgentTrace) -> AgentTrace:
-    if connection.vendor != "postgresql":
+    if not fastpath.enabled():
         with transaction.atomic():
             trace.save(force_insert=True)
             _record_rest(stored=1)
@@ -70,9 +71,7 @@ def _insert_started(trace: AgentTrace) -> AgentTrace:
     params = [f.get_db_prep_save(f.pre_save(trace, True), connection) for f in _TRACE_INSERT_FIELDS]
 
     def execute():
-        with connection.cursor() as cursor:
-            cursor.execute(_TRACE_INSERT_SQL, [*params, timezone.now()])
-            return cursor.fetchall()
+        return fastpath.fetch_all(_TRACE_INSERT_SQL, [*params, timezone.now()])
 
     return from_rows(AgentTrace, _run_alone(execute))[0]
 
@@ -109,7 +108,7 @@ def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sq
     session_id; the caller's locked path then answers (an identical retry on a finished trace, 404
     or 409). `same_sql`, a condition on the trace's columns before the update, tells a retry that
     changes nothing (a ledger duplicate) from a write."""
-    if connection.vendor != "postgresql":
+    if not fastpath.enabled():
         return None
     table = AgentTrace._meta.db_table
     before, rows_from, stored, duplicate = "", "t", "1", "0"
@@ -126,9 +125,7 @@ def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sq
     before_params = [*same_params, session_id] if same_sql else []
 
     def execute():
-        with connection.cursor() as cursor:
-            cursor.execute(sql, [*before_params, *params, now, session_id, AgentTrace.Status.ACTIVE, now])
-            return cursor.fetchall()
+        return fastpath.fetch_all(sql, [*before_params, *params, now, session_id, AgentTrace.Status.ACTIVE, now])
 
     # A cursor and from_rows rather than objects.raw(), which re-derives columns and converters per call.
     rows = from_rows(AgentTrace, _run_alone(execute))
@@ -222,7 +219,7 @@ def trace_tool_calls_record(*, session_id: str, calls: list[ToolCallInput]) -> l
     gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
     Returns (tool_call, created) per input. One call on PostgreSQL (agents reporting each call as it
     happens) is first tried as one statement, with the same outcome."""
-    if len(calls) == 1 and connection.vendor == "postgresql":
+    if len(calls) == 1 and fastpath.enabled():
         stored = _append_in_one_statement(session_id, calls[0])
         if stored is not None:
             return [(stored, True)]
@@ -307,9 +304,7 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
               "timestamp": timestamp, "duration_ms": call.duration_ms}
 
     def execute():
-        with connection.cursor() as cursor:
-            cursor.execute(_APPEND_TOOL_CALL_SQL, params)
-            return cursor.fetchone()
+        return fastpath.fetch_one(_APPEND_TOOL_CALL_SQL, params)
 
     try:
         row = _run_alone(execute)

@@ -14,10 +14,11 @@ completion, with its ledger entry) stay in rest.py: they are that door's protoco
 """
 
 import orjson
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import JSONField
 from django.utils import timezone
 
+from apps.traces import fastpath
 from apps.traces.models import AgentTrace, ToolCall
 from apps.traces.signals import trace_completed
 
@@ -37,17 +38,15 @@ def _traces_copy(traces: list[AgentTrace]) -> None:
     """PostgreSQL: ids reserved from the sequence, rows streamed by COPY (bulk_create adapts every
     value of every field through the ORM, a tenth of an OTLP request's CPU)."""
     now = timezone.now()
-    with connection.wrap_database_errors, connection.cursor() as cursor:
-        cursor.execute(f"SELECT nextval(pg_get_serial_sequence('{_TRACE_TABLE}', 'id')) "
-                       "FROM generate_series(1, %s)", [len(traces)])
-        for trace, (pk,) in zip(traces, cursor.fetchall(), strict=True):
-            trace.pk = pk
-            trace.created_at = trace.updated_at = now
-        columns = ", ".join(f.column for f in _TRACE_COPY_FIELDS)
-        with cursor.cursor.copy(f"COPY {_TRACE_TABLE} ({columns}) FROM STDIN") as copy:
-            for trace in traces:
-                copy.write_row([json_text(getattr(trace, f.attname)) if isinstance(f, JSONField)
-                                else getattr(trace, f.attname) for f in _TRACE_COPY_FIELDS])
+    ids = fastpath.fetch_all(f"SELECT nextval(pg_get_serial_sequence('{_TRACE_TABLE}', 'id')) "
+                             "FROM generate_series(1, %s)", [len(traces)])
+    for trace, (pk,) in zip(traces, ids, strict=True):
+        trace.pk = pk
+        trace.created_at = trace.updated_at = now
+    columns = ", ".join(f.column for f in _TRACE_COPY_FIELDS)
+    fastpath.copy_rows(f"COPY {_TRACE_TABLE} ({columns}) FROM STDIN", (
+        [json_text(getattr(trace, f.attname)) if isinstance(f, JSONField) else getattr(trace, f.attname)
+         for f in _TRACE_COPY_FIELDS] for trace in traces))
 
 
 def traces_insert(*, traces: list[AgentTrace]) -> list[AgentTrace]:
@@ -57,7 +56,7 @@ def traces_insert(*, traces: list[AgentTrace]) -> list[AgentTrace]:
     if not traces:
         return traces
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if fastpath.enabled():
             _traces_copy(traces)
         else:
             AgentTrace.objects.bulk_create(traces, batch_size=1000)
@@ -67,16 +66,11 @@ def traces_insert(*, traces: list[AgentTrace]) -> list[AgentTrace]:
 def tool_calls_insert(*, rows) -> None:
     """Store tool calls given as tuples in TOOL_CALL_COLUMNS order (tool_args and tool_result as
     Python values), inside the caller's transaction."""
-    if connection.vendor == "postgresql":
+    if fastpath.enabled():
         # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
-        # costs several times more than streaming the rows. It goes to psycopg's own cursor, so
-        # its errors are wrapped by hand into Django's: callers catch IntegrityError, not
-        # psycopg's UniqueViolation.
-        with connection.wrap_database_errors, connection.cursor() as cursor, cursor.cursor.copy(
-            f"COPY {ToolCall._meta.db_table} ({', '.join(TOOL_CALL_COLUMNS)}) FROM STDIN"
-        ) as copy:
-            for row in rows:
-                copy.write_row((*row[:4], json_text(row[4]), json_text(row[5]), *row[6:]))
+        # costs several times more than streaming the rows.
+        fastpath.copy_rows(f"COPY {ToolCall._meta.db_table} ({', '.join(TOOL_CALL_COLUMNS)}) FROM STDIN",
+                           ((*row[:4], json_text(row[4]), json_text(row[5]), *row[6:]) for row in rows))
     else:
         ToolCall.objects.bulk_create([ToolCall(**dict(zip(TOOL_CALL_COLUMNS, row))) for row in rows],
                                      batch_size=500)

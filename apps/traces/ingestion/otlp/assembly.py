@@ -15,9 +15,10 @@ from datetime import timezone as dt_timezone
 
 import orjson
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 
+from apps.traces import fastpath
 from apps.traces.models import AgentTrace, ToolCall
 
 from ..writer import tool_calls_insert, traces_insert
@@ -271,24 +272,18 @@ def _renumber(trace_pk: int, existing: list[tuple[int, int, int]], tools: list[S
         lift = max(existing[-1][1], position * gap) + 1
         ids = [pk for pk, _ in moved]
         ToolCall.objects.filter(pk__in=ids).update(seq=F("seq") + lift)
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute(f"UPDATE {_CALL_TABLE} AS c SET seq = v.seq FROM unnest(%s::bigint[], %s::int[]) "
-                               "AS v(id, seq) WHERE c.id = v.id", [ids, [seq for _, seq in moved]])
-            else:
-                cursor.executemany(f"UPDATE {_CALL_TABLE} SET seq = %s WHERE id = %s",
-                                   [(seq, pk) for pk, seq in moved])
+        # Rare (a gap used up) and bounded by the per-trace cap: one CASE … WHEN statement per batch.
+        ToolCall.objects.bulk_update([ToolCall(pk=pk, seq=seq) for pk, seq in moved], ["seq"], batch_size=1000)
     return seqs
 
 
 def _call_keys(trace_pk: int, *, last_only: bool = False) -> list[tuple[int, int, int]]:
     """(id, seq, start in µs) of the trace's calls in seq order (only the last one if asked)."""
-    if connection.vendor == "postgresql":
+    if fastpath.enabled():
         # Microseconds computed by PostgreSQL: parsing 10K timestamps in Python cost more than the query.
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT id, seq, (extract(epoch FROM timestamp) * 1000000)::bigint FROM {_CALL_TABLE} "
-                           f"WHERE trace_id = %s ORDER BY seq {'DESC LIMIT 1' if last_only else ''}", [trace_pk])
-            return cursor.fetchall()
+        return fastpath.fetch_all(f"SELECT id, seq, (extract(epoch FROM timestamp) * 1000000)::bigint "
+                                  f"FROM {_CALL_TABLE} WHERE trace_id = %s "
+                                  f"ORDER BY seq {'DESC LIMIT 1' if last_only else ''}", [trace_pk])
     calls = ToolCall.objects.filter(trace_id=trace_pk).order_by("-seq" if last_only else "seq")
     rows = calls.values_list("id", "seq", "timestamp")
     return [(pk, seq, _micros(ts)) for pk, seq, ts in (rows[:1] if last_only else rows)]

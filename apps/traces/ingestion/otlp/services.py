@@ -46,11 +46,12 @@ from datetime import timezone as dt_timezone
 
 import orjson
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from apps.traces import fastpath
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace, OtlpSpan
 
@@ -82,9 +83,8 @@ def _bound_lock_waits() -> None:
     """PostgreSQL: a row another export holds (the same span sent twice at once, a trace being
     merged into) is waited for at most EVALSITE_OTLP_LOCK_TIMEOUT_MS; then OperationalError, which
     the view answers 503 with Retry-After, rather than holding the exporter until it times out."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(f"SET LOCAL lock_timeout = {int(settings.EVALSITE_OTLP_LOCK_TIMEOUT_MS)}")
+    if fastpath.enabled():
+        fastpath.execute(f"SET LOCAL lock_timeout = {int(settings.EVALSITE_OTLP_LOCK_TIMEOUT_MS)}")
 
 
 def _chunk() -> int:
@@ -105,43 +105,40 @@ def _record_corrections(moved: Counter, reason: str) -> None:
 def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: datetime) -> set[tuple[str, str]]:
     """Record the spans; returns the (trace id, span id) of those not seen before."""
     new: set[tuple[str, str]] = set()
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            trace_ids = ",".join([r.trace_id for r in records])
-            span_ids = ",".join([r.span_id for r in records])
-            # Ids are hex, so a comma-joined string is one cheap parameter; psycopg adapts a Python
-            # list element by element, which cost more than the rest of the statement.
-            if any(payloads):
-                values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), %s::text[])", [
-                    trace_ids, span_ids, payloads])
-            else:
-                values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), NULL::text[])", [
-                    trace_ids, span_ids])
-            # Answers with the spans that were already there (usually none) rather than the new ones.
-            # Inserted in key order: two exports sharing spans wait for each other in one order only,
-            # never in a cycle (a deadlock, answered 503 and retried).
-            cursor.execute(
-                f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
-                f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
-                "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
-                "RETURNING otel_trace_id, span_id) "
-                "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
-                [*values[1], now],
-            )
-            seen_before = set(cursor.fetchall())
-            return {(r.trace_id, r.span_id) for r in records} - seen_before
-        for start in range(0, len(records), _SQLITE_ROWS_PER_INSERT):
-            chunk = range(start, min(start + _SQLITE_ROWS_PER_INSERT, len(records)))
-            params: list = []
-            for i in chunk:
-                params += [records[i].trace_id, records[i].span_id, now, payloads[i]]
-            cursor.execute(
-                f"INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) VALUES "
-                + ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
-                + " ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id",
-                params,
-            )
-            new.update(cursor.fetchall())
+    if fastpath.enabled():
+        trace_ids = ",".join([r.trace_id for r in records])
+        span_ids = ",".join([r.span_id for r in records])
+        # Ids are hex, so a comma-joined string is one cheap parameter; psycopg adapts a Python
+        # list element by element, which cost more than the rest of the statement.
+        if any(payloads):
+            values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), %s::text[])", [
+                trace_ids, span_ids, payloads])
+        else:
+            values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), NULL::text[])", [
+                trace_ids, span_ids])
+        # Answers with the spans that were already there (usually none) rather than the new ones.
+        # Inserted in key order: two exports sharing spans wait for each other in one order only,
+        # never in a cycle (a deadlock, answered 503 and retried).
+        seen_before = set(fastpath.fetch_all(
+            f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
+            f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
+            "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
+            "RETURNING otel_trace_id, span_id) "
+            "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
+            [*values[1], now],
+        ))
+        return {(r.trace_id, r.span_id) for r in records} - seen_before
+    for start in range(0, len(records), _SQLITE_ROWS_PER_INSERT):
+        chunk = range(start, min(start + _SQLITE_ROWS_PER_INSERT, len(records)))
+        params: list = []
+        for i in chunk:
+            params += [records[i].trace_id, records[i].span_id, now, payloads[i]]
+        new.update(fastpath.fetch_all(
+            f"INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) VALUES "
+            + ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+            + " ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id",
+            params,
+        ))
     return new
 
 
@@ -195,22 +192,20 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
         return claimed, False
     trace_ids = sorted(set(trace_ids))
     rows: list[tuple] = []
-    if connection.vendor == "postgresql":
+    if fastpath.enabled():
         where = "payload IS NOT NULL AND otel_trace_id = ANY(%s)"
         params: list = [trace_ids]
         if created_only:
             where += f" AND otel_trace_id IN (SELECT otel_trace_id FROM {_TRACE_TABLE} WHERE otel_trace_id = ANY(%s))"
             params.append(trace_ids)
-        with connection.cursor() as cursor:
-            # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
-            cursor.execute(
+        # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
+        rows = fastpath.fetch_all(
                 f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT otel_trace_id, span_id, payload, "
                 f"received_at FROM {_SPAN_TABLE} WHERE {where} ORDER BY otel_trace_id, span_id LIMIT %s "
                 "FOR UPDATE) AS old WHERE s.otel_trace_id = old.otel_trace_id AND s.span_id = old.span_id "
                 # The arrival hour as epoch seconds: parsing 60K timestamps cost more than the claim.
                 "RETURNING old.otel_trace_id, old.payload, "
                 "extract(epoch FROM date_trunc('hour', old.received_at))::bigint", [*params, limit])
-            rows = cursor.fetchall()
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
         waiting = OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids)
@@ -367,12 +362,6 @@ def _settle_needed(trace_ids) -> bool:
     if not trace_ids:
         return False
     trace_ids = sorted(set(trace_ids))
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(f"SELECT EXISTS (SELECT 1 FROM {_SPAN_TABLE} s JOIN {_TRACE_TABLE} t "
-                           "ON t.otel_trace_id = s.otel_trace_id WHERE s.payload IS NOT NULL "
-                           "AND s.otel_trace_id = ANY(%s))", [trace_ids])
-            return bool(cursor.fetchone()[0])
     return OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=AgentTrace.objects.filter(
         otel_trace_id__in=trace_ids).values("otel_trace_id")).exists()
 
@@ -403,19 +392,18 @@ def otlp_spans_prune(*, older_than) -> int:
     cutoff = timezone.now() - older_than
     with transaction.atomic():
         orphans: Counter = Counter()
-        with connection.cursor() as cursor:
-            not_marked = ("payload->>'dropped' IS NULL" if connection.vendor == "postgresql"
-                          else "json_extract(payload, '$.dropped') IS NULL")
-            # Counted from what the DELETE removed, not a count before it: a span claimed meanwhile
-            # by a root's assembly is not an orphan.
-            cursor.execute(f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
-                           f"AND {not_marked} RETURNING received_at", [cutoff])
-            for (received_at,) in cursor.fetchall():
-                if isinstance(received_at, str):
-                    received_at = parse_datetime(received_at)
-                if timezone.is_naive(received_at):
-                    received_at = timezone.make_aware(received_at, dt_timezone.utc)
-                orphans[_hour(received_at)] += 1
+        not_marked = ("payload->>'dropped' IS NULL" if fastpath.enabled()
+                      else "json_extract(payload, '$.dropped') IS NULL")
+        # Counted from what the DELETE removed, not a count before it: a span claimed meanwhile
+        # by a root's assembly is not an orphan.
+        for (received_at,) in fastpath.fetch_all(
+                f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
+                f"AND {not_marked} RETURNING received_at", [cutoff]):
+            if isinstance(received_at, str):
+                received_at = parse_datetime(received_at)
+            if timezone.is_naive(received_at):
+                received_at = timezone.make_aware(received_at, dt_timezone.utc)
+            orphans[_hour(received_at)] += 1
         _record_corrections(orphans, "orphan")
         deleted, _ = OtlpSpan.objects.filter(received_at__lt=cutoff).delete()
     return deleted + sum(orphans.values())
