@@ -71,8 +71,8 @@ def _body(spans) -> bytes:
 def _ingest(body: bytes) -> None:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from apps.traces.otlp.mapping import export_records
-    from apps.traces.otlp.services import otlp_spans_ingest
+    from apps.traces.ingestion.otlp.mapping import export_records
+    from apps.traces.ingestion.otlp.services import otlp_spans_ingest
 
     records, _refused, _reason = export_records(ExportTraceServiceRequest.FromString(body))
     otlp_spans_ingest(records=records)

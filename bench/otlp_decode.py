@@ -89,7 +89,7 @@ def child(path: str, content_type: str, encoding: str) -> None:
     django.setup()
     from django.conf import settings
 
-    from apps.traces.otlp import decode, mapping
+    from apps.traces.ingestion.otlp import decode, mapping
 
     def peak_mb() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

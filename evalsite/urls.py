@@ -6,7 +6,7 @@ from apps.core.metrics_access import metrics_view
 from apps.core.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, not_found, readyz, server_error
 from apps.rag.api.views import TraceView
 from apps.traces.api.views import IngestionLedgerView
-from apps.traces.otlp.views import OtlpTracesView
+from apps.traces.ingestion.otlp.views import OtlpTracesView
 
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),

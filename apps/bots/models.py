@@ -56,6 +56,11 @@ class Bot(models.Model):
         return f"<Bot {self.agent_id} {self.name!r}>"
 
     @property
+    def llm_config(self) -> dict:
+        """The model settings grouped as the API and the contracts' BotContext show them."""
+        return {"provider": self.llm_provider, "model": self.llm_model, "parameters": self.llm_parameters}
+
+    @property
     def has_secret(self) -> bool:
         return bool(self.encrypted_secret)
 

@@ -4,8 +4,19 @@ schema) and the admin alike."""
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, RootModel, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    StringConstraints,
+    model_validator,
+)
 
+from apps.core.api.attributes import RelatedRows
 from apps.core.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
 
 
@@ -94,13 +105,19 @@ class BotIn(ConfigurationIn):
         return self
 
 
+# The answers read the rows (from_attributes): a Bot prefetched by selectors.bot_get / bot_list,
+# its tools, and its knowledge bases annotated with document_count.
+
+
 class LlmConfigOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     provider: str
     model: str
     parameters: dict
 
 
 class ToolOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     id: str
     name: str
     tool_name: str
@@ -110,6 +127,7 @@ class ToolOut(BaseModel):
 
 
 class KnowledgeBaseOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     id: str
     name: str
     type: str
@@ -117,6 +135,7 @@ class KnowledgeBaseOut(BaseModel):
 
 
 class BotOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     agent_id: str
     name: str
     organization_id: str
@@ -127,34 +146,39 @@ class BotOut(BaseModel):
     adapter: AdapterName
     endpoint_url: str
     has_secret: bool = Field(description="Whether a secret is stored; the secret itself is never returned.")
-    tools: list[ToolOut]
-    knowledge_bases: list[KnowledgeBaseOut]
+    tools: RelatedRows[ToolOut]
+    knowledge_bases: RelatedRows[KnowledgeBaseOut]
     created_at: datetime
     updated_at: datetime
 
 
 class BotContextOut(BaseModel):
-    bot_id: str
-    bot_name: str
+    """The contract's BotContext: the bot under the contract's names (bot_id, bot_name)."""
+
+    model_config = ConfigDict(from_attributes=True)
+    bot_id: str = Field(validation_alias=AliasChoices("bot_id", "agent_id"))
+    bot_name: str = Field(validation_alias=AliasChoices("bot_name", "name"))
     organization_id: str
     organization_name: str
     system_prompt: str
     llm_config: LlmConfigOut
-    tools: list[ToolOut]
-    knowledge_bases: list[KnowledgeBaseOut]
+    tools: RelatedRows[ToolOut]
+    knowledge_bases: RelatedRows[KnowledgeBaseOut]
     harness_context: dict
 
 
 class DocumentOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     title: str
     text: str
 
 
 class KnowledgeBaseDocumentsOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     id: str
     name: str
     type: str
-    documents: list[DocumentOut]
+    documents: RelatedRows[DocumentOut]
 
 
 class BotListOut(RootModel[list[BotOut]]):

@@ -1,4 +1,4 @@
-"""Reads of bots, in the API's and the run engine's shapes."""
+"""Reads of bots: the rows the API's Out schemas read (apps.bots.schemas), and the run engine's spec."""
 
 import hashlib
 from urllib.parse import urlsplit
@@ -13,6 +13,7 @@ from .models import Bot, KnowledgeBase, KnowledgeDocument
 
 
 def _with_components(queryset):
+    # What BotOut and BotContextOut read: the tools, the knowledge bases and their document counts.
     return queryset.prefetch_related(
         "tools",
         Prefetch("knowledge_bases", queryset=KnowledgeBase.objects.annotate(document_count=Count("documents"))),
@@ -39,63 +40,12 @@ def bot_named_in_body(agent_id: str) -> Bot:
     return bot
 
 
-def _tool_data(tool) -> dict:
-    return {"id": tool.id, "name": tool.name, "tool_name": tool.tool_name, "type": tool.type,
-            "description": tool.description, "output_instructions": tool.output_instructions}
-
-
-def _kb_data(kb) -> dict:
-    count = getattr(kb, "document_count", None)
-    if count is None:
-        count = kb.documents.count()
-    return {"id": kb.id, "name": kb.name, "type": kb.type, "document_count": count}
-
-
-def _llm_config(bot: Bot) -> dict:
-    return {"provider": bot.llm_provider, "model": bot.llm_model, "parameters": bot.llm_parameters}
-
-
-def bot_data(bot: Bot) -> dict:
-    """The bot as the /bots endpoints return it. The secret is never part of it, only whether one is set."""
-    return {
-        "agent_id": bot.agent_id,
-        "name": bot.name,
-        "organization_id": bot.organization_id,
-        "organization_name": bot.organization_name,
-        "system_prompt": bot.system_prompt,
-        "llm_config": _llm_config(bot),
-        "harness_context": bot.harness_context,
-        "adapter": bot.adapter,
-        "endpoint_url": bot.endpoint_url,
-        "has_secret": bot.has_secret,
-        "tools": [_tool_data(t) for t in bot.tools.all()],
-        "knowledge_bases": [_kb_data(kb) for kb in bot.knowledge_bases.all()],
-        "created_at": bot.created_at,
-        "updated_at": bot.updated_at,
-    }
-
-
-def bot_context_data(bot: Bot) -> dict:
-    """The contract's BotContext shape."""
-    return {
-        "bot_id": bot.agent_id,
-        "bot_name": bot.name,
-        "organization_id": bot.organization_id,
-        "organization_name": bot.organization_name,
-        "system_prompt": bot.system_prompt,
-        "llm_config": _llm_config(bot),
-        "tools": [_tool_data(t) for t in bot.tools.all()],
-        "knowledge_bases": [_kb_data(kb) for kb in bot.knowledge_bases.all()],
-        "harness_context": bot.harness_context,
-    }
-
-
-def knowledge_base_documents(agent_id: str, kb_id: str) -> dict:
-    kb = KnowledgeBase.objects.filter(bot__agent_id=agent_id, id=kb_id).first()
+def knowledge_base_get(agent_id: str, kb_id: str) -> KnowledgeBase:
+    """The bot's knowledge base with its documents."""
+    kb = KnowledgeBase.objects.filter(bot__agent_id=agent_id, id=kb_id).prefetch_related("documents").first()
     if kb is None:
         raise NotFoundError(f"Bot {agent_id} has no knowledge base {kb_id}")
-    return {"id": kb.id, "name": kb.name, "type": kb.type,
-            "documents": [{"title": d.title, "text": d.text} for d in kb.documents.all()]}
+    return kb
 
 
 def bot_spec_data(agent_id: str) -> dict:

@@ -13,12 +13,13 @@ traces, OTLP counts spans, online evaluation counts (rule, trace) evaluations.
 
 from datetime import datetime, timedelta
 
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
+from . import fastpath
 from .models import IngestionEntry
 
 Source = IngestionEntry.Source
@@ -153,10 +154,8 @@ def _compact_group(source: str, hour: datetime) -> int:
     """Replace the entries of one (hour, source) by one entry at the hour with their sums. Returns
     how many entries it removed. Elsewhere than PostgreSQL the rows are locked first (SQLite
     writes one transaction at a time anyway), and summed and deleted in chunks."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute(_COMPACT_SQL, {"source": source, "start": hour, "end": hour + timedelta(hours=1)})
-            return cursor.fetchone()[0]
+    if fastpath.enabled():
+        return fastpath.fetch_one(_COMPACT_SQL, {"source": source, "start": hour, "end": hour + timedelta(hours=1)})[0]
     with transaction.atomic():
         ids = list(IngestionEntry.objects.select_for_update()
                    .filter(source=source, at__gte=hour, at__lt=hour + timedelta(hours=1))

@@ -19,7 +19,8 @@ def select_columns(model: type[Model], table_alias: str | None = None) -> str:
 
 
 def _converters(model: type[Model], connection) -> list:
-    key = (model, connection.vendor)
+    # Per database connection: the backend's converters differ between them.
+    key = (model, connection.alias)
     found = _converters_cache.get(key)
     if found is None:
         found = []

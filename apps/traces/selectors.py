@@ -1,10 +1,10 @@
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db import connection
 
 from apps.core.errors import NotFoundError
 
+from . import fastpath
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
 
@@ -64,12 +64,21 @@ def trace_tool_call_list(*, trace: AgentTrace) -> list[ToolCall]:
     """The trace's tool calls in seq order, each with its `position`. A fixed statement instead of
     trace.tool_calls.all(), whose compilation cost more than the rows. Every call is loaded: an
     answer that may meet a big trace pages with trace_tool_call_page instead."""
-    with connection.cursor() as cursor:
-        cursor.execute(_TOOL_CALLS_SQL, [trace.pk])
-        calls = from_rows(ToolCall, cursor.fetchall())
+    calls = from_rows(ToolCall, fastpath.fetch_all(_TOOL_CALLS_SQL, [trace.pk]))
     for position, call in enumerate(calls, start=1):
         call.position = position
     return calls
+
+
+def tool_call_first_page(calls) -> ToolCallPage:
+    """The first page of a list of all of a trace's calls in order (the write answers hand them
+    over), each given its `position`, as trace_tool_call_page would read it."""
+    calls = list(calls)
+    size = tool_call_page_size()
+    for position, call in enumerate(calls, start=1):
+        call.position = position
+    shown = calls[:size]
+    return ToolCallPage(calls=shown, total=len(calls), next_after=shown[-1].seq if len(calls) > size else None)
 
 
 def trace_tool_call_page(*, trace: AgentTrace, after: int = FIRST_PAGE, limit: int | None = None) -> ToolCallPage:
@@ -79,17 +88,14 @@ def trace_tool_call_page(*, trace: AgentTrace, after: int = FIRST_PAGE, limit: i
     paged one a second, which counts. A call stored between two reads (a late span)
     moves the positions after it, as it should: the numbering is the trace's as it is now."""
     limit = limit or tool_call_page_size()
-    with connection.cursor() as cursor:
-        cursor.execute(_TOOL_CALL_PAGE_SQL, [trace.pk, after, limit + 1])
-        rows = cursor.fetchall()
-        more = len(rows) > limit
-        if more:
-            rows = rows[:limit]
-        if after == FIRST_PAGE and not more:
-            before, total = 0, len(rows)
-        else:
-            cursor.execute(_TOOL_CALL_COUNTS_SQL, [after, trace.pk])
-            before, total = cursor.fetchone()
+    rows = fastpath.fetch_all(_TOOL_CALL_PAGE_SQL, [trace.pk, after, limit + 1])
+    more = len(rows) > limit
+    if more:
+        rows = rows[:limit]
+    if after == FIRST_PAGE and not more:
+        before, total = 0, len(rows)
+    else:
+        before, total = fastpath.fetch_one(_TOOL_CALL_COUNTS_SQL, [after, trace.pk])
     calls = from_rows(ToolCall, rows)
     for position, call in enumerate(calls, start=before + 1):
         call.position = position

@@ -4,7 +4,7 @@ from celery import shared_task
 from django.conf import settings
 
 from . import ledger, services
-from .otlp import services as otlp_services
+from .ingestion.otlp import services as otlp_services
 
 
 @shared_task(name="apps.traces.tasks.fail_stale_traces")

@@ -462,3 +462,90 @@ def test_respond_keeps_big_ints_of_json_columns_exact():
     # jsonb reads a stored 1e20 back as an int past 64 bits; the renderer's stdlib fallback writes it.
     response = respond(_Answer, {"name": "x", "values": {"n": 10**20}, "count": 3})
     assert OrjsonRenderer().render(response.data) == b'{"name":"x","values":{"n":100000000000000000000},"count":3}'
+
+
+@pytest.mark.django_db
+def test_out_schemas_read_rows_with_what_the_answer_adds():
+    from apps.bots.schemas import BotContextOut
+    from apps.core.api.attributes import with_attributes
+    from apps.traces.api.schemas import ToolCallPageOut
+    from tests.bots.factories import BotFactory
+    from tests.traces.factories import AgentTraceFactory
+
+    trace = AgentTraceFactory(tool_calls=[{"tool_name": "search"}, {"tool_name": "fetch"}])
+    calls = list(trace.tool_calls.order_by("seq"))
+    answer = respond(ToolCallPageOut, with_attributes(trace, tool_calls=calls, tool_calls_total=9,
+                                                      tool_calls_next=None)).data
+    assert (answer["session_id"], answer["tool_calls_total"]) == (trace.session_id, 9)
+    assert [c["seq"] for c in answer["tool_calls"]] == [c.seq for c in calls]
+    # The added values live on the wrapper only: the row (perhaps cached, shared) never carries them.
+    assert not hasattr(trace, "tool_calls_total")
+
+    bot = BotFactory(llm_provider="openai", llm_model="gpt-4.1")
+    context = respond(BotContextOut, bot).data
+    # The contract's names read the row's: bot_id is agent_id, the llm settings grouped.
+    assert (context["bot_id"], context["bot_name"]) == (bot.agent_id, bot.name)
+    assert context["llm_config"] == {"provider": "openai", "model": "gpt-4.1", "parameters": bot.llm_parameters}
+
+
+# The query and header parameters of every operation, as the document listed them when the views
+# still wrote their OpenApiParameters by hand (captured before apps.core.api.query_params): reading
+# them from the query models must not rename, add or lose one.
+PARAMETERS_BEFORE_QUERY_MODELS = {
+    "GET /api/v1/datasets": [("query", "agent_id")],
+    "GET /api/v1/ingestion/ledger": [("query", "since"), ("query", "source"), ("query", "until")],
+    "GET /api/v1/metrics/export": [("query", "download"), ("query", "format")],
+    "GET /api/v1/metrics/history": [("query", "agent_name"), ("query", "limit"), ("query", "min_score"), ("query", "offset"), ("query", "operation")],
+    "GET /api/v1/metrics/trace/{session_id}/tool-calls": [("query", "after"), ("query", "limit")],
+    "GET /api/v1/queues/{queue_id}/items": [("query", "limit"), ("query", "offset"), ("query", "state")],
+    "GET /api/v1/rubrics": [("query", "agent_id")],
+    "GET /api/v1/runs": [("query", "agent_id"), ("query", "limit"), ("query", "status")],
+    "GET /api/v1/runs/{run_id}/compare/{other_run_id}": [("query", "limit")],
+    "GET /api/v1/runs/{run_id}/items": [("query", "flaky"), ("query", "limit"), ("query", "offset")],
+    "GET /api/v1/runs/{run_id}/results": [("query", "item_type"), ("query", "limit"), ("query", "offset"), ("query", "passed")],
+    "GET /api/v1/test-sets": [("query", "agent_id")],
+    "GET /api/v1/test-sets/{test_set_id}/export": [("query", "format"), ("query", "version")],
+    "GET /api/v1/trace/history": [("query", "limit"), ("query", "offset"), ("query", "outcome"), ("query", "test")],
+    "POST /api/v1/metrics/traces/{session_id}/tool-calls": [("header", "Idempotency-Key")],
+    "POST /api/v1/test-sets/import": [("query", "agent_id"), ("query", "description"), ("query", "format"), ("query", "name")],
+    "POST /api/v1/test-sets/{test_set_id}/import": [("query", "format")],
+    "POST /api/v1/trace": [("query", "partial")],
+    "POST /trace": [("query", "partial")],
+    "PUT /api/v1/rubrics/{rubric_id}": [("header", "If-Match")],
+    "PUT /api/v1/test-sets/{test_set_id}": [("header", "If-Match")],
+}
+
+
+def test_query_models_document_the_same_parameters_as_before():
+    paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
+    found = {}
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            named = sorted((p["in"], p["name"]) for p in operation.get("parameters", []) if p["in"] != "path")
+            if named:
+                found[f"{method.upper()} {path}"] = named
+    expected = {key: [tuple(p) for p in params] for key, params in PARAMETERS_BEFORE_QUERY_MODELS.items()}
+    assert found == expected
+
+
+def test_query_parameters_come_from_the_query_models_fields():
+    from typing import Literal
+
+    from pydantic import Field
+
+    from apps.core.api.query_params import query_parameters
+
+    class _Query(BaseModel):
+        state: Literal["open", "closed"] | None = Field(default=None, description="Only items in this state.")
+        limit: int = Field(default=50, ge=1, le=500)
+        run: str
+
+    by_name = {p.name: p for p in query_parameters(_Query)}
+    assert list(by_name) == ["state", "limit", "run"]
+    # Optional in the model is optional in the document, and of its type, not "or null": a query
+    # string cannot send null.
+    assert (by_name["state"].required, by_name["state"].type) == (False, {"type": "string", "enum": ["open", "closed"]})
+    assert by_name["state"].description == "Only items in this state."
+    assert by_name["limit"].type == {"type": "integer", "default": 50, "minimum": 1, "maximum": 500}
+    assert by_name["run"].required is True
+    assert all(p.location == "query" for p in by_name.values())

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.traces import ledger as ledger_module
 from apps.traces import services
+from apps.traces.ingestion import batch as batch_door
 from apps.traces.ledger import ingestion_ledger_compact, ingestion_record
 from apps.traces.ledger_selectors import ingestion_ledger, ingestion_ledger_days
 from apps.traces.models import AgentTrace, IngestionEntry, ToolCall
@@ -142,7 +143,7 @@ def test_a_batch_that_is_rolled_back_leaves_no_ledger_entry(api, monkeypatch):
     def broken_insert(*args, **kwargs):
         raise RuntimeError("worker killed mid-batch")
 
-    monkeypatch.setattr(services, "tool_call_rows_insert", broken_insert)
+    monkeypatch.setattr(batch_door, "tool_calls_insert", broken_insert)
     assert post(api, f"{BASE}/batch", {"traces": [batch_item("k1"), batch_item("k2")]}).status_code == 500
     # Nothing stored, and the ledger says so: the request's items are counted as refused by the
     # failure (recorded at the edge after the rollback), not as stored.
@@ -380,7 +381,7 @@ def test_a_batch_whose_connection_is_killed_mid_write_leaves_neither_rows_nor_en
     commit with the rows, so it is gone with them; the client's retry is what the ledger counts."""
     from django.db import connection
 
-    real_insert = services.tool_call_rows_insert
+    real_insert = batch_door.tool_calls_insert
     written, release = threading.Event(), threading.Event()
     backend = {}
 
@@ -394,7 +395,7 @@ def test_a_batch_whose_connection_is_killed_mid_write_leaves_neither_rows_nor_en
                                      success=True, canonical={"i": i},
                                      tool_calls=[services.ToolCallInput(tool_name="t", call_id="c")]))
              for i in range(5)]
-    monkeypatch.setattr(services, "tool_call_rows_insert", insert_then_wait)
+    monkeypatch.setattr(batch_door, "tool_calls_insert", insert_then_wait)
     errors = []
 
     def worker():
@@ -415,7 +416,7 @@ def test_a_batch_whose_connection_is_killed_mid_write_leaves_neither_rows_nor_en
     assert errors, "the batch should have failed with its connection"
     assert AgentTrace.objects.count() == 0 and IngestionEntry.objects.count() == 0
 
-    monkeypatch.setattr(services, "tool_call_rows_insert", real_insert)
+    monkeypatch.setattr(batch_door, "tool_calls_insert", real_insert)
     services.traces_ingest_batch(items=items)
     batch = totals("batch")
     assert (batch.received, batch.stored, batch.balanced) == (5, 5, True)

@@ -24,8 +24,8 @@ from opentelemetry.trace import Status, StatusCode
 
 from apps.core.services import api_key_create
 from apps.traces.models import AgentTrace, OtlpSpan, ToolCall
-from apps.traces.otlp import services as otlp_services
-from apps.traces.otlp.mapping import export_records
+from apps.traces.ingestion.otlp import services as otlp_services
+from apps.traces.ingestion.otlp.mapping import export_records
 from apps.traces.signals import trace_completed
 from apps.traces.tasks import prune_otlp_spans
 

@@ -1,5 +1,5 @@
 """OTLP assembly that cannot be lost, late spans placed without rewriting the trace, per-trace caps,
-and the ingestion ledger's accounting of every span (apps.traces.otlp.services).
+and the ingestion ledger's accounting of every span (apps.traces.ingestion.otlp.services).
 
 Spans are built as protobuf by hand (ids and start times under the test's control) and posted to
 POST /v1/traces as an exporter does; the attacks on storage run on PostgreSQL."""
@@ -26,7 +26,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from apps.core.services import api_key_create
 from apps.traces.models import AgentTrace, IngestionEntry, OtlpSpan, ToolCall
-from apps.traces.otlp import services as otlp_services
+from apps.traces.ingestion.otlp import services as otlp_services
 from apps.traces.tasks import prune_otlp_spans, settle_otlp_traces
 
 PROTOBUF = "application/x-protobuf"
@@ -134,7 +134,7 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
     """The race the audit ran: while the root's export is storing its trace, another export stores
     the trace's children (it sees no trace yet, so they wait); the root's export commits and is then
     interrupted before its assembly step (a lock wait ending in 503)."""
-    real_insert = otlp_services._insert_traces
+    real_insert = otlp_services.insert_traces
 
     def insert_then_children_arrive(new_traces):
         real_insert(new_traces)
@@ -157,7 +157,7 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
         return real_settle(trace_ids)
 
     results: list[int] = []
-    monkeypatch.setattr(otlp_services, "_insert_traces", insert_then_children_arrive)
+    monkeypatch.setattr(otlp_services, "insert_traces", insert_then_children_arrive)
     monkeypatch.setattr(otlp_services, "_settle", interrupted)
     return results
 
@@ -254,11 +254,11 @@ def post_worker_init(worker):
     """The first root export: while its trace is being stored, the trace's children arrive on the
     other worker; after the commit, this worker dies before assembling anything."""
     from apps.traces.models import AgentTrace
-    from apps.traces.otlp import services
+    from apps.traces.ingestion.otlp import services
 
     children_sent = pathlib.Path(os.environ["TEST_CHILDREN_SENT"])
     killed = pathlib.Path(os.environ["TEST_KILLED"])
-    real_insert, real_settle = services._insert_traces, services._settle
+    real_insert, real_settle = services.insert_traces, services._settle
 
     def insert_traces(new_traces):
         real_insert(new_traces)
@@ -276,7 +276,7 @@ def post_worker_init(worker):
             os._exit(1)
         return real_settle(trace_ids)
 
-    services._insert_traces = insert_traces
+    services.insert_traces = insert_traces
     services._settle = settle
 '''
 
@@ -479,7 +479,7 @@ def test_rejected_spans_alone_are_recorded(db):
 def test_rejected_spans_join_the_request_entry(db):
     trace = FakeTrace(seed=14)
     request = ExportTraceServiceRequest.FromString(body([trace.root(), trace.tool("a", 1)]))
-    from apps.traces.otlp.mapping import export_records
+    from apps.traces.ingestion.otlp.mapping import export_records
 
     records, _refused, _reason = export_records(request)
     otlp_services.otlp_spans_ingest(records=records, rejected={"integer_out_of_range": 1})

@@ -20,9 +20,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 
 from apps.core.services import api_key_create
 from apps.traces.models import AgentTrace, OtlpSpan
-from apps.traces.otlp import decode, mapping
-from apps.traces.otlp import services as otlp_services
-from apps.traces.otlp.mapping import ExportTooLarge, export_records
+from apps.traces.ingestion.otlp import decode, mapping
+from apps.traces.ingestion.otlp import services as otlp_services
+from apps.traces.ingestion.otlp.mapping import ExportTooLarge, export_records
 
 PROTOBUF = "application/x-protobuf"
 EMPTY_GZIP_MEMBER = gzip.compress(b"", mtime=0)

@@ -17,14 +17,14 @@ class BotListView(APIView):
 
     @extend_schema(tags=TAG, responses={200: BotListOut}, operation_id="bots_list", summary="List bots")
     def get(self, request):
-        return respond(BotListOut, [selectors.bot_data(bot) for bot in selectors.bot_list()])
+        return respond(BotListOut, list(selectors.bot_list()))
 
     @extend_schema(tags=TAG, request=BotIn, responses={201: BotOut, 409: CONFLICT}, operation_id="bots_create", summary="Create a bot",
                    description="agent_id (24 hex characters) is generated when omitted; the secret is write-only.")
     def post(self, request):
         body = validate_body(BotIn, request.data)
         bot = services.bot_create(data=body)
-        return respond(BotOut, selectors.bot_data(selectors.bot_get(bot.agent_id)), status=status.HTTP_201_CREATED)
+        return respond(BotOut, selectors.bot_get(bot.agent_id), status=status.HTTP_201_CREATED)
 
 
 class BotDetailView(APIView):
@@ -32,7 +32,7 @@ class BotDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: BotOut}, operation_id="bots_get", summary="Get a bot")
     def get(self, request, agent_id):
-        return respond(BotOut, selectors.bot_data(selectors.bot_get(agent_id)))
+        return respond(BotOut, selectors.bot_get(agent_id))
 
     @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut, 409: CONFLICT}, operation_id="bots_update", summary="Replace a bot",
                    description="Omit secret to keep the stored one, unless adapter or endpoint_url changes: then the "
@@ -42,7 +42,7 @@ class BotDetailView(APIView):
         bot = selectors.bot_get(agent_id)
         body = validate_body(BotIn, request.data)
         services.bot_update(bot=bot, data=body)
-        return respond(BotOut, selectors.bot_data(selectors.bot_get(agent_id)))
+        return respond(BotOut, selectors.bot_get(agent_id))
 
     @extend_schema(tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (admin scope)")
     def delete(self, request, agent_id):
@@ -55,7 +55,7 @@ class BotContextView(APIView):
 
     @extend_schema(tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)")
     def get(self, request, agent_id):
-        return respond(BotContextOut, selectors.bot_context_data(selectors.bot_get(agent_id)))
+        return respond(BotContextOut, selectors.bot_get(agent_id))
 
 
 class KnowledgeBaseDocumentsView(APIView):
@@ -64,4 +64,4 @@ class KnowledgeBaseDocumentsView(APIView):
     @extend_schema(tags=TAG, responses={200: KnowledgeBaseDocumentsOut},
                    operation_id="bots_knowledge_base_documents", summary="A knowledge base with its documents")
     def get(self, request, agent_id, kb_id):
-        return respond(KnowledgeBaseDocumentsOut, selectors.knowledge_base_documents(agent_id, kb_id))
+        return respond(KnowledgeBaseDocumentsOut, selectors.knowledge_base_get(agent_id, kb_id))

@@ -1,9 +1,11 @@
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
+from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.bots.selectors import bot_get
+from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.schema import CONFLICT
@@ -23,16 +25,20 @@ from apps.rubrics.schemas import (
 TAG = ["rubrics"]
 
 
+class RubricListQuery(BaseModel):
+    agent_id: str | None = Field(default=None, description="Only this bot's rubrics.")
+
+
 class RubricListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
     @extend_schema(tags=TAG, responses={200: RubricListOut}, operation_id="rubrics_list", summary="List rubrics (current versions)",
-                   parameters=[OpenApiParameter("agent_id", str, description="Only this bot's rubrics.")])
+                   parameters=query_parameters(RubricListQuery))
     def get(self, request):
-        agent_id = request.query_params.get("agent_id")
-        if agent_id is not None:
-            bot_get(agent_id)
-        rubrics = selectors.rubric_list(agent_id=agent_id)
+        query = RubricListQuery.model_validate(request.query_params.dict())
+        if query.agent_id is not None:
+            bot_get(query.agent_id)  # a filter naming no bot is a 404, not an empty list
+        rubrics = selectors.rubric_list(agent_id=query.agent_id)
         return respond(RubricListOut, head_list_data(rubrics))
 
     @extend_schema(tags=TAG, request=RubricCreateIn, responses={201: RubricOut}, operation_id="rubrics_create", summary="Create a rubric (version 1)")

@@ -1,15 +1,18 @@
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from typing import Annotated, Literal
+
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from pydantic import BaseModel, BeforeValidator, Field
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.bots.selectors import bot_get
+from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.errors import InvalidInputError
 from apps.core.schema import CONFLICT
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
@@ -30,8 +33,45 @@ from apps.testsets.schemas import (
 
 TAG = ["test sets"]
 DATASET_TAG = ["datasets"]
-FORMAT_PARAM = OpenApiParameter("format", str, enum=list(transfer.FORMATS), required=False,
-                                description="File format; for import, defaults from the Content-Type.")
+
+
+def _blank_as_absent(value):
+    # `?format=` or `?version=` with nothing after it means the default, as if left out.
+    return None if value == "" else value
+
+
+def _file_format(value):
+    # transfer's own refusal (a domain error, so not caught as a field error) names the formats.
+    value = _blank_as_absent(value)
+    return None if value is None else transfer.format_for(value)
+
+
+FileFormat = Annotated[Literal[tuple(transfer.FORMATS)] | None, BeforeValidator(_file_format)]
+_FORMAT_DOC = "File format; for import, defaults from the Content-Type."
+
+
+class TestSetListQuery(BaseModel):
+    agent_id: str | None = Field(default=None, description="Only this bot's test sets.")
+
+
+class DatasetListQuery(BaseModel):
+    agent_id: str | None = Field(default=None, description="Only this bot's question sets.")
+
+
+class ExportQuery(BaseModel):
+    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
+    version: Annotated[int | None, BeforeValidator(_blank_as_absent)] = Field(
+        default=None, description="Defaults to the current version.")
+
+
+class ImportVersionQuery(BaseModel):
+    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
+
+
+class ImportQuery(ImportVersionQuery):
+    agent_id: str | None = Field(default=None, description="Required unless the JSON file names it.")
+    name: str | None = Field(default=None, description="Required unless the JSON file names it.")
+    description: str | None = None
 
 
 class _FileFormatNegotiation(DefaultContentNegotiation):
@@ -41,10 +81,10 @@ class _FileFormatNegotiation(DefaultContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
-def _agent_filter(request) -> str | None:
-    agent_id = request.query_params.get("agent_id")
+def _agent_filter(request, query_model: type[TestSetListQuery | DatasetListQuery]) -> str | None:
+    agent_id = query_model.model_validate(request.query_params.dict()).agent_id
     if agent_id is not None:
-        bot_get(agent_id)
+        bot_get(agent_id)  # a filter naming no bot is a 404, not an empty list
     return agent_id
 
 
@@ -56,9 +96,9 @@ class TestSetListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
     @extend_schema(tags=TAG, responses={200: TestSetListOut}, operation_id="test_sets_list", summary="List test sets (current versions)",
-                   parameters=[OpenApiParameter("agent_id", str, description="Only this bot's test sets.")])
+                   parameters=query_parameters(TestSetListQuery))
     def get(self, request):
-        test_sets = selectors.testset_list(agent_id=_agent_filter(request))
+        test_sets = selectors.testset_list(agent_id=_agent_filter(request, TestSetListQuery))
         return respond(TestSetListOut, head_list_data(test_sets))
 
     @extend_schema(tags=TAG, request=TestSetCreateIn, responses={201: TestSetSavedOut},
@@ -106,20 +146,15 @@ class TestSetExportView(APIView):
     content_negotiation_class = _FileFormatNegotiation
 
     @extend_schema(tags=TAG, operation_id="test_sets_export", summary="Export a test set as JSON, JSONL or CSV",
-                   parameters=[FORMAT_PARAM, OpenApiParameter("version", int, required=False,
-                                                              description="Defaults to the current version.")],
+                   parameters=query_parameters(ExportQuery),
                    responses={(200, "application/json"): OpenApiResponse(TestSetOut, description="The file: the test set version"),
                               (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a line"),
                               (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a row")})
     def get(self, request, test_set_id):
-        fmt = transfer.format_for(request.query_params.get("format") or "json")
+        query = ExportQuery.model_validate(request.query_params.dict())
+        fmt = query.format or "json"
         test_set = selectors.testset_get(test_set_id)
-        raw_version = request.query_params.get("version")
-        try:
-            version = int(raw_version) if raw_version else None
-        except ValueError:
-            raise InvalidInputError("version must be a whole number") from None
-        found = version_get(test_set, version)
+        found = version_get(test_set, query.version)
         data = version_data(test_set, found)
         response = HttpResponse(transfer.export_test_set(data, fmt),
                                 content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8")
@@ -138,18 +173,13 @@ class TestSetImportView(APIView):
 
     @extend_schema(tags=TAG, operation_id="test_sets_import", summary="Create a test set from a JSON, JSONL or CSV file", description=_IMPORT_DOC,
                    request={"application/octet-stream": OpenApiTypes.BINARY},
-                   parameters=[FORMAT_PARAM,
-                               OpenApiParameter("agent_id", str, required=False,
-                                                description="Required unless the JSON file names it."),
-                               OpenApiParameter("name", str, required=False,
-                                                description="Required unless the JSON file names it."),
-                               OpenApiParameter("description", str, required=False)],
+                   parameters=query_parameters(ImportQuery),
                    responses={201: TestSetSavedOut})
     def post(self, request):
-        fmt = transfer.format_for(request.query_params.get("format"), request.content_type)
+        query = ImportQuery.model_validate(request.query_params.dict())
+        fmt = transfer.format_for(query.format, request.content_type)
         test_set, _published, warnings = services.testset_import(
-            raw=request.body, fmt=fmt, agent_id=request.query_params.get("agent_id"),
-            name=request.query_params.get("name"), description=request.query_params.get("description"),
+            raw=request.body, fmt=fmt, agent_id=query.agent_id, name=query.name, description=query.description,
             author=author_of(request))
         return _saved(test_set, warnings, status=status.HTTP_201_CREATED)
 
@@ -161,11 +191,13 @@ class TestSetImportVersionView(APIView):
 
     @extend_schema(tags=TAG, operation_id="test_sets_import_version", summary="Publish a file's items as the next version of a test set",
                    description=_IMPORT_DOC + " A file equal to the current version publishes nothing.",
-                   request={"application/octet-stream": OpenApiTypes.BINARY}, parameters=[FORMAT_PARAM],
+                   request={"application/octet-stream": OpenApiTypes.BINARY},
+                   parameters=query_parameters(ImportVersionQuery),
                    responses={200: TestSetSavedOut, 409: CONFLICT})
     def post(self, request, test_set_id):
         test_set = selectors.testset_get(test_set_id)
-        fmt = transfer.format_for(request.query_params.get("format"), request.content_type)
+        query = ImportVersionQuery.model_validate(request.query_params.dict())
+        fmt = transfer.format_for(query.format, request.content_type)
         test_set, _published, warnings = services.testset_import(raw=request.body, fmt=fmt, test_set=test_set,
                                                                   author=author_of(request))
         return _saved(test_set, warnings)
@@ -180,9 +212,9 @@ class DatasetListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
     @extend_schema(tags=DATASET_TAG, responses={200: DatasetListOut}, operation_id="datasets_list", summary="List V1 question sets",
-                   parameters=[OpenApiParameter("agent_id", str, description="Only this bot's question sets.")])
+                   parameters=query_parameters(DatasetListQuery))
     def get(self, request):
-        datasets = selectors.dataset_list(agent_id=_agent_filter(request))
+        datasets = selectors.dataset_list(agent_id=_agent_filter(request, DatasetListQuery))
         return respond(DatasetListOut, [selectors.dataset_data(d) for d in datasets])
 
     @extend_schema(tags=DATASET_TAG, request=DatasetIn, responses={201: DatasetOut}, operation_id="datasets_create", summary="Create a question set")

@@ -3,7 +3,16 @@
 from datetime import datetime, timezone
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    RootModel,
+    StrictBool,
+)
 
 from apps.core.api.responses import absent_if_none
 from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
@@ -79,9 +88,15 @@ class BatchIn(BaseModel):
     traces: Annotated[list[Any], Field(min_length=1, max_length=MAX_TRACES_PER_BATCH)]
 
 
+# The answers read the rows (from_attributes): AgentTrace and ToolCall, with what an answer works
+# out beside them (a page of calls, the next page's URL) added by apps.core.api.attributes.with_attributes.
+
+
 class ToolCallOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
-    seq: int = Field(description="The call's position in the trace, 1 to n in order, worked out when read (the "
+    # A call read for an answer carries `position`, its place in the trace (the stored seq, an order
+    # key, may have gaps); a call just recorded through the per-step endpoint has its position as seq.
+    seq: int = Field(validation_alias=AliasChoices("position", "seq"), description="The call's position in the trace, 1 to n in order, worked out when read (the "
                      "stored order key of an OpenTelemetry trace may have gaps)")
     call_id: str | None
     tool_name: str
@@ -93,7 +108,13 @@ class ToolCallOut(BaseModel):
     duration_ms: float | None
 
 
+def _no_drops(value):
+    # Rows older than the caps column hold null: nothing was dropped.
+    return value or {}
+
+
 class TraceOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     session_id: str
     user_query: str
     agent_name: str
@@ -114,7 +135,8 @@ class TraceOut(BaseModel):
     metadata: dict
     source: str = Field(description="How the trace arrived: rest (per-step calls), batch or otlp (OpenTelemetry)")
     truncated: bool = Field(description="Whether a per-trace cap refused part of what arrived for this trace")
-    dropped: dict[str, int] = Field(description="What the caps refused, by kind: tool_calls, spans, attribute_bytes")
+    dropped: Annotated[dict[str, int], BeforeValidator(_no_drops)] = Field(
+        description="What the caps refused, by kind: tool_calls, spans, attribute_bytes")
 
 
 class ToolCallPageQuery(BaseModel):
@@ -125,6 +147,7 @@ class ToolCallPageQuery(BaseModel):
 
 
 class ToolCallPageOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     session_id: str
     tool_calls: list[ToolCallOut]
     tool_calls_total: int = Field(description="How many tool calls the trace holds")
@@ -136,6 +159,7 @@ class ToolCallRecorded(ToolCallOut):
 
 
 class ToolCallsOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     session_id: str
     tool_calls: list[ToolCallRecorded]
 
@@ -144,6 +168,7 @@ class ToolCallsOut(BaseModel):
 # would hand it other agents' queries and tool results that GET /trace refuses it. It gets back an
 # acknowledgement instead: the session and its state, and for tool calls which were recorded.
 class TraceWrittenOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     session_id: str
     status: str
 
@@ -153,12 +178,14 @@ class TraceAnswer(RootModel[TraceOut | TraceWrittenOut]):
 
 
 class ToolCallWritten(BaseModel):
-    seq: int
+    model_config = ConfigDict(from_attributes=True)
+    seq: int = Field(description="The stored order key of the call")
     call_id: str | None
     created: bool
 
 
 class ToolCallsWrittenOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     session_id: str
     tool_calls: list[ToolCallWritten]
 
@@ -213,12 +240,14 @@ QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aw
 
 
 class LedgerQuery(BaseModel):
-    since: QueryTime | None = None
-    until: QueryTime | None = None
-    source: LedgerSourceName | None = None
+    since: QueryTime | None = Field(default=None, description="ISO 8601 instant (an offset or Z; without one, UTC); "
+                                    f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours.")
+    until: QueryTime | None = Field(default=None, description="ISO 8601 instant, excluded; default now.")
+    source: LedgerSourceName | None = Field(default=None, description="Only this source; default every one.")
 
 
 class DoorLedgerOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     received: int = Field(description="Items that came in: lifecycle records (rest), traces (batch), spans (otlp).")
     stored: int
     duplicate: int = Field(description="Identical retries of what was already stored, stored once.")
@@ -229,6 +258,7 @@ class DoorLedgerOut(BaseModel):
 
 
 class OnlineEvaluationLedgerOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
     sampled: int = Field(description="(rule, trace) evaluations picked by the rules' sampling and queued.")
     evaluated: int = Field(description="Judged, or answered by an identical earlier verdict.")
     skipped: int = Field(description="Not judged: the rule was disabled or deleted, or the trace gone.")

@@ -1,11 +1,13 @@
 import logging
 from collections.abc import Callable
+from urllib.parse import urlencode
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Annotated, Any
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, transaction
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import Field, TypeAdapter, ValidationError
@@ -14,6 +16,8 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.attributes import with_attributes
+from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
@@ -45,7 +49,6 @@ from .schemas import (
     TraceStartIn,
     TraceWrittenOut,
 )
-from .serializers import tool_call_data, tool_calls_next_url, trace_data
 
 logger = logging.getLogger(__name__)
 
@@ -123,13 +126,32 @@ def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Call
         raise
 
 
+def _tool_calls_next_url(trace, page: selectors.ToolCallPage, limit: int | None = None,
+                         absolute: Callable[[str], str] = str) -> str | None:
+    if page.next_after is None:
+        return None
+    query = {"after": page.next_after, **({"limit": limit} if limit else {})}
+    return absolute(f"{reverse('trace-tool-call-page', args=[trace.session_id])}?{urlencode(query)}")
+
+
+def _with_page(trace, page: selectors.ToolCallPage, *, limit: int | None = None,
+               absolute: Callable[[str], str] = str):
+    """The trace as TraceOut and ToolCallPageOut read it: with one page of its calls, their total
+    and the next page's URL (`absolute` makes it a full URL)."""
+    return with_attributes(trace, tool_calls=page.calls, tool_calls_total=page.total,
+                           tool_calls_next=_tool_calls_next_url(trace, page, limit=limit, absolute=absolute))
+
+
 def _written(request, trace, *, status=200, tool_calls=None):
     """The answer to a trace write: the trace for a caller who may read it, else an acknowledgement
-    (TraceWrittenOut), which holds nothing the request did not send. The calls are read only when shown."""
+    (TraceWrittenOut), which holds nothing the request did not send. The calls are read only when
+    shown: `tool_calls` when the write has them all at hand, else the first page is read, so a big
+    trace's answer stays one page."""
     if SCOPE_READ not in scopes_of(request):
-        return respond(TraceWrittenOut, {"session_id": trace.session_id, "status": trace.status}, status=status)
-    # tool_calls=None: trace_data reads only the first page, so a big trace's answer stays one page.
-    return respond(TraceOut, trace_data(trace, tool_calls=tool_calls), status=status)
+        return respond(TraceWrittenOut, trace, status=status)
+    page = (selectors.tool_call_first_page(tool_calls) if tool_calls is not None
+            else selectors.trace_tool_call_page(trace=trace))
+    return respond(TraceOut, _with_page(trace, page), status=status)
 
 
 def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.ToolCallInput:
@@ -196,17 +218,12 @@ class TraceToolCallsView(APIView):
             ]
             recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
         any_created = any(created for _, created in recorded)
-        if SCOPE_READ not in scopes_of(request):
-            # A call already recorded under the same call_id may be another agent's: only its place.
-            return respond(ToolCallsWrittenOut, {"session_id": session_id, "tool_calls": [
-                {"seq": call.seq, "call_id": call.call_id, "created": created} for call, created in recorded]},
-                status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK)
-        return respond(
-            ToolCallsOut,
-            {"session_id": session_id,
-             "tool_calls": [{**tool_call_data(call), "created": created} for call, created in recorded]},
-            status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK,
-        )
+        # Without the read scope only each call's place: a call already recorded under the same
+        # call_id may be another agent's.
+        schema = ToolCallsOut if SCOPE_READ in scopes_of(request) else ToolCallsWrittenOut
+        return respond(schema, {"session_id": session_id,
+                                "tool_calls": [with_attributes(call, created=created) for call, created in recorded]},
+                       status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK)
 
 
 class TraceCompleteView(APIView):
@@ -282,8 +299,8 @@ class TraceDetailView(APIView):
                    "(GET /trace/{session_id}/tool-calls). A call's `seq` is its position in the trace, 1 to n.")
     def get(self, request, session_id):
         trace = selectors.trace_get(session_id=session_id)
-        return respond(TraceOut, trace_data(trace, page=selectors.trace_tool_call_page(trace=trace),
-                                            absolute=request.build_absolute_uri))
+        page = selectors.trace_tool_call_page(trace=trace)
+        return respond(TraceOut, _with_page(trace, page, absolute=request.build_absolute_uri))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (admin scope)")
     def delete(self, request, session_id):
@@ -296,8 +313,7 @@ class TraceToolCallPageView(APIView):
 
     @extend_schema(
         tags=TAG, responses={200: ToolCallPageOut}, summary="Page through the tool calls of a trace",
-        parameters=[OpenApiParameter("after", int, description=ToolCallPageQuery.model_fields["after"].description),
-                    OpenApiParameter("limit", int, description=ToolCallPageQuery.model_fields["limit"].description)],
+        parameters=query_parameters(ToolCallPageQuery),
         description="The calls after the cursor in order, each `seq` its position in the whole trace; follow "
         "`tool_calls_next` until it is null. A keyset on the stored order: every page costs the same.")
     def get(self, request, session_id):
@@ -305,13 +321,8 @@ class TraceToolCallPageView(APIView):
         trace = selectors.trace_get(session_id=session_id)
         limit = min(query.limit or selectors.tool_call_page_size(), selectors.tool_call_page_size())
         page = selectors.trace_tool_call_page(trace=trace, after=query.after, limit=limit)
-        return respond(ToolCallPageOut, {
-            "session_id": trace.session_id,
-            "tool_calls": [tool_call_data(c) for c in page.calls],
-            "tool_calls_total": page.total,
-            "tool_calls_next": tool_calls_next_url(trace, page, limit=query.limit and limit,
-                                                   absolute=request.build_absolute_uri),
-        })
+        return respond(ToolCallPageOut, _with_page(trace, page, limit=query.limit and limit,
+                                                   absolute=request.build_absolute_uri))
 
 
 class IngestionLedgerView(APIView):
@@ -320,13 +331,7 @@ class IngestionLedgerView(APIView):
     @extend_schema(
         tags=["ingestion"],
         responses={200: LedgerOut},
-        parameters=[
-            OpenApiParameter("since", str, description="ISO 8601 instant (an offset or Z; without one, UTC); "
-                             f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours."),
-            OpenApiParameter("until", str, description="ISO 8601 instant, excluded; default now."),
-            OpenApiParameter("source", str, enum=["rest", "batch", "otlp", "online_evaluation"],
-                             description="Only this source; default every one."),
-        ],
+        parameters=query_parameters(LedgerQuery),
         summary="What came in and what became of it: the ingestion ledger over a time window",
         description="Per door, the items received in [since, until) and what became of each: stored, duplicate "
         "(an identical retry), rejected or dropped, with their reasons; `received = stored + duplicate + rejected + "
@@ -343,13 +348,4 @@ class IngestionLedgerView(APIView):
         sources = [query.source] if query.source else None
         counts = ledger_selectors.ingestion_ledger(since=since, until=until, sources=sources)
         online = counts.pop(ledger.Source.ONLINE_EVALUATION, None)
-        return respond(LedgerOut, {
-            "since": since,
-            "until": until,
-            "sources": {source: {"received": c.received, "stored": c.stored, "duplicate": c.duplicate,
-                                 "rejected": c.rejected, "dropped": c.dropped, "balanced": c.balanced}
-                        for source, c in counts.items()},
-            "online_evaluation": None if online is None else {
-                "sampled": online.sampled, "evaluated": online.evaluated, "skipped": online.skipped,
-                "errored": online.errored, "pending": online.pending},
-        })
+        return respond(LedgerOut, {"since": since, "until": until, "sources": counts, "online_evaluation": online})
