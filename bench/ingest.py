@@ -25,7 +25,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -36,7 +36,7 @@ PYTHON = sys.executable
 
 
 def make_traces(n_traces: int, n_calls: int) -> list[dict]:
-    base = datetime(2026, 1, 8, 10, 0, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 8, 10, 0, tzinfo=UTC)
     datacenters = ["Delhi", "Mumbai", "Chennai", "Bangalore", "Pune"]
     traces = []
     for t in range(n_traces):
@@ -102,7 +102,7 @@ def wait_http(url: str, timeout: float = 60.0):
 def copy_rows(dsn: str, traces: list[dict]) -> float:
     """Load the same traces and tool calls with COPY, one transaction, as the batch API stores them
     (source "batch"). Returns seconds."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with psycopg.connect(dsn) as conn:
         conn.execute("TRUNCATE traces_toolcall, traces_agenttrace RESTART IDENTITY CASCADE")
         conn.commit()
@@ -111,7 +111,8 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
             with cur.copy(
                 "COPY traces_agenttrace (id, session_id, agent_name, user_query, intent_detected, resource_type,"
                 " operation, final_response, success, error, status, start_time, end_time, duration_seconds,"
-                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped) FROM STDIN"
+                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped)"
+                " FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
                     copy.write_row((pk, t["session_id"], t["agent_name"], t["user_query"], t["intent_detected"],
@@ -223,7 +224,7 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
         ctx = mp.get_context("spawn")
         start_evt, out_q = ctx.Event(), ctx.Queue()
         procs = [ctx.Process(target=per_call_client, args=(args.port, key, warm, share, start_evt, out_q))
-                 for warm, share in zip(warmups, shares)]
+                 for warm, share in zip(warmups, shares, strict=True)]
         for p in procs:
             p.start()
         time.sleep(2.0)

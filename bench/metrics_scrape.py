@@ -147,10 +147,9 @@ def main() -> None:
             added += count
         connections.close_all()
     finally:
-        if args.keep:
-            return
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        if not args.keep:
+            with psycopg.connect(admin, autocommit=True) as conn:
+                conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
 
 
 if __name__ == "__main__":

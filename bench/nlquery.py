@@ -3,10 +3,10 @@
     .venv/bin/python bench/nlquery.py [--rounds 30]
 
 Starts the `prometheus` binary on a free port (temp config and storage, scraping itself every
-second) with six hours of backfilled history (promtool), waits for samples, warms the metric-list cache, then runs a set of questions `--rounds`
-times through the compiled LangGraph graph. Prints p50/p95 of the whole node per question and
-overall, and each step's share of the node's time. The contract's budget is 6 s with an LLM; the
-target without one is p95 <= 200 ms.
+second) with six hours of backfilled history (promtool), waits for samples, warms the metric-list cache,
+then runs a set of questions `--rounds` times through the compiled LangGraph graph. Prints p50/p95 of
+the whole node per question and overall, and each step's share of the node's time. The contract's
+budget is 6 s with an LLM; the target without one is p95 <= 200 ms.
 """
 
 import argparse

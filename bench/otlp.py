@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -56,7 +56,7 @@ def _attr(key: str, value) -> KeyValue:
 def make_spans(n_traces: int, n_tools: int, seed: int) -> list[tuple[Span, dict]]:
     """(span, expectation) for n_traces traces, children before their agent span."""
     rng = random.Random(seed)
-    base_ns = int(datetime(2026, 1, 8, 10, 0, tzinfo=timezone.utc).timestamp() * 1e9)
+    base_ns = int(datetime(2026, 1, 8, 10, 0, tzinfo=UTC).timestamp() * 1e9)
     out = []
     for t in range(n_traces):
         trace_id = rng.randbytes(16)

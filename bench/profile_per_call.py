@@ -72,7 +72,7 @@ def main():
 
         def run(requests):
             for path, body, _ in requests:
-                for chunk in app(environ_for(path, body, key), start_response):
+                for _chunk in app(environ_for(path, body, key), start_response):
                     pass
 
         run(per_call_requests(5, args.calls, "warm"))
@@ -87,7 +87,7 @@ def main():
         for path, body, _ in requests:
             kind = path.rsplit("/", 1)[-1] if path.count("/") > 4 else "start"
             t0 = clock()
-            for chunk in app(environ_for(path, body, key), start_response):
+            for _chunk in app(environ_for(path, body, key), start_response):
                 pass
             by_kind.setdefault(kind, []).append(clock() - t0)
         cpu = clock() - cpu

@@ -98,7 +98,8 @@ def load(n: int) -> None:
     now = datetime.now(UTC)
     with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://")) as conn:
         indexes = conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN ('traces_agenttrace', 'agentic_agentevaluation')"
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename IN ('traces_agenttrace', 'agentic_agentevaluation')"
             " AND indexname NOT LIKE '%%_pkey'").fetchall()
         constraints = conn.execute(
             "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
@@ -189,7 +190,8 @@ def _measure_queries(client, queries: dict, repeat: int) -> bool:
             timings.append((time.perf_counter() - started) * 1000)
         p95 = statistics.quantiles(timings, n=20)[18]
         ok &= p95 < TARGET_P95_MS
-        print(f"{name:40} {rows:>5} {statistics.median(timings):>8.1f} {p95:>8.1f}{'' if p95 < TARGET_P95_MS else '  ABOVE TARGET'}")
+        flag = "" if p95 < TARGET_P95_MS else "  ABOVE TARGET"
+        print(f"{name:40} {rows:>5} {statistics.median(timings):>8.1f} {p95:>8.1f}{flag}")
     return ok
 
 
