@@ -14,9 +14,9 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, percentile
+
 sys.path.insert(0, str(ROOT))
 
 QUESTIONS = [
@@ -53,12 +53,6 @@ def six_hours_of_history(now: float) -> str:
             for inst in instances for code, rate in (("200", 20), ("500", 0.5)) for i in steps],
     }
     return "\n".join(line for header, samples in families.items() for line in (header, *samples)) + "\n# EOF\n"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def main():

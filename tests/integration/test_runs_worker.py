@@ -9,14 +9,14 @@ import pytest
 
 from apps.bots.schemas import BotIn
 from apps.bots.services import bot_create
-from apps.runs import services
-from apps.runs.demo import load_demo_evaluation_data
 from apps.rubrics.schemas import RubricContent
 from apps.rubrics.services import rubric_create
+from apps.runs import services
+from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.schemas import TestSetContent
 from apps.testsets.services import testset_create
-from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.fakes.bot_server import FakeBotServer
 
 from .worker import broker_for_tests, celery_worker, sender, stop_worker, wait_for
