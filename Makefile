@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell sha1sum requirements.txt | cut -c1-12)
 
-.PHONY: install run test test-fast migrate clean
+.PHONY: install run test test-suite test-fast lint typecheck migrate clean
 
 $(STAMP): requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "evalsite needs Python 3.11, got " + sys.version' 
@@ -28,9 +28,26 @@ run: install
 	DEBUG=$${DEBUG:-1} bin/run-local
 
 # The layer contract (.importlinter) first: an import against the layers fails the run before any test.
+# .ci/run calls lint-imports itself (via `make lint`) and then `make test-suite`, so it runs once per CI run.
 test: install
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory test-suite
+
+test-suite: install
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# What ruff, import-linter and mypy check (their settings: pyproject.toml, .importlinter). The same hooks run
+# from .pre-commit-config.yaml.
+LINT_PATHS := apps evalsite tests bench
+lint: install
+	$(BIN)/ruff check $(LINT_PATHS)
+	$(BIN)/ruff format --check $(LINT_PATHS)
+	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory typecheck
+
+# mypy with django-stubs over the checked set in pyproject.toml [tool.mypy] files (apps/core, apps/scores so far).
+typecheck: install
+	$(BIN)/mypy
 
 # The quick local loop: everything but the slow tiers (markers in pyproject.toml). `make test` and
 # .ci/run still run them all.

@@ -14,24 +14,17 @@ database at the end unless --keep.
 import argparse
 import os
 import random
-import signal
-import statistics
 import subprocess
-import sys
 import threading
 import time
-import uuid
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import psycopg
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import admin_conn, copy_rows, make_traces, wait_http  # noqa: E402
+from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, p50_p95, prepare, rss_mb
+from ingest import copy_rows, make_traces
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
 AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "ComputeAgent"]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
 RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
@@ -51,7 +44,7 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
     """COPYs the evaluations, then their three metric Score rows each (as the service stores them).
     Returns the seconds each took."""
     rnd = random.Random(7)
-    start = datetime(2026, 6, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 6, 1, tzinfo=UTC)
     step = timedelta(days=180) / rows
     reasoning = ("Passed: a tool fits the operation and resource (list_k8s_clusters); every argument value comes "
                  "from the query or an earlier result. Failed: tool results missing from the answer: dev-02.")
@@ -91,9 +84,8 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
 
 
 def percentiles(samples: list[float]) -> tuple[float, float]:
-    ordered = sorted(samples)
-    p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
-    return statistics.median(ordered) * 1000, p95 * 1000
+    p50, p95 = p50_p95(samples)
+    return p50 * 1000, p95 * 1000
 
 
 def timed_get(client: httpx.Client, url: str, n: int) -> tuple[float, float]:
@@ -107,16 +99,6 @@ def timed_get(client: httpx.Client, url: str, n: int) -> tuple[float, float]:
     return percentiles(samples)
 
 
-def rss_kb(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    except FileNotFoundError:
-        pass
-    return 0
-
-
 def worker_pids(master: int) -> list[int]:
     out = subprocess.run(["pgrep", "-P", str(master)], capture_output=True, text=True).stdout.split()
     return [int(p) for p in out]
@@ -124,14 +106,14 @@ def worker_pids(master: int) -> list[int]:
 
 def measure_export(client: httpx.Client, base: str, master: int) -> tuple[int, float, float]:
     pids = worker_pids(master)
-    baseline = {pid: rss_kb(pid) for pid in pids}
+    baseline = {pid: rss_mb(pid) for pid in pids}
     peak = dict(baseline)
     done = threading.Event()
 
     def sample():
         while not done.is_set():
             for pid in pids:
-                peak[pid] = max(peak[pid], rss_kb(pid))
+                peak[pid] = max(peak[pid], rss_mb(pid))
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -145,7 +127,7 @@ def measure_export(client: httpx.Client, base: str, master: int) -> tuple[int, f
     seconds = time.perf_counter() - t0
     done.set()
     sampler.join()
-    growth_mb = max(peak[pid] - baseline[pid] for pid in pids) / 1024
+    growth_mb = max(peak[pid] - baseline[pid] for pid in pids)
     return lines, seconds, growth_mb
 
 
@@ -176,23 +158,13 @@ def main():
     parser.add_argument("--batch-traces", type=int, default=10_000)
     parser.add_argument("--samples", type=int, default=40)
     parser.add_argument("--server-workers", type=int, default=2)
-    parser.add_argument("--port", type=int, default=18600)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
-    parser.add_argument("--db", default="evalsite_bench_agentic")
-    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    add_database_args(parser, db="evalsite_bench_agentic")
     args = parser.parse_args()
 
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    dsn = f"{args.pg}/{args.db}"
-    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": uuid.uuid4().hex,
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS": "1000"}
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        env.pop(name, None)
-    subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True).stdout.strip()
+    db = database_from_args(args).create()
+    dsn = db.url
+    env, key = prepare(db, EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS="1000")
 
     # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
     trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
@@ -207,20 +179,17 @@ def main():
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE traces_agenttrace")
         conn.execute("VACUUM ANALYZE traces_toolcall")
-    print(f"machine: {os.cpu_count()} cores (shared); server: gunicorn x{args.server_workers} on 127.0.0.1:{args.port}")
+    server = Gunicorn(env, port=args.port, workers=args.server_workers, timeout=600,
+                      ready_path="/api/v1/metrics/health")
+    print(f"machine: {os.cpu_count()} cores (shared); server: gunicorn x{args.server_workers} on {server.url}")
     print(f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s), "
           f"their {3 * args.rows:,} metric Score rows in {scores_seconds:.1f} s; "
           f"{args.batch_traces:,} traces x 3 tool calls in {trace_seconds:.1f} s; summary totals rebuilt in "
           f"{rebuild_seconds:.1f} s")
 
-    server = subprocess.Popen(
-        [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-w", str(args.server_workers), "-b", f"127.0.0.1:{args.port}",
-         "--timeout", "600", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{args.port}/api/v1/metrics"
+    base = f"{server.url}/api/v1/metrics"
     try:
-        wait_http(f"{base}/health")
+        server.start()
         deep = args.rows // 2
         with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=120) as client:
             print(f"\n{'endpoint':<58} {'p50 ms':>8} {'p95 ms':>8}   ({args.samples} sequential requests)")
@@ -250,11 +219,9 @@ def main():
         print(f"/evaluate/batch (heuristic:v1): {evaluated:,} stored traces in {seconds:.1f} s = "
               f"{evaluated / seconds:,.0f} sessions/s ({args.server_workers} concurrent clients, 500 ids per request)")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        server.stop()
         if not args.keep:
-            with admin_conn(args.pg) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+            db.drop()
 
 
 if __name__ == "__main__":

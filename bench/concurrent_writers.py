@@ -27,11 +27,10 @@ import threading
 import time
 import uuid
 from collections import Counter
-from pathlib import Path
 from urllib.parse import urlsplit
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
+import harness
+from harness import PYTHON, ROOT, Gunicorn, create_api_key, free_port, migrate, wait_http
 
 
 class Client:
@@ -112,41 +111,41 @@ def verify(args, sessions: list[str]) -> list[str]:
 
 
 def percentile(sorted_values: list[float], q: float) -> float:
-    if not sorted_values:
-        return float("nan")
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
+    return harness.percentile(sorted_values, q) if sorted_values else float("nan")
 
 
-def wait_until_up(url: str, server: subprocess.Popen, deadline_s: float = 60) -> None:
-    parts = urlsplit(url)
-    deadline = time.monotonic() + deadline_s
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"server exited with {server.returncode}")
-        try:
-            connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=2)
-            connection.request("GET", "/healthz")
-            if connection.getresponse().status in (200, 404):  # runserver of an old checkout has no /healthz
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("server did not come up")
+class Runserver:
+    """`manage.py runserver`, the other server this bench compares (Gunicorn is the harness's)."""
+
+    def __init__(self, env: dict, port: int):
+        self.env, self.port = env, port
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> "Runserver":
+        self.process = subprocess.Popen([PYTHON, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+                                        cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        wait_http(f"http://127.0.0.1:{self.port}/healthz", process=self.process)
+        return self
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(timeout=30)
 
 
-def start_server(args) -> tuple[subprocess.Popen, str]:
+def start_server(args) -> tuple[Gunicorn | Runserver, str]:
     var_dir = tempfile.mkdtemp(prefix="evalsite-bench-writers-")
-    env = {**os.environ, "EVALSITE_VAR_DIR": var_dir, "DEBUG": "1", "PORT": str(args.port)}
+    env = {**os.environ, "EVALSITE_VAR_DIR": var_dir, "DEBUG": "1"}
     env.pop("DATABASE_URL", None)  # `make run`'s embedded SQLite, whatever this shell points at
-    subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench-writers"], cwd=ROOT, env=env,
-                         check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
+    migrate(env)
+    key = create_api_key(env, "bench-writers")
     if args.server == "gunicorn":
-        command = [str(Path(PYTHON).parent / "gunicorn"), "-c", "evalsite/gunicorn.conf.py", "evalsite.wsgi"]
+        server = Gunicorn(env, port=args.port, config="evalsite/gunicorn.conf.py", quiet=True)
     else:
-        command = [PYTHON, "manage.py", "runserver", f"127.0.0.1:{args.port}", "--noreload"]
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              start_new_session=True)
-    print(f"started {args.server} (pid {server.pid}) on 127.0.0.1:{args.port}, var dir {var_dir}")
+        server = Runserver(env, args.port)
+    server.start()
+    print(f"started {args.server} (pid {server.process.pid}) on 127.0.0.1:{args.port}, var dir {var_dir}")
     return server, key
 
 
@@ -160,7 +159,7 @@ def main() -> int:
     parser.add_argument("--url", help="a running server; without it one is started")
     parser.add_argument("--key", help="API key for --url")
     parser.add_argument("--server", choices=["gunicorn", "runserver"], default="gunicorn")
-    parser.add_argument("--port", type=int, default=8471)
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
     args = parser.parse_args()
     args.tag = uuid.uuid4().hex[:8]
 
@@ -170,11 +169,10 @@ def main() -> int:
             parser.error("--url needs --key")
         args.url = args.url.rstrip("/")
     else:
+        args.port = args.port or free_port()
         server, args.key = start_server(args)
         args.url = f"http://127.0.0.1:{args.port}"
     try:
-        if server is not None:
-            wait_until_up(args.url, server)
         tally, sessions = Tally(), []
         started = time.perf_counter()
         for round_ in range(args.rounds):
@@ -189,8 +187,7 @@ def main() -> int:
         wrong = verify(args, sessions)
     finally:
         if server is not None:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=30)
+            server.stop()
 
     latencies = sorted(tally.latencies)
     lost = sum(tally.failures.values())

@@ -20,23 +20,27 @@ import http.client
 import json
 import multiprocessing as mp
 import os
-import signal
-import subprocess
-import sys
 import time
-import uuid
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
+from harness import (
+    Database,
+    Gunicorn,
+    add_database_args,
+    backend_pids,
+    cpu_seconds,
+    database_from_args,
+    group_pids,
+    percentile,
+    prepare,
+)
 
 
 def make_traces(n_traces: int, n_calls: int) -> list[dict]:
-    base = datetime(2026, 1, 8, 10, 0, tzinfo=timezone.utc)
+    base = datetime(2026, 1, 8, 10, 0, tzinfo=UTC)
     datacenters = ["Delhi", "Mumbai", "Chennai", "Bangalore", "Pune"]
     traces = []
     for t in range(n_traces):
@@ -84,25 +88,10 @@ def client_worker(url: str, key: str, bodies: list[bytes], start_evt, out_q):
     out_q.put((accepted, rejected, time.perf_counter()))
 
 
-def admin_conn(dsn_base: str, dbname: str = "postgres"):
-    return psycopg.connect(f"{dsn_base}/{dbname}", autocommit=True)
-
-
-def wait_http(url: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            httpx.get(url, timeout=2.0)
-            return
-        except httpx.HTTPError:
-            time.sleep(0.3)
-    raise SystemExit(f"server at {url} did not come up")
-
-
 def copy_rows(dsn: str, traces: list[dict]) -> float:
     """Load the same traces and tool calls with COPY, one transaction, as the batch API stores them
     (source "batch"). Returns seconds."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with psycopg.connect(dsn) as conn:
         conn.execute("TRUNCATE traces_toolcall, traces_agenttrace RESTART IDENTITY CASCADE")
         conn.commit()
@@ -111,7 +100,8 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
             with cur.copy(
                 "COPY traces_agenttrace (id, session_id, agent_name, user_query, intent_detected, resource_type,"
                 " operation, final_response, success, error, status, start_time, end_time, duration_seconds,"
-                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped) FROM STDIN"
+                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped)"
+                " FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
                     copy.write_row((pk, t["session_id"], t["agent_name"], t["user_query"], t["intent_detected"],
@@ -180,57 +170,23 @@ def per_call_client(port: int, key: str, warmup: list, measured: list, start_evt
     out_q.put((latencies, errors, clock(), time.process_time() - cpu_started))
 
 
-def cpu_seconds(pids) -> float:
-    """User + system CPU of these processes so far (Linux /proc); processes that are gone count 0."""
-    total = 0
-    for pid in pids:
-        try:
-            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-def group_pids(pgid: int) -> list[int]:
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if os.getpgid(int(entry.name)) == pgid:
-                    pids.append(int(entry.name))
-            except OSError:
-                pass
-    return pids
-
-
-def percentile(sorted_values: list[float], q: float) -> float:
-    return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
-
-
-def run_per_call(args, env: dict, key: str, dsn: str) -> None:
+def run_per_call(args, env: dict, key: str, db: Database) -> None:
     clients = args.clients or 8
     n_traces = args.traces or 1600
     per_client = n_traces // clients
     shares = [per_call_requests(per_client, args.calls, f"c{i}") for i in range(clients)]
     warmups = [per_call_requests(2, args.calls, f"warm{i}") for i in range(clients)]
-    server_cmd = [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-k", args.worker_class, "-w", str(args.server_workers),
-                  "--threads", str(args.server_threads), "-b", f"127.0.0.1:{args.port}", "--keep-alive", "30",
-                  "--timeout", "300", "--log-level", "warning"]
-    server = subprocess.Popen(server_cmd, cwd=ROOT, env=env, start_new_session=True)
-    try:
-        wait_http(f"http://127.0.0.1:{args.port}/api/v1/metrics/trace/none")
+    with Gunicorn(env, port=args.port, workers=args.server_workers, threads=args.server_threads,
+                  worker_class=args.worker_class, keep_alive=30) as server:
         ctx = mp.get_context("spawn")
         start_evt, out_q = ctx.Event(), ctx.Queue()
-        procs = [ctx.Process(target=per_call_client, args=(args.port, key, warm, share, start_evt, out_q))
-                 for warm, share in zip(warmups, shares)]
+        procs = [ctx.Process(target=per_call_client, args=(server.port, key, warm, share, start_evt, out_q))
+                 for warm, share in zip(warmups, shares, strict=True)]
         for p in procs:
             p.start()
         time.sleep(2.0)
         # Every server thread has its PostgreSQL connection open after the warm-up (CONN_MAX_AGE).
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            backends = [r[0] for r in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (args.db,))]
+        backends = backend_pids(db)
         server_pids = group_pids(server.pid)
         load_before = os.getloadavg()
         server_cpu, db_cpu = cpu_seconds(server_pids), cpu_seconds(backends)
@@ -242,13 +198,10 @@ def run_per_call(args, env: dict, key: str, dsn: str) -> None:
         load_after = os.getloadavg()
         for p in procs:
             p.join()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
     latencies = sorted(lat for r in results for lat in r[0])
     errors = [e for r in results for e in r[1]]
-    with psycopg.connect(dsn) as conn:
+    with db.connect() as conn:
         stored = conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE t.status = 'completed' AND t.tool_call_count = %s"
             "  AND (SELECT count(*) FILTER (WHERE c.seq BETWEEN 1 AND %s) FROM traces_toolcall c"
@@ -290,27 +243,19 @@ def main():
     parser.add_argument("--server-workers", type=int, default=2)
     parser.add_argument("--server-threads", type=int, default=4, help="--per-call only (gthread)")
     parser.add_argument("--worker-class", default="gthread", help="--per-call only: gunicorn -k (gthread, sync)")
-    parser.add_argument("--port", type=int, default=18050)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
-    parser.add_argument("--db", default="evalsite_bench_ingest")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    add_database_args(parser, db="evalsite_bench_ingest")
     args = parser.parse_args()
 
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    dsn = f"{args.pg}/{args.db}"
-    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": uuid.uuid4().hex,
-           "ALLOWED_HOSTS": "127.0.0.1,localhost", "EVALSITE_MAX_BODY_BYTES": str(64 * 1024 * 1024)}
-    subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True).stdout.strip()
-    if args.per_call:
-        try:
-            run_per_call(args, env, key, dsn)
-        finally:
-            with admin_conn(args.pg) as conn:
-                conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        return
+    with database_from_args(args) as db:
+        env, key = prepare(db, EVALSITE_MAX_BODY_BYTES=str(64 * 1024 * 1024))
+        if args.per_call:
+            run_per_call(args, env, key, db)
+        else:
+            run_batches(args, env, key, db)
+
+
+def run_batches(args, env: dict, key: str, db: Database) -> None:
     args.traces = args.traces or 20_000
     args.clients = args.clients or 2
 
@@ -318,14 +263,8 @@ def main():
     bodies = [json.dumps({"traces": traces[i:i + args.batch]}).encode() for i in range(0, len(traces), args.batch)]
     payload_mb = sum(len(b) for b in bodies) / 1e6
 
-    server = subprocess.Popen(
-        [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-w", str(args.server_workers), "-b", f"127.0.0.1:{args.port}",
-         "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )
-    try:
-        wait_http(f"http://127.0.0.1:{args.port}/api/v1/metrics/trace/none")
-        url = f"http://127.0.0.1:{args.port}/api/v1/metrics/traces/batch"
+    with Gunicorn(env, port=args.port, workers=args.server_workers) as server:
+        url = f"{server.url}/api/v1/metrics/traces/batch"
         ctx = mp.get_context("spawn")
         start_evt, out_q = ctx.Event(), ctx.Queue()
         shares = [bodies[i::args.clients] for i in range(args.clients)]
@@ -340,11 +279,8 @@ def main():
             p.join()
         api_seconds = max(r[2] for r in results) - started
         accepted, rejected = sum(r[0] for r in results), sum(r[1] for r in results)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
 
-    with psycopg.connect(dsn) as conn:
+    with db.connect() as conn:
         stored_traces = conn.execute("SELECT count(*) FROM traces_agenttrace").fetchone()[0]
         stored_calls = conn.execute("SELECT count(*) FROM traces_toolcall").fetchone()[0]
     expected_calls = args.traces * args.calls
@@ -352,7 +288,7 @@ def main():
         raise SystemExit(f"ingestion incomplete: accepted={accepted} rejected={rejected} "
                          f"stored={stored_traces}/{stored_calls}")
 
-    copy_seconds = copy_rows(dsn, traces)
+    copy_seconds = copy_rows(db.url, traces)
     rows = args.traces + expected_calls
     api_tps, copy_tps = args.traces / api_seconds, args.traces / copy_seconds
 
@@ -364,9 +300,6 @@ def main():
           f"= {copy_tps:,.0f} traces/s, {rows / copy_seconds:,.0f} rows/s")
     print(f"ratio            : API is {copy_tps / api_tps:.1f}x slower than raw COPY "
           f"({100 * api_tps / copy_tps:.0f}% of COPY throughput)")
-
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
 
 
 if __name__ == "__main__":

@@ -17,16 +17,12 @@ median scrape time of each. Figures only: nothing is asserted. Drops the databas
 import argparse
 import os
 import statistics
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import add_database_args, database_from_args, django_setup, migrate, server_env
 
 AGENTS = [f"Agent{n:02d}" for n in range(20)]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
@@ -99,29 +95,21 @@ def main() -> None:
     parser.add_argument("--names", type=int, default=3_000)
     parser.add_argument("--batch", type=int, default=1_000)
     parser.add_argument("--repeat", type=int, default=10)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
-    parser.add_argument("--db", default="evalsite_bench_metrics")
-    parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
+    add_database_args(parser, db="evalsite_bench_metrics")
     args = parser.parse_args()
 
-    dsn = f"{args.pg}/{args.db}".replace("postgres://", "postgresql://", 1)
-    admin = f"{args.pg}/postgres".replace("postgres://", "postgresql://", 1)
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
-        conn.execute(f"CREATE DATABASE {args.db}")
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-                       "SECRET_KEY": "bench-only-secret", "DATABASE_URL": f"{args.pg}/{args.db}",
-                       "LOG_LEVEL": "WARNING", "ALLOWED_HOSTS": "testserver",
-                       "EVALSITE_VAR_DIR": "/tmp/evalsite-bench-metrics"})
+    # Loopback scrapes without a token (the client below is 127.0.0.1): no token or allow-list set here.
     os.environ.pop("EVALSITE_METRICS_TOKEN", None)
     os.environ.pop("EVALSITE_METRICS_ALLOW", None)
+    extra = {"LOG_LEVEL": "WARNING", "EVALSITE_VAR_DIR": "/tmp/evalsite-bench-metrics"}
+    db = database_from_args(args).create()
+    dsn = db.url
+    env = server_env(dsn, **extra)
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, check=True, env=os.environ)
+        migrate(env)
         copy(dsn, 0, args.traces, lambda i: (AGENTS[i % len(AGENTS)], OPERATIONS[(i // 20) % len(OPERATIONS)]))
 
-        import django
-
-        django.setup()
+        django_setup(env)
         from django.db import connections
         from django.test import Client
 
@@ -147,10 +135,8 @@ def main() -> None:
             added += count
         connections.close_all()
     finally:
-        if args.keep:
-            return
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {args.db} WITH (FORCE)")
+        if not args.keep:
+            db.drop()
 
 
 if __name__ == "__main__":

@@ -3,10 +3,10 @@
     .venv/bin/python bench/nlquery.py [--rounds 30]
 
 Starts the `prometheus` binary on a free port (temp config and storage, scraping itself every
-second) with six hours of backfilled history (promtool), waits for samples, warms the metric-list cache, then runs a set of questions `--rounds`
-times through the compiled LangGraph graph. Prints p50/p95 of the whole node per question and
-overall, and each step's share of the node's time. The contract's budget is 6 s with an LLM; the
-target without one is p95 <= 200 ms.
+second) with six hours of backfilled history (promtool), waits for samples, warms the metric-list cache,
+then runs a set of questions `--rounds` times through the compiled LangGraph graph. Prints p50/p95 of
+the whole node per question and overall, and each step's share of the node's time. The contract's
+budget is 6 s with an LLM; the target without one is p95 <= 200 ms.
 """
 
 import argparse
@@ -14,9 +14,9 @@ import os
 import statistics
 import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, percentile
+
 sys.path.insert(0, str(ROOT))
 
 QUESTIONS = [
@@ -53,12 +53,6 @@ def six_hours_of_history(now: float) -> str:
             for inst in instances for code, rate in (("200", 20), ("500", 0.5)) for i in steps],
     }
     return "\n".join(line for header, samples in families.items() for line in (header, *samples)) + "\n# EOF\n"
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def main():

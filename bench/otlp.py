@@ -28,10 +28,8 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
-import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -39,11 +37,18 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ingest import admin_conn, cpu_seconds, group_pids, wait_http  # noqa: E402  (same directory)
+from harness import (
+    Database,
+    Gunicorn,
+    add_database_args,
+    backend_pids,
+    cpu_seconds,
+    database_from_args,
+    group_pids,
+    prepare,
+    wait_http,
+)
 
-ROOT = Path(__file__).resolve().parents[1]
-PYTHON = sys.executable
 DATACENTERS = ["Delhi", "Mumbai", "Chennai", "Bangalore", "Pune"]
 
 
@@ -56,7 +61,7 @@ def _attr(key: str, value) -> KeyValue:
 def make_spans(n_traces: int, n_tools: int, seed: int) -> list[tuple[Span, dict]]:
     """(span, expectation) for n_traces traces, children before their agent span."""
     rng = random.Random(seed)
-    base_ns = int(datetime(2026, 1, 8, 10, 0, tzinfo=timezone.utc).timestamp() * 1e9)
+    base_ns = int(datetime(2026, 1, 8, 10, 0, tzinfo=UTC).timestamp() * 1e9)
     out = []
     for t in range(n_traces):
         trace_id = rng.randbytes(16)
@@ -223,44 +228,31 @@ def copy_same_rows(dsn: str) -> tuple[float, int]:
 
 
 def run_evalsite(args, spans, bodies) -> float:
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    dsn = f"{args.pg}/{args.db}"
-    env = {**os.environ, "DATABASE_URL": dsn, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-           "SECRET_KEY": uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    subprocess.run([PYTHON, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run([PYTHON, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT, env=env, check=True,
-                         capture_output=True, text=True).stdout.strip()
-    server = subprocess.Popen(
-        [PYTHON, "-m", "gunicorn", "evalsite.wsgi", "-w", str(args.server_workers), "-b", f"127.0.0.1:{args.port}",
-         "--keep-alive", "30", "--timeout", "300", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True)
-    try:
-        wait_http(f"http://127.0.0.1:{args.port}/healthz")
+    with database_from_args(args) as db:
+        return measure_evalsite(args, db, spans, bodies)
+
+
+def measure_evalsite(args, db: Database, spans, bodies) -> float:
+    env, key = prepare(db)
+    with Gunicorn(env, port=args.port, workers=args.server_workers, keep_alive=30) as server:
         # One warm-up export per worker process (imports, connection, key cache) outside the timing.
         warm = make_bodies(make_spans(args.server_workers * 2, args.tools, seed=999), args.spans_per_request)
-        procs, out_q, started = send(args.port, "/v1/traces", key, warm, args.clients)
+        procs, out_q, started = send(server.port, "/v1/traces", key, warm, args.clients)
         collect(procs, out_q, started)
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with db.connect(autocommit=True) as conn:
             conn.execute("TRUNCATE traces_toolcall, traces_agenttrace, traces_otlpspan CASCADE")
-        procs, out_q, started = send(args.port, "/v1/traces", key, bodies, args.clients)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            backends = [r[0] for r in conn.execute(
-                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (args.db,))]
+        procs, out_q, started = send(server.port, "/v1/traces", key, bodies, args.clients)
+        backends = backend_pids(db)
         server_pids = group_pids(server.pid)
         load_before = os.getloadavg()
         server_cpu, db_cpu = cpu_seconds(server_pids), cpu_seconds(backends)
         errors, retries, seconds = collect(procs, out_q, started)
         server_cpu, db_cpu = cpu_seconds(server_pids) - server_cpu, cpu_seconds(backends) - db_cpu
         load_after = os.getloadavg()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
     if errors:
         raise SystemExit(f"{len(errors)} exports failed; first: {errors[:3]}")
-    checked = verify(dsn, spans, args.traces, args.tools)
-    copy_seconds, rows = copy_same_rows(dsn)
+    checked = verify(db.url, spans, args.traces, args.tools)
+    copy_seconds, rows = copy_same_rows(db.url)
     n = len(spans)
     rate, copy_rate = n / seconds, n / copy_seconds
     payload_mb = sum(len(b) for b in bodies) / 1e6
@@ -278,8 +270,6 @@ def run_evalsite(args, spans, bodies) -> float:
           f"= {copy_rate:,.0f} spans/s")
     print(f"ratio         : the receiver reaches {100 * rate / copy_rate:.0f}% of raw COPY "
           f"({copy_rate / rate:.1f}x slower)")
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
     return rate
 
 
@@ -292,14 +282,15 @@ def run_phoenix(args) -> float | None:
     n_traces = args.phoenix_requests * args.spans_per_request // (args.tools + 1)
     spans = make_spans(n_traces, args.tools, seed=7)
     bodies = make_bodies(spans, args.spans_per_request)
-    db = f"{args.db}_phoenix"
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{db}"')
+    with database_from_args(args, suffix="_phoenix") as db:
+        return measure_phoenix(args, db, phoenix, spans, bodies)
+
+
+def measure_phoenix(args, db: Database, phoenix: Path, spans, bodies) -> float:
     workdir = Path(f"/tmp/bench-phoenix-{os.getpid()}")
     workdir.mkdir(exist_ok=True)
-    pg_url = args.pg.replace("postgres://", "postgresql://")
-    env = {**os.environ, "PHOENIX_SQL_DATABASE_URL": f"{pg_url}/{db}", "PHOENIX_PORT": str(args.phoenix_port),
+    env = {**os.environ, "PHOENIX_SQL_DATABASE_URL": db.url.replace("postgres://", "postgresql://"),
+           "PHOENIX_PORT": str(args.phoenix_port),
            "PHOENIX_GRPC_PORT": str(args.phoenix_port + 1), "PHOENIX_WORKING_DIR": str(workdir),
            "PHOENIX_TELEMETRY_ENABLED": "false"}
     env.pop("VIRTUAL_ENV", None)
@@ -309,10 +300,9 @@ def run_phoenix(args) -> float | None:
         wait_http(f"http://127.0.0.1:{args.phoenix_port}/healthz", timeout=180)
         procs, out_q, started = send(args.phoenix_port, "/v1/traces", None, bodies, args.clients)
         errors, retries, accepted_seconds = collect(procs, out_q, started)
-        dsn = f"{args.pg}/{db}"
         stored = 0
         deadline = time.monotonic() + args.phoenix_timeout
-        with psycopg.connect(dsn, autocommit=True) as conn:
+        with db.connect(autocommit=True) as conn:
             while time.monotonic() < deadline:
                 stored = conn.execute("SELECT count(*) FROM spans").fetchone()[0]
                 if stored >= len(spans):
@@ -326,8 +316,6 @@ def run_phoenix(args) -> float | None:
     print(f"phoenix       : {n} spans accepted in {accepted_seconds:.2f} s = {n / accepted_seconds:,.0f} spans/s; "
           f"{stored} stored after {stored_seconds:.1f} s = {stored / stored_seconds:,.0f} spans/s stored"
           + (f" ({len(errors)} export errors, first: {errors[:2]})" if errors else ""))
-    with admin_conn(args.pg) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
     if stored < n:
         print(f"phoenix       : stored only {stored}/{n} within {args.phoenix_timeout} s")
     return stored / stored_seconds
@@ -340,9 +328,8 @@ def main():
     parser.add_argument("--tools", type=int, default=10)
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--server-workers", type=int, default=2)
-    parser.add_argument("--port", type=int, default=18060)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432", help="server DSN without database")
-    parser.add_argument("--db", default="evalsite_bench_otlp")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    add_database_args(parser, db="evalsite_bench_otlp")
     parser.add_argument("--phoenix", action="store_true", help="also run the load against Arize Phoenix")
     parser.add_argument("--phoenix-venv", default="/tmp/phoenix-venv")
     parser.add_argument("--phoenix-requests", type=int, default=40,

@@ -21,14 +21,14 @@ import argparse
 import json
 import os
 import random
-import resource
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import DEFAULT_PG, ROOT, Database, peak_rss_mb
+
 BASE_NS = 1_767_866_400_000_000_000
 
 
@@ -94,7 +94,7 @@ def child(step: str, n: int) -> None:
         _ingest(_body([root, *tools]))
         return
     body = _body([root] if step == "root" else [late])
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    before = peak_rss_mb()
     started = time.perf_counter()
     if os.environ.get("BENCH_PROFILE"):
         import cProfile
@@ -103,7 +103,7 @@ def child(step: str, n: int) -> None:
     else:
         _ingest(body)
     elapsed = time.perf_counter() - started
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mb()
 
     from apps.traces.models import AgentTrace
 
@@ -122,28 +122,21 @@ def _run(checkout: Path, env: dict, step: str, n: int) -> str:
 
 
 def scenario(args, checkout: Path, name: str, prepare: str, step: str, n: int, extra_env: dict) -> None:
-    import psycopg
-
-    db = f"bench_otlp_assembly_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{db}"')
-    try:
-        env = {**os.environ, "DATABASE_URL": f"{args.pg}/{db}", "DEBUG": "0", "SECRET_KEY": uuid.uuid4().hex,
+    with Database(args.pg, f"bench_otlp_assembly_{uuid.uuid4().hex[:8]}") as db:
+        env = {**os.environ, "DATABASE_URL": db.url, "DEBUG": "0", "SECRET_KEY": uuid.uuid4().hex,
                "PYTHONPATH": str(checkout), **extra_env}
+        # The checkout's own manage.py: its migrations, not this one's (harness.migrate runs this checkout's).
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=checkout, env=env, check=True)
         started = time.perf_counter()
         _run(checkout, env, prepare, n)
         prepared = time.perf_counter() - started
         print(f"{name:<38} {checkout}  (prepared in {prepared:.1f} s)\n    {_run(checkout, env, step, n)}",
               flush=True)
-    finally:
-        with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
+    parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL server DSN without a database")
     parser.add_argument("--children", type=int, default=60_000)
     parser.add_argument("--calls", type=int, nargs="*", default=[10_000, 20_000])
     parser.add_argument("--checkout", type=Path, action="append",

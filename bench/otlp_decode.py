@@ -79,8 +79,9 @@ def _payloads() -> dict[str, Callable[[], tuple[bytes, str, str]]]:
 
 def child(path: str, content_type: str, encoding: str) -> None:
     """Runs in the checkout given by the current directory: what OtlpTracesView does before storage."""
-    import resource
     import time
+
+    from harness import peak_rss_mb as peak_mb
 
     sys.path.insert(0, os.getcwd())
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "evalsite.settings")
@@ -90,9 +91,6 @@ def child(path: str, content_type: str, encoding: str) -> None:
     from django.conf import settings
 
     from apps.traces.ingestion.otlp import decode, mapping
-
-    def peak_mb() -> float:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     body = Path(path).read_bytes()
     before = peak_mb()

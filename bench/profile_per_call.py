@@ -12,21 +12,12 @@ prints the top functions by cumulative and by own time, in ms per request.
 import argparse
 import cProfile
 import io
-import os
 import pstats
-import subprocess
 import sys
 import time
-import uuid
-from pathlib import Path
 
-import psycopg
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from ingest import per_call_requests  # noqa: E402
+from harness import add_database_args, create_api_key, database_from_args, django_setup, migrate, server_env
+from ingest import per_call_requests
 
 
 def environ_for(path: str, body: bytes, key: str) -> dict:
@@ -47,21 +38,15 @@ def main():
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--profile", action="store_true")
     parser.add_argument("--top", type=int, default=40)
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--db", default="evalsite_bench_profile")
+    add_database_args(parser, db="evalsite_bench_profile")
     args = parser.parse_args()
 
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    env = {"DATABASE_URL": f"{args.pg}/{args.db}", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-           "SECRET_KEY": uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    os.environ.update(env)
-    os.environ["DJANGO_SETTINGS_MODULE"] = "evalsite.settings"
+    db = database_from_args(args).create()
     try:
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True)
-        key = subprocess.run([sys.executable, "manage.py", "create_api_key", "--user", "bench"], cwd=ROOT,
-                             check=True, capture_output=True, text=True).stdout.strip()
+        env = server_env(db.url)
+        migrate(env)
+        key = create_api_key(env)
+        django_setup(env)
         from django.core.wsgi import get_wsgi_application
 
         app = get_wsgi_application()
@@ -72,7 +57,7 @@ def main():
 
         def run(requests):
             for path, body, _ in requests:
-                for chunk in app(environ_for(path, body, key), start_response):
+                for _chunk in app(environ_for(path, body, key), start_response):
                     pass
 
         run(per_call_requests(5, args.calls, "warm"))
@@ -87,7 +72,7 @@ def main():
         for path, body, _ in requests:
             kind = path.rsplit("/", 1)[-1] if path.count("/") > 4 else "start"
             t0 = clock()
-            for chunk in app(environ_for(path, body, key), start_response):
+            for _chunk in app(environ_for(path, body, key), start_response):
                 pass
             by_kind.setdefault(kind, []).append(clock() - t0)
         cpu = clock() - cpu
@@ -117,8 +102,8 @@ def main():
         from django.db import connections
 
         connections.close_all()
-        with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+        if not args.keep:
+            db.drop()
 
 
 if __name__ == "__main__":

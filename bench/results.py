@@ -24,7 +24,6 @@ import argparse
 import json
 import os
 import random
-import signal
 import statistics
 import subprocess
 import sys
@@ -37,9 +36,11 @@ from pathlib import Path
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import PYTHON, ROOT, Database, Gunicorn, free_port, migrate, percentile
+
 sys.path.insert(0, str(ROOT))
-PYTHON = sys.executable
+# The loader below connects to this server (postgres@127.0.0.1:5432) by name.
+PG = "postgres://postgres@127.0.0.1:5432"
 TARGET_P95_MS = 200
 
 TEST_SET = uuid.UUID("7e575e70-0000-4000-8000-000000000001")
@@ -77,10 +78,8 @@ def environment(database: str, port: int) -> dict:
 
 
 def recreate_and_migrate(database: str, env: dict) -> None:
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{database}"')
-    subprocess.run([PYTHON, "manage.py", "migrate", "-v", "0"], cwd=ROOT, check=True, env=env)
+    Database(PG, database).create()
+    migrate(env)
 
 
 def _sentence(rng: random.Random, words: int) -> str:
@@ -287,10 +286,6 @@ class RssWatch:
         return [self.peak[pid] / 1024 for pid in self.pids]
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def measure(client: httpx.Client, url: str, samples: int) -> dict:
     """One unmeasured request (it fills what the worker keeps per finished run), then `samples`
     sequential ones on the same keep-alive connection (so one worker answers them all)."""
@@ -330,11 +325,12 @@ def main() -> None:
     parser.add_argument("--results", type=int, default=100_000)
     parser.add_argument("--samples", type=int, default=30)
     parser.add_argument("--db", default="evalsite_bench_results")
-    parser.add_argument("--port", type=int, default=18710)
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
     parser.add_argument("--reuse", action="store_true", help="measure the database an earlier --keep left")
     parser.add_argument("--skip-whole-list", action="store_true", help="do not stream the results API's default answer")
     args = parser.parse_args()
+    args.port = args.port or free_port()
     env = environment(args.db, args.port)
     if args.reuse:
         import django
@@ -345,20 +341,11 @@ def main() -> None:
         recreate_and_migrate(args.db, env)
         base_id, head_id = load(args.results, args.db)
     session, key = credentials(env)
-    server = subprocess.Popen([PYTHON, "-m", "gunicorn", "-c", "evalsite/gunicorn.conf.py", "evalsite.wsgi"],
-                              cwd=ROOT, env=env, start_new_session=True)
-    base_url = f"http://127.0.0.1:{args.port}"
+    server = Gunicorn(env, port=args.port, config="evalsite/gunicorn.conf.py")
+    base_url = server.url
     ok = True
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                httpx.get(f"{base_url}/healthz", timeout=2).raise_for_status()
-                break
-            except httpx.HTTPError:
-                if time.monotonic() > deadline:
-                    raise SystemExit("the server did not come up") from None
-                time.sleep(0.3)
+        server.start()
         time.sleep(1)  # both workers up
         pages = [
             ("run page", f"/console/runs/{head_id}/", True),
@@ -415,11 +402,9 @@ def main() -> None:
         print(f"\ntarget p95 <= {TARGET_P95_MS} ms (run page, a results page, comparison page and API): "
               f"{'met' if ok else 'NOT met'}")
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=60)
+        server.stop()
         if not args.keep:
-            with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
-                admin.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+            Database(PG, args.db).drop()
     sys.exit(0 if ok else 1)
 
 

@@ -29,17 +29,14 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
-import psycopg
+from harness import ROOT, add_database_args, cpu_seconds, database_from_args, migrate, percentile
 
-ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
 def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+    return cpu_seconds([pid])
 
 
 # Passed to run_create as they are, each one a --option of this script (e.g. --concurrency 10): a new
@@ -74,8 +71,7 @@ def main():
                         help="EVALSITE_JUDGE_CONCURRENCY_PER_ITEM for the workers (default: the setting's default)")
     parser.add_argument("--judge-batch", choices=("off", "on", "auto"), default="off",
                         help="EVALSITE_JUDGE_BATCH for the workers: on asks for an item's verdicts in one request")
-    parser.add_argument("--pg", default="postgres://postgres@127.0.0.1:5432")
-    parser.add_argument("--db", default="evalsite_bench_runs")
+    add_database_args(parser, db="evalsite_bench_runs")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
     args = parser.parse_args()
 
@@ -89,11 +85,9 @@ def main():
                                                 "tool_calls": []}), delay=args.latency)
     bot_server.__enter__()
 
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
+    db = database_from_args(args).create()
     env = {
-        **os.environ, "DATABASE_URL": f"{args.pg}/{args.db}", "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
+        **os.environ, "DATABASE_URL": db.url, "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
         "CELERY_BROKER_URL": args.redis, "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "bench",
         "EVALSITE_JUDGE_MODEL": "bench-judge", "DJANGO_SETTINGS_MODULE": "evalsite.settings", "LOG_LEVEL": "WARNING",
         # The fake bot listens on loopback, which the outbound guard refuses unless allowed.
@@ -102,7 +96,7 @@ def main():
         "EVALSITE_JUDGE_BATCH": args.judge_batch,
     }
     os.environ.update(env)
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    migrate(env)
     subprocess.run(["redis-cli", "-u", args.redis, "FLUSHDB"], check=True, capture_output=True)
 
     import django
@@ -201,12 +195,12 @@ def main():
     print(f"CPU: workers {worker_cpu:.1f} s during the run ({boot_cpu:.1f} s booting before it), "
           f"this process (fake bot and judge, polling the run) {own_cpu:.1f} s, over {wall:.1f} s wall "
           f"on {os.cpu_count()} cores")
-    print(f"item duration: p50 {durations[len(durations) // 2]} ms, p95 {durations[int(len(durations) * 0.95)]} ms "
+    print(f"item duration: p50 {percentile(durations, 0.5)} ms, p95 {percentile(durations, 0.95)} ms "
           f"(floor {floor_ms:.0f} ms: 1 bot call, then {judge_rounds} round(s) of judge calls)")
     bot_server.__exit__(None, None, None)
     judge.stop()
-    with psycopg.connect(f"{args.pg}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}" WITH (FORCE)')
+    if not args.keep:
+        db.drop()
 
 
 if __name__ == "__main__":

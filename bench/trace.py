@@ -21,63 +21,25 @@ import asyncio
 import http.client
 import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from harness import DEFAULT_PG, ROOT, Database, Gunicorn, create_api_key, migrate, percentile, server_env
+
 sys.path.insert(0, str(ROOT))
-PORT = 18700
+PORT = 0  # main() sets it: the server's port
 PAYLOAD = {
     "tests": ["answer_accuracy", "context_recall", "context_precision", "faithfulness", "answer_relevancy",
               "context_utilisation"],
     "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."}, {"id": "ctx2", "text": "Lyon is in France."}],
+    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."},
+                 {"id": "ctx2", "text": "Lyon is in France."}],
     "answer": "Paris",
     "ground_truth": "Paris",
     "relevant_context_ids": ["ctx1"],
 }
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
-
-
-def server_env(var_dir: str, database_url: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
-    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": "bench-only-secret",
-                "EVALSITE_VAR_DIR": var_dir, "DATABASE_URL": database_url, "LOG_LEVEL": "WARNING",
-                "ALLOWED_HOSTS": "127.0.0.1", "RAGAS_DO_NOT_TRACK": "true", "PYTHONPATH": str(ROOT)})
-    return env
-
-
-def prepare_database(kind: str, var_dir: str, name: str) -> str:
-    if kind == "sqlite":
-        return f"sqlite:///{var_dir}/bench.sqlite3"
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return f"postgres://postgres@127.0.0.1:5432/{name}"
-
-
-def wait_up(key: str, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=2)
-            conn.request("GET", "/api/v1/trace/history?limit=1", headers={"Authorization": f"Bearer {key}"})
-            conn.getresponse().read()
-            return
-        except OSError:
-            time.sleep(0.2)
-    raise SystemExit("server did not start")
 
 
 def post_trace(body: bytes, key: str) -> tuple[float, int, dict]:
@@ -131,28 +93,30 @@ def direct_ragas(rounds: int) -> tuple[list[float], list[float]]:
 
 
 def main():
-    global PORT
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--db", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--database", default="evalsite_bench_rag", help="the PostgreSQL database (--db postgres)")
-    parser.add_argument("--port", type=int, default=18700)
+    parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL server DSN without a database (--db postgres)")
+    parser.add_argument("--keep", action="store_true", help="keep the PostgreSQL database afterwards")
+    parser.add_argument("--port", type=int, default=None, help="default: a free port")
     args = parser.parse_args()
-    PORT = args.port
 
     var_dir = tempfile.mkdtemp(prefix="evalsite-bench-rag-")
-    env = server_env(var_dir, prepare_database(args.db, var_dir, args.database))
-    python = str(ROOT / ".venv" / "bin" / "python")
-    subprocess.run([python, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
-    key = subprocess.run(
-        [python, "-c", "import django; django.setup(); from apps.core.services import api_key_create; "
-                       "print(api_key_create(username='bench', staff=False)[1])"],
-        cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
-    server = subprocess.Popen(
-        [str(ROOT / ".venv" / "bin" / "gunicorn"), "evalsite.wsgi", "--bind", f"127.0.0.1:{PORT}", "--workers", "1",
-         "--log-level", "warning"], cwd=ROOT, env=env, start_new_session=True)
-    try:
-        wait_up(key)
+    if args.db == "postgres":
+        with Database(args.pg, args.database, keep=args.keep) as db:
+            measure(args, var_dir, db.url)
+    else:
+        measure(args, var_dir, f"sqlite:///{var_dir}/bench.sqlite3")
+
+
+def measure(args, var_dir: str, database_url: str) -> None:
+    global PORT
+    env = server_env(database_url, EVALSITE_VAR_DIR=var_dir, LOG_LEVEL="WARNING", RAGAS_DO_NOT_TRACK="true")
+    migrate(env)
+    key = create_api_key(env)
+    with Gunicorn(env, port=args.port, workers=1) as server:
+        PORT = server.port
         body = json.dumps({"query": json.dumps(PAYLOAD)}).encode()
         for _ in range(20):  # warm-up: Ragas imported, connections open
             _ms, status, answer = post_trace(body, key)
@@ -168,9 +132,6 @@ def main():
         conn.request("GET", f"/api/v1/trace/history?limit={args.requests}", headers={"Authorization": f"Bearer {key}"})
         service_ms = [r["duration_ms"] for r in json.loads(conn.getresponse().read())["results"]]
         conn.close()
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=20)
 
     ascore_ms, evaluate_ms = direct_ragas(args.requests)
     print(f"TRACE bench: {args.requests} requests, db={args.db}, gunicorn 1 sync worker on 127.0.0.1:{PORT}, "

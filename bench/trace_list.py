@@ -14,21 +14,16 @@ and print p50 / p95 per query: a reader, and a staff reviewer with a queue of ag
 """
 
 import argparse
-import os
 import random
-import statistics
-import subprocess
 import sys
 import time
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-DATABASE = "evalsite_bench_tracelist"
-DATABASE_URL = f"postgres://postgres@127.0.0.1:5432/{DATABASE}"
+from harness import add_database_args, database_from_args, django_setup, migrate, p50_p95, server_env
+
+DATABASE_URL = ""  # main() sets it: the database the run loads and measures
 TARGET_P95_MS = 200
 
 AGENTS = [f"{name}Agent" for name in ("Orchestrator", "Billing", "Support", "Kubernetes", "Network", "Storage",
@@ -49,24 +44,6 @@ EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "task_adherence", "t
                       "tool_call_accuracy_status", "intent_resolution", "intent_resolution_reasoning",
                       "intent_resolution_status", "overall_score", "rating", "judge", "prompt_tokens",
                       "completion_tokens", "total_tokens", "fingerprint", "created_at")
-
-
-def use_database(name: str) -> None:
-    global DATABASE, DATABASE_URL
-    DATABASE, DATABASE_URL = name, f"postgres://postgres@127.0.0.1:5432/{name}"
-
-
-def environment() -> None:
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-                       "SECRET_KEY": "bench-only-secret", "DATABASE_URL": DATABASE_URL, "LOG_LEVEL": "WARNING",
-                       "ALLOWED_HOSTS": "testserver", "EVALSITE_VAR_DIR": "/tmp/evalsite-bench-tracelist"})
-
-
-def recreate_and_migrate() -> None:
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {DATABASE}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, check=True, env=os.environ)
 
 
 def trace_rows(n: int, rng: random.Random, now: datetime):
@@ -96,9 +73,10 @@ def evaluation_rows(sessions: list[tuple[str, str, datetime]], rng: random.Rando
 def load(n: int) -> None:
     rng = random.Random(15)
     now = datetime.now(UTC)
-    with psycopg.connect(DATABASE_URL.replace("postgres://", "postgresql://")) as conn:
+    with psycopg.connect(DATABASE_URL) as conn:
         indexes = conn.execute(
-            "SELECT indexname, indexdef FROM pg_indexes WHERE tablename IN ('traces_agenttrace', 'agentic_agentevaluation')"
+            "SELECT indexname, indexdef FROM pg_indexes"
+            " WHERE tablename IN ('traces_agenttrace', 'agentic_agentevaluation')"
             " AND indexname NOT LIKE '%%_pkey'").fetchall()
         constraints = conn.execute(
             "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
@@ -187,9 +165,10 @@ def _measure_queries(client, queries: dict, repeat: int) -> bool:
             started = time.perf_counter()
             client.get("/console/traces/", params)
             timings.append((time.perf_counter() - started) * 1000)
-        p95 = statistics.quantiles(timings, n=20)[18]
+        p50, p95 = p50_p95(timings)
         ok &= p95 < TARGET_P95_MS
-        print(f"{name:40} {rows:>5} {statistics.median(timings):>8.1f} {p95:>8.1f}{'' if p95 < TARGET_P95_MS else '  ABOVE TARGET'}")
+        flag = "" if p95 < TARGET_P95_MS else "  ABOVE TARGET"
+        print(f"{name:40} {rows:>5} {p50:>8.1f} {p95:>8.1f}{flag}")
     return ok
 
 
@@ -197,15 +176,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=40)
-    parser.add_argument("--keep", action="store_true", help="measure the database a previous run loaded")
-    parser.add_argument("--database", default=DATABASE, help="the database to (re)create and measure")
+    add_database_args(parser, db="evalsite_bench_tracelist")
+    parser.add_argument("--reuse", action="store_true",
+                        help="measure the database a previous run loaded and kept (--keep) instead of loading one")
     args = parser.parse_args()
-    use_database(args.database)
-    environment()
-    if not args.keep:
-        recreate_and_migrate()
+    global DATABASE_URL
+    db = database_from_args(args)
+    DATABASE_URL = db.url
+    env = server_env(db.url, LOG_LEVEL="WARNING", EVALSITE_VAR_DIR="/tmp/evalsite-bench-tracelist")
+    if not args.reuse:
+        db.create()
+        migrate(env)
         load(args.traces)
-    ok = measure(args.repeat)
+    try:
+        django_setup(env)
+        ok = measure(args.repeat)
+    finally:
+        if not (args.keep or args.reuse):
+            from django.db import connections
+
+            connections.close_all()
+            db.drop()
     print(f"\ntarget p95 < {TARGET_P95_MS} ms: {'met' if ok else 'NOT met'} for every query")
     sys.exit(0 if ok else 1)
 

@@ -19,7 +19,6 @@ too (exported with `git archive` to a temporary directory; same database), side 
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import tempfile
@@ -27,35 +26,25 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-DATABASE = "evalsite_bench_traceread"
+from harness import ROOT, Database, add_database_args, database_from_args, migrate, peak_rss_mb, server_env
+
 BIG, SMALL = "bench-read-big", "bench-read-small"
 SEQ_STEP = 1024
 CALL_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
                 "timestamp", "duration_ms")
 
 
-def database_url(name: str) -> str:
-    return f"postgres://postgres@127.0.0.1:5432/{name}"
+def environment(db: Database) -> dict:
+    return server_env(db.url, DJANGO_SETTINGS_MODULE="evalsite.settings", LOG_LEVEL="WARNING",
+                      EVALSITE_VAR_DIR="/tmp/evalsite-bench-traceread", PYTHONDONTWRITEBYTECODE="1")
 
 
-def environment(name: str) -> dict:
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-            "SECRET_KEY": "bench-only-secret", "DATABASE_URL": database_url(name), "LOG_LEVEL": "WARNING",
-            "ALLOWED_HOSTS": "testserver", "EVALSITE_VAR_DIR": "/tmp/evalsite-bench-traceread",
-            "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def recreate_and_load(name: str, calls: int, result_bytes: int) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {name}")
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, check=True, env=environment(name))
+def recreate_and_load(db: Database, calls: int, result_bytes: int) -> None:
+    db.create()
+    migrate(environment(db))
     started = time.perf_counter()
     now = datetime.now(UTC)
-    with psycopg.connect(database_url(name).replace("postgres://", "postgresql://")) as conn:
+    with db.connect() as conn:
         ids = {}
         for session_id in (BIG, SMALL):
             ids[session_id] = conn.execute(
@@ -117,20 +106,20 @@ def child(read: str, calls: int) -> None:
         return response.status_code, len(body)
 
     get(path(SMALL, 3))
-    warm_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    warm_mb = peak_rss_mb()
     started = time.perf_counter()
     status, size = get(path(BIG, calls))
     seconds = time.perf_counter() - started
-    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    print(json.dumps({"status": status, "bytes": size, "seconds": seconds, "peak_mb": peak_kb / 1024,
-                      "growth_mb": (peak_kb - warm_kb) / 1024}))
+    peak_mb = peak_rss_mb()
+    print(json.dumps({"status": status, "bytes": size, "seconds": seconds, "peak_mb": peak_mb,
+                      "growth_mb": peak_mb - warm_mb}))
 
 
-def run_reads(code: Path, name: str, calls: int) -> dict:
+def run_reads(code: Path, db: Database, calls: int) -> dict:
     results = {}
     for read in READS:
         done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", read, "--calls", str(calls)],
-                              cwd=code, env=environment(name), capture_output=True, text=True)
+                              cwd=code, env=environment(db), capture_output=True, text=True)
         if done.returncode != 0:
             results[read] = {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
         else:
@@ -158,20 +147,26 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--calls", type=int, default=60_000)
     parser.add_argument("--result-bytes", type=int, default=2_400)
-    parser.add_argument("--database", default=DATABASE)
-    parser.add_argument("--keep", action="store_true", help="read the trace a previous run loaded")
+    add_database_args(parser, db="evalsite_bench_traceread")
+    parser.add_argument("--reuse", action="store_true",
+                        help="read the trace a previous run loaded and kept (--keep) instead of loading one")
     parser.add_argument("--baseline", metavar="REV", help="also read with the code of this git revision")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child, args.calls)
         return 0
-    if not args.keep:
-        recreate_and_load(args.database, args.calls, args.result_bytes)
-    runs = [("this code", run_reads(ROOT, args.database, args.calls))]
-    if args.baseline:
-        baseline = export(args.baseline)
-        runs.insert(0, (args.baseline[:10], run_reads(baseline, args.database, args.calls)))
+    db = database_from_args(args)
+    if not args.reuse:
+        recreate_and_load(db, args.calls, args.result_bytes)
+    try:
+        runs = [("this code", run_reads(ROOT, db, args.calls))]
+        if args.baseline:
+            baseline = export(args.baseline)
+            runs.insert(0, (args.baseline[:10], run_reads(baseline, db, args.calls)))
+    finally:
+        if not (args.keep or args.reuse):
+            db.drop()
     for read in READS:
         print(read)
         for label, results in runs:

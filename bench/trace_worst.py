@@ -11,17 +11,15 @@ to show what the limits prevent (that one is scored directly, as the API now ref
 """
 
 import argparse
-import os
 import random
 import statistics
 import string
 import sys
 import tempfile
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from harness import django_setup, server_env
+
 TARGET_SECONDS = 1.0
 
 
@@ -37,15 +35,9 @@ def words(rng: random.Random, chars: int) -> str:
 
 def setup_django() -> None:
     var_dir = tempfile.mkdtemp(prefix="evalsite-bench-worst-")
-    os.environ.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "SECRET_KEY": "bench-only",
-                       "EVALSITE_VAR_DIR": var_dir, "DATABASE_URL": f"sqlite:///{var_dir}/bench.sqlite3",
-                       "RAGAS_DO_NOT_TRACK": "true"})
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
-        os.environ.pop(name, None)
-    import django
+    django_setup(server_env(f"sqlite:///{var_dir}/bench.sqlite3", EVALSITE_VAR_DIR=var_dir, RAGAS_DO_NOT_TRACK="true"))
     from django.core.management import call_command
 
-    django.setup()
     call_command("migrate", verbosity=0)
 
 
@@ -112,10 +104,12 @@ def main() -> int:
               f"{'ok' if seconds <= TARGET_SECONDS else 'OVER the ' + str(TARGET_SECONDS) + ' s target'}")
     if args.over:
         big_answer, big_truth = words(rng, 1_200_000), words(rng, 1_200_000)
-        payload = parse_query(orjson.dumps({"tests": ["answer_accuracy"], "answer": "x", "ground_truth": "y"}).decode()).payload
+        small = orjson.dumps({"tests": ["answer_accuracy"], "answer": "x", "ground_truth": "y"}).decode()
+        payload = parse_query(small).payload
         payload = payload.model_copy(update={"answer": big_answer, "ground_truth": big_truth})
         seconds = timed(lambda: score_metrics(["answer_accuracy"], payload, use_llm=False), 1)
-        print(f"{'past the limits: 1.2 MB answer + truth':40s} {2.4:6.2f} MB  {seconds:6.3f} s CPU  (refused by the API)")
+        print(f"{'past the limits: 1.2 MB answer + truth':40s} {2.4:6.2f} MB  {seconds:6.3f} s CPU  "
+              "(refused by the API)")
     return 1 if failed else 0
 
 

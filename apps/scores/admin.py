@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.http import HttpRequest
 
 from .models import Score
 
@@ -15,11 +16,11 @@ class ScoreAdmin(admin.ModelAdmin):
     show_full_result_count = False
 
     @admin.display(description="key")
-    def short_key(self, obj):
+    def short_key(self, obj: Score) -> str:
         return obj.key[:80]
 
-    def has_add_permission(self, request):
+    def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
-    def has_change_permission(self, request, obj=None):
+    def has_change_permission(self, request: HttpRequest, obj: Score | None = None) -> bool:
         return False

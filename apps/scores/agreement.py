@@ -2,13 +2,18 @@
 force on each subject and the judge's score of the same subject and key. One query for any kind of
 subject: run verdicts, agentic metrics and RAG metrics are all Score rows."""
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from .models import Score
 from .selectors import human_in_force
 from .vocabulary import JudgeStatus
+
+# One judge_human_pairs row: (kind, key, human passed, human value, judge status, judge passed, judge value).
+PairRow = tuple[str, str, bool | None, float | None, str | None, bool | None, float | None]
 
 
 def cohen_kappa(judge: list[bool], human: list[bool]) -> float | None:
@@ -52,7 +57,8 @@ def _passed(passed: bool | None, value: float | None, threshold: float | None) -
     return value >= threshold
 
 
-def judge_human_pairs(subject_kind: str, subject_ids=None, *, kinds=None):
+def judge_human_pairs(subject_kind: str, subject_ids: Iterable[int] | QuerySet[Any, Any] | None = None, *,
+                      kinds: Iterable[str] | None = None) -> QuerySet[Score, PairRow]:
     """(kind, key, human passed, human value, judge status, judge passed, judge value) per human
     score in force: the judge's score is the newest machine score of the same subject and key."""
     humans = human_in_force(subject_kind, subject_ids)
@@ -67,11 +73,12 @@ def judge_human_pairs(subject_kind: str, subject_ids=None, *, kinds=None):
     ).values_list("kind", "key", "passed", "value", "judge_status", "judge_passed", "judge_value")
 
 
-def agreement_table(pairs, *, threshold: float | None = None, labels: dict | None = None) -> list[Agreement]:
+def agreement_table(pairs: Iterable[PairRow], *, threshold: float | None = None,
+                    labels: dict[tuple[str, str], str] | None = None) -> list[Agreement]:
     """Counts and Cohen's kappa per (kind, key) over judge_human_pairs rows. The rules the judge gets
     wrong most often first: that is what a rubric author came to see."""
     rows: dict[tuple[str, str], Agreement] = {}
-    raters: dict[tuple[str, str], tuple[list, list]] = {}
+    raters: dict[tuple[str, str], tuple[list[bool], list[bool]]] = {}
     for kind, key, h_passed, h_value, j_status, j_passed, j_value in pairs:
         row = rows.setdefault((kind, key), Agreement(kind=kind, key=key, label=(labels or {}).get((kind, key), key)))
         judge = _passed(j_passed, j_value, threshold)
@@ -86,6 +93,6 @@ def agreement_table(pairs, *, threshold: float | None = None, labels: dict | Non
         judges, humans = raters.setdefault((kind, key), ([], []))
         judges.append(judge)
         humans.append(human)
-    for key, row in rows.items():
-        row.kappa = cohen_kappa(*raters.get(key, ([], [])))
+    for pair, row in rows.items():
+        row.kappa = cohen_kappa(*raters.get(pair, ([], [])))
     return sorted(rows.values(), key=lambda r: (r.kind, -(r.judge_pass_human_fail + r.judge_fail_human_pass), r.key))

@@ -1,3 +1,6 @@
+from collections.abc import Iterable
+from typing import Any, Self
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -6,20 +9,20 @@ from django.utils import timezone
 from .vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
 
 
-class ScoreQuerySet(models.QuerySet):
-    def of(self, subject_kind: str, subject_ids=None):
+class ScoreQuerySet(models.QuerySet["Score"]):
+    def of(self, subject_kind: str, subject_ids: Iterable[int] | models.QuerySet[Any, Any] | None = None) -> Self:
         """Scores of one kind of subject, of the given subjects (ids or a subquery) if any."""
         rows = self.filter(subject_kind=subject_kind)
         return rows if subject_ids is None else rows.filter(subject_id__in=subject_ids)
 
-    def machine(self):
+    def machine(self) -> Self:
         """What a judge gave (an LLM or code), as opposed to what a person gave."""
         return self.exclude(source=ScoreSource.HUMAN)
 
-    def human(self):
+    def human(self) -> Self:
         return self.filter(source=ScoreSource.HUMAN)
 
-    def in_order(self):
+    def in_order(self) -> Self:
         return self.order_by("subject_kind", "subject_id", "kind", "position", "id")
 
 
@@ -85,7 +88,7 @@ class Score(models.Model):
                                    name="score_author_only_human"),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.subject_kind}:{self.subject_id} {self.key[:40]} ({self.source} {self.status})"
 
     @property

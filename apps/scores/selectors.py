@@ -1,11 +1,15 @@
 """Reads of scores that every judging app shares."""
 
-from django.db.models import OuterRef, Subquery
+from collections.abc import Iterable
+from typing import Any
 
-from .models import Score
+from django.db.models import OuterRef, QuerySet, Subquery
+
+from .models import Score, ScoreQuerySet
 
 
-def human_in_force(subject_kind: str, subject_ids=None):
+def human_in_force(subject_kind: str,
+                   subject_ids: Iterable[int] | QuerySet[Any, Any] | None = None) -> ScoreQuerySet:
     """The human score in force per (subject, kind, key): the newest one. A queryset, so callers
     can filter, aggregate or join it further in the database."""
     humans = Score.objects.of(subject_kind, subject_ids).human()

@@ -2,11 +2,16 @@
 else writes the table."""
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from .models import Score
 from .vocabulary import JudgeStatus, ScoreKind, ScoreSource
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 def scores_store(*, rows: Iterable[Score], batch_size: int = 2000) -> list[Score]:
@@ -18,7 +23,7 @@ def scores_store(*, rows: Iterable[Score], batch_size: int = 2000) -> list[Score
     return Score.objects.bulk_create(rows, batch_size=batch_size)
 
 
-def scores_delete(*, subject_kind: str, subject_ids) -> int:
+def scores_delete(*, subject_kind: str, subject_ids: Iterable[int] | QuerySet[Any, Any]) -> int:
     """Deletes every score (judge and human) of the given subjects: what their app calls when it
     deletes them, since there is no cascade from a subject kind + id."""
     deleted, _ = Score.objects.of(subject_kind, subject_ids).delete()
@@ -27,8 +32,8 @@ def scores_delete(*, subject_kind: str, subject_ids) -> int:
 
 @transaction.atomic
 def human_score_record(*, subject_kind: str, subject_id: int, kind: str, key: str, passed: bool | None = None,
-                       value: float | None = None, note: str = "", author=None, parent_id: int | None = None,
-                       attempt: int | None = None, detail: dict | None = None) -> Score:
+                       value: float | None = None, note: str = "", author: "User | None" = None,
+                       parent_id: int | None = None, attempt: int | None = None, detail: dict | None = None) -> Score:
     """A person's verdict on one key of one subject. Appended, never updated: the newest human
     score of a (subject, kind, key) is the one in force, and the older ones are its history."""
     if passed is None and value is None:
