@@ -248,6 +248,35 @@ class Gunicorn:
         self.stop()
 
 
+# Seeding.
+
+AGENTIC_METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
+# Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
+SCORE_COLUMNS = ("subject_kind", "subject_id", "kind", "key", "position", "source", "status", "reason", "value",
+                 "label", "reasoning", "judge", "severity", "scope", "created_at")
+
+
+def copy_agentic_scores(cur, *, after_id: int, metrics: Sequence[tuple], reasoning: str = "") -> int:
+    """COPYs the three metric Score rows of each agentic evaluation a bench just COPYed, as the
+    service stores them. `metrics` holds (task, tool, intent, judge, created_at) per evaluation in the
+    order they were COPYed; their ids are the ones above `after_id`, in that order (one COPY into a
+    table nobody else writes). Returns the number of Score rows."""
+    ids = [pk for (pk,) in cur.execute("SELECT id FROM agentic_agentevaluation WHERE id > %s ORDER BY id", [after_id])]
+    if len(ids) != len(metrics):
+        raise RuntimeError(f"{len(ids)} evaluations above id {after_id}, {len(metrics)} metric triples")
+    with cur.copy(f"COPY scores_score ({', '.join(SCORE_COLUMNS)}) FROM STDIN") as out:
+        for pk, (*values, judge, created_at) in zip(ids, metrics, strict=True):
+            source = "llm" if judge.startswith("openai:") else "code"
+            for position, (name, value) in enumerate(zip(AGENTIC_METRICS, values, strict=True)):
+                out.write_row(("agentic_evaluation", pk, "metric", name, position, source, "ok", "", value, "",
+                               reasoning, judge, "", "", created_at))
+    return 3 * len(ids)
+
+
+def max_id(cur, table: str) -> int:
+    return cur.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0]
+
+
 # Figures.
 
 def percentile(values: Iterable[float], q: float) -> float:

@@ -22,7 +22,15 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from harness import add_database_args, database_from_args, django_setup, migrate, server_env
+from harness import (
+    add_database_args,
+    copy_agentic_scores,
+    database_from_args,
+    django_setup,
+    max_id,
+    migrate,
+    server_env,
+)
 
 AGENTS = [f"Agent{n:02d}" for n in range(20)]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
@@ -31,11 +39,8 @@ UNBOUNDED = 10**9
 TRACE_COLUMNS = ("session_id", "agent_name", "user_query", "operation", "final_response", "success", "status",
                  "start_time", "end_time", "duration_seconds", "tool_call_count", "metadata", "source", "truncated",
                  "dropped", "created_at", "updated_at")
-EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "operation", "task_adherence", "task_adherence_reasoning",
-                      "task_adherence_status", "tool_call_accuracy", "tool_call_accuracy_reasoning",
-                      "tool_call_accuracy_status", "intent_resolution", "intent_resolution_reasoning",
-                      "intent_resolution_status", "overall_score", "rating", "judge", "prompt_tokens",
-                      "completion_tokens", "total_tokens", "fingerprint", "created_at")
+EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "operation", "overall_score", "rating", "judge",
+                      "prompt_tokens", "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
 
 
 def rating(score: float) -> str:
@@ -54,8 +59,8 @@ def trace_row(i: int, agent: str, operation: str, now: datetime) -> tuple:
 
 def evaluation_row(i: int, agent: str, operation: str, now: datetime) -> tuple:
     score = round((i % 97) / 96, 4)
-    return (f"bench-{i:08d}", "trace", agent, operation, score, "", "ok", score, "", "ok", score, "", "ok", score,
-            rating(score), "heuristic:v1", 0, 0, 0, f"{i:064x}", now)
+    return (f"bench-{i:08d}", "trace", agent, operation, score, rating(score), "heuristic:v1", 0, 0, 0, f"{i:064x}",
+            False, now)
 
 
 def copy(dsn: str, first: int, count: int, naming) -> None:
@@ -64,11 +69,15 @@ def copy(dsn: str, first: int, count: int, naming) -> None:
         with cur.copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}) FROM STDIN") as out:
             for i in range(first, first + count):
                 out.write_row(trace_row(i, *naming(i), now))
+        after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(EVALUATION_COLUMNS)}) FROM STDIN") as out:
             for i in range(first, first + count):
                 agent, operation = naming(i)
                 if agent not in AGENTS or i % 10 < 3:
-                    out.write_row(evaluation_row(i, agent, operation, now))
+                    row = evaluation_row(i, agent, operation, now)
+                    out.write_row(row)
+                    metrics.append((row[4], row[4], row[4], row[6], now))
+        copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("ANALYZE traces_agenttrace")

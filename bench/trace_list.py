@@ -21,7 +21,16 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
-from harness import add_database_args, database_from_args, django_setup, migrate, p50_p95, server_env
+from harness import (
+    add_database_args,
+    copy_agentic_scores,
+    database_from_args,
+    django_setup,
+    max_id,
+    migrate,
+    p50_p95,
+    server_env,
+)
 
 DATABASE_URL = ""  # main() sets it: the database the run loads and measures
 TARGET_P95_MS = 200
@@ -39,11 +48,8 @@ RATINGS = [("excellent", 0.95, 30), ("good", 0.8, 30), ("acceptable", 0.65, 20),
 TRACE_COLUMNS = ("session_id", "agent_name", "user_query", "intent_detected", "operation", "final_response", "success",
                  "status", "start_time", "end_time", "duration_seconds", "tool_call_count", "metadata", "source",
                  "created_at", "updated_at", "truncated", "dropped")
-EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "task_adherence", "task_adherence_reasoning",
-                      "task_adherence_status", "tool_call_accuracy", "tool_call_accuracy_reasoning",
-                      "tool_call_accuracy_status", "intent_resolution", "intent_resolution_reasoning",
-                      "intent_resolution_status", "overall_score", "rating", "judge", "prompt_tokens",
-                      "completion_tokens", "total_tokens", "fingerprint", "created_at")
+EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "overall_score", "rating", "judge", "prompt_tokens",
+                      "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
 
 
 def trace_rows(n: int, rng: random.Random, now: datetime):
@@ -65,9 +71,8 @@ def evaluation_rows(sessions: list[tuple[str, str, datetime]], rng: random.Rando
     for session_id, agent, start in sessions:
         for later in range(2 if rng.random() < 0.1 else 1):
             rating, score, _ = rng.choices(RATINGS, [w for *_, w in RATINGS])[0]
-            yield (session_id, "trace", agent, score, "", "ok", score, "", "ok", score, "", "ok", score, rating,
-                   "heuristic:v1", 0, 0, 0, f"{rng.getrandbits(128):032x}",
-                   start + timedelta(minutes=1 + 60 * later))
+            yield (session_id, "trace", agent, score, rating, "heuristic:v1", 0, 0, 0, f"{rng.getrandbits(128):032x}",
+                   False, start + timedelta(minutes=1 + 60 * later))
 
 
 def load(n: int) -> None:
@@ -93,9 +98,13 @@ def load(n: int) -> None:
                 copy.write_row(row)
                 if row[6] is not None and rng.random() < 0.3:
                     evaluated.append((row[0], row[1], row[8]))
-        with conn.cursor().copy(f"COPY agentic_agentevaluation ({', '.join(EVALUATION_COLUMNS)}) FROM STDIN") as copy:
+        cur = conn.cursor()
+        after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
+        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for row in evaluation_rows(evaluated, rng):
                 copy.write_row(row)
+                metrics.append((row[3], row[3], row[3], row[5], row[11]))
+        copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()  # the deferred foreign-key checks run here, before indexes may be built
         print(f"loaded {n:,} traces and evaluations of {len(evaluated):,} in {time.perf_counter() - started:.0f} s")
         started = time.perf_counter()
