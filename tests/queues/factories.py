@@ -3,7 +3,6 @@ factories, each with the machine Score rows its judge would have stored (the con
 
 import factory
 
-from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.agentic.models import AgentEvaluation
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
 from apps.rag.models import TraceEvaluation
@@ -27,16 +26,12 @@ def machine_score(subject, key: str, *, value: float | None = None, passed: bool
                                 value=value, passed=passed, status=status, **fields)
 
 
-# TODO(issue 22): once h/agentic and h/runs are merged their factories store these rows themselves
-# (apps.rag's does already), and with_scores goes.
+# TODO(issue 22): once h/runs is merged its factory stores these rows itself (the agentic and rag
+# factories do already), and with_scores goes.
 def with_scores(subject):
     """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
-    if isinstance(subject, TraceEvaluation):
-        return subject  # tests.rag.factories stores them
-    if isinstance(subject, AgentEvaluation):
-        for position, metric in enumerate(AGENTIC_METRICS):
-            machine_score(subject, metric, value=getattr(subject, metric), position=position,
-                          status=getattr(subject, f"{metric}_status"), reasoning=getattr(subject, f"{metric}_reasoning"))
+    if isinstance(subject, TraceEvaluation | AgentEvaluation):
+        return subject  # tests.agentic and tests.rag factories store them
     else:
         for position, verdict in enumerate(subject.criteria_scores or []):
             machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
