@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.core.judge_fingerprint import canonical_json
+from apps.core.llm.fingerprint import canonical_json
 from apps.traces.models import AgentTrace
 from apps.traces.selectors import trace_get
 from apps.traces.services import traces_clear

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, RootModel, StringConstraints, model_validator
 
-from apps.core.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
+from apps.core.api.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
 
 
 def _none_to_blank(value):

@@ -4,8 +4,8 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
 from apps.core.models import SCOPE_EVALUATE
-from apps.core.pages import layout_context
-from apps.core.permissions import scopes_of
+from apps.core.http.pages import layout_context
+from apps.core.auth.permissions import scopes_of
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend

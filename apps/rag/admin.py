@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.db.models import Count
 from django.utils.html import format_html_join
 
-from apps.core.admin_utils import pretty_json
+from apps.core.admin.utils import pretty_json
 
 from .models import TraceEvaluation, TraceEvaluationTest
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 import orjson
 from django.db import transaction
 
-from apps.core import llm
+from apps.core.llm import client as llm
 
 from .metrics.evaluate import DETERMINISTIC, score_metrics
 from .models import TraceEvaluation, TraceEvaluationTest

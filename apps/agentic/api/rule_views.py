@@ -9,7 +9,7 @@ from apps.agentic import rule_selectors, rule_services
 from apps.agentic.models import EvaluationRule
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT, ErrorOut
+from apps.core.api.openapi import CONFLICT, ErrorOut
 
 from .rule_schemas import (
     EvaluationRuleBackfillIn,

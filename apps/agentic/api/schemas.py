@@ -8,7 +8,7 @@ from pydantic import BaseModel, Field, RootModel, StrictBool
 from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.core.api.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 
 MAX_MANUAL_TOOL_CALLS = 1000
 ShortText = Annotated[Text, Field(max_length=255)]

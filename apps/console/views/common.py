@@ -6,7 +6,7 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.core.errors import NotFoundError
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 
 from ..context import console_context
 
@@ -19,7 +19,7 @@ SCOPE_ACTIONS = {
 
 
 def lacks_scope(request, scope: str):
-    """The console refuses what the API would refuse the same user (apps.core.permissions): a 403
+    """The console refuses what the API would refuse the same user (apps.core.auth.permissions): a 403
     page in the console's layout, with a way back, to return; or None when the user holds the scope."""
     if scope in scopes_of(request):
         return None

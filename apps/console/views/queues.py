@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import DomainError
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS

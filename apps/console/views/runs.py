@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
 from apps.core.models import SCOPE_ADMIN
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources

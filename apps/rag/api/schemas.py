@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, Field
 
-from apps.core.validation import NonBlankText, check_storable_json
+from apps.core.api.validation import NonBlankText, check_storable_json
 
 from ..payload import MAX_QUERY_CHARS, Context
 

@@ -20,7 +20,7 @@ from datetime import date
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from .models import KeyUsageDay
+from apps.core.models import KeyUsageDay
 
 logger = logging.getLogger(__name__)
 
