@@ -133,8 +133,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     # Runs before anything reads the body, so an oversized request is refused unparsed.
-    "apps.core.middleware.BodySizeLimitMiddleware",
-    "apps.core.middleware.NulCharacterMiddleware",
+    "apps.core.http.middleware.BodySizeLimitMiddleware",
+    "apps.core.http.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -142,11 +142,11 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Each request's platform LLM calls and tokens, billed to its API key (KeyUsageDay).
-    "apps.core.middleware.LLMUsageMiddleware",
+    "apps.core.http.middleware.LLMUsageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # django-prometheus' own, with made-up HTTP methods folded into one label value.
-    "apps.core.metrics_access.BoundedPrometheusAfterMiddleware",
+    "apps.core.metrics.access.BoundedPrometheusAfterMiddleware",
     # Last, as django-axes asks: turns a refused login into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -240,7 +240,7 @@ AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
 # Attempts during a lockout neither count nor extend it: it ends a cool-off after it began, so
 # someone hammering an account cannot keep its owner out for ever.
 AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
-AXES_CLIENT_IP_CALLABLE = "apps.core.login_throttle.client_address"
+AXES_CLIENT_IP_CALLABLE = "apps.core.auth.login_throttle.client_address"
 AXES_LOCKOUT_CALLABLE = "apps.console.views.account.locked_out"
 AXES_HTTP_RESPONSE_CODE = 429
 # Off: axes logs a banner at INFO on every start-up, into the output of every manage.py command and bench.
@@ -376,7 +376,7 @@ CACHES = {
     "quotas": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": EVALSITE_RATE_LIMIT_CACHE_URL,
                 "KEY_PREFIX": "evalsite-quotas"}
                if EVALSITE_RATE_LIMIT_CACHE_URL else
-               {"BACKEND": "apps.core.cache.LockedFileBasedCache", "LOCATION": str(VAR_DIR / "cache" / "quotas")}),
+               {"BACKEND": "apps.core.llm.quota_cache.LockedFileBasedCache", "LOCATION": str(VAR_DIR / "cache" / "quotas")}),
 }
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
@@ -405,16 +405,16 @@ if EVALSITE_METRICS_MAX_LABEL_VALUES < 0:
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "apps.core.authentication.ApiKeyAuthentication",
+        "apps.core.auth.authentication.ApiKeyAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["apps.core.permissions.ApiAccess"],
-    "DEFAULT_RENDERER_CLASSES": ["apps.core.renderers.OrjsonRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["apps.core.parsers.OrjsonParser"],
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.negotiation.ApiContentNegotiation",
+    "DEFAULT_PERMISSION_CLASSES": ["apps.core.auth.permissions.ApiAccess"],
+    "DEFAULT_RENDERER_CLASSES": ["apps.core.api.renderers.OrjsonRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["apps.core.api.parsers.OrjsonParser"],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.core.api.negotiation.ApiContentNegotiation",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
-    "DEFAULT_SCHEMA_CLASS": "apps.core.schema.ApiAutoSchema",
-    "EXCEPTION_HANDLER": "apps.core.exceptions.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "apps.core.api.openapi.ApiAutoSchema",
+    "EXCEPTION_HANDLER": "apps.core.api.handlers.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",
 }
 if DEBUG:

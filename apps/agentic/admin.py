@@ -6,7 +6,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_utils import pretty_json
+from apps.core.admin.utils import pretty_json
 from apps.core.errors import DomainError
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace

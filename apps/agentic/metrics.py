@@ -1,6 +1,6 @@
 """vayu_agentic_* metrics, computed from the database when Prometheus scrapes (as for traces):
 the same whichever process answers, and surviving restarts. Agent and rule names keep their most
-frequent values and count the rest under `other` (apps.core.metric_labels)."""
+frequent values and count the rest under `other` (apps.core.metrics.labels)."""
 
 import logging
 
@@ -9,7 +9,7 @@ from django.db.models import Count, F, FilteredRelation, Q, Sum
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily
 
-from apps.core.metric_labels import folded, most_frequent
+from apps.core.metrics.labels import folded, most_frequent
 
 from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRollup, OnlineEvaluationCount

@@ -131,7 +131,7 @@ class AgentEvaluation(models.Model):
     total_tokens = models.PositiveIntegerField(default=0)
     # sha256 of the judged input: an unchanged trace re-evaluated by the same judge reuses this row.
     fingerprint = models.CharField(max_length=64)
-    # What judged it (apps.core.judge_fingerprint: judge kind, model, prompt template hash, judge
+    # What judged it (apps.core.llm.fingerprint: judge kind, model, prompt template hash, judge
     # version); null for evaluations stored before judges were fingerprinted.
     judge_fingerprint = models.JSONField(null=True, blank=True)
     # What a manual evaluation judged, since there is no trace to look it up in.

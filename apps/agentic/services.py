@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
-from apps.core.judge_fingerprint import canonical_json
+from apps.core.llm.fingerprint import canonical_json
 from apps.scores.models import Score
 from apps.scores.services import scores_delete, scores_store
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind

@@ -4,7 +4,7 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.core.admin_utils import CollapsibleStackedInline
+from apps.core.admin.utils import CollapsibleStackedInline
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
 from .selectors import bot_endpoint_refusal

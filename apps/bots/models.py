@@ -2,7 +2,7 @@ import secrets
 
 from django.db import models
 
-from apps.core import crypto
+from apps.core.auth import crypto
 
 
 def new_object_id() -> str:
@@ -40,7 +40,7 @@ class Bot(models.Model):
     harness_context = models.JSONField(default=dict, blank=True)
     adapter = models.CharField(max_length=16, choices=Adapter.choices, default=Adapter.DEMO)
     endpoint_url = models.CharField(max_length=2000, blank=True, default="")
-    # The credential evalsite sends to the bot, Fernet-encrypted (apps.core.crypto); read and set
+    # The credential evalsite sends to the bot, Fernet-encrypted (apps.core.auth.crypto); read and set
     # it through `secret`. Write-only: no API response, admin page or log line ever shows it.
     encrypted_secret = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)

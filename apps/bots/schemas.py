@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from apps.core.api.attributes import RelatedRows
-from apps.core.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
+from apps.core.api.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
 
 
 def _none_to_blank(value):

@@ -3,7 +3,7 @@
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
-from apps.core import crypto
+from apps.core.auth import crypto
 from apps.core.errors import ConflictError
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id

@@ -9,4 +9,4 @@ class CoreConfig(AppConfig):
     def ready(self):
         # Imported here, not at the top: drf-spectacular needs the app registry. The import itself
         # registers the API key scheme.
-        from . import schema  # noqa: F401
+        from apps.core.api import openapi  # noqa: F401

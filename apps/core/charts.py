@@ -1,5 +1,6 @@
-"""Server-rendered SVG charts for the console: no JavaScript to vendor, readable without a network,
-and every text escaped here, so templates may mark the result safe.
+"""Server-rendered SVG charts for the console and the metrics-query page: no JavaScript to vendor,
+readable without a network, and every text escaped here, so templates may mark the result safe.
+One palette, so a series has the same colour in a chart and in the legend beside it.
 
 Each chart carries role="img" and an aria-label that states its data in words, so a screen reader
 gets the figures a sighted reviewer reads off the bars and lines."""
@@ -13,6 +14,25 @@ PASS_COLOUR, FAIL_COLOUR = "#16a34a", "#dc2626"
 
 def percent(value: float) -> str:
     return f"{value:.0%}"
+
+
+def compact_number(value: float) -> str:
+    """A measured value short enough for an axis: 1.2k, 3.4M, 0.000123 as 0.000123 (3 digits)."""
+    magnitude = abs(value)
+    if magnitude == 0:
+        return "0"
+    if magnitude >= 1e9 or magnitude < 1e-3:
+        return f"{value:.3g}"
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if magnitude >= 1e3:
+        return f"{value / 1e3:.3g}k"
+    return f"{value:.4g}"
+
+
+def legend(names: list[str]) -> list[tuple[str, str]]:
+    """(colour, name) for each series, the colours the charts here draw them in."""
+    return [(PALETTE[n % len(PALETTE)], name) for n, name in enumerate(names)]
 
 
 def _svg(width: int, height: int, label: str, body: list[str]) -> str:
@@ -109,3 +129,53 @@ def line_chart(series: dict[str, list[tuple[datetime, float]]], *, y_max: float 
         f"{name}: " + ", ".join(f"{t.strftime(fmt)} {value_format(v)}" for t, v in sorted(values))
         for name, values in series.items())
     return _svg(width, height, f"{title}: {words}" if title else words, body)
+
+
+def metric_chart(series: list[tuple[str, list[tuple[datetime, float]]]], *, start: datetime, end: datetime,
+                 title: str, unit: str) -> str:
+    """A measured quantity over a time range (the metrics-query page): one line per series, points
+    in the order given, y spanning the values' own range (not 0..1) with compact numbers, times at
+    the start, middle and end of the range. No width or height: the page scales it to its column."""
+    points = [point for _, values in series for point in values]
+    if not points:
+        return ""
+    width, height, left, right, top, bottom = 760, 280, 78, 16, 16, 40
+    t_start = start.timestamp()
+    t_end = max(end.timestamp(), t_start + 1)
+    low, high = min(v for _, v in points), max(v for _, v in points)
+    if high == low:
+        low, high = low - (abs(low) * 0.1 or 1), high + (abs(high) * 0.1 or 1)
+    plot_w, plot_h = width - left - right, height - top - bottom
+
+    def x(ts: float) -> float:
+        return left + (ts - t_start) / (t_end - t_start) * plot_w
+
+    def y(value: float) -> float:
+        return top + (1 - (value - low) / (high - low)) * plot_h
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+             f'class="nlq-chart" aria-label="{escape(title)} over time">',
+             f"<title>{escape(title)} ({escape(unit or 'no unit')})</title>",
+             f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="#fff" stroke="#ccc"/>']
+    for fraction in (0, 0.5, 1):
+        value = low + (high - low) * fraction
+        yy = y(value)
+        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{yy:.1f}" y2="{yy:.1f}" stroke="#eee"/>')
+        parts.append(f'<text x="{left - 6}" y="{yy + 4:.1f}" text-anchor="end" font-size="11">'
+                     f"{escape(compact_number(value))}</text>")
+    span = t_end - t_start
+    fmt = "%Y-%m-%d %H:%M" if span > 86400 else "%H:%M:%S"
+    for fraction, anchor in ((0, "start"), (0.5, "middle"), (1, "end")):
+        moment = datetime.fromtimestamp(t_start + span * fraction, tz=start.tzinfo)
+        parts.append(f'<text x="{left + plot_w * fraction:.1f}" y="{height - bottom + 16}" text-anchor="{anchor}" '
+                     f'font-size="11">{escape(moment.strftime(fmt))}</text>')
+    for (name, values), (colour, _) in zip(series, legend([name for name, _ in series])):
+        coords = " ".join(f"{x(t.timestamp()):.1f},{y(v):.1f}" for t, v in values)
+        if len(values) == 1:
+            cx, cy = coords.split(",")
+            parts.append(f'<circle cx="{cx}" cy="{cy}" r="3" fill="{colour}"><title>{escape(name)}</title></circle>')
+        else:
+            parts.append(f'<polyline fill="none" stroke="{colour}" stroke-width="1.6" points="{coords}">'
+                         f"<title>{escape(name)}</title></polyline>")
+    parts.append("</svg>")
+    return "".join(parts)

@@ -76,7 +76,7 @@ class ApiKey(models.Model):
 
 class KeyUsageDay(models.Model):
     """What the platform's LLM spent for one key on one day (UTC): calls and tokens. Written only by
-    apps.core.usage, which adds to the row in one upsert."""
+    apps.core.llm.usage, which adds to the row in one upsert."""
 
     api_key = models.ForeignKey(ApiKey, on_delete=models.CASCADE, related_name="usage_days")
     day = models.DateField()

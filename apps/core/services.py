@@ -4,8 +4,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.utils import timezone
 
-from .errors import InvalidInputError
-from .models import ALL_SCOPES, DEFAULT_KEY_SCOPES, ApiKey, generate_api_key, hash_api_key, scopes_allowed_for
+from apps.core.errors import InvalidInputError
+from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, ApiKey, generate_api_key, hash_api_key, scopes_allowed_for
 
 
 def api_key_scopes_clean(*, scopes: Iterable[str], user) -> list[str]:

@@ -20,7 +20,7 @@ from django.utils import timezone as dj_timezone
 from langgraph.graph import END, START, StateGraph
 from pydantic import ValidationError
 
-from apps.core.llm import llm_configured
+from apps.core.llm.client import llm_configured
 
 from . import parser as rule_parser
 from . import promql as promql_builder

@@ -1,4 +1,4 @@
-"""Step 1 with an LLM: structured extraction through the shared client in apps/core/llm.py.
+"""Step 1 with an LLM: structured extraction through the shared client in apps/core/llm/client.py.
 
 The model is given the backend's metric names and the question as data. A failed or unusable
 answer is a parsing_error: the model is asked once, and only a request that fails in transport
@@ -10,8 +10,8 @@ from typing import Optional
 
 from pydantic import BaseModel, Field
 
-from apps.core.llm import LLMError, LLMNotConfigured, get_llm_client
-from apps.core.prompting import wrap_data
+from apps.core.llm.client import LLMError, LLMNotConfigured, get_llm_client
+from apps.core.llm.prompting import wrap_data
 
 from .errors import QueryFailure
 from .parser import DEFAULT_RANGE, PARSING_SUGGESTION, SYNONYMS, check_unsupported, choose_step

@@ -87,6 +87,18 @@ class MetricsQueryResult(BaseModel):
     is_empty: bool
     promql: str = Field(description="The PromQL expression that ran, so the user can see and reuse it.")
 
+    def series(self) -> list[tuple[str, list[tuple[datetime, float]]]]:
+        """The datapoints grouped by label set, in order of first appearance, each named as PromQL
+        writes a series ({code="500", job="api"}): what apps.core.charts.metric_chart draws."""
+        grouped: dict[tuple, list[tuple[datetime, float]]] = {}
+        for point in self.datapoints:
+            grouped.setdefault(tuple(sorted(point.labels.items())), []).append((point.timestamp, point.value))
+        return [(series_label(dict(labels)), values) for labels, values in grouped.items()]
+
+
+def series_label(labels: dict[str, str]) -> str:
+    return "{" + ", ".join(f'{k}="{v}"' for k, v in sorted(labels.items())) + "}" if labels else "series"
+
 
 class QueryError(BaseModel):
     model_config = ConfigDict(frozen=True)

@@ -4,12 +4,12 @@ from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
 from apps.core.models import SCOPE_EVALUATE
-from apps.core.pages import layout_context
-from apps.core.permissions import scopes_of
+from apps.core.http.pages import layout_context
+from apps.core.auth.permissions import scopes_of
+from apps.core.charts import legend, metric_chart
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend
-from .chart import legend, render_svg
 from .selectors import example_questions, metrics_query_answer
 
 
@@ -61,6 +61,9 @@ def metrics_query_page(request):
         context["state"] = state
         result = state["result"]
         if result is not None:
-            context["chart_svg"] = mark_safe(render_svg(result))  # every text in it is escaped
-            context["legend"] = legend(result) if len({tuple(p.labels.items()) for p in result.datapoints}) > 1 else []
+            series = result.series()
+            context["chart_svg"] = mark_safe(metric_chart(  # every text in it is escaped
+                series, start=result.time_range.start_time, end=result.time_range.end_time,
+                title=result.metric_name, unit=result.unit))
+            context["legend"] = legend([name for name, _ in series]) if len(series) > 1 else []
     return render(request, "nlquery/query.html", context)

@@ -4,7 +4,7 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.html import format_html, format_html_join
 
-from apps.core.admin_utils import pretty_json
+from apps.core.admin.utils import pretty_json
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, SubjectKind
 

@@ -24,7 +24,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from apps.core import llm
+from apps.core.llm import client as llm
 
 from .query_object import ParsedQuery, QueryParseError, normalise_object, validate_payload
 from .payload import SUPPORTED_TESTS, TEST_ALIASES

@@ -10,7 +10,7 @@ from typing import Annotated
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from apps.core.validation import JsonObject, Text
+from apps.core.api.validation import JsonObject, Text
 
 # Field limits (docs/rag.md): each metric is linear in these sizes except the Levenshtein
 # similarity of answer_accuracy, which is quadratic in the answer and ground truth lengths; at these

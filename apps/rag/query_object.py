@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from apps.core.exceptions import pydantic_error_detail
+from apps.core.api.handlers import pydantic_error_detail
 
 from .payload import SUPPORTED_TESTS, TracePayload
 

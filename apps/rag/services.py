@@ -5,7 +5,7 @@ import time
 import orjson
 from django.db import transaction
 
-from apps.core import llm
+from apps.core.llm import client as llm
 from apps.scores.services import scores_delete, scores_store
 from apps.scores.vocabulary import SubjectKind
 

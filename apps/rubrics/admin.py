@@ -4,7 +4,7 @@ content from the forms and publishes it through rubrics.services, like the API's
 from django import forms
 from django.contrib import admin
 
-from apps.core.admin_forms import LinesField
+from apps.core.admin.fields import LinesField
 from apps.core.versioning.admin import (
     ContentFormSet,
     ContentInline,

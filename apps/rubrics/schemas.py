@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.validation import ConfigurationIn, NonBlankText, unique_ids
+from apps.core.api.validation import ConfigurationIn, NonBlankText, unique_ids
 from apps.core.versioning.schemas import input_schemas
 
 MAX_RULES = 500

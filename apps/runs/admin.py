@@ -7,7 +7,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.core.admin_utils import ViewOnlyAdminMixin, pretty_json
+from apps.core.admin.utils import ViewOnlyAdminMixin, pretty_json
 from apps.core.errors import DomainError
 
 from . import services

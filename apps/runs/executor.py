@@ -12,8 +12,8 @@ from django.conf import settings
 
 from apps.bots.adapters import BotError, BotSpec, get_adapter
 from apps.core.errors import InvalidInputError
-from apps.core.judge_fingerprint import judge_fingerprint
-from apps.core.llm import get_llm_client
+from apps.core.llm.fingerprint import judge_fingerprint
+from apps.core.llm.client import get_llm_client
 
 from .judging import heuristic, llm, llm_batch
 from .judging.answers import judge_answer

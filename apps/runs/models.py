@@ -136,7 +136,7 @@ class EvaluationRun(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     # The API key that launched the run: the platform LLM calls its workers make are billed to it
-    # (apps.core.usage). Null for runs launched from the console, the admin or the command line.
+    # (apps.core.llm.usage). Null for runs launched from the console, the admin or the command line.
     api_key = models.ForeignKey("core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
                                 editable=False)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

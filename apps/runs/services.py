@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from apps.bots.selectors import bot_config_snapshot
 from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
-from apps.core.llm import get_llm_client, llm_configured
-from apps.core.quotas import judge_model_check
-from apps.core.usage import usage_scope
+from apps.core.llm.client import get_llm_client, llm_configured
+from apps.core.llm.quotas import judge_model_check
+from apps.core.llm.usage import usage_scope
 
 from . import sources, tasks
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item

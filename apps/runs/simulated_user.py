@@ -2,8 +2,8 @@
 
 from pydantic import BaseModel
 
-from apps.core.llm import LLMClient, LLMError
-from apps.core.prompting import wrap_data
+from apps.core.llm.client import LLMClient, LLMError
+from apps.core.llm.prompting import wrap_data
 
 from apps.bots.adapters import BotError
 

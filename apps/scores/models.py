@@ -55,7 +55,7 @@ class Score(models.Model):
     reasoning = models.TextField(blank=True, default="")
     # The judge's name as shown ("heuristic:v2", "openai:gpt-4o-mini", "ragas:faithfulness").
     judge = models.CharField(max_length=255, blank=True, default="")
-    # What judged it (apps.core.judge_fingerprint plus the criterion or rubric version); null for a
+    # What judged it (apps.core.llm.fingerprint plus the criterion or rubric version); null for a
     # person or for verdicts stored before judges were fingerprinted.
     fingerprint = models.JSONField(null=True, blank=True)
     usage = models.JSONField(null=True, blank=True)

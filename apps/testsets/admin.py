@@ -13,8 +13,8 @@ from django.utils.html import format_html, format_html_join
 from pydantic import ValidationError as PydanticValidationError
 
 from apps.bots.models import Bot
-from apps.core.admin_forms import LinesField, pydantic_messages
-from apps.core.admin_utils import show_for
+from apps.core.admin.fields import LinesField, pydantic_messages
+from apps.core.admin.utils import show_for
 from apps.core.errors import DomainError
 from apps.core.versioning.admin import ContentFormSet, ContentInline, VersionedHeadAdmin
 from apps.core.versioning.selectors import head_data

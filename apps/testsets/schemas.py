@@ -8,7 +8,7 @@ from pydantic import BaseModel, BeforeValidator, Field, RootModel, model_validat
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
 from apps.core.api.responses import absent_if_none
-from apps.core.validation import ConfigurationIn, Identifier, NonBlankText, unique_ids
+from apps.core.api.validation import ConfigurationIn, Identifier, NonBlankText, unique_ids
 from apps.core.versioning.schemas import input_schemas
 
 from .models import DEFAULT_MAX_TURNS

@@ -3,7 +3,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.forms.models import BaseInlineFormSet
 
-from apps.core.admin_utils import pretty_json
+from apps.core.admin.utils import pretty_json
 
 from .models import AgentTrace, ToolCall
 from .selectors import tool_call_page_size

@@ -49,7 +49,7 @@ def reason_label(reason: str) -> str:
 
 
 def validation_reason(exc: PydanticValidationError) -> str:
-    """The reason code of a validation failure: the storage checks' own (apps.core.validation) when
+    """The reason code of a validation failure: the storage checks' own (apps.core.api.validation) when
     one of them refused the value, else `invalid`."""
     for error in exc.errors(include_url=False, include_context=False, include_input=False):
         message, kind = error.get("msg", ""), error.get("type", "")

@@ -5,7 +5,7 @@ several web processes (or hosts) answers the scrape, and they survive restarts. 
 GROUP BY queries per scrape, on indexed columns.
 
 agent_name and operation come from ingested data, so each keeps its most frequent values and counts
-the rest under `other` (apps.core.metric_labels): the exposition stays small whatever is ingested.
+the rest under `other` (apps.core.metrics.labels): the exposition stays small whatever is ingested.
 """
 
 import logging
@@ -16,7 +16,7 @@ from django.db.models.functions import Coalesce
 from prometheus_client import REGISTRY
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 
-from apps.core.metric_labels import OTHER, folded, kept_pairs, most_frequent
+from apps.core.metrics.labels import OTHER, folded, kept_pairs, most_frequent
 
 from .models import AgentTrace
 

@@ -87,7 +87,7 @@ def test_health_is_503_when_the_database_is_down(api):
 
 def test_health_is_503_when_the_database_fails_while_checking_the_api_key(api):
     # The usual case in production: clients send their key, and its lookup is the first query to fail.
-    with mock.patch("apps.core.authentication.ApiKey.objects.active",
+    with mock.patch("apps.core.auth.authentication.ApiKey.objects.active",
                     side_effect=DatabaseError("connection to server at 10.0.0.5 failed")):
         response = api.get(f"{BASE}/health")
     assert response.status_code == 503

@@ -80,7 +80,7 @@ def test_rate_limit_then_success_is_retried(openai_server):
 
 
 def test_timeout_is_an_error_status(openai_server, settings):
-    from apps.core import llm
+    from apps.core.llm import client as llm
 
     settings.EVALSITE_LLM_TIMEOUT_SECONDS = 0.3
     llm.reset_clients()

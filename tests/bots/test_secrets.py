@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from apps.bots.models import Bot
-from apps.core import crypto
+from apps.core.auth import crypto
 from apps.runs.sources import bot_spec
 from tests.admin_forms import admin_form_data
 from tests.bots.factories import BotFactory

@@ -110,7 +110,7 @@ def test_the_lockout_settings_come_from_the_environment(settings):
 def test_behind_a_trusted_proxy_the_forwarded_address_is_counted(settings):
     from django.test import RequestFactory
 
-    from apps.core.login_throttle import client_address
+    from apps.core.auth.login_throttle import client_address
 
     request = RequestFactory().post(CONSOLE, REMOTE_ADDR="10.1.1.1", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.9")
     settings.EVALSITE_TRUSTED_PROXY_COUNT = 0

@@ -3,7 +3,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIRequestFactory
 
-from apps.core.authentication import ApiKeyAuthentication, api_key_cache
+from apps.core.auth.authentication import ApiKeyAuthentication, api_key_cache
 from apps.core.models import ApiKey, hash_api_key
 from apps.core.services import api_key_revoke
 

@@ -3,8 +3,8 @@ import time
 import pytest
 from pydantic import BaseModel, Field
 
-from apps.core import llm
-from apps.core.llm import (LLMError, LLMNotConfigured, bot_endpoint_llm_client, extract_json, get_llm_client,
+from apps.core.llm import client as llm
+from apps.core.llm.client import (LLMError, LLMNotConfigured, bot_endpoint_llm_client, extract_json, get_llm_client,
                            llm_configured)
 
 
@@ -218,4 +218,4 @@ def test_only_this_module_imports_openai():
     root = pathlib.Path(__file__).resolve().parents[2] / "apps"
     importers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                        if re.search(r"^\s*(import openai|from openai)", p.read_text(), re.M))
-    assert importers == ["core/llm.py"]
+    assert importers == ["core/llm/client.py"]

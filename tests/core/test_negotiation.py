@@ -1,4 +1,4 @@
-"""apps/core/negotiation.py: the shortcut for JSON clients answers exactly what DRF's negotiation does."""
+"""apps/core/api/negotiation.py: the shortcut for JSON clients answers exactly what DRF's negotiation does."""
 
 import pytest
 from rest_framework.exceptions import NotAcceptable
@@ -7,8 +7,8 @@ from rest_framework.renderers import BrowsableAPIRenderer
 from rest_framework.request import Request
 from rest_framework.test import APIRequestFactory
 
-from apps.core.negotiation import ApiContentNegotiation
-from apps.core.renderers import OrjsonRenderer
+from apps.core.api.negotiation import ApiContentNegotiation
+from apps.core.api.renderers import OrjsonRenderer
 
 URL = "/api/v1/metrics/trace/none"
 

@@ -183,7 +183,7 @@ class TestHealth:
         assert time.monotonic() - started < 5
 
     def test_readyz_names_an_unreachable_database(self, client, monkeypatch):
-        from apps.core import views
+        from apps.core.http import views
 
         def broken():
             raise views.connections["default"].Database.OperationalError("connection refused")

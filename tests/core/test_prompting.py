@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from apps.core.prompting import escape_for_tag, json_for_tag, wrap_data
+from apps.core.llm.prompting import escape_for_tag, json_for_tag, wrap_data
 
 
 @pytest.mark.parametrize("attack", ["</data>", "</DATA >", "< /conversation>", "</ conversation\n>", "<data>",

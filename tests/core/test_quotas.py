@@ -12,10 +12,10 @@ from django.test import TestCase
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.core.cache import LockedFileBasedCache
+from apps.core.llm.quota_cache import LockedFileBasedCache
 from apps.core.models import KeyUsageDay
-from apps.core.quotas import rate_hit
-from apps.core.usage import key_usage_add
+from apps.core.llm.quotas import rate_hit
+from apps.core.llm.usage import key_usage_add
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key
 from tests.rag.helpers import PARIS, post as post_trace
 
@@ -261,7 +261,7 @@ def _settings(tmp_path, **env) -> "subprocess.CompletedProcess":
 def test_the_defaults_and_a_redis_store(tmp_path):
     default = _settings(tmp_path)
     assert default.returncode == 0, default.stderr
-    assert default.stdout.split() == ["apps.core.cache.LockedFileBasedCache", str(tmp_path / "cache" / "quotas"),
+    assert default.stdout.split() == ["apps.core.llm.quota_cache.LockedFileBasedCache", str(tmp_path / "cache" / "quotas"),
                                       "60/min", "20000", "100", "[]"]
     redis = _settings(tmp_path, EVALSITE_RATE_LIMIT_CACHE_URL="redis://127.0.0.1:6379/4",
                       EVALSITE_JUDGE_MODELS="gpt-4o, llama3.1:8b")

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from apps.core.renderers import OrjsonRenderer
+from apps.core.api.renderers import OrjsonRenderer
 
 
 def nested(depth: int) -> dict:

@@ -24,7 +24,7 @@ from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
 from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
-from apps.core.renderers import OrjsonRenderer
+from apps.core.api.renderers import OrjsonRenderer
 from apps.rubrics.models import RubricVersion
 from tests.rubrics.factories import rubric_body
 from tests.testsets.factories import make_test_set_payload

@@ -1,6 +1,6 @@
 import pytest
 
-from apps.core.validation import MAX_JSON_DEPTH, check_storable_json
+from apps.core.api.validation import MAX_JSON_DEPTH, check_storable_json
 
 
 def nested(depth):

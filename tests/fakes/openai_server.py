@@ -194,7 +194,7 @@ class ScriptedOpenAIServer:
 @pytest.fixture
 def openai_server(settings):
     """Point evalsite's LLM client at a scripted local server for the duration of a test."""
-    from apps.core import llm
+    from apps.core.llm import client as llm
 
     server = ScriptedOpenAIServer().start()
     settings.OPENAI_BASE_URL = server.url

@@ -9,7 +9,7 @@ import math
 import pytest
 from scipy.stats import norm
 
-from apps.core.llm import get_llm_client
+from apps.core.llm.client import get_llm_client
 from apps.runs import stats
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm

@@ -4,7 +4,7 @@ accuracy (bench/judge_coverage.py prints the same figures)."""
 
 import pytest
 
-from apps.core.judge_fingerprint import JUDGE_VERSION, judge_fingerprint
+from apps.core.llm.fingerprint import JUDGE_VERSION, judge_fingerprint
 from apps.runs.judging.fingerprint import judge_changes, judge_part
 from apps.runs.judging.types import JUDGE_HEURISTIC
 from tests.runs.heuristic_cases import CASES, answer_of, figures, verdict_of

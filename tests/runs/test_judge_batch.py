@@ -7,7 +7,7 @@ import json
 import pytest
 from django.test import TestCase
 
-from apps.core.llm import get_llm_client
+from apps.core.llm.client import get_llm_client
 from apps.runs import services
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm_batch

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from apps.core.llm import get_llm_client
+from apps.core.llm.client import get_llm_client
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm
 from tests.bots.factories import make_bot_spec

@@ -3,7 +3,7 @@ import json
 import pytest
 
 from apps.bots.adapters import get_adapter
-from apps.core.llm import get_llm_client
+from apps.core.llm.client import get_llm_client
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm
 from apps.runs.judging.types import Transcript

@@ -65,7 +65,7 @@ def test_admin_pages(admin_client, stored):
 def test_run_judges_read_such_a_transcript(openai_server, value):
     """What the run's judges are given (a transcript from the stored answer) with the same values:
     every judge's prompt is built and a verdict comes back."""
-    from apps.core.llm import get_llm_client
+    from apps.core.llm.client import get_llm_client
     from apps.runs.judging import heuristic, llm, llm_batch
     from apps.runs.judging.types import Transcript
     from tests.runs.factories import RUBRIC_SNAPSHOT

@@ -8,7 +8,7 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.core.metric_labels import PAIRS_PER_KEPT_VALUE
+from apps.core.metrics.labels import PAIRS_PER_KEPT_VALUE
 from apps.traces.metrics import DURATION_BUCKETS
 from apps.traces.models import AgentTrace
 from tests.prometheus_text import series

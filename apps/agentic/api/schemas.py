@@ -8,7 +8,7 @@ from pydantic import AliasPath, BaseModel, ConfigDict, Field, RootModel, StrictB
 from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.core.api.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 from apps.scores.vocabulary import JudgeStatus
 
 MAX_MANUAL_TOOL_CALLS = 1000

@@ -17,8 +17,8 @@ from apps.agentic.judges import JudgeInput, JudgeToolCall
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
-from apps.core.llm import llm_configured
-from apps.core.quotas import llm_evaluations_check, llm_rate_check
+from apps.core.llm.client import llm_configured
+from apps.core.llm.quotas import llm_evaluations_check, llm_rate_check
 
 from .schemas import (
     BatchEvaluateIn,

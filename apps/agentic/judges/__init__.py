@@ -5,7 +5,7 @@ otherwise (the embedded default); "heuristic" and "llm" ask for one explicitly.
 """
 
 from apps.core.errors import InvalidInputError
-from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
+from apps.core.llm.client import LLMNotConfigured, get_llm_client, llm_configured
 
 from .base import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, MetricResult, TokenUsage
 from .heuristic import HeuristicAgenticJudge

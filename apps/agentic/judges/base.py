@@ -80,7 +80,7 @@ class AgenticVerdict:
     tool_call_accuracy: MetricResult
     intent_resolution: MetricResult
     usage: TokenUsage = TokenUsage()
-    # What judged (apps.core.judge_fingerprint); stored on the evaluation as judge_fingerprint.
+    # What judged (apps.core.llm.fingerprint); stored on the evaluation as judge_fingerprint.
     fingerprint: dict | None = None
 
     def metric(self, name: str) -> MetricResult:
@@ -100,7 +100,7 @@ class AgenticJudge(Protocol):
 
     @property
     def fingerprint(self) -> dict:
-        """What this judge would record (apps.core.judge_fingerprint), known before it judges: a
+        """What this judge would record (apps.core.llm.fingerprint), known before it judges: a
         stored evaluation is reused only if it was judged alike (services._reusable)."""
         ...
 

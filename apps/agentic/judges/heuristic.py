@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.core.judge_fingerprint import judge_fingerprint
+from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.text import AGENTIC_V1
 
 from .base import AgenticVerdict, JudgeInput, JudgeToolCall, MetricResult

@@ -14,9 +14,9 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from apps.core.judge_fingerprint import judge_fingerprint
-from apps.core.llm import LLMClient, LLMError, LLMUsage
-from apps.core.prompting import json_for_tag
+from apps.core.llm.fingerprint import judge_fingerprint
+from apps.core.llm.client import LLMClient, LLMError, LLMUsage
+from apps.core.llm.prompting import json_for_tag
 
 from .base import AgenticVerdict, JudgeInput, MetricResult, TokenUsage
 

@@ -23,8 +23,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
-from apps.core.llm import LLMNotConfigured, get_llm_client, llm_configured
-from apps.core.quotas import judge_model_check
+from apps.core.llm.client import LLMNotConfigured, get_llm_client, llm_configured
+from apps.core.llm.quotas import judge_model_check
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace

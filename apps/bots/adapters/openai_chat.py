@@ -10,7 +10,7 @@ other tool with an explicit "not executed" error, so the model sees the truth.""
 import json
 import time
 
-from apps.core.llm import LLMError, bot_endpoint_llm_client, get_llm_client
+from apps.core.llm.client import LLMError, bot_endpoint_llm_client, get_llm_client
 
 from .retrieval import PassageIndex
 from .base import BotError, BotSpec, BotTool, BotTurn, ToolCallRecord

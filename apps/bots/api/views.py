@@ -7,7 +7,7 @@ from apps.bots import selectors, services
 from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT
+from apps.core.api.openapi import CONFLICT
 
 TAG = ["bots"]
 

@@ -1,11 +1,11 @@
-"""Bot secrets move from plaintext to a Fernet token (apps.core.crypto): the new column is filled
+"""Bot secrets move from plaintext to a Fernet token (apps.core.auth.crypto): the new column is filled
 from the old one, which is then dropped, so no plaintext secret stays in the database."""
 
 from django.db import migrations, models
 
 
 def encrypt_secrets(apps, schema_editor):
-    from apps.core.crypto import encrypt
+    from apps.core.auth.crypto import encrypt
 
     Bot = apps.get_model("bots", "Bot")
     for bot in Bot.objects.exclude(secret="").only("pk", "secret").iterator():
@@ -13,7 +13,7 @@ def encrypt_secrets(apps, schema_editor):
 
 
 def decrypt_secrets(apps, schema_editor):
-    from apps.core.crypto import decrypt
+    from apps.core.auth.crypto import decrypt
 
     Bot = apps.get_model("bots", "Bot")
     for bot in Bot.objects.exclude(encrypted_secret="").only("pk", "encrypted_secret").iterator():

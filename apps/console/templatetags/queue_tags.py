@@ -2,7 +2,7 @@
 
 from django import template
 
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 from apps.queues.models import ReviewQueue, per_cent
 
 register = template.Library()

@@ -1,5 +1,5 @@
 """The console's login and logout. The admin's login refuses users who are not staff, yet every
-active user may read the console (apps.core.permissions gives them the read scope), so the console
+active user may read the console (apps.core.auth.permissions gives them the read scope), so the console
 has its own; staff land on the same pages and may also launch and review."""
 
 from django.conf import settings

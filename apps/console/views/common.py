@@ -1,12 +1,14 @@
 """What every console view module needs: the same refusals the API gives, in the console's terms."""
 
+from functools import wraps
+
 from django.http import Http404
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.core.errors import NotFoundError
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 
 from ..context import console_context
 
@@ -18,12 +20,20 @@ SCOPE_ACTIONS = {
 }
 
 
-def lacks_scope(request, scope: str):
-    """The console refuses what the API would refuse the same user (apps.core.permissions): a 403
-    page in the console's layout, with a way back, to return; or None when the user holds the scope."""
-    if scope in scopes_of(request):
-        return None
-    return forbidden(request, scope)
+def scope_required(scope: str, *, methods: tuple[str, ...] | None = None):
+    """The console refuses what the API would refuse the same user (apps.core.auth.permissions): a
+    view decorated with this answers a user without `scope` with the 403 page, in the console's
+    layout and with a way back, before it runs. With `methods`, only those methods need the scope
+    (a page everyone reads whose POST acts). Put it below @login_required, so that an anonymous
+    visitor is sent to sign in rather than refused."""
+    def decorator(view):
+        @wraps(view)
+        def guarded(request, *args, **kwargs):
+            if (methods is None or request.method in methods) and scope not in scopes_of(request):
+                return forbidden(request, scope)
+            return view(request, *args, **kwargs)
+        return guarded
+    return decorator
 
 
 def _way_back(request) -> str:

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import DomainError
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind, rate_from_per_cent
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
@@ -22,7 +22,7 @@ from apps.scores.vocabulary import ScoreKind
 from apps.traces.selectors import trace_tool_call_page
 
 from ..context import console_context
-from .common import found_or_404, lacks_scope
+from .common import found_or_404, scope_required
 
 ITEMS_PER_PAGE = 50
 
@@ -48,11 +48,10 @@ def _queue_or_404(queue_id):
 
 
 @login_required
+@scope_required("configure", methods=("POST",))
 def queue_list(request):
     form = QueueForm(request.POST or None)
     if request.method == "POST":
-        if denied := lacks_scope(request, "configure"):
-            return denied
         if form.is_valid():
             try:
                 queue = services.queue_create(created_by=request.user, **form.rule())
@@ -86,9 +85,8 @@ def queue_page(request, queue_id):
 
 @login_required
 @require_POST
+@scope_required("configure")
 def queue_fill(request, queue_id):
-    if denied := lacks_scope(request, "configure"):
-        return denied
     queue = _queue_or_404(queue_id)
     messages.success(request, f"{services.queue_fill(queue=queue)} item(s) entered by the queue's rule.")
     return redirect("console:queue", queue_id=queue.pk)
@@ -96,10 +94,9 @@ def queue_fill(request, queue_id):
 
 @login_required
 @require_POST
+@scope_required("configure")
 def queue_item_add(request):
     """"Add to queue" from any list: a queue and a target id; back to where the form was."""
-    if denied := lacks_scope(request, "configure"):
-        return denied
     queue = _queue_or_404(request.POST.get("queue") or "")
     # The list forms say what kind of object they send; the queue page's "Add by hand" box does not
     # need to (its queue is the one the id is meant for).
@@ -137,9 +134,8 @@ def _item_or_404(queue, item_id):
 
 @login_required
 @require_POST
+@scope_required("configure")
 def queue_item_assign(request, queue_id, item_id):
-    if denied := lacks_scope(request, "configure"):
-        return denied
     queue = _queue_or_404(queue_id)
     item = _item_or_404(queue, item_id)
     username = request.POST.get("username", "")
@@ -154,9 +150,8 @@ def queue_item_assign(request, queue_id, item_id):
 
 @login_required
 @require_POST
+@scope_required("configure")
 def queue_item_claim(request, queue_id, item_id):
-    if denied := lacks_scope(request, "configure"):
-        return denied
     queue = _queue_or_404(queue_id)
     try:
         services.queue_item_claim(item=_item_or_404(queue, item_id), user=request.user)
@@ -267,12 +262,11 @@ def _posted_verdicts(post) -> list[dict]:
 
 
 @login_required
+@scope_required("configure", methods=("POST",))
 def queue_item_page(request, queue_id, item_id):
     queue = _queue_or_404(queue_id)
     item = _item_or_404(queue, item_id)
     if request.method == "POST":
-        if denied := lacks_scope(request, "configure"):
-            return denied
         try:
             services.queue_item_review(item=item, reviewer=request.user, verdicts=_posted_verdicts(request.POST),
                                        note=request.POST.get("note", ""))

@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
 from apps.core.models import SCOPE_ADMIN
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services, sources
@@ -36,7 +36,7 @@ from apps.runs.stats import VERDICT_WORDS
 from .. import selectors as console_selectors
 from ..context import console_context
 from ..selectors import run_filter_choices
-from .common import found_or_404, lacks_scope
+from .common import found_or_404, scope_required
 
 RUNS_PER_PAGE = 50
 # The worker command of docs/setup.md: what a run nobody picks up needs.
@@ -73,9 +73,8 @@ def run_list(request):
 
 
 @login_required
+@scope_required("evaluate")
 def run_launch(request):
-    if denied := lacks_scope(request, "evaluate"):
-        return denied
     form = RunLaunchForm(request.POST or None, initial=request.GET or None)
     if request.method == "POST" and form.is_valid():
         run = form.launch(user=request.user)
@@ -88,10 +87,9 @@ def run_launch(request):
 
 @login_required
 @require_POST
+@scope_required("evaluate")
 def run_rerun(request, run_id):
     """The same test set and rubric versions and settings again: the run to compare against."""
-    if denied := lacks_scope(request, "evaluate"):
-        return denied
     run = _run_or_404(run_id)
     try:
         new = services.run_rerun(run=run, created_by=request.user)
@@ -104,9 +102,8 @@ def run_rerun(request, run_id):
 
 @login_required
 @require_POST
+@scope_required("evaluate")
 def run_cancel(request, run_id):
-    if denied := lacks_scope(request, "evaluate"):
-        return denied
     try:
         services.run_cancel(run=_run_or_404(run_id), requested_by=request.user, admin=SCOPE_ADMIN in scopes_of(request))
     except DomainError as exc:
@@ -237,11 +234,10 @@ def _rule_definitions(run: EvaluationRun) -> dict[str, dict]:
 
 
 @login_required
+@scope_required("configure", methods=("POST",))
 def result_detail(request, result_id):
     result = found_or_404(selectors.result_get, result_id=result_id)
     if request.method == "POST":
-        if denied := lacks_scope(request, "configure"):
-            return denied
         return _review(request, result)
     run = result.run
     reviews = selectors.verdict_review_list(result=result)

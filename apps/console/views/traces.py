@@ -17,7 +17,7 @@ from apps.traces.selectors import FIRST_PAGE, trace_find, trace_tool_call_page
 
 from .. import selectors
 from ..context import console_context
-from .common import lacks_scope
+from .common import scope_required
 
 
 class TraceFilterForm(forms.Form):
@@ -66,6 +66,7 @@ def trace_list(request):
 
 @login_required
 @require_http_methods(["GET", "HEAD", "POST"])
+@scope_required("evaluate", methods=("POST",))
 def trace_page(request, session_id):
     """The session as a timeline (query, intent, each tool call with its timing, final answer) and
     the evaluations of it. A POST is "Evaluate now": the page's own address, because a session id
@@ -74,8 +75,6 @@ def trace_page(request, session_id):
     if trace is None:
         raise Http404(f"No trace found for session {session_id}")
     if request.method == "POST":
-        if denied := lacks_scope(request, "evaluate"):
-            return denied
         return _evaluate_now(request, trace)
     page = trace_tool_call_page(trace=trace, after=_after(request))
     for call in page.calls:

@@ -6,7 +6,7 @@ from .responses import absent_if_none
 
 
 class JudgeFingerprintOut(BaseModel):
-    """What judged (apps.core.judge_fingerprint): the same judge gives the same fingerprint, so
+    """What judged (apps.core.llm.fingerprint): the same judge gives the same fingerprint, so
     verdicts with different ones were judged differently."""
 
     judge: str = Field(description='"llm" (one request per verdict), "llm-batch" (one request for all of an '

@@ -16,8 +16,8 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from pydantic import ValidationError as PydanticValidationError
 
-from apps.core.admin_forms import pydantic_messages
-from apps.core.admin_utils import CollapsibleStackedInline, pretty_json
+from apps.core.admin.fields import pydantic_messages
+from apps.core.admin.utils import CollapsibleStackedInline, pretty_json
 from apps.core.errors import DomainError
 
 from .diff import snapshot_diff

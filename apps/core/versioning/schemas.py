@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, Field
 
-from apps.core.validation import ConfigurationIn, Text
+from apps.core.api.validation import ConfigurationIn, Text
 
 
 def _none_to_blank(value):

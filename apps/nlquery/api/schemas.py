@@ -4,7 +4,7 @@ from typing import Annotated, Optional
 
 from pydantic import BaseModel, Field
 
-from apps.core.validation import NonBlankText
+from apps.core.api.validation import NonBlankText
 from apps.nlquery.schemas import MetricsQuery, MetricsQueryResult, QueryError
 
 MAX_QUERY_LENGTH = 1000

@@ -3,8 +3,8 @@ from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.llm import llm_configured
-from apps.core.quotas import llm_rate_check
+from apps.core.llm.client import llm_configured
+from apps.core.llm.quotas import llm_rate_check
 from apps.nlquery.selectors import metrics_query_answer
 
 from .schemas import MetricsQueryIn, MetricsQueryStateOut

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
 
 from apps.core.api.responses import absent_if_none
-from apps.core.validation import Text
+from apps.core.api.validation import Text
 from apps.runs.services import MAX_REVIEW_NOTE
 
 from ..models import rate_from_per_cent

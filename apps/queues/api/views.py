@@ -12,8 +12,8 @@ from rest_framework.views import APIView
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import NotFoundError
-from apps.core.permissions import ApiAccess
-from apps.core.schema import CONFLICT
+from apps.core.auth.permissions import ApiAccess
+from apps.core.api.openapi import CONFLICT
 
 from .. import selectors, services
 from .schemas import QueueAssignIn, QueueFillOut, QueueItemAddIn, QueueItemList, QueueItemOut, QueueItemReviewIn, QueueIn, QueueList, QueueOut

@@ -6,7 +6,7 @@ from typing import Annotated, Any
 import orjson
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
-from apps.core.validation import NonBlankText, check_storable_json
+from apps.core.api.validation import NonBlankText, check_storable_json
 
 from ..models import TraceEvaluation
 from ..payload import MAX_QUERY_CHARS, Context
@@ -52,7 +52,7 @@ class TraceHistoryQuery(BaseModel):
 
 
 class LimitOffsetQuery(BaseModel):
-    """The page a list answers (apps.core.pagination.LimitOffset reads these)."""
+    """The page a list answers (apps.core.api.pagination.LimitOffset reads these)."""
 
     limit: int | None = None
     offset: int | None = None

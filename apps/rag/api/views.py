@@ -4,10 +4,10 @@ from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.llm import llm_configured
-from apps.core.pagination import LimitOffset
-from apps.core.quotas import llm_rate_check
-from apps.core.schema import BAD_REQUEST
+from apps.core.llm.client import llm_configured
+from apps.core.api.pagination import LimitOffset
+from apps.core.llm.quotas import llm_rate_check
+from apps.core.api.openapi import BAD_REQUEST
 
 from .. import selectors, services
 from ..query_object import QueryParseError

@@ -10,7 +10,7 @@ import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
-from apps.core import llm
+from apps.core.llm import client as llm
 from apps.scores.vocabulary import JudgeStatus
 
 from ..payload import MAX_ANSWER_CHARS, MAX_GROUND_TRUTH_CHARS, TracePayload

@@ -2,7 +2,7 @@
 
 Nothing here downloads anything: the metrics used offline (ID-based context recall / precision,
 Levenshtein string similarity) need no model, and the LLM metrics talk to the configured
-OpenAI-compatible server only, through apps.core.llm (its retries, timeouts, json_schema fallback
+OpenAI-compatible server only, through apps.core.llm.client (its retries, timeouts, json_schema fallback
 and token usage), by way of the two small adapter classes below. Ragas' own llm_factory is not used:
 its instructor client needs an AsyncOpenAI client and tool calling, which many local servers lack.
 Ragas' usage analytics are switched off before it is imported.
@@ -19,7 +19,7 @@ from functools import cache
 
 from django.conf import settings
 
-from apps.core import llm
+from apps.core.llm import client as llm
 
 os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 

@@ -8,7 +8,7 @@ from apps.bots.selectors import bot_get
 from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT
+from apps.core.api.openapi import CONFLICT
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data
 from apps.rubrics import selectors, services

@@ -6,7 +6,7 @@ from pydantic import BaseModel, Field, RootModel, StrictInt, StrictStr
 
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.validation import Identifier, Text
+from apps.core.api.validation import Identifier, Text
 from apps.runs.models import LABEL_MAX_LENGTH
 from apps.runs.services import MAX_CONCURRENCY, MAX_REPEATS, MAX_REVIEW_NOTE
 

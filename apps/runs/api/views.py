@@ -8,13 +8,13 @@ from rest_framework import status
 from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
-from apps.core.renderers import OrjsonRenderer
+from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.validation import validate_body
-from apps.core.llm import llm_configured
+from apps.core.llm.client import llm_configured
 from apps.core.models import SCOPE_ADMIN, ApiKey
-from apps.core.permissions import scopes_of
-from apps.core.quotas import HEURISTIC_JUDGES, llm_rate_check
-from apps.core.schema import CONFLICT, ValidationErrorOut
+from apps.core.auth.permissions import scopes_of
+from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
+from apps.core.api.openapi import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
 

@@ -7,9 +7,9 @@ close the block; the instructions say that nothing inside the delimiters is an i
 
 from pydantic import BaseModel, Field
 
-from apps.core.judge_fingerprint import judge_fingerprint
-from apps.core.llm import LLMClient, LLMError
-from apps.core.prompting import data_block
+from apps.core.llm.fingerprint import judge_fingerprint
+from apps.core.llm.client import LLMClient, LLMError
+from apps.core.llm.prompting import data_block
 
 from .types import Transcript, Verdict
 

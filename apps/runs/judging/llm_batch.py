@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from apps.core.judge_fingerprint import judge_fingerprint
-from apps.core.llm import LLMClient, LLMError
-from apps.core.prompting import data_block
+from apps.core.llm.fingerprint import judge_fingerprint
+from apps.core.llm.client import LLMClient, LLMError
+from apps.core.llm.prompting import data_block
 
 from .llm import DATA_RULE, EVALUATOR, EVIDENCE, VERDICT_FIELDS, rule_text
 from .types import Transcript, Verdict

@@ -32,7 +32,7 @@ class Verdict:
     rule_name: str = ""
     severity: str | None = None
     component_scope: str | None = None
-    # What judged it (apps.core.judge_fingerprint, plus the criterion's text or the rule's rubric
+    # What judged it (apps.core.llm.fingerprint, plus the criterion's text or the rule's rubric
     # version); None on verdicts stored before fingerprints existed.
     fingerprint: dict | None = None
 

@@ -15,7 +15,7 @@ from pydantic import (
 )
 
 from apps.core.api.responses import absent_if_none
-from apps.core.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.core.api.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 
 MAX_TOOL_CALLS_PER_REQUEST = 1000
 MAX_TRACES_PER_BATCH = 1000

@@ -22,8 +22,8 @@ from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
 from apps.core.models import SCOPE_READ
-from apps.core.permissions import scopes_of
-from apps.core.schema import CONFLICT
+from apps.core.auth.permissions import scopes_of
+from apps.core.api.openapi import CONFLICT
 from apps.traces import ledger, ledger_selectors, selectors, services
 
 from .schemas import (

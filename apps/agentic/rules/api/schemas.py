@@ -5,7 +5,7 @@ from typing import Annotated, ClassVar, Literal
 
 from pydantic import AwareDatetime, BaseModel, Field, RootModel, StrictBool
 
-from apps.core.validation import ConfigurationIn, Identifier, Text
+from apps.core.api.validation import ConfigurationIn, Identifier, Text
 
 # A model name as OpenAI-compatible servers spell them (gpt-4o-mini, llama3.1:8b, org/model).
 JUDGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:/-]*$"

@@ -10,7 +10,7 @@ from apps.agentic.rules import services as rule_services
 from apps.agentic.models import EvaluationRule
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.schema import CONFLICT, ErrorOut
+from apps.core.api.openapi import CONFLICT, ErrorOut
 
 from .schemas import (
     EvaluationRuleBackfillIn,

@@ -20,7 +20,7 @@ from typing import Any
 
 import orjson
 
-from apps.core.validation import MAX_JSON_DEPTH, check_storable_json
+from apps.core.api.validation import MAX_JSON_DEPTH, check_storable_json
 
 # Bounds on what is kept of unmapped attributes: per string value, and per span once serialised.
 MAX_ATTRIBUTE_TEXT = 2000
@@ -492,7 +492,7 @@ _JSON_REASONS = (("NUL", REASON_NUL), ("64-bit", REASON_INTEGER_RANGE), ("nested
 
 
 def check_storable(record: SpanRecord) -> None:
-    """The limits every door applies (apps/core/validation.py, as REST validates its bodies): no NUL
+    """The limits every door applies (apps/core/api/validation.py, as REST validates its bodies): no NUL
     or unpaired surrogate in any text, JSON no deeper than 64 levels, integers within 64 bits,
     short fields within their columns. Raises InvalidSpan with the reason code.
 

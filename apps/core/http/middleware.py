@@ -1,7 +1,7 @@
 from django.conf import settings
 from django.http import HttpResponseBadRequest, HttpResponseNotFound, JsonResponse
 
-from .usage import usage_scope
+from apps.core.llm.usage import usage_scope
 
 # The TRACE contract fixes its own path outside /api/; its clients expect the API's JSON errors there.
 _API_PATHS_OUTSIDE_API = frozenset({"/trace", "/v1/traces"})
@@ -58,7 +58,7 @@ class NulCharacterMiddleware:
             if refused:
                 return refused
         # Forms (console, admin) are checked too: a view that reads request.POST directly would
-        # pass the NUL on. JSON bodies are the validation layer's (apps/core/validation.py).
+        # pass the NUL on. JSON bodies are the validation layer's (apps/core/api/validation.py).
         # Multipart only off the API: parsing it here consumes the stream, and API views that read
         # request.body raw (test set import) still need it; DRF parses API forms itself.
         if request.method == "POST" and (request.content_type == _URLENCODED
@@ -84,7 +84,7 @@ class NulCharacterMiddleware:
 
 
 class LLMUsageMiddleware:
-    """Give every request its LLM usage meter (apps/core/usage.py), written when the request ends."""
+    """Give every request its LLM usage meter (apps/core/llm/usage.py), written when the request ends."""
 
     def __init__(self, get_response):
         self.get_response = get_response

@@ -9,7 +9,7 @@ and anonymous clients, so a page never offers what the API would refuse.
 from django.conf import settings
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from .models import ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
+from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
 
 # A session user who is not staff reads: the console and browsable API show them every run, trace
 # and verdict, while launching runs, reviewing and configuring stay with staff (integrations that

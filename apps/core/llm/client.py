@@ -28,7 +28,8 @@ from typing import Any
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
-from apps.core import outbound, usage
+from apps.core import outbound
+from apps.core.llm import usage
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from django.core.cache import caches
 from rest_framework.exceptions import Throttled
 from rest_framework.throttling import BaseThrottle
 
-from .errors import InvalidInputError
+from apps.core.errors import InvalidInputError
 
 logger = logging.getLogger(__name__)
 

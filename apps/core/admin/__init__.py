@@ -1,9 +1,9 @@
 from django import forms
 from django.contrib import admin, messages
 
-from .errors import InvalidInputError
-from .models import ALL_SCOPES, ApiKey, KeyUsageDay
-from .services import api_key_revoke, api_key_scopes_clean, api_key_update
+from apps.core.errors import InvalidInputError
+from apps.core.models import ALL_SCOPES, ApiKey, KeyUsageDay
+from apps.core.services import api_key_revoke, api_key_scopes_clean, api_key_update
 
 
 class ApiKeyForm(forms.ModelForm):
@@ -53,7 +53,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
 @admin.register(KeyUsageDay)
 class KeyUsageDayAdmin(admin.ModelAdmin):
-    """What each key made the platform's LLM spend, per day: read-only, written by apps.core.usage."""
+    """What each key made the platform's LLM spend, per day: read-only, written by apps.core.llm.usage."""
 
     list_display = ["day", "key_prefix", "key_name", "key_user", "llm_calls", "input_tokens", "output_tokens"]
     list_select_related = ["api_key__user"]

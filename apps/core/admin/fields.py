@@ -2,7 +2,7 @@
 
 from django import forms
 
-from apps.core.exceptions import pydantic_error_detail
+from apps.core.api.handlers import pydantic_error_detail
 
 
 class LinesField(forms.CharField):

@@ -1,6 +1,6 @@
 """The OpenAPI document: the API key scheme, and the error answers every operation can give.
 
-Errors are produced in one place (`apps.core.exceptions`, the middleware), so they are documented in
+Errors are produced in one place (`apps.core.api.handlers`, the middleware), so they are documented in
 one place too: `ApiAutoSchema` adds them to each operation from what the operation takes (a path id,
 query parameters, a body). Only what depends on a service's rules — 409 where a service refuses a
 conflicting write, 400 where a contract says so — is declared on the view, with `CONFLICT` or
@@ -12,11 +12,11 @@ from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import OpenApiResponse
 from pydantic import BaseModel, Field
 
-from .permissions import required_scope
+from apps.core.auth.permissions import required_scope
 
 
 class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
-    target_class = "apps.core.authentication.ApiKeyAuthentication"
+    target_class = "apps.core.auth.authentication.ApiKeyAuthentication"
     name = "ApiKey"
 
     def get_security_definition(self, auto_schema):

@@ -12,7 +12,7 @@ from rest_framework import exceptions
 
 from evalsite.celery import app as celery_app
 
-from .middleware import is_api_path
+from apps.core.http.middleware import is_api_path
 
 logger = logging.getLogger(__name__)
 

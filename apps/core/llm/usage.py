@@ -21,7 +21,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .models import KeyUsageDay
+from apps.core.models import KeyUsageDay
 
 logger = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ layout too, and nothing may import the console (it sits above every app, see .im
 
 from django.contrib import admin
 
-from apps.core.permissions import scopes_of
+from apps.core.auth.permissions import scopes_of
 
 
 def layout_context(request, *, title: str, **extra) -> dict:
