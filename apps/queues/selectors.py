@@ -9,8 +9,8 @@ from django.db.models.functions import Coalesce
 
 from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.core.errors import NotFoundError
-from apps.runs.models import VerdictReview
-from apps.runs.reviews import Agreement, agreement_table, cohen_kappa
+from apps.scores.agreement import Agreement, agreement_table, cohen_kappa, judge_human_pairs
+from apps.scores.vocabulary import SubjectKind
 
 from .models import TARGET_FIELD, MetricReview, QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
@@ -131,7 +131,7 @@ def queue_agreement(*, queue: ReviewQueue) -> list[Agreement]:
     field = queue.target_field
     targets = queue.items.values(f"{field}_id")
     if queue.kind == QueueKind.RUN_RESULT:
-        return agreement_table(VerdictReview.objects.filter(result__in=targets).order_by("created_at", "id"))
+        return agreement_table(judge_human_pairs(SubjectKind.RUN_RESULT, targets, kinds=("criterion", "rule")))
     reviews = MetricReview.objects.filter(**{f"{field}__in": targets}).order_by("created_at", "id")
     threshold = AGENTIC_PASS if queue.kind == QueueKind.AGENTIC_EVALUATION else RAG_PASS
     return _metric_agreement(reviews, field, threshold)

@@ -12,8 +12,10 @@ from apps.agentic.models import AgentEvaluation, MetricStatus
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.rag.models import TraceEvaluation, TraceEvaluationTest
 from apps.runs.judging.types import CRITERION, RULE, Verdict
-from apps.runs.models import EvaluationResult, VerdictReview
+from apps.runs.models import EvaluationResult
 from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
+from apps.scores.agreement import judge_human_pairs
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
 from .models import MetricReview, QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS, metric_passed
@@ -88,8 +90,9 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
 
 def _disagreeing_verdicts() -> set[tuple[str, str]]:
     """(kind, key) of criteria and rules on which a reviewer once disagreed with the judge."""
-    rows = VerdictReview.objects.filter(judge_passed__isnull=False).values_list("kind", "key", "judge_passed", "passed")
-    return {(kind, key) for kind, key, judge, human in rows if judge != human}
+    rows = judge_human_pairs(SubjectKind.RUN_RESULT, kinds=("criterion", "rule"))
+    return {(kind, key) for kind, key, human, _, status, judge, _ in rows
+            if status == JudgeStatus.OK and judge is not None and judge != human}
 
 
 def _disagreeing_metrics(target: str, threshold: float) -> set[str]:
@@ -107,8 +110,9 @@ def _result_targets(queue: ReviewQueue) -> list:
     done = EvaluationResult.objects.filter(state=EvaluationResult.State.DONE).exclude(
         pk__in=queue.items.values("result_id"))
     chosen = []
-    for pk, error, criteria, rules in done.values_list("pk", "error", "criteria_scores", "rubric_scores").iterator():
-        verdicts = Verdict.list_from_json(criteria, kind=CRITERION) + Verdict.list_from_json(rules, kind=RULE)
+    for result in done.only("pk", "error").with_verdicts():
+        pk, error = result.pk, result.error
+        verdicts = [Verdict.from_score(row) for row in result.verdict_rows if row.kind in (CRITERION, RULE)]
         assessed = [v for v in verdicts if v.status == "ok"]
         if ((queue.include_unassessed and (error or len(assessed) < len(verdicts)))
                 or (queue.score_below is not None and assessed

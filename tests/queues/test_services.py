@@ -3,13 +3,12 @@ import pytest
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.queues import selectors, services
 from apps.queues.models import MetricReview, QueueKind
-from apps.runs.models import VerdictReview
-from apps.runs.reviews import cohen_kappa
+from apps.scores.agreement import cohen_kappa
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.concurrency import run_in_threads
 from tests.core.factories import UserFactory
 from tests.rag.factories import TraceEvaluationFactory
-from tests.runs.factories import EvaluationResultFactory, criterion, rule
+from tests.runs.factories import EvaluationResultFactory, criterion, review_create, rule, verdict_reviews
 
 from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
 
@@ -40,7 +39,7 @@ def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
 
 def test_disagreement_prone_rules_and_sample():
     reviewed = reviewable_result()
-    VerdictReview.objects.create(result=reviewed, kind="rule", key="BRIEF", judge_passed=True, passed=False)
+    review_create(result=reviewed, kind="rule", key="BRIEF", passed=False)
     other = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
     unrelated = EvaluationResultFactory(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
     queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
@@ -117,14 +116,14 @@ def test_review_records_verdicts_and_marks_done():
                                          {"kind": "rule", "key": "USES_KB", "passed": False}])
     item.refresh_from_db()
     assert item.done_at is not None and item.reviewed_by == reviewer
-    assert VerdictReview.objects.filter(result=item.result).count() == 2
+    assert verdict_reviews(result=item.result).count() == 2
     # A bad verdict leaves nothing behind: the item stays to do.
     other = QueueItemFactory(queue=item.queue)
     with pytest.raises(InvalidInputError):
         services.queue_item_review(item=other, reviewer=reviewer, verdicts=[
             {"kind": "criterion", "key": "Mentions 15 days", "passed": True}, {"kind": "rule", "key": "NOPE", "passed": True}])
     other.refresh_from_db()
-    assert other.done_at is None and not VerdictReview.objects.filter(result=other.result).exists()
+    assert other.done_at is None and not verdict_reviews(result=other.result).exists()
 
 
 def test_agreement_per_agentic_metric_and_rag_metric():
