@@ -27,7 +27,6 @@ QUESTIONS = [("How many PTO days do I accrue per month?", "You accrue 1.5 PTO da
 
 # Strict: passes again, and must lose this mark, when h/runs is merged. Queue agreement reads human
 # Score rows (issue 22); until then apps.runs' verdict_review_create still writes a VerdictReview.
-@pytest.mark.xfail(strict=True, reason="needs h/runs: run-result reviews become human Score rows there")
 def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
