@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -199,26 +201,38 @@ class AgentEvaluation(models.Model):
         self.__dict__["_metrics"] = scores
 
 
+@dataclass(frozen=True, slots=True)
+class MetricRead:
+    """A metric Score row as the reads show it (value, reasoning, status, reason): what
+    metrics_attach loads for a page, without a Score instance per row."""
+
+    key: str
+    value: float | None
+    reasoning: str
+    status: str
+    reason: str = ""
+
+
 def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
-    """Sets `metrics` ({name: Score}) on each evaluation from one query over their Score rows, the
-    prefetch of a page. A metric without a row (none is stored that way) reads as skipped, missing."""
-    found: dict[int, dict[str, Score]] = {ev.pk: {} for ev in evaluations}
-    rows = Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found)).filter(
-        kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS
+    """Sets `metrics` ({name: MetricRead}) on each evaluation from one query over their Score rows,
+    the prefetch of a page: only the four columns shown, as tuples, unordered (the index
+    score_subject answers it; a 500-row history page makes 1,500 of them). A metric without a row
+    (none is stored that way) reads as skipped, missing."""
+    found: dict[int, dict[str, MetricRead]] = {ev.pk: {} for ev in evaluations}
+    if not found:
+        return evaluations
+    rows = (
+        Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
+        .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
+        .order_by()
+        .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
     )
-    for score in rows:
-        found[score.subject_id][score.key] = score
+    for subject_id, key, value, reasoning, status, reason in rows:
+        found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
     for ev in evaluations:
+        metrics = found[ev.pk]
         ev.metrics = {
-            name: found[ev.pk].get(name)
-            or Score(
-                subject_kind=SubjectKind.AGENTIC_EVALUATION,
-                subject_id=ev.pk,
-                kind=ScoreKind.METRIC,
-                key=name,
-                status=JudgeStatus.SKIPPED,
-                reason=Reason.MISSING,
-            )
+            name: metrics.get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
             for name in AGENTIC_METRICS
         }
     return evaluations
@@ -270,3 +284,23 @@ class OnlineEvaluationCount(models.Model):
 
     def __str__(self):
         return f"{self.rule_name} · {self.outcome}: {self.count}"
+
+
+class JudgingClaim(models.Model):
+    """Who is judging a trace with a judge right now, so that two workers never do it at once (an
+    online rule's LLM call is a bill). A worker inserts the row before judging and deletes it after;
+    the unique constraint makes the insert of a second worker fail, and that worker waits for the
+    verdict instead. No transaction is held open meanwhile: the row is committed on its own. A row
+    whose lease has run out (its worker died mid-judgement) may be taken over. The same on SQLite and
+    PostgreSQL: a plain ORM insert and delete."""
+
+    trace_id = models.BigIntegerField()
+    judge = models.CharField(max_length=255)
+    claimed_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace_id", "judge"], name="agentic_judging_claim_once")]
+
+    def __str__(self):
+        return f"trace {self.trace_id} · {self.judge} until {self.expires_at:%H:%M:%S}"

@@ -97,6 +97,7 @@ def evaluation_history(
     ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset : offset + limit + 1])
     page_ids = ids[:limit]
     rows = AgentEvaluation.objects.select_related("rule").in_bulk(page_ids)
+    # The page's metric scores are read only now, for its rows alone (one query on score_subject).
     return HistoryPage(evaluations=metrics_attach([rows[i] for i in page_ids if i in rows]), has_more=len(ids) > limit)
 
 
@@ -167,7 +168,8 @@ EXPORT_BLOCK_BYTES = 256 * 1024
 
 
 def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
-    """PostgreSQL only: every evaluation as JSON Lines, newest first, in blocks of bytes. The
+    """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
+    evaluation as JSON Lines, newest first, in blocks of bytes. The
     database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
     "timestamp", the same records as the values() path) and sends them with COPY, so no Python
     object is made per row and the export runs at the database's pace.

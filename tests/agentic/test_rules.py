@@ -12,7 +12,7 @@ from kombu.exceptions import OperationalError
 
 from apps.agentic.judges import HeuristicAgenticJudge
 from apps.agentic.metrics import AgenticMetricsCollector
-from apps.agentic.models import AgentEvaluation, EvaluationRule, OnlineEvaluationCount
+from apps.agentic.models import AgentEvaluation, EvaluationRule, JudgingClaim, OnlineEvaluationCount
 from apps.agentic.rules import services as rule_services
 from apps.traces import services as trace_services
 from apps.traces.models import AgentTrace
@@ -280,8 +280,8 @@ def test_the_database_refuses_a_second_online_verdict_of_the_same_content():
 
 @pytest.mark.django_db
 def test_a_race_lost_at_insert_counts_as_reused(monkeypatch):
-    """What the constraint buys on SQLite, where there is no advisory lock: the loser of a race
-    between the re-use check and the insert stores nothing and reports re-use."""
+    """What the constraint buys beside the judging claim: the loser of a race between the re-use
+    check and the insert stores nothing and reports re-use."""
     rule, other = EvaluationRuleFactory(), EvaluationRuleFactory()
     trace = finish("race-1")
     real_reusable = rule_services.evaluations_create_for_traces.__globals__["_reusable"]
@@ -294,7 +294,7 @@ def test_a_race_lost_at_insert_counts_as_reused(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_rules_on_two_connections_judge_once(on_postgres, monkeypatch):
-    """Two workers, two rules, one judge, one trace, at the same moment: the advisory lock makes the
+    """Two workers, two rules, one judge, one trace, at the same moment: the judging claim makes the
     second wait for the first one's verdict and re-use it, so the judge (an LLM bill) runs once."""
     calls = counting_judge(monkeypatch, pause=0.5)
     trace = finish("concurrent-1")  # before the rules exist, so that completing it queues nothing
@@ -316,6 +316,55 @@ def test_concurrent_rules_on_two_connections_judge_once(on_postgres, monkeypatch
     assert len(calls) == 1
     assert AgentEvaluation.objects.filter(trace=trace).count() == 1
     assert sorted((r["evaluated"], r["reused"]) for r in results) == [(0, 1), (1, 0)]
+
+
+@pytest.mark.django_db
+def test_a_held_claim_makes_a_worker_wait_then_reuse_the_verdict(monkeypatch):
+    """Another worker is judging the trace (its claim row is there, within its lease): this one
+    does not judge in parallel; it waits until the claim is released, then re-uses the verdict."""
+    trace = finish("claim-held-1")
+    first, second = EvaluationRuleFactory(), EvaluationRuleFactory()
+    rule_services.online_evaluations_run(rule_id=first.pk, trace_ids=[trace.pk])
+    label = HeuristicAgenticJudge().label
+    now = timezone.now()
+    JudgingClaim.objects.create(trace_id=trace.pk, judge=label, claimed_at=now, expires_at=now + timedelta(minutes=5))
+    waits = []
+
+    def other_worker_finishes(seconds):
+        waits.append(seconds)
+        JudgingClaim.objects.filter(trace_id=trace.pk).delete()
+
+    monkeypatch.setattr(rule_services.time, "sleep", other_worker_finishes)
+    outcome = rule_services.online_evaluations_run(rule_id=second.pk, trace_ids=[trace.pk])
+    assert waits == [rule_services.JUDGING_POLL_SECONDS]
+    assert outcome["reused"] == 1 and outcome["evaluated"] == 0
+    assert not JudgingClaim.objects.exists()  # released after judging
+
+
+@pytest.mark.django_db
+def test_a_claim_past_its_lease_is_taken_over(monkeypatch):
+    """A worker died mid-judgement and left its claim: once the lease has run out, the next worker
+    deletes it and judges, without waiting; its own claim is gone afterwards."""
+    trace = finish("claim-stale-1")
+    rule = EvaluationRuleFactory()
+    label = HeuristicAgenticJudge().label
+    then = timezone.now() - rule_services.JUDGING_LEASE - timedelta(seconds=1)
+    JudgingClaim.objects.create(
+        trace_id=trace.pk, judge=label, claimed_at=then, expires_at=then + rule_services.JUDGING_LEASE
+    )
+    monkeypatch.setattr(rule_services.time, "sleep", lambda s: pytest.fail("waited for a stale claim"))
+    outcome = rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
+    assert outcome["evaluated"] == 1
+    assert AgentEvaluation.objects.filter(trace=trace, rule=rule).count() == 1
+    assert not JudgingClaim.objects.exists()
+
+
+def test_no_raw_sql_in_the_judging_claim():
+    """The claim is ORM only: the same code on SQLite and PostgreSQL (issue 22, item 3)."""
+    import inspect
+
+    source = inspect.getsource(rule_services)
+    assert "cursor(" not in source and "connection.vendor" not in source
 
 
 # --- backfill -------------------------------------------------------------------------------------

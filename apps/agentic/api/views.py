@@ -231,6 +231,11 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
+    # Fenced fast path (issue 22 item 3 allows one for bulk export; this is agentic's only vendor
+    # branch, its only cursor() is in selectors.evaluation_export_jsonl_postgres): on PostgreSQL the
+    # database writes the JSON Lines itself with COPY, several times the rows/s of the ORM path a
+    # million-row export would otherwise take. The ORM path below gives the same records, in the
+    # same order, on every database; the contract tests compare the two.
     if connection.vendor == "postgresql":
         yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
         return

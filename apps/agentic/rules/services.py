@@ -3,21 +3,20 @@
 A finished trace is announced once (apps.traces.signals.trace_completed, after commit); every
 enabled rule that matches it and samples it queues a Celery task, which judges it with the
 rule's judge. The usual re-use applies (same judge, same content: the stored verdict is returned),
-and it holds across workers too: on PostgreSQL an advisory lock per (trace, judge) makes a second
-worker wait for the first one's verdict instead of judging in parallel, and the
-agenteval_online_once constraint refuses a second stored verdict on any database.
+and it holds across workers too: a JudgingClaim row per (trace, judge) makes a second worker wait
+for the first one's verdict instead of judging in parallel, and the agenteval_online_once
+constraint refuses a second stored verdict.
 """
 
-import hashlib
 import logging
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -31,7 +30,7 @@ from apps.traces.models import AgentTrace
 
 from ..judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
 from ..judges.llm_agentic import LLMAgenticJudge
-from ..models import EvaluationRule, OnlineEvaluationCount
+from ..models import EvaluationRule, JudgingClaim, OnlineEvaluationCount
 from ..services import evaluations_create_for_traces
 from . import tasks
 
@@ -42,8 +41,10 @@ EVALUATED, REUSED, ERROR, SKIPPED = "evaluated", "reused", "error", "skipped"
 ONLINE_OUTCOMES = (EVALUATED, REUSED, ERROR, SKIPPED)
 # Traces per queued task: large enough that a backfill of a day is a few hundred messages.
 TASK_CHUNK = 200
-# Namespace of our pg_advisory_lock(int, int) keys, so they cannot meet another feature's.
-_LOCK_NAMESPACE = 0x4F4E4C  # "ONL"
+# How long a judging claim holds (an LLM judge's slowest answer, retries included, is well under it)
+# and how often a worker waiting for another's verdict looks again.
+JUDGING_LEASE = timedelta(minutes=10)
+JUDGING_POLL_SECONDS = 0.1
 
 
 class EnabledRulesCache:
@@ -223,22 +224,35 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
 
 @contextmanager
 def _judging_lock(trace_id: int, judge_label: str):
-    """On PostgreSQL, one judge at a time per (trace, judge) across every worker: the second waits,
-    then finds the first one's verdict and re-uses it. A session lock, not a transaction: judging
-    may take seconds and happens outside any transaction. SQLite has no such lock; there the unique
-    constraint still keeps a second verdict from being stored."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    digest = hashlib.sha256(f"{trace_id}:{judge_label}".encode()).digest()
-    key = (_LOCK_NAMESPACE, int.from_bytes(digest[:4], "big", signed=True))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+    """One judge at a time per (trace, judge) across every worker, on any database: a JudgingClaim
+    row inserted before judging and deleted after. A second worker's insert fails on the unique
+    constraint; it polls until the row is gone, then judges itself, which finds the first one's
+    verdict and re-uses it. Nothing holds a transaction open while the judge (an LLM call) runs. A
+    claim older than its lease (a worker that died mid-judgement) is deleted and taken over, so a
+    crash delays that trace's verdict by at most JUDGING_LEASE instead of blocking it for ever."""
+    claim = _claim(trace_id, judge_label)
     try:
         yield
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+        # By pk: if our lease ran out and another worker took the trace over, its claim stays.
+        JudgingClaim.objects.filter(pk=claim.pk).delete()
+
+
+def _claim(trace_id: int, judge_label: str) -> JudgingClaim:
+    while True:
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                return JudgingClaim.objects.create(
+                    trace_id=trace_id, judge=judge_label, claimed_at=now, expires_at=now + JUDGING_LEASE
+                )
+        except IntegrityError:
+            pass
+        stale = JudgingClaim.objects.filter(trace_id=trace_id, judge=judge_label, expires_at__lte=now)
+        if stale.delete()[0]:
+            logger.warning("judging claim on trace %s by %s outlived its lease: taken over", trace_id, judge_label)
+            continue
+        time.sleep(JUDGING_POLL_SECONDS)
 
 
 def _evaluate_one(*, rule: EvaluationRule, judge: AgenticJudge, trace: AgentTrace) -> str:
