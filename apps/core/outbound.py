@@ -137,7 +137,8 @@ def resolve_allowed(host: str, port: int) -> list[IPAddress]:
         raise OutboundError(f"host {host} could not be resolved") from None
     addresses: list[IPAddress] = []
     for *_rest, sockaddr in infos:
-        ip = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
+        # An IPv6 address may carry a "%zone"; typeshed types sockaddr[0] str | int (it is a str for IP families).
+        ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
         if ip not in addresses:
             addresses.append(ip)
     if not addresses:
@@ -238,7 +239,9 @@ class GuardedTransport(httpx.HTTPTransport):
         # stretch one response past it as a whole.
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         deadline = started + read_timeout if read_timeout else None
-        response.stream = _CappedStream(response.stream, limit=limit, deadline=deadline,
+        # This transport is synchronous, so its responses carry a SyncByteStream.
+        stream = typing.cast(httpx.SyncByteStream, response.stream)
+        response.stream = _CappedStream(stream, limit=limit, deadline=deadline,
                                         status_code=response.status_code, content_type=content_type)
         return response
 
