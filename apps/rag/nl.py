@@ -21,6 +21,7 @@ Rules (also in docs/rag.md):
 
 import logging
 import re
+from typing import cast
 
 from pydantic import BaseModel, Field
 
@@ -150,7 +151,7 @@ def extract_with_llm(text: str) -> ParsedQuery:
     client = llm.get_llm_client()
     result = client.complete_structured(system=EXTRACTION_SYSTEM, user=text, response_model=ExtractedPayload,
                                         name="trace_payload")
-    extracted: ExtractedPayload = result.data
+    extracted = cast(ExtractedPayload, result.data)  # an instance of the response_model asked for
     data = extracted.model_dump()
     truths = data.pop("ground_truth")
     data["ground_truth"] = None if not truths else truths[0] if len(truths) == 1 else truths
