@@ -59,9 +59,12 @@ WORDS = ("the agent searched the handbook and quoted the accrual table before an
          "employee asked about carry over limits and the approval flow for requests made in the last quarter").split()
 FINGERPRINT = {"judge": "llm", "model": "gpt-4o-mini", "prompt_template": "3f2a9c1d7b4e", "judge_version": "1"}
 RESULT_COLUMNS = ("result_id", "run_id", "position", "test_case_id", "item_name", "item_type", "item", "state",
-                  "attempts", "heartbeat_at", "input", "output", "scores", "criteria_scores", "criteria_passed",
-                  "rubric_scores", "rubric_passed", "passed", "outcome", "duration_ms", "langsmith_run_id", "error",
-                  "created_at", "finished_at")
+                  "attempts", "heartbeat_at", "input", "output", "criteria_passed", "rubric_passed", "passed", "outcome",
+                  "duration_ms", "langsmith_run_id", "error", "created_at", "finished_at")
+# Every verdict is a Score row (apps.scores), written as the engine writes them (Verdict.to_score).
+SCORE_COLUMNS = ("subject_kind", "subject_id", "parent_id", "kind", "key", "position", "source", "status", "reason",
+                 "passed", "value", "label", "reasoning", "judge", "fingerprint", "usage", "attempt", "severity", "scope",
+                 "detail", "created_at")
 
 
 def environment(database: str, port: int) -> dict:
@@ -161,10 +164,10 @@ def result_rows(run_pk: int, n: int, head: bool, started: datetime):
             {"role": "assistant", "content": answer, "tool_calls": [
                 {"name": "search_kb", "arguments": {"query": message[:40]}, "result": _sentence(rng, 25), "success": True}]}]}
         finished = started + timedelta(milliseconds=40 * position + rng.randint(0, 30))
-        rows.append((uuid.uuid4(), run_pk, position, case, item["name"], "single_turn", json.dumps(item), "done", 1,
-                     finished, json.dumps(item["inputs"]), json.dumps(output), None, json.dumps(criteria),
-                     criteria_passed, json.dumps(rules), rubric_passed, passed, outcome, rng.randint(300, 9000), None,
-                     None, started, finished))
+        rows.append(((uuid.uuid4(), run_pk, position, case, item["name"], "single_turn", json.dumps(item), "done", 1,
+                      finished, json.dumps(item["inputs"]), json.dumps(output), criteria_passed, rubric_passed, passed,
+                      outcome, rng.randint(300, 9000), None, None, started, finished),
+                     criteria_verdicts + rule_verdicts))
         counters["completed"] += 1
         counters["passed"] += passed
         counters["failed"] += outcome == "failed"
@@ -180,12 +183,19 @@ def result_rows(run_pk: int, n: int, head: bool, started: datetime):
     return rows, counters
 
 
+def _score_row(verdict, result_pk: int, run_pk: int, position: int, finished) -> tuple:
+    row = verdict.to_score(result_pk=result_pk, run_pk=run_pk, attempt=1, position=position)
+    return (row.subject_kind, row.subject_id, row.parent_id, row.kind, row.key, row.position, row.source, row.status,
+            row.reason, row.passed, row.value, row.label, row.reasoning, row.judge, json.dumps(row.fingerprint),
+            json.dumps(row.usage) if row.usage is not None else None, row.attempt, row.severity, row.scope,
+            json.dumps(row.detail), finished)
+
+
 def load(n: int, database: str) -> tuple[str, str]:
     import django
 
     django.setup()
-    from apps.runs.judging.aggregate import component_scores
-    from apps.runs.judging.types import RULE, Verdict
+    from apps.runs.aggregates import compute_digest
     from apps.runs.models import EvaluationRun
 
     started_at = datetime.now(UTC) - timedelta(days=1)
@@ -205,24 +215,45 @@ def load(n: int, database: str) -> tuple[str, str]:
             rows, counters = result_rows(run.pk, n, head, started_at + timedelta(hours=3 * head))
             with conn.cursor().copy(f"COPY runs_evaluationresult ({', '.join(RESULT_COLUMNS + tuple(extra))}) "
                                     "FROM STDIN") as copy:
-                for row in rows:
+                for row, _ in rows:
                     copy.write_row(row + tuple(extra_values.values()))
-            rule_verdicts = [Verdict.from_json(v, kind=RULE) for row in rows for v in json.loads(row[15])]
+            pks = dict(conn.execute("SELECT position, id FROM runs_evaluationresult WHERE run_id = %s",
+                                    [run.pk]).fetchall())
+            with conn.cursor().copy(f"COPY scores_score ({', '.join(SCORE_COLUMNS)}) FROM STDIN") as copy:
+                for row, verdicts in rows:
+                    position, finished = row[2], row[-1]
+                    kinds: dict = {}
+                    for verdict in verdicts:
+                        index = kinds[verdict.kind] = kinds.get(verdict.kind, -1) + 1
+                        copy.write_row(_score_row(verdict, pks[position], run.pk, index, finished))
             # One attempt per item: the item figures a finished run stores are its attempt counters.
-            EvaluationRun.objects.filter(pk=run.pk).update(
-                component_scores=component_scores(rule_verdicts), items_passed_all=counters["passed"],
-                items_passed_any=counters["passed"], **counters)
-            run_ids.append(str(run.run_id))
-            del rows, rule_verdicts
+            EvaluationRun.objects.filter(pk=run.pk).update(items_passed_all=counters["passed"],
+                                                           items_passed_any=counters["passed"], **counters)
+            run_ids.append((run.pk, str(run.run_id)))
+            del rows
         conn.commit()
     print(f"loaded 2 runs x {n:,} results in {time.perf_counter() - t0:.0f} s")
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{database}", autocommit=True) as conn:
+        conn.execute("VACUUM ANALYZE scores_score")
+    # What the engine does when a run finishes (services._finalize): its figures, stored on the run.
+    for run_pk, _ in run_ids:
+        t0 = time.perf_counter()
+        run = EvaluationRun.objects.get(pk=run_pk)
+        digest = compute_digest(run)
+        EvaluationRun.objects.filter(pk=run_pk).update(digest=digest.to_json(),
+                                                       component_scores=digest.component_scores(),
+                                                       judge_fingerprints=digest.judge_fingerprints())
+        print(f"finalized run {run_pk} (digest over its score rows) in {time.perf_counter() - t0:.1f} s")
     t0 = time.perf_counter()
     with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{database}", autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE runs_evaluationresult")
         conn.execute("VACUUM ANALYZE runs_evaluationrun")
         size = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('runs_evaluationresult'))").fetchone()[0]
-    print(f"vacuumed and analysed in {time.perf_counter() - t0:.0f} s; results table with indexes and TOAST: {size}")
-    return run_ids[0], run_ids[1]
+        scores = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('scores_score')), "
+                              "(SELECT COUNT(*) FROM scores_score)").fetchone()
+    print(f"vacuumed and analysed in {time.perf_counter() - t0:.0f} s; results table with indexes and TOAST: {size}; "
+          f"scores table: {scores[0]} ({scores[1]:,} rows)")
+    return run_ids[0][1], run_ids[1][1]
 
 
 def existing_runs(database: str) -> tuple[str, str]:

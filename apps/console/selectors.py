@@ -18,9 +18,10 @@ from django.utils import timezone
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_summary
 from apps.bots.models import Bot
-from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.display import first_failure, unassessed_reasons
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
-from apps.runs.selectors import TABLE_FIELDS, first_failure, unassessed_reasons
+from apps.runs.models import EvaluationResult, EvaluationRun, verdict_columns
+from apps.runs.selectors import TABLE_FIELDS
 from apps.testsets.models import Dataset, TestSet
 from apps.traces.models import TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX, AgentTrace
 
@@ -118,6 +119,7 @@ def _newest_results(outcome: str, limit: int) -> list[dict]:
     # passed=False first: neither outcome passed, and the newest-by-verdict index serves it.
     results = list(EvaluationResult.objects.done().filter(passed=False, outcome=outcome)
                    .order_by("-finished_at", "-id").values(*TABLE_FIELDS, "run_id")[:limit])
+    verdict_columns(results)
     runs = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in={row["run_id"] for row in results})}
     for row in results:
         row["run"] = runs.get(row["run_id"])

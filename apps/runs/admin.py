@@ -14,7 +14,7 @@ from . import services
 from .forms import AdminRunLaunchForm
 from .judging.aggregate import UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun, VerdictReview
+from .models import EvaluationResult, EvaluationRun
 from .selectors import run_bot_choices, run_live_component_scores
 
 
@@ -226,34 +226,3 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="scores")
     def scores_pretty(self, obj):
         return pretty_json(obj.scores)
-
-
-@admin.register(VerdictReview)
-class VerdictReviewAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    """Every human review, to audit who overrode what. Reviews are made on the console's result
-    page or through the API, never edited: a new review supersedes an old one."""
-
-    list_display = ["created_at", "reviewer_name", "kind", "key_short", "judge_verdict", "human_verdict", "result_link"]
-    list_filter = ["kind", "passed", "judge_passed", "judge_status"]
-    list_select_related = ["result"]
-    search_fields = ["key", "note", "reviewer_name", "result__result_id"]
-    fields = ["review_id", "result_link", "kind", "key", "judge", "judge_status", "judge_passed", "passed", "note",
-              "reviewer_name", "created_at"]
-    readonly_fields = fields
-
-    @admin.display(description="verdict")
-    def key_short(self, obj):
-        return obj.key[:80]
-
-    @admin.display(description="judge")
-    def judge_verdict(self, obj):
-        return "—" if obj.judge_passed is None else _verdict_badge(obj.judge_passed, obj.judge_status)
-
-    @admin.display(description="human")
-    def human_verdict(self, obj):
-        return _verdict_badge(obj.passed)
-
-    @admin.display(description="result")
-    def result_link(self, obj):
-        return format_html('<a href="{}">{}</a>', reverse("console:result-detail", args=[obj.result.result_id]),
-                           obj.result.item_name or obj.result.result_id)

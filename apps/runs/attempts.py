@@ -18,7 +18,7 @@ from itertools import groupby
 from django.db.models import Avg, Case, Count, F, IntegerField, Max, Q, Value, When
 
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, is_flaky
-from .models import EvaluationRun
+from .models import EvaluationRun, iter_with_verdicts
 
 
 def _outcome(attempt) -> str:
@@ -83,7 +83,7 @@ def item_result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed:
     finished attempts. Only the page's positions are found, then only their attempts are read."""
     positions = list(_item_positions(run, passed=passed, item_type=item_type)[offset:offset + limit + 1])
     attempts = run.results.done().filter(position__in=positions[:limit]).order_by("position", "attempt")
-    return list(group_by_item(attempts)), len(positions) > limit
+    return list(group_by_item(attempts.with_verdicts())), len(positions) > limit
 
 
 def item_result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: str | None = None):
@@ -91,7 +91,7 @@ def item_result_list(*, run: EvaluationRun, passed: bool | None = None, item_typ
     attempts = run.results.done()
     if passed is not None or item_type:
         attempts = attempts.filter(position__in=_item_positions(run, passed=passed, item_type=item_type))
-    return group_by_item(attempts.order_by("position", "attempt").iterator(chunk_size=500))
+    return group_by_item(iter_with_verdicts(attempts.order_by("position", "attempt"), chunk_size=500))
 
 
 # ---- The run page's table: one row per item ----

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from .judging.aggregate import FAILED, PASSED, UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun
+from .models import EvaluationResult, EvaluationRun, iter_with_verdicts
 from .selectors import run_item_list
 
 REASON_CHARS = 160
@@ -60,7 +60,7 @@ def _items(run: EvaluationRun) -> list[dict]:
 def _not_passed_results(run: EvaluationRun) -> dict:
     """Per test case id, its finished attempts that did not pass (verdict columns read only for these)."""
     found: dict = {}
-    for result in run.results.done().exclude(outcome=PASSED).order_by("position", "attempt").iterator():
+    for result in iter_with_verdicts(run.results.done().exclude(outcome=PASSED).order_by("position", "attempt")):
         found.setdefault(result.test_case_id, []).append(result)
     return found
 

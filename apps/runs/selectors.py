@@ -8,16 +8,20 @@ from django.utils import timezone
 from apps.bots.models import Bot
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.scores.agreement import agreement_table, judge_human_pairs
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 
 from . import attempts
 from . import comparison as pairing
 from .aggregates import CACHE_PREFIX, CACHE_SECONDS, LIVE_OVERLAP, RunDigest, run_digest, run_digests
+from .display import conversation_turns, failures_and_warnings, final_answer
+from .jsonfilters import HasTag
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
-from .judging.types import CRITERION, RULE, SEVERITY_ORDER, Verdict
-from .jsonfilters import HasFailedRule, HasTag
-from .models import EvaluationResult, EvaluationRun, VerdictReview
-from .reviews import agreement_table, apply_reviews, human_outcome, in_force
+from .judging.types import CRITERION, RULE, Verdict
+from .models import EvaluationResult, EvaluationRun, verdict_columns
+from .reviews import Review, apply_reviews, human_outcome, in_force
 from .stats import paired_statistics, wilson_interval
 
 
@@ -55,19 +59,6 @@ def run_bot_choices() -> list[tuple[str, str]]:
 def run_named_get(*, run: EvaluationRun) -> EvaluationRun:
     """The run again with its bot's, test set's and rubric's names (bot_name_value, ...)."""
     return EvaluationRun.objects.with_names().select_related("created_by").get(pk=run.pk)
-
-
-def final_answer(output: dict | None) -> str | None:
-    """The bot's last reply in a result's output: what a reviewer reads as its answer. None when it
-    never replied (the result page tells that apart from an empty reply)."""
-    messages = (output or {}).get("messages") or []
-    return next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), None)
-
-
-def conversation_turns(output: dict | None) -> list[dict]:
-    """The user and assistant messages of a result's output, as {"role", "content"} (tool calls left out)."""
-    return [{"role": m.get("role"), "content": m.get("content") or ""}
-            for m in (output or {}).get("messages") or [] if m.get("role") in ("user", "assistant") and m.get("content")]
 
 
 def run_list(*, agent_id: str | None = None, status: str | None = None, limit: int = 50):
@@ -203,7 +194,7 @@ def result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed: bool
     then only its rows are read, so a deep offset does not read the rows it skips."""
     ids = list(result_list(run=run, passed=passed, item_type=item_type).values_list("pk", flat=True)
                [offset:offset + limit + 1])
-    results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER)
+    results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER).with_verdicts()
     return list(results), len(ids) > limit
 
 
@@ -238,49 +229,43 @@ def result_attempt_list(*, result: EvaluationResult) -> list[dict]:
              "outcome": r["outcome"] if r["state"] == EvaluationResult.State.DONE else None} for r in rows]
 
 
-def result_item_view(*, result: EvaluationResult) -> dict:
-    """The test item (or V1 question) the result answered, as the result page shows it: what the bot
-    was asked and what was expected of it, from the copy the run took when it was created."""
-    item = result.item or {}
-    if result.item_type == "question":
-        return {"type": "question", "message": item.get("question") or (result.input or {}).get("message", ""),
-                "expected_answer": item.get("expected_answer") or "", "tags": [], "priority": "",
-                "expected": {}}
-    inputs = item.get("inputs") or result.input or {}
-    expected = item.get("expected") or {}
-    return {
-        "type": item.get("type") or result.item_type, "message": inputs.get("message") or "",
-        "persona": inputs.get("persona") or "", "initial_message": inputs.get("initial_message") or "",
-        "max_turns": inputs.get("max_turns"), "scripted_turns": inputs.get("scripted_turns") or [],
-        "expected": {"success_criteria": expected.get("success_criteria") or [],
-                     "should_use_tools": expected.get("should_use_tools") or [],
-                     "should_not_use_tools": expected.get("should_not_use_tools") or [],
-                     "expected_outcome": expected.get("expected_outcome") or ""},
-        "expected_answer": "", "tags": item.get("tags") or [], "priority": item.get("priority") or "",
-    }
+def verdict_review_list(*, result: EvaluationResult) -> list[Review]:
+    """Every review of the result, oldest first (the newest per verdict is in force), each beside the
+    judge's verdict it overrides: one query, plus the result's verdicts if not read yet."""
+    judged = {(row.kind, row.key): row for row in result.verdict_rows}
+    humans = (Score.objects.of(SubjectKind.RUN_RESULT, [result.pk]).human().select_related("author")
+              .order_by("created_at", "id"))
+    return [Review.of(score, judged.get((score.kind, score.key))) for score in humans]
 
 
-def verdict_review_list(*, result: EvaluationResult) -> list[VerdictReview]:
-    """Every review of the result, oldest first (the newest per verdict is in force)."""
-    return list(result.reviews.order_by("created_at", "id"))
+def review_view(*, review: Score, result: EvaluationResult) -> Review:
+    """One review (a human Score of the result) beside the judge's verdict it overrides."""
+    judged = next((row for row in result.verdict_rows if (row.kind, row.key) == (review.kind, review.key)), None)
+    return Review.of(review, judged)
 
 
-def run_reviews(*, runs) -> dict[int, list[VerdictReview]]:
-    """Per result pk, the reviews of the runs' finished results, oldest first, each with its
-    result's verdict columns loaded (what the human figures re-judge): one query. Reviews are
-    written by people, a few per run, so they are read whole."""
-    grouped: dict[int, list[VerdictReview]] = {}
-    reviews = (VerdictReview.objects.filter(result__run__in=[run.pk for run in runs], result__state=EvaluationResult.State.DONE)
-               .select_related("result").only("kind", "key", "passed", "created_at", "result__run", "result__passed",
-                                              "result__outcome", "result__criteria_scores", "result__rubric_scores")
+def run_reviews(*, runs) -> dict[int, list[Score]]:
+    """Per result pk, the reviews (human Score rows) of the runs' finished results, oldest first,
+    each with `result`, its result with its verdicts (what the human figures re-judge): three
+    queries. Reviews are written by people, a few per run, so they are read whole."""
+    grouped: dict[int, list[Score]] = {}
+    reviews = (Score.objects.of(SubjectKind.RUN_RESULT).human().filter(parent_id__in=[run.pk for run in runs])
                .order_by("created_at", "id"))
     for review in reviews:
-        grouped.setdefault(review.result_id, []).append(review)
+        grouped.setdefault(review.subject_id, []).append(review)
+    results = {r.pk: r for r in EvaluationResult.objects.done().filter(pk__in=list(grouped)).only(
+        "pk", "run_id", "attempt", "state", "passed", "outcome", "criteria_passed", "rubric_passed").with_verdicts()}
+    for pk in list(grouped):
+        if pk not in results:
+            del grouped[pk]
+            continue
+        for review in grouped[pk]:
+            review.result = results[pk]
     return grouped
 
 
 TABLE_FIELDS = ("pk", "result_id", "position", "test_case_id", "attempt", "item_name", "item_type", "item", "passed",
-                "outcome", "criteria_scores", "rubric_scores", "error", "duration_ms", "finished_at")
+                "outcome", "criteria_passed", "rubric_passed", "error", "duration_ms", "finished_at")
 # Failed first (False sorts before True, and finished results always have one), then test set order.
 TABLE_ORDER = ("passed", *RESULT_ORDER)
 RESULTS_PER_PAGE = 50
@@ -288,63 +273,13 @@ RESULTS_PER_PAGE = 50
 UNCLAIMED_AFTER = timedelta(seconds=60)
 
 
-def failures_and_warnings(criteria: list[Verdict], rules: list[Verdict]) -> tuple[list[tuple], list[tuple]]:
-    """(failures, warnings), each a list of (anchor on the result page, words): failures are what
-    fail the item by the contract (a criterion not passed, a high-severity rule failed), warnings the
-    failed medium and low rules, which do not. Most severe first."""
-    failed_rules = sorted((r for r in rules if r.failed),
-                          key=lambda r: SEVERITY_ORDER.get(r.severity, len(SEVERITY_ORDER)))
-    failures = [(f"rule-{r.key}", f"{r.key} ({r.severity})") for r in failed_rules if r.severity == "high"]
-    failures += [(f"criterion-{n}", c.key) for n, c in enumerate(criteria) if c.failed]
-    warnings = [(f"rule-{r.key}", f"{r.key} ({r.severity})") for r in failed_rules if r.severity != "high"]
-    return failures, warnings
-
-
-def reviewed_failures(criteria: list[dict] | None, rules: list[dict] | None,
-                      latest: dict) -> tuple[list[tuple], list[tuple]]:
-    """failures_and_warnings of the stored columns once the reviews in force are applied: a verdict
-    a reviewer passed no longer fails the item, one a reviewer failed does."""
-    return failures_and_warnings(apply_reviews(Verdict.list_from_json(criteria, kind=CRITERION), latest),
-                                 apply_reviews(Verdict.list_from_json(rules, kind=RULE), latest))
-
-
-def first_failure(criteria: list[dict] | None, rules: list[dict] | None) -> tuple[str, str]:
-    """(anchor on the result page, words) of the verdict to look at first: what failed the item (a
-    high-severity rule, then a criterion), else a lesser failed rule; empty when nothing failed.
-    Takes the stored columns (criteria_scores, rubric_scores)."""
-    failures, warnings = failures_and_warnings(Verdict.list_from_json(criteria, kind=CRITERION),
-                                               Verdict.list_from_json(rules, kind=RULE))
-    return (failures + warnings)[0] if failures or warnings else ("", "")
-
-
-REASON_CHARS = 120
-
-
-def unassessed_reasons(criteria: list[dict] | None, rules: list[dict] | None) -> list[tuple[str, str]]:
-    """Why an item is unassessed, as (anchor on the result page, words): the verdicts the judge did
-    not give (skipped or errored) that decide the item — criteria, then high-severity rules — each
-    with the judge's reason; any other rule not given when none of those is. Stored columns."""
-    def words(verdict: Verdict, label: str) -> str:
-        status = "errored" if verdict.status == "error" else verdict.status
-        reason = " ".join((verdict.reasoning or "").split())[:REASON_CHARS]
-        return f"{label} {status}" + (f": {reason}" if reason else "")
-
-    not_given = [(f"criterion-{n}", words(c, f"criterion “{c.key}”"))
-                 for n, c in enumerate(Verdict.list_from_json(criteria, kind=CRITERION)) if c.status != "ok"]
-    rules_not_given = [r for r in Verdict.list_from_json(rules, kind=RULE) if r.status != "ok"]
-    high = [r for r in rules_not_given if r.severity == "high"]
-    not_given += [(f"rule-{r.key}", words(r, f"rule {r.key} ({r.severity or 'no severity'})"))
-                  for r in (high if high or not_given else rules_not_given)]
-    return not_given
-
-
-def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+def result_rows(results, reviews: dict[int, list[Score]]) -> list[dict]:
     """Results (TABLE_FIELDS values, at most a page of them) as table rows, with their human verdict.
     Rows carry what the console shows (tags, priority, the judge's verdict counts) and what fails the
     item, or only warns, once the reviews in force are applied (a criterion a reviewer passed no
-    longer fails it)."""
+    longer fails it). Their verdicts are read in one query (models.verdict_columns)."""
     rows = []
-    for values in results:
+    for values in verdict_columns(list(results)):
         item = values["item"] or {}
         criteria = Verdict.list_from_json(values["criteria_scores"], kind=CRITERION)
         rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
@@ -394,7 +329,7 @@ def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome:
     if priority:
         results = results.filter(item__priority=priority)
     if failed_severity:
-        results = results.filter(HasFailedRule(failed_severity))
+        results = results.with_failed_rule(failed_severity)
     sort = attempts.sort_param(sort)
     return results.order_by(*(TABLE_ORDER if sort == attempts.DEFAULT_SORT else attempts.attempt_order(sort)))
 
@@ -412,7 +347,7 @@ def _item_filters(filters: dict) -> tuple[dict, dict]:
     return verdict, {k: v for k, v in filters.items() if k not in verdict}
 
 
-def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int, list[Score]]) -> list[dict]:
     """One row per item (attempts.item_rows) for these positions, in their order."""
     values = run.results.done().filter(position__in=positions).order_by("position", "attempt").values(*TABLE_FIELDS)
     rows = {row["position"]: row for row in attempts.item_rows(run, result_rows(values, reviews))}
@@ -428,14 +363,14 @@ def _item_table_page(*, run: EvaluationRun, reviews, number, per_page: int, sort
     severity = rest.pop("failed_severity", None)
     results = results_filtered(run=run, **rest)
     if severity:
-        results = results.filter(position__in=results.filter(HasFailedRule(severity)).order_by().values("position"))
+        results = results.filter(position__in=results.with_failed_rule(severity).order_by().values("position"))
     positions = attempts.item_positions(results, sort=attempts.sort_param(sort), **verdict)
     page = Paginator(positions, per_page).get_page(number)
     page.object_list = _item_table_rows(run, list(page.object_list), reviews)
     return page
 
 
-def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[int, list[VerdictReview]],
+def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[int, list[Score]],
                       number=None, per_page: int = RESULTS_PER_PAGE, sort: str | None = None, **filters) -> Page:
     """One page of the run page's table (results_filtered) as rows (result_rows); for a run with
     repeats, one row per item (attempts.item_rows). The count comes from the digest where its
@@ -458,7 +393,7 @@ def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[in
     return page
 
 
-def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[VerdictReview]], after: datetime | None,
+def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[Score]], after: datetime | None,
                            limit: int = RESULTS_PER_PAGE, **filters) -> list[dict]:
     """The rows a page that has seen results up to `after` (the newest finished_at it was given)
     may not have, under its filters: the first `limit` in the table's order. Results finish out of
@@ -480,7 +415,7 @@ def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[Verdic
     return result_rows(results.values(*TABLE_FIELDS)[:limit], reviews)
 
 
-def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictReview]]) -> dict:
+def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[Score]]) -> dict:
     """Judge and human-reviewed pass rates, and the judge's criterion and rule counts, over a run's
     finished results: the run page's cards, live while the run goes. The judge's figures come from
     the digest, over every finished result; the human ones (human_outcome) over the reviewed
@@ -663,9 +598,10 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
 
 def rubric_agreement(*, rubric_id) -> dict:
     """Judge-versus-reviewer agreement on the rules of a rubric, and on the criteria of the runs
-    that used it, across all its versions."""
-    reviews = list(VerdictReview.objects.filter(result__run__rubric_id=rubric_id).order_by("created_at", "id"))
-    rows = agreement_table(reviews)
-    return {"rules": [r for r in rows if r.kind == VerdictReview.Kind.RULE],
-            "criteria": [r for r in rows if r.kind == VerdictReview.Kind.CRITERION],
-            "reviews": len(reviews)}
+    that used it, across all its versions (scores.agreement: the human score in force on each
+    verdict against the judge's score of the same result and key)."""
+    results = EvaluationResult.objects.filter(run__rubric_id=rubric_id).values("pk")
+    rows = agreement_table(judge_human_pairs(SubjectKind.RUN_RESULT, results, kinds=(CRITERION, RULE)))
+    reviews = Score.objects.of(SubjectKind.RUN_RESULT, results).human().count()
+    return {"rules": [r for r in rows if r.kind == RULE], "criteria": [r for r in rows if r.kind == CRITERION],
+            "reviews": reviews}

@@ -32,15 +32,17 @@ from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
+from apps.scores.services import human_score_record, scores_store
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
 from . import sources, tasks
+from .aggregates import compute_digest
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
-from .judging.aggregate import (FAILED, PASSED, SCOPES, UNASSESSED, assessed, component_scores, coverage,
-                                stored_outcome)
+from .judging.aggregate import FAILED, PASSED, SCOPES, UNASSESSED, assessed, coverage, stored_outcome
 from .judging.fingerprint import distinct_judges, judges_hash
-from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict
-from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun, VerdictReview
-from .selectors import item_figures, run_get, run_judge_fingerprints
+from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
+from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun
+from .selectors import item_figures, run_get
 
 logger = logging.getLogger(__name__)
 
@@ -323,22 +325,43 @@ def _rules_counted(verdicts: list[Verdict]) -> tuple[int, int, int]:
     return passed, total, len(verdicts) - total
 
 
-def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
-    """Write the item's outcome once and add it to the run's running totals. The outcome follows
-    from the verdicts (fail-closed: see aggregate.item_outcome); `passed` is true only for passed."""
-    criteria = Verdict.list_from_json(fields.get("criteria_scores"), kind=CRITERION)
-    rules = Verdict.list_from_json(fields.get("rubric_scores"), kind=RULE)
-    outcome = stored_outcome(passed=passed, criteria=fields.get("criteria_scores"), rules=fields.get("rubric_scores"))
+def _verdict_rows(result: EvaluationResult, criteria: list[Verdict], rules: list[Verdict], scores: dict | None):
+    """The item's verdicts as the Score rows that store them, in the judge's order."""
+    where = {"result_pk": result.pk, "run_pk": result.run_id, "attempt": result.attempt}
+    rows = [v.to_score(position=n, **where) for n, v in enumerate(criteria)]
+    rows += [v.to_score(position=n, **where) for n, v in enumerate(rules)]
+    correctness = correctness_to_score(scores, **where)
+    return rows + ([correctness] if correctness is not None else [])
+
+
+def _record(result: EvaluationResult, *, passed: bool, criteria_scores: list[dict] | None = None,
+            rubric_scores: list[dict] | None = None, scores: dict | None = None, **fields) -> bool:
+    """Write the item's outcome and its verdicts (Score rows, in the same transaction) once, and add
+    it to the run's running totals. The outcome follows from the verdicts (fail-closed: see
+    aggregate.item_outcome); `passed` is true only for passed."""
+    criteria = Verdict.list_from_json(criteria_scores, kind=CRITERION)
+    rules = Verdict.list_from_json(rubric_scores, kind=RULE)
+    outcome = stored_outcome(passed=passed, criteria=criteria_scores, rules=rubric_scores)
     passed = outcome == PASSED
     fields["fingerprint"] = judges_hash(distinct_judges(v.fingerprint for v in criteria + rules))
+    if criteria_scores is None:
+        # criteria_passed null says "no criteria list" once the list is rows (models.EvaluationResult).
+        fields["criteria_passed"] = None
+    if rubric_scores is None:
+        fields["rubric_passed"] = None
+    finished_at = timezone.now()
     with transaction.atomic():
         written = EvaluationResult.objects.filter(pk=result.pk).exclude(state=State.DONE).update(
-            state=State.DONE, passed=passed, outcome=outcome, finished_at=timezone.now(), **fields)
+            state=State.DONE, passed=passed, outcome=outcome, finished_at=finished_at, **fields)
         if not written:
             return False
+        rows = _verdict_rows(result, criteria, rules, scores)
+        for row in rows:
+            row.created_at = finished_at
+        scores_store(rows=rows)
         criteria_ok, criteria_n = _counted(criteria)
         rules_ok, rules_n, rules_skipped = _rules_counted(rules)
-        counts = coverage(criteria + rules + _question_verdicts(fields.get("scores")))
+        counts = coverage(criteria + rules + _question_verdicts(scores))
         EvaluationRun.objects.filter(pk=result.run_id).update(
             completed=F("completed") + 1, passed=F("passed") + int(passed),
             failed=F("failed") + int(outcome == FAILED), unassessed=F("unassessed") + int(outcome == UNASSESSED),
@@ -357,7 +380,7 @@ def _question_verdicts(scores: dict | None) -> list[Verdict]:
     """A V1 item's correctness verdict, for the coverage counts (its status is in the stored comment)."""
     comment = ((scores or {}).get("correctness") or {}).get("comment")
     try:
-        status = json.loads(comment).get("status", "ok") if comment else None
+        status = json.loads(comment).get("status", JudgeStatus.OK.value) if comment else None
     except (TypeError, ValueError, AttributeError):
         status = None
     if status is None:
@@ -367,27 +390,31 @@ def _question_verdicts(scores: dict | None) -> list[Verdict]:
 
 def _finalize(run: EvaluationRun) -> None:
     """Called under the run's row lock when nothing is pending or in flight."""
+    digest = compute_digest(run)
+    # Stored, so no reader of the finished run sums its verdicts again (aggregates.run_digests).
+    run.digest = digest.to_json()
     if run.rubric_id:
-        run.component_scores = component_scores(run.results.done().rule_verdicts())
+        run.component_scores = digest.component_scores()
     run.refresh_from_db(fields=["completed", "passed", "failed", "unassessed", "criteria_passed", "criteria_total",
                                 "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped",
                                 "verdicts_scored", "verdicts_skipped", "verdicts_errored"])
-    _store_item_figures(run)
+    _store_item_figures(run, digest)
     run.status = Status.COMPLETED
     run.completed_at = timezone.now()
-    run.save(update_fields=["status", "completed_at", "component_scores", *ITEM_FIGURE_FIELDS, "judge_fingerprints"])
+    run.save(update_fields=["status", "completed_at", "component_scores", *ITEM_FIGURE_FIELDS, "judge_fingerprints",
+                            "digest"])
 
 
 ITEM_FIGURE_FIELDS = ("items_passed_all", "items_passed_any", "flaky_items")
 
 
-def _store_item_figures(run: EvaluationRun) -> None:
+def _store_item_figures(run: EvaluationRun, digest) -> None:
     """Freeze what readers would otherwise compute from every result: the item-level figures over
     attempts and the run's judge fingerprints."""
     figures = item_figures(run=run)
     for name in ITEM_FIGURE_FIELDS:
         setattr(run, name, figures[name])
-    run.judge_fingerprints = run_judge_fingerprints(runs=[run])[run.pk]
+    run.judge_fingerprints = digest.judge_fingerprints()
 
 
 def run_cancel(*, run: EvaluationRun, requested_by=None, admin: bool = True) -> EvaluationRun:
@@ -462,22 +489,21 @@ MAX_REVIEW_NOTE = 5000
 
 
 def verdict_review_create(*, result: EvaluationResult, kind: str, key: str, passed: bool, note: str = "",
-                          reviewer=None) -> VerdictReview:
-    """Record a reviewer's pass/fail on one criterion or rule verdict of a finished result. The
-    judge's verdict is copied into the review as it stood and is itself never changed."""
-    if kind not in VerdictReview.Kind.values:
-        raise InvalidInputError(f"kind must be one of {', '.join(VerdictReview.Kind.values)}")
+                          reviewer=None):
+    """Record a reviewer's pass/fail on one criterion or rule verdict of a finished result: a human
+    Score of the same subject, kind and key (scores.human_score_record). The judge's verdict is never
+    changed, nor copied: agreement pairs the review with it by subject and key."""
+    if kind not in (CRITERION, RULE):
+        raise InvalidInputError(f"kind must be one of {CRITERION}, {RULE}")
     if len(note) > MAX_REVIEW_NOTE:
         raise InvalidInputError(f"note is longer than {MAX_REVIEW_NOTE} characters")
     if result.state != State.DONE:
         raise ConflictError("This result is not finished yet; review it once its run has judged it.")
-    stored = result.criteria_scores if kind == VerdictReview.Kind.CRITERION else result.rubric_scores
-    verdict = next((v for v in Verdict.list_from_json(stored, kind=kind) if v.key == key), None)
-    if verdict is None:
+    if not any(v.key == key for v in result.verdicts(kind) or []):
         raise InvalidInputError(f"This result has no {kind} verdict {key!r}")
-    return VerdictReview.objects.create(
-        result=result, kind=kind, key=key, passed=passed, note=note.strip(),
-        judge_passed=bool(verdict.passed) if verdict.status == "ok" else None, judge_status=verdict.status,
-        judge=verdict.judge, reviewer=reviewer,
-        reviewer_name=reviewer.get_username() if reviewer is not None else "",
-    )
+    # review_id: the id the API has always named a review by.
+    return human_score_record(
+        subject_kind=SubjectKind.RUN_RESULT, subject_id=result.pk, parent_id=result.run_id, attempt=result.attempt,
+        kind=kind, key=key, passed=passed, note=note.strip(), author=reviewer,
+        detail={"reviewer_name": reviewer.get_username() if reviewer is not None else "",
+                "review_id": str(uuid.uuid4())})

@@ -16,9 +16,10 @@ from apps.bots.demo import DEMO_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.console.checkable_demo import publish_checkable_demo_test_set
+from tests.runs.factories import review_views, verdict_reviews
 from tests.console.browser import (SCREENSHOTS, click_and_wait_for_new_page, needs_chromium, screenshot,
                                   submit_and_wait_for_new_page, wait_for)
 
@@ -145,7 +146,7 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     verdict.find_element(By.NAME, "note").send_keys("Judged by hand: acceptable without the policy text.")
     click_and_wait_for_new_page(browser, verdict.find_element(By.CSS_SELECTOR, "button[type=submit]"))
     wait_for(lambda: find(By.ID, "review-history").is_displayed(), message="the review history")
-    review = VerdictReview.objects.get()
+    review = review_views(EvaluationResult.objects.get(pk=verdict_reviews().get().subject_id))[0]
     assert (review.passed, review.judge_passed, review.reviewer_name) == (True, False, "reviewer")
     assert "Judged by hand" in find(By.ID, anchor).text
 

@@ -8,11 +8,11 @@ from django.contrib.auth import get_user_model
 
 from apps.queues import services
 from apps.queues.models import QueueKind
-from apps.runs.models import EvaluationResult, VerdictReview
+from apps.runs.models import EvaluationResult
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.console.browser import needs_chromium, screenshot, submit_and_wait_for_new_page, wait_for
 from tests.queues.factories import reviewable_result
-from tests.runs.factories import EvaluationRunFactory
+from tests.runs.factories import EvaluationRunFactory, verdict_reviews
 
 pytestmark = [
     pytest.mark.browser,
@@ -25,9 +25,6 @@ QUESTIONS = [("How many PTO days do I accrue per month?", "You accrue 1.5 PTO da
              ("What is the wifi password?", "I can't find that in the handbook; ask IT.")]
 
 
-# Strict: passes again, and must lose this mark, when h/runs is merged. Queue agreement reads human
-# Score rows (issue 22); until then apps.runs' verdict_review_create still writes a VerdictReview.
-@pytest.mark.xfail(strict=True, reason="needs h/runs: run-result reviews become human Score rows there")
 def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -91,7 +88,7 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     assert "Mentions 15 days 3 2 1 0 0 0.00" in agreement and "BRIEF 1 1 0 0 0 —" in agreement
     screenshot(browser, "queues-02-queue")
     assert queue.items.filter(done_at__isnull=False).count() == 3
-    assert VerdictReview.objects.filter(result__run=run).count() == 3 + 2 + 2
+    assert verdict_reviews(run=run).count() == 3 + 2 + 2
 
     # An agentic evaluation gets a human score per metric: p and f give 1 and 0, the field takes any.
     browser.get(f"{live_server.url}/console/queues/{agentic.pk}/")

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationRun
 from apps.runs.reviews import human_outcome, human_passed, in_force
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, review_create, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -40,8 +40,7 @@ def mixed_run():
 
 
 def review(result, kind, key, passed):
-    return VerdictReview.objects.create(result=result, kind=kind, key=key, passed=passed, judge_passed=None,
-                                        judge_status="ok", reviewer_name="r")
+    return review_create(result=result, kind=kind, key=key, passed=passed)
 
 
 def test_dashboard_lists_failures_and_unassessed_apart_with_their_counts(staff_client, mixed_run):

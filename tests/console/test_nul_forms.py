@@ -1,7 +1,6 @@
 import pytest
 
-from apps.runs.models import VerdictReview
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, verdict_reviews
 
 
 @pytest.mark.django_db
@@ -12,4 +11,4 @@ def test_nul_in_a_console_form_is_400_not_a_database_error(staff_client):
     response = staff_client.post(f"/console/results/{result.result_id}/",
                                  {"kind": "criterion", "key": "Mentions 15 days", "passed": "true", "note": "bad\x00"})
     assert response.status_code == 400
-    assert not VerdictReview.objects.exists()
+    assert not verdict_reviews().exists()

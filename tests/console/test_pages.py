@@ -12,11 +12,22 @@ from django.utils.html import escape
 from apps.bots.demo import DEMO_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.rubrics.models import Rubric
-from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.scores.services import scores_store
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
 from tests.agentic.factories import AgentEvaluationFactory, EvaluationRuleFactory
-from tests.runs.factories import RUBRIC, EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import (
+    RUBRIC,
+    EvaluationResultFactory,
+    EvaluationRunFactory,
+    criterion,
+    human_score,
+    results_bulk_create,
+    review_views,
+    rule,
+    verdict_reviews,
+)
 from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
@@ -53,7 +64,7 @@ def test_readers_read_but_neither_launch_nor_review(reader_client, demo_run):
     assert EvaluationRun.objects.count() == 1
     denied = reader_client.post(f"/console/results/{result.result_id}/",
                                 {"kind": "rule", "key": "BRIEF_RESPONSES", "passed": "false"})
-    assert denied.status_code == 403 and not VerdictReview.objects.exists()
+    assert denied.status_code == 403 and not verdict_reviews().exists()
 
 
 def test_unknown_ids_are_404(staff_client, db):
@@ -194,7 +205,7 @@ def test_review_through_the_result_page_changes_human_figures_and_agreement(staf
                               {"kind": "rule", "key": "R1", "passed": "true", "note": "The answer is brief.",
                                "anchor": "rule-R1"})
     assert saved.status_code == 302 and saved["Location"].endswith("#rule-R1")
-    review = VerdictReview.objects.get()
+    review = review_views(failed)[0]
     assert (review.judge_passed, review.passed, review.reviewer_name) == (False, True, "reviewer")
     assert EvaluationResult.objects.get(pk=failed.pk).passed is False, "the judge's verdict is kept"
 
@@ -221,11 +232,11 @@ def test_review_form_errors_are_reported(staff_client, db):
     assert "Choose pass or fail." in text(missing_choice)
     unknown = staff_client.post(f"/console/results/{result.result_id}/",
                                 {"kind": "rule", "key": "NOPE", "passed": "false"}, follow=True)
-    assert "no rule verdict" in text(unknown) and not VerdictReview.objects.exists()
+    assert "no rule verdict" in text(unknown) and not verdict_reviews().exists()
 
 
 def test_rubric_page_shows_conditions_and_kappa(staff_client, llm_demo_run):
-    result = llm_demo_run.results.filter(rubric_scores__isnull=False).first()
+    result = llm_demo_run.results.filter(rubric_passed__isnull=False).first()
     verdict = next(r for r in result.rubric_scores if r["status"] == "ok")
     staff_client.post(f"/console/results/{result.result_id}/",
                       {"kind": "rule", "key": verdict["rule_id"], "passed": "false" if verdict["passed"] else "true"})
@@ -362,16 +373,14 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
     dashboard read the same number of queries as with 10."""
     def build(n):
         run = EvaluationRunFactory()
-        EvaluationResult.objects.bulk_create([
+        results_bulk_create([
             EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i}",
                              item_type="single_turn", state="done", item={"tags": ["t"], "priority": "low"},
                              criteria_scores=[criterion("c", i % 3 != 0)], rubric_scores=[rule("R1", i % 2 == 0)],
                              passed=i % 3 != 0 and i % 2 == 0, duration_ms=3)
             for i in range(n)])
         EvaluationRun.objects.filter(pk=run.pk).update(total=n, completed=n)
-        VerdictReview.objects.bulk_create([
-            VerdictReview(result=r, kind="rule", key="R1", passed=True, judge_passed=False)
-            for r in run.results.all()[: n // 2]])
+        scores_store(rows=[human_score(r, kind="rule", key="R1", passed=True) for r in run.results.all()[: n // 2]])
         return run
 
     small_a, small_b = build(10), build(10)
@@ -380,11 +389,13 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
                  "/console/runs/{}/?q=item+1&failed_severity=high&passed=unassessed"):
         small = _count_queries(staff_client, path.format(small_b.run_id))
         big = _count_queries(staff_client, path.format(big_b.run_id))
-        assert big == small <= 12, (path, small, big)
+        assert big == small <= 15, (path, small, big)
     small = _count_queries(staff_client, f"/console/runs/compare/?base={small_a.run_id}&head={small_b.run_id}")
     big = _count_queries(staff_client, f"/console/runs/compare/?base={big_a.run_id}&head={big_b.run_id}")
-    assert big == small <= 12, (small, big)
-    assert _count_queries(staff_client, "/console/") <= 15
+    # Pairing, criterion changes (a count and a page), the shown rows' verdicts and reviews: constant.
+    assert big == small <= 16, (small, big)
+    # The newest failed and unassessed results read their verdicts (Score rows): one query each.
+    assert _count_queries(staff_client, "/console/") <= 17
     # The table is paginated: 50 rows a page.
     page = staff_client.get(f"/console/runs/{big_b.run_id}/").content.decode()
     assert page.count('data-result-id=') == 50 and "Page 1 of 20" in page
@@ -410,6 +421,7 @@ def test_admin_lists_reviews_read_only(admin_client, db):
     result = EvaluationResultFactory(run=EvaluationRunFactory(), position=0, criteria_scores=[criterion("ok", True)],
                                      rubric_scores=[rule("R1", False)])
     services.verdict_review_create(result=result, kind="rule", key="R1", passed=True, note="fine")
-    page = admin_client.get("/admin/runs/verdictreview/").content.decode()
-    assert f'href="/console/results/{result.result_id}/"' in page and "R1" in page
-    assert admin_client.get("/admin/runs/verdictreview/add/").status_code == 403
+    # A review is a human Score: the scores admin lists it, read only.
+    page = admin_client.get("/admin/scores/score/?source=human").content.decode()
+    assert "R1" in page and "human" in page
+    assert admin_client.get("/admin/scores/score/add/").status_code == 403

@@ -23,7 +23,7 @@ from tests.agentic.factories import AgentEvaluationFactory
 from tests.queues.factories import ReviewQueueFactory, reviewable_result
 from tests.rag.factories import TraceEvaluationFactory
 from tests.rag.helpers import PARIS
-from tests.runs.factories import EvaluationRunFactory, criterion, rule
+from tests.runs.factories import EvaluationRunFactory, criterion, results_bulk_create, rule
 from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
@@ -309,7 +309,7 @@ def test_query_counts_do_not_grow_with_rows_that_carry_the_control(staff_client)
 
     def running_run(n):
         run = EvaluationRunFactory(status=EvaluationRun.Status.RUNNING)
-        EvaluationResult.objects.bulk_create([
+        results_bulk_create([
             EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=900 + i), item_name=f"item {i}",
                              item_type="single_turn", item={}, state="done", passed=False, finished_at=timezone.now(),
                              criteria_scores=[criterion("c", False)], rubric_scores=[rule("R1", True)])

@@ -7,12 +7,13 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.queues import services
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.runs.models import EvaluationResult
 from apps.scores.models import Score
 from apps.scores.vocabulary import SubjectKind
-from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import UserFactory
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+from tests.runs.factories import verdict_reviews
 
 pytestmark = pytest.mark.django_db
 
@@ -58,7 +59,7 @@ def test_reviewing_saves_and_moves_to_the_next_item(staff_client, staff_user):
     first.refresh_from_db()
     assert first.done_at is not None and first.reviewed_by == staff_user
     # Only the marked rows were recorded; the unmarked criterion stays as the judge gave it.
-    assert sorted(VerdictReview.objects.filter(result_id=first.subject_id).values_list("key", "passed", "note")) == [
+    assert sorted(verdict_reviews(result=EvaluationResult.objects.get(pk=first.subject_id)).values_list("key", "passed", "reasoning")) == [
         ("Cites the handbook", True, "handbook cited"), ("USES_KB", False, "handbook cited")]
 
 

@@ -5,10 +5,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from apps.runs import services
-from apps.runs.models import VerdictReview
-from apps.runs.reviews import agreement_table, cohen_kappa, human_passed, in_force
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from apps.runs import selectors, services
+from apps.runs.reviews import human_passed, in_force
+from apps.scores.agreement import agreement_table, cohen_kappa
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule, verdict_reviews
 
 
 def review(kind, key, passed, judge_passed=True, status="ok", result_id=1):
@@ -50,14 +50,15 @@ def test_newest_review_is_in_force_and_overrides_the_item_verdict():
                         latest=in_force([review("criterion", "a", True, judge_passed=None, status="error")])) is True
 
 
-def test_agreement_table_counts_only_the_review_in_force_and_judged_verdicts():
+def test_agreement_table_counts_only_judged_verdicts():
+    """Over (kind, key, human passed, human value, judge status, judge passed, judge value) pairs, as
+    scores.agreement.judge_human_pairs reads them: the human score in force beside the judge's."""
     reviews = [
-        review("rule", "R1", False, judge_passed=True, result_id=1),  # superseded below
-        review("rule", "R1", True, judge_passed=True, result_id=1),
-        review("rule", "R1", False, judge_passed=True, result_id=2),
-        review("rule", "R1", False, judge_passed=False, result_id=3),
-        review("rule", "R1", True, judge_passed=None, status="error", result_id=4),
-        review("criterion", "c", True, judge_passed=False, result_id=1),
+        ("rule", "R1", True, None, "ok", True, None),
+        ("rule", "R1", False, None, "ok", True, None),
+        ("rule", "R1", False, None, "ok", False, None),
+        ("rule", "R1", True, None, "error", None, None),
+        ("criterion", "c", True, None, "ok", False, None),
     ]
     rows = {(r.kind, r.key): r for r in agreement_table(reviews)}
     r1 = rows[("rule", "R1")]
@@ -116,7 +117,7 @@ def test_api_review_bad_input_is_422_and_writes_nothing(staff_api, judged, body,
     response = staff_api.post(f"/api/v1/results/{judged.result_id}/reviews", body, format="json")
     assert response.status_code == 422, response.json()
     assert fragment in str(response.json()["detail"])
-    assert not VerdictReview.objects.exists()
+    assert not verdict_reviews().exists()
 
 
 def test_api_review_auth_and_unknown_ids(default_key_api, anon_api, staff_api, judged, allow_anonymous):
@@ -128,7 +129,7 @@ def test_api_review_auth_and_unknown_ids(default_key_api, anon_api, staff_api, j
     missing = uuid.uuid4()
     assert staff_api.post(f"/api/v1/results/{missing}/reviews", body, format="json").status_code == 404
     assert staff_api.get(f"/api/v1/results/{missing}").json()["detail"] == f"No result {missing}"
-    assert not VerdictReview.objects.exists()
+    assert not verdict_reviews().exists()
 
 
 def test_api_review_needs_a_key_without_anonymous_access(anon_api, judged):
@@ -147,4 +148,8 @@ def test_service_records_the_reviewer(judged, django_user_model):
     user = django_user_model.objects.create_user("ana", is_staff=True)
     made = services.verdict_review_create(result=judged, kind="rule", key="BRIEF", passed=False, note="  too long ",
                                           reviewer=user)
-    assert (made.reviewer_name, made.note, made.judge_passed, made.judge) == ("ana", "too long", True, "heuristic:v1")
+    # A human Score: the note is its reasoning, the reviewer its author; the judge's verdict is not
+    # copied into it but read beside it.
+    assert (made.source, made.author, made.reasoning, made.detail["reviewer_name"]) == ("human", user, "too long", "ana")
+    shown = selectors.review_view(review=made, result=judged)
+    assert (shown.reviewer_name, shown.note, shown.judge_passed, shown.judge) == ("ana", "too long", True, "heuristic:v1")

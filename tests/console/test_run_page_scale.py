@@ -10,7 +10,13 @@ from django.utils import timezone
 
 from apps.runs import selectors
 from apps.runs.models import EvaluationResult, EvaluationRun
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import (
+    EvaluationResultFactory,
+    EvaluationRunFactory,
+    criterion,
+    results_bulk_create,
+    rule,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +70,7 @@ def test_each_filter_means_what_it_meant_over_rows_in_python(staff_client):
 
 def test_search_and_unassessed_are_offered_and_kept_across_pages(staff_client):
     run = EvaluationRunFactory()
-    EvaluationResult.objects.bulk_create([
+    results_bulk_create([
         EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i:03d}",
                          item_type="single_turn", state="done", item={}, criteria_scores=[criterion("c", i % 2 == 0)],
                          passed=i % 2 == 0, outcome="passed" if i % 2 == 0 else ("unassessed" if i % 3 else "failed"))
@@ -89,7 +95,7 @@ def test_search_and_unassessed_are_offered_and_kept_across_pages(staff_client):
 def test_live_view_sends_at_most_a_page_the_first_in_table_order(staff_client):
     run = EvaluationRunFactory(status=EvaluationRun.Status.RUNNING)
     now = timezone.now()
-    EvaluationResult.objects.bulk_create([
+    results_bulk_create([
         EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i:03d}",
                          item_type="single_turn", state="done", item={}, criteria_scores=[criterion("c", i % 5 != 0)],
                          passed=i % 5 != 0, outcome="passed" if i % 5 else "failed", finished_at=now)

@@ -9,10 +9,10 @@ from pydantic import ValidationError
 from apps.queues.api.schemas import QueueAssignIn, QueueIn, QueueItemAddIn, QueueItemReviewIn
 from apps.queues.models import QueueItem, ReviewQueue
 from apps.runs.api.schemas import ReviewIn, RunCreateIn
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationRun
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
 from tests.runs.conftest import plan  # noqa: F401 (a fixture)
-from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, verdict_reviews
 
 pytestmark = pytest.mark.django_db
 QUEUES = "/api/v1/queues"
@@ -42,7 +42,7 @@ def test_result_review_with_a_nul_is_422(staff_api, change):
     body = {"kind": "rule", "key": "USES_KB", "passed": True, **change}
     response = staff_api.post(f"/api/v1/results/{result.result_id}/reviews", body, format="json")
     assert_nul_refused(response, next(iter(change)))
-    assert not VerdictReview.objects.exists()
+    assert not verdict_reviews().exists()
 
 
 @pytest.mark.parametrize("change", [{"name": NUL}, {"description": NUL}])
@@ -74,7 +74,7 @@ def test_queue_review_with_a_nul_is_422_and_reviews_nothing(staff_api, body):
     response = staff_api.post(f"{QUEUES}/{item.queue_id}/items/{item.pk}/review", body, format="json")
     assert_nul_refused(response)
     item.refresh_from_db()
-    assert item.done_at is None and not VerdictReview.objects.exists()
+    assert item.done_at is None and not verdict_reviews().exists()
 
 
 @pytest.mark.parametrize("model, body", [

@@ -26,28 +26,8 @@ def machine_score(subject, key: str, *, value: float | None = None, passed: bool
                                 value=value, passed=passed, status=status, **fields)
 
 
-# TODO(issue 22): once h/runs is merged its factory stores these rows itself (the agentic and rag
-# factories do already), and with_scores goes.
-def with_scores(subject):
-    """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
-    if isinstance(subject, TraceEvaluation | AgentEvaluation):
-        return subject  # tests.agentic and tests.rag factories store them
-    else:
-        for position, verdict in enumerate(subject.criteria_scores or []):
-            machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
-                          value=verdict["score"], status=verdict["status"], position=position,
-                          reasoning=verdict["reasoning"], parent_id=subject.run_id, attempt=subject.attempt)
-        for position, verdict in enumerate(subject.rubric_scores or []):
-            machine_score(subject, verdict["rule_id"], kind=ScoreKind.RULE, passed=verdict["passed"],
-                          value=verdict["score"], status=verdict["status"], position=position,
-                          reasoning=verdict["reasoning"], severity=verdict["severity"],
-                          scope=verdict.get("component_scope") or "", detail={"rule_name": verdict["rule_name"]},
-                          parent_id=subject.run_id, attempt=subject.attempt)
-    return subject
-
-
 def scored_agentic(**kwargs) -> AgentEvaluation:
-    return with_scores(AgentEvaluationFactory(**kwargs))
+    return AgentEvaluationFactory(**kwargs)
 
 
 def scored_rag(**kwargs) -> TraceEvaluation:
@@ -55,7 +35,7 @@ def scored_rag(**kwargs) -> TraceEvaluation:
 
 
 def scored_result(**kwargs) -> EvaluationResult:
-    return with_scores(EvaluationResultFactory(**kwargs))
+    return EvaluationResultFactory(**kwargs)
 
 
 def reviewable_result(**kwargs):

@@ -8,6 +8,9 @@ import factory
 from apps.runs.judging.aggregate import item_outcome
 from apps.runs.judging.types import CRITERION, RULE, Verdict
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.scores.models import Score
+from apps.scores.services import scores_store
+from apps.scores.vocabulary import ScoreSource, SubjectKind
 from tests.fakes.bot_server import knowledge_bot
 
 TEST_SET = uuid.UUID(int=7001)
@@ -83,9 +86,39 @@ class EvaluationRunFactory(factory.django.DjangoModelFactory):
 
 
 def _outcome(result) -> tuple[bool, bool, bool]:
-    """(criteria_passed, rubric_passed, passed, outcome) the way the engine computes them from the verdicts."""
+    """(criteria_passed, rubric_passed, passed, outcome) the way the engine computes them from the verdicts;
+    criteria_passed is None for a result with no criteria list (a V1 question), as the engine stores it."""
     rules = None if result.rubric_scores is None else Verdict.list_from_json(result.rubric_scores, kind=RULE)
-    return item_outcome(Verdict.list_from_json(result.criteria_scores, kind=CRITERION), rules)
+    outcome = item_outcome(Verdict.list_from_json(result.criteria_scores, kind=CRITERION), rules)
+    return (None if result.criteria_scores is None else outcome[0], *outcome[1:])
+
+
+def store_verdicts(results) -> None:
+    """Writes the verdicts saved results carry in memory (given as criteria_scores=, rubric_scores=,
+    scores=) as their Score rows, as the engine does (services._record)."""
+    rows = []
+    for result in results:
+        for row in result.__dict__.get("_verdict_rows") or []:
+            if row.pk is None:
+                row.subject_id, row.parent_id, row.attempt = result.pk, result.run_id, result.attempt
+                if result.finished_at is not None:
+                    row.created_at = result.finished_at
+                rows.append(row)
+    scores_store(rows=rows)
+
+
+def results_bulk_create(results, **kwargs) -> list[EvaluationResult]:
+    """EvaluationResult.objects.bulk_create, with the verdicts the results were built with."""
+    created = EvaluationResult.objects.bulk_create(results, **kwargs)
+    store_verdicts(created)
+    return created
+
+
+def result_create(**fields) -> EvaluationResult:
+    """EvaluationResult.objects.create, with the verdicts given (criteria_scores=, ...)."""
+    result = EvaluationResult.objects.create(**fields)
+    store_verdicts([result])
+    return result
 
 
 class EvaluationResultFactory(factory.django.DjangoModelFactory):
@@ -113,13 +146,21 @@ class EvaluationResultFactory(factory.django.DjangoModelFactory):
     input = factory.LazyFunction(lambda: {"message": "hi"})
     output = factory.LazyFunction(lambda: {"messages": [{"role": "user", "content": "hi"},
                                                         {"role": "assistant", "content": "hello", "tool_calls": []}]})
+    # The verdicts, in their stored shape: written as Score rows once the result exists (_create).
     criteria_scores = factory.LazyFunction(list)
     rubric_scores = None
+    scores = None
     criteria_passed = factory.LazyAttribute(lambda o: _outcome(o)[0])
     rubric_passed = factory.LazyAttribute(lambda o: _outcome(o)[1])
     passed = factory.LazyAttribute(lambda o: _outcome(o)[2])
     outcome = factory.LazyAttribute(lambda o: _outcome(o)[3])
     duration_ms = 5
+
+    @classmethod
+    def _create(cls, model_class, *args, **kwargs):
+        result = super()._create(model_class, *args, **kwargs)
+        store_verdicts([result])
+        return result
 
     @factory.post_generation
     def count_in_run(self, create, extracted, **kwargs):
@@ -142,3 +183,33 @@ def repeat_answers(request):
     if question == "question 1" or (question == "question 0" and conversation.endswith(":2")):
         return 500, {"error": "down"}
     return knowledge_bot(request)
+
+
+def verdict_reviews(*, result=None, run=None):
+    """Reviews of run results: the human Score rows (what VerdictReview rows were), oldest first."""
+    rows = Score.objects.of(SubjectKind.RUN_RESULT).human()
+    if result is not None:
+        rows = rows.filter(subject_id=result.pk)
+    if run is not None:
+        rows = rows.filter(parent_id=run.pk)
+    return rows.order_by("created_at", "id")
+
+
+def review_views(result: EvaluationResult):
+    """The result's reviews as pages and the API show them (beside the judge's verdict)."""
+    from apps.runs.selectors import verdict_review_list
+
+    return verdict_review_list(result=result)
+
+
+def review_create(*, result: EvaluationResult, kind: str, key: str, passed: bool, note: str = "", reviewer=None):
+    """A review as a person gives it (services.verdict_review_create): a human Score."""
+    from apps.runs.services import verdict_review_create
+
+    return verdict_review_create(result=result, kind=kind, key=key, passed=passed, note=note, reviewer=reviewer)
+
+
+def human_score(result: EvaluationResult, *, kind: str, key: str, passed: bool) -> Score:
+    """An unsaved human Score on a result's verdict, for bulk fixtures."""
+    return Score(subject_kind=SubjectKind.RUN_RESULT, subject_id=result.pk, parent_id=result.run_id,
+                 attempt=result.attempt, kind=kind, key=key, source=ScoreSource.HUMAN, passed=passed)

@@ -13,6 +13,7 @@ from tests.bots.factories import BotFactory
 from tests.runs.factories import PLAN_AGENT as AGENT
 from tests.runs.factories import PLAN_RUBRIC as RUBRIC_ID
 from tests.runs.factories import PLAN_TEST_SET as TEST_SET
+from tests.runs.factories import result_create
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +27,7 @@ def stored_run(**fields) -> EvaluationRun:
 
 
 def stored_result(run: EvaluationRun, position: int, *, state=EvaluationResult.State.DONE, rules=None):
-    return EvaluationResult.objects.create(run=run, position=position, test_case_id=uuid.UUID(int=position + 1),
+    return result_create(run=run, position=position, test_case_id=uuid.UUID(int=position + 1),
                                            item_type="single_turn", state=state, rubric_scores=rules)
 
 

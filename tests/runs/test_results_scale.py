@@ -8,17 +8,23 @@ import json
 import uuid
 from datetime import timedelta
 
-import numpy as np
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
-from scipy.stats import bootstrap
 
 from apps.runs import aggregates, selectors, stats
 from apps.runs.api import views
 from apps.runs.models import EvaluationResult, EvaluationRun
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import (
+    EvaluationResultFactory,
+    EvaluationRunFactory,
+    criterion,
+    result_create,
+    results_bulk_create,
+    rule,
+    store_verdicts,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -106,7 +112,7 @@ def test_a_page_reads_the_same_queries_at_any_size_and_depth(api):
 
 def _bulk_run(n: int, **fields) -> EvaluationRun:
     run = EvaluationRunFactory(**fields)
-    EvaluationResult.objects.bulk_create([
+    results_bulk_create([
         EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i}",
                          item_type="single_turn", state="done", item={"tags": ["t"], "priority": "low"},
                          criteria_scores=[criterion("c", i % 3 != 0)], rubric_scores=[rule("R1", i % 2 == 0)],
@@ -140,31 +146,50 @@ ODD_ITEMS = [{"tags": ["a", "b"], "priority": "high"}, {"tags": "not a list"}, {
 def _odd_run() -> EvaluationRun:
     run = EvaluationRunFactory()
     now = timezone.now()
-    EvaluationResult.objects.bulk_create([
+    results_bulk_create([
         EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_type=("single_turn", "scenario")[i % 2],
                          state="done", item=ODD_ITEMS[i % len(ODD_ITEMS)], criteria_scores=ODD_VERDICTS[i % 3],
                          rubric_scores=ODD_RULES[i % 2], passed=i % 4 == 0,
                          outcome=("passed", "failed", "unassessed", None)[i % 4],
                          finished_at=None if i == 5 else now - timedelta(seconds=i))
         for i in range(12)])
-    EvaluationResult.objects.create(run=run, position=99, test_case_id=uuid.uuid4(), item_type="single_turn",
-                                    state="pending", criteria_scores=ODD_VERDICTS[0])  # not finished: not counted
+    # Not finished: not counted. (It has no verdict rows: the engine writes them with the result's
+    # state done, in one transaction.)
+    result_create(run=run, position=99, test_case_id=uuid.uuid4(), item_type="single_turn", state="pending")
     return run
+
+
+def _reference_digest(run: EvaluationRun) -> aggregates.RunDigest:
+    """The digest summed row by row through the Verdict logic the engine and pages use: what the
+    ORM's GROUP BY queries must agree with."""
+    digest = aggregates.RunDigest()
+    for result in run.results.done().with_verdicts():
+        item = result.item if isinstance(result.item, dict) else {}
+        digest.rows[(result.item_type, item.get("priority") or "", result.passed, result.outcome)] += 1
+        if isinstance(item.get("tags"), list):
+            digest.tags.update(tag for tag in item["tags"] if isinstance(tag, str))
+        digest.saw_finish(result.finished_at)
+        for v in (result.verdicts("criterion") or []) + (result.verdicts("rule") or []):
+            key = aggregates._verdict_key(v.kind, v.key, v.rule_name, v.severity, v.component_scope, v.status, v.passed)
+            digest.add_verdicts(key, 1, float(v.score) if isinstance(v.score, int | float) else 0.0)
+            digest.add_judge(v.fingerprint)
+    return digest
 
 
 def test_digest_in_the_database_agrees_with_the_python_reference():
     run = _odd_run()
     computed = aggregates.compute_digests([run.pk])[(run.pk, False)]
-    rows = (EvaluationResult.objects.done().filter(run=run)
-            .values_list("run_id", "finished_at", "item_type", "item", "passed", "outcome", "criteria_scores", "rubric_scores"))
-    reference = aggregates.digest_from_rows(rows)[(run.pk, False)]
+    reference = _reference_digest(run)
+    finished = EvaluationResult.objects.done().filter(run=run).values_list("finished_at", flat=True)
     assert computed.rows == reference.rows and computed.tags == reference.tags == {"a", "b"}
     assert computed.verdicts.keys() == reference.verdicts.keys()
     for key, (n, score_sum) in reference.verdicts.items():
         assert computed.verdicts[key][0] == n and computed.verdicts[key][1] == pytest.approx(score_sum), key
     assert computed.judge_fingerprints() == reference.judge_fingerprints() == [
         {"judge": "llm", "model": "m", "rubric_version": 3, "judge_version": "1"}, {"judge": "llm", "model": "m"}]
-    assert computed.newest == reference.newest == max(r[1] for r in rows if r[1])
+    assert computed.newest == reference.newest == max(f for f in finished if f)
+    # Stored on the run and read back, the digest is the same.
+    assert aggregates.RunDigest.from_json(computed.to_json()) == computed
     # What the pages read from it, against the row-by-row arithmetic they used before.
     row_figures = selectors.result_rows(EvaluationResult.objects.done().filter(run=run).values(*selectors.TABLE_FIELDS), {})
     for kind, counts in (("criterion", "criteria_counts"), ("rule", "rules_counts")):
@@ -187,35 +212,46 @@ def test_a_finished_runs_digest_is_kept_until_its_count_moves():
     assert aggregates.run_digest(run).completed == 4
 
 
-def test_a_running_runs_digest_reads_what_finished_since_and_notices_late_results():
+def test_a_running_runs_digest_sums_what_has_finished_on_every_read():
     run = EvaluationRunFactory(status=EvaluationRun.Status.RUNNING)
-    EvaluationResult.objects.bulk_create([
+    results_bulk_create([
         EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_type="single_turn",
                          state="queued") for i in range(4)])
     first, second, third, fourth = run.results.order_by("position")
 
     def finish(result, passed, ago):
+        finished_at = timezone.now() - ago
         EvaluationResult.objects.filter(pk=result.pk).update(
-            state="done", passed=passed, outcome="passed" if passed else "failed",
-            criteria_scores=[criterion("c", passed)], finished_at=timezone.now() - ago)
+            state="done", passed=passed, outcome="passed" if passed else "failed", criteria_passed=passed,
+            finished_at=finished_at)
+        result.finished_at, result.criteria_scores = finished_at, [criterion("c", passed)]
+        store_verdicts([result])
         run.completed = run.results.done().count()  # the engine counts with the write
 
     finish(first, True, timedelta(minutes=1))
     assert aggregates.run_digest(run).judge_passed == 1
-    since, kept = aggregates.cache.get(f"{aggregates.CACHE_PREFIX}:{run.run_id}:live")
-    assert kept.completed == 1, "a minute old: kept"
     finish(second, False, timedelta(seconds=1))
     digest = aggregates.run_digest(run)
     assert (digest.completed, digest.judge_passed) == (2, 1)
-    assert aggregates.cache.get(f"{aggregates.CACHE_PREFIX}:{run.run_id}:live")[1].completed == 1, \
-        "a second old: read again next time, not kept"
-    # A result stamped long before what was kept, committed only now: the count gives it away.
+    # A result stamped long before the others, committed only now, is counted as well.
     finish(third, True, timedelta(hours=1))
     digest = aggregates.run_digest(run)
     assert (digest.completed, digest.judge_passed) == (3, 2)
     assert digest.newest == EvaluationResult.objects.get(pk=second.pk).finished_at
     finish(fourth, True, timedelta(0))
     assert aggregates.run_digest(run).verdict_counts("criterion") == {"passed": 3, "failed": 1, "warned": 0, "skipped": 0}
+    run.refresh_from_db()
+    assert run.digest is None, "nothing is stored while the run goes"
+
+
+def test_a_finished_runs_digest_is_stored_on_the_run_and_read_in_one_query():
+    run = _run_with(3)
+    aggregates.run_digest(run)
+    fresh = EvaluationRun.objects.get(pk=run.pk)  # what a new server process reads
+    assert fresh.digest is not None
+    with CaptureQueriesContext(connection) as queries:
+        assert aggregates.run_digest(fresh).completed == 3
+    assert len(queries) == 0, "the stored digest: no scan of results or scores"
 
 
 # --- comparison ------------------------------------------------------------------------------------

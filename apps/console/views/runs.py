@@ -5,9 +5,9 @@ writes (launch, cancel, review) through the services, exactly as the API does.""
 import uuid
 from urllib.parse import urlencode
 
-from django.core.exceptions import ValidationError
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -24,7 +24,7 @@ from apps.core.models import SCOPE_ADMIN
 from apps.core.auth.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
-from apps.runs import selectors, services, sources
+from apps.runs import display, selectors, services, sources
 from apps.runs.attempts import DEFAULT_SORT, SORTS, sort_param
 from apps.runs.forms import RunLaunchForm
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
@@ -244,7 +244,7 @@ def result_detail(request, result_id):
     latest = in_force(reviews)
     criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
     definitions = _rule_definitions(run)
-    failures, warnings = selectors.reviewed_failures(result.criteria_scores, result.rubric_scores, latest)
+    failures, warnings = display.reviewed_failures(result.criteria_scores, result.rubric_scores, latest)
     flagged = {anchor for anchor, _ in failures + warnings}
     for n, criterion in enumerate(criteria):
         criterion["anchor"] = f"criterion-{n}"
@@ -257,7 +257,7 @@ def result_detail(request, result_id):
     previous_result, next_result = result_neighbours(result=result)
     return render(request, "console/result_detail.html", console_context(
         request, title=result.item_name or str(result.test_case_id), result=result, run=run,
-        item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
+        item=display.result_item_view(result=result), final_answer=display.final_answer(result.output),
         attempts=selectors.result_attempt_list(result=result),
         messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
         criteria=criteria, rules=rules, reviews=reviews,

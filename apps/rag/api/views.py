@@ -2,16 +2,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.openapi import BAD_REQUEST
+from apps.core.api.pagination import LimitOffset
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.llm.client import llm_configured
-from apps.core.api.pagination import LimitOffset
 from apps.core.llm.quotas import llm_rate_check
-from apps.core.api.openapi import BAD_REQUEST
 
 from .. import selectors, services
 from ..query_object import QueryParseError
-from .query import query_of, query_parameters
 from .schemas import (
     LimitOffsetQuery,
     TraceAnswerOut,
@@ -61,7 +61,7 @@ class TraceHistoryView(APIView):
         tags=TAG,
         operation_id="trace_history_list",
         responses={200: TraceHistoryOut},
-        parameters=query_parameters(TraceHistoryQuery, LimitOffsetQuery),
+        parameters=query_parameters(TraceHistoryQuery) + query_parameters(LimitOffsetQuery),
         summary="Stored TRACE evaluations, newest first",
     )
     def get(self, request):

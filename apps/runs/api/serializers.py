@@ -1,7 +1,7 @@
 from apps.runs.attempts import ItemAttempts
 from apps.runs.judging.aggregate import PASSED
-from apps.runs.models import EvaluationResult, EvaluationRun, VerdictReview
-from apps.runs.reviews import human_passed, in_force
+from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.reviews import Review, human_passed, in_force
 from apps.runs.selectors import run_judge_fingerprints, run_live_component_scores, run_trial_figures
 from apps.runs.stats import VERDICT_WORDS
 
@@ -55,7 +55,7 @@ def item_result_data(item: ItemAttempts, run: EvaluationRun) -> dict:
             "flaky": item.flaky, "attempts": [attempt_data(a) for a in item.attempts]}
 
 
-def review_data(review: VerdictReview, *, result_id, current: bool) -> dict:
+def review_data(review: Review, *, result_id, current: bool) -> dict:
     return {
         "review_id": review.review_id, "result_id": result_id, "kind": review.kind, "key": review.key,
         "passed": review.passed, "note": review.note, "judge_passed": review.judge_passed,
@@ -64,12 +64,12 @@ def review_data(review: VerdictReview, *, result_id, current: bool) -> dict:
     }
 
 
-def reviews_data(reviews: list[VerdictReview], *, result_id) -> list[dict]:
+def reviews_data(reviews: list[Review], *, result_id) -> list[dict]:
     latest = {id(r) for r in in_force(reviews).values()}
     return [review_data(r, result_id=result_id, current=id(r) in latest) for r in reviews]
 
 
-def result_detail_data(result: EvaluationResult, reviews: list[VerdictReview]) -> dict:
+def result_detail_data(result: EvaluationResult, reviews: list[Review]) -> dict:
     return {
         **result_data(result, result.run),
         "human_passed": human_passed(criteria=result.criteria_scores, rules=result.rubric_scores,

@@ -17,6 +17,7 @@ from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.api.openapi import CONFLICT, ValidationErrorOut
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
+from apps.runs.models import iter_with_verdicts
 
 from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut,
                       RunCreateIn, RunItemList, RunList, RunOut, RunResultOut)
@@ -164,9 +165,9 @@ class RunResultsView(APIView):
             results = selectors.result_list(run=run, **filters)
         if run.total > RESULTS_INLINE_MAX:
             if run.repeats == 1:
-                results = results.iterator(chunk_size=500)
+                results = iter_with_verdicts(results, chunk_size=500)
             return StreamingHttpResponse(_stream_results(results, run, entry), content_type="application/json")
-        return respond(ResultList, [entry(r, run) for r in results])
+        return respond(ResultList, [entry(r, run) for r in (results.with_verdicts() if run.repeats == 1 else results)])
 
 
 def _result_entry(run):
@@ -245,5 +246,6 @@ class ResultReviewsView(APIView):
         result = selectors.result_get(result_id=result_id)
         body = validate_body(ReviewIn, request.data)
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
-        return respond(ReviewOut, review_data(review, result_id=result.result_id, current=True),
+        return respond(ReviewOut, review_data(selectors.review_view(review=review, result=result),
+                                              result_id=result.result_id, current=True),
                        status=status.HTTP_201_CREATED)

@@ -273,7 +273,7 @@ class Command(BaseCommand):
             for scope, score in (run.component_scores or {}).items():
                 self.stdout.write(f"    {scope:<15} {score['passed']}/{score['total']} = {score['score']:.0%}")
         failed = selectors.result_list(run=run, passed=False)
-        for result in failed[:FAILED_SHOWN]:
+        for result in failed.with_verdicts()[:FAILED_SHOWN]:
             self._failed_result(result, ("UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
                                 + (f" (attempt {result.attempt})" if run.repeats > 1 else ""))
         if (more := failed.count() - FAILED_SHOWN) > 0:
