@@ -34,22 +34,28 @@ class EvaluationRule(models.Model):
     # Unique: it is the `rule` label of evalsite_online_evaluations_total, one series per rule.
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
-    agent_name = models.CharField(max_length=255, blank=True, default="",
-                                  help_text="Blank: traces of every agent.")
+    agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: traces of every agent.")
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.ANY)
     sample_rate = models.FloatField(default=1.0, help_text="Share of matching traces judged, 0..1.")
-    judge = models.CharField(max_length=100, default="heuristic",
-                             help_text='"heuristic", "llm" (the configured judge model), or a model name.')
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    judge = models.CharField(
+        max_length=100,
+        default="heuristic",
+        help_text='"heuristic", "llm" (the configured judge model), or a model name.',
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = EvaluationRuleQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
-                                              name="evaluationrule_sample_rate_0_1")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="evaluationrule_sample_rate_0_1"
+            )
+        ]
 
     def __str__(self):
         return self.name
@@ -75,8 +81,9 @@ class MetricScoresJoin(models.ForeignObject):
     db_constraint = False
 
     def __init__(self, **kwargs):
-        kwargs.update(from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+",
-                      null=True)
+        kwargs.update(
+            from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+", null=True
+        )
         super().__init__("scores.Score", **kwargs)
 
     def deconstruct(self):
@@ -92,9 +99,13 @@ class MetricScoresJoin(models.ForeignObject):
 
     def get_extra_restriction(self, alias, related_alias):
         score = self.remote_field.model._meta
-        conditions = [score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
-                      for name, value in (("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
-                                          ("kind", ScoreKind.METRIC.value))]
+        conditions = [
+            score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
+            for name, value in (
+                ("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
+                ("kind", ScoreKind.METRIC.value),
+            )
+        ]
         return WhereNode(conditions, connector=AND)
 
 
@@ -111,8 +122,9 @@ class AgentEvaluation(models.Model):
     Rating = models.TextChoices("Rating", [(r, r) for r in RATINGS])
 
     # Kept when the trace is deleted on its own: the history of what was scored outlives it.
-    trace = models.ForeignKey("traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="evaluations")
+    trace = models.ForeignKey(
+        "traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
     session_id = models.CharField(max_length=255)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.TRACE)
     agent_name = models.CharField(max_length=255, blank=True, default="")
@@ -137,8 +149,9 @@ class AgentEvaluation(models.Model):
     # What a manual evaluation judged, since there is no trace to look it up in.
     manual_input = models.JSONField(null=True, blank=True)
     # The online evaluation rule that asked for this verdict; null for evaluations someone requested.
-    rule = models.ForeignKey(EvaluationRule, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="evaluations")
+    rule = models.ForeignKey(
+        EvaluationRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -160,7 +173,8 @@ class AgentEvaluation(models.Model):
             models.UniqueConstraint(
                 fields=["trace", "judge", "fingerprint"],
                 condition=Q(rule__isnull=False, has_error=False),
-                name="agenteval_online_once"),
+                name="agenteval_online_once",
+            ),
         ]
 
     def __str__(self):
@@ -189,14 +203,24 @@ def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
     """Sets `metrics` ({name: Score}) on each evaluation from one query over their Score rows, the
     prefetch of a page. A metric without a row (none is stored that way) reads as skipped, missing."""
     found: dict[int, dict[str, Score]] = {ev.pk: {} for ev in evaluations}
-    rows = Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found)).filter(kind=ScoreKind.METRIC,
-                                                                                 key__in=AGENTIC_METRICS)
+    rows = Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found)).filter(
+        kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS
+    )
     for score in rows:
         found[score.subject_id][score.key] = score
     for ev in evaluations:
-        ev.metrics = {name: found[ev.pk].get(name) or Score(
-            subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=ev.pk, kind=ScoreKind.METRIC, key=name,
-            status=JudgeStatus.SKIPPED, reason=Reason.MISSING) for name in AGENTIC_METRICS}
+        ev.metrics = {
+            name: found[ev.pk].get(name)
+            or Score(
+                subject_kind=SubjectKind.AGENTIC_EVALUATION,
+                subject_id=ev.pk,
+                kind=ScoreKind.METRIC,
+                key=name,
+                status=JudgeStatus.SKIPPED,
+                reason=Reason.MISSING,
+            )
+            for name in AGENTIC_METRICS
+        }
     return evaluations
 
 

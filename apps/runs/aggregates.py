@@ -68,9 +68,13 @@ class RunDigest:
     newest: datetime | None = None
 
     def __add__(self, other: "RunDigest") -> "RunDigest":
-        total = RunDigest(rows=self.rows + other.rows, tags=self.tags | other.tags,
-                          verdicts={key: list(value) for key, value in self.verdicts.items()},
-                          judges={**other.judges, **self.judges}, newest=self.newest)
+        total = RunDigest(
+            rows=self.rows + other.rows,
+            tags=self.tags | other.tags,
+            verdicts={key: list(value) for key, value in self.verdicts.items()},
+            judges={**other.judges, **self.judges},
+            newest=self.newest,
+        )
         total.saw_finish(other.newest)
         for key, (n, score_sum) in other.verdicts.items():
             total.add_verdicts(key, n, score_sum)
@@ -93,16 +97,22 @@ class RunDigest:
     # --- stored on a finished run (EvaluationRun.digest) -----------------------------------------
 
     def to_json(self) -> dict:
-        return {"rows": [[*key, n] for key, n in self.rows.items()], "tags": sorted(self.tags),
-                "verdicts": [[*key, n, score_sum] for key, (n, score_sum) in self.verdicts.items()],
-                "judges": list(self.judges.values()),
-                "newest": self.newest.isoformat() if self.newest else None}
+        return {
+            "rows": [[*key, n] for key, n in self.rows.items()],
+            "tags": sorted(self.tags),
+            "verdicts": [[*key, n, score_sum] for key, (n, score_sum) in self.verdicts.items()],
+            "judges": list(self.judges.values()),
+            "newest": self.newest.isoformat() if self.newest else None,
+        }
 
     @classmethod
     def from_json(cls, data: dict) -> "RunDigest":
-        digest = cls(rows=Counter({tuple(row[:4]): row[4] for row in data["rows"]}), tags=set(data["tags"]),
-                     verdicts={tuple(v[:7]): [v[7], v[8]] for v in data["verdicts"]},
-                     newest=parse_datetime(data["newest"]) if data.get("newest") else None)
+        digest = cls(
+            rows=Counter({tuple(row[:4]): row[4] for row in data["rows"]}),
+            tags=set(data["tags"]),
+            verdicts={tuple(v[:7]): [v[7], v[8]] for v in data["verdicts"]},
+            newest=parse_datetime(data["newest"]) if data.get("newest") else None,
+        )
         for part in data["judges"]:
             digest.add_judge(part)
         return digest
@@ -127,12 +137,23 @@ class RunDigest:
     def unassessed(self) -> int:
         return sum(n for (_, _, _, outcome), n in self.rows.items() if outcome == UNASSESSED)
 
-    def results_matching(self, *, passed: bool | None = None, outcome: str | None = None,
-                         item_type: str | None = None, priority: str | None = None) -> int:
+    def results_matching(
+        self,
+        *,
+        passed: bool | None = None,
+        outcome: str | None = None,
+        item_type: str | None = None,
+        priority: str | None = None,
+    ) -> int:
         """How many finished results the run page's filters on these columns leave."""
-        return sum(n for (row_type, row_priority, row_passed, row_outcome), n in self.rows.items()
-                   if (passed is None or row_passed is passed) and (outcome is None or row_outcome == outcome)
-                   and (not item_type or row_type == item_type) and (not priority or row_priority == priority))
+        return sum(
+            n
+            for (row_type, row_priority, row_passed, row_outcome), n in self.rows.items()
+            if (passed is None or row_passed is passed)
+            and (outcome is None or row_outcome == outcome)
+            and (not item_type or row_type == item_type)
+            and (not priority or row_priority == priority)
+        )
 
     def verdict_counts(self, kind: str) -> dict[str, int]:
         return weighted_verdict_counts(self.counted(kind))
@@ -154,17 +175,21 @@ class RunDigest:
             if verdict.kind != RULE or verdict.status != JudgeStatus.OK:
                 continue
             # The name and severity most of its verdicts carry (one rubric version: all of them).
-            entry = rules.setdefault(verdict.key, {"name": verdict.rule_name, "severity": verdict.severity,
-                                                   "passed": 0, "total": 0, "score_sum": 0.0})
+            entry = rules.setdefault(
+                verdict.key,
+                {"name": verdict.rule_name, "severity": verdict.severity, "passed": 0, "total": 0, "score_sum": 0.0},
+            )
             entry["total"] += n
             entry["passed"] += bool(verdict.passed) * n
             entry["score_sum"] += score_sum
         return rules
 
     def filter_choices(self) -> dict[str, list[str]]:
-        return {"tags": sorted(self.tags),
-                "priorities": sorted({priority for _, priority, _, _ in self.rows if priority}),
-                "item_types": sorted({item_type for item_type, _, _, _ in self.rows})}
+        return {
+            "tags": sorted(self.tags),
+            "priorities": sorted({priority for _, priority, _, _ in self.rows if priority}),
+            "item_types": sorted({item_type for item_type, _, _, _ in self.rows}),
+        }
 
 
 def _verdict_key(kind: str, rule_id, rule_name, severity, scope, status, passed) -> tuple:
@@ -176,11 +201,22 @@ def _verdict_key(kind: str, rule_id, rule_name, severity, scope, status, passed)
 
 def _verdict(key: tuple) -> Verdict:
     kind, rule_id, rule_name, severity, scope, status, passed = key
-    return Verdict(passed=passed, score=None, reasoning="", judge="", status=status, kind=kind, key=rule_id,
-                   rule_name=rule_name, severity=severity, component_scope=scope)
+    return Verdict(
+        passed=passed,
+        score=None,
+        reasoning="",
+        judge="",
+        status=status,
+        kind=kind,
+        key=rule_id,
+        rule_name=rule_name,
+        severity=severity,
+        component_scope=scope,
+    )
 
 
 # --- computing ---------------------------------------------------------------------------------
+
 
 class JsonMemberText(Func):
     """A member of a JSON object column as JSON text ('"2"' for the string "2", '2' for the number),
@@ -210,19 +246,25 @@ def _settles(column: str, split_at: datetime | None):
     """Whether a row finished at or before the split, as an expression the rows are grouped by."""
     if split_at is None:
         return Value(False, output_field=BooleanField())
-    return Case(When(**{f"{column}__lte": split_at}, then=Value(True)), default=Value(False),
-                output_field=BooleanField())
+    return Case(
+        When(**{f"{column}__lte": split_at}, then=Value(True)), default=Value(False), output_field=BooleanField()
+    )
 
 
 def _add_result_groups(digests: dict, run_pks: list[int], after, split_at) -> None:
     results = EvaluationResult.objects.done().filter(run_id__in=run_pks)
     if after is not None:
         results = results.filter(Q(finished_at__gt=after) | Q(finished_at__isnull=True))
-    groups = (results.order_by()
-              .annotate(settles=_settles("finished_at", split_at), priority=KeyTextTransform("priority", "item"),
-                        tags=KeyTransform("tags", "item"))
-              .values("run_id", "settles", "item_type", "priority", "passed", "outcome", "tags")
-              .annotate(n=Count("id"), newest=Max("finished_at")))
+    groups = (
+        results.order_by()
+        .annotate(
+            settles=_settles("finished_at", split_at),
+            priority=KeyTextTransform("priority", "item"),
+            tags=KeyTransform("tags", "item"),
+        )
+        .values("run_id", "settles", "item_type", "priority", "passed", "outcome", "tags")
+        .annotate(n=Count("id"), newest=Max("finished_at"))
+    )
     for group in groups:
         digest = digests.setdefault((group["run_id"], group["settles"]), RunDigest())
         digest.rows[(group["item_type"], group["priority"] or "", group["passed"], group["outcome"])] += group["n"]
@@ -234,32 +276,47 @@ def _add_result_groups(digests: dict, run_pks: list[int], after, split_at) -> No
 
 def _add_verdict_groups(digests: dict, run_pks: list[int], after, split_at) -> None:
     # Score.created_at is the result's finish time (services._record stamps both alike).
-    scores = Score.objects.of(SubjectKind.RUN_RESULT).machine().filter(parent_id__in=run_pks,
-                                                                      kind__in=(CRITERION, RULE))
+    scores = (
+        Score.objects.of(SubjectKind.RUN_RESULT).machine().filter(parent_id__in=run_pks, kind__in=(CRITERION, RULE))
+    )
     if after is not None:
         scores = scores.filter(created_at__gt=after)
     is_rule = Q(kind=RULE)
     judges = {f"judge_{key}": JsonMemberText("fingerprint", key) for key in JUDGE_KEYS}
-    groups = (scores.order_by()
-              .annotate(settles=_settles("created_at", split_at),
-                        rule_id=Case(When(is_rule, then=F("key")), default=Value(""), output_field=CharField()),
-                        rule_name=Case(When(is_rule, then=KeyTextTransform("rule_name", "detail")), default=Value(""),
-                                       output_field=CharField()),
-                        **judges)
-              .values("parent_id", "settles", "kind", "rule_id", "rule_name", "severity", "scope", "status", "passed",
-                      *judges)
-              .annotate(n=Count("id"), score_sum=Sum(Coalesce("value", Value(0.0), output_field=FloatField()))))
+    groups = (
+        scores.order_by()
+        .annotate(
+            settles=_settles("created_at", split_at),
+            rule_id=Case(When(is_rule, then=F("key")), default=Value(""), output_field=CharField()),
+            rule_name=Case(
+                When(is_rule, then=KeyTextTransform("rule_name", "detail")), default=Value(""), output_field=CharField()
+            ),
+            **judges,
+        )
+        .values(
+            "parent_id", "settles", "kind", "rule_id", "rule_name", "severity", "scope", "status", "passed", *judges
+        )
+        .annotate(n=Count("id"), score_sum=Sum(Coalesce("value", Value(0.0), output_field=FloatField())))
+    )
     for group in groups:
         digest = digests.setdefault((group["parent_id"], group["settles"]), RunDigest())
-        key = _verdict_key(group["kind"], group["rule_id"], group["rule_name"], group["severity"], group["scope"],
-                           group["status"], group["passed"])
+        key = _verdict_key(
+            group["kind"],
+            group["rule_id"],
+            group["rule_name"],
+            group["severity"],
+            group["scope"],
+            group["status"],
+            group["passed"],
+        )
         digest.add_verdicts(key, group["n"], group["score_sum"] or 0.0)
         judge = {key: _json_or_none(group[f"judge_{key}"]) for key in JUDGE_KEYS}
         digest.add_judge({key: value for key, value in judge.items() if value is not None})
 
 
-def compute_digests(run_pks: list[int], *, after: datetime | None = None,
-                    split_at: datetime | None = None) -> dict[tuple[int, bool], RunDigest]:
+def compute_digests(
+    run_pks: list[int], *, after: datetime | None = None, split_at: datetime | None = None
+) -> dict[tuple[int, bool], RunDigest]:
     """Digests of the runs' finished results (those finished after `after`, and those without a
     finish time, when it is given), per (run pk, finished at or before `split_at`)."""
     digests: dict[tuple[int, bool], RunDigest] = {}

@@ -47,10 +47,25 @@ from .models import EvaluationResult
 # "No limit" for the window's row numbers (an integer every database compares with).
 ALL = 2**31 - 1
 REGRESSED, FIXES, STILL_FAILING, BOTH_PASSED, NEW, DROPPED = (
-    "regressions", "fixes", "still_failing", "unchanged_pass", "new_items", "dropped")
+    "regressions",
+    "fixes",
+    "still_failing",
+    "unchanged_pass",
+    "new_items",
+    "dropped",
+)
 STILL_UNASSESSED, NEWLY_ASSESSED, NO_LONGER_ASSESSED = "still_unassessed", "newly_assessed", "no_longer_assessed"
-BUCKETS = (REGRESSED, FIXES, STILL_FAILING, BOTH_PASSED, NEWLY_ASSESSED, NO_LONGER_ASSESSED, STILL_UNASSESSED,
-           NEW, DROPPED)
+BUCKETS = (
+    REGRESSED,
+    FIXES,
+    STILL_FAILING,
+    BOTH_PASSED,
+    NEWLY_ASSESSED,
+    NO_LONGER_ASSESSED,
+    STILL_UNASSESSED,
+    NEW,
+    DROPPED,
+)
 # Per (base, head) item verdict: the columns the pairing groups items by.
 _GROUP = ("bn", "bok", "bbad", "buna", "hn", "hok", "hbad", "huna")
 
@@ -63,10 +78,14 @@ def _item_figures(run_pk: int, prefix: str) -> dict:
     mine = Q(run_id=run_pk)
     bad = mine & (Q(outcome=FAILED) | Q(outcome__isnull=True, passed=False))
     unassessed = mine & Q(outcome=UNASSESSED)
-    return {f"{prefix}n": Count("id", filter=mine), f"{prefix}ok": Count("id", filter=mine & Q(passed=True)),
-            f"{prefix}bad": Count("id", filter=bad), f"{prefix}una": Count("id", filter=unassessed),
-            f"{prefix}pk": Coalesce(Min("id", filter=bad), Min("id", filter=unassessed), Min("id", filter=mine)),
-            f"{prefix}pos": Min("position", filter=mine)}
+    return {
+        f"{prefix}n": Count("id", filter=mine),
+        f"{prefix}ok": Count("id", filter=mine & Q(passed=True)),
+        f"{prefix}bad": Count("id", filter=bad),
+        f"{prefix}una": Count("id", filter=unassessed),
+        f"{prefix}pk": Coalesce(Min("id", filter=bad), Min("id", filter=unassessed), Min("id", filter=mine)),
+        f"{prefix}pos": Min("position", filter=mine),
+    }
 
 
 @dataclass(frozen=True)
@@ -146,14 +165,27 @@ def pair_items(*, base_pk: int, head_pk: int, keep: int) -> Pairing:
     same = base_pk == head_pk
     columns = _GROUP[:4] if same else _GROUP
     group = [F(name) for name in columns]
-    items = (EvaluationResult.objects.done().filter(run_id__in=(base_pk, head_pk)).order_by().values("test_case_id")
-             .annotate(**_item_figures(base_pk, "b"), **({} if same else _item_figures(head_pk, "h")))
-             .annotate(pos=F("bpos") if same else Coalesce("hpos", "bpos"))
-             .annotate(group_n=Window(Count("test_case_id"), partition_by=group),
-                       rn=Window(RowNumber(), partition_by=group,
-                                 order_by=[F("pos").asc(), F("bpk" if same else "hpk").asc(nulls_last=True),
-                                           F("bpk").asc(nulls_last=True)]))
-             .filter(rn__lte=keep))
+    items = (
+        EvaluationResult.objects.done()
+        .filter(run_id__in=(base_pk, head_pk))
+        .order_by()
+        .values("test_case_id")
+        .annotate(**_item_figures(base_pk, "b"), **({} if same else _item_figures(head_pk, "h")))
+        .annotate(pos=F("bpos") if same else Coalesce("hpos", "bpos"))
+        .annotate(
+            group_n=Window(Count("test_case_id"), partition_by=group),
+            rn=Window(
+                RowNumber(),
+                partition_by=group,
+                order_by=[
+                    F("pos").asc(),
+                    F("bpk" if same else "hpk").asc(nulls_last=True),
+                    F("bpk").asc(nulls_last=True),
+                ],
+            ),
+        )
+        .filter(rn__lte=keep)
+    )
     pairing = Pairing()
     listed: dict[str, list] = {}
     for row in items.values(*columns, "group_n", "bpk", *(() if same else ("hpk",)), "pos"):
@@ -175,6 +207,7 @@ def pair_items(*, base_pk: int, head_pk: int, keep: int) -> Pairing:
 
 # --- criteria whose verdict changed --------------------------------------------------------------
 
+
 class CodePointOrder(Func):
     """Orders text by code point, as Python sorts it: SQLite's default (BINARY) already does; on
     PostgreSQL the database's collation may not, so the expression says COLLATE "C" there. A compiled
@@ -193,14 +226,25 @@ def _criterion_rows(run_pks: tuple[int, int]):
     case, name and position; one per criterion text within a result (the last, as a dict keyed by it
     would keep)."""
     result = EvaluationResult.objects.filter(pk=OuterRef("subject_id"))
-    later = Score.objects.filter(subject_kind=SubjectKind.RUN_RESULT, subject_id=OuterRef("subject_id"),
-                                 kind=CRITERION, key=OuterRef("key"), position__gt=OuterRef("position"),
-                                 status=JudgeStatus.OK).exclude(source=ScoreSource.HUMAN)
-    return (Score.objects.of(SubjectKind.RUN_RESULT).machine()
-            .filter(parent_id__in=run_pks, kind=CRITERION, status=JudgeStatus.OK).exclude(Exists(later))
-            .annotate(case_id=Subquery(result.values("test_case_id")[:1]),
-                      item_name=Subquery(result.values("item_name")[:1]),
-                      item_position=Subquery(result.values("position")[:1])))
+    later = Score.objects.filter(
+        subject_kind=SubjectKind.RUN_RESULT,
+        subject_id=OuterRef("subject_id"),
+        kind=CRITERION,
+        key=OuterRef("key"),
+        position__gt=OuterRef("position"),
+        status=JudgeStatus.OK,
+    ).exclude(source=ScoreSource.HUMAN)
+    return (
+        Score.objects.of(SubjectKind.RUN_RESULT)
+        .machine()
+        .filter(parent_id__in=run_pks, kind=CRITERION, status=JudgeStatus.OK)
+        .exclude(Exists(later))
+        .annotate(
+            case_id=Subquery(result.values("test_case_id")[:1]),
+            item_name=Subquery(result.values("item_name")[:1]),
+            item_position=Subquery(result.values("position")[:1]),
+        )
+    )
 
 
 def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[list[dict], int]:
@@ -209,6 +253,7 @@ def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[
     Score rows grouped by (test case, criterion), each run's verdicts folded over the item's
     attempts as the item's are (passed only if every attempt passed it; the score is their mean), so
     each (item, criterion) is listed once."""
+
     def of(run_pk):
         return Q(parent_id=run_pk)
 
@@ -216,27 +261,53 @@ def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[
         return of(run_pk) & ~Q(passed=True)
 
     value = Coalesce("value", Value(0.0), output_field=FloatField())
-    groups = (_criterion_rows((base_pk, head_pk)).order_by().values("case_id", "key")
-              .annotate(base_n=Count("id", filter=of(base_pk)), head_n=Count("id", filter=of(head_pk)),
-                        base_failed=Count("id", filter=failed(base_pk)), head_failed=Count("id", filter=failed(head_pk)),
-                        base_score=Round(Avg(value, filter=of(base_pk)), 4),
-                        head_score=Round(Avg(value, filter=of(head_pk)), 4),
-                        name=Min("item_name", filter=of(head_pk)), first=Min("item_position", filter=of(head_pk)),
-                        first_id=Min("subject_id", filter=of(head_pk)))
-              .filter(base_n__gt=0, head_n__gt=0)
-              .annotate(base_passed=Case(When(base_failed=0, then=Value(True)), default=Value(False)),
-                        head_passed=Case(When(head_failed=0, then=Value(True)), default=Value(False)))
-              .filter(~Q(base_passed=F("head_passed")) | ~Q(base_score=F("head_score"))))
+    groups = (
+        _criterion_rows((base_pk, head_pk))
+        .order_by()
+        .values("case_id", "key")
+        .annotate(
+            base_n=Count("id", filter=of(base_pk)),
+            head_n=Count("id", filter=of(head_pk)),
+            base_failed=Count("id", filter=failed(base_pk)),
+            head_failed=Count("id", filter=failed(head_pk)),
+            base_score=Round(Avg(value, filter=of(base_pk)), 4),
+            head_score=Round(Avg(value, filter=of(head_pk)), 4),
+            name=Min("item_name", filter=of(head_pk)),
+            first=Min("item_position", filter=of(head_pk)),
+            first_id=Min("subject_id", filter=of(head_pk)),
+        )
+        .filter(base_n__gt=0, head_n__gt=0)
+        .annotate(
+            base_passed=Case(When(base_failed=0, then=Value(True)), default=Value(False)),
+            head_passed=Case(When(head_failed=0, then=Value(True)), default=Value(False)),
+        )
+        .filter(~Q(base_passed=F("head_passed")) | ~Q(base_score=F("head_score")))
+    )
     total = groups.count()
-    ordered = groups.order_by(F("head_score") - F("base_score"), CodePointOrder("name"), CodePointOrder("key"),
-                              "first", "first_id")
+    ordered = groups.order_by(
+        F("head_score") - F("base_score"), CodePointOrder("name"), CodePointOrder("key"), "first", "first_id"
+    )
     rows = ordered if keep is None else ordered[:keep]
-    return [_delta(row["case_id"], row["name"], row["key"], row["base_passed"], row["base_score"],
-                   row["head_passed"], row["head_score"]) for row in rows], total
+    return [
+        _delta(
+            row["case_id"],
+            row["name"],
+            row["key"],
+            row["base_passed"],
+            row["base_score"],
+            row["head_passed"],
+            row["head_score"],
+        )
+        for row in rows
+    ], total
 
 
 def _delta(case_id, item_name, criterion, b_passed, b_score, h_passed, h_score) -> dict:
-    return {"test_case_id": case_id, "criterion": criterion, "item_name": item_name,
-            "base": {"item_name": item_name, "passed": bool(b_passed), "score": b_score},
-            "head": {"item_name": item_name, "passed": bool(h_passed), "score": h_score},
-            "delta": h_score - b_score}
+    return {
+        "test_case_id": case_id,
+        "criterion": criterion,
+        "item_name": item_name,
+        "base": {"item_name": item_name, "passed": bool(b_passed), "score": b_score},
+        "head": {"item_name": item_name, "passed": bool(h_passed), "score": h_score},
+        "delta": h_score - b_score,
+    }

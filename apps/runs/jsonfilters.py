@@ -31,8 +31,10 @@ class HasTag(_JsonCondition):
     """The item carries the tag: `tag in item["tags"]`."""
 
     postgresql = "(jsonb_typeof({column}->'tags') = 'array' AND ({column}->'tags') @> jsonb_build_array({value}::text))"
-    sqlite = ("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_type({column}, '$.tags') = 'array' "
-              "THEN json_extract({column}, '$.tags') ELSE '[]' END) AS tag WHERE tag.type = 'text' AND tag.value = {value})")
+    sqlite = (
+        "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_type({column}, '$.tags') = 'array' "
+        "THEN json_extract({column}, '$.tags') ELSE '[]' END) AS tag WHERE tag.type = 'text' AND tag.value = {value})"
+    )
 
     def __init__(self, tag: str):
         super().__init__(F("item"), Value(tag))

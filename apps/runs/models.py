@@ -30,7 +30,9 @@ class EvaluationRunQuerySet(models.QuerySet):
     def with_bot_names(self):
         """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
         and bots may be renamed or deleted (then it is None)."""
-        return self.annotate(bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]))
+        return self.annotate(
+            bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1])
+        )
 
     def with_names(self):
         """with_bot_names, plus `test_set_name_value` (the test set's, or V1 question set's, name) and
@@ -39,7 +41,8 @@ class EvaluationRunQuerySet(models.QuerySet):
         question_set = Subquery(Dataset.objects.filter(pk=OuterRef("dataset_id")).values("name")[:1])
         return self.with_bot_names().annotate(
             test_set_name_value=Coalesce(test_set, question_set),
-            rubric_name_value=Subquery(Rubric.objects.filter(pk=OuterRef("rubric_id")).values("name")[:1]))
+            rubric_name_value=Subquery(Rubric.objects.filter(pk=OuterRef("rubric_id")).values("name")[:1]),
+        )
 
     def of_same_test_set(self, run: "EvaluationRun"):
         """Runs of the run's test set (or V1 question set), whatever their versions; the run included."""
@@ -59,9 +62,13 @@ class EvaluationResultQuerySet(models.QuerySet):
     def attempt_counts(self):
         """Per test case id of these results, as values rows: `n` results (attempts), `ok` passed
         and `bad` failed; the rest were unassessed."""
-        return (self.order_by().values("test_case_id")
-                .annotate(n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)),
-                          bad=Count("id", filter=Q(outcome=FAILED))))
+        return (
+            self.order_by()
+            .values("test_case_id")
+            .annotate(
+                n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED))
+            )
+        )
 
     def flaky_cases(self):
         """The test case ids whose attempts among these results disagree, one passed and another
@@ -70,16 +77,24 @@ class EvaluationResultQuerySet(models.QuerySet):
 
     def rule_verdicts(self) -> list[Verdict]:
         """Every rubric-rule verdict of these results, in one query."""
-        rows = (Score.objects.of(SubjectKind.RUN_RESULT, self.order_by().values("pk")).machine().filter(kind=RULE)
-                .order_by("subject_id", "position", "id"))
+        rows = (
+            Score.objects.of(SubjectKind.RUN_RESULT, self.order_by().values("pk"))
+            .machine()
+            .filter(kind=RULE)
+            .order_by("subject_id", "position", "id")
+        )
         return [Verdict.from_score(row) for row in rows]
 
     def with_failed_rule(self, severity: str):
         """Results a rule verdict of this severity of which fails (Verdict.failed for a rule): judged
         and not passed, or errored; a rule the judge skipped fails nothing."""
-        failed = (Score.objects.of(SubjectKind.RUN_RESULT).machine()
-                  .filter(subject_id=OuterRef("pk"), kind=RULE, severity=severity)
-                  .exclude(status=JudgeStatus.SKIPPED).exclude(status=JudgeStatus.OK, passed=True))
+        failed = (
+            Score.objects.of(SubjectKind.RUN_RESULT)
+            .machine()
+            .filter(subject_id=OuterRef("pk"), kind=RULE, severity=severity)
+            .exclude(status=JudgeStatus.SKIPPED)
+            .exclude(status=JudgeStatus.OK, passed=True)
+        )
         return self.filter(Exists(failed))
 
     def with_verdicts(self):
@@ -174,12 +189,14 @@ class EvaluationRun(models.Model):
     # are edited in place, so without it a comparison cannot say what changed between two runs.
     bot_snapshot = models.JSONField(default=dict, blank=True)
     error = models.TextField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The API key that launched the run: the platform LLM calls its workers make are billed to it
     # (apps.core.llm.usage). Null for runs launched from the console, the admin or the command line.
-    api_key = models.ForeignKey("core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                                editable=False)
+    api_key = models.ForeignKey(
+        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -262,11 +279,17 @@ class EvaluationResult(models.Model):
 
     class Meta:
         ordering = ["run_id", "position", "attempt"]
-        constraints = [models.UniqueConstraint(fields=["run", "test_case_id", "attempt"],
-                                               name="result_unique_per_test_case_attempt")]
-        indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"]),
-                   # The dashboard's newest failures, across every run.
-                   models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "test_case_id", "attempt"], name="result_unique_per_test_case_attempt"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["run", "state"]),
+            models.Index(fields=["state", "heartbeat_at"]),
+            # The dashboard's newest failures, across every run.
+            models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict"),
+        ]
 
     def __str__(self):
         return f"{self.run_id}:{self.item_name or self.test_case_id}"
@@ -341,8 +364,11 @@ def verdict_rows_of(result_pks) -> dict[int, list[Score]]:
     """Per result pk, its judge's Score rows in order: one query however many results."""
     rows: dict[int, list[Score]] = {pk: [] for pk in result_pks}
     if rows:
-        for score in (Score.objects.of(SubjectKind.RUN_RESULT, list(rows)).machine()
-                      .order_by("subject_id", "kind", "position", "id")):
+        for score in (
+            Score.objects.of(SubjectKind.RUN_RESULT, list(rows))
+            .machine()
+            .order_by("subject_id", "kind", "position", "id")
+        ):
             rows[score.subject_id].append(score)
     return rows
 
@@ -374,8 +400,10 @@ def verdict_columns(values: list[dict]) -> list[dict]:
     found = verdict_rows_of([v["pk"] for v in values])
     for value in values:
         rows = found.get(value["pk"], [])
-        for kind, column, flag in ((CRITERION, "criteria_scores", "criteria_passed"),
-                                   (RULE, "rubric_scores", "rubric_passed")):
+        for kind, column, flag in (
+            (CRITERION, "criteria_scores", "criteria_passed"),
+            (RULE, "rubric_scores", "rubric_passed"),
+        ):
             mine = [Verdict.from_score(r).to_json() for r in rows if r.kind == kind]
             # As EvaluationResult.verdicts: no list where the flag is null and there are no rows.
             value[column] = None if value[flag] is None and not mine else mine

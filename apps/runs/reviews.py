@@ -43,11 +43,19 @@ class Review:
         review_id = detail.get("review_id")
         status = judged.status if judged is not None else JudgeStatus.OK.value
         # A human score written without the API's id (by another app) is named by its row.
-        return cls(review_id=uuid.UUID(review_id) if review_id else uuid.UUID(int=score.pk), kind=score.kind, key=score.key,
-                   passed=bool(score.passed), note=score.reasoning, reviewer=score.author,
-                   reviewer_name=detail.get("reviewer_name", ""), created_at=score.created_at,
-                   judge_passed=bool(judged.passed) if judged is not None and status == JudgeStatus.OK else None,
-                   judge_status=status, judge=judged.judge if judged is not None else "")
+        return cls(
+            review_id=uuid.UUID(review_id) if review_id else uuid.UUID(int=score.pk),
+            kind=score.kind,
+            key=score.key,
+            passed=bool(score.passed),
+            note=score.reasoning,
+            reviewer=score.author,
+            reviewer_name=detail.get("reviewer_name", ""),
+            created_at=score.created_at,
+            judge_passed=bool(judged.passed) if judged is not None and status == JudgeStatus.OK else None,
+            judge_status=status,
+            judge=judged.judge if judged is not None else "",
+        )
 
 
 def in_force(reviews) -> dict[tuple[str, str], object]:
@@ -70,10 +78,17 @@ def apply_reviews(verdicts: list[Verdict], latest: dict) -> list[Verdict]:
 
 def reviewed_verdicts(criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> tuple[list, list]:
     """Each stored verdict with `review` (the one in force, or None) and `human_passed` added, for display."""
+
     def annotate(stored, kind):
-        return [{**verdict.to_json(), "review": latest.get((kind, verdict.key)),
-                 "human_passed": _overridden(verdict, latest).counts_as_passed}
-                for verdict in Verdict.list_from_json(stored, kind=kind)]
+        return [
+            {
+                **verdict.to_json(),
+                "review": latest.get((kind, verdict.key)),
+                "human_passed": _overridden(verdict, latest).counts_as_passed,
+            }
+            for verdict in Verdict.list_from_json(stored, kind=kind)
+        ]
+
     return annotate(criteria, CRITERION), annotate(rules, RULE)
 
 
@@ -89,8 +104,9 @@ def human_outcome(*, criteria: list[dict] | None, rules: list[dict] | None, late
     if not latest or criteria is None:
         return None
     reviewed_criteria = [_overridden(c, latest) for c in Verdict.list_from_json(criteria, kind=CRITERION)]
-    reviewed_rules = None if rules is None else [_overridden(r, latest)
-                                                 for r in Verdict.list_from_json(rules, kind=RULE)]
+    reviewed_rules = (
+        None if rules is None else [_overridden(r, latest) for r in Verdict.list_from_json(rules, kind=RULE)]
+    )
     return item_outcome(reviewed_criteria, reviewed_rules).outcome
 
 

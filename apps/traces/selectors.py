@@ -8,17 +8,18 @@ from . import fastpath
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
 
-_TOOL_CALLS_SQL = (f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_table} "
-                   "WHERE trace_id = %s ORDER BY seq")
+_TOOL_CALLS_SQL = f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_table} WHERE trace_id = %s ORDER BY seq"
 
 
 _TABLE = ToolCall._meta.db_table
-_TOOL_CALL_PAGE_SQL = (f"SELECT {select_columns(ToolCall)} FROM {_TABLE} "
-                       "WHERE trace_id = %s AND seq > %s ORDER BY seq LIMIT %s")
+_TOOL_CALL_PAGE_SQL = (
+    f"SELECT {select_columns(ToolCall)} FROM {_TABLE} WHERE trace_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
 # Both counts in one pass over the trace's calls (its keys only, no JSON): the calls before the page,
 # which gives the page's first position, and all of them. About 30 ms for 60,000 calls on PostgreSQL.
-_TOOL_CALL_COUNTS_SQL = (f"SELECT COALESCE(SUM(CASE WHEN seq <= %s THEN 1 ELSE 0 END), 0), COUNT(*) "
-                         f"FROM {_TABLE} WHERE trace_id = %s")
+_TOOL_CALL_COUNTS_SQL = (
+    f"SELECT COALESCE(SUM(CASE WHEN seq <= %s THEN 1 ELSE 0 END), 0), COUNT(*) FROM {_TABLE} WHERE trace_id = %s"
+)
 # Stored seqs are sort keys, not positions (OTLP leaves gaps to place a late earlier span without
 # renumbering the others), and are never below 1: "after 0" is the first page.
 FIRST_PAGE = 0

@@ -52,15 +52,19 @@ def test_the_console_refuses_to_review_an_item_assigned_to_someone_else(client):
     reviewer = UserFactory(username="bob", is_staff=True)
     item = QueueItemFactory(assigned_to=UserFactory(username="alice", is_staff=True))
     client.force_login(reviewer)
-    response = client.post(f"/console/queues/{item.queue_id}/items/{item.pk}/",
-                           {"rows": "1", "v-0-kind": "rule", "v-0-key": "USES_KB", "v-0-passed": "pass"}, follow=True)
+    response = client.post(
+        f"/console/queues/{item.queue_id}/items/{item.pk}/",
+        {"rows": "1", "v-0-kind": "rule", "v-0-key": "USES_KB", "v-0-passed": "pass"},
+        follow=True,
+    )
     assert "assigned to alice" in response.content.decode()
     item.refresh_from_db()
     assert item.done_at is None and not verdict_reviews().exists()
 
 
-@pytest.mark.parametrize("query", ["offset=6518572988410869546501250317490847744", "limit=99999999999999999999999",
-                                   "offset=-1", "limit=0"])
+@pytest.mark.parametrize(
+    "query", ["offset=6518572988410869546501250317490847744", "limit=99999999999999999999999", "offset=-1", "limit=0"]
+)
 def test_out_of_range_paging_is_422_not_500(staff_api, query):
     """Found by the fuzzer (bin/fuzz-api): an offset past 64 bits reached the database as a 500."""
     item = QueueItemFactory()

@@ -17,21 +17,49 @@ TEST_SET = uuid.UUID(int=7001)
 RUBRIC = uuid.UUID(int=7002)
 
 # A rubric snapshot as the engine reads it: one rule of each scope the aggregate groups by.
-RUBRIC_SNAPSHOT = {"rules": [
-    {"id": "BRIEF", "name": "Brief", "severity": "medium", "component_scope": "prompt", "component_ids": [],
-     "evaluation_criteria": {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []}},
-    {"id": "USES_KB", "name": "Uses the KB", "severity": "high", "component_scope": "knowledge_base",
-     "component_ids": ["kb1"], "evaluation_criteria": {"pass_conditions": ["Agent calls search_kb"], "fail_conditions": []}},
-    {"id": "NO_HANDOFF", "name": "No needless handoff", "severity": "high", "component_scope": "function",
-     "component_ids": ["t2"], "evaluation_criteria": {"pass_conditions": [], "fail_conditions": ["Agent transfers to a human"]}},
-]}
+RUBRIC_SNAPSHOT = {
+    "rules": [
+        {
+            "id": "BRIEF",
+            "name": "Brief",
+            "severity": "medium",
+            "component_scope": "prompt",
+            "component_ids": [],
+            "evaluation_criteria": {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []},
+        },
+        {
+            "id": "USES_KB",
+            "name": "Uses the KB",
+            "severity": "high",
+            "component_scope": "knowledge_base",
+            "component_ids": ["kb1"],
+            "evaluation_criteria": {"pass_conditions": ["Agent calls search_kb"], "fail_conditions": []},
+        },
+        {
+            "id": "NO_HANDOFF",
+            "name": "No needless handoff",
+            "severity": "high",
+            "component_scope": "function",
+            "component_ids": ["t2"],
+            "evaluation_criteria": {"pass_conditions": [], "fail_conditions": ["Agent transfers to a human"]},
+        },
+    ]
+}
 # Criteria in shapes the offline judge checks (docs/offline-judge.md). In prose ("Agent retrieves the
 # PTO policy from the handbook", "Response includes the monthly accrual of 1.5 days") they used to pass
 # by proxy; the judge now skips prose and the item would be unassessed (issue 20).
 PTO_CRITERIA = ['Agent retrieves "PTO Policy" from the knowledge base', 'Response mentions "1.5 days"']
-PTO_ITEM = {"item_id": "i1", "type": "single_turn", "name": "PTO", "inputs": {"message": "How many PTO days do I accrue per month?"},
-            "expected": {"success_criteria": PTO_CRITERIA,
-                         "should_use_tools": ["search_kb"], "should_not_use_tools": ["live_handoff"]}}
+PTO_ITEM = {
+    "item_id": "i1",
+    "type": "single_turn",
+    "name": "PTO",
+    "inputs": {"message": "How many PTO days do I accrue per month?"},
+    "expected": {
+        "success_criteria": PTO_CRITERIA,
+        "should_use_tools": ["search_kb"],
+        "should_not_use_tools": ["live_handoff"],
+    },
+}
 
 
 # The ids the `plan` fixture (tests/runs/conftest.py) serves a bot, test set, rubric and question set under.
@@ -50,25 +78,41 @@ def make_items(n):
     for i in range(n):
         item = {**PTO_ITEM, "item_id": str(uuid.UUID(int=100 + i)), "name": f"item {i}"}
         if i % 3 == 2:
-            item = {**item, "inputs": {"message": "What is the wifi password?"},
-                    "expected": {"success_criteria": [WIFI_CRITERION]}}
+            item = {
+                **item,
+                "inputs": {"message": "What is the wifi password?"},
+                "expected": {"success_criteria": [WIFI_CRITERION]},
+            }
         items.append(item)
     return items
 
 
 def criterion(text: str, passed: bool, status: str = "ok", score: float | None = None) -> dict:
     """A criterion verdict as the engine stores it in EvaluationResult.criteria_scores."""
-    return {"criterion": text, "passed": passed if status == "ok" else None,
-            "score": (1.0 if passed else 0.0) if score is None and status == "ok" else score,
-            "reasoning": f"{text}: {'met' if passed else 'not met'}", "status": status, "judge": "heuristic:v1",
-            "kind": "criterion"}
+    return {
+        "criterion": text,
+        "passed": passed if status == "ok" else None,
+        "score": (1.0 if passed else 0.0) if score is None and status == "ok" else score,
+        "reasoning": f"{text}: {'met' if passed else 'not met'}",
+        "status": status,
+        "judge": "heuristic:v1",
+        "kind": "criterion",
+    }
 
 
 def rule(rule_id: str, passed: bool, severity: str = "high", status: str = "ok", scope: str | None = "prompt") -> dict:
     """A rubric rule verdict as the engine stores it in EvaluationResult.rubric_scores."""
-    return {"rule_id": rule_id, "rule_name": rule_id.title(), "severity": severity,
-            "passed": passed if status == "ok" else None, "score": (1.0 if passed else 0.0) if status == "ok" else None,
-            "reasoning": "why", "status": status, "judge": "heuristic:v1", "component_scope": scope}
+    return {
+        "rule_id": rule_id,
+        "rule_name": rule_id.title(),
+        "severity": severity,
+        "passed": passed if status == "ok" else None,
+        "score": (1.0 if passed else 0.0) if status == "ok" else None,
+        "reasoning": "why",
+        "status": status,
+        "judge": "heuristic:v1",
+        "component_scope": scope,
+    }
 
 
 class EvaluationRunFactory(factory.django.DjangoModelFactory):
@@ -141,11 +185,15 @@ class EvaluationResultFactory(factory.django.DjangoModelFactory):
     item_name = factory.LazyAttribute(lambda o: f"item {o.position}")
     item_type = "single_turn"
     state = EvaluationResult.State.DONE
-    item = factory.LazyAttribute(lambda o: {"type": o.item_type, "tags": list(o.tags), "priority": o.priority,
-                                            "inputs": {"message": "hi"}})
+    item = factory.LazyAttribute(
+        lambda o: {"type": o.item_type, "tags": list(o.tags), "priority": o.priority, "inputs": {"message": "hi"}}
+    )
     input = factory.LazyFunction(lambda: {"message": "hi"})
-    output = factory.LazyFunction(lambda: {"messages": [{"role": "user", "content": "hi"},
-                                                        {"role": "assistant", "content": "hello", "tool_calls": []}]})
+    output = factory.LazyFunction(
+        lambda: {
+            "messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello", "tool_calls": []}]
+        }
+    )
     # The verdicts, in their stored shape: written as Score rows once the result exists (_create).
     criteria_scores = factory.LazyFunction(list)
     rubric_scores = None
@@ -171,9 +219,16 @@ class EvaluationResultFactory(factory.django.DjangoModelFactory):
 
 # No success criteria and no rubric: an item passes exactly when the bot answers, so which
 # attempts pass is decided by the fake bot below and nothing else.
-REPEAT_ITEMS = [{"item_id": str(uuid.UUID(int=100 + n)), "type": "single_turn", "name": name,
-                 "inputs": {"message": f"question {n}"}, "expected": {"success_criteria": []}}
-                for n, name in enumerate(["sometimes", "never", "always"])]
+REPEAT_ITEMS = [
+    {
+        "item_id": str(uuid.UUID(int=100 + n)),
+        "type": "single_turn",
+        "name": name,
+        "inputs": {"message": f"question {n}"},
+        "expected": {"success_criteria": []},
+    }
+    for n, name in enumerate(["sometimes", "never", "always"])
+]
 
 
 def repeat_answers(request):
@@ -211,5 +266,13 @@ def review_create(*, result: EvaluationResult, kind: str, key: str, passed: bool
 
 def human_score(result: EvaluationResult, *, kind: str, key: str, passed: bool) -> Score:
     """An unsaved human Score on a result's verdict, for bulk fixtures."""
-    return Score(subject_kind=SubjectKind.RUN_RESULT, subject_id=result.pk, parent_id=result.run_id,
-                 attempt=result.attempt, kind=kind, key=key, source=ScoreSource.HUMAN, passed=passed)
+    return Score(
+        subject_kind=SubjectKind.RUN_RESULT,
+        subject_id=result.pk,
+        parent_id=result.run_id,
+        attempt=result.attempt,
+        kind=kind,
+        key=key,
+        source=ScoreSource.HUMAN,
+        passed=passed,
+    )

@@ -33,33 +33,58 @@ def _criteria(flip: bool) -> list[dict]:
     verdict with usage, and a tool-use check."""
     return [
         Verdict.of(passed=not flip, reasoning="found it", judge=JUDGE_HEURISTIC)
-        .with_fingerprint(FINGERPRINT).for_criterion('Response mentions "1.5 days"').to_json(),
-        Verdict.skipped(JUDGE_HEURISTIC, "needs an LLM judge: prose").with_fingerprint(FINGERPRINT)
-        .for_criterion("Agent is polite").to_json(),
-        Verdict.of(passed=True, score=0.8125, reasoning="llm says yes", judge="openai:gpt-4o-mini",
-                   usage={"prompt_tokens": 120, "completion_tokens": 9},
-                   fingerprint=judge_fingerprint(judge="openai:gpt-4o-mini", model="gpt-4o-mini"))
-        .for_criterion("Agent answers the question").to_json(),
+        .with_fingerprint(FINGERPRINT)
+        .for_criterion('Response mentions "1.5 days"')
+        .to_json(),
+        Verdict.skipped(JUDGE_HEURISTIC, "needs an LLM judge: prose")
+        .with_fingerprint(FINGERPRINT)
+        .for_criterion("Agent is polite")
+        .to_json(),
+        Verdict.of(
+            passed=True,
+            score=0.8125,
+            reasoning="llm says yes",
+            judge="openai:gpt-4o-mini",
+            usage={"prompt_tokens": 120, "completion_tokens": 9},
+            fingerprint=judge_fingerprint(judge="openai:gpt-4o-mini", model="gpt-4o-mini"),
+        )
+        .for_criterion("Agent answers the question")
+        .to_json(),
         Verdict.of(passed=True, reasoning="called search_kb", judge=JUDGE_HEURISTIC)
         .with_fingerprint({**FINGERPRINT, "criterion": "uses search_kb"})
-        .for_criterion("uses search_kb", kind="should_use_tools").to_json(),
+        .for_criterion("uses search_kb", kind="should_use_tools")
+        .to_json(),
     ]
 
 
 def _rules(flip: bool) -> list[dict]:
     return [
-        Verdict.of(passed=True, reasoning="short", judge=JUDGE_HEURISTIC).with_fingerprint(FINGERPRINT)
-        .for_rule(RUBRIC_RULES[0], 1).to_json(),
-        (Verdict.of(passed=False, reasoning="no search", judge=JUDGE_HEURISTIC) if flip else
-         Verdict.error(JUDGE_HEURISTIC, "Judge error: boom", fingerprint=FINGERPRINT)).for_rule(RUBRIC_RULES[1], 1)
+        Verdict.of(passed=True, reasoning="short", judge=JUDGE_HEURISTIC)
+        .with_fingerprint(FINGERPRINT)
+        .for_rule(RUBRIC_RULES[0], 1)
+        .to_json(),
+        (
+            Verdict.of(passed=False, reasoning="no search", judge=JUDGE_HEURISTIC)
+            if flip
+            else Verdict.error(JUDGE_HEURISTIC, "Judge error: boom", fingerprint=FINGERPRINT)
+        )
+        .for_rule(RUBRIC_RULES[1], 1)
         .to_json(),
         Verdict.skipped(JUDGE_HEURISTIC, "needs an LLM judge: the rule has no pass or fail conditions to check.")
-        .with_fingerprint(FINGERPRINT).for_rule(RUBRIC_RULES[2], 1).to_json(),
+        .with_fingerprint(FINGERPRINT)
+        .for_rule(RUBRIC_RULES[2], 1)
+        .to_json(),
     ]
 
 
-V1_OK = {"correctness": {"score": 0.5, "comment": json.dumps(
-    {"passed": False, "status": "ok", "judge": JUDGE_HEURISTIC, "reasoning": "half the terms"})}}
+V1_OK = {
+    "correctness": {
+        "score": 0.5,
+        "comment": json.dumps(
+            {"passed": False, "status": "ok", "judge": JUDGE_HEURISTIC, "reasoning": "half the terms"}
+        ),
+    }
+}
 V1_BOT_ERROR = {"correctness": {"score": None, "comment": json.dumps({"error": "HTTP 500"})}}
 # A comment in no shape the engine writes today: kept as it was.
 V1_ODD = {"correctness": {"score": 1.0, "comment": "looks right to me"}}
@@ -78,43 +103,119 @@ def _old_rows(apps, reviewer):
     stored = {}
     runs = []
     for flip in (False, True):
-        run = Run.objects.create(agent_id="b" * 24, test_set_id=test_set, test_set_version=1,
-                                 rubric_id=uuid.UUID(int=78), rubric_version=1, status="completed", total=3,
-                                 completed=3)
+        run = Run.objects.create(
+            agent_id="b" * 24,
+            test_set_id=test_set,
+            test_set_version=1,
+            rubric_id=uuid.UUID(int=78),
+            rubric_version=1,
+            status="completed",
+            total=3,
+            completed=3,
+        )
         runs.append(run)
         for n in range(2):
             name = f"{'head' if flip else 'base'} {n}"
             criteria, rules = _criteria(flip and n == 0), _rules(flip and n == 0)
             stored[name] = {"criteria_scores": criteria, "rubric_scores": rules, "scores": None}
-            Result.objects.create(run=run, position=n, test_case_id=_case(n), item_name=name, item_type="single_turn",
-                                  state="done", criteria_scores=criteria, criteria_passed=False, rubric_scores=rules,
-                                  rubric_passed=not flip, passed=False, outcome="failed" if flip else "unassessed")
+            Result.objects.create(
+                run=run,
+                position=n,
+                test_case_id=_case(n),
+                item_name=name,
+                item_type="single_turn",
+                state="done",
+                criteria_scores=criteria,
+                criteria_passed=False,
+                rubric_scores=rules,
+                rubric_passed=not flip,
+                passed=False,
+                outcome="failed" if flip else "unassessed",
+            )
         # The bot failed: the engine stored no verdict lists at all.
         name = f"{'head' if flip else 'base'} fault"
         stored[name] = {"criteria_scores": None, "rubric_scores": None, "scores": None}
-        Result.objects.create(run=run, position=2, test_case_id=_case(2), item_name=name, item_type="single_turn",
-                              state="done", passed=False, outcome="failed", error="Bot error: down")
+        Result.objects.create(
+            run=run,
+            position=2,
+            test_case_id=_case(2),
+            item_name=name,
+            item_type="single_turn",
+            state="done",
+            passed=False,
+            outcome="failed",
+            error="Bot error: down",
+        )
     base_first = Result.objects.get(item_name="base 0")
-    Review.objects.create(result=base_first, kind="criterion", key='Response mentions "1.5 days"', judge_passed=True,
-                          judge_status="ok", judge=JUDGE_HEURISTIC, passed=False, note="wrong number",
-                          reviewer_id=reviewer.pk, reviewer_name=reviewer.username)
-    Review.objects.create(result=base_first, kind="rule", key="USES_KB", judge_passed=None, judge_status="error",
-                          judge=JUDGE_HEURISTIC, passed=True, note="", reviewer_id=reviewer.pk,
-                          reviewer_name=reviewer.username)
-    Review.objects.create(result=base_first, kind="criterion", key='Response mentions "1.5 days"', judge_passed=True,
-                          judge_status="ok", judge=JUDGE_HEURISTIC, passed=True, note="on second thought",
-                          reviewer=None, reviewer_name="")
+    Review.objects.create(
+        result=base_first,
+        kind="criterion",
+        key='Response mentions "1.5 days"',
+        judge_passed=True,
+        judge_status="ok",
+        judge=JUDGE_HEURISTIC,
+        passed=False,
+        note="wrong number",
+        reviewer_id=reviewer.pk,
+        reviewer_name=reviewer.username,
+    )
+    Review.objects.create(
+        result=base_first,
+        kind="rule",
+        key="USES_KB",
+        judge_passed=None,
+        judge_status="error",
+        judge=JUDGE_HEURISTIC,
+        passed=True,
+        note="",
+        reviewer_id=reviewer.pk,
+        reviewer_name=reviewer.username,
+    )
+    Review.objects.create(
+        result=base_first,
+        kind="criterion",
+        key='Response mentions "1.5 days"',
+        judge_passed=True,
+        judge_status="ok",
+        judge=JUDGE_HEURISTIC,
+        passed=True,
+        note="on second thought",
+        reviewer=None,
+        reviewer_name="",
+    )
     v1 = Run.objects.create(agent_id="b" * 24, dataset_id=uuid.UUID(int=79), status="completed", total=3, completed=3)
     for n, scores in enumerate((V1_OK, V1_BOT_ERROR, V1_ODD)):
         name = f"v1 {n}"
         stored[name] = {"criteria_scores": None, "rubric_scores": None, "scores": scores}
-        Result.objects.create(run=v1, position=n, test_case_id=_case(n), item_name=name, item_type="question",
-                              state="done", scores=scores, passed=n == 2, outcome="passed" if n == 2 else "failed")
+        Result.objects.create(
+            run=v1,
+            position=n,
+            test_case_id=_case(n),
+            item_name=name,
+            item_type="question",
+            state="done",
+            scores=scores,
+            passed=n == 2,
+            outcome="passed" if n == 2 else "failed",
+        )
     stored["pending"] = {"criteria_scores": None, "rubric_scores": None, "scores": None}
     Result.objects.create(run=v1, position=9, test_case_id=_case(9), item_name="pending", item_type="question")
-    reviews = list(Review.objects.order_by("id").values("review_id", "result_id", "kind", "key", "judge_passed",
-                                                        "judge_status", "judge", "passed", "note", "reviewer_id",
-                                                        "reviewer_name", "created_at"))
+    reviews = list(
+        Review.objects.order_by("id").values(
+            "review_id",
+            "result_id",
+            "kind",
+            "key",
+            "judge_passed",
+            "judge_status",
+            "judge",
+            "passed",
+            "note",
+            "reviewer_id",
+            "reviewer_name",
+            "created_at",
+        )
+    )
     return stored, reviews, [run.run_id for run in runs]
 
 
@@ -158,7 +259,8 @@ def test_verdicts_and_reviews_move_to_score_rows_and_back(api):
     assert [(h.kind, h.key, h.passed, h.reasoning, h.author_id) for h in humans] == [
         ("criterion", 'Response mentions "1.5 days"', False, "wrong number", reviewer.pk),
         ("rule", "USES_KB", True, "", reviewer.pk),
-        ("criterion", 'Response mentions "1.5 days"', True, "on second thought", None)]
+        ("criterion", 'Response mentions "1.5 days"', True, "on second thought", None),
+    ]
     assert humans[0].detail["reviewer_name"] == "rita" and humans[0].detail["review_id"] == str(reviews[0]["review_id"])
     # The heuristic judge's "needs an LLM judge" skips carry the reason; an LLM verdict is source llm.
     assert Score.objects.filter(reason=Reason.NEEDS_LLM_JUDGE).count() == 4 * 2
@@ -182,11 +284,23 @@ def test_verdicts_and_reviews_move_to_score_rows_and_back(api):
         assert answered["criteria_scores"] is None and answered["rubric_scores"] is None
     base_first = EvaluationResult.objects.get(item_name="base 0")
     answered_reviews = api.get(f"/api/v1/results/{base_first.result_id}/reviews").json()
-    assert [(r["review_id"], r["kind"], r["passed"], r["note"], r["judge_passed"], r["judge_status"], r["reviewer"],
-             r["in_force"]) for r in answered_reviews] == [
+    assert [
+        (
+            r["review_id"],
+            r["kind"],
+            r["passed"],
+            r["note"],
+            r["judge_passed"],
+            r["judge_status"],
+            r["reviewer"],
+            r["in_force"],
+        )
+        for r in answered_reviews
+    ] == [
         (str(reviews[0]["review_id"]), "criterion", False, "wrong number", True, "ok", "rita", False),
         (str(reviews[1]["review_id"]), "rule", True, "", None, "error", "rita", True),
-        (str(reviews[2]["review_id"]), "criterion", True, "on second thought", True, "ok", "", True)]
+        (str(reviews[2]["review_id"]), "criterion", True, "on second thought", True, "ok", "", True),
+    ]
     comparison = api.get(f"/api/v1/runs/{base_id}/compare/{head_id}")
     assert comparison.status_code == 200
     run = api.get(f"/api/v1/runs/{base_id}").json()
@@ -201,7 +315,10 @@ def test_verdicts_and_reviews_move_to_score_rows_and_back(api):
             # Equal values (PostgreSQL's jsonb never kept a stored object's key order; the API's
             # order comes from its schemas, checked above).
             assert (result.criteria_scores, result.rubric_scores, result.scores) == (
-                want["criteria_scores"], want["rubric_scores"], want["scores"]), result.item_name
+                want["criteria_scores"],
+                want["rubric_scores"],
+                want["scores"],
+            ), result.item_name
         assert list(Review.objects.order_by("created_at", "id").values(*reviews[0])) == reviews
         assert not Score.objects.filter(subject_kind="run_result").exists()
     finally:

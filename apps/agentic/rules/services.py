@@ -87,8 +87,9 @@ class RuleData:
 
 def rule_judge_check(*, judge: str) -> None:
     if judge != "heuristic" and not llm_configured():
-        raise InvalidInputError(f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, "
-                                f"or use the heuristic judge")
+        raise InvalidInputError(
+            f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, or use the heuristic judge"
+        )
     if judge not in JUDGE_CHOICES:
         judge_model_check(model=judge)
 
@@ -151,7 +152,7 @@ def _send_accounted(rule_id: int, trace_ids: list[int], countdown: float | None)
 
 def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False) -> None:
     for start in range(0, len(trace_ids), TASK_CHUNK):
-        chunk = trace_ids[start:start + TASK_CHUNK]
+        chunk = trace_ids[start : start + TASK_CHUNK]
 
         # A function, not a functools.partial: a robust on_commit logs a failure by the
         # callback's __qualname__, which a partial lacks.
@@ -169,8 +170,11 @@ def online_evaluations_queue(*, trace_ids: list[int]) -> int:
     rules = enabled_rules.get()
     if not rules or not trace_ids:
         return 0
-    traces = list(AgentTrace.objects.filter(pk__in=trace_ids).exclude(status=AgentTrace.Status.ACTIVE)
-                  .values_list("pk", "session_id", "agent_name", "source"))
+    traces = list(
+        AgentTrace.objects.filter(pk__in=trace_ids)
+        .exclude(status=AgentTrace.Status.ACTIVE)
+        .values_list("pk", "session_id", "agent_name", "source")
+    )
     settle = settings.EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS or None
     queued = 0
     for rule in rules:
@@ -195,14 +199,20 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
         raise InvalidInputError("since must be earlier than until")
     if not rule.enabled:
         raise ConflictError(f"Evaluation rule {rule.name!r} is disabled; enable it before a backfill")
-    traces = (AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
-              .filter(end_time__gte=since, end_time__lt=until).order_by("pk"))
+    traces = (
+        AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
+        .filter(end_time__gte=since, end_time__lt=until)
+        .order_by("pk")
+    )
     if rule.agent_name:
         traces = traces.filter(agent_name=rule.agent_name)
     if rule.source != EvaluationRule.Source.ANY:
         traces = traces.filter(source=rule.source)
-    picked = [pk for pk, session_id in traces.values_list("pk", "session_id").iterator(chunk_size=2000)
-              if rule.samples(session_id)]
+    picked = [
+        pk
+        for pk, session_id in traces.values_list("pk", "session_id").iterator(chunk_size=2000)
+        if rule.samples(session_id)
+    ]
     try:
         _enqueue(rule.pk, picked)
     except OperationalError:
@@ -251,7 +261,8 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
         # Made if missing, then incremented in place (F keeps a concurrent worker's increments).
         OnlineEvaluationCount.objects.bulk_create(
             [OnlineEvaluationCount(rule_name=rule_name, outcome=outcome) for _, outcome, _ in rows],
-            ignore_conflicts=True)
+            ignore_conflicts=True,
+        )
         for _, outcome, n in rows:
             OnlineEvaluationCount.objects.filter(rule_name=rule_name, outcome=outcome).update(count=F("count") + n)
         _record_outcomes(outcomes)
@@ -259,9 +270,12 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
 
 def _record_outcomes(outcomes: dict[str, int]) -> None:
     # A re-used verdict is an evaluation too: the trace has its verdict from this judge.
-    ingestion_record(source=LedgerSource.ONLINE_EVALUATION,
-                     evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
-                     skipped=outcomes.get(SKIPPED, 0), errored=outcomes.get(ERROR, 0))
+    ingestion_record(
+        source=LedgerSource.ONLINE_EVALUATION,
+        evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
+        skipped=outcomes.get(SKIPPED, 0),
+        errored=outcomes.get(ERROR, 0),
+    )
 
 
 def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, int]:
@@ -275,8 +289,12 @@ def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, i
     outcomes = dict.fromkeys(ONLINE_OUTCOMES, 0)
     traces = []
     if rule.enabled:
-        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids)
-                      .exclude(status=AgentTrace.Status.ACTIVE).order_by("pk"))
+        traces = list(
+            AgentTrace.objects.with_tool_calls()
+            .filter(pk__in=trace_ids)
+            .exclude(status=AgentTrace.Status.ACTIVE)
+            .order_by("pk")
+        )
     outcomes[SKIPPED] = len(set(trace_ids)) - len(traces)
     judge = None
     if traces:

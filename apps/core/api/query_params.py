@@ -49,8 +49,9 @@ def query_parameters(model: type[BaseModel]) -> list[OpenApiParameter]:
         description = schema.pop("description", None)
         if schema.get("default", ...) is None:
             schema.pop("default")
-        parameters.append(OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=name in required,
-                                           description=description))
+        parameters.append(
+            OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=name in required, description=description)
+        )
     return parameters
 
 

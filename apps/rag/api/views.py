@@ -69,15 +69,25 @@ class TraceHistoryView(APIView):
         queryset = selectors.trace_evaluation_list(test=params.test, outcome=params.outcome)
         paginator = LimitOffset()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return respond(TraceHistoryOut, {"count": paginator.count, "next": paginator.get_next_link(),
-                                         "previous": paginator.get_previous_link(),
-                                         "results": selectors.trace_evaluations_with_scores(page)})
+        return respond(
+            TraceHistoryOut,
+            {
+                "count": paginator.count,
+                "next": paginator.get_next_link(),
+                "previous": paginator.get_previous_link(),
+                "results": selectors.trace_evaluations_with_scores(page),
+            },
+        )
 
 
 class TraceEvaluationDetailView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
-                   summary="One stored TRACE evaluation")
+    @extend_schema(
+        tags=TAG,
+        operation_id="trace_history_retrieve",
+        responses={200: TraceEvaluationOut},
+        summary="One stored TRACE evaluation",
+    )
     def get(self, request, evaluation_id: int):
         return respond(TraceEvaluationOut, selectors.trace_evaluation_get(evaluation_id=evaluation_id))
