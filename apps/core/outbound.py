@@ -139,7 +139,8 @@ def resolve_allowed(host: str, port: int) -> list[IPAddress]:
         raise OutboundError(f"host {host} could not be resolved") from None
     addresses: list[IPAddress] = []
     for *_rest, sockaddr in infos:
-        ip = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
+        # An IPv6 address may carry a "%zone"; typeshed types sockaddr[0] str | int (it is a str for IP families).
+        ip = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
         if ip not in addresses:
             addresses.append(ip)
     if not addresses:

@@ -21,6 +21,7 @@ Rules (also in docs/rag.md):
 
 import logging
 import re
+from typing import cast
 
 from pydantic import BaseModel, Field
 

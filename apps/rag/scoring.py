@@ -42,7 +42,8 @@ _STORED = {
     TestStatus.UNSUPPORTED: (JudgeStatus.SKIPPED, Reason.UNSUPPORTED),
     TestStatus.NOT_RUN: (JudgeStatus.SKIPPED, Reason.NOT_RUN),
 }
-_WORD = {stored: word for word, stored in _STORED.items()}
+# Keyed by str pairs: Score rows hold plain strings, equal (and hashing equal) to the enum members.
+_WORD: dict[tuple[str, str], TestStatus] = {stored: word for word, stored in _STORED.items()}
 # A test with one of these reasons never ran: it is in `missing` and test_results, never in
 # evaluation_scores or details.
 NOT_RAN = (Reason.MISSING, Reason.UNSUPPORTED, Reason.NOT_RUN)

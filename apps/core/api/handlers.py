@@ -46,7 +46,7 @@ def api_exception_handler(exc, context):
         return Response({"detail": "Request body too large."}, status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, (exceptions.ValidationError, exceptions.ParseError)):
         # The contracts are FastAPI's: an invalid or unparseable body is 422, not DRF's 400.
-        detail = exc.detail
+        detail: object = exc.detail
         if isinstance(exc, exceptions.ParseError):
             detail = str(exc.detail)
         return Response({"detail": detail}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)

@@ -99,7 +99,8 @@ def unique_ids(attribute: str, *, what: str) -> AfterValidator:
     rows may share a name; None (an id still to be assigned) names nothing."""
 
     def check(rows):
-        seen, duplicates = set(), set()
+        seen: set[str] = set()
+        duplicates: set[str] = set()
         for value in (getattr(row, attribute) for row in rows):
             if value is not None:
                 (duplicates if str(value) in seen else seen).add(str(value))

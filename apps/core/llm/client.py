@@ -23,13 +23,20 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from django.conf import settings
 from pydantic import BaseModel, ValidationError
 
 from apps.core import outbound
 from apps.core.llm import usage
+
+if TYPE_CHECKING:
+    # For annotations only (they are strings at run time, see `from __future__` above); the code
+    # imports openai lazily inside the functions.
+    import httpx
+    import openai
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
 
 logger = logging.getLogger(__name__)
 
@@ -169,7 +176,7 @@ def _retryable(exc: Exception) -> bool:
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
-def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | None = None) -> str:
+def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | httpx.Timeout | None = None) -> str:
     """The reason for a failed request. With quote_server off (a user-supplied server, which may be
     an internal service) nothing the server wrote is repeated: only status, content type and size."""
     import openai  # lazy: see the module docstring
@@ -205,7 +212,7 @@ def _backoff(attempt: int, exc: Exception | None) -> float:
     return delay
 
 
-def extract_json(text: str) -> Any:
+def extract_json(text: str | None) -> Any:
     """The first JSON object in a reply that may wrap it in code fences or prose."""
     if text is None:
         raise ValueError("empty reply")
@@ -294,6 +301,7 @@ class LLMClient:
                     break
                 logger.warning("LLM %s attempt %d failed (%s); retrying", what, attempt, self._reason(exc))
                 time.sleep(_backoff(attempt, exc))
+        assert last is not None  # the loop only ends here after a failed attempt
         raise LLMError(f"{what} failed after {attempt} attempt(s): {self._reason(last)}")
 
     def _create_completion(self, **body) -> ChatCompletion:
@@ -399,7 +407,10 @@ class LLMClient:
         spent.add(completion.usage)
         message = completion.choices[0].message
         calls = []
-        for call in message.tool_calls or []:
+        for tool_call in message.tool_calls or []:
+            # evalsite only offers function tools, so every call is a function call (a custom tool
+            # call has no `function`); the cast tells the checker so and does nothing at run time.
+            call = cast("ChatCompletionMessageFunctionToolCall", tool_call)
             try:
                 arguments = json.loads(call.function.arguments or "{}")
             except json.JSONDecodeError:

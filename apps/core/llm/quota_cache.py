@@ -12,6 +12,7 @@ import pickle
 import time
 import zlib
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from django.core.cache.backends.base import DEFAULT_TIMEOUT
 from django.core.cache.backends.filebased import FileBasedCache
@@ -19,6 +20,14 @@ from django.core.files import locks
 
 
 class LockedFileBasedCache(FileBasedCache):
+    if TYPE_CHECKING:
+        # Private FileBasedCache members (Django 5.2, pinned) that django-stubs leaves out.
+        _dir: str
+
+        def _createdir(self) -> None: ...
+
+        def _key_to_file(self, key: str, version: int | None = None) -> str: ...
+
     @contextmanager
     def _exclusive(self):
         self._createdir()

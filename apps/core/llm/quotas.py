@@ -74,9 +74,9 @@ def rate_hit(cache, key: str, window_seconds: float) -> int:
 
 
 def _requester(request) -> str:
-    api_key = getattr(request, "auth", None)
-    if getattr(api_key, "pk", None) is not None:
-        return f"key:{api_key.pk}"
+    key_pk = getattr(getattr(request, "auth", None), "pk", None)
+    if key_pk is not None:
+        return f"key:{key_pk}"
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
         return f"user:{user.pk}"
@@ -120,6 +120,7 @@ def llm_rate_check(request, view=None) -> None:
     """Count one LLM-spending request against its key; raise Throttled (429, Retry-After) past the rate."""
     throttle = LLMRateThrottle()
     if not throttle.allow_request(request, view):
+        assert throttle.rate is not None  # allow_request refuses only under a rate
         limit, _period, name = throttle.rate
         raise Throttled(
             wait=throttle.wait(),

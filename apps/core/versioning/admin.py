@@ -5,6 +5,8 @@ any two of them and a restore page (showing what a restore would change, and ask
 publishes an old version as a new one. The admin's history says which version each save published
 and which rows it added, changed or deleted."""
 
+from typing import TYPE_CHECKING, Any, ClassVar
+
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -14,6 +16,7 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
+from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from apps.core.admin.fields import pydantic_messages
@@ -22,6 +25,14 @@ from apps.core.errors import DomainError
 
 from .diff import snapshot_diff
 from .services import version_restore
+
+if TYPE_CHECKING:
+    # For the checker the mixin is a ModelAdmin (it calls ModelAdmin's methods through super() and
+    # reads model, admin_site, inlines); at run time it stays a plain class, mixed in before
+    # admin.ModelAdmin.
+    _ModelAdminBase = admin.ModelAdmin[Any]
+else:
+    _ModelAdminBase = object
 
 
 class VersionedHeadForm(forms.ModelForm):
@@ -43,7 +54,8 @@ class VersionedHeadForm(forms.ModelForm):
             self.fields["agent"].label = "Bot"
 
     def clean(self):
-        cleaned = super().clean()
+        # ModelForm.clean returns its cleaned_data (never None; the stubs allow a None for overrides).
+        cleaned = super().clean() or {}
         based_on = cleaned.get("based_on_version")
         if not self.instance._state.adding and based_on is not None:
             current = (
@@ -64,8 +76,9 @@ class ContentFormSet(forms.BaseInlineFormSet):
     """Validates the whole head (its fields from the parent form plus these rows, in position
     order) with the API's schema, so the admin refuses exactly what the API refuses."""
 
-    content_schema = None
-    content = None
+    # The API's input schema of the head: each app's formset sets it.
+    content_schema: ClassVar[type[BaseModel]]
+    content: BaseModel | None = None
 
     def content_data(self, head, rows: list[forms.Form]) -> dict:
         """The head's content in the schema's input shape, from the head and its kept row forms."""
@@ -104,7 +117,7 @@ def row_changes(formset) -> list[str]:
     return changes
 
 
-class VersionHistoryAdminMixin:
+class VersionHistoryAdminMixin(_ModelAdminBase):
     """For a ModelAdmin of a VersionedHead whose form is a VersionedHeadForm and whose inline's
     formset is a ContentFormSet. Needs `create_head` and `publish_head`, the app's services."""
 
@@ -217,6 +230,7 @@ class VersionHistoryAdminMixin:
     def _url_prefix(self):
         return f"admin:{self.model._meta.app_label}_{self.model._meta.model_name}"
 
+    @admin.display(description="versions")
     def version_history_link(self, obj):
         if obj is None or obj.pk is None or not getattr(obj, "current_version", 0):
             return "—"
@@ -346,6 +360,8 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
 
     def __init__(self, model, admin_site):
         pk = model._meta.pk.name
+        # The ignores below: these options depend on the model, known only here. Django reads them off
+        # the instance (and its checks do too); django-stubs declares them ClassVar.
         self.list_display = ["name", "bot", "current_version", "row_count", "updated_at"]
         self.readonly_fields = [pk, "current_version", "version_history_link", *self.more_fields]
         self.fieldsets = [
@@ -388,10 +404,18 @@ class SnapshotVersionAdmin(admin.ModelAdmin):
 
     def __init__(self, model, admin_site):
         head = model.head_field()
+        # Per model, as in VersionedHeadAdmin.__init__ (the stubs declare these ClassVar, hence the ignores).
         self.list_display = [head.name, "version", "author", "created_at"]
-        self.list_select_related = [head.name]
-        self.search_fields = [f"{head.name}__name", "changelog"]
-        self.readonly_fields = [head.name, "version", "author", "changelog", "created_at", "snapshot_pretty"]
+        self.list_select_related = [head.name]  # type: ignore[misc]
+        self.search_fields = [f"{head.name}__name", "changelog"]  # type: ignore[misc]
+        self.readonly_fields = [  # type: ignore[misc]
+            head.name,
+            "version",
+            "author",
+            "changelog",
+            "created_at",
+            "snapshot_pretty",
+        ]
         super().__init__(model, admin_site)
 
     def has_add_permission(self, request):

@@ -3,7 +3,12 @@ to the bot and their rows; a head's version model is made by `snapshot_version_m
 foreign key to the head has related_name="versions", which is how the shared code finds one from
 the other."""
 
+from typing import TYPE_CHECKING, ClassVar, Self, cast
+
 from django.db import models
+
+if TYPE_CHECKING:
+    from django.db.models.fields.related_descriptors import ReverseManyToOneDescriptor
 
 
 class VersionedHead(models.Model):
@@ -17,6 +22,12 @@ class VersionedHead(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    if TYPE_CHECKING:
+        # What every concrete head has and the checker cannot see on this abstract model: its
+        # manager, and the reverse accessor of its version model's foreign key (related_name="versions").
+        objects: ClassVar[models.Manager[Self]]
+        versions: ReverseManyToOneDescriptor["SnapshotVersion"]
+
     class Meta:
         abstract = True
 
@@ -25,7 +36,8 @@ class VersionedHead(models.Model):
 
     @classmethod
     def version_model(cls) -> type["SnapshotVersion"]:
-        return cls.versions.rel.related_model
+        # The checker sees `type[Model] | "self"`; on a concrete head it is the version model.
+        return cast("type[SnapshotVersion]", cls.versions.rel.related_model)
 
 
 class SnapshotVersion(models.Model):
@@ -46,7 +58,12 @@ class SnapshotVersion(models.Model):
     @classmethod
     def head_field(cls) -> models.ForeignKey:
         """The foreign key to the head (the one with related_name="versions")."""
-        return next(f for f in cls._meta.fields if f.is_relation and f.remote_field.related_name == "versions")
+        # The version model's only relation field is that foreign key.
+        return next(
+            f
+            for f in cls._meta.fields
+            if isinstance(f, models.ForeignKey) and f.remote_field.related_name == "versions"
+        )
 
 
 def snapshot_version_model(head_model: type[VersionedHead], *, field: str) -> type[SnapshotVersion]:

@@ -13,7 +13,7 @@ def version_get(head: VersionedHead, version: int | None = None) -> SnapshotVers
     number = head.current_version if version is None else version
     found = head.versions.filter(version=number).first()
     if found is None:
-        raise NotFoundError(f"{head._meta.verbose_name.capitalize()} {head.pk} has no version {version}")
+        raise NotFoundError(f"{str(head._meta.verbose_name).capitalize()} {head.pk} has no version {version}")
     return found
 
 

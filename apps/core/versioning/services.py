@@ -43,7 +43,7 @@ def version_publish(
     expected_version, an edit based on an older version is refused (ConflictError) so two editors
     never overwrite each other silently."""
     model = type(head)
-    noun = model._meta.verbose_name
+    noun = str(model._meta.verbose_name)
     with transaction.atomic():
         try:
             locked = model.objects.select_for_update().get(pk=head.pk)
@@ -93,7 +93,8 @@ def version_head_create(
 ) -> VersionedHead:
     """Insert a new head of `model` with primary key `pk` and publish its version 1."""
     # A pk of None is given the model's default (a fresh uuid) when the row is inserted.
-    head = model(pk=pk, **head_fields())
+    # The ignore: the plugin knows no pk on the abstract VersionedHead; every concrete head has one.
+    head = model(pk=pk, **head_fields())  # type: ignore[misc]
     head.save(force_insert=True)
     version_publish(
         head=head,

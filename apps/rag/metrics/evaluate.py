@@ -9,6 +9,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from apps.core.llm import client as llm
 from apps.scores.vocabulary import JudgeStatus
@@ -90,6 +91,7 @@ async def context_precision(p: TracePayload) -> MetricOutcome:
 async def answer_accuracy(p: TracePayload) -> MetricOutcome:
     """Normalised exact match against each ground truth, else Ragas' Levenshtein similarity of the
     normalised strings; the best ground truth wins."""
+    assert p.answer is not None  # scored only with an answer (payload.METRIC_REQUIREMENTS)
     answer = lexical.normalise_answer(p.answer)
     if not answer:
         return MetricOutcome(
@@ -176,7 +178,11 @@ async def context_utilisation(p: TracePayload) -> MetricOutcome:
 
 async def _ragas_llm(name: str, metric, fallback, p: TracePayload, **inputs) -> MetricOutcome:
     value, log = await rb.with_call_log(metric.ascore(**inputs))
-    details = {"method": f"ragas:{type(metric).__name__}", "llm_calls": log.calls, "usage": log.usage.as_dict()}
+    details: dict[str, Any] = {
+        "method": f"ragas:{type(metric).__name__}",
+        "llm_calls": log.calls,
+        "usage": log.usage.as_dict(),
+    }
     if math.isnan(value):
         reason = "; ".join(log.errors) or "the LLM gave no usable verdict"
         return MetricOutcome(
@@ -202,7 +208,7 @@ async def answer_accuracy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcom
         outcome = await answer_accuracy(p)
         outcome.details["note"] = "Ragas AnswerAccuracy needs the question; none was given, so the LLM was not used"
         return outcome
-    best = None
+    best: MetricOutcome | None = None
     for truth in p.ground_truths:
         outcome = await _ragas_llm(
             "answer_accuracy", m.answer_accuracy, None, p, user_input=p.question, response=p.answer, reference=truth
@@ -210,6 +216,7 @@ async def answer_accuracy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcom
         outcome.details["ground_truth"] = truth
         if best is None or _rank(outcome) > _rank(best):
             best = outcome
+    assert best is not None  # scored only with a ground truth (payload.METRIC_REQUIREMENTS)
     return best
 
 
@@ -235,6 +242,7 @@ async def context_utilisation_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOu
             "ContextUtilization judges one LLM call each, so the LLM was not used"
         )
         return outcome
+    assert p.answer is not None  # scored only with an answer (payload.METRIC_REQUIREMENTS)
     lexical_result = lexical.context_utilisation(contexts=_texts(p), answer=p.answer)
     return await _ragas_llm(
         "context_utilisation",
