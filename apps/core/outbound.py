@@ -255,8 +255,10 @@ class GuardedTransport(httpx.HTTPTransport):
         # stretch one response past it as a whole.
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         deadline = started + read_timeout if read_timeout else None
+        # This transport is synchronous, so its responses carry a SyncByteStream.
+        stream = typing.cast(httpx.SyncByteStream, response.stream)
         response.stream = _CappedStream(
-            response.stream, limit=limit, deadline=deadline, status_code=response.status_code, content_type=content_type
+            stream, limit=limit, deadline=deadline, status_code=response.status_code, content_type=content_type
         )
         return response
 

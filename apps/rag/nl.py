@@ -153,7 +153,7 @@ def extract_with_llm(text: str) -> ParsedQuery:
     result = client.complete_structured(
         system=EXTRACTION_SYSTEM, user=text, response_model=ExtractedPayload, name="trace_payload"
     )
-    extracted: ExtractedPayload = result.data
+    extracted = cast(ExtractedPayload, result.data)  # an instance of the response_model asked for
     data = extracted.model_dump()
     truths = data.pop("ground_truth")
     data["ground_truth"] = None if not truths else truths[0] if len(truths) == 1 else truths

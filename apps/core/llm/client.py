@@ -374,7 +374,7 @@ class LLMClient:
     def _structured_request(self, system: str, user: str, schema: dict, name: str) -> tuple[list[dict], dict]:
         if self.base_url in _no_json_schema:
             system = f"{system}\n\nReply with one JSON object only, matching this JSON Schema:\n{json.dumps(schema)}"
-            response_format = {"type": "json_object"}
+            response_format: dict[str, Any] = {"type": "json_object"}
         else:
             response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], response_format

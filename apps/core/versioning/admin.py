@@ -217,12 +217,12 @@ class VersionHistoryAdminMixin(_ModelAdminBase):
             path(
                 "<path:object_id>/versions/",
                 self.admin_site.admin_view(self.versions_view),
-                name="%s_%s_versions" % info,
+                name="{}_{}_versions".format(*info),
             ),
             path(
                 "<path:object_id>/versions/<int:version>/restore/",
                 self.admin_site.admin_view(self.restore_view),
-                name="%s_%s_restore" % info,
+                name="{}_{}_restore".format(*info),
             ),
         ] + super().get_urls()
 
@@ -238,8 +238,6 @@ class VersionHistoryAdminMixin(_ModelAdminBase):
         return format_html(
             '<a href="{}">Version history, diff and restore</a> (current: v{})', url, obj.current_version
         )
-
-    version_history_link.short_description = "versions"
 
     def versions_view(self, request, object_id):
         obj = get_object_or_404(self.model, pk=object_id)
@@ -363,8 +361,8 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
         # The ignores below: these options depend on the model, known only here. Django reads them off
         # the instance (and its checks do too); django-stubs declares them ClassVar.
         self.list_display = ["name", "bot", "current_version", "row_count", "updated_at"]
-        self.readonly_fields = [pk, "current_version", "version_history_link", *self.more_fields]
-        self.fieldsets = [
+        self.readonly_fields = [pk, "current_version", "version_history_link", *self.more_fields]  # type: ignore[misc]
+        self.fieldsets = [  # type: ignore[misc]
             (
                 None,
                 {

@@ -103,7 +103,7 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
                 "reason": "the answer has no word characters to compare",
             },
         )
-    candidates = []
+    candidates: list[dict[str, Any]] = []
     for truth in p.ground_truths:
         normalised = lexical.normalise_answer(truth)
         if not normalised:
