@@ -79,10 +79,12 @@ class TraceFilter(django_filters.FilterSet):
     agent = django_filters.ChoiceFilter(field_name="agent_name", empty_label=ANY)
     status = django_filters.ChoiceFilter(choices=AgentTrace.Status.choices, empty_label=ANY)
     source = django_filters.ChoiceFilter(choices=AgentTrace.Source.choices, empty_label=ANY)
-    date_from = django_filters.DateFilter(method="filter_date_from", label="From",
-                                          widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = django_filters.DateFilter(method="filter_date_to", label="To",
-                                        widget=forms.DateInput(attrs={"type": "date"}))
+    date_from = django_filters.DateFilter(
+        method="filter_date_from", label="From", widget=forms.DateInput(attrs={"type": "date"})
+    )
+    date_to = django_filters.DateFilter(
+        method="filter_date_to", label="To", widget=forms.DateInput(attrs={"type": "date"})
+    )
 
     class Meta:
         model = AgentTrace

@@ -14,8 +14,22 @@ from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
 
-NEEDLES = ["7f3a9c", "7F3A9C", "checkout", "billing", "BILLINGAGENT", "payments", "PAY", "pa", "conv-", "s-1",
-           "zz", "no such thing", "Agent", "order?"]
+NEEDLES = [
+    "7f3a9c",
+    "7F3A9C",
+    "checkout",
+    "billing",
+    "BILLINGAGENT",
+    "payments",
+    "PAY",
+    "pa",
+    "conv-",
+    "s-1",
+    "zz",
+    "no such thing",
+    "Agent",
+    "order?",
+]
 
 
 @pytest.fixture
@@ -34,9 +48,13 @@ def expected(needle: str) -> set[str]:
     """What the search promises, worked out in Python: any part of the session id or of an agent
     name in any case, any part of the query text in any case from three characters on."""
     n = needle.casefold()
-    return {t.session_id for t in AgentTrace.objects.all()
-            if n in t.session_id.casefold() or n in t.agent_name.casefold()
-            or (len(needle) >= 3 and n in t.user_query.casefold())}
+    return {
+        t.session_id
+        for t in AgentTrace.objects.all()
+        if n in t.session_id.casefold()
+        or n in t.agent_name.casefold()
+        or (len(needle) >= 3 and n in t.user_query.casefold())
+    }
 
 
 def found(needle: str) -> set[str]:
@@ -75,8 +93,9 @@ def test_the_trigram_probe_reads_the_indexes_the_migrations_made():
 def test_agent_status_source_and_whole_utc_days():
     now = timezone.now()
     old = AgentTraceFactory(agent_name="A", start_time=now - timedelta(days=3))
-    failed = AgentTraceFactory(agent_name="B", success=False, source=AgentTrace.Source.OTLP,
-                               start_time=now - timedelta(days=1))
+    failed = AgentTraceFactory(
+        agent_name="B", success=False, source=AgentTrace.Source.OTLP, start_time=now - timedelta(days=1)
+    )
 
     def ids(**filters):
         return set(trace_list(filters=filters).values_list("session_id", flat=True))

@@ -38,7 +38,8 @@ def trace_list(request):
         query["sort"] = sort.param
     return render(request, "console/trace_list.html", console_context(
         request, title="Traces", form=page.filterset.form, page=page, filter_query=query.urlencode(),
-        sort_query=sort_query, sort=sort, default_order=sort.param == selectors.TRACE_DEFAULT_SORT, filtered=page.filterset.filtered,
+        sort_query=sort_query, sort=sort, default_order=sort.param == selectors.TRACE_DEFAULT_SORT,
+        filtered=page.filterset.filtered,
         text_window=trace_filters.TRACE_TEXT_SEARCH_WINDOW))
 
 
