@@ -29,11 +29,39 @@ AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "
 OPERATIONS = ["list", "create", "delete", "update", "get"]
 RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
 METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
-COLUMNS = ("session_id", "source", "agent_name", "operation", "overall_score", "rating", "judge", "prompt_tokens",
-           "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
+COLUMNS = (
+    "session_id",
+    "source",
+    "agent_name",
+    "operation",
+    "overall_score",
+    "rating",
+    "judge",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "fingerprint",
+    "has_error",
+    "created_at",
+)
 # Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
-SCORE_COLUMNS = ("subject_kind", "subject_id", "kind", "key", "position", "source", "status", "reason", "value",
-                 "label", "reasoning", "judge", "severity", "scope", "created_at")
+SCORE_COLUMNS = (
+    "subject_kind",
+    "subject_id",
+    "kind",
+    "key",
+    "position",
+    "source",
+    "status",
+    "reason",
+    "value",
+    "label",
+    "reasoning",
+    "judge",
+    "severity",
+    "scope",
+    "created_at",
+)
 
 
 def rating(score: float) -> str:
@@ -46,8 +74,10 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
     rnd = random.Random(7)
     start = datetime(2026, 6, 1, tzinfo=UTC)
     step = timedelta(days=180) / rows
-    reasoning = ("Passed: a tool fits the operation and resource (list_k8s_clusters); every argument value comes "
-                 "from the query or an earlier result. Failed: tool results missing from the answer: dev-02.")
+    reasoning = (
+        "Passed: a tool fits the operation and resource (list_k8s_clusters); every argument value comes "
+        "from the query or an earlier result. Failed: tool results missing from the answer: dev-02."
+    )
     started = time.perf_counter()
     metrics = []
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
@@ -58,23 +88,52 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
                 task, tool, intent = scores
                 overall = round(0.4 * task + 0.3 * tool + 0.3 * intent, 4)
                 llm = i % 4 == 0
-                copy.write_row((
-                    f"bench-eval-{i:08d}", "trace", AGENTS[i % 5], OPERATIONS[(i // 5) % 5], overall, rating(overall),
-                    "openai:gpt-4o-mini" if llm else "heuristic:v1", 900 if llm else 0, 120 if llm else 0,
-                    1020 if llm else 0, f"{i:064x}", False, start + step * i,
-                ))
+                copy.write_row(
+                    (
+                        f"bench-eval-{i:08d}",
+                        "trace",
+                        AGENTS[i % 5],
+                        OPERATIONS[(i // 5) % 5],
+                        overall,
+                        rating(overall),
+                        "openai:gpt-4o-mini" if llm else "heuristic:v1",
+                        900 if llm else 0,
+                        120 if llm else 0,
+                        1020 if llm else 0,
+                        f"{i:064x}",
+                        False,
+                        start + step * i,
+                    )
+                )
         conn.commit()
         evaluations_seconds = time.perf_counter() - started
         started = time.perf_counter()
         # The table was empty, so the ids follow the COPY's order.
         ids = [pk for (pk,) in cur.execute("SELECT id FROM agentic_agentevaluation ORDER BY id")]
         with cur.copy(f"COPY scores_score ({', '.join(SCORE_COLUMNS)}) FROM STDIN") as copy:
-            for i, (pk, scores) in enumerate(zip(ids, metrics)):
+            for i, (pk, scores) in enumerate(zip(ids, metrics, strict=True)):
                 judge = "openai:gpt-4o-mini" if i % 4 == 0 else "heuristic:v1"
                 source = "llm" if i % 4 == 0 else "code"
-                for position, (name, value) in enumerate(zip(METRICS, scores)):
-                    copy.write_row(("agentic_evaluation", pk, "metric", name, position, source, "ok", "", value, "",
-                                    reasoning, judge, "", "", start + step * i))
+                for position, (name, value) in enumerate(zip(METRICS, scores, strict=True)):
+                    copy.write_row(
+                        (
+                            "agentic_evaluation",
+                            pk,
+                            "metric",
+                            name,
+                            position,
+                            source,
+                            "ok",
+                            "",
+                            value,
+                            "",
+                            reasoning,
+                            judge,
+                            "",
+                            "",
+                            start + step * i,
+                        )
+                    )
         conn.commit()
     scores_seconds = time.perf_counter() - started
     with psycopg.connect(dsn, autocommit=True) as conn:
@@ -133,7 +192,7 @@ def measure_export(client: httpx.Client, base: str, master: int) -> tuple[int, f
 
 def measure_batch(base: str, key: str, n_traces: int, clients: int) -> tuple[int, float]:
     ids = [f"bench-{t:07d}" for t in range(n_traces)]
-    chunks = [ids[i:i + 500] for i in range(0, len(ids), 500)]
+    chunks = [ids[i : i + 500] for i in range(0, len(ids), 500)]
     evaluated = [0] * clients
 
     def run(k: int):
@@ -172,20 +231,32 @@ def main():
     # COPY bypassed the services, so the running totals behind /summary are rebuilt once, as after
     # any bulk load.
     t0 = time.perf_counter()
-    subprocess.run([PYTHON, "manage.py", "shell", "-c",
-                    "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()"],
-                   cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [
+            PYTHON,
+            "manage.py",
+            "shell",
+            "-c",
+            "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     rebuild_seconds = time.perf_counter() - t0
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE traces_agenttrace")
         conn.execute("VACUUM ANALYZE traces_toolcall")
-    server = Gunicorn(env, port=args.port, workers=args.server_workers, timeout=600,
-                      ready_path="/api/v1/metrics/health")
+    server = Gunicorn(
+        env, port=args.port, workers=args.server_workers, timeout=600, ready_path="/api/v1/metrics/health"
+    )
     print(f"machine: {os.cpu_count()} cores (shared); server: gunicorn x{args.server_workers} on {server.url}")
-    print(f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s), "
-          f"their {3 * args.rows:,} metric Score rows in {scores_seconds:.1f} s; "
-          f"{args.batch_traces:,} traces x 3 tool calls in {trace_seconds:.1f} s; summary totals rebuilt in "
-          f"{rebuild_seconds:.1f} s")
+    print(
+        f"load: {args.rows:,} evaluations by COPY in {load_seconds:.1f} s ({args.rows / load_seconds:,.0f} rows/s), "
+        f"their {3 * args.rows:,} metric Score rows in {scores_seconds:.1f} s; "
+        f"{args.batch_traces:,} traces x 3 tool calls in {trace_seconds:.1f} s; summary totals rebuilt in "
+        f"{rebuild_seconds:.1f} s"
+    )
 
     base = f"{server.url}/api/v1/metrics"
     try:
@@ -201,8 +272,10 @@ def main():
                 ("GET /history?operation=delete", f"{base}/history?operation=delete"),
                 ("GET /history?min_score=0.8", f"{base}/history?min_score=0.8"),
                 ("GET /history?min_score=0.97 (selective)", f"{base}/history?min_score=0.97"),
-                ("GET /history?agent_name=..&operation=..&min_score=0.8",
-                 f"{base}/history?agent_name=NetworkAgent&operation=delete&min_score=0.8"),
+                (
+                    "GET /history?agent_name=..&operation=..&min_score=0.8",
+                    f"{base}/history?agent_name=NetworkAgent&operation=delete&min_score=0.8",
+                ),
                 ("GET /history?limit=500", f"{base}/history?limit=500"),
                 ("GET /history/{session_id}", f"{base}/history/bench-eval-{args.rows // 3:08d}"),
             ]:
@@ -211,13 +284,17 @@ def main():
             lines, seconds, growth = measure_export(client, base, server.pid)
         if lines != args.rows:
             raise SystemExit(f"export returned {lines} rows, expected {args.rows}")
-        print(f"\nstreamed export (jsonl): {lines:,} rows in {seconds:.1f} s = {lines / seconds:,.0f} rows/s; "
-              f"peak server worker RSS growth {growth:.1f} MB")
+        print(
+            f"\nstreamed export (jsonl): {lines:,} rows in {seconds:.1f} s = {lines / seconds:,.0f} rows/s; "
+            f"peak server worker RSS growth {growth:.1f} MB"
+        )
         evaluated, seconds = measure_batch(base, key, args.batch_traces, args.server_workers)
         if evaluated != args.batch_traces:
             raise SystemExit(f"batch evaluated {evaluated}, expected {args.batch_traces}")
-        print(f"/evaluate/batch (heuristic:v1): {evaluated:,} stored traces in {seconds:.1f} s = "
-              f"{evaluated / seconds:,.0f} sessions/s ({args.server_workers} concurrent clients, 500 ids per request)")
+        print(
+            f"/evaluate/batch (heuristic:v1): {evaluated:,} stored traces in {seconds:.1f} s = "
+            f"{evaluated / seconds:,.0f} sessions/s ({args.server_workers} concurrent clients, 500 ids per request)"
+        )
     finally:
         server.stop()
         if not args.keep:

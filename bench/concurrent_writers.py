@@ -47,8 +47,9 @@ class Client:
         if self.connection is None:
             self.connection = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
         try:
-            self.connection.request(method, path, body=json.dumps(body) if body is not None else None,
-                                    headers=self.headers)
+            self.connection.request(
+                method, path, body=json.dumps(body) if body is not None else None, headers=self.headers
+            )
             response = self.connection.getresponse()
             return response.status, response.read()
         finally:
@@ -89,12 +90,27 @@ def agent(index: int, round_: int, args, tally: Tally, barrier: threading.Barrie
     sessions.append(session)
     barrier.wait()
     base = "/api/v1/metrics/traces"
-    tally.call(client, "POST", base, {"session_id": session, "user_query": f"check cluster {index}",
-                                      "agent_name": "ConcurrentWriters"}, (200, 201))
+    tally.call(
+        client,
+        "POST",
+        base,
+        {"session_id": session, "user_query": f"check cluster {index}", "agent_name": "ConcurrentWriters"},
+        (200, 201),
+    )
     for seq in range(args.calls):
-        tally.call(client, "POST", f"{base}/{session}/tool-calls",
-                   {"tool_name": f"tool_{seq % 3}", "tool_args": {"seq": seq}, "tool_result": {"rows": seq},
-                    "call_id": f"{session}-{seq}", "duration_ms": 12.5}, (200, 201))
+        tally.call(
+            client,
+            "POST",
+            f"{base}/{session}/tool-calls",
+            {
+                "tool_name": f"tool_{seq % 3}",
+                "tool_args": {"seq": seq},
+                "tool_result": {"rows": seq},
+                "call_id": f"{session}-{seq}",
+                "duration_ms": 12.5,
+            },
+            (200, 201),
+        )
     tally.call(client, "POST", f"{base}/{session}/complete", {"final_response": "done", "success": True}, (200,))
 
 
@@ -122,9 +138,14 @@ class Runserver:
         self.process: subprocess.Popen | None = None
 
     def start(self) -> "Runserver":
-        self.process = subprocess.Popen([PYTHON, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
-                                        cwd=ROOT, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            [PYTHON, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload"],
+            cwd=ROOT,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         wait_http(f"http://127.0.0.1:{self.port}/healthz", process=self.process)
         return self
 
@@ -177,8 +198,10 @@ def main() -> int:
         started = time.perf_counter()
         for round_ in range(args.rounds):
             barrier = threading.Barrier(args.clients)
-            threads = [threading.Thread(target=agent, args=(i, round_, args, tally, barrier, sessions))
-                       for i in range(args.clients)]
+            threads = [
+                threading.Thread(target=agent, args=(i, round_, args, tally, barrier, sessions))
+                for i in range(args.clients)
+            ]
             for thread in threads:
                 thread.start()
             for thread in threads:
@@ -193,15 +216,21 @@ def main() -> int:
     lost = sum(tally.failures.values())
     target = args.server if server is not None else args.url
     connections = "keep-alive" if args.keep_alive else "new connection per request"
-    print(f"server: {target}; {args.clients} clients x {args.rounds} round(s), {args.calls} tool calls per trace, "
-          f"{connections}")
-    print(f"requests sent: {tally.sent}   failures: {lost}   "
-          f"traces wrong after read-back: {len(wrong)}/{len(sessions)}")
+    print(
+        f"server: {target}; {args.clients} clients x {args.rounds} round(s), {args.calls} tool calls per trace, "
+        f"{connections}"
+    )
+    print(
+        f"requests sent: {tally.sent}   failures: {lost}   traces wrong after read-back: {len(wrong)}/{len(sessions)}"
+    )
     for reason, count in tally.failures.most_common():
         print(f"  {count:5d}  {reason}")
     print(f"throughput: {tally.sent / elapsed:.0f} requests/s over {elapsed:.1f} s")
-    print("latency ms: " + "  ".join(f"p{int(q * 100)} {percentile(latencies, q) * 1000:.0f}"
-                                     for q in (0.5, 0.9, 0.95, 0.99)) + f"  max {latencies[-1] * 1000:.0f}")
+    print(
+        "latency ms: "
+        + "  ".join(f"p{int(q * 100)} {percentile(latencies, q) * 1000:.0f}" for q in (0.5, 0.9, 0.95, 0.99))
+        + f"  max {latencies[-1] * 1000:.0f}"
+    )
     return 1 if lost or wrong else 0
 
 

@@ -45,13 +45,15 @@ _NOT_INHERITED = ("DATABASE_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "O
 
 # Arguments.
 
+
 def add_database_args(parser: argparse.ArgumentParser, *, db: str) -> None:
     """--pg (server, no database), --db (database name, default `db`), --database-url (both at once)
     and --keep (leave the database for a look afterwards)."""
     parser.add_argument("--pg", default=DEFAULT_PG, help="PostgreSQL server DSN without a database")
     parser.add_argument("--db", "--database", dest="db", default=db, help="throwaway database name (dropped first)")
-    parser.add_argument("--database-url", default=None,
-                        help="the whole postgres://user@host:port/name URL, instead of --pg and --db")
+    parser.add_argument(
+        "--database-url", default=None, help="the whole postgres://user@host:port/name URL, instead of --pg and --db"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the database afterwards")
 
 
@@ -65,6 +67,7 @@ def database_from_args(args: argparse.Namespace, *, suffix: str = "") -> Databas
 
 
 # Databases.
+
 
 class Database:
     """A PostgreSQL database made for one run: `with Database(pg, name) as db:` creates it (dropping
@@ -115,16 +118,24 @@ def server_env(database_url: str, **extra: str) -> dict[str, str]:
     """The environment of a production-like evalsite process on `database_url`: DEBUG off, plain HTTP on
     loopback, a throwaway secret key, no LLM configured."""
     env = {k: v for k, v in os.environ.items() if k not in _NOT_INHERITED}
-    env.update({"DATABASE_URL": database_url, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-                "SECRET_KEY": uuid.uuid4().hex, "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver"})
+    env.update(
+        {
+            "DATABASE_URL": database_url,
+            "DEBUG": "0",
+            "SECURE_SSL_REDIRECT": "0",
+            "SECRET_KEY": uuid.uuid4().hex,
+            "ALLOWED_HOSTS": "127.0.0.1,localhost,testserver",
+        }
+    )
     env.update(extra)
     return env
 
 
 def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
     """`manage.py <args>` in a child process with `env`; its stdout when `capture`."""
-    result = subprocess.run([PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True,
-                            capture_output=capture, text=True)
+    result = subprocess.run(
+        [PYTHON, "manage.py", *args], cwd=ROOT, env=env, check=True, capture_output=capture, text=True
+    )
     return result.stdout.strip() if capture else ""
 
 
@@ -160,6 +171,7 @@ def django_setup(env: dict[str, str] | None = None) -> None:
 
 # Servers.
 
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -191,10 +203,22 @@ class Gunicorn:
     server answers; `quiet` drops its output. `pid` is the master's, also the process group id
     (cpu_seconds(group_pids(pid)) is the server's CPU)."""
 
-    def __init__(self, env: dict[str, str], *, port: int | None = None, workers: int = 1, threads: int = 1,
-                 worker_class: str | None = None, config: str | None = None, timeout: int = 300,
-                 keep_alive: int | None = None, ready_path: str = "/healthz", extra: Sequence[str] = (),
-                 ready_timeout: float = 60.0, quiet: bool = False):
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        port: int | None = None,
+        workers: int = 1,
+        threads: int = 1,
+        worker_class: str | None = None,
+        config: str | None = None,
+        timeout: int = 300,
+        keep_alive: int | None = None,
+        ready_path: str = "/healthz",
+        extra: Sequence[str] = (),
+        ready_timeout: float = 60.0,
+        quiet: bool = False,
+    ):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         if config:
@@ -220,8 +244,9 @@ class Gunicorn:
 
     def start(self) -> Gunicorn:
         output = subprocess.DEVNULL if self.quiet else None
-        self.process = subprocess.Popen(self.command, cwd=ROOT, env=self.env, start_new_session=True, stdout=output,
-                                        stderr=output)
+        self.process = subprocess.Popen(
+            self.command, cwd=ROOT, env=self.env, start_new_session=True, stdout=output, stderr=output
+        )
         try:
             wait_http(self.url + self.ready_path, timeout=self.ready_timeout, process=self.process)
         except BaseException:
@@ -252,8 +277,23 @@ class Gunicorn:
 
 AGENTIC_METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
 # Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
-SCORE_COLUMNS = ("subject_kind", "subject_id", "kind", "key", "position", "source", "status", "reason", "value",
-                 "label", "reasoning", "judge", "severity", "scope", "created_at")
+SCORE_COLUMNS = (
+    "subject_kind",
+    "subject_id",
+    "kind",
+    "key",
+    "position",
+    "source",
+    "status",
+    "reason",
+    "value",
+    "label",
+    "reasoning",
+    "judge",
+    "severity",
+    "scope",
+    "created_at",
+)
 
 
 def copy_agentic_scores(cur, *, after_id: int, metrics: Sequence[tuple], reasoning: str = "") -> int:
@@ -268,8 +308,25 @@ def copy_agentic_scores(cur, *, after_id: int, metrics: Sequence[tuple], reasoni
         for pk, (*values, judge, created_at) in zip(ids, metrics, strict=True):
             source = "llm" if judge.startswith("openai:") else "code"
             for position, (name, value) in enumerate(zip(AGENTIC_METRICS, values, strict=True)):
-                out.write_row(("agentic_evaluation", pk, "metric", name, position, source, "ok", "", value, "",
-                               reasoning, judge, "", "", created_at))
+                out.write_row(
+                    (
+                        "agentic_evaluation",
+                        pk,
+                        "metric",
+                        name,
+                        position,
+                        source,
+                        "ok",
+                        "",
+                        value,
+                        "",
+                        reasoning,
+                        judge,
+                        "",
+                        "",
+                        created_at,
+                    )
+                )
     return 3 * len(ids)
 
 
@@ -278,6 +335,7 @@ def max_id(cur, table: str) -> int:
 
 
 # Figures.
+
 
 def percentile(values: Iterable[float], q: float) -> float:
     """The nearest-rank `q` quantile (0 < q <= 1) of `values`, in their unit: the value below which a
@@ -349,5 +407,9 @@ def group_pids(pgid: int) -> list[int]:
 def backend_pids(db: Database) -> list[int]:
     """PostgreSQL backends serving `db` now, other than this query's own (their CPU is the database's)."""
     with db.connect(autocommit=True) as conn:
-        return [row[0] for row in conn.execute(
-            "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (db.name,))]
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (db.name,)
+            )
+        ]

@@ -58,19 +58,21 @@ def make_traces(n_traces: int, n_calls: int) -> list[dict]:
             }
             for c in range(n_calls)
         ]
-        traces.append({
-            "session_id": f"bench-{t:07d}",
-            "user_query": f"List all Kubernetes clusters in {dc}",
-            "agent_name": f"Agent{t % 3}",
-            "intent_detected": "list_k8s_cluster",
-            "resource_type": "k8s_cluster",
-            "operation": "list",
-            "tool_calls": calls,
-            "final_response": f"Found 3 clusters in {dc}.",
-            "success": True,
-            "start_time": start.isoformat(),
-            "end_time": (start + timedelta(seconds=2)).isoformat(),
-        })
+        traces.append(
+            {
+                "session_id": f"bench-{t:07d}",
+                "user_query": f"List all Kubernetes clusters in {dc}",
+                "agent_name": f"Agent{t % 3}",
+                "intent_detected": "list_k8s_cluster",
+                "resource_type": "k8s_cluster",
+                "operation": "list",
+                "tool_calls": calls,
+                "final_response": f"Found 3 clusters in {dc}.",
+                "success": True,
+                "start_time": start.isoformat(),
+                "end_time": (start + timedelta(seconds=2)).isoformat(),
+            }
+        )
     return traces
 
 
@@ -104,19 +106,52 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
                 " FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
-                    copy.write_row((pk, t["session_id"], t["agent_name"], t["user_query"], t["intent_detected"],
-                                    t["resource_type"], t["operation"], t["final_response"], t["success"], None,
-                                    "completed", t["start_time"], t["end_time"], 2.0, len(t["tool_calls"]), "{}",
-                                    None, "batch", now, now, False, "{}"))
+                    copy.write_row(
+                        (
+                            pk,
+                            t["session_id"],
+                            t["agent_name"],
+                            t["user_query"],
+                            t["intent_detected"],
+                            t["resource_type"],
+                            t["operation"],
+                            t["final_response"],
+                            t["success"],
+                            None,
+                            "completed",
+                            t["start_time"],
+                            t["end_time"],
+                            2.0,
+                            len(t["tool_calls"]),
+                            "{}",
+                            None,
+                            "batch",
+                            now,
+                            now,
+                            False,
+                            "{}",
+                        )
+                    )
             with cur.copy(
                 "COPY traces_toolcall (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error,"
                 " timestamp, duration_ms) FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
                     for seq, c in enumerate(t["tool_calls"], start=1):
-                        copy.write_row((pk, seq, c["call_id"], c["tool_name"], json.dumps(c["tool_args"]),
-                                        json.dumps(c["tool_result"]), c["success"], None, c["timestamp"],
-                                        c["duration_ms"]))
+                        copy.write_row(
+                            (
+                                pk,
+                                seq,
+                                c["call_id"],
+                                c["tool_name"],
+                                json.dumps(c["tool_args"]),
+                                json.dumps(c["tool_result"]),
+                                c["success"],
+                                None,
+                                c["timestamp"],
+                                c["duration_ms"],
+                            )
+                        )
         return time.perf_counter() - started
 
 
@@ -126,15 +161,37 @@ def per_call_requests(n_traces: int, n_calls: int, prefix: str) -> list[tuple[st
     requests = []
     for trace in make_traces(n_traces, n_calls):
         sid = f"{prefix}-{trace['session_id']}"
-        requests.append((base, json.dumps({"session_id": sid, "user_query": trace["user_query"],
-                                           "agent_name": trace["agent_name"]}).encode(), 201))
-        requests.append((f"{base}/{sid}/intent", json.dumps({"intent": trace["intent_detected"],
-                                                             "resource_type": trace["resource_type"],
-                                                             "operation": trace["operation"]}).encode(), 200))
+        requests.append(
+            (
+                base,
+                json.dumps(
+                    {"session_id": sid, "user_query": trace["user_query"], "agent_name": trace["agent_name"]}
+                ).encode(),
+                201,
+            )
+        )
+        requests.append(
+            (
+                f"{base}/{sid}/intent",
+                json.dumps(
+                    {
+                        "intent": trace["intent_detected"],
+                        "resource_type": trace["resource_type"],
+                        "operation": trace["operation"],
+                    }
+                ).encode(),
+                200,
+            )
+        )
         for call in trace["tool_calls"]:
             requests.append((f"{base}/{sid}/tool-calls", json.dumps(call).encode(), 201))
-        requests.append((f"{base}/{sid}/complete", json.dumps({"final_response": trace["final_response"],
-                                                               "success": True}).encode(), 200))
+        requests.append(
+            (
+                f"{base}/{sid}/complete",
+                json.dumps({"final_response": trace["final_response"], "success": True}).encode(),
+                200,
+            )
+        )
     return requests
 
 
@@ -176,12 +233,20 @@ def run_per_call(args, env: dict, key: str, db: Database) -> None:
     per_client = n_traces // clients
     shares = [per_call_requests(per_client, args.calls, f"c{i}") for i in range(clients)]
     warmups = [per_call_requests(2, args.calls, f"warm{i}") for i in range(clients)]
-    with Gunicorn(env, port=args.port, workers=args.server_workers, threads=args.server_threads,
-                  worker_class=args.worker_class, keep_alive=30) as server:
+    with Gunicorn(
+        env,
+        port=args.port,
+        workers=args.server_workers,
+        threads=args.server_threads,
+        worker_class=args.worker_class,
+        keep_alive=30,
+    ) as server:
         ctx = mp.get_context("spawn")
         start_evt, out_q = ctx.Event(), ctx.Queue()
-        procs = [ctx.Process(target=per_call_client, args=(server.port, key, warm, share, start_evt, out_q))
-                 for warm, share in zip(warmups, shares, strict=True)]
+        procs = [
+            ctx.Process(target=per_call_client, args=(server.port, key, warm, share, start_evt, out_q))
+            for warm, share in zip(warmups, shares, strict=True)
+        ]
         for p in procs:
             p.start()
         time.sleep(2.0)
@@ -212,23 +277,35 @@ def run_per_call(args, env: dict, key: str, db: Database) -> None:
     n = len(latencies)
     ms = lambda q: 1000 * percentile(latencies, q)  # noqa: E731
     client_cpu = sum(r[3] for r in results)
-    print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
-          f"{load_after[0]:.2f} after")
-    print(f"server: gunicorn {args.worker_class}, {args.server_workers} workers x {args.server_threads} threads, "
-          "keep-alive; "
-          f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
-          f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}")
-    print(f"clients: {clients} processes, one request at a time each, keep-alive; "
-          f"{per_client} traces x {2 + args.calls + 1} requests each (after 2 warm-up traces)")
-    print(f"per-call ingest: {n} requests in {seconds:.2f} s = {n / seconds:,.0f} requests/s; "
-          f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, "
-          f"max {1000 * latencies[-1]:.1f} ms")
-    print(f"CPU per request: server {1000 * server_cpu / n:.2f} ms, PostgreSQL {1000 * db_cpu / n:.2f} ms, "
-          f"clients {1000 * client_cpu / n:.2f} ms; the run used {(server_cpu + db_cpu + client_cpu) / seconds:.2f} "
-          f"of {os.cpu_count()} cores (the rest went to other processes or idle)")
+    print(
+        f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
+        f"{load_after[0]:.2f} after"
+    )
+    print(
+        f"server: gunicorn {args.worker_class}, {args.server_workers} workers x {args.server_threads} threads, "
+        "keep-alive; "
+        f"DB_CONN_MAX_AGE={env.get('DB_CONN_MAX_AGE', '60 (default)')}, "
+        f"EVALSITE_API_KEY_CACHE_SECONDS={env.get('EVALSITE_API_KEY_CACHE_SECONDS', '(default)')}"
+    )
+    print(
+        f"clients: {clients} processes, one request at a time each, keep-alive; "
+        f"{per_client} traces x {2 + args.calls + 1} requests each (after 2 warm-up traces)"
+    )
+    print(
+        f"per-call ingest: {n} requests in {seconds:.2f} s = {n / seconds:,.0f} requests/s; "
+        f"latency p50 {ms(0.50):.1f} ms, p95 {ms(0.95):.1f} ms, p99 {ms(0.99):.1f} ms, "
+        f"max {1000 * latencies[-1]:.1f} ms"
+    )
+    print(
+        f"CPU per request: server {1000 * server_cpu / n:.2f} ms, PostgreSQL {1000 * db_cpu / n:.2f} ms, "
+        f"clients {1000 * client_cpu / n:.2f} ms; the run used {(server_cpu + db_cpu + client_cpu) / seconds:.2f} "
+        f"of {os.cpu_count()} cores (the rest went to other processes or idle)"
+    )
     print(f"errors: {len(errors)}" + (f" (first: {errors[:3]})" if errors else ""))
-    print(f"stored: {stored[1]}/{stored[0]} traces completed with {args.calls} gap-free tool calls "
-          f"(expected {per_client * clients})")
+    print(
+        f"stored: {stored[1]}/{stored[0]} traces completed with {args.calls} gap-free tool calls "
+        f"(expected {per_client * clients})"
+    )
     if errors or stored != (per_client * clients, per_client * clients):
         raise SystemExit("per-call ingestion incomplete")
 
@@ -260,14 +337,14 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
     args.clients = args.clients or 2
 
     traces = make_traces(args.traces, args.calls)
-    bodies = [json.dumps({"traces": traces[i:i + args.batch]}).encode() for i in range(0, len(traces), args.batch)]
+    bodies = [json.dumps({"traces": traces[i : i + args.batch]}).encode() for i in range(0, len(traces), args.batch)]
     payload_mb = sum(len(b) for b in bodies) / 1e6
 
     with Gunicorn(env, port=args.port, workers=args.server_workers) as server:
         url = f"{server.url}/api/v1/metrics/traces/batch"
         ctx = mp.get_context("spawn")
         start_evt, out_q = ctx.Event(), ctx.Queue()
-        shares = [bodies[i::args.clients] for i in range(args.clients)]
+        shares = [bodies[i :: args.clients] for i in range(args.clients)]
         procs = [ctx.Process(target=client_worker, args=(url, key, share, start_evt, out_q)) for share in shares]
         for p in procs:
             p.start()
@@ -285,21 +362,30 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
         stored_calls = conn.execute("SELECT count(*) FROM traces_toolcall").fetchone()[0]
     expected_calls = args.traces * args.calls
     if (accepted, rejected, stored_traces, stored_calls) != (args.traces, 0, args.traces, expected_calls):
-        raise SystemExit(f"ingestion incomplete: accepted={accepted} rejected={rejected} "
-                         f"stored={stored_traces}/{stored_calls}")
+        raise SystemExit(
+            f"ingestion incomplete: accepted={accepted} rejected={rejected} stored={stored_traces}/{stored_calls}"
+        )
 
     copy_seconds = copy_rows(db.url, traces)
     rows = args.traces + expected_calls
     api_tps, copy_tps = args.traces / api_seconds, args.traces / copy_seconds
 
-    print(f"machine: {os.cpu_count()} cores; server: gunicorn x{args.server_workers}; "
-          f"clients: {args.clients} processes; batches of {args.batch}; payload {payload_mb:.1f} MB")
-    print(f"API batch ingest : {args.traces} traces x {args.calls} tool calls in {api_seconds:.2f} s "
-          f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s")
-    print(f"raw COPY         : same {rows} rows in {copy_seconds:.2f} s "
-          f"= {copy_tps:,.0f} traces/s, {rows / copy_seconds:,.0f} rows/s")
-    print(f"ratio            : API is {copy_tps / api_tps:.1f}x slower than raw COPY "
-          f"({100 * api_tps / copy_tps:.0f}% of COPY throughput)")
+    print(
+        f"machine: {os.cpu_count()} cores; server: gunicorn x{args.server_workers}; "
+        f"clients: {args.clients} processes; batches of {args.batch}; payload {payload_mb:.1f} MB"
+    )
+    print(
+        f"API batch ingest : {args.traces} traces x {args.calls} tool calls in {api_seconds:.2f} s "
+        f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s"
+    )
+    print(
+        f"raw COPY         : same {rows} rows in {copy_seconds:.2f} s "
+        f"= {copy_tps:,.0f} traces/s, {rows / copy_seconds:,.0f} rows/s"
+    )
+    print(
+        f"ratio            : API is {copy_tps / api_tps:.1f}x slower than raw COPY "
+        f"({100 * api_tps / copy_tps:.0f}% of COPY throughput)"
+    )
 
 
 if __name__ == "__main__":

@@ -22,17 +22,22 @@ def main() -> int:
     if args.verbose:
         for labelled in CASES:
             verdict = verdict_of(labelled)
-            print(f"{labelled['id']:32} expected {labelled['expected']:7} got {answer_of(verdict):7} "
-                  f"{verdict.reasoning}")
+            print(
+                f"{labelled['id']:32} expected {labelled['expected']:7} got {answer_of(verdict):7} {verdict.reasoning}"
+            )
         print()
     result = figures()
     labels = result["by_label"]
-    print(f"labelled cases : {result['cases']} ({labels['pass']} pass, {labels['fail']} fail, "
-          f"{labels['skipped']} skipped)")
+    print(
+        f"labelled cases : {result['cases']} ({labels['pass']} pass, {labels['fail']} fail, "
+        f"{labels['skipped']} skipped)"
+    )
     print(f"coverage       : {result['coverage']:.1%} ({result['answered']} answered, {result['skipped']} skipped)")
     print(f"accuracy       : {result['accuracy']:.1%} where it answers")
-    print(f"false passes   : {len(result['false_passes'])}" +
-          (f" ({', '.join(result['false_passes'])})" if result["false_passes"] else ""))
+    print(
+        f"false passes   : {len(result['false_passes'])}"
+        + (f" ({', '.join(result['false_passes'])})" if result["false_passes"] else "")
+    )
     for case_id, expected, got in result["wrong"]:
         print(f"  differs: {case_id}: expected {expected}, got {got}")
     return 1 if result["false_passes"] else 0

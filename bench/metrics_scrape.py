@@ -36,11 +36,40 @@ AGENTS = [f"Agent{n:02d}" for n in range(20)]
 OPERATIONS = ["list", "create", "delete", "update", "get"]
 RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
 UNBOUNDED = 10**9
-TRACE_COLUMNS = ("session_id", "agent_name", "user_query", "operation", "final_response", "success", "status",
-                 "start_time", "end_time", "duration_seconds", "tool_call_count", "metadata", "source", "truncated",
-                 "dropped", "created_at", "updated_at")
-EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "operation", "overall_score", "rating", "judge",
-                      "prompt_tokens", "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
+TRACE_COLUMNS = (
+    "session_id",
+    "agent_name",
+    "user_query",
+    "operation",
+    "final_response",
+    "success",
+    "status",
+    "start_time",
+    "end_time",
+    "duration_seconds",
+    "tool_call_count",
+    "metadata",
+    "source",
+    "truncated",
+    "dropped",
+    "created_at",
+    "updated_at",
+)
+EVALUATION_COLUMNS = (
+    "session_id",
+    "source",
+    "agent_name",
+    "operation",
+    "overall_score",
+    "rating",
+    "judge",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "fingerprint",
+    "has_error",
+    "created_at",
+)
 
 
 def rating(score: float) -> str:
@@ -51,16 +80,44 @@ def trace_row(i: int, agent: str, operation: str, now: datetime) -> tuple:
     start = now - timedelta(seconds=i)
     active = i % 13 == 0
     duration = None if active else (i % 600) / 10
-    return (f"bench-{i:08d}", agent, "list the clusters", operation, None if active else "Done.",
-            None if active else i % 9 != 0, "active" if active else "failed" if i % 9 == 0 else "completed", start,
-            None if active else start + timedelta(seconds=duration), duration, 0, "{}", "batch", False, "{}", start,
-            start)
+    return (
+        f"bench-{i:08d}",
+        agent,
+        "list the clusters",
+        operation,
+        None if active else "Done.",
+        None if active else i % 9 != 0,
+        "active" if active else "failed" if i % 9 == 0 else "completed",
+        start,
+        None if active else start + timedelta(seconds=duration),
+        duration,
+        0,
+        "{}",
+        "batch",
+        False,
+        "{}",
+        start,
+        start,
+    )
 
 
 def evaluation_row(i: int, agent: str, operation: str, now: datetime) -> tuple:
     score = round((i % 97) / 96, 4)
-    return (f"bench-{i:08d}", "trace", agent, operation, score, rating(score), "heuristic:v1", 0, 0, 0, f"{i:064x}",
-            False, now)
+    return (
+        f"bench-{i:08d}",
+        "trace",
+        agent,
+        operation,
+        score,
+        rating(score),
+        "heuristic:v1",
+        0,
+        0,
+        0,
+        f"{i:064x}",
+        False,
+        now,
+    )
 
 
 def copy(dsn: str, first: int, count: int, naming) -> None:
@@ -125,17 +182,23 @@ def main() -> None:
         from apps.agentic.services import evaluation_rollup_rebuild
 
         client = Client()  # REMOTE_ADDR 127.0.0.1: loopback may scrape without a token
-        print(f"/metrics on PostgreSQL: {args.traces:,} traces of {len(AGENTS)} agents, then {args.names:,} new "
-              f"agent and operation names in batches of {args.batch:,}; median of {args.repeat} scrapes")
-        print(f"{'new names':>9}  {'limit 50: lines':>15} {'bytes':>9} {'ms':>7}   {'no limit: lines':>15} "
-              f"{'bytes':>10} {'ms':>8}")
+        print(
+            f"/metrics on PostgreSQL: {args.traces:,} traces of {len(AGENTS)} agents, then {args.names:,} new "
+            f"agent and operation names in batches of {args.batch:,}; median of {args.repeat} scrapes"
+        )
+        print(
+            f"{'new names':>9}  {'limit 50: lines':>15} {'bytes':>9} {'ms':>7}   {'no limit: lines':>15} "
+            f"{'bytes':>10} {'ms':>8}"
+        )
         added = 0
         while True:
             evaluation_rollup_rebuild()
             bounded = scrape(client, 50, args.repeat)
             unbounded = scrape(client, UNBOUNDED, args.repeat)
-            print(f"{added:>9,}  {bounded[0]:>15,} {bounded[1]:>9,} {bounded[2]:>7.1f}   {unbounded[0]:>15,} "
-                  f"{unbounded[1]:>10,} {unbounded[2]:>8.1f}")
+            print(
+                f"{added:>9,}  {bounded[0]:>15,} {bounded[1]:>9,} {bounded[2]:>7.1f}   {unbounded[0]:>15,} "
+                f"{unbounded[1]:>10,} {unbounded[2]:>8.1f}"
+            )
             if added >= args.names:
                 break
             count = min(args.batch, args.names - added)

@@ -44,13 +44,21 @@ def six_hours_of_history(now: float) -> str:
     families = {
         "# TYPE process_cpu_seconds counter": [
             f'process_cpu_seconds_total{{job="web",instance="{inst}"}} {i * 15 * (0.2 + 0.1 * n):.3f} {start + 15 * i}'
-            for n, inst in enumerate(instances) for i in steps],
+            for n, inst in enumerate(instances)
+            for i in steps
+        ],
         "# TYPE process_resident_memory_bytes gauge": [
             f'process_resident_memory_bytes{{job="web",instance="{inst}"}} {2e8 + 3e7 * math.sin(i / 40 + n):.0f} '
-            f"{start + 15 * i}" for n, inst in enumerate(instances) for i in steps],
+            f"{start + 15 * i}"
+            for n, inst in enumerate(instances)
+            for i in steps
+        ],
         "# TYPE http_requests counter": [
             f'http_requests_total{{job="web",instance="{inst}",code="{code}"}} {i * 15 * rate:.0f} {start + 15 * i}'
-            for inst in instances for code, rate in (("200", 20), ("500", 0.5)) for i in steps],
+            for inst in instances
+            for code, rate in (("200", 20), ("500", 0.5))
+            for i in steps
+        ],
     }
     return "\n".join(line for header, samples in families.items() for line in (header, *samples)) + "\n# EOF\n"
 
@@ -68,8 +76,14 @@ def main():
         server.wait_for_samples("rate(process_cpu_seconds_total[2m])")
         for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "GRAFANA_URL"):
             os.environ.pop(name, None)
-        os.environ.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "1", "LOG_LEVEL": "WARNING",
-                           "PROMETHEUS_URL": server.url})
+        os.environ.update(
+            {
+                "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+                "DEBUG": "1",
+                "LOG_LEVEL": "WARNING",
+                "PROMETHEUS_URL": server.url,
+            }
+        )
         import django
 
         django.setup()
@@ -93,24 +107,29 @@ def main():
                 for step, ms in timings.items():
                     step_totals[step] += ms
                 error = state["error"]
-                outcomes[question] = (error.error_type if error else
-                                      f"ok, {state['result'].datapoint_count} points")
+                outcomes[question] = error.error_type if error else f"ok, {state['result'].datapoint_count} points"
     finally:
         server.cleanup()
 
-    print(f"metrics_agent node, rule-based parser, local Prometheus; {args.rounds} rounds x "
-          f"{len(QUESTIONS)} questions (graph.invoke, wall clock)")
+    print(
+        f"metrics_agent node, rule-based parser, local Prometheus; {args.rounds} rounds x "
+        f"{len(QUESTIONS)} questions (graph.invoke, wall clock)"
+    )
     print(f"{'question':<66} {'p50 ms':>8} {'p95 ms':>8}  outcome")
     for question, values in per_question.items():
-        print(f"{question:<66} {percentile(values, .5):8.2f} {percentile(values, .95):8.2f}  {outcomes[question]}")
-    print(f"{'ALL':<66} {percentile(all_ms, .5):8.2f} {percentile(all_ms, .95):8.2f}"
-          f"  (mean {statistics.fmean(all_ms):.2f})")
+        print(f"{question:<66} {percentile(values, 0.5):8.2f} {percentile(values, 0.95):8.2f}  {outcomes[question]}")
+    print(
+        f"{'ALL':<66} {percentile(all_ms, 0.5):8.2f} {percentile(all_ms, 0.95):8.2f}"
+        f"  (mean {statistics.fmean(all_ms):.2f})"
+    )
     in_steps = sum(step_totals.values())
     total = sum(all_ms)
-    print("share of node time by step: " + ", ".join(
-        f"{step} {100 * ms / total:.1f}%" for step, ms in step_totals.items())
-        + f", graph overhead {100 * (total - in_steps) / total:.1f}%")
-    print(f"target p95 <= 200 ms without an LLM: {'met' if percentile(all_ms, .95) <= 200 else 'NOT met'}")
+    print(
+        "share of node time by step: "
+        + ", ".join(f"{step} {100 * ms / total:.1f}%" for step, ms in step_totals.items())
+        + f", graph overhead {100 * (total - in_steps) / total:.1f}%"
+    )
+    print(f"target p95 <= 200 ms without an LLM: {'met' if percentile(all_ms, 0.95) <= 200 else 'NOT met'}")
 
 
 if __name__ == "__main__":

@@ -70,36 +70,60 @@ def make_spans(n_traces: int, n_tools: int, seed: int) -> list[tuple[Span, dict]
         start = base_ns + t * 1_000_000_000
         for c in range(n_tools):
             tool_start = start + (c + 1) * 100_000_000
-            span = Span(trace_id=trace_id, span_id=rng.randbytes(8), parent_span_id=root_id,
-                        name=f"execute_tool tool_{c % 4}", kind=Span.SPAN_KIND_INTERNAL,
-                        start_time_unix_nano=tool_start, end_time_unix_nano=tool_start + (10 + c) * 1_000_000,
-                        attributes=[
-                            _attr("gen_ai.operation.name", "execute_tool"),
-                            _attr("gen_ai.tool.name", f"tool_{c % 4}"),
-                            _attr("gen_ai.tool.call.id", f"call-{c}"),
-                            _attr("gen_ai.tool.call.arguments",
-                                  json.dumps({"datacenter": dc, "page": c, "filter": {"status": "running"}})),
-                            _attr("gen_ai.tool.call.result", json.dumps([
-                                {"name": f"prod-{t}-{c}-{k}", "status": "running", "cpu": 0.5 * k}
-                                for k in range(3)])),
-                        ])
+            span = Span(
+                trace_id=trace_id,
+                span_id=rng.randbytes(8),
+                parent_span_id=root_id,
+                name=f"execute_tool tool_{c % 4}",
+                kind=Span.SPAN_KIND_INTERNAL,
+                start_time_unix_nano=tool_start,
+                end_time_unix_nano=tool_start + (10 + c) * 1_000_000,
+                attributes=[
+                    _attr("gen_ai.operation.name", "execute_tool"),
+                    _attr("gen_ai.tool.name", f"tool_{c % 4}"),
+                    _attr("gen_ai.tool.call.id", f"call-{c}"),
+                    _attr(
+                        "gen_ai.tool.call.arguments",
+                        json.dumps({"datacenter": dc, "page": c, "filter": {"status": "running"}}),
+                    ),
+                    _attr(
+                        "gen_ai.tool.call.result",
+                        json.dumps(
+                            [{"name": f"prod-{t}-{c}-{k}", "status": "running", "cpu": 0.5 * k} for k in range(3)]
+                        ),
+                    ),
+                ],
+            )
             if c % 9 == 8:
                 span.status.CopyFrom(Status(code=Status.STATUS_CODE_ERROR, message="tool failed"))
             out.append((span, {"trace": trace_id.hex(), "tool": c}))
-        root = Span(trace_id=trace_id, span_id=root_id, name="invoke_agent", kind=Span.SPAN_KIND_INTERNAL,
-                    start_time_unix_nano=start, end_time_unix_nano=start + 2_000_000_000,
-                    attributes=[
-                        _attr("gen_ai.operation.name", "invoke_agent"),
-                        _attr("gen_ai.agent.name", f"Agent{t % 3}"),
-                        _attr("gen_ai.input.messages", json.dumps(
-                            [{"role": "user", "parts": [{"type": "text", "content": f"List all clusters in {dc}"}]}])),
-                        _attr("gen_ai.output.messages", json.dumps([
-                            {"role": "assistant", "parts": [{"type": "text", "content": f"Found 3 clusters in {dc}."}]}
-                        ])),
-                        _attr("evalsite.intent", "list_k8s_cluster"),
-                        _attr("evalsite.resource_type", "k8s_cluster"),
-                        _attr("evalsite.operation", "list"),
-                    ])
+        root = Span(
+            trace_id=trace_id,
+            span_id=root_id,
+            name="invoke_agent",
+            kind=Span.SPAN_KIND_INTERNAL,
+            start_time_unix_nano=start,
+            end_time_unix_nano=start + 2_000_000_000,
+            attributes=[
+                _attr("gen_ai.operation.name", "invoke_agent"),
+                _attr("gen_ai.agent.name", f"Agent{t % 3}"),
+                _attr(
+                    "gen_ai.input.messages",
+                    json.dumps(
+                        [{"role": "user", "parts": [{"type": "text", "content": f"List all clusters in {dc}"}]}]
+                    ),
+                ),
+                _attr(
+                    "gen_ai.output.messages",
+                    json.dumps(
+                        [{"role": "assistant", "parts": [{"type": "text", "content": f"Found 3 clusters in {dc}."}]}]
+                    ),
+                ),
+                _attr("evalsite.intent", "list_k8s_cluster"),
+                _attr("evalsite.resource_type", "k8s_cluster"),
+                _attr("evalsite.operation", "list"),
+            ],
+        )
         out.append((root, {"trace": trace_id.hex(), "tool": None}))
     return out
 
@@ -112,7 +136,7 @@ def make_bodies(spans: list[tuple[Span, dict]], per_request: int) -> list[bytes]
         resource_spans.resource.attributes.append(_attr("service.name", "bench-agent"))
         scope_spans = resource_spans.scope_spans.add()
         scope_spans.scope.name = "bench"
-        scope_spans.spans.extend(span for span, _ in spans[i:i + per_request])
+        scope_spans.spans.extend(span for span, _ in spans[i : i + per_request])
         bodies.append(request.SerializeToString())
     return bodies
 
@@ -180,8 +204,9 @@ def collect(procs, out_q, started):
 def verify(dsn: str, expected: list[tuple[Span, dict]], n_traces: int, n_tools: int) -> str:
     """Every span stored once and readable: raise if not."""
     with psycopg.connect(dsn) as conn:
-        spans, distinct = conn.execute("SELECT count(*), count(DISTINCT (otel_trace_id, span_id)) "
-                                       "FROM traces_otlpspan").fetchone()
+        spans, distinct = conn.execute(
+            "SELECT count(*), count(DISTINCT (otel_trace_id, span_id)) FROM traces_otlpspan"
+        ).fetchone()
         waiting = conn.execute("SELECT count(*) FROM traces_otlpspan WHERE payload IS NOT NULL").fetchone()[0]
         traces, good = conn.execute(
             "SELECT count(*), count(*) FILTER (WHERE t.status IN ('completed', 'failed') AND t.tool_call_count = %s "
@@ -189,9 +214,11 @@ def verify(dsn: str, expected: list[tuple[Span, dict]], n_traces: int, n_tools: 
             "  AND t.source = 'otlp' AND (SELECT count(DISTINCT c.seq) = %s AND bool_and(c.ordered) FROM "
             "  (SELECT seq, timestamp >= coalesce(lag(timestamp) OVER (ORDER BY seq), timestamp) AS ordered "
             "   FROM traces_toolcall WHERE trace_id = t.id) c)) FROM traces_agenttrace t",
-            (n_tools, n_tools)).fetchone()
+            (n_tools, n_tools),
+        ).fetchone()
         calls, distinct_calls = conn.execute(
-            "SELECT count(*), count(DISTINCT (c.trace_id, c.call_id)) FROM traces_toolcall c").fetchone()
+            "SELECT count(*), count(DISTINCT (c.trace_id, c.call_id)) FROM traces_toolcall c"
+        ).fetchone()
         stored_ids = {row[0] for row in conn.execute("SELECT otel_trace_id FROM traces_agenttrace")}
     expected_traces = {e["trace"] for _, e in expected}
     problems = []
@@ -205,8 +232,10 @@ def verify(dsn: str, expected: list[tuple[Span, dict]], n_traces: int, n_tools: 
         problems.append(f"{calls} tool calls ({distinct_calls} distinct), expected {n_traces * n_tools}")
     if problems:
         raise SystemExit("stored spans do not match: " + "; ".join(problems))
-    return (f"all {len(expected)} spans stored exactly once: {n_traces} traces completed, each with "
-            f"{n_tools} tool calls in start order")
+    return (
+        f"all {len(expected)} spans stored exactly once: {n_traces} traces completed, each with "
+        f"{n_tools} tool calls in start order"
+    )
 
 
 def copy_same_rows(dsn: str) -> tuple[float, int]:
@@ -256,28 +285,41 @@ def measure_evalsite(args, db: Database, spans, bodies) -> float:
     n = len(spans)
     rate, copy_rate = n / seconds, n / copy_seconds
     payload_mb = sum(len(b) for b in bodies) / 1e6
-    print(f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
-          f"{load_after[0]:.2f} after (other processes share the machine)")
-    print(f"load: {len(bodies)} protobuf exports of {args.spans_per_request} spans ({payload_mb:.1f} MB), "
-          f"{args.traces} traces of 1 agent + {args.tools} tool spans, {args.clients} client processes; "
-          f"server gunicorn x{args.server_workers} (sync), PostgreSQL")
-    print(f"evalsite OTLP : {n} spans in {seconds:.2f} s = {rate:,.0f} spans/s stored "
-          f"({retries} retries after 429/503)")
-    print(f"CPU per span  : server {1e6 * server_cpu / n:.0f} us, PostgreSQL {1e6 * db_cpu / n:.0f} us; "
-          f"the run used {(server_cpu + db_cpu) / seconds:.2f} of {os.cpu_count()} cores for server + database")
+    print(
+        f"machine: {os.cpu_count()} cores, load average (1 min) {load_before[0]:.2f} before the run, "
+        f"{load_after[0]:.2f} after (other processes share the machine)"
+    )
+    print(
+        f"load: {len(bodies)} protobuf exports of {args.spans_per_request} spans ({payload_mb:.1f} MB), "
+        f"{args.traces} traces of 1 agent + {args.tools} tool spans, {args.clients} client processes; "
+        f"server gunicorn x{args.server_workers} (sync), PostgreSQL"
+    )
+    print(
+        f"evalsite OTLP : {n} spans in {seconds:.2f} s = {rate:,.0f} spans/s stored ({retries} retries after 429/503)"
+    )
+    print(
+        f"CPU per span  : server {1e6 * server_cpu / n:.0f} us, PostgreSQL {1e6 * db_cpu / n:.0f} us; "
+        f"the run used {(server_cpu + db_cpu) / seconds:.2f} of {os.cpu_count()} cores for server + database"
+    )
     print(f"checked       : {checked}")
-    print(f"raw COPY      : the same {rows} rows (traces, tool calls, span ids) in {copy_seconds:.2f} s "
-          f"= {copy_rate:,.0f} spans/s")
-    print(f"ratio         : the receiver reaches {100 * rate / copy_rate:.0f}% of raw COPY "
-          f"({copy_rate / rate:.1f}x slower)")
+    print(
+        f"raw COPY      : the same {rows} rows (traces, tool calls, span ids) in {copy_seconds:.2f} s "
+        f"= {copy_rate:,.0f} spans/s"
+    )
+    print(
+        f"ratio         : the receiver reaches {100 * rate / copy_rate:.0f}% of raw COPY "
+        f"({copy_rate / rate:.1f}x slower)"
+    )
     return rate
 
 
 def run_phoenix(args) -> float | None:
     phoenix = Path(args.phoenix_venv) / "bin" / "phoenix"
     if not phoenix.exists():
-        print(f"phoenix       : not measured, {phoenix} is missing (install: python3.11 -m venv {args.phoenix_venv} "
-              f"&& {args.phoenix_venv}/bin/pip install arize-phoenix asyncpg)")
+        print(
+            f"phoenix       : not measured, {phoenix} is missing (install: python3.11 -m venv {args.phoenix_venv} "
+            f"&& {args.phoenix_venv}/bin/pip install arize-phoenix asyncpg)"
+        )
         return None
     n_traces = args.phoenix_requests * args.spans_per_request // (args.tools + 1)
     spans = make_spans(n_traces, args.tools, seed=7)
@@ -289,13 +331,22 @@ def run_phoenix(args) -> float | None:
 def measure_phoenix(args, db: Database, phoenix: Path, spans, bodies) -> float:
     workdir = Path(f"/tmp/bench-phoenix-{os.getpid()}")
     workdir.mkdir(exist_ok=True)
-    env = {**os.environ, "PHOENIX_SQL_DATABASE_URL": db.url.replace("postgres://", "postgresql://"),
-           "PHOENIX_PORT": str(args.phoenix_port),
-           "PHOENIX_GRPC_PORT": str(args.phoenix_port + 1), "PHOENIX_WORKING_DIR": str(workdir),
-           "PHOENIX_TELEMETRY_ENABLED": "false"}
+    env = {
+        **os.environ,
+        "PHOENIX_SQL_DATABASE_URL": db.url.replace("postgres://", "postgresql://"),
+        "PHOENIX_PORT": str(args.phoenix_port),
+        "PHOENIX_GRPC_PORT": str(args.phoenix_port + 1),
+        "PHOENIX_WORKING_DIR": str(workdir),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+    }
     env.pop("VIRTUAL_ENV", None)
-    server = subprocess.Popen([str(phoenix), "serve"], env=env, start_new_session=True,
-                              stdout=open(workdir / "phoenix.log", "wb"), stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [str(phoenix), "serve"],
+        env=env,
+        start_new_session=True,
+        stdout=open(workdir / "phoenix.log", "wb"),
+        stderr=subprocess.STDOUT,
+    )
     try:
         wait_http(f"http://127.0.0.1:{args.phoenix_port}/healthz", timeout=180)
         procs, out_q, started = send(args.phoenix_port, "/v1/traces", None, bodies, args.clients)
@@ -313,9 +364,11 @@ def measure_phoenix(args, db: Database, phoenix: Path, spans, bodies) -> float:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
     n = len(spans)
-    print(f"phoenix       : {n} spans accepted in {accepted_seconds:.2f} s = {n / accepted_seconds:,.0f} spans/s; "
-          f"{stored} stored after {stored_seconds:.1f} s = {stored / stored_seconds:,.0f} spans/s stored"
-          + (f" ({len(errors)} export errors, first: {errors[:2]})" if errors else ""))
+    print(
+        f"phoenix       : {n} spans accepted in {accepted_seconds:.2f} s = {n / accepted_seconds:,.0f} spans/s; "
+        f"{stored} stored after {stored_seconds:.1f} s = {stored / stored_seconds:,.0f} spans/s stored"
+        + (f" ({len(errors)} export errors, first: {errors[:2]})" if errors else "")
+    )
     if stored < n:
         print(f"phoenix       : stored only {stored}/{n} within {args.phoenix_timeout} s")
     return stored / stored_seconds
@@ -332,8 +385,12 @@ def main():
     add_database_args(parser, db="evalsite_bench_otlp")
     parser.add_argument("--phoenix", action="store_true", help="also run the load against Arize Phoenix")
     parser.add_argument("--phoenix-venv", default="/tmp/phoenix-venv")
-    parser.add_argument("--phoenix-requests", type=int, default=40,
-                        help="exports sent to Phoenix (it stores slowly: keep the run short)")
+    parser.add_argument(
+        "--phoenix-requests",
+        type=int,
+        default=40,
+        help="exports sent to Phoenix (it stores slowly: keep the run short)",
+    )
     parser.add_argument("--phoenix-port", type=int, default=18070)
     parser.add_argument("--phoenix-timeout", type=float, default=600)
     parser.add_argument("--skip-evalsite", action="store_true", help="only the Phoenix run")
@@ -347,8 +404,10 @@ def main():
     if args.phoenix:
         phoenix_rate = run_phoenix(args)
         if rate and phoenix_rate:
-            print(f"vs phoenix    : evalsite stores {rate / phoenix_rate:,.0f}x as many spans per second "
-                  f"({rate:,.0f} vs {phoenix_rate:,.0f})")
+            print(
+                f"vs phoenix    : evalsite stores {rate / phoenix_rate:,.0f}x as many spans per second "
+                f"({rate:,.0f} vs {phoenix_rate:,.0f})"
+            )
 
 
 if __name__ == "__main__":

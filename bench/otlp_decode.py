@@ -46,8 +46,13 @@ def _payloads() -> dict[str, Callable[[], tuple[bytes, str, str]]]:
         scope = request.resource_spans.add().scope_spans.add()
         rng = random.Random(spans)
         for _ in range(spans):
-            span = scope.spans.add(trace_id=rng.randbytes(16), span_id=rng.randbytes(8), name="x",
-                                   start_time_unix_nano=1, end_time_unix_nano=2)
+            span = scope.spans.add(
+                trace_id=rng.randbytes(16),
+                span_id=rng.randbytes(8),
+                name="x",
+                start_time_unix_nano=1,
+                end_time_unix_nano=2,
+            )
             span.attributes.extend(KeyValue(key=f"k{i}", value=AnyValue(int_value=i)) for i in range(per_span))
         return gzip.compress(request.SerializeToString())
 
@@ -64,16 +69,28 @@ def _payloads() -> dict[str, Callable[[], tuple[bytes, str, str]]]:
 
     def json_values_bomb() -> bytes:
         result = "[" + "{}," * 20_000_000 + "{}]"
-        span = {"traceId": "ab" * 16, "spanId": "ab" * 8, "name": "execute_tool", "attributes": [
-            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-            {"key": "gen_ai.tool.call.result", "value": {"stringValue": result}}]}
+        span = {
+            "traceId": "ab" * 16,
+            "spanId": "ab" * 8,
+            "name": "execute_tool",
+            "attributes": [
+                {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                {"key": "gen_ai.tool.call.result", "value": {"stringValue": result}},
+            ],
+        }
         return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
 
     out["60 MB of JSON values in a tool result"] = lambda: (gzip.compress(json_values_bomb()), as_json, "gzip")
     out["normal export: 512 spans"] = lambda: (
-        gzip.compress(make_bodies(make_spans(47, 10, seed=1), 512)[0]), protobuf, "gzip")
+        gzip.compress(make_bodies(make_spans(47, 10, seed=1), 512)[0]),
+        protobuf,
+        "gzip",
+    )
     out["large export: 19,800 spans"] = lambda: (
-        gzip.compress(make_bodies(make_spans(1800, 10, seed=2), 19_800)[0]), protobuf, "gzip")
+        gzip.compress(make_bodies(make_spans(1800, 10, seed=2), 19_800)[0]),
+        protobuf,
+        "gzip",
+    )
     return out
 
 
@@ -101,16 +118,21 @@ def child(path: str, content_type: str, encoding: str) -> None:
     try:
         raw = decode.decompress(body, encoding, **limits)
         if hasattr(settings, "EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST"):
-            export = decode.parse_request(raw, decode.encoding_of(content_type),
-                                          max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST)
+            export = decode.parse_request(
+                raw,
+                decode.encoding_of(content_type),
+                max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST,
+            )
         else:
             export = decode.parse_request(raw, decode.encoding_of(content_type))
         del raw
         if hasattr(settings, "EVALSITE_OTLP_MAX_SPANS_PER_REQUEST"):
             records, rejected, _ = mapping.export_records(
-                export, max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
+                export,
+                max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
                 max_attributes=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST,
-                max_attributes_per_span=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN)
+                max_attributes_per_span=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN,
+            )
             rejected = sum(rejected.by_reason.values())
         else:
             records, rejected, _ = mapping.export_records(export)
@@ -120,8 +142,9 @@ def child(path: str, content_type: str, encoding: str) -> None:
     except Exception as exc:  # what the view would answer 413 (ExportTooLarge) or 500 (anything else)
         status = 413 if type(exc).__name__ == "ExportTooLarge" else 500
         outcome = f"{status}: {type(exc).__name__}: {str(exc)[:50]}"
-    print(json.dumps({"cpu": time.process_time() - cpu, "rss_before": before, "rss_peak": peak_mb(),
-                      "outcome": outcome}))
+    print(
+        json.dumps({"cpu": time.process_time() - cpu, "rss_before": before, "rss_peak": peak_mb(), "outcome": outcome})
+    )
 
 
 def main() -> None:
@@ -153,15 +176,29 @@ def main() -> None:
     env.pop("DATABASE_URL", None)  # nothing is stored: the default SQLite settings load fastest
     print(f"{'body':40} {'size':>9} {'checkout':9} {'CPU s':>7} {'RSS MB':>15}  outcome")
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, str(Path(__file__).resolve()), "--make", tmp, *(
-            ["--only", *args.only] if args.only else [])], check=True, env=env)
+        subprocess.run(
+            [
+                sys.executable,
+                str(Path(__file__).resolve()),
+                "--make",
+                tmp,
+                *(["--only", *args.only] if args.only else []),
+            ],
+            check=True,
+            env=env,
+        )
         for name, path, content_type, encoding in json.loads((Path(tmp) / "index.json").read_text()):
             size = Path(path).stat().st_size
             for label, checkout in checkouts:
                 try:
-                    done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", str(path),
-                                           content_type, encoding], cwd=checkout, env=env, capture_output=True,
-                                          text=True, timeout=args.timeout)
+                    done = subprocess.run(
+                        [sys.executable, str(Path(__file__).resolve()), "--child", str(path), content_type, encoding],
+                        cwd=checkout,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=args.timeout,
+                    )
                     result = json.loads(done.stdout.strip().splitlines()[-1])
                     rss = f"{result['rss_before']:.0f} -> {result['rss_peak']:.0f}"
                     line = f"{result['cpu']:7.2f} {rss:>15}  {result['outcome']}"

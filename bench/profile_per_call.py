@@ -22,13 +22,29 @@ from ingest import per_call_requests
 
 def environ_for(path: str, body: bytes, key: str) -> dict:
     return {
-        "REQUEST_METHOD": "POST", "PATH_INFO": path, "SCRIPT_NAME": "", "QUERY_STRING": "",
-        "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8000", "SERVER_PROTOCOL": "HTTP/1.1",
-        "REMOTE_ADDR": "127.0.0.1", "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-        "HTTP_HOST": "127.0.0.1", "HTTP_AUTHORIZATION": f"Bearer {key}", "HTTP_CONNECTION": "keep-alive",
-        "HTTP_ACCEPT_ENCODING": "gzip, deflate", "HTTP_ACCEPT": "*/*", "HTTP_USER_AGENT": "Python-urllib/3.11",
-        "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr,
-        "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False, "wsgi.version": (1, 0),
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_AUTHORIZATION": f"Bearer {key}",
+        "HTTP_CONNECTION": "keep-alive",
+        "HTTP_ACCEPT_ENCODING": "gzip, deflate",
+        "HTTP_ACCEPT": "*/*",
+        "HTTP_USER_AGENT": "Python-urllib/3.11",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
     }
 
 
@@ -78,9 +94,11 @@ def main():
         cpu = clock() - cpu
         medians = {kind: sorted(v)[len(v) // 2] for kind, v in by_kind.items()}
         mix = sum(medians[kind] * len(v) for kind, v in by_kind.items()) / n
-        print(f"{n} requests, statuses {statuses}: CPU {1000 * cpu / n:.3f} ms per request (mean), "
-              f"{1000 * mix:.3f} ms (per-kind medians weighted by the mix); medians: "
-              + ", ".join(f"{kind} {1000 * m:.3f}" for kind, m in medians.items()))
+        print(
+            f"{n} requests, statuses {statuses}: CPU {1000 * cpu / n:.3f} ms per request (mean), "
+            f"{1000 * mix:.3f} ms (per-kind medians weighted by the mix); medians: "
+            + ", ".join(f"{kind} {1000 * m:.3f}" for kind, m in medians.items())
+        )
         if args.profile:
             requests = per_call_requests(args.traces, args.calls, "p")
             # CPU time, not wall time: waiting for PostgreSQL is not the server's CPU.
@@ -93,8 +111,10 @@ def main():
                 stats = pstats.Stats(profiler, stream=out)
                 # Per request, in ms.
                 stats.total_tt = stats.total_tt / n * 1000
-                stats.stats = {k: (cc, nc, tt / n * 1000, ct / n * 1000, callers)
-                               for k, (cc, nc, tt, ct, callers) in stats.stats.items()}
+                stats.stats = {
+                    k: (cc, nc, tt / n * 1000, ct / n * 1000, callers)
+                    for k, (cc, nc, tt, ct, callers) in stats.stats.items()
+                }
                 stats.sort_stats(sort).print_stats(args.top)
                 print(f"---- by {sort}, times in ms per request ----")
                 print(out.getvalue())

@@ -67,10 +67,18 @@ def main():
     for name, default in RUN_CREATE_OPTIONS.items():
         parser.add_argument(f"--{name}", type=int, default=default, help=f"run_create's {name}")
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--judge-concurrency", type=int, default=None,
-                        help="EVALSITE_JUDGE_CONCURRENCY_PER_ITEM for the workers (default: the setting's default)")
-    parser.add_argument("--judge-batch", choices=("off", "on", "auto"), default="off",
-                        help="EVALSITE_JUDGE_BATCH for the workers: on asks for an item's verdicts in one request")
+    parser.add_argument(
+        "--judge-concurrency",
+        type=int,
+        default=None,
+        help="EVALSITE_JUDGE_CONCURRENCY_PER_ITEM for the workers (default: the setting's default)",
+    )
+    parser.add_argument(
+        "--judge-batch",
+        choices=("off", "on", "auto"),
+        default="off",
+        help="EVALSITE_JUDGE_BATCH for the workers: on asks for an item's verdicts in one request",
+    )
     add_database_args(parser, db="evalsite_bench_runs")
     parser.add_argument("--redis", default="redis://127.0.0.1:6379/13")
     args = parser.parse_args()
@@ -81,15 +89,25 @@ def main():
     judge = ScriptedOpenAIServer().start()
     judge.default = judge_reply(passed=True, score=1.0, reasoning="Met.")  # per-verdict and batched requests
     judge.default_delay = args.latency
-    bot_server = FakeBotServer(lambda r: (200, {"reply": "Full-time employees accrue 15 days of PTO per year.",
-                                                "tool_calls": []}), delay=args.latency)
+    bot_server = FakeBotServer(
+        lambda r: (200, {"reply": "Full-time employees accrue 15 days of PTO per year.", "tool_calls": []}),
+        delay=args.latency,
+    )
     bot_server.__enter__()
 
     db = database_from_args(args).create()
     env = {
-        **os.environ, "DATABASE_URL": db.url, "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0", "SECURE_SSL_REDIRECT": "0",
-        "CELERY_BROKER_URL": args.redis, "OPENAI_BASE_URL": judge.url, "OPENAI_API_KEY": "bench",
-        "EVALSITE_JUDGE_MODEL": "bench-judge", "DJANGO_SETTINGS_MODULE": "evalsite.settings", "LOG_LEVEL": "WARNING",
+        **os.environ,
+        "DATABASE_URL": db.url,
+        "SECRET_KEY": uuid.uuid4().hex,
+        "DEBUG": "0",
+        "SECURE_SSL_REDIRECT": "0",
+        "CELERY_BROKER_URL": args.redis,
+        "OPENAI_BASE_URL": judge.url,
+        "OPENAI_API_KEY": "bench",
+        "EVALSITE_JUDGE_MODEL": "bench-judge",
+        "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+        "LOG_LEVEL": "WARNING",
         # The fake bot listens on loopback, which the outbound guard refuses unless allowed.
         "EVALSITE_OUTBOUND_ALLOW": "127.0.0.1",
         **({"EVALSITE_JUDGE_CONCURRENCY_PER_ITEM": str(args.judge_concurrency)} if args.judge_concurrency else {}),
@@ -112,24 +130,73 @@ def main():
     from apps.testsets.schemas import TestSetContent
     from apps.testsets.services import testset_create
 
-    bot = bot_create(data=BotIn.model_validate({"name": "bench bot", "adapter": "http", "endpoint_url": bot_server.url}))
-    test_set = testset_create(content=TestSetContent.model_validate({
-        "agent_id": bot.agent_id, "name": "bench",
-        "items": [{"type": "single_turn", "name": f"item {i}", "inputs": {"message": f"Question {i} about PTO?"},
-                   "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]}}
-                  for i in range(args.items)],
-    }), changelog="bench", author="bench")
-    rubric = rubric_create(content=RubricContent.model_validate({
-        "agent_id": bot.agent_id, "name": "bench rubric",
-        "rules": [{"id": f"RULE_{r}", "name": f"Rule {r}", "severity": "medium", "category": "bench",
-                   "description": "d", "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []}}
-                  for r in range(4)],
-    }), changelog="bench", author="bench")
+    bot = bot_create(
+        data=BotIn.model_validate({"name": "bench bot", "adapter": "http", "endpoint_url": bot_server.url})
+    )
+    test_set = testset_create(
+        content=TestSetContent.model_validate(
+            {
+                "agent_id": bot.agent_id,
+                "name": "bench",
+                "items": [
+                    {
+                        "type": "single_turn",
+                        "name": f"item {i}",
+                        "inputs": {"message": f"Question {i} about PTO?"},
+                        "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]},
+                    }
+                    for i in range(args.items)
+                ],
+            }
+        ),
+        changelog="bench",
+        author="bench",
+    )
+    rubric = rubric_create(
+        content=RubricContent.model_validate(
+            {
+                "agent_id": bot.agent_id,
+                "name": "bench rubric",
+                "rules": [
+                    {
+                        "id": f"RULE_{r}",
+                        "name": f"Rule {r}",
+                        "severity": "medium",
+                        "category": "bench",
+                        "description": "d",
+                        "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []},
+                    }
+                    for r in range(4)
+                ],
+            }
+        ),
+        changelog="bench",
+        author="bench",
+    )
 
-    workers = [subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--pool=threads",
-         f"--concurrency={args.concurrency}", "--without-gossip", "--without-mingle", "--loglevel=WARNING",
-         "-n", f"bench{n}@%h"], cwd=ROOT, env=env, start_new_session=True) for n in range(args.workers)]
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "evalsite",
+                "worker",
+                "--pool=threads",
+                f"--concurrency={args.concurrency}",
+                "--without-gossip",
+                "--without-mingle",
+                "--loglevel=WARNING",
+                "-n",
+                f"bench{n}@%h",
+            ],
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+        )
+        for n in range(args.workers)
+    ]
     try:
         _wait_until_ready(len(workers))
         # Booting a worker (Django setup, system checks, imports) costs seconds of CPU: the run is
@@ -137,8 +204,12 @@ def main():
         boot_cpu = sum(_cpu_seconds(w.pid) for w in workers)
         own_cpu = _own_cpu_seconds()
         started = time.perf_counter()
-        run = services.run_create(agent_id=bot.agent_id, test_set_id=test_set.pk, rubric_id=rubric.pk,
-                                  **{name: getattr(args, name) for name in RUN_CREATE_OPTIONS})
+        run = services.run_create(
+            agent_id=bot.agent_id,
+            test_set_id=test_set.pk,
+            rubric_id=rubric.pk,
+            **{name: getattr(args, name) for name in RUN_CREATE_OPTIONS},
+        )
         last = -1
         while True:
             run = EvaluationRun.objects.get(pk=run.pk)
@@ -173,30 +244,44 @@ def main():
         mode = f"per-verdict, {per_item} judge requests at a time per item"
     else:
         mode = f"batched (EVALSITE_JUDGE_BATCH={args.judge_batch}): one judge request per item for all its verdicts"
-    print(f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end; "
-          f"{args.workers} Celery workers (threads) on Redis; PostgreSQL")
+    print(
+        f"machine: {os.cpu_count()} cores, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} at the end; "
+        f"{args.workers} Celery workers (threads) on Redis; PostgreSQL"
+    )
     print(f"judge mode: {mode}")
-    print(f"judge requests at once: at most {args.concurrency * per_item} (concurrency x per-item limit), "
-          f"the fake judge saw {judge.peak_in_flight}")
-    print(f"run {run.status}: {run.completed}/{run.total} items, {run.passed} passed; "
-          f"{run.criteria_total} criteria and {run.rubric_rules_total} rule verdicts, judge {run.judge}, "
-          f"verdict fingerprints {sorted({f['judge'] for f in run_judge_fingerprints(runs=[run])[run.pk]})}")
+    print(
+        f"judge requests at once: at most {args.concurrency * per_item} (concurrency x per-item limit), "
+        f"the fake judge saw {judge.peak_in_flight}"
+    )
+    print(
+        f"run {run.status}: {run.completed}/{run.total} items, {run.passed} passed; "
+        f"{run.criteria_total} criteria and {run.rubric_rules_total} rule verdicts, judge {run.judge}, "
+        f"verdict fingerprints {sorted({f['judge'] for f in run_judge_fingerprints(runs=[run])[run.pk]})}"
+    )
     print(f"calls: {bot_calls} to the bot, {judge_calls} to the judge, each {args.latency * 1000:.0f} ms")
-    print(f"old sequential ideal ({bot_calls} bot calls + {verdicts} judge calls, one per verdict, in sequence = "
-          f"{sequential:.1f} s / concurrency {args.concurrency}): {ideal:.2f} s")
-    print(f"measured wall time [{'per-verdict' if args.judge_batch == 'off' else 'batched'}]: {wall:.2f} s  "
-          f"beside the old ideal {ideal:.2f} s  ->  {wall / ideal:.3f}x "
-          f"(target <= 0.5x: {'met' if wall <= 0.5 * ideal else 'NOT met'})")
+    print(
+        f"old sequential ideal ({bot_calls} bot calls + {verdicts} judge calls, one per verdict, in sequence = "
+        f"{sequential:.1f} s / concurrency {args.concurrency}): {ideal:.2f} s"
+    )
+    print(
+        f"measured wall time [{'per-verdict' if args.judge_batch == 'off' else 'batched'}]: {wall:.2f} s  "
+        f"beside the old ideal {ideal:.2f} s  ->  {wall / ideal:.3f}x "
+        f"(target <= 0.5x: {'met' if wall <= 0.5 * ideal else 'NOT met'})"
+    )
     # Where the excess goes: inside an item (judge client, database writes) or between items (dispatch).
     durations = sorted(EvaluationResult.objects.filter(run=run).values_list("duration_ms", flat=True))
     # One bot call, then the 7 verdicts in waves of per_item, or in one batched request.
     judge_rounds = 1 if args.judge_batch != "off" else -(-verdicts // run.total // per_item)
     floor_ms = (1 + judge_rounds) * args.latency * 1000
-    print(f"CPU: workers {worker_cpu:.1f} s during the run ({boot_cpu:.1f} s booting before it), "
-          f"this process (fake bot and judge, polling the run) {own_cpu:.1f} s, over {wall:.1f} s wall "
-          f"on {os.cpu_count()} cores")
-    print(f"item duration: p50 {percentile(durations, 0.5)} ms, p95 {percentile(durations, 0.95)} ms "
-          f"(floor {floor_ms:.0f} ms: 1 bot call, then {judge_rounds} round(s) of judge calls)")
+    print(
+        f"CPU: workers {worker_cpu:.1f} s during the run ({boot_cpu:.1f} s booting before it), "
+        f"this process (fake bot and judge, polling the run) {own_cpu:.1f} s, over {wall:.1f} s wall "
+        f"on {os.cpu_count()} cores"
+    )
+    print(
+        f"item duration: p50 {percentile(durations, 0.5)} ms, p95 {percentile(durations, 0.95)} ms "
+        f"(floor {floor_ms:.0f} ms: 1 bot call, then {judge_rounds} round(s) of judge calls)"
+    )
     bot_server.__exit__(None, None, None)
     judge.stop()
     if not args.keep:

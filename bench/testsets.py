@@ -42,13 +42,26 @@ def main():
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
         bot = Bot.objects.create(name="bench")
         items = [
-            {"type": "scenario", "name": f"Scenario {i}",
-             "inputs": {"persona": "An employee", "initial_message": f"Question {i}",
-                        "scripted_turns": ["More?", "Thanks"]},
-             "expected": {"success_criteria": ["Answers", "Cites the handbook"], "should_use_tools": ["search_kb"]},
-             "tags": ["hr"], "priority": "medium"} if i % 2 else
-            {"type": "single_turn", "name": f"Question {i}", "inputs": {"message": f"What about {i}?"},
-             "expected": {"success_criteria": ["Answers"]}, "tags": ["hr"]}
+            {
+                "type": "scenario",
+                "name": f"Scenario {i}",
+                "inputs": {
+                    "persona": "An employee",
+                    "initial_message": f"Question {i}",
+                    "scripted_turns": ["More?", "Thanks"],
+                },
+                "expected": {"success_criteria": ["Answers", "Cites the handbook"], "should_use_tools": ["search_kb"]},
+                "tags": ["hr"],
+                "priority": "medium",
+            }
+            if i % 2
+            else {
+                "type": "single_turn",
+                "name": f"Question {i}",
+                "inputs": {"message": f"What about {i}?"},
+                "expected": {"success_criteria": ["Answers"]},
+                "tags": ["hr"],
+            }
             for i in range(args.items)
         ]
         body = {"agent_id": bot.agent_id, "name": "bench", "items": items}
@@ -61,21 +74,32 @@ def main():
             print(f"{label:<42} {elapsed * 1000:8.0f} ms  ({args.items / elapsed:8.0f} items/s)")
             return response
 
-        created = timed("POST /test-sets (version 1)", lambda: client.post("/api/v1/test-sets", body, format="json"),
-                        201).json()
+        created = timed(
+            "POST /test-sets (version 1)", lambda: client.post("/api/v1/test-sets", body, format="json"), 201
+        ).json()
         tid = created["test_set_id"]
         changed = {**created, "version": 1}
         changed["items"] = [dict(i) for i in created["items"]]
         changed["items"][0] = {**changed["items"][0], "name": "Renamed"}
-        timed("PUT one item changed (version 2)", lambda: client.put(f"/api/v1/test-sets/{tid}", changed,
-                                                                        format="json"), 200)
+        timed(
+            "PUT one item changed (version 2)",
+            lambda: client.put(f"/api/v1/test-sets/{tid}", changed, format="json"),
+            200,
+        )
         same = {**changed, "version": 2}
         timed("PUT unchanged (no version)", lambda: client.put(f"/api/v1/test-sets/{tid}", same, format="json"), 200)
-        csv_file = timed("GET export?format=csv", lambda: client.get(f"/api/v1/test-sets/{tid}/export?format=csv"),
-                         200).content
-        timed("POST import CSV as a new test set", lambda: client.post(
-            f"/api/v1/test-sets/import?format=csv&agent_id={bot.agent_id}&name=copy", data=csv_file,
-            content_type="text/csv"), 201)
+        csv_file = timed(
+            "GET export?format=csv", lambda: client.get(f"/api/v1/test-sets/{tid}/export?format=csv"), 200
+        ).content
+        timed(
+            "POST import CSV as a new test set",
+            lambda: client.post(
+                f"/api/v1/test-sets/import?format=csv&agent_id={bot.agent_id}&name=copy",
+                data=csv_file,
+                content_type="text/csv",
+            ),
+            201,
+        )
         print(f"database: {connection.vendor}, items: {args.items}, CSV size: {len(csv_file) / 1024:.0f} KiB")
     finally:
         teardown_databases(old, verbosity=0)

@@ -31,11 +31,19 @@ from harness import DEFAULT_PG, ROOT, Database, Gunicorn, create_api_key, migrat
 sys.path.insert(0, str(ROOT))
 PORT = 0  # main() sets it: the server's port
 PAYLOAD = {
-    "tests": ["answer_accuracy", "context_recall", "context_precision", "faithfulness", "answer_relevancy",
-              "context_utilisation"],
+    "tests": [
+        "answer_accuracy",
+        "context_recall",
+        "context_precision",
+        "faithfulness",
+        "answer_relevancy",
+        "context_utilisation",
+    ],
     "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."},
-                 {"id": "ctx2", "text": "Lyon is in France."}],
+    "contexts": [
+        {"id": "ctx1", "text": "Paris is the capital of France."},
+        {"id": "ctx2", "text": "Lyon is in France."},
+    ],
     "answer": "Paris",
     "ground_truth": "Paris",
     "relevant_context_ids": ["ctx1"],
@@ -45,8 +53,9 @@ PAYLOAD = {
 def post_trace(body: bytes, key: str) -> tuple[float, int, dict]:
     started = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", PORT, timeout=30)
-    conn.request("POST", "/trace", body=body, headers={"Content-Type": "application/json",
-                                                        "Authorization": f"Bearer {key}"})
+    conn.request(
+        "POST", "/trace", body=body, headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"}
+    )
     response = conn.getresponse()
     data = response.read()
     elapsed = (time.perf_counter() - started) * 1000
@@ -64,9 +73,12 @@ def direct_ragas(rounds: int) -> tuple[list[float], list[float]]:
     metrics = [IDBasedContextRecall(), IDBasedContextPrecision(), NonLLMStringSimilarity()]
 
     def sample():
-        return SingleTurnSample(retrieved_context_ids=[c["id"] for c in PAYLOAD["contexts"]],
-                                reference_context_ids=PAYLOAD["relevant_context_ids"],
-                                response=PAYLOAD["answer"], reference=PAYLOAD["ground_truth"])
+        return SingleTurnSample(
+            retrieved_context_ids=[c["id"] for c in PAYLOAD["contexts"]],
+            reference_context_ids=PAYLOAD["relevant_context_ids"],
+            response=PAYLOAD["answer"],
+            reference=PAYLOAD["ground_truth"],
+        )
 
     loop = asyncio.new_event_loop()
 
@@ -134,22 +146,28 @@ def measure(args, var_dir: str, database_url: str) -> None:
         conn.close()
 
     ascore_ms, evaluate_ms = direct_ragas(args.requests)
-    print(f"TRACE bench: {args.requests} requests, db={args.db}, gunicorn 1 sync worker on 127.0.0.1:{PORT}, "
-          f"no LLM; scores {answer['evaluation_scores']}")
-    rows = [("POST /trace (6 metrics, parse+score+store, HTTP)", server_ms),
-            ("  of which parse+validate+score (stored duration_ms)", service_ms),
-            ("Ragas direct: 3 metrics' single_turn_ascore", ascore_ms),
-            ("Ragas direct: ragas.evaluate(1-sample dataset)", evaluate_ms)]
+    print(
+        f"TRACE bench: {args.requests} requests, db={args.db}, gunicorn 1 sync worker on 127.0.0.1:{PORT}, "
+        f"no LLM; scores {answer['evaluation_scores']}"
+    )
+    rows = [
+        ("POST /trace (6 metrics, parse+score+store, HTTP)", server_ms),
+        ("  of which parse+validate+score (stored duration_ms)", service_ms),
+        ("Ragas direct: 3 metrics' single_turn_ascore", ascore_ms),
+        ("Ragas direct: ragas.evaluate(1-sample dataset)", evaluate_ms),
+    ]
     print(f"{'':<52} {'p50 ms':>8} {'p95 ms':>8}")
     for label, values in rows:
-        print(f"{label:<52} {percentile(values, .5):8.2f} {percentile(values, .95):8.2f}")
-    p50 = percentile(server_ms, .5)
+        print(f"{label:<52} {percentile(values, 0.5):8.2f} {percentile(values, 0.95):8.2f}")
+    p50 = percentile(server_ms, 0.5)
     for label, values in rows[2:]:
-        print(f"ratio server p50 / {label.split(': ', 1)[1]} p50 = {p50 / percentile(values, .5):.1f}x")
+        print(f"ratio server p50 / {label.split(': ', 1)[1]} p50 = {p50 / percentile(values, 0.5):.1f}x")
     print(f"target p50 <= 15 ms: {'met' if p50 <= 15 else 'NOT met'}")
-    best_direct = max(percentile(ascore_ms, .5), percentile(evaluate_ms, .5))
-    print(f"target server <= 2x direct Ragas: {'met' if p50 <= 2 * best_direct else 'NOT met'} "
-          f"(HTTP, Django, authentication and storing the evaluation are the difference; see the duration_ms row)")
+    best_direct = max(percentile(ascore_ms, 0.5), percentile(evaluate_ms, 0.5))
+    print(
+        f"target server <= 2x direct Ragas: {'met' if p50 <= 2 * best_direct else 'NOT met'} "
+        f"(HTTP, Django, authentication and storing the evaluation are the difference; see the duration_ms row)"
+    )
 
 
 if __name__ == "__main__":

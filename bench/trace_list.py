@@ -35,21 +35,85 @@ from harness import (
 DATABASE_URL = ""  # main() sets it: the database the run loads and measures
 TARGET_P95_MS = 200
 
-AGENTS = [f"{name}Agent" for name in ("Orchestrator", "Billing", "Support", "Kubernetes", "Network", "Storage",
-                                      "Identity", "Search", "Deploy", "Monitor", "Backup", "Compliance", "Cost",
-                                      "Database", "Dns", "Email", "Hr", "Legal", "Pto", "Travel")]
+AGENTS = [
+    f"{name}Agent"
+    for name in (
+        "Orchestrator",
+        "Billing",
+        "Support",
+        "Kubernetes",
+        "Network",
+        "Storage",
+        "Identity",
+        "Search",
+        "Deploy",
+        "Monitor",
+        "Backup",
+        "Compliance",
+        "Cost",
+        "Database",
+        "Dns",
+        "Email",
+        "Hr",
+        "Legal",
+        "Pto",
+        "Travel",
+    )
+]
 # Uneven sizes: the first agents hold most traces, the last few a handful each.
 AGENT_WEIGHTS = [1 / (n + 1) ** 1.3 for n in range(len(AGENTS))]
 VERBS = ["list", "show", "restart", "scale", "delete", "describe", "create", "explain", "summarise", "check"]
-THINGS = ["kubernetes clusters", "payments pod", "invoices", "vpn tunnels", "dns records", "backups", "pto balance",
-          "travel policy", "storage buckets", "database replicas", "alerts", "deployments", "firewall rules"]
+THINGS = [
+    "kubernetes clusters",
+    "payments pod",
+    "invoices",
+    "vpn tunnels",
+    "dns records",
+    "backups",
+    "pto balance",
+    "travel policy",
+    "storage buckets",
+    "database replicas",
+    "alerts",
+    "deployments",
+    "firewall rules",
+]
 PLACES = ["in Delhi", "in Mumbai", "for team alpha", "in eu-west-1", "from last week", "for the quarter", "", ""]
 RATINGS = [("excellent", 0.95, 30), ("good", 0.8, 30), ("acceptable", 0.65, 20), ("poor", 0.5, 15), ("failed", 0.2, 5)]
-TRACE_COLUMNS = ("session_id", "agent_name", "user_query", "intent_detected", "operation", "final_response", "success",
-                 "status", "start_time", "end_time", "duration_seconds", "tool_call_count", "metadata", "source",
-                 "created_at", "updated_at", "truncated", "dropped")
-EVALUATION_COLUMNS = ("session_id", "source", "agent_name", "overall_score", "rating", "judge", "prompt_tokens",
-                      "completion_tokens", "total_tokens", "fingerprint", "has_error", "created_at")
+TRACE_COLUMNS = (
+    "session_id",
+    "agent_name",
+    "user_query",
+    "intent_detected",
+    "operation",
+    "final_response",
+    "success",
+    "status",
+    "start_time",
+    "end_time",
+    "duration_seconds",
+    "tool_call_count",
+    "metadata",
+    "source",
+    "created_at",
+    "updated_at",
+    "truncated",
+    "dropped",
+)
+EVALUATION_COLUMNS = (
+    "session_id",
+    "source",
+    "agent_name",
+    "overall_score",
+    "rating",
+    "judge",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "fingerprint",
+    "has_error",
+    "created_at",
+)
 
 
 def trace_rows(n: int, rng: random.Random, now: datetime):
@@ -62,17 +126,46 @@ def trace_rows(n: int, rng: random.Random, now: datetime):
         query = f"{rng.choice(VERBS)} the {rng.choice(THINGS)} {rng.choice(PLACES)}".strip()
         duration = None if success is None else round(rng.uniform(0.2, 8), 3)
         end = None if duration is None else start + timedelta(seconds=duration)
-        yield (f"sess-{i:07d}-{rng.getrandbits(32):08x}", rng.choices(AGENTS, AGENT_WEIGHTS)[0], query,
-               query.split()[0], query.split()[0], None if success is None else "Done.", success, status, start, end,
-               duration, rng.randint(0, 6), "{}", source, start, end or start, False, "{}")
+        yield (
+            f"sess-{i:07d}-{rng.getrandbits(32):08x}",
+            rng.choices(AGENTS, AGENT_WEIGHTS)[0],
+            query,
+            query.split()[0],
+            query.split()[0],
+            None if success is None else "Done.",
+            success,
+            status,
+            start,
+            end,
+            duration,
+            rng.randint(0, 6),
+            "{}",
+            source,
+            start,
+            end or start,
+            False,
+            "{}",
+        )
 
 
 def evaluation_rows(sessions: list[tuple[str, str, datetime]], rng: random.Random):
     for session_id, agent, start in sessions:
         for later in range(2 if rng.random() < 0.1 else 1):
             rating, score, _ = rng.choices(RATINGS, [w for *_, w in RATINGS])[0]
-            yield (session_id, "trace", agent, score, rating, "heuristic:v1", 0, 0, 0, f"{rng.getrandbits(128):032x}",
-                   False, start + timedelta(minutes=1 + 60 * later))
+            yield (
+                session_id,
+                "trace",
+                agent,
+                score,
+                rating,
+                "heuristic:v1",
+                0,
+                0,
+                0,
+                f"{rng.getrandbits(128):032x}",
+                False,
+                start + timedelta(minutes=1 + 60 * later),
+            )
 
 
 def load(n: int) -> None:
@@ -82,7 +175,8 @@ def load(n: int) -> None:
         indexes = conn.execute(
             "SELECT indexname, indexdef FROM pg_indexes"
             " WHERE tablename IN ('traces_agenttrace', 'agentic_agentevaluation')"
-            " AND indexname NOT LIKE '%%_pkey'").fetchall()
+            " AND indexname NOT LIKE '%%_pkey'"
+        ).fetchall()
         constraints = conn.execute(
             "SELECT conrelid::regclass::text, conname, pg_get_constraintdef(oid) FROM pg_constraint"
             " WHERE conrelid IN ('traces_agenttrace'::regclass, 'agentic_agentevaluation'::regclass) AND contype = 'u'"
@@ -186,8 +280,11 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--repeat", type=int, default=40)
     add_database_args(parser, db="evalsite_bench_tracelist")
-    parser.add_argument("--reuse", action="store_true",
-                        help="measure the database a previous run loaded and kept (--keep) instead of loading one")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="measure the database a previous run loaded and kept (--keep) instead of loading one",
+    )
     args = parser.parse_args()
     global DATABASE_URL
     db = database_from_args(args)

@@ -30,13 +30,28 @@ from harness import ROOT, Database, add_database_args, database_from_args, migra
 
 BIG, SMALL = "bench-read-big", "bench-read-small"
 SEQ_STEP = 1024
-CALL_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
-                "timestamp", "duration_ms")
+CALL_COLUMNS = (
+    "trace_id",
+    "seq",
+    "call_id",
+    "tool_name",
+    "tool_args",
+    "tool_result",
+    "success",
+    "error",
+    "timestamp",
+    "duration_ms",
+)
 
 
 def environment(db: Database) -> dict:
-    return server_env(db.url, DJANGO_SETTINGS_MODULE="evalsite.settings", LOG_LEVEL="WARNING",
-                      EVALSITE_VAR_DIR="/tmp/evalsite-bench-traceread", PYTHONDONTWRITEBYTECODE="1")
+    return server_env(
+        db.url,
+        DJANGO_SETTINGS_MODULE="evalsite.settings",
+        LOG_LEVEL="WARNING",
+        EVALSITE_VAR_DIR="/tmp/evalsite-bench-traceread",
+        PYTHONDONTWRITEBYTECODE="1",
+    )
 
 
 def recreate_and_load(db: Database, calls: int, result_bytes: int) -> None:
@@ -59,15 +74,29 @@ def recreate_and_load(db: Database, calls: int, result_bytes: int) -> None:
         with conn.cursor().copy(f"COPY traces_toolcall ({', '.join(CALL_COLUMNS)}) FROM STDIN") as copy:
             for session_id, n in ((BIG, calls), (SMALL, 3)):
                 for i in range(1, n + 1):
-                    result = json.dumps({"pod": f"pod-{i}", "namespace": "default", "status": "Running",
-                                         "notes": filler})
-                    copy.write_row((ids[session_id], i * SEQ_STEP, f"call-{i}", "list_pods",
-                                    json.dumps({"page": i}), result, True, None,
-                                    now - timedelta(minutes=1) + timedelta(milliseconds=i), 1.5))
+                    result = json.dumps(
+                        {"pod": f"pod-{i}", "namespace": "default", "status": "Running", "notes": filler}
+                    )
+                    copy.write_row(
+                        (
+                            ids[session_id],
+                            i * SEQ_STEP,
+                            f"call-{i}",
+                            "list_pods",
+                            json.dumps({"page": i}),
+                            result,
+                            True,
+                            None,
+                            now - timedelta(minutes=1) + timedelta(milliseconds=i),
+                            1.5,
+                        )
+                    )
         conn.commit()
         conn.execute("ANALYZE traces_toolcall")
-    print(f"loaded one trace of {calls:,} tool calls (~{result_bytes:,} bytes of result each) "
-          f"in {time.perf_counter() - started:.1f} s")
+    print(
+        f"loaded one trace of {calls:,} tool calls (~{result_bytes:,} bytes of result each) "
+        f"in {time.perf_counter() - started:.1f} s"
+    )
 
 
 READS = {
@@ -90,8 +119,9 @@ def child(read: str, calls: int) -> None:
 
     from apps.traces.models import AgentTrace
 
-    user, _ = get_user_model().objects.get_or_create(username="bench-reader",
-                                                     defaults={"is_staff": True, "is_superuser": True})
+    user, _ = get_user_model().objects.get_or_create(
+        username="bench-reader", defaults={"is_staff": True, "is_superuser": True}
+    )
     client = Client()
     client.force_login(user)
     pks = dict(AgentTrace.objects.filter(session_id__in=[BIG, SMALL]).values_list("session_id", "id"))
@@ -111,15 +141,23 @@ def child(read: str, calls: int) -> None:
     status, size = get(path(BIG, calls))
     seconds = time.perf_counter() - started
     peak_mb = peak_rss_mb()
-    print(json.dumps({"status": status, "bytes": size, "seconds": seconds, "peak_mb": peak_mb,
-                      "growth_mb": peak_mb - warm_mb}))
+    print(
+        json.dumps(
+            {"status": status, "bytes": size, "seconds": seconds, "peak_mb": peak_mb, "growth_mb": peak_mb - warm_mb}
+        )
+    )
 
 
 def run_reads(code: Path, db: Database, calls: int) -> dict:
     results = {}
     for read in READS:
-        done = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--child", read, "--calls", str(calls)],
-                              cwd=code, env=environment(db), capture_output=True, text=True)
+        done = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--child", read, "--calls", str(calls)],
+            cwd=code,
+            env=environment(db),
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             results[read] = {"error": (done.stderr.strip().splitlines() or ["?"])[-1]}
         else:
@@ -139,8 +177,10 @@ def line(label: str, result: dict) -> str:
         return f"  {label:9} failed: {result['error'][:90]}"
     if result["status"] != 200:
         return f"  {label:9} answered {result['status']}"
-    return (f"  {label:9} {result['bytes'] / 1e6:9.2f} MB {result['seconds']:8.2f} s   peak RSS "
-            f"{result['peak_mb']:7.0f} MB (+{result['growth_mb']:.0f} MB over the warm-up)")
+    return (
+        f"  {label:9} {result['bytes'] / 1e6:9.2f} MB {result['seconds']:8.2f} s   peak RSS "
+        f"{result['peak_mb']:7.0f} MB (+{result['growth_mb']:.0f} MB over the warm-up)"
+    )
 
 
 def main() -> int:
@@ -148,8 +188,11 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=60_000)
     parser.add_argument("--result-bytes", type=int, default=2_400)
     add_database_args(parser, db="evalsite_bench_traceread")
-    parser.add_argument("--reuse", action="store_true",
-                        help="read the trace a previous run loaded and kept (--keep) instead of loading one")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="read the trace a previous run loaded and kept (--keep) instead of loading one",
+    )
     parser.add_argument("--baseline", metavar="REV", help="also read with the code of this git revision")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()

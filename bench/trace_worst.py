@@ -42,8 +42,13 @@ def setup_django() -> None:
 
 
 def bench_small() -> dict:
-    return {"question": "What is the capital of France?", "answer": "Paris.", "ground_truth": "Lyon",
-            "contexts": [{"id": "c1", "text": "Paris is the capital of France."}], "relevant_context_ids": ["c1"]}
+    return {
+        "question": "What is the capital of France?",
+        "answer": "Paris.",
+        "ground_truth": "Lyon",
+        "contexts": [{"id": "c1", "text": "Paris is the capital of France."}],
+        "relevant_context_ids": ["c1"],
+    }
 
 
 def timed(fn, repeat: int) -> float:
@@ -80,12 +85,17 @@ def main() -> int:
         "ground_truth": [words(rng, limits.MAX_GROUND_TRUTH_CHARS) for _ in range(limits.MAX_GROUND_TRUTHS)],
         "relevant_context_ids": [f"ctx{i}" for i in range(0, n_contexts, 2)],
     }
-    one_long_context = {**worst, "contexts": [{"id": "big", "text": words(rng, limits.MAX_CONTEXT_CHARS)}],
-                        "relevant_context_ids": ["big"]}
-    natural = (f"Evaluate {', '.join(tests)}. Question: {worst['question']}\nAnswer: {worst['answer']}\n"
-               + "".join(f"Ground truth: {t}\n" for t in worst["ground_truth"])
-               + "".join(f"Context {c['id']}: {c['text']}\n" for c in worst["contexts"])
-               + "Relevant: ctx0, ctx2")
+    one_long_context = {
+        **worst,
+        "contexts": [{"id": "big", "text": words(rng, limits.MAX_CONTEXT_CHARS)}],
+        "relevant_context_ids": ["big"],
+    }
+    natural = (
+        f"Evaluate {', '.join(tests)}. Question: {worst['question']}\nAnswer: {worst['answer']}\n"
+        + "".join(f"Ground truth: {t}\n" for t in worst["ground_truth"])
+        + "".join(f"Context {c['id']}: {c['text']}\n" for c in worst["contexts"])
+        + "Relevant: ctx0, ctx2"
+    )
     cases = {
         "JSON, every field at its limit": orjson.dumps(worst).decode(),
         "JSON, one context at its limit": orjson.dumps(one_long_context).decode(),
@@ -94,22 +104,27 @@ def main() -> int:
     # Importing ragas takes seconds once per process; it is not what a request costs.
     trace_evaluation_create(query=orjson.dumps({"tests": tests, **bench_small()}).decode(), use_llm=False)
     failed = False
-    print(f"limits: answer {limits.MAX_ANSWER_CHARS}, ground truth {limits.MAX_GROUND_TRUTHS} x "
-          f"{limits.MAX_GROUND_TRUTH_CHARS}, question {limits.MAX_QUESTION_CHARS}, contexts {limits.MAX_CONTEXTS} x "
-          f"{limits.MAX_CONTEXT_CHARS} (total {limits.MAX_CONTEXTS_TOTAL_CHARS}) characters")
+    print(
+        f"limits: answer {limits.MAX_ANSWER_CHARS}, ground truth {limits.MAX_GROUND_TRUTHS} x "
+        f"{limits.MAX_GROUND_TRUTH_CHARS}, question {limits.MAX_QUESTION_CHARS}, contexts {limits.MAX_CONTEXTS} x "
+        f"{limits.MAX_CONTEXT_CHARS} (total {limits.MAX_CONTEXTS_TOTAL_CHARS}) characters"
+    )
     for name, query in cases.items():
         seconds = timed(lambda q=query: trace_evaluation_create(query=q, use_llm=False), args.repeat)
         failed |= seconds > TARGET_SECONDS
-        print(f"{name:40s} {len(query) / 1e6:6.2f} MB  {seconds:6.3f} s CPU  "
-              f"{'ok' if seconds <= TARGET_SECONDS else 'OVER the ' + str(TARGET_SECONDS) + ' s target'}")
+        print(
+            f"{name:40s} {len(query) / 1e6:6.2f} MB  {seconds:6.3f} s CPU  "
+            f"{'ok' if seconds <= TARGET_SECONDS else 'OVER the ' + str(TARGET_SECONDS) + ' s target'}"
+        )
     if args.over:
         big_answer, big_truth = words(rng, 1_200_000), words(rng, 1_200_000)
         small = orjson.dumps({"tests": ["answer_accuracy"], "answer": "x", "ground_truth": "y"}).decode()
         payload = parse_query(small).payload
         payload = payload.model_copy(update={"answer": big_answer, "ground_truth": big_truth})
         seconds = timed(lambda: score_metrics(["answer_accuracy"], payload, use_llm=False), 1)
-        print(f"{'past the limits: 1.2 MB answer + truth':40s} {2.4:6.2f} MB  {seconds:6.3f} s CPU  "
-              "(refused by the API)")
+        print(
+            f"{'past the limits: 1.2 MB answer + truth':40s} {2.4:6.2f} MB  {seconds:6.3f} s CPU  (refused by the API)"
+        )
     return 1 if failed else 0
 
 

@@ -53,5 +53,5 @@ def post_worker_init(worker):
 
     from django.urls import get_resolver
 
-    get_resolver().url_patterns  # imports the URLconf, and with it every view
+    _ = get_resolver().url_patterns  # imports the URLconf, and with it every view
     gc.freeze()

@@ -303,8 +303,9 @@ EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS = env_int("EVALSITE_OTLP_SETTLE_INTERVAL_S
 # Where people reach this evalsite: `evalrun` prints links to the console's pages under it, and its
 # JUnit report links each testcase. The default is what `make run` serves (bin/run-local binds
 # 127.0.0.1:$PORT, 8001 unless PORT says otherwise), so links work in a local checkout as they are.
-EVALSITE_BASE_URL = (os.environ.get("EVALSITE_BASE_URL", "").strip().rstrip("/")
-                     or f"http://127.0.0.1:{env_int('PORT', 8001)}")
+EVALSITE_BASE_URL = (
+    os.environ.get("EVALSITE_BASE_URL", "").strip().rstrip("/") or f"http://127.0.0.1:{env_int('PORT', 8001)}"
+)
 EVALSITE_BOT_TIMEOUT_SECONDS = env_int("EVALSITE_BOT_TIMEOUT_SECONDS", 60)
 # A running item whose worker has not signalled for this long is re-queued (or failed after 3 tries).
 # A living worker beats every quarter of it even during a long bot turn, so this only bounds how
@@ -366,17 +367,27 @@ if EVALSITE_LLM_RATE.lower() != "off":
         if int(_rate_count) < 1 or _rate_period.strip()[:1].lower() not in "smhd" or not _rate_period.strip():
             raise ValueError
     except ValueError:
-        raise ImproperlyConfigured(f'EVALSITE_LLM_RATE must look like "60/min" or be "off", got {EVALSITE_LLM_RATE!r}')
+        raise ImproperlyConfigured(
+            f'EVALSITE_LLM_RATE must look like "60/min" or be "off", got {EVALSITE_LLM_RATE!r}'
+        ) from None
 # Where the rate limit's counters live, shared by every process: a Redis URL (needed when web
 # processes run on more than one machine), or by default files under EVALSITE_VAR_DIR (one machine).
 EVALSITE_RATE_LIMIT_CACHE_URL = os.environ.get("EVALSITE_RATE_LIMIT_CACHE_URL", "").strip()
 CACHES = {
     # What the project used before it configured caches: per-process memory (run digests).
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
-    "quotas": ({"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": EVALSITE_RATE_LIMIT_CACHE_URL,
-                "KEY_PREFIX": "evalsite-quotas"}
-               if EVALSITE_RATE_LIMIT_CACHE_URL else
-               {"BACKEND": "apps.core.llm.quota_cache.LockedFileBasedCache", "LOCATION": str(VAR_DIR / "cache" / "quotas")}),
+    "quotas": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": EVALSITE_RATE_LIMIT_CACHE_URL,
+            "KEY_PREFIX": "evalsite-quotas",
+        }
+        if EVALSITE_RATE_LIMIT_CACHE_URL
+        else {
+            "BACKEND": "apps.core.llm.quota_cache.LockedFileBasedCache",
+            "LOCATION": str(VAR_DIR / "cache" / "quotas"),
+        }
+    ),
 }
 
 # Metrics backend of the natural-language query page: a Prometheus HTTP API, or the same through
@@ -476,8 +487,10 @@ CELERY_BEAT_SCHEDULE = {
     "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
     "prune-otlp-spans": {"task": "apps.traces.tasks.prune_otlp_spans", "schedule": 3600.0},
     "compact-ingestion-ledger": {"task": "apps.traces.tasks.compact_ingestion_ledger", "schedule": 600.0},
-    "settle-otlp-traces": {"task": "apps.traces.tasks.settle_otlp_traces",
-                           "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS)},
+    "settle-otlp-traces": {
+        "task": "apps.traces.tasks.settle_otlp_traces",
+        "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS),
+    },
 }
 
 LOGGING = {

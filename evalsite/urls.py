@@ -2,8 +2,8 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from apps.core.metrics.access import metrics_view
 from apps.core.http.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, not_found, readyz, server_error
+from apps.core.metrics.access import metrics_view
 from apps.rag.api.views import TraceView
 from apps.traces.api.views import IngestionLedgerView
 from apps.traces.ingestion.otlp.views import OtlpTracesView

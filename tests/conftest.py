@@ -71,8 +71,10 @@ def allow_anonymous(settings):
 @pytest.fixture
 def on_postgres():
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL (set DATABASE_URL=postgres://...): row locks, real concurrency or "
-                    "PostgreSQL-only storage behaviour")
+        pytest.skip(
+            "needs PostgreSQL (set DATABASE_URL=postgres://...): row locks, real concurrency or "
+            "PostgreSQL-only storage behaviour"
+        )
 
 
 @pytest.fixture
@@ -83,12 +85,28 @@ def demo_traces(db):
         session_id = demo["session_id"]
         intent, resource_type, operation = demo["intent"]
         AgentTraceFactory(
-            session_id=session_id, agent_name=demo["agent_name"], user_query=demo["user_query"],
-            intent_detected=intent, resource_type=resource_type, operation=operation,
-            final_response=demo["final_response"], success=demo["success"], metadata={"source": "demo"},
-            tool_calls=[{"tool_name": name, "tool_args": args, "tool_result": result, "success": ok, "error": error,
-                         "duration_ms": 120.0 * seq, "call_id": f"{session_id}-{seq}"}
-                        for seq, (name, args, result, ok, error) in enumerate(demo["tool_calls"], start=1)])
+            session_id=session_id,
+            agent_name=demo["agent_name"],
+            user_query=demo["user_query"],
+            intent_detected=intent,
+            resource_type=resource_type,
+            operation=operation,
+            final_response=demo["final_response"],
+            success=demo["success"],
+            metadata={"source": "demo"},
+            tool_calls=[
+                {
+                    "tool_name": name,
+                    "tool_args": args,
+                    "tool_result": result,
+                    "success": ok,
+                    "error": error,
+                    "duration_ms": 120.0 * seq,
+                    "call_id": f"{session_id}-{seq}",
+                }
+                for seq, (name, args, result, ok, error) in enumerate(demo["tool_calls"], start=1)
+            ],
+        )
 
 
 from tests.fakes.openai_server import openai_server  # noqa: E402,F401  (shared fixture)

@@ -13,8 +13,14 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 # otherwise. Tests of the guard itself set EVALSITE_OUTBOUND_ALLOW back to [] with `settings`.
 os.environ["EVALSITE_OUTBOUND_ALLOW"] = "127.0.0.1"
 # Never let a developer's real LLM or metrics backend configuration leak into tests.
-for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "PROMETHEUS_URL", "GRAFANA_URL", "GRAFANA_DATASOURCE_UID",
-             "GRAFANA_TOKEN"):
+for name in (
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "PROMETHEUS_URL",
+    "GRAFANA_URL",
+    "GRAFANA_DATASOURCE_UID",
+    "GRAFANA_TOKEN",
+):
     os.environ.pop(name, None)
 
 from evalsite.settings import *  # noqa: E402,F403

@@ -36,11 +36,15 @@ def free_port() -> int:
 
 
 def bench(script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items()
-             if k not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "OPENAI_BASE_URL"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"DATABASE_URL", "DJANGO_SETTINGS_MODULE", "OPENAI_API_KEY", "OPENAI_BASE_URL"}
+    }
     clean.update(env or {})
-    return subprocess.run([sys.executable, f"bench/{script}", *args], cwd=ROOT, env=clean, capture_output=True,
-                          text=True, timeout=TIMEOUT)
+    return subprocess.run(
+        [sys.executable, f"bench/{script}", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=TIMEOUT
+    )
 
 
 def assert_ran(result: subprocess.CompletedProcess, *figures: str, target_missed: str | None = None) -> None:
@@ -63,8 +67,11 @@ def pg(on_postgres) -> dict:
     if url.hostname not in LOOPBACK:
         pytest.skip("the benchmarks only ever talk to a PostgreSQL server on loopback")
     name = (url.path.lstrip("/") or "evalsite")[:40]
-    return {"base": f"{url.scheme}://{url.netloc}", "name": f"{name}_bench",
-            "default_server": url.username == "postgres" and url.hostname == "127.0.0.1" and (url.port or 5432) == 5432}
+    return {
+        "base": f"{url.scheme}://{url.netloc}",
+        "name": f"{name}_bench",
+        "default_server": url.username == "postgres" and url.hostname == "127.0.0.1" and (url.port or 5432) == 5432,
+    }
 
 
 @pytest.fixture
@@ -93,10 +100,16 @@ def test_harness_percentile_is_nearest_rank():
 
 # Scripts that need no PostgreSQL.
 
+
 def test_judge_coverage():
     result = bench("judge_coverage.py")
-    assert_ran(result, r"^labelled cases : \d+ \(", r"^coverage       : [\d.]+% \(\d+ answered, \d+ skipped\)",
-               r"^accuracy       : [\d.]+% where it answers", r"^false passes   : 0$")
+    assert_ran(
+        result,
+        r"^labelled cases : \d+ \(",
+        r"^coverage       : [\d.]+% \(\d+ answered, \d+ skipped\)",
+        r"^accuracy       : [\d.]+% where it answers",
+        r"^false passes   : 0$",
+    )
 
 
 def test_otlp_decode():
@@ -107,37 +120,53 @@ def test_otlp_decode():
 
 def test_trace_worst():
     result = bench("trace_worst.py", "--repeat", "1")
-    assert_ran(result, r"^JSON, every field at its limit .* [\d.]+ s CPU", r"^natural language, long fields .* s CPU",
-               target_missed=r"OVER the")
+    assert_ran(
+        result,
+        r"^JSON, every field at its limit .* [\d.]+ s CPU",
+        r"^natural language, long fields .* s CPU",
+        target_missed=r"OVER the",
+    )
 
 
 def test_trace_on_sqlite():
     result = bench("trace.py", "--requests", "5", "--db", "sqlite", "--port", str(free_port()))
-    assert_ran(result, r"^TRACE bench: 5 requests, db=sqlite", r"^POST /trace \(6 metrics.*\s[\d.]+\s+[\d.]+$",
-               r"^ratio server p50 / ragas.evaluate")
+    assert_ran(
+        result,
+        r"^TRACE bench: 5 requests, db=sqlite",
+        r"^POST /trace \(6 metrics.*\s[\d.]+\s+[\d.]+$",
+        r"^ratio server p50 / ragas.evaluate",
+    )
 
 
 def test_testsets_on_sqlite():
     result = bench("testsets.py", "--items", "20")
-    assert_ran(result, r"^POST /test-sets \(version 1\)\s+\d+ ms", r"^POST import CSV as a new test set\s+\d+ ms",
-               r"^database: sqlite, items: 20")
+    assert_ran(
+        result,
+        r"^POST /test-sets \(version 1\)\s+\d+ ms",
+        r"^POST import CSV as a new test set\s+\d+ ms",
+        r"^database: sqlite, items: 20",
+    )
 
 
 def test_concurrent_writers():
     result = bench("concurrent_writers.py", "--clients", "4", "--calls", "2", "--port", str(free_port()))
-    assert_ran(result, r"^requests sent: 16\s+failures: 0\s+traces wrong after read-back: 0/4",
-               r"^latency ms: p50 \d+")
+    assert_ran(result, r"^requests sent: 16\s+failures: 0\s+traces wrong after read-back: 0/4", r"^latency ms: p50 \d+")
 
 
 def test_nlquery():
     if not (shutil.which("prometheus") and shutil.which("promtool")):
         pytest.skip("needs the prometheus and promtool binaries")
     result = bench("nlquery.py", "--rounds", "1")
-    assert_ran(result, r"^Show CPU usage for the last hour\s+[\d.]+\s+[\d.]+\s+ok, \d+ points", r"^ALL\s+[\d.]+",
-               r"^share of node time by step: parse")
+    assert_ran(
+        result,
+        r"^Show CPU usage for the last hour\s+[\d.]+\s+[\d.]+\s+ok, \d+ points",
+        r"^ALL\s+[\d.]+",
+        r"^share of node time by step: parse",
+    )
 
 
 # PostgreSQL.
+
 
 def test_testsets_on_postgres(pg):
     result = bench("testsets.py", "--items", "20", env={"DATABASE_URL": f"{pg['base']}/{pg['name']}_testsets"})
@@ -145,8 +174,17 @@ def test_testsets_on_postgres(pg):
 
 
 def test_trace_on_postgres(default_pg):
-    result = bench("trace.py", "--requests", "5", "--db", "postgres", "--database", f"{default_pg['name']}_rag",
-                   "--port", str(free_port()))
+    result = bench(
+        "trace.py",
+        "--requests",
+        "5",
+        "--db",
+        "postgres",
+        "--database",
+        f"{default_pg['name']}_rag",
+        "--port",
+        str(free_port()),
+    )
     assert_ran(result, r"^TRACE bench: 5 requests, db=postgres", r"^POST /trace \(6 metrics.*\s[\d.]+\s+[\d.]+$")
 
 
@@ -159,79 +197,210 @@ def test_runs(pg):
         socket.create_connection((target.hostname, target.port or 6379), timeout=1).close()
     except OSError:
         pytest.skip(f"needs Redis at {redis}")
-    result = bench("runs.py", "--items", "3", "--latency", "0.01", "--workers", "1", "--pg", pg["base"],
-                   "--db", f"{pg['name']}_runs", "--redis", redis)
-    assert_ran(result, r"^run completed: 3/3 items, \d+ passed; 9 criteria and 12 rule verdicts",
-               r"^measured wall time \[per-verdict\]: [\d.]+ s", r"^item duration: p50 \d+ ms")
+    result = bench(
+        "runs.py",
+        "--items",
+        "3",
+        "--latency",
+        "0.01",
+        "--workers",
+        "1",
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_runs",
+        "--redis",
+        redis,
+    )
+    assert_ran(
+        result,
+        r"^run completed: 3/3 items, \d+ passed; 9 criteria and 12 rule verdicts",
+        r"^measured wall time \[per-verdict\]: [\d.]+ s",
+        r"^item duration: p50 \d+ ms",
+    )
 
 
 def test_results(default_pg):
-    result = bench("results.py", "--results", "200", "--samples", "2", "--db", f"{default_pg['name']}_results",
-                   "--port", str(free_port()))
-    assert_ran(result, r"^loaded 2 runs x 200 results", r"^run page\s+\d+\s+[\d.]+\s+[\d.]+",
-               r"^comparison page\s+\d+", r"^GET /runs/\{id\}/results\?limit=100\s+\d+",
-               r"^GET /runs/\{id\}/results \(default: the whole list, streamed\): 200 results",
-               target_missed=r"target p95 <= 200 ms .*: NOT met")
+    result = bench(
+        "results.py",
+        "--results",
+        "200",
+        "--samples",
+        "2",
+        "--db",
+        f"{default_pg['name']}_results",
+        "--port",
+        str(free_port()),
+    )
+    assert_ran(
+        result,
+        r"^loaded 2 runs x 200 results",
+        r"^run page\s+\d+\s+[\d.]+\s+[\d.]+",
+        r"^comparison page\s+\d+",
+        r"^GET /runs/\{id\}/results\?limit=100\s+\d+",
+        r"^GET /runs/\{id\}/results \(default: the whole list, streamed\): 200 results",
+        target_missed=r"target p95 <= 200 ms .*: NOT met",
+    )
 
 
 def test_profile_per_call(pg):
-    result = bench("profile_per_call.py", "--traces", "5", "--calls", "2", "--pg", pg["base"],
-                   "--db", f"{pg['name']}_profile")
+    result = bench(
+        "profile_per_call.py", "--traces", "5", "--calls", "2", "--pg", pg["base"], "--db", f"{pg['name']}_profile"
+    )
     assert_ran(result, r"^25 requests, statuses .*: CPU [\d.]+ ms per request")
 
 
 def test_ingest_batches(pg):
-    result = bench("ingest.py", "--traces", "50", "--calls", "2", "--batch", "10", "--clients", "1",
-                   "--server-workers", "1", "--port", str(free_port()), "--pg", pg["base"],
-                   "--db", f"{pg['name']}_ingest")
+    result = bench(
+        "ingest.py",
+        "--traces",
+        "50",
+        "--calls",
+        "2",
+        "--batch",
+        "10",
+        "--clients",
+        "1",
+        "--server-workers",
+        "1",
+        "--port",
+        str(free_port()),
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_ingest",
+    )
     assert_ran(result, r"^ratio\s+: API is [\d.]+x slower than raw COPY")
 
 
 def test_ingest_per_call(pg):
-    result = bench("ingest.py", "--per-call", "--traces", "10", "--calls", "2", "--clients", "2",
-                   "--server-workers", "1", "--port", str(free_port()), "--pg", pg["base"],
-                   "--db", f"{pg['name']}_ingest")
-    assert_ran(result, r"^per-call ingest: 50 requests in [\d.]+ s", r"^errors: 0$",
-               r"^stored: 10/10 traces completed with 2 gap-free tool calls")
+    result = bench(
+        "ingest.py",
+        "--per-call",
+        "--traces",
+        "10",
+        "--calls",
+        "2",
+        "--clients",
+        "2",
+        "--server-workers",
+        "1",
+        "--port",
+        str(free_port()),
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_ingest",
+    )
+    assert_ran(
+        result,
+        r"^per-call ingest: 50 requests in [\d.]+ s",
+        r"^errors: 0$",
+        r"^stored: 10/10 traces completed with 2 gap-free tool calls",
+    )
 
 
 def test_otlp(pg):
-    result = bench("otlp.py", "--requests", "4", "--spans-per-request", "22", "--tools", "10", "--clients", "1",
-                   "--server-workers", "1", "--port", str(free_port()), "--pg", pg["base"],
-                   "--db", f"{pg['name']}_otlp")
-    assert_ran(result, r"^evalsite OTLP : 88 spans in [\d.]+ s", r"^checked\s+: all 88 spans stored exactly once",
-               r"^ratio\s+: the receiver reaches \d+% of raw COPY")
+    result = bench(
+        "otlp.py",
+        "--requests",
+        "4",
+        "--spans-per-request",
+        "22",
+        "--tools",
+        "10",
+        "--clients",
+        "1",
+        "--server-workers",
+        "1",
+        "--port",
+        str(free_port()),
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_otlp",
+    )
+    assert_ran(
+        result,
+        r"^evalsite OTLP : 88 spans in [\d.]+ s",
+        r"^checked\s+: all 88 spans stored exactly once",
+        r"^ratio\s+: the receiver reaches \d+% of raw COPY",
+    )
 
 
 def test_otlp_assembly(pg):
     result = bench("otlp_assembly.py", "--children", "300", "--calls", "200", "--pg", pg["base"])
-    assert_ran(result, r"^root after 300 waiting children .*\n\s+\{.*\"peak_mb\": \d+, \"tool_calls\": 300",
-               r"^late earlier span on a 200-call trace .*\n\s+\{.*\"tool_calls\": 201")
+    assert_ran(
+        result,
+        r"^root after 300 waiting children .*\n\s+\{.*\"peak_mb\": \d+, \"tool_calls\": 300",
+        r"^late earlier span on a 200-call trace .*\n\s+\{.*\"tool_calls\": 201",
+    )
 
 
 def test_agentic(pg):
-    result = bench("agentic.py", "--rows", "1000", "--batch-traces", "20", "--samples", "3", "--server-workers", "1",
-                   "--port", str(free_port()), "--pg", pg["base"], "--db", f"{pg['name']}_agentic")
-    assert_ran(result, r"^GET /summary\s+[\d.]+\s+[\d.]+", r"^streamed export \(jsonl\): 1,000 rows",
-               r"^/evaluate/batch \(heuristic:v1\): 20 stored traces")
+    result = bench(
+        "agentic.py",
+        "--rows",
+        "1000",
+        "--batch-traces",
+        "20",
+        "--samples",
+        "3",
+        "--server-workers",
+        "1",
+        "--port",
+        str(free_port()),
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_agentic",
+    )
+    assert_ran(
+        result,
+        r"^GET /summary\s+[\d.]+\s+[\d.]+",
+        r"^streamed export \(jsonl\): 1,000 rows",
+        r"^/evaluate/batch \(heuristic:v1\): 20 stored traces",
+    )
 
 
 def test_trace_list(default_pg):
-    result = bench("trace_list.py", "--traces", "1000", "--repeat", "3",
-                   "--database", f"{default_pg['name']}_tracelist")
-    assert_ran(result, r"^q exact session id\s+1\s+[\d.]+\s+[\d.]+", r"^target p95 < 200 ms",
-               target_missed=r"target p95 < 200 ms: NOT met")
+    result = bench(
+        "trace_list.py", "--traces", "1000", "--repeat", "3", "--database", f"{default_pg['name']}_tracelist"
+    )
+    assert_ran(
+        result,
+        r"^q exact session id\s+1\s+[\d.]+\s+[\d.]+",
+        r"^target p95 < 200 ms",
+        target_missed=r"target p95 < 200 ms: NOT met",
+    )
 
 
 def test_trace_read(default_pg):
     result = bench("trace_read.py", "--calls", "600", "--database", f"{default_pg['name']}_traceread")
-    assert_ran(result, r"^loaded one trace of 600 tool calls",
-               r"^GET /trace/\{id\} \(API\)\n  this code\s+[\d.]+ MB\s+[\d.]+ s   peak RSS\s+\d+ MB",
-               r"^console trace page, last page\n  this code\s+[\d.]+ MB")
+    assert_ran(
+        result,
+        r"^loaded one trace of 600 tool calls",
+        r"^GET /trace/\{id\} \(API\)\n  this code\s+[\d.]+ MB\s+[\d.]+ s   peak RSS\s+\d+ MB",
+        r"^console trace page, last page\n  this code\s+[\d.]+ MB",
+    )
 
 
 def test_metrics_scrape(pg):
-    result = bench("metrics_scrape.py", "--traces", "500", "--names", "200", "--batch", "100", "--repeat", "2",
-                   "--pg", pg["base"], "--db", f"{pg['name']}_metrics")
-    assert_ran(result, r"^new names\s+limit 50: lines",
-               r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$")
+    result = bench(
+        "metrics_scrape.py",
+        "--traces",
+        "500",
+        "--names",
+        "200",
+        "--batch",
+        "100",
+        "--repeat",
+        "2",
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_metrics",
+    )
+    assert_ran(
+        result, r"^new names\s+limit 50: lines", r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$"
+    )

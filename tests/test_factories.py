@@ -31,8 +31,9 @@ def test_a_rubric_is_version_one_of_its_head(api):
     head = api.get(f"/api/v1/rubrics/{rubric.rubric_id}").json()
     version = RubricVersion.objects.get(rubric=rubric, version=1)
     assert version.changelog == "Created"
-    assert _content(version.snapshot) == {k: v for k, v in head.items()
-                                          if k not in ("version", "created_at", "updated_at")}
+    assert _content(version.snapshot) == {
+        k: v for k, v in head.items() if k not in ("version", "created_at", "updated_at")
+    }
 
 
 def test_a_rubric_version_is_published_by_the_service():
@@ -72,8 +73,10 @@ def test_evaluations_keep_the_running_totals_exact():
     AgentEvaluationFactory(tool_call_accuracy=None, tool_call_accuracy_status="skipped")
 
     def snapshot():
-        return sorted((r.agent_name, r.operation, r.rating, r.count, round(r.overall_sum, 6))
-                      for r in EvaluationRollup.objects.all())
+        return sorted(
+            (r.agent_name, r.operation, r.rating, r.count, round(r.overall_sum, 6))
+            for r in EvaluationRollup.objects.all()
+        )
 
     incremental = snapshot()
     evaluation_rollup_rebuild()
@@ -83,8 +86,9 @@ def test_evaluations_keep_the_running_totals_exact():
 def test_results_pass_as_the_engine_decides_and_count_in_their_run():
     run = EvaluationRunFactory()
     EvaluationResultFactory(run=run, criteria_scores=[criterion("c", True)], rubric_scores=[rule("R", False, "low")])
-    failed = EvaluationResultFactory(run=run, criteria_scores=[criterion("c", True)],
-                                     rubric_scores=[rule("R", False, "high")])
+    failed = EvaluationResultFactory(
+        run=run, criteria_scores=[criterion("c", True)], rubric_scores=[rule("R", False, "high")]
+    )
     run.refresh_from_db()
     assert (run.total, run.completed) == (2, 2)
     assert run.results.first().passed is True, "a failed low-severity rule does not fail the item"

@@ -11,9 +11,9 @@ from apps.core.errors import DomainError
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace
 
-from .rules import services as rule_services
 from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRule
+from .rules import services as rule_services
 from .selectors import with_metric_columns
 from .tasks import evaluate_traces
 
@@ -45,7 +45,7 @@ class MetricFieldsMixin:
 
 for _name in SCORE_FIELDS:
     _metric = next(m for m in AGENTIC_METRICS if _name.startswith(m))
-    setattr(MetricFieldsMixin, _name, _metric_display(_metric, _name[len(_metric):]))
+    setattr(MetricFieldsMixin, _name, _metric_display(_metric, _name[len(_metric) :]))
 
 
 @admin.register(AgentEvaluation)
@@ -54,8 +54,17 @@ class AgentEvaluationAdmin(MetricFieldsMixin, admin.ModelAdmin):
 
     # The trace column links by a word, not by the session id the first column already shows, and
     # source and rule share a column: the list then fits a 1440 px window beside its filters.
-    list_display = ["session_id", "agent_name", "operation", "overall", "rating", "judge", "source_and_rule",
-                    "trace_short", "created_at"]
+    list_display = [
+        "session_id",
+        "agent_name",
+        "operation",
+        "overall",
+        "rating",
+        "judge",
+        "source_and_rule",
+        "trace_short",
+        "created_at",
+    ]
     list_filter = ["rating", "judge", "source", "rule", "agent_name", "operation"]
     search_fields = ["session_id", "agent_name"]
     list_select_related = ["trace", "rule"]
@@ -63,15 +72,43 @@ class AgentEvaluationAdmin(MetricFieldsMixin, admin.ModelAdmin):
     list_per_page = 50
     show_full_result_count = False
     fieldsets = [
-        (None, {"fields": ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "rule",
-                           "created_at"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "session_id",
+                    "trace_link",
+                    "source",
+                    "agent_name",
+                    "operation",
+                    "judge",
+                    "rule",
+                    "created_at",
+                ]
+            },
+        ),
         ("Scores", {"fields": ["overall_score", "rating", *SCORE_FIELDS]}),
         ("Judge usage", {"fields": ["prompt_tokens", "completion_tokens", "total_tokens", "fingerprint"]}),
         ("Manual input", {"fields": ["manual_input_pretty"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["session_id", "trace_link", "source", "agent_name", "operation", "judge", "rule", "created_at",
-                       "overall_score", "rating", *SCORE_FIELDS, "prompt_tokens", "completion_tokens",
-                       "total_tokens", "fingerprint", "manual_input_pretty"]
+    readonly_fields = [
+        "session_id",
+        "trace_link",
+        "source",
+        "agent_name",
+        "operation",
+        "judge",
+        "rule",
+        "created_at",
+        "overall_score",
+        "rating",
+        *SCORE_FIELDS,
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "fingerprint",
+        "manual_input_pretty",
+    ]
 
     def has_add_permission(self, request):
         return False
@@ -117,8 +154,15 @@ class AgentEvaluationInline(MetricFieldsMixin, admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["created_at", "judge", "overall_score", "rating", "task_adherence", "tool_call_accuracy",
-              "intent_resolution"]
+    fields = [
+        "created_at",
+        "judge",
+        "overall_score",
+        "rating",
+        "task_adherence",
+        "tool_call_accuracy",
+        "intent_resolution",
+    ]
     readonly_fields = fields
     ordering = ["-created_at", "-id"]
 
@@ -149,6 +193,8 @@ class AgentTraceWithEvaluationsAdmin(AgentTraceAdmin):
 
 admin.site.unregister(AgentTrace)
 admin.site.register(AgentTrace, AgentTraceWithEvaluationsAdmin)
+
+
 class EvaluationRuleForm(forms.ModelForm):
     class Meta:
         model = EvaluationRule

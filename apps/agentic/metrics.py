@@ -27,8 +27,11 @@ def _histogram_name(metric: str) -> str:
 
 def _online_family() -> CounterMetricFamily:
     # Exposed as evalsite_online_evaluations_total; outcome is one of rules.services.ONLINE_OUTCOMES.
-    return CounterMetricFamily("evalsite_online_evaluations", "Evaluations asked for by online evaluation rules, "
-                               "by rule and outcome (evaluated, reused, error, skipped)", labels=["rule", "outcome"])
+    return CounterMetricFamily(
+        "evalsite_online_evaluations",
+        "Evaluations asked for by online evaluation rules, by rule and outcome (evaluated, reused, error, skipped)",
+        labels=["rule", "outcome"],
+    )
 
 
 class AgenticMetricsCollector:
@@ -40,10 +43,15 @@ class AgenticMetricsCollector:
 
     def describe(self):
         return [
-            CounterMetricFamily("vayu_agentic_evaluations", "Agentic evaluations by agent and score category",
-                                labels=["agent_name", "score_category"]),
-            *[HistogramMetricFamily(_histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name"])
-              for m in SCORED],
+            CounterMetricFamily(
+                "vayu_agentic_evaluations",
+                "Agentic evaluations by agent and score category",
+                labels=["agent_name", "score_category"],
+            ),
+            *[
+                HistogramMetricFamily(_histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name"])
+                for m in SCORED
+            ],
             _online_family(),
         ]
 
@@ -51,16 +59,24 @@ class AgenticMetricsCollector:
         rollup = EvaluationRollup.objects.order_by()
         # Ranked by evaluations, read from the running totals rather than counted over every row.
         agents = most_frequent(rollup, "agent_name", weight=Sum("count"))
-        evaluations = CounterMetricFamily("vayu_agentic_evaluations", "Agentic evaluations by agent and score category",
-                                          labels=["agent_name", "score_category"])
-        for row in (rollup.annotate(agent_label=folded("agent_name", agents)).values("agent_label", "rating")
-                    .annotate(n=Sum("count")).order_by("agent_label", "rating")):
+        evaluations = CounterMetricFamily(
+            "vayu_agentic_evaluations",
+            "Agentic evaluations by agent and score category",
+            labels=["agent_name", "score_category"],
+        )
+        for row in (
+            rollup.annotate(agent_label=folded("agent_name", agents))
+            .values("agent_label", "rating")
+            .annotate(n=Sum("count"))
+            .order_by("agent_label", "rating")
+        ):
             evaluations.add_metric([row["agent_label"], row["rating"] or UNRATED], row["n"])
         yield evaluations
 
         for metric in SCORED:
-            histogram = HistogramMetricFamily(_histogram_name(metric), f"Agentic {metric} scores (0..1)",
-                                              labels=["agent_name"])
+            histogram = HistogramMetricFamily(
+                _histogram_name(metric), f"Agentic {metric} scores (0..1)", labels=["agent_name"]
+            )
             evaluations = AgentEvaluation.objects.order_by()
             if metric == "overall":
                 evaluations = evaluations.annotate(score=F("overall_score"))
@@ -70,9 +86,13 @@ class AgenticMetricsCollector:
                     metric_row=FilteredRelation("metric_scores", condition=Q(metric_scores__key=metric)),
                 ).annotate(score=F("metric_row__value"))
             aggregates = {f"le_{i}": Count("id", filter=Q(score__lte=b)) for i, b in enumerate(SCORE_BUCKETS)}
-            rows = (evaluations.filter(score__isnull=False)
-                    .annotate(agent_label=folded("agent_name", agents)).values("agent_label")
-                    .annotate(total=Count("id"), score_sum=Sum("score"), **aggregates).order_by("agent_label"))
+            rows = (
+                evaluations.filter(score__isnull=False)
+                .annotate(agent_label=folded("agent_name", agents))
+                .values("agent_label")
+                .annotate(total=Count("id"), score_sum=Sum("score"), **aggregates)
+                .order_by("agent_label")
+            )
             for row in rows:
                 buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
                 buckets.append(("+Inf", row["total"]))
@@ -82,10 +102,15 @@ class AgenticMetricsCollector:
         online = _online_family()
         counts = OnlineEvaluationCount.objects.order_by()
         rules = most_frequent(counts, "rule_name", weight=Sum("count"))
-        for row in (counts.annotate(rule_label=folded("rule_name", rules)).values("rule_label", "outcome")
-                    .annotate(n=Sum("count")).order_by("rule_label", "outcome")):
+        for row in (
+            counts.annotate(rule_label=folded("rule_name", rules))
+            .values("rule_label", "outcome")
+            .annotate(n=Sum("count"))
+            .order_by("rule_label", "outcome")
+        ):
             online.add_metric([row["rule_label"], row["outcome"]], row["n"])
         yield online
+
 
 _collector: AgenticMetricsCollector | None = None
 

@@ -1,3 +1,5 @@
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -34,22 +36,28 @@ class EvaluationRule(models.Model):
     # Unique: it is the `rule` label of evalsite_online_evaluations_total, one series per rule.
     name = models.CharField(max_length=100, unique=True)
     enabled = models.BooleanField(default=True)
-    agent_name = models.CharField(max_length=255, blank=True, default="",
-                                  help_text="Blank: traces of every agent.")
+    agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: traces of every agent.")
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.ANY)
     sample_rate = models.FloatField(default=1.0, help_text="Share of matching traces judged, 0..1.")
-    judge = models.CharField(max_length=100, default="heuristic",
-                             help_text='"heuristic", "llm" (the configured judge model), or a model name.')
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    judge = models.CharField(
+        max_length=100,
+        default="heuristic",
+        help_text='"heuristic", "llm" (the configured judge model), or a model name.',
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = EvaluationRuleQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
-                                              name="evaluationrule_sample_rate_0_1")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="evaluationrule_sample_rate_0_1"
+            )
+        ]
 
     def __str__(self):
         return self.name
@@ -75,8 +83,9 @@ class MetricScoresJoin(models.ForeignObject):
     db_constraint = False
 
     def __init__(self, **kwargs):
-        kwargs.update(from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+",
-                      null=True)
+        kwargs.update(
+            from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+", null=True
+        )
         super().__init__("scores.Score", **kwargs)
 
     def deconstruct(self):
@@ -92,9 +101,13 @@ class MetricScoresJoin(models.ForeignObject):
 
     def get_extra_restriction(self, alias, related_alias):
         score = self.remote_field.model._meta
-        conditions = [score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
-                      for name, value in (("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
-                                          ("kind", ScoreKind.METRIC.value))]
+        conditions = [
+            score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
+            for name, value in (
+                ("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
+                ("kind", ScoreKind.METRIC.value),
+            )
+        ]
         return WhereNode(conditions, connector=AND)
 
 
@@ -111,8 +124,9 @@ class AgentEvaluation(models.Model):
     Rating = models.TextChoices("Rating", [(r, r) for r in RATINGS])
 
     # Kept when the trace is deleted on its own: the history of what was scored outlives it.
-    trace = models.ForeignKey("traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL,
-                              related_name="evaluations")
+    trace = models.ForeignKey(
+        "traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
     session_id = models.CharField(max_length=255)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.TRACE)
     agent_name = models.CharField(max_length=255, blank=True, default="")
@@ -137,8 +151,9 @@ class AgentEvaluation(models.Model):
     # What a manual evaluation judged, since there is no trace to look it up in.
     manual_input = models.JSONField(null=True, blank=True)
     # The online evaluation rule that asked for this verdict; null for evaluations someone requested.
-    rule = models.ForeignKey(EvaluationRule, null=True, blank=True, on_delete=models.SET_NULL,
-                             related_name="evaluations")
+    rule = models.ForeignKey(
+        EvaluationRule, null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -160,7 +175,8 @@ class AgentEvaluation(models.Model):
             models.UniqueConstraint(
                 fields=["trace", "judge", "fingerprint"],
                 condition=Q(rule__isnull=False, has_error=False),
-                name="agenteval_online_once"),
+                name="agenteval_online_once",
+            ),
         ]
 
     def __str__(self):
@@ -185,18 +201,40 @@ class AgentEvaluation(models.Model):
         self.__dict__["_metrics"] = scores
 
 
+@dataclass(frozen=True, slots=True)
+class MetricRead:
+    """A metric Score row as the reads show it (value, reasoning, status, reason): what
+    metrics_attach loads for a page, without a Score instance per row."""
+
+    key: str
+    value: float | None
+    reasoning: str
+    status: str
+    reason: str = ""
+
+
 def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
-    """Sets `metrics` ({name: Score}) on each evaluation from one query over their Score rows, the
-    prefetch of a page. A metric without a row (none is stored that way) reads as skipped, missing."""
-    found: dict[int, dict[str, Score]] = {ev.pk: {} for ev in evaluations}
-    rows = Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found)).filter(kind=ScoreKind.METRIC,
-                                                                                 key__in=AGENTIC_METRICS)
-    for score in rows:
-        found[score.subject_id][score.key] = score
+    """Sets `metrics` ({name: MetricRead}) on each evaluation from one query over their Score rows,
+    the prefetch of a page: only the four columns shown, as tuples, unordered (the index
+    score_subject answers it; a 500-row history page makes 1,500 of them). A metric without a row
+    (none is stored that way) reads as skipped, missing."""
+    found: dict[int, dict[str, MetricRead]] = {ev.pk: {} for ev in evaluations}
+    if not found:
+        return evaluations
+    rows = (
+        Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
+        .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
+        .order_by()
+        .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
+    )
+    for subject_id, key, value, reasoning, status, reason in rows:
+        found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
     for ev in evaluations:
-        ev.metrics = {name: found[ev.pk].get(name) or Score(
-            subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=ev.pk, kind=ScoreKind.METRIC, key=name,
-            status=JudgeStatus.SKIPPED, reason=Reason.MISSING) for name in AGENTIC_METRICS}
+        metrics = found[ev.pk]
+        ev.metrics = {
+            name: metrics.get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
+            for name in AGENTIC_METRICS
+        }
     return evaluations
 
 
@@ -229,6 +267,9 @@ class EvaluationRollup(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["agent_name", "operation", "rating"], name="rollup_unique_key")]
 
+    def __str__(self):
+        return f"{self.agent_name} · {self.operation or '—'} · {self.rating or 'unrated'}: {self.count}"
+
 
 class OnlineEvaluationCount(models.Model):
     """evalsite_online_evaluations_total, kept in the database because the workers that judge are
@@ -240,3 +281,26 @@ class OnlineEvaluationCount(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["rule_name", "outcome"], name="onlinecount_unique_key")]
+
+    def __str__(self):
+        return f"{self.rule_name} · {self.outcome}: {self.count}"
+
+
+class JudgingClaim(models.Model):
+    """Who is judging a trace with a judge right now, so that two workers never do it at once (an
+    online rule's LLM call is a bill). A worker inserts the row before judging and deletes it after;
+    the unique constraint makes the insert of a second worker fail, and that worker waits for the
+    verdict instead. No transaction is held open meanwhile: the row is committed on its own. A row
+    whose lease has run out (its worker died mid-judgement) may be taken over. The same on SQLite and
+    PostgreSQL: a plain ORM insert and delete."""
+
+    trace_id = models.BigIntegerField()
+    judge = models.CharField(max_length=255)
+    claimed_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["trace_id", "judge"], name="agentic_judging_claim_once")]
+
+    def __str__(self):
+        return f"trace {self.trace_id} · {self.judge} until {self.expires_at:%H:%M:%S}"

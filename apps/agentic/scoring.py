@@ -28,8 +28,9 @@ def rating_for(score: float | None) -> str | None:
     return "failed"
 
 
-def weighted_overall(scores: Mapping[str, float | None],
-                     weights: Mapping[str, float] = AGENTIC_WEIGHTS) -> float | None:
+def weighted_overall(
+    scores: Mapping[str, float | None], weights: Mapping[str, float] = AGENTIC_WEIGHTS
+) -> float | None:
     """Weighted mean of the metrics that were scored; the weights of the others are spread over
     the scored ones in proportion. A metric that was skipped or errored is left out rather than
     counted as any number, so it can neither drag the overall down nor prop it up. None when

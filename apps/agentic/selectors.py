@@ -16,11 +16,26 @@ from .scoring import RATINGS
 HISTORY_ORDER = ("-created_at", "-id")
 
 EXPORT_FIELDS = (
-    "session_id", "agent_name", "operation", "source",
-    "task_adherence", "task_adherence_reasoning", "task_adherence_status",
-    "tool_call_accuracy", "tool_call_accuracy_reasoning", "tool_call_accuracy_status",
-    "intent_resolution", "intent_resolution_reasoning", "intent_resolution_status",
-    "overall_score", "rating", "judge", "prompt_tokens", "completion_tokens", "total_tokens", "created_at",
+    "session_id",
+    "agent_name",
+    "operation",
+    "source",
+    "task_adherence",
+    "task_adherence_reasoning",
+    "task_adherence_status",
+    "tool_call_accuracy",
+    "tool_call_accuracy_reasoning",
+    "tool_call_accuracy_status",
+    "intent_resolution",
+    "intent_resolution_reasoning",
+    "intent_resolution_status",
+    "overall_score",
+    "rating",
+    "judge",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "created_at",
 )
 
 
@@ -28,8 +43,10 @@ def with_metric_columns(qs: QuerySet) -> QuerySet:
     """The evaluations with each metric's score, reasoning and status as the flat fields the
     records and the export have always had (task_adherence, task_adherence_reasoning, ...): one
     LEFT JOIN per metric on its Score row, in the same query."""
-    joins = {f"_{name}_score": FilteredRelation("metric_scores", condition=Q(metric_scores__key=name))
-             for name in AGENTIC_METRICS}
+    joins = {
+        f"_{name}_score": FilteredRelation("metric_scores", condition=Q(metric_scores__key=name))
+        for name in AGENTIC_METRICS
+    }
     columns = {}
     for name in AGENTIC_METRICS:
         columns[name] = F(f"_{name}_score__value")
@@ -40,13 +57,15 @@ def with_metric_columns(qs: QuerySet) -> QuerySet:
 
 def evaluation_list(*, session_id: str) -> list[AgentEvaluation]:
     """The agentic evaluations of a session, newest first, with the online rule that asked for each."""
-    return metrics_attach(list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id)
-                               .order_by(*HISTORY_ORDER)))
+    return metrics_attach(
+        list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id).order_by(*HISTORY_ORDER))
+    )
 
 
 def evaluation_latest_get(*, session_id: str) -> AgentEvaluation:
-    evaluation = (AgentEvaluation.objects.select_related("rule").filter(session_id=session_id)
-                  .order_by(*HISTORY_ORDER).first())
+    evaluation = (
+        AgentEvaluation.objects.select_related("rule").filter(session_id=session_id).order_by(*HISTORY_ORDER).first()
+    )
     if evaluation is None:
         raise NotFoundError(f"No evaluation found for session {session_id}")
     return metrics_attach([evaluation])[0]
@@ -58,8 +77,14 @@ class HistoryPage:
     has_more: bool
 
 
-def evaluation_history(*, limit: int, offset: int, agent_name: str | None = None, operation: str | None = None,
-                       min_score: float | None = None) -> HistoryPage:
+def evaluation_history(
+    *,
+    limit: int,
+    offset: int,
+    agent_name: str | None = None,
+    operation: str | None = None,
+    min_score: float | None = None,
+) -> HistoryPage:
     """Newest first. The page's ids are found first from the index alone and the rows fetched after,
     so a deep offset walks index entries, not whole rows; one extra id says whether more follow."""
     qs = AgentEvaluation.objects.all()
@@ -69,9 +94,10 @@ def evaluation_history(*, limit: int, offset: int, agent_name: str | None = None
         qs = qs.filter(operation=operation)
     if min_score is not None:
         qs = qs.filter(overall_score__gte=min_score)
-    ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset:offset + limit + 1])
+    ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset : offset + limit + 1])
     page_ids = ids[:limit]
     rows = AgentEvaluation.objects.select_related("rule").in_bulk(page_ids)
+    # The page's metric scores are read only now, for its rows alone (one query on score_subject).
     return HistoryPage(evaluations=metrics_attach([rows[i] for i in page_ids if i in rows]), has_more=len(ids) > limit)
 
 
@@ -110,9 +136,12 @@ def evaluation_summary() -> dict:
         "score_distribution": distribution,
         # The denominators of each average: evaluations the judge scored, skipped or errored on.
         "coverage": coverage,
-        **{group: {key: {"count": n, "avg_score": mean(scored, value)}
-                   for key, (n, scored, value) in sorted(rows.items())}
-           for group, rows in groups.items()},
+        **{
+            group: {
+                key: {"count": n, "avg_score": mean(scored, value)} for key, (n, scored, value) in sorted(rows.items())
+            }
+            for group, rows in groups.items()
+        },
     }
 
 
@@ -128,15 +157,19 @@ def export_record(row: dict) -> dict:
 def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
     """Every evaluation, newest first, streamed: on PostgreSQL a server-side cursor, so memory
     stays flat however many rows there are."""
-    return (with_metric_columns(AgentEvaluation.objects.order_by(*HISTORY_ORDER)).values(*EXPORT_FIELDS)
-            .iterator(chunk_size=chunk_size))
+    return (
+        with_metric_columns(AgentEvaluation.objects.order_by(*HISTORY_ORDER))
+        .values(*EXPORT_FIELDS)
+        .iterator(chunk_size=chunk_size)
+    )
 
 
 EXPORT_BLOCK_BYTES = 256 * 1024
 
 
 def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
-    """PostgreSQL only: every evaluation as JSON Lines, newest first, in blocks of bytes. The
+    """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
+    evaluation as JSON Lines, newest first, in blocks of bytes. The
     database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
     "timestamp", the same records as the values() path) and sends them with COPY, so no Python
     object is made per row and the export runs at the database's pace.
@@ -152,8 +185,10 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
     # The ORM's query (the evaluation and its three metric joins) is a plain subquery, which
     # PostgreSQL pulls up, so the ORDER BY walks the agenteval_newest index as before.
     order = ", ".join(f"t.{quote(name.lstrip('-'))} DESC" for name in HISTORY_ORDER)
-    sql = (f"COPY (SELECT json_build_object({build})::text FROM ({select}) t ORDER BY {order}) "
-           "TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')")
+    sql = (
+        f"COPY (SELECT json_build_object({build})::text FROM ({select}) t ORDER BY {order}) "
+        "TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
+    )
     buffer = bytearray()
     with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
         # COPY hands over one row per message: gathered into larger blocks, the response is written

@@ -59,8 +59,9 @@ def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
     return JudgeInput(
         query=trace.user_query,
         final_response=trace.final_response,
-        tool_calls=tuple(JudgeToolCall(c.tool_name, c.tool_args or {}, c.tool_result, c.success, c.error)
-                         for c in calls),
+        tool_calls=tuple(
+            JudgeToolCall(c.tool_name, c.tool_args or {}, c.tool_result, c.success, c.error) for c in calls
+        ),
         intent=trace.intent_detected,
         resource_type=trace.resource_type,
         operation=trace.operation,
@@ -82,27 +83,60 @@ def score_source(judge_label: str) -> str:
 def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int) -> Score:
     usage = None
     if metric.usage is not None and metric.usage.total_tokens:
-        usage = {"prompt_tokens": metric.usage.prompt_tokens, "completion_tokens": metric.usage.completion_tokens,
-                 "total_tokens": metric.usage.total_tokens}
-    return Score(subject_kind=SubjectKind.AGENTIC_EVALUATION, kind=ScoreKind.METRIC, key=name, position=position,
-                 source=score_source(judge), status=metric.status, value=metric.score, reasoning=metric.reasoning,
-                 judge=judge, usage=usage)
+        usage = {
+            "prompt_tokens": metric.usage.prompt_tokens,
+            "completion_tokens": metric.usage.completion_tokens,
+            "total_tokens": metric.usage.total_tokens,
+        }
+    return Score(
+        subject_kind=SubjectKind.AGENTIC_EVALUATION,
+        kind=ScoreKind.METRIC,
+        key=name,
+        position=position,
+        source=score_source(judge),
+        status=metric.status,
+        value=metric.score,
+        reasoning=metric.reasoning,
+        judge=judge,
+        usage=usage,
+    )
 
 
-def _evaluation_from_verdict(verdict: AgenticVerdict, *, trace: AgentTrace | None, session_id: str, source: str,
-                             agent_name: str, operation: str | None, fingerprint_hex: str,
-                             manual_input: dict | None = None, rule: EvaluationRule | None = None) -> AgentEvaluation:
+def _evaluation_from_verdict(
+    verdict: AgenticVerdict,
+    *,
+    trace: AgentTrace | None,
+    session_id: str,
+    source: str,
+    agent_name: str,
+    operation: str | None,
+    fingerprint_hex: str,
+    manual_input: dict | None = None,
+    rule: EvaluationRule | None = None,
+) -> AgentEvaluation:
     """The unsaved evaluation with its unsaved metric Score rows in `metrics` (_evaluations_store
     saves both)."""
-    metrics = {name: _metric_score(name, verdict.metric(name), judge=verdict.judge, position=i)
-               for i, name in enumerate(AGENTIC_METRICS)}
+    metrics = {
+        name: _metric_score(name, verdict.metric(name), judge=verdict.judge, position=i)
+        for i, name in enumerate(AGENTIC_METRICS)
+    }
     overall = weighted_overall({name: score.value for name, score in metrics.items()})
     evaluation = AgentEvaluation(
-        trace=trace, session_id=session_id, source=source, agent_name=agent_name, operation=operation,
-        overall_score=overall, rating=rating_for(overall), judge=verdict.judge,
-        prompt_tokens=verdict.usage.prompt_tokens, completion_tokens=verdict.usage.completion_tokens,
-        total_tokens=verdict.usage.total_tokens, fingerprint=fingerprint_hex, judge_fingerprint=verdict.fingerprint,
-        manual_input=manual_input, rule=rule,
+        trace=trace,
+        session_id=session_id,
+        source=source,
+        agent_name=agent_name,
+        operation=operation,
+        overall_score=overall,
+        rating=rating_for(overall),
+        judge=verdict.judge,
+        prompt_tokens=verdict.usage.prompt_tokens,
+        completion_tokens=verdict.usage.completion_tokens,
+        total_tokens=verdict.usage.total_tokens,
+        fingerprint=fingerprint_hex,
+        judge_fingerprint=verdict.fingerprint,
+        manual_input=manual_input,
+        rule=rule,
         has_error=any(score.status == JudgeStatus.ERROR for score in metrics.values()),
     )
     evaluation.metrics = metrics
@@ -122,9 +156,14 @@ def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
 
 
 _ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
-_ROLLUP_COLUMNS = ("agent_name", "operation", "rating", "count",
-                   *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")],
-                   *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")])
+_ROLLUP_COLUMNS = (
+    "agent_name",
+    "operation",
+    "rating",
+    "count",
+    *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")],
+    *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")],
+)
 # A metric's status as the rollup counts it apart (JudgeStatus.OK is counted by its score).
 _ROLLUP_STATUSES = (("skipped", JudgeStatus.SKIPPED), ("errored", JudgeStatus.ERROR))
 
@@ -152,11 +191,13 @@ def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
     # Missing keys first (ON CONFLICT DO NOTHING for the ones another writer made meanwhile), then
     # each incremented in place with F(), which keeps a concurrent writer's increments.
     EvaluationRollup.objects.bulk_create(
-        [EvaluationRollup(agent_name=agent, operation=op, rating=rt) for agent, op, rt in keys], ignore_conflicts=True)
+        [EvaluationRollup(agent_name=agent, operation=op, rating=rt) for agent, op, rt in keys], ignore_conflicts=True
+    )
     for key in keys:
         agent, op, rt = key
         EvaluationRollup.objects.filter(agent_name=agent, operation=op, rating=rt).update(
-            **{column: F(column) + value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key])})
+            **{column: F(column) + value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key], strict=True)}
+        )
 
 
 def evaluation_rollup_rebuild() -> int:
@@ -166,24 +207,38 @@ def evaluation_rollup_rebuild() -> int:
     keys = ("agent_name", "op", "rt")
     totals: dict[tuple, dict] = {}
     evaluations = AgentEvaluation.objects.order_by().annotate(**group).values(*keys)
-    for row in evaluations.annotate(count=Count("id"), overall_count=Count("overall_score"),
-                                    overall_sum=Coalesce(Sum("overall_score"), 0.0)):
+    for row in evaluations.annotate(
+        count=Count("id"), overall_count=Count("overall_score"), overall_sum=Coalesce(Sum("overall_score"), 0.0)
+    ):
         totals[tuple(row[k] for k in keys)] = {k: row[k] for k in ("count", "overall_count", "overall_sum")}
     # One pass over the metric rows, joined to their evaluation for its group (MetricScoresJoin).
-    metrics = (evaluations.filter(metric_scores__key__in=AGENTIC_METRICS).values(*keys, "metric_scores__key")
-               .annotate(n=Count("metric_scores__value"), total=Coalesce(Sum("metric_scores__value"), 0.0),
-                         **{part: Count("id", filter=Q(metric_scores__status=status))
-                            for part, status in _ROLLUP_STATUSES}))
+    metrics = (
+        evaluations.filter(metric_scores__key__in=AGENTIC_METRICS)
+        .values(*keys, "metric_scores__key")
+        .annotate(
+            n=Count("metric_scores__value"),
+            total=Coalesce(Sum("metric_scores__value"), 0.0),
+            **{part: Count("id", filter=Q(metric_scores__status=status)) for part, status in _ROLLUP_STATUSES},
+        )
+    )
     for row in metrics:
         name = row["metric_scores__key"]
-        totals[tuple(row[k] for k in keys)].update({
-            f"{name}_count": row["n"], f"{name}_sum": row["total"],
-            **{f"{name}_{part}": row[part] for part, _ in _ROLLUP_STATUSES}})
+        totals[tuple(row[k] for k in keys)].update(
+            {
+                f"{name}_count": row["n"],
+                f"{name}_sum": row["total"],
+                **{f"{name}_{part}": row[part] for part, _ in _ROLLUP_STATUSES},
+            }
+        )
     with transaction.atomic():
         EvaluationRollup.objects.all().delete()
         EvaluationRollup.objects.bulk_create(
-            [EvaluationRollup(agent_name=agent, operation=op, rating=rt, **values)
-             for (agent, op, rt), values in sorted(totals.items())], batch_size=1000)
+            [
+                EvaluationRollup(agent_name=agent, operation=op, rating=rt, **values)
+                for (agent, op, rt), values in sorted(totals.items())
+            ],
+            batch_size=1000,
+        )
     return len(totals)
 
 
@@ -208,14 +263,16 @@ def _judged_alike(stored: dict | None, judge_fingerprint: dict) -> bool:
     return all(stored.get(key) == judge_fingerprint.get(key) for key in JUDGE_IDENTITY)
 
 
-def _reusable(trace_ids: list[int], judge: AgenticJudge,
-              fingerprints: list[str]) -> dict[tuple[int, str], AgentEvaluation]:
+def _reusable(
+    trace_ids: list[int], judge: AgenticJudge, fingerprints: list[str]
+) -> dict[tuple[int, str], AgentEvaluation]:
     """The latest error-free evaluation per (trace, input fingerprint) by this judge, judged alike:
     a new prompt template or judge version under the same label is a new judge, and re-judges
     instead of answering with the old judge's verdict."""
     found: dict[tuple[int, str], AgentEvaluation] = {}
-    rows = (AgentEvaluation.objects.filter(trace_id__in=trace_ids, judge=judge.label, fingerprint__in=fingerprints)
-            .order_by("created_at", "id"))
+    rows = AgentEvaluation.objects.filter(
+        trace_id__in=trace_ids, judge=judge.label, fingerprint__in=fingerprints
+    ).order_by("created_at", "id")
     for evaluation in rows:
         if not evaluation.has_error and _judged_alike(evaluation.judge_fingerprint, judge.fingerprint):
             found[(evaluation.trace_id, evaluation.fingerprint)] = evaluation
@@ -224,31 +281,41 @@ def _reusable(trace_ids: list[int], judge: AgenticJudge,
     return found
 
 
-def evaluations_create_for_traces(*, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False,
-                    rule: EvaluationRule | None = None) -> list[EvaluationOutcome]:
+def evaluations_create_for_traces(
+    *, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False, rule: EvaluationRule | None = None
+) -> list[EvaluationOutcome]:
     """Evaluate traces (tool calls prefetched) with one judge; outcomes in the order given. With a
     `rule`, the new verdicts record it, and an insert that races another rule's identical verdict
     raises IntegrityError (the agenteval_online_once constraint) and stores nothing."""
     inputs = [_judge_input_for_trace(t) for t in traces]
     prints = [fingerprint(data) for data in inputs]
     reusable = {} if force else _reusable([t.pk for t in traces], judge, prints)
-    pending = [i for i, (t, fp) in enumerate(zip(traces, prints)) if (t.pk, fp) not in reusable]
+    pending = [i for i, (t, fp) in enumerate(zip(traces, prints, strict=True)) if (t.pk, fp) not in reusable]
     verdicts = _judge_all(judge, [inputs[i] for i in pending])
     fresh = [
-        _evaluation_from_verdict(verdict, trace=traces[i], session_id=traces[i].session_id,
-                                 source=AgentEvaluation.Source.TRACE, agent_name=traces[i].agent_name,
-                                 operation=traces[i].operation, fingerprint_hex=prints[i], rule=rule)
-        for i, verdict in zip(pending, verdicts)
+        _evaluation_from_verdict(
+            verdict,
+            trace=traces[i],
+            session_id=traces[i].session_id,
+            source=AgentEvaluation.Source.TRACE,
+            agent_name=traces[i].agent_name,
+            operation=traces[i].operation,
+            fingerprint_hex=prints[i],
+            rule=rule,
+        )
+        for i, verdict in zip(pending, verdicts, strict=True)
     ]
     _evaluations_store(fresh)
-    by_index = dict(zip(pending, fresh))
+    by_index = dict(zip(pending, fresh, strict=True))
     return [
         EvaluationOutcome(by_index[i], False) if i in by_index else EvaluationOutcome(reusable[(t.pk, prints[i])], True)
         for i, t in enumerate(traces)
     ]
 
 
-def evaluation_create_for_session(*, session_id: str, judge_name: str | None = None, force: bool = False) -> EvaluationOutcome:
+def evaluation_create_for_session(
+    *, session_id: str, judge_name: str | None = None, force: bool = False
+) -> EvaluationOutcome:
     trace = trace_get(session_id=session_id)
     return evaluations_create_for_traces(traces=[trace], judge=get_agentic_judge(judge_name), force=force)[0]
 
@@ -267,8 +334,9 @@ class BatchEvaluation:
         return len(self.missing_sessions)
 
 
-def evaluations_create_for_sessions(*, session_ids: list[str], judge_name: str | None = None,
-                             force: bool = False) -> BatchEvaluation:
+def evaluations_create_for_sessions(
+    *, session_ids: list[str], judge_name: str | None = None, force: bool = False
+) -> BatchEvaluation:
     """Evaluate stored sessions (each once, in the order first named); unknown ones are reported."""
     judge = get_agentic_judge(judge_name)
     wanted = list(dict.fromkeys(session_ids))
@@ -280,25 +348,39 @@ def evaluations_create_for_sessions(*, session_ids: list[str], judge_name: str |
     )
 
 
-def evaluations_create_for_trace_ids(*, trace_ids: list[int], judge_name: str | None = None, force: bool = False) -> int:
+def evaluations_create_for_trace_ids(
+    *, trace_ids: list[int], judge_name: str | None = None, force: bool = False
+) -> int:
     """For the admin action's Celery task. Returns how many evaluations were newly made."""
     judge = get_agentic_judge(judge_name)
     made = 0
     for start in range(0, len(trace_ids), MAX_BATCH_SESSIONS):
-        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids[start:start + MAX_BATCH_SESSIONS]))
+        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids[start : start + MAX_BATCH_SESSIONS]))
         made += sum(not o.reused for o in evaluations_create_for_traces(traces=traces, judge=judge, force=force))
     return made
 
 
-def evaluation_create_manual(*, data: JudgeInput, agent_name: str = MANUAL_AGENT_NAME, judge_name: str | None = None,
-                      manual_input: dict | None = None) -> AgentEvaluation:
+def evaluation_create_manual(
+    *,
+    data: JudgeInput,
+    agent_name: str = MANUAL_AGENT_NAME,
+    judge_name: str | None = None,
+    manual_input: dict | None = None,
+) -> AgentEvaluation:
     """Judge an interaction that was never traced. It gets its own session id so that history can
     find it; it is always judged afresh (there is no trace whose change could be detected)."""
     judge = get_agentic_judge(judge_name)
     verdict = judge.evaluate(data)
     evaluation = _evaluation_from_verdict(
-        verdict, trace=None, session_id=f"manual_{uuid.uuid4().hex}", source=AgentEvaluation.Source.MANUAL,
-        agent_name=agent_name, operation=data.operation, fingerprint_hex=fingerprint(data), manual_input=manual_input)
+        verdict,
+        trace=None,
+        session_id=f"manual_{uuid.uuid4().hex}",
+        source=AgentEvaluation.Source.MANUAL,
+        agent_name=agent_name,
+        operation=data.operation,
+        fingerprint_hex=fingerprint(data),
+        manual_input=manual_input,
+    )
     _evaluations_store([evaluation])
     return evaluation
 

@@ -16,15 +16,31 @@ class BotForm(forms.ModelForm):
     keeps it (unless the adapter or endpoint URL changes: see secret_survives_change), and "clear
     secret" removes it."""
 
-    secret = forms.CharField(required=False, strip=False, widget=forms.PasswordInput(render_value=False),
-                             help_text="Write-only. Leave blank to keep the stored secret; changing the adapter or "
-                                       "endpoint URL drops it unless you enter it again.")
+    secret = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Write-only. Leave blank to keep the stored secret; changing the adapter or "
+        "endpoint URL drops it unless you enter it again.",
+    )
     clear_secret = forms.BooleanField(required=False, help_text="Remove the stored secret.")
 
     class Meta:
         model = Bot
-        fields = ["agent_id", "name", "organization_id", "organization_name", "adapter", "endpoint_url", "secret",
-                  "system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]
+        fields = [
+            "agent_id",
+            "name",
+            "organization_id",
+            "organization_name",
+            "adapter",
+            "endpoint_url",
+            "secret",
+            "system_prompt",
+            "llm_provider",
+            "llm_model",
+            "llm_parameters",
+            "harness_context",
+        ]
 
     def clean_agent_id(self):
         agent_id = self.cleaned_data["agent_id"].strip().lower()
@@ -45,9 +61,12 @@ class BotForm(forms.ModelForm):
             bot.secret = ""
         elif new_secret:
             bot.secret = new_secret
-        elif not secret_survives_change(old_adapter=self.initial.get("adapter", ""),
-                                        old_endpoint_url=self.initial.get("endpoint_url", ""),
-                                        new_adapter=bot.adapter, new_endpoint_url=bot.endpoint_url):
+        elif not secret_survives_change(
+            old_adapter=self.initial.get("adapter", ""),
+            old_endpoint_url=self.initial.get("endpoint_url", ""),
+            new_adapter=bot.adapter,
+            new_endpoint_url=bot.endpoint_url,
+        ):
             bot.secret = ""
         if commit:
             bot.save()
@@ -60,8 +79,10 @@ class BotToolForm(forms.ModelForm):
     class Meta:
         model = BotTool
         fields = ["position", "name", "tool_name", "type", "description", "output_instructions"]
-        widgets = {"description": forms.Textarea(attrs={"rows": 3, "cols": 60}),
-                   "output_instructions": forms.Textarea(attrs={"rows": 2, "cols": 60})}
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 3, "cols": 60}),
+            "output_instructions": forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -101,15 +122,22 @@ class KnowledgeBaseInline(admin.TabularInline):
 class BotAdmin(admin.ModelAdmin):
     form = BotForm
     inlines = [BotToolInline, KnowledgeBaseInline]
-    list_display = ["name", "agent_id", "organization_name", "adapter", "llm_model", "tool_total", "kb_total",
-                    "has_secret"]
+    list_display = [
+        "name",
+        "agent_id",
+        "organization_name",
+        "adapter",
+        "llm_model",
+        "tool_total",
+        "kb_total",
+        "has_secret",
+    ]
     list_filter = ["adapter", "llm_provider"]
     search_fields = ["name", "agent_id", "organization_name"]
     readonly_fields = ["created_at", "updated_at", "secret_status"]
     fieldsets = [
         (None, {"fields": ["agent_id", "name", "organization_id", "organization_name"]}),
-        ("How evalsite reaches it", {"fields": ["adapter", "endpoint_url", "secret_status", "secret",
-                                                "clear_secret"]}),
+        ("How evalsite reaches it", {"fields": ["adapter", "endpoint_url", "secret_status", "secret", "clear_secret"]}),
         ("Model", {"fields": ["system_prompt", "llm_provider", "llm_model", "llm_parameters", "harness_context"]}),
         ("Dates", {"fields": ["created_at", "updated_at"]}),
     ]
@@ -120,12 +148,18 @@ class BotAdmin(admin.ModelAdmin):
         # for another deployment; but whoever typed it learns now that runs would not reach it.
         refusal = bot_endpoint_refusal(obj)
         if refusal:
-            messages.warning(request, f"Runs cannot call this bot at {obj.endpoint_url}: {refusal}. Use a public "
-                                      "address, or add the host to EVALSITE_OUTBOUND_ALLOW where evalsite runs.")
+            messages.warning(
+                request,
+                f"Runs cannot call this bot at {obj.endpoint_url}: {refusal}. Use a public "
+                "address, or add the host to EVALSITE_OUTBOUND_ALLOW where evalsite runs.",
+            )
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(tool_count=Count("tools", distinct=True),
-                                                      kb_count=Count("knowledge_bases", distinct=True))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(tool_count=Count("tools", distinct=True), kb_count=Count("knowledge_bases", distinct=True))
+        )
 
     @admin.display(description="tools", ordering="tool_count")
     def tool_total(self, obj):

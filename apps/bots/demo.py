@@ -47,7 +47,8 @@ DEMO_BOT = {
         "expenses and remote work using only the O'Connor Employee Handbook: always search it with the search_kb "
         "tool before answering, and cite the policy you used. Keep answers brief (under three sentences for simple "
         "questions). If the handbook does not cover a question, say so. If the employee asks for a person, use the "
-        "live_handoff tool. Never give legal or tax advice."),
+        "live_handoff tool. Never give legal or tax advice."
+    ),
     # The demo adapter ignores provider and model; it honours the parameters its module documents
     # (apps.bots.adapters.demo): at temperature 0 the same question always gets the same answer.
     "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0}},
@@ -64,19 +65,33 @@ DEMO_BOT = {
         "evaluation_notes": ["Deterministic: the same question always gets the same answer."],
     },
     "tools": [
-        {"name": "Employee Handbook Search", "tool_name": "search_kb", "type": "knowledge_base",
-         "description": "Search the O'Connor Employee Handbook for policy passages.",
-         "output_instructions": "Cite the policy document the answer comes from."},
-        {"name": "Live Chat Handoff", "tool_name": "live_handoff", "type": "human_handoff",
-         "description": "Transfer to a live HR agent when the employee asks for a person or the question needs "
-                        "a human decision.",
-         "output_instructions": "Tell the employee they are being connected to a person."},
+        {
+            "name": "Employee Handbook Search",
+            "tool_name": "search_kb",
+            "type": "knowledge_base",
+            "description": "Search the O'Connor Employee Handbook for policy passages.",
+            "output_instructions": "Cite the policy document the answer comes from.",
+        },
+        {
+            "name": "Live Chat Handoff",
+            "tool_name": "live_handoff",
+            "type": "human_handoff",
+            "description": "Transfer to a live HR agent when the employee asks for a person or the question needs "
+            "a human decision.",
+            "output_instructions": "Tell the employee they are being connected to a person.",
+        },
     ],
-    "knowledge_bases": [{"name": HANDBOOK, "type": "file", "documents": [
-        {"title": "PTO Policy", "text": PTO_POLICY},
-        {"title": "Expense Policy", "text": EXPENSE_POLICY},
-        {"title": "Remote Work Policy", "text": REMOTE_WORK_POLICY},
-    ]}],
+    "knowledge_bases": [
+        {
+            "name": HANDBOOK,
+            "type": "file",
+            "documents": [
+                {"title": "PTO Policy", "text": PTO_POLICY},
+                {"title": "Expense Policy", "text": EXPENSE_POLICY},
+                {"title": "Remote Work Policy", "text": REMOTE_WORK_POLICY},
+            ],
+        }
+    ],
 }
 
 
@@ -93,17 +108,25 @@ DEMO_CHANGED_BOT = copy.deepcopy(DEMO_BOT) | {
         "tool before answering, and cite the policy you used. Answer in at most two sentences. Use a handbook "
         "passage only when it clearly matches the question; otherwise say the handbook does not cover it and "
         "hand the conversation to a live HR agent with the live_handoff tool. If the employee asks for a person, "
-        "use the live_handoff tool. Never give legal or tax advice."),
-    "llm_config": {"provider": "openai", "model": "gpt-4.1", "parameters": {
-        "temperature": 1.0, "min_score": 3.0, "max_sentences": 2, "handoff_when_nothing_found": True}},
+        "use the live_handoff tool. Never give legal or tax advice."
+    ),
+    "llm_config": {
+        "provider": "openai",
+        "model": "gpt-4.1",
+        "parameters": {"temperature": 1.0, "min_score": 3.0, "max_sentences": 2, "handoff_when_nothing_found": True},
+    },
 }
 DEMO_CHANGED_BOT["harness_context"] = DEMO_BOT["harness_context"] | {
     "version": "2.0",
     "execution_flow": [
         {"step": 1, "node": "detect_handoff", "description": "A request for a person calls live_handoff."},
         {"step": 2, "node": "search_kb", "description": "Otherwise search the handbook with the question."},
-        {"step": 3, "node": "answer", "description": "Answer in at most two sentences from a passage scoring 3 "
-                                                     "or more, drawn at temperature 1; with none, hand off."},
+        {
+            "step": 3,
+            "node": "answer",
+            "description": "Answer in at most two sentences from a passage scoring 3 "
+            "or more, drawn at temperature 1; with none, hand off.",
+        },
     ],
     "evaluation_notes": ["Temperature 1: attempts of one question may answer from different passages."],
 }

@@ -28,8 +28,13 @@ class Bot(models.Model):
         OPENAI = "openai"
         DEMO = "demo"
 
-    agent_id = models.CharField("bot id", max_length=24, unique=True, default=new_object_id,
-                                help_text="24 hexadecimal characters; the API calls it agent_id.")
+    agent_id = models.CharField(
+        "bot id",
+        max_length=24,
+        unique=True,
+        default=new_object_id,
+        help_text="24 hexadecimal characters; the API calls it agent_id.",
+    )
     name = models.CharField(max_length=255)
     organization_id = models.CharField(max_length=24, blank=True, default="")
     organization_name = models.CharField(max_length=255, blank=True, default="")

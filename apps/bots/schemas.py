@@ -67,7 +67,8 @@ class KnowledgeBaseIn(ConfigurationIn):
     name: Name
     type: ShortText = "file"
     documents: Annotated[list[DocumentIn], Field(max_length=MAX_DOCUMENTS)] | None = Field(
-        default=None, description="The documents; on update, omit to keep the stored ones.")
+        default=None, description="The documents; on update, omit to keep the stored ones."
+    )
 
 
 class BotIn(ConfigurationIn):
@@ -82,12 +83,15 @@ class BotIn(ConfigurationIn):
     adapter: AdapterName = "demo"
     endpoint_url: Annotated[OptText, Field(max_length=2000), AfterValidator(_http_url)] = ""
     secret: Annotated[Text, Field(max_length=4000)] | None = Field(
-        default=None, description="Write-only credential sent to the bot (stored encrypted); on update, omit to keep the "
-                    "stored one. A change of adapter or endpoint_url drops the stored secret unless it is sent again. "
-                    "An openai bot with its own endpoint_url needs one.")
+        default=None,
+        description="Write-only credential sent to the bot (stored encrypted); on update, omit to keep the "
+        "stored one. A change of adapter or endpoint_url drops the stored secret unless it is sent again. "
+        "An openai bot with its own endpoint_url needs one.",
+    )
     tools: Annotated[list[ToolIn], Field(max_length=MAX_TOOLS)] = Field(default_factory=list)
     knowledge_bases: Annotated[list[KnowledgeBaseIn], Field(max_length=MAX_KNOWLEDGE_BASES)] = Field(
-        default_factory=list)
+        default_factory=list
+    )
 
     @model_validator(mode="after")
     def _consistent(self):
@@ -97,8 +101,10 @@ class BotIn(ConfigurationIn):
         duplicates = sorted({n for n in names if names.count(n) > 1})
         if duplicates:
             raise ValueError(f"duplicate tool_name: {', '.join(duplicates)}")
-        for field_name, ids in (("tools", [t.id for t in self.tools]),
-                                ("knowledge_bases", [k.id for k in self.knowledge_bases])):
+        for field_name, ids in (
+            ("tools", [t.id for t in self.tools]),
+            ("knowledge_bases", [k.id for k in self.knowledge_bases]),
+        ):
             given = [i for i in ids if i]
             if len(given) != len(set(given)):
                 raise ValueError(f"duplicate id in {field_name}")

@@ -53,8 +53,11 @@ def bot_spec_data(agent_id: str) -> dict:
     bot = Bot.objects.filter(agent_id=agent_id).prefetch_related("tools").first()
     if bot is None:
         raise NotFoundError(f"No bot with agent_id {agent_id}")
-    documents = KnowledgeDocument.objects.filter(knowledge_base__bot=bot).select_related("knowledge_base").order_by(
-        "knowledge_base__position", "knowledge_base_id", "position", "id")
+    documents = (
+        KnowledgeDocument.objects.filter(knowledge_base__bot=bot)
+        .select_related("knowledge_base")
+        .order_by("knowledge_base__position", "knowledge_base_id", "position", "id")
+    )
     return {
         "agent_id": bot.agent_id,
         "name": bot.name,
@@ -65,8 +68,10 @@ def bot_spec_data(agent_id: str) -> dict:
         "llm_parameters": dict(bot.llm_parameters or {}),
         "endpoint_url": bot.endpoint_url,
         "secret": bot.secret,
-        "tools": [{"tool_name": t.tool_name, "name": t.name, "type": t.type, "description": t.description}
-                  for t in bot.tools.all()],
+        "tools": [
+            {"tool_name": t.tool_name, "name": t.name, "type": t.type, "description": t.description}
+            for t in bot.tools.all()
+        ],
         "documents": [{"knowledge_base": d.knowledge_base.name, "title": d.title, "text": d.text} for d in documents],
     }
 
@@ -76,13 +81,24 @@ def bot_config_snapshot(spec: BotSpec) -> dict:
     model, parameters, tools, knowledge-base documents), never the secret. Documents keep their
     title and a sha256 of their text, not the text: a changed document shows as a changed hash."""
     return {
-        "name": spec.name, "adapter": spec.adapter, "endpoint_url": spec.endpoint_url,
-        "system_prompt": spec.system_prompt, "llm_provider": spec.llm_provider, "llm_model": spec.llm_model,
+        "name": spec.name,
+        "adapter": spec.adapter,
+        "endpoint_url": spec.endpoint_url,
+        "system_prompt": spec.system_prompt,
+        "llm_provider": spec.llm_provider,
+        "llm_model": spec.llm_model,
         "llm_parameters": dict(spec.llm_parameters or {}),
-        "tools": [{"tool_name": t.tool_name, "name": t.name, "type": t.type, "description": t.description}
-                  for t in spec.tools],
-        "documents": [{"knowledge_base": d.knowledge_base, "title": d.title,
-                       "sha256": hashlib.sha256(d.text.encode()).hexdigest()} for d in spec.documents],
+        "tools": [
+            {"tool_name": t.tool_name, "name": t.name, "type": t.type, "description": t.description} for t in spec.tools
+        ],
+        "documents": [
+            {
+                "knowledge_base": d.knowledge_base,
+                "title": d.title,
+                "sha256": hashlib.sha256(d.text.encode()).hexdigest(),
+            }
+            for d in spec.documents
+        ],
     }
 
 
@@ -99,12 +115,22 @@ def bot_snapshot_changes(before: dict, after: dict) -> list[dict]:
     changes = []
     for key, what in (("name", "name"), ("adapter", "adapter"), ("endpoint_url", "endpoint")):
         if before.get(key) != after.get(key):
-            changes.append({"what": what, "change": "changed", "detail": f"{before.get(key) or '—'} → {after.get(key) or '—'}"})
+            changes.append(
+                {"what": what, "change": "changed", "detail": f"{before.get(key) or '—'} → {after.get(key) or '—'}"}
+            )
     if before.get("system_prompt") != after.get("system_prompt"):
-        changes.append({"what": "prompt", "change": "changed",
-                        "detail": f"{len(before.get('system_prompt') or '')} → {len(after.get('system_prompt') or '')} characters"})
+        changes.append(
+            {
+                "what": "prompt",
+                "change": "changed",
+                "detail": f"{len(before.get('system_prompt') or '')} → "
+                f"{len(after.get('system_prompt') or '')} characters",
+            }
+        )
     if _model_name(before) != _model_name(after):
-        changes.append({"what": "model", "change": "changed", "detail": f"{_model_name(before)} → {_model_name(after)}"})
+        changes.append(
+            {"what": "model", "change": "changed", "detail": f"{_model_name(before)} → {_model_name(after)}"}
+        )
     old_params, new_params = before.get("llm_parameters") or {}, after.get("llm_parameters") or {}
     for name in sorted(set(old_params) | set(new_params)):
         if name not in new_params:
@@ -112,8 +138,13 @@ def bot_snapshot_changes(before: dict, after: dict) -> list[dict]:
         elif name not in old_params:
             changes.append({"what": "parameter", "change": "added", "detail": f"{name} = {new_params[name]!r}"})
         elif old_params[name] != new_params[name]:
-            changes.append({"what": "parameter", "change": "changed",
-                            "detail": f"{name}: {old_params[name]!r} → {new_params[name]!r}"})
+            changes.append(
+                {
+                    "what": "parameter",
+                    "change": "changed",
+                    "detail": f"{name}: {old_params[name]!r} → {new_params[name]!r}",
+                }
+            )
     old_tools = {t["tool_name"]: t for t in before.get("tools") or []}
     new_tools = {t["tool_name"]: t for t in after.get("tools") or []}
     for name in sorted(set(old_tools) | set(new_tools)):

@@ -10,8 +10,7 @@ from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_i
 from .schemas import BotIn, KnowledgeBaseIn, ToolIn
 
 
-def secret_survives_change(*, old_adapter: str, old_endpoint_url: str, new_adapter: str,
-                           new_endpoint_url: str) -> bool:
+def secret_survives_change(*, old_adapter: str, old_endpoint_url: str, new_adapter: str, new_endpoint_url: str) -> bool:
     """Whether a stored secret may stay with the bot after an edit that sends no new one.
 
     A secret belongs to the address it was given for: if the URL or the adapter changed and the
@@ -23,8 +22,12 @@ def secret_survives_change(*, old_adapter: str, old_endpoint_url: str, new_adapt
 def _apply_fields(bot: Bot, data: BotIn) -> None:
     if data.secret is not None:
         bot.secret = data.secret
-    elif bot.pk and not secret_survives_change(old_adapter=bot.adapter, old_endpoint_url=bot.endpoint_url,
-                                               new_adapter=data.adapter, new_endpoint_url=data.endpoint_url):
+    elif bot.pk and not secret_survives_change(
+        old_adapter=bot.adapter,
+        old_endpoint_url=bot.endpoint_url,
+        new_adapter=data.adapter,
+        new_endpoint_url=data.endpoint_url,
+    ):
         bot.secret = ""
     bot.name = data.name
     bot.organization_id = data.organization_id
@@ -47,9 +50,18 @@ def _sync_tools(bot: Bot, tools: list[ToolIn]) -> None:
     for position, tool in enumerate(tools):
         match = by_id.get(tool.id) if tool.id else by_name.get(tool.tool_name)
         tool_id = match.id if match else (tool.id or new_object_id())
-        kept.append(BotTool(id=tool_id, bot=bot, position=position, name=tool.name, tool_name=tool.tool_name,
-                            type=tool.type, description=tool.description,
-                            output_instructions=tool.output_instructions))
+        kept.append(
+            BotTool(
+                id=tool_id,
+                bot=bot,
+                position=position,
+                name=tool.name,
+                tool_name=tool.tool_name,
+                type=tool.type,
+                description=tool.description,
+                output_instructions=tool.output_instructions,
+            )
+        )
     bot.tools.all().delete()
     BotTool.objects.bulk_create(kept)
 
@@ -104,8 +116,13 @@ def bot_create(*, data: BotIn) -> Bot:
             _apply_fields(bot, data)
             bot.save()
             _sync_tools(bot, data.tools)
-            _sync_knowledge_bases(bot, [kb if kb.documents is not None else kb.model_copy(update={"documents": []})
-                                        for kb in data.knowledge_bases])
+            _sync_knowledge_bases(
+                bot,
+                [
+                    kb if kb.documents is not None else kb.model_copy(update={"documents": []})
+                    for kb in data.knowledge_bases
+                ],
+            )
     except IntegrityError:
         raise ConflictError(f"A bot with agent_id {agent_id} already exists") from None
     return bot
@@ -132,8 +149,9 @@ def bot_secrets_reencrypt() -> tuple[int, list[str]]:
     EVALSITE_SECRET_KEY_ENCRYPTION. Returns (re-encrypted count, agent_ids no configured key opens);
     those are left as they are."""
     done, unreadable = 0, []
-    for pk, agent_id, token in Bot.objects.exclude(encrypted_secret="").values_list("pk", "agent_id",
-                                                                                 "encrypted_secret").iterator():
+    for pk, agent_id, token in (
+        Bot.objects.exclude(encrypted_secret="").values_list("pk", "agent_id", "encrypted_secret").iterator()
+    ):
         try:
             rotated = crypto.reencrypt(token)
         except crypto.SecretUnreadable:
@@ -149,5 +167,4 @@ def bot_delete(*, bot: Bot) -> None:
         with transaction.atomic():
             bot.delete()
     except ProtectedError:
-        raise ConflictError(
-            f"Bot {bot.agent_id} still has rubrics or test sets; delete them first") from None
+        raise ConflictError(f"Bot {bot.agent_id} still has rubrics or test sets; delete them first") from None

@@ -6,21 +6,20 @@ import json
 from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import django_filters
-from django.db.models import (Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery,
-                              Sum)
+from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Cast, NullIf, TruncDay, TruncHour
 from django.utils import timezone
 
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_summary
 from apps.bots.models import Bot
-from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.display import first_failure, unassessed_reasons
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
-from apps.runs.selectors import TABLE_FIELDS, first_failure, unassessed_reasons
+from apps.runs.models import EvaluationResult, EvaluationRun, verdict_columns
+from apps.runs.selectors import TABLE_FIELDS
 from apps.testsets.models import Dataset, TestSet
 from apps.traces.filters import ANY, TraceFilter
 from apps.traces.models import AgentTrace
@@ -42,8 +41,9 @@ def bot_recent_runs_list(*, runs: list[EvaluationRun] | None = None) -> list[dic
     """Per bot, its newest runs (newest first)."""
     bots: dict[str, dict] = {}
     for run in run_recent_list() if runs is None else runs:
-        bot = bots.setdefault(run.agent_id, {"agent_id": run.agent_id, "name": run.bot_name_value or "(deleted bot)",
-                                             "runs": []})
+        bot = bots.setdefault(
+            run.agent_id, {"agent_id": run.agent_id, "name": run.bot_name_value or "(deleted bot)", "runs": []}
+        )
         if len(bot["runs"]) < RUNS_PER_BOT:
             bot["runs"].append(run)
     return list(bots.values())
@@ -57,24 +57,36 @@ def run_pass_rate_trend(*, runs: list[EvaluationRun] | None = None) -> dict[str,
         if not run.is_finished or run.pass_rate is None:
             continue
         key = (run.test_set_id or run.dataset_id, run.agent_id)
-        line = series.setdefault(key, {"test_set": run.test_set_name_value or "(deleted test set)",
-                                       "bot": run.bot_name_value or "(deleted bot)", "points": []})
+        line = series.setdefault(
+            key,
+            {
+                "test_set": run.test_set_name_value or "(deleted test set)",
+                "bot": run.bot_name_value or "(deleted bot)",
+                "points": [],
+            },
+        )
         if len(line["points"]) < RUNS_PER_BOT:
             line["points"].append((run.created_at, run.pass_rate))
     # Named by test set; the bot is added only where one test set is run by several bots.
     bots_per_test_set = defaultdict(int)
     for test_set, _ in series:
         bots_per_test_set[test_set] += 1
-    return {(line["test_set"] if bots_per_test_set[key[0]] == 1 else f"{line['test_set']} · {line['bot']}"):
-            line["points"][::-1] for key, line in series.items()}
+    return {
+        (line["test_set"] if bots_per_test_set[key[0]] == 1 else f"{line['test_set']} · {line['bot']}"): line["points"][
+            ::-1
+        ]
+        for key, line in series.items()
+    }
 
 
 def run_filter_choices() -> dict:
     """What the run list's bot and test set dropdowns offer: every bot, test set and question set
     by name (three small queries)."""
-    return {"bot_choices": list(Bot.objects.order_by("name", "agent_id").values_list("agent_id", "name")),
-            "test_set_choices": list(TestSet.objects.order_by("name").values_list("test_set_id", "name")),
-            "question_set_choices": list(Dataset.objects.order_by("name").values_list("dataset_id", "name"))}
+    return {
+        "bot_choices": list(Bot.objects.order_by("name", "agent_id").values_list("agent_id", "name")),
+        "test_set_choices": list(TestSet.objects.order_by("name").values_list("test_set_id", "name")),
+        "question_set_choices": list(Dataset.objects.order_by("name").values_list("dataset_id", "name")),
+    }
 
 
 def agentic_score_trend() -> dict[str, list]:
@@ -87,8 +99,12 @@ def agentic_score_trend() -> dict[str, list]:
         return {}
     bucket = TruncHour("created_at") if span["last"] - span["first"] <= timedelta(days=2) else TruncDay("created_at")
     series: dict[str, list] = defaultdict(list)
-    rows = (recent.annotate(bucket=bucket).values("agent_name", "bucket").annotate(score=Avg("overall_score"))
-            .order_by("agent_name", "bucket"))
+    rows = (
+        recent.annotate(bucket=bucket)
+        .values("agent_name", "bucket")
+        .annotate(score=Avg("overall_score"))
+        .order_by("agent_name", "bucket")
+    )
     for row in rows:
         series[row["agent_name"] or "(unnamed agent)"].append((row["bucket"], row["score"]))
     return dict(series)
@@ -118,8 +134,13 @@ def result_unassessed_list(*, limit: int = 10) -> list[dict]:
 
 def _newest_results(outcome: str, limit: int) -> list[dict]:
     # passed=False first: neither outcome passed, and the newest-by-verdict index serves it.
-    results = list(EvaluationResult.objects.done().filter(passed=False, outcome=outcome)
-                   .order_by("-finished_at", "-id").values(*TABLE_FIELDS, "run_id")[:limit])
+    results = list(
+        EvaluationResult.objects.done()
+        .filter(passed=False, outcome=outcome)
+        .order_by("-finished_at", "-id")
+        .values(*TABLE_FIELDS, "run_id")[:limit]
+    )
+    verdict_columns(results)
     runs = {r.pk: r for r in EvaluationRun.objects.with_names().filter(pk__in={row["run_id"] for row in results})}
     for row in results:
         row["run"] = runs.get(row["run_id"])
@@ -134,8 +155,11 @@ def result_outcome_totals() -> dict[str, int]:
 
 
 def evaluation_poor_list(*, limit: int = 10):
-    return list(AgentEvaluation.objects.filter(rating__in=("poor", "failed")).order_by("-created_at", "-id")
-                .only("session_id", "agent_name", "operation", "overall_score", "rating", "judge", "created_at")[:limit])
+    return list(
+        AgentEvaluation.objects.filter(rating__in=("poor", "failed"))
+        .order_by("-created_at", "-id")
+        .only("session_id", "agent_name", "operation", "overall_score", "rating", "judge", "created_at")[:limit]
+    )
 
 
 def run_counts() -> dict:
@@ -147,9 +171,15 @@ def run_counts() -> dict:
 # The run list's sortable columns (?sort=<column> or -<column>): what each orders by. Ties, and the
 # default order, are newest first. Names sort as the page shows them: a deleted bot's or test
 # set's runs (no name) come last whichever the direction; so do runs with no pass rate yet.
-RUN_SORT_FIELDS = {"created": "created_at", "bot": "bot_name_value", "test_set": "test_set_name_value",
-                   "status": "status", "progress": "progress_value", "pass_rate": "pass_rate_value",
-                   "judge": "judge"}
+RUN_SORT_FIELDS = {
+    "created": "created_at",
+    "bot": "bot_name_value",
+    "test_set": "test_set_name_value",
+    "status": "status",
+    "progress": "progress_value",
+    "pass_rate": "pass_rate_value",
+    "judge": "judge",
+}
 RUN_DEFAULT_SORT = "-created"
 
 
@@ -165,7 +195,8 @@ def run_list_sorted(runs, *, sort: Sort):
     runs = runs.annotate(
         # Shares as the page shows them: completed of total, passed of completed (none before any).
         progress_value=Cast("completed", FloatField()) / NullIf("total", 0),
-        pass_rate_value=Cast("passed", FloatField()) / NullIf("completed", 0))
+        pass_rate_value=Cast("passed", FloatField()) / NullIf("completed", 0),
+    )
     ordering = F(column).desc(nulls_last=True) if sort.descending else F(column).asc(nulls_last=True)
     return runs.order_by(ordering, "-created_at", "-id")
 
@@ -179,16 +210,24 @@ def compare_choices(limit: int = COMPARE_CHOICES) -> list[dict]:
     """The newest runs, each with a name a reviewer recognises (bot, test set and version, time):
     what the compare landing page offers in its two selects. Two queries, whatever is stored."""
     runs = list(EvaluationRun.objects.with_bot_names().newest_first()[:limit])
-    test_sets = dict(TestSet.objects.filter(pk__in={r.test_set_id for r in runs if r.test_set_id})
-                     .values_list("pk", "name"))
+    test_sets = dict(
+        TestSet.objects.filter(pk__in={r.test_set_id for r in runs if r.test_set_id}).values_list("pk", "name")
+    )
     choices = []
     for run in runs:
         if run.test_set_id:
             items = f"{test_sets.get(run.test_set_id, '(deleted test set)')} v{run.test_set_version}"
         else:
             items = "question set"
-        choices.append({"run_id": run.run_id, "label": (
-            f"{run.bot_name_value or '(deleted bot)'} · {items} · {run.created_at:%Y-%m-%d %H:%M:%S} · {run.status}")})
+        choices.append(
+            {
+                "run_id": run.run_id,
+                "label": (
+                    f"{run.bot_name_value or '(deleted bot)'} · {items} · "
+                    f"{run.created_at:%Y-%m-%d %H:%M:%S} · {run.status}"
+                ),
+            }
+        )
     return choices
 
 
@@ -201,9 +240,16 @@ UNRATED = "unrated"
 # (start_time, id descending), which makes it total, so keyset pages neither skip nor repeat a trace.
 # Not the query text (nobody reads traces in its alphabetical order) nor the latest rating, which
 # is computed per row from the evaluations and would be computed for every trace to sort by it.
-TRACE_SORT_FIELDS = {"started": "start_time", "agent": "agent_name", "status": "status", "source": "source",
-                     "tool_calls": "tool_call_count", "duration": "duration_seconds"}
+TRACE_SORT_FIELDS = {
+    "started": "start_time",
+    "agent": "agent_name",
+    "status": "status",
+    "source": "source",
+    "tool_calls": "tool_call_count",
+    "duration": "duration_seconds",
+}
 TRACE_DEFAULT_SORT = "-started"
+
 
 def trace_sort(value: str | None) -> Sort:
     return sort_from_param(value, columns=TRACE_SORT_FIELDS, default=TRACE_DEFAULT_SORT)
@@ -243,7 +289,7 @@ def _trace_keys(sort: Sort) -> list[_Key]:
 def _after(keys: list[_Key], values: tuple) -> Q:
     """Rows after `values` in the order of `keys`: (k1 beyond v1) or (k1 = v1 and (k2 beyond v2 ...))."""
     condition = None
-    for key, value in reversed(list(zip(keys, values))):
+    for key, value in reversed(list(zip(keys, values, strict=False))):
         beyond = _beyond(key, value)
         condition = beyond if condition is None else beyond | (_equal(key, value) & condition)
     first, value = keys[0], values[0]
@@ -286,7 +332,7 @@ class TraceCursor:
             keys = _trace_keys(sort)
             if sort_param != sort.param or len(values) != len(keys):
                 return None
-            return cls(sort_param, tuple(_parse_key_value(key, v) for key, v in zip(keys, values)))
+            return cls(sort_param, tuple(_parse_key_value(key, v) for key, v in zip(keys, values, strict=False)))
         except (ValueError, TypeError):
             return None
 
@@ -303,7 +349,7 @@ def _parse_key_value(key: _Key, value):
         return value
     if isinstance(model_field, DateTimeField):
         moment = datetime.fromisoformat(value)
-        return moment if timezone.is_aware(moment) else timezone.make_aware(moment, dt_timezone.utc)
+        return moment if timezone.is_aware(moment) else timezone.make_aware(moment, UTC)
     if isinstance(model_field, FloatField):
         return float(value)
     if not isinstance(value, str):
@@ -325,8 +371,12 @@ class ConsoleTraceFilter(TraceFilter):
     """The trace list's filters plus the rating of a trace's latest agentic evaluation, which the
     traces app cannot know (agentic sits above it): the queryset carries it as `latest_rating`."""
 
-    rating = django_filters.ChoiceFilter(method="filter_rating", label="Latest rating", empty_label=ANY,
-                                         choices=AgentEvaluation.Rating.choices + [(UNRATED, "not evaluated")])
+    rating = django_filters.ChoiceFilter(
+        method="filter_rating",
+        label="Latest rating",
+        empty_label=ANY,
+        choices=AgentEvaluation.Rating.choices + [(UNRATED, "not evaluated")],
+    )
 
     # The form shows the rating beside the status, where it always was; the filters apply in the
     # order they did before the FilterSet, so the page's SQL is the same statement as then.
@@ -351,9 +401,15 @@ class ConsoleTraceFilter(TraceFilter):
         return queryset.filter(latest_rating=value)
 
 
-def trace_list_page(*, filters=None, sort: Sort | None = None,
-                    after: TraceCursor | None = None, before: TraceCursor | None = None,
-                    per_page: int | None = None, agent_names: list[str] | None = None) -> TracePage:
+def trace_list_page(
+    *,
+    filters=None,
+    sort: Sort | None = None,
+    after: TraceCursor | None = None,
+    before: TraceCursor | None = None,
+    per_page: int | None = None,
+    agent_names: list[str] | None = None,
+) -> TracePage:
     """One page of the traces `filters` choose (ConsoleTraceFilter, through the traces app's
     trace_filter), newest first unless `sort` says otherwise, by keyset: every page is one
     query reading about `per_page` index entries (plus what the filters skip) in the default order,
@@ -370,31 +426,49 @@ def trace_list_page(*, filters=None, sort: Sort | None = None,
         latest_score=Subquery(latest.values("overall_score")[:1]),
         # What the row's "add to queue" adds: the latest evaluation, the one whose rating it shows.
         latest_evaluation_id=Subquery(latest.values("pk")[:1]),
-    ).only("session_id", "agent_name", "user_query", "status", "source", "start_time", "duration_seconds",
-           "tool_call_count", "success")
-    filterset = trace_filter(filters=filters, queryset=annotated, filterset=ConsoleTraceFilter,
-                             agent_names=agent_names)
+    ).only(
+        "session_id",
+        "agent_name",
+        "user_query",
+        "status",
+        "source",
+        "start_time",
+        "duration_seconds",
+        "tool_call_count",
+        "success",
+    )
+    filterset = trace_filter(filters=filters, queryset=annotated, filterset=ConsoleTraceFilter, agent_names=agent_names)
     traces = filterset.qs
     found = {"filterset": filterset, "text_search": filterset.text_search, "sort": sort}
     if before is not None and before.sort == sort.param:
         # The page before: the `per_page` traces just before the cursor, read backwards.
         backwards = [key.reversed() for key in keys]
-        rows = list(traces.filter(_after(backwards, before.values))
-                    .order_by(*(key.ordering() for key in backwards))[:per_page + 1])
+        rows = list(
+            traces.filter(_after(backwards, before.values)).order_by(*(key.ordering() for key in backwards))[
+                : per_page + 1
+            ]
+        )
         more_before = len(rows) > per_page
         rows = list(reversed(rows[:per_page]))
-        return TracePage(traces=rows, newer=_cursor(rows[0], keys, sort) if more_before and rows else None,
-                         older=_cursor(rows[-1], keys, sort) if rows else None, **found)
+        return TracePage(
+            traces=rows,
+            newer=_cursor(rows[0], keys, sort) if more_before and rows else None,
+            older=_cursor(rows[-1], keys, sort) if rows else None,
+            **found,
+        )
     paged = after is not None and after.sort == sort.param
     if paged:
         traces = traces.filter(_after(keys, after.values))
-    rows = list(traces.order_by(*(key.ordering() for key in keys))[:per_page + 1])
+    rows = list(traces.order_by(*(key.ordering() for key in keys))[: per_page + 1])
     more_after = len(rows) > per_page
     rows = rows[:per_page]
-    return TracePage(traces=rows, newer=_cursor(rows[0], keys, sort) if paged and rows else None,
-                     older=_cursor(rows[-1], keys, sort) if more_after else None, **found)
+    return TracePage(
+        traces=rows,
+        newer=_cursor(rows[0], keys, sort) if paged and rows else None,
+        older=_cursor(rows[-1], keys, sort) if more_after else None,
+        **found,
+    )
 
 
 def _cursor(trace: AgentTrace, keys: list[_Key], sort: Sort) -> TraceCursor:
     return TraceCursor(sort.param, tuple(getattr(trace, key.field) for key in keys))
-

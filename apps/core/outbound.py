@@ -121,8 +121,10 @@ def is_public(ip: IPAddress) -> bool:
 
 def _refusal(host: str, ip: IPAddress | None = None) -> OutboundRefused:
     where = host if ip is None or str(ip) == host else f"{host} ({ip})"
-    return OutboundRefused(f"address {where} is not allowed: evalsite only connects to public addresses unless "
-                           f"EVALSITE_OUTBOUND_ALLOW lists it")
+    return OutboundRefused(
+        f"address {where} is not allowed: evalsite only connects to public addresses unless "
+        f"EVALSITE_OUTBOUND_ALLOW lists it"
+    )
 
 
 def resolve_allowed(host: str, port: int) -> list[IPAddress]:
@@ -158,13 +160,20 @@ class GuardedNetworkBackend(httpcore.NetworkBackend):
     def __init__(self):
         self._tcp = httpcore.SyncBackend()
 
-    def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options: typing.Iterable | None = None) -> httpcore.NetworkStream:
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable | None = None,
+    ) -> httpcore.NetworkStream:
         last_error: Exception | None = None
         for ip in resolve_allowed(host, port):
             try:
-                return self._tcp.connect_tcp(str(ip), port, timeout=timeout, local_address=local_address,
-                                             socket_options=socket_options)
+                return self._tcp.connect_tcp(
+                    str(ip), port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
             except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
                 last_error = exc
         raise last_error  # type: ignore[misc]
@@ -179,8 +188,9 @@ class GuardedNetworkBackend(httpcore.NetworkBackend):
 class _CappedStream(httpx.SyncByteStream):
     """The response body, cut off with an error once it passes `limit` bytes or `deadline`."""
 
-    def __init__(self, stream: httpx.SyncByteStream, *, limit: int, deadline: float | None, status_code: int,
-                 content_type: str):
+    def __init__(
+        self, stream: httpx.SyncByteStream, *, limit: int, deadline: float | None, status_code: int, content_type: str
+    ):
         self._stream = stream
         self._limit = limit
         self._deadline = deadline
@@ -194,7 +204,8 @@ class _CappedStream(httpx.SyncByteStream):
             if received > self._limit:
                 raise OutboundResponseRefused(
                     f"response too large: {describe_response(self._status_code, self._content_type, None)} "
-                    f"passed the {self._limit}-byte limit (EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES)")
+                    f"passed the {self._limit}-byte limit (EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES)"
+                )
             if self._deadline is not None and time.monotonic() > self._deadline:
                 raise httpx.ReadTimeout("response body took too long")
             yield chunk
@@ -213,9 +224,12 @@ class GuardedTransport(httpx.HTTPTransport):
         ssl_context = self._pool._ssl_context
         self._pool.close()
         self._pool = httpcore.ConnectionPool(
-            ssl_context=ssl_context, max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections, keepalive_expiry=limits.keepalive_expiry,
-            network_backend=GuardedNetworkBackend())
+            ssl_context=ssl_context,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=GuardedNetworkBackend(),
+        )
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         started = time.monotonic()
@@ -228,18 +242,21 @@ class GuardedTransport(httpx.HTTPTransport):
             response.close()
             raise OutboundResponseRefused(
                 f"compressed response refused ({encoding}): "
-                f"{describe_response(response.status_code, content_type, None)}")
+                f"{describe_response(response.status_code, content_type, None)}"
+            )
         if declared.isdigit() and int(declared) > limit:
             response.close()
             raise OutboundResponseRefused(
                 f"response too large: {describe_response(response.status_code, content_type, int(declared))} "
-                f"is over the {limit}-byte limit (EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES)")
+                f"is over the {limit}-byte limit (EVALSITE_OUTBOUND_MAX_RESPONSE_BYTES)"
+            )
         # The read timeout bounds each wait for data; a server dripping a byte at a time must not
         # stretch one response past it as a whole.
         read_timeout = (request.extensions.get("timeout") or {}).get("read")
         deadline = started + read_timeout if read_timeout else None
-        response.stream = _CappedStream(response.stream, limit=limit, deadline=deadline,
-                                        status_code=response.status_code, content_type=content_type)
+        response.stream = _CappedStream(
+            response.stream, limit=limit, deadline=deadline, status_code=response.status_code, content_type=content_type
+        )
         return response
 
 
@@ -253,9 +270,13 @@ def client() -> httpx.Client:
     global _client
     with _client_lock:
         if _client is None:
-            _client = httpx.Client(transport=GuardedTransport(), follow_redirects=False, trust_env=False,
-                                   timeout=float(settings.EVALSITE_BOT_TIMEOUT_SECONDS),
-                                   headers={"Accept-Encoding": "identity"})
+            _client = httpx.Client(
+                transport=GuardedTransport(),
+                follow_redirects=False,
+                trust_env=False,
+                timeout=float(settings.EVALSITE_BOT_TIMEOUT_SECONDS),
+                headers={"Accept-Encoding": "identity"},
+            )
         return _client
 
 
@@ -267,8 +288,9 @@ def reset_client() -> None:
         _client = None
 
 
-def post_json(url: str, payload: typing.Any, *, headers: dict[str, str] | None = None,
-              timeout: float) -> OutboundResponse:
+def post_json(
+    url: str, payload: typing.Any, *, headers: dict[str, str] | None = None, timeout: float
+) -> OutboundResponse:
     """POST `payload` as JSON to a user-configured URL and read the (capped) answer.
     Raises OutboundError (refused address or response, timeout, unreachable) with a safe reason."""
     try:

@@ -24,8 +24,9 @@ def api_key_scopes_clean(*, scopes: Iterable[str], user) -> list[str]:
 
 
 @transaction.atomic
-def api_key_create(*, username: str, staff: bool = False, name: str = "",
-                   scopes: Iterable[str] | None = None) -> tuple[ApiKey, str]:
+def api_key_create(
+    *, username: str, staff: bool = False, name: str = "", scopes: Iterable[str] | None = None
+) -> tuple[ApiKey, str]:
     """Create a key for `username` (creating the user if needed). Returns the row and the raw key,
     which is not stored and cannot be shown again. Without `scopes` a key gets DEFAULT_KEY_SCOPES,
     or every scope when `staff` asks for a staff key."""
@@ -40,8 +41,9 @@ def api_key_create(*, username: str, staff: bool = False, name: str = "",
         scopes = ALL_SCOPES if staff else DEFAULT_KEY_SCOPES
     scopes = api_key_scopes_clean(scopes=scopes, user=user)
     raw_key = generate_api_key()
-    api_key = ApiKey.objects.create(user=user, name=name, key_hash=hash_api_key(raw_key), prefix=raw_key[:10],
-                                    scopes=scopes)
+    api_key = ApiKey.objects.create(
+        user=user, name=name, key_hash=hash_api_key(raw_key), prefix=raw_key[:10], scopes=scopes
+    )
     return api_key, raw_key
 
 

@@ -56,8 +56,23 @@ def light_stem(word: str) -> str:
     return word
 
 
-_SUFFIXES = ("ations", "ation", "ments", "ment", "ingly", "ings", "ing", "edly", "ed", "ally", "al", "ly",
-             "es", "s", "e")
+_SUFFIXES = (
+    "ations",
+    "ation",
+    "ments",
+    "ment",
+    "ingly",
+    "ings",
+    "ing",
+    "edly",
+    "ed",
+    "ally",
+    "al",
+    "ly",
+    "es",
+    "s",
+    "e",
+)
 
 
 def suffix_stem(word: str) -> str:
@@ -85,7 +100,8 @@ CHAT_STOPWORDS = frozenset(
     "why will with you your hi hello thanks thank need know tell about".split()
 )
 
-ENGLISH_STOPWORDS = frozenset("""
+ENGLISH_STOPWORDS = frozenset(
+    """
 a about above after again against all am an and any are as at be because been before being below between both
 but by can could did do does doing down during each few for from further had has have having he her here hers
 herself him himself his how i if in into is it its itself just me more most my myself no nor not of off on once
@@ -93,12 +109,21 @@ only or other our ours ourselves out over own same she should so some such than 
 themselves then there these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves
 s t d ll m re ve
-""".split())
+""".split()
+)
 
-AGENTIC_V1 = TextVersion(name="agentic:v1", word=re.compile(r"[a-z0-9]+"), fold=str.lower,
-                         stopwords=AGENTIC_STOPWORDS, stem=light_stem)
-CRITERIA_V1 = TextVersion(name="criteria:v1", word=re.compile(r"[a-z0-9]+(?:['’][a-z]+)?"), fold=str.lower,
-                          stopwords=CHAT_STOPWORDS, stem=suffix_stem, min_length=2)
-LEXICAL_V1 = TextVersion(name="lexical:v1", word=re.compile(r"\w+"), fold=_nfkc_casefold,
-                         stopwords=ENGLISH_STOPWORDS, stem=_unstemmed)
+AGENTIC_V1 = TextVersion(
+    name="agentic:v1", word=re.compile(r"[a-z0-9]+"), fold=str.lower, stopwords=AGENTIC_STOPWORDS, stem=light_stem
+)
+CRITERIA_V1 = TextVersion(
+    name="criteria:v1",
+    word=re.compile(r"[a-z0-9]+(?:['’][a-z]+)?"),
+    fold=str.lower,
+    stopwords=CHAT_STOPWORDS,
+    stem=suffix_stem,
+    min_length=2,
+)
+LEXICAL_V1 = TextVersion(
+    name="lexical:v1", word=re.compile(r"\w+"), fold=_nfkc_casefold, stopwords=ENGLISH_STOPWORDS, stem=_unstemmed
+)
 RETRIEVAL_V1 = replace(CRITERIA_V1, name="retrieval:v1", stem=_unstemmed)

@@ -12,7 +12,7 @@ import statistics
 import threading
 import time
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -45,8 +45,9 @@ MAX_RANGE = timedelta(days=90)
 MAX_POINTS_PER_SERIES = 11_000  # Prometheus refuses more than this per series.
 MAX_SERIES = 50
 CLOCK_SKEW = timedelta(seconds=30)
-NOT_CONFIGURED_SUGGESTION = ("Set PROMETHEUS_URL, or GRAFANA_URL with GRAFANA_DATASOURCE_UID and GRAFANA_TOKEN, "
-                             "and restart evalsite.")
+NOT_CONFIGURED_SUGGESTION = (
+    "Set PROMETHEUS_URL, or GRAFANA_URL with GRAFANA_DATASOURCE_UID and GRAFANA_TOKEN, and restart evalsite."
+)
 
 
 def _unavailable(exc: BackendUnavailable) -> QueryFailure:
@@ -60,6 +61,7 @@ def _not_configured() -> QueryFailure:
 
 
 # Step 1 ------------------------------------------------------------------------------------------
+
 
 def _available_for_parsing(backend: PrometheusBackend | None) -> list[str]:
     # The parser only uses the list to resolve synonyms; when the backend is down, parsing goes on
@@ -76,11 +78,11 @@ def parse_step(user_query: str, backend: PrometheusBackend | None, now: datetime
     available = _available_for_parsing(backend)
     if parser == "llm":
         return parse_with_llm(user_query, available_metrics=available, now=now)
-    return rule_parser.parse_question(user_query, available_metrics=available, now=now,
-                                      tz=ZoneInfo(settings.TIME_ZONE))
+    return rule_parser.parse_question(user_query, available_metrics=available, now=now, tz=ZoneInfo(settings.TIME_ZONE))
 
 
 # Step 2 ------------------------------------------------------------------------------------------
+
 
 def closest_metrics(name: str, available: list[str], limit: int = 5) -> list[str]:
     close = difflib.get_close_matches(name, available, n=limit, cutoff=0.4)
@@ -104,58 +106,88 @@ def validate_step(query: MetricsQuery, backend: PrometheusBackend | None, now: d
     except BackendUnavailable as exc:
         raise _unavailable(exc) from exc
     except BackendRejected as exc:
-        raise QueryFailure("invalid_query", f"The metrics backend refused to list its metrics: {exc}",
-                           "Check the backend's configuration.", exc.details) from exc
+        raise QueryFailure(
+            "invalid_query",
+            f"The metrics backend refused to list its metrics: {exc}",
+            "Check the backend's configuration.",
+            exc.details,
+        ) from exc
     if query.metric_name not in available:
         suggestions = closest_metrics(query.metric_name, available)
-        suggestion = (f"Did you mean: {', '.join(suggestions)}?" if suggestions
-                      else "Ask about one of the metrics the backend has; the query page lists examples.")
-        raise QueryFailure("metric_not_found", f"Metric '{query.metric_name}' was not found.", suggestion,
-                           {"suggestions": suggestions, "available_count": len(available)})
+        suggestion = (
+            f"Did you mean: {', '.join(suggestions)}?"
+            if suggestions
+            else "Ask about one of the metrics the backend has; the query page lists examples."
+        )
+        raise QueryFailure(
+            "metric_not_found",
+            f"Metric '{query.metric_name}' was not found.",
+            suggestion,
+            {"suggestions": suggestions, "available_count": len(available)},
+        )
 
     start, end = query.time_range.start_time, query.time_range.end_time
     if end <= start:
-        raise QueryFailure("invalid_time_range", "The time range ends before it starts.",
-                           "Put the earlier time first, e.g. 'between 10:00 and 11:00'.",
-                           {"start": start.isoformat(), "end": end.isoformat()})
+        raise QueryFailure(
+            "invalid_time_range",
+            "The time range ends before it starts.",
+            "Put the earlier time first, e.g. 'between 10:00 and 11:00'.",
+            {"start": start.isoformat(), "end": end.isoformat()},
+        )
     if start > now + CLOCK_SKEW:
-        raise QueryFailure("invalid_time_range", "The time range starts in the future.",
-                           "Ask about a past period, e.g. 'the last hour' or 'since 09:00' after 09:00.",
-                           {"start": start.isoformat(), "now": now.isoformat()})
+        raise QueryFailure(
+            "invalid_time_range",
+            "The time range starts in the future.",
+            "Ask about a past period, e.g. 'the last hour' or 'since 09:00' after 09:00.",
+            {"start": start.isoformat(), "now": now.isoformat()},
+        )
     if end - start > MAX_RANGE:
-        raise QueryFailure("invalid_time_range", f"The time range is longer than {MAX_RANGE.days} days.",
-                           f"Ask about at most the last {MAX_RANGE.days} days.",
-                           {"seconds": (end - start).total_seconds()})
+        raise QueryFailure(
+            "invalid_time_range",
+            f"The time range is longer than {MAX_RANGE.days} days.",
+            f"Ask about at most the last {MAX_RANGE.days} days.",
+            {"seconds": (end - start).total_seconds()},
+        )
     step = query.step or rule_parser.choose_step(query.time_range)
     if (end - start).total_seconds() / step > MAX_POINTS_PER_SERIES:
-        raise QueryFailure("invalid_time_range", "The time range holds too many points for that step.",
-                           "Use a shorter range or a coarser step, e.g. 'every 5 minutes'.",
-                           {"step": step, "seconds": (end - start).total_seconds()})
+        raise QueryFailure(
+            "invalid_time_range",
+            "The time range holds too many points for that step.",
+            "Use a shorter range or a coarser step, e.g. 'every 5 minutes'.",
+            {"step": step, "seconds": (end - start).total_seconds()},
+        )
     query = query.model_copy(update={"step": step})
     return query, promql_builder.build(query, info, step)
 
 
 # Step 3 ------------------------------------------------------------------------------------------
 
+
 def execute_step(query: MetricsQuery, plan: promql_builder.PromqlPlan, backend: PrometheusBackend) -> list[dict]:
     try:
-        return backend.query_range(plan.promql, query.time_range.start_time, query.time_range.end_time,
-                                   query.step)
+        return backend.query_range(plan.promql, query.time_range.start_time, query.time_range.end_time, query.step)
     except BackendUnavailable as exc:
         raise _unavailable(exc) from exc
     except BackendRejected as exc:
-        raise QueryFailure("invalid_query", f"The metrics backend rejected the query: {exc}",
-                           "Check the metric name and label filters; the PromQL that ran is in the details.",
-                           {**exc.details, "promql": plan.promql}) from exc
+        raise QueryFailure(
+            "invalid_query",
+            f"The metrics backend rejected the query: {exc}",
+            "Check the metric name and label filters; the PromQL that ran is in the details.",
+            {**exc.details, "promql": plan.promql},
+        ) from exc
 
 
 # Step 4 ------------------------------------------------------------------------------------------
 
+
 def format_step(query: MetricsQuery, plan: promql_builder.PromqlPlan, raw: list[dict]) -> MetricsQueryResult:
     if len(raw) > MAX_SERIES:
-        raise QueryFailure("invalid_query", f"The query returned {len(raw)} series; at most {MAX_SERIES} are shown.",
-                           "Add a label filter (e.g. 'for job api') or an aggregation (average, peak, total).",
-                           {"series": len(raw), "promql": plan.promql})
+        raise QueryFailure(
+            "invalid_query",
+            f"The query returned {len(raw)} series; at most {MAX_SERIES} are shown.",
+            "Add a label filter (e.g. 'for job api') or an aggregation (average, peak, total).",
+            {"series": len(raw), "promql": plan.promql},
+        )
     points: list[DataPoint] = []
     for series in raw:
         labels = {k: str(v) for k, v in (series.get("metric") or {}).items() if k != "__name__"}
@@ -163,17 +195,31 @@ def format_step(query: MetricsQuery, plan: promql_builder.PromqlPlan, raw: list[
             value = float(text)
             # NaN and ±Inf (e.g. a rate over a reset) are gaps, not numbers to average.
             if math.isfinite(value):
-                points.append(DataPoint(timestamp=datetime.fromtimestamp(float(ts), tz=timezone.utc), value=value,
-                                        labels=labels))
+                points.append(
+                    DataPoint(timestamp=datetime.fromtimestamp(float(ts), tz=UTC), value=value, labels=labels)
+                )
     points.sort(key=lambda p: (p.timestamp, sorted(p.labels.items())))
     values = [p.value for p in points]
     stats = None
     if values:
-        stats = AggregationStats(min=min(values), max=max(values), mean=statistics.fmean(values),
-                                 median=statistics.median(values), sum=math.fsum(values), count=len(values))
-    return MetricsQueryResult(metric_name=query.metric_name, unit=plan.unit, time_range=query.time_range,
-                              datapoints=points, datapoint_count=len(points), statistics=stats,
-                              is_empty=not points, promql=plan.promql)
+        stats = AggregationStats(
+            min=min(values),
+            max=max(values),
+            mean=statistics.fmean(values),
+            median=statistics.median(values),
+            sum=math.fsum(values),
+            count=len(values),
+        )
+    return MetricsQueryResult(
+        metric_name=query.metric_name,
+        unit=plan.unit,
+        time_range=query.time_range,
+        datapoints=points,
+        datapoint_count=len(points),
+        statistics=stats,
+        is_empty=not points,
+        promql=plan.promql,
+    )
 
 
 # The node ----------------------------------------------------------------------------------------
@@ -196,8 +242,12 @@ def _step(name: str, timings: dict | None):
         raise
     except ValidationError as exc:
         error_type, message, suggestion = _UNEXPECTED[name]
-        raise QueryFailure(error_type, message, suggestion,
-                           {"step": name, "errors": exc.errors(include_url=False, include_input=False)}) from exc
+        raise QueryFailure(
+            error_type,
+            message,
+            suggestion,
+            {"step": name, "errors": exc.errors(include_url=False, include_input=False)},
+        ) from exc
     except Exception as exc:
         logger.exception("metrics_agent step %s failed unexpectedly", name)
         error_type, message, suggestion = _UNEXPECTED[name]

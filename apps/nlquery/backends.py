@@ -39,8 +39,9 @@ class MetricInfo:
 class PrometheusBackend:
     kind = "prometheus"
 
-    def __init__(self, base_url: str, *, timeout: float, headers: dict[str, str] | None = None,
-                 label: str | None = None):
+    def __init__(
+        self, base_url: str, *, timeout: float, headers: dict[str, str] | None = None, label: str | None = None
+    ):
         self.base_url = base_url.rstrip("/")
         self.label = label or self.base_url
         # One client per backend, reused by every query: keeps connections alive and pooled.
@@ -103,8 +104,10 @@ class PrometheusBackend:
                 {**details, "error": error_text},
             )
         if status >= 400:
-            raise BackendRejected(error_text or f"HTTP {status}", {**details, "error_type": body.get("errorType")
-                                  if isinstance(body, dict) else None})
+            raise BackendRejected(
+                error_text or f"HTTP {status}",
+                {**details, "error_type": body.get("errorType") if isinstance(body, dict) else None},
+            )
         if not isinstance(body, dict) or body.get("status") != "success":
             raise BackendUnavailable(
                 f"The metrics backend ({self.kind}) sent an answer that is not Prometheus API JSON.",
@@ -124,8 +127,9 @@ class PrometheusBackend:
         for name, entries in (raw or {}).items():
             if entries:
                 first = entries[0]
-                metadata[name] = MetricInfo(first.get("type") or "unknown", first.get("unit") or "",
-                                            first.get("help") or "")
+                metadata[name] = MetricInfo(
+                    first.get("type") or "unknown", first.get("unit") or "", first.get("help") or ""
+                )
         self._names = sorted(str(n) for n in names)
         self._metadata = metadata
         self._fetched_at = time.monotonic()
@@ -149,12 +153,15 @@ class PrometheusBackend:
 
     def query_range(self, promql: str, start: datetime, end: datetime, step: int) -> list[dict]:
         """The raw matrix: [{"metric": {labels}, "values": [[unix_ts, "value"], ...]}, ...]."""
-        body = self._get("/api/v1/query_range", {
-            "query": promql,
-            "start": f"{start.timestamp():.3f}",
-            "end": f"{end.timestamp():.3f}",
-            "step": str(step),
-        })
+        body = self._get(
+            "/api/v1/query_range",
+            {
+                "query": promql,
+                "start": f"{start.timestamp():.3f}",
+                "end": f"{end.timestamp():.3f}",
+                "step": str(step),
+            },
+        )
         data = body.get("data") or {}
         if data.get("resultType") != "matrix":
             raise BackendRejected(f"expected a matrix result, got {data.get('resultType')!r}")
@@ -203,8 +210,11 @@ def backend_config() -> BackendConfig:
     if settings.PROMETHEUS_URL:
         problem = _url_problem("PROMETHEUS_URL", settings.PROMETHEUS_URL)
         return BackendConfig(problem is None, "prometheus" if problem is None else None, problem)
-    grafana = {"GRAFANA_URL": settings.GRAFANA_URL, "GRAFANA_DATASOURCE_UID": settings.GRAFANA_DATASOURCE_UID,
-               "GRAFANA_TOKEN": settings.GRAFANA_TOKEN}
+    grafana = {
+        "GRAFANA_URL": settings.GRAFANA_URL,
+        "GRAFANA_DATASOURCE_UID": settings.GRAFANA_DATASOURCE_UID,
+        "GRAFANA_TOKEN": settings.GRAFANA_TOKEN,
+    }
     present = [name for name, value in grafana.items() if value]
     if len(present) == len(grafana):
         problem = _url_problem("GRAFANA_URL", settings.GRAFANA_URL)
@@ -238,7 +248,8 @@ def get_backend() -> PrometheusBackend | None:
         if config.kind == "prometheus":
             backend = PrometheusBackend(settings.PROMETHEUS_URL, timeout=timeout)
         else:
-            backend = GrafanaProxyBackend(settings.GRAFANA_URL, settings.GRAFANA_DATASOURCE_UID,
-                                          settings.GRAFANA_TOKEN, timeout=timeout)
+            backend = GrafanaProxyBackend(
+                settings.GRAFANA_URL, settings.GRAFANA_DATASOURCE_UID, settings.GRAFANA_TOKEN, timeout=timeout
+            )
         _current = (key, backend)
         return backend

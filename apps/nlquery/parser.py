@@ -34,8 +34,7 @@ NICE_STEPS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 108
 
 UNSUPPORTED = (
     (r"\banomal\w*|\boutliers?\b", "Anomaly detection is not supported."),
-    (r"\bforecast\w*|\bpredict\w*|\bprojection\w*|\bextrapolat\w*",
-     "Forecasting and prediction are not supported."),
+    (r"\bforecast\w*|\bpredict\w*|\bprojection\w*|\bextrapolat\w*", "Forecasting and prediction are not supported."),
     (r"\bcorrelat\w*", "Correlating metrics is not supported."),
     (r"\bcompar\w*|\bversus\b|\bvs\.?(?=\s)", "Comparing metrics is not supported."),
     (r"\broot[ -]cause\b|^\s*why\b", "Explaining causes is not supported."),
@@ -46,10 +45,19 @@ UNSUPPORTED = (
 UNSUPPORTED_SUGGESTION = "Try asking for raw metric data instead, e.g. 'Show CPU usage for the last hour'."
 
 AGGREGATION_WORDS: dict[str, Aggregation] = {
-    "average": "avg", "avg": "avg", "mean": "avg",
-    "peak": "max", "max": "max", "maximum": "max", "highest": "max",
-    "min": "min", "minimum": "min", "lowest": "min",
-    "total": "sum", "sum": "sum", "combined": "sum",
+    "average": "avg",
+    "avg": "avg",
+    "mean": "avg",
+    "peak": "max",
+    "max": "max",
+    "maximum": "max",
+    "highest": "max",
+    "min": "min",
+    "minimum": "min",
+    "lowest": "min",
+    "total": "sum",
+    "sum": "sum",
+    "combined": "sum",
 }
 
 # Phrase -> metric names to try in order; the first the backend has wins.
@@ -61,12 +69,13 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
     "resident memory": ("process_resident_memory_bytes",),
     "rss": ("process_resident_memory_bytes",),
     "virtual memory": ("process_virtual_memory_bytes",),
-    "requests": ("http_requests_total", "django_http_requests_total_by_method_total",
-                 "prometheus_http_requests_total"),
-    "http requests": ("http_requests_total", "django_http_requests_total_by_method_total",
-                      "prometheus_http_requests_total"),
-    "traffic": ("http_requests_total", "django_http_requests_total_by_method_total",
-                "prometheus_http_requests_total"),
+    "requests": ("http_requests_total", "django_http_requests_total_by_method_total", "prometheus_http_requests_total"),
+    "http requests": (
+        "http_requests_total",
+        "django_http_requests_total_by_method_total",
+        "prometheus_http_requests_total",
+    ),
+    "traffic": ("http_requests_total", "django_http_requests_total_by_method_total", "prometheus_http_requests_total"),
     "open files": ("process_open_fds",),
     "file descriptors": ("process_open_fds",),
     "goroutines": ("go_goroutines",),
@@ -78,51 +87,193 @@ SYNONYMS: dict[str, tuple[str, ...]] = {
 }
 
 KNOWN_LABELS = {
-    "instance": "instance", "job": "job", "method": "method", "code": "code", "status": "status",
-    "handler": "handler", "pod": "pod", "namespace": "namespace", "service": "service",
-    "container": "container", "host": "host", "env": "env", "environment": "environment",
-    "cluster": "cluster", "region": "region", "view": "view", "agent": "agent_name",
-    "agent_name": "agent_name", "operation": "operation", "node": "node",
+    "instance": "instance",
+    "job": "job",
+    "method": "method",
+    "code": "code",
+    "status": "status",
+    "handler": "handler",
+    "pod": "pod",
+    "namespace": "namespace",
+    "service": "service",
+    "container": "container",
+    "host": "host",
+    "env": "env",
+    "environment": "environment",
+    "cluster": "cluster",
+    "region": "region",
+    "view": "view",
+    "agent": "agent_name",
+    "agent_name": "agent_name",
+    "operation": "operation",
+    "node": "node",
 }
 
 FILLER = {
-    "show", "me", "display", "plot", "graph", "chart", "draw", "get", "give", "list", "see", "view",
-    "what", "whats", "what's", "is", "was", "are", "were", "the", "a", "an", "of", "for", "in", "on", "over",
-    "during", "my", "our", "please", "can", "could", "would", "you", "i", "how", "much", "many", "rate",
-    "per", "second", "usage", "utilization", "utilisation", "consumption", "used", "use", "level", "levels",
-    "value", "values", "data", "metric", "metrics", "series", "time", "trend", "at", "to", "and", "all",
-    "current", "currently", "now", "by", "with", "from", "been", "has", "have", "there", "it", "its",
+    "show",
+    "me",
+    "display",
+    "plot",
+    "graph",
+    "chart",
+    "draw",
+    "get",
+    "give",
+    "list",
+    "see",
+    "view",
+    "what",
+    "whats",
+    "what's",
+    "is",
+    "was",
+    "are",
+    "were",
+    "the",
+    "a",
+    "an",
+    "of",
+    "for",
+    "in",
+    "on",
+    "over",
+    "during",
+    "my",
+    "our",
+    "please",
+    "can",
+    "could",
+    "would",
+    "you",
+    "i",
+    "how",
+    "much",
+    "many",
+    "rate",
+    "per",
+    "second",
+    "usage",
+    "utilization",
+    "utilisation",
+    "consumption",
+    "used",
+    "use",
+    "level",
+    "levels",
+    "value",
+    "values",
+    "data",
+    "metric",
+    "metrics",
+    "series",
+    "time",
+    "trend",
+    "at",
+    "to",
+    "and",
+    "all",
+    "current",
+    "currently",
+    "now",
+    "by",
+    "with",
+    "from",
+    "been",
+    "has",
+    "have",
+    "there",
+    "it",
+    "its",
 }
-QUESTION_WORDS = {"show", "display", "plot", "graph", "chart", "draw", "get", "give", "list", "what", "whats",
-                  "what's", "how", "see", "view"}
+QUESTION_WORDS = {
+    "show",
+    "display",
+    "plot",
+    "graph",
+    "chart",
+    "draw",
+    "get",
+    "give",
+    "list",
+    "what",
+    "whats",
+    "what's",
+    "how",
+    "see",
+    "view",
+}
 
-NUMBER_WORDS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
-                "seven": 7, "eight": 8, "nine": 9, "ten": 10, "twelve": 12, "fifteen": 15, "thirty": 30}
-UNIT_SECONDS = {"s": 1, "sec": 1, "secs": 1, "second": 1, "seconds": 1,
-                "m": 60, "min": 60, "mins": 60, "minute": 60, "minutes": 60,
-                "h": 3600, "hr": 3600, "hrs": 3600, "hour": 3600, "hours": 3600,
-                "d": 86400, "day": 86400, "days": 86400,
-                "w": 604800, "wk": 604800, "wks": 604800, "week": 604800, "weeks": 604800}
+NUMBER_WORDS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "twelve": 12,
+    "fifteen": 15,
+    "thirty": 30,
+}
+UNIT_SECONDS = {
+    "s": 1,
+    "sec": 1,
+    "secs": 1,
+    "second": 1,
+    "seconds": 1,
+    "m": 60,
+    "min": 60,
+    "mins": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hrs": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "d": 86400,
+    "day": 86400,
+    "days": 86400,
+    "w": 604800,
+    "wk": 604800,
+    "wks": 604800,
+    "week": 604800,
+    "weeks": 604800,
+}
 _UNIT = r"(?P<unit>" + "|".join(sorted(UNIT_SECONDS, key=len, reverse=True)) + r")\b"
 _COUNT = r"(?:(?P<num>\d+(?:\.\d+)?)\s*|(?P<word>" + "|".join(NUMBER_WORDS) + r")\s+)?"
-RELATIVE_RE = re.compile(r"\b(?:(?:in|over|during|for)\s+)?(?:the\s+)?(?:last|past|previous)\s+" + _COUNT + _UNIT,
-                         re.IGNORECASE)
-STEP_RE = re.compile(r"\b(?:every|at|with)\s+" + _COUNT + _UNIT + r"(?:\s+(?:resolution|step|intervals?))?",
-                     re.IGNORECASE)
-_POINT = (r"(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}(?::\d{2}){1,2}\s*(?:am|pm)?"
-          r"|\d{1,2}\s*(?:am|pm)|today|yesterday|now|midnight|noon)")
-BETWEEN_RE = re.compile(r"\b(?:between|from)\s+(?P<a>" + _POINT + r")\s+(?:and|to|until|till|-)\s+(?P<b>" + _POINT
-                        + r")(?![\w:])", re.IGNORECASE)
+RELATIVE_RE = re.compile(
+    r"\b(?:(?:in|over|during|for)\s+)?(?:the\s+)?(?:last|past|previous)\s+" + _COUNT + _UNIT, re.IGNORECASE
+)
+STEP_RE = re.compile(
+    r"\b(?:every|at|with)\s+" + _COUNT + _UNIT + r"(?:\s+(?:resolution|step|intervals?))?", re.IGNORECASE
+)
+_POINT = (
+    r"(?:\d{4}-\d{2}-\d{2}(?:[ T]\d{1,2}:\d{2}(?::\d{2})?)?|\d{1,2}(?::\d{2}){1,2}\s*(?:am|pm)?"
+    r"|\d{1,2}\s*(?:am|pm)|today|yesterday|now|midnight|noon)"
+)
+BETWEEN_RE = re.compile(
+    r"\b(?:between|from)\s+(?P<a>" + _POINT + r")\s+(?:and|to|until|till|-)\s+(?P<b>" + _POINT + r")(?![\w:])",
+    re.IGNORECASE,
+)
 SINCE_RE = re.compile(r"\b(?:since|after)\s+(?P<a>" + _POINT + r")(?![\w:])", re.IGNORECASE)
 DANGLING_TIME_RE = re.compile(r"\b(?:between|since)\b", re.IGNORECASE)
 YESTERDAY_RE = re.compile(r"\b(?:(?:for|during|on|from)\s+)?yesterday\b", re.IGNORECASE)
 TODAY_RE = re.compile(r"\b(?:(?:for|during|on|from)\s+)?today\b", re.IGNORECASE)
 EXPLICIT_FILTER_RE = re.compile(
-    r"(?P<label>[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<bare>[^\s,}]+))")
+    r"(?P<label>[a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*(?:\"(?P<dq>[^\"]*)\"|'(?P<sq>[^']*)'|(?P<bare>[^\s,}]+))"
+)
 PHRASE_FILTER_RE = re.compile(
-    r"\b(?:on|for|where|with|in|from)\s+(?:the\s+)?(?P<label>" + "|".join(KNOWN_LABELS)
+    r"\b(?:on|for|where|with|in|from)\s+(?:the\s+)?(?P<label>"
+    + "|".join(KNOWN_LABELS)
     + r")\s+(?:is\s+|equals\s+|=\s*|of\s+|named\s+)?(?:\"(?P<dq>[^\"]+)\"|'(?P<sq>[^']+)'|(?P<bare>[\w.:/@-]+))",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 METRIC_NAME_RE = re.compile(r"(?<![\w:])([a-zA-Z_:][a-zA-Z0-9_:]*[_:][a-zA-Z0-9_:]*)(?![\w:])")
 BRACES_RE = re.compile(r"[{}]")
 
@@ -173,7 +324,7 @@ def _take(pattern: re.Pattern, text: str) -> tuple[re.Match | None, str]:
     match = pattern.search(text)
     if match is None:
         return None, text
-    return match, text[: match.start()] + " " + text[match.end():]
+    return match, text[: match.start()] + " " + text[match.end() :]
 
 
 def _parse_time(text: str, now: datetime, tz: tzinfo) -> tuple[TimeRange | None, str]:
@@ -216,7 +367,7 @@ def _parse_filters(text: str) -> tuple[dict[str, str], str]:
 def _parse_aggregation(words: list[str]) -> tuple[Aggregation, list[str]]:
     for index, word in enumerate(words):
         if word in AGGREGATION_WORDS:
-            return AGGREGATION_WORDS[word], words[:index] + words[index + 1:]
+            return AGGREGATION_WORDS[word], words[:index] + words[index + 1 :]
     return "none", words
 
 
@@ -272,15 +423,17 @@ def parse_question(question: str, *, available_metrics: list[str], now: datetime
     explicit, text = _take(METRIC_NAME_RE, text)
     words = re.findall(r"[a-z0-9']+", text.lower())
     aggregation, words = _parse_aggregation(words)
-    recognised_structure = bool(time_range or filters or aggregation != "none" or step_match
-                                or QUESTION_WORDS.intersection(words))
+    recognised_structure = bool(
+        time_range or filters or aggregation != "none" or step_match or QUESTION_WORDS.intersection(words)
+    )
     content = [w for w in words if w not in FILLER]
 
     if explicit:
         metric_name = explicit.group(1)
     else:
         metric_name = _find_synonym(content, available_metrics) or (
-            _match_words(content, available_metrics) if content else None)
+            _match_words(content, available_metrics) if content else None
+        )
         if metric_name is None:
             if not content or not recognised_structure:
                 raise _fail("Could not understand your query.", {"words": content})
@@ -292,5 +445,10 @@ def parse_question(question: str, *, available_metrics: list[str], now: datetime
 
     time_range = time_range or TimeRange(start_time=now - DEFAULT_RANGE, end_time=now)
     step = int(max(_count(step_match) * UNIT_SECONDS[step_match["unit"].lower()], 1)) if step_match else None
-    return MetricsQuery(metric_name=metric_name[:200], time_range=time_range, aggregation=aggregation,
-                        filters=filters, step=step or choose_step(time_range))
+    return MetricsQuery(
+        metric_name=metric_name[:200],
+        time_range=time_range,
+        aggregation=aggregation,
+        filters=filters,
+        step=step or choose_step(time_range),
+    )

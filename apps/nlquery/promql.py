@@ -6,8 +6,19 @@ from .backends import MetricInfo
 from .schemas import MetricsQuery
 
 HISTOGRAM_PART_SUFFIXES = ("_bucket", "_count", "_sum")
-UNIT_SUFFIXES = ("seconds", "bytes", "ratio", "percent", "celsius", "volts", "amperes", "joules", "grams",
-                 "meters", "hertz")
+UNIT_SUFFIXES = (
+    "seconds",
+    "bytes",
+    "ratio",
+    "percent",
+    "celsius",
+    "volts",
+    "amperes",
+    "joules",
+    "grams",
+    "meters",
+    "hertz",
+)
 # The rate window must hold at least two scrapes, even with a 1-minute scrape interval.
 MIN_RATE_WINDOW_SECONDS = 120
 

@@ -4,8 +4,8 @@ They are pydantic models so the LLM's structured output, the API's JSON and the 
 through the same validation.
 """
 
-from datetime import datetime, timezone
-from typing import Annotated, Any, Literal, Optional, TypedDict
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypedDict
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, WithJsonSchema
 
@@ -26,8 +26,8 @@ ErrorType = Literal[
 def _utc(value: datetime) -> datetime:
     # A time without an offset is read as UTC, the server's reference for every relative time.
     if value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
-    return value.astimezone(timezone.utc)
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
 
 
 def _rfc3339_z(value: datetime) -> str:
@@ -36,8 +36,12 @@ def _rfc3339_z(value: datetime) -> str:
 
 # Written with "Z" as pydantic's JSON mode writes UTC, also when an answer is dumped as Python
 # objects for the API's renderer (which would write "+00:00"): the NL query answers kept this form.
-UtcDatetime = Annotated[datetime, AfterValidator(_utc), PlainSerializer(_rfc3339_z, return_type=str),
-                        WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization")]
+UtcDatetime = Annotated[
+    datetime,
+    AfterValidator(_utc),
+    PlainSerializer(_rfc3339_z, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
 LabelName = Annotated[str, Field(pattern=LABEL_NAME_PATTERN, max_length=100)]
 LabelValue = Annotated[str, Field(max_length=500)]
 
@@ -54,7 +58,7 @@ class MetricsQuery(BaseModel):
     time_range: TimeRange
     aggregation: Aggregation = "none"
     filters: dict[LabelName, LabelValue] = Field(default_factory=dict, description="Label name -> exact value.")
-    step: Optional[Annotated[int, Field(ge=1, le=86_400)]] = Field(
+    step: Annotated[int, Field(ge=1, le=86400)] | None = Field(
         default=None, description="Seconds between datapoints; chosen from the time range when absent."
     )
 
@@ -83,7 +87,7 @@ class MetricsQueryResult(BaseModel):
     time_range: TimeRange
     datapoints: list[DataPoint]
     datapoint_count: int
-    statistics: Optional[AggregationStats]
+    statistics: AggregationStats | None
     is_empty: bool
     promql: str = Field(description="The PromQL expression that ran, so the user can see and reuse it.")
 
@@ -107,17 +111,16 @@ class QueryError(BaseModel):
     message: str
     suggestion: str
     # For logs only: never rendered to the user nor returned by the API.
-    details: Optional[dict[str, Any]] = Field(default=None, exclude=True)
+    details: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
 class MetricsQueryState(TypedDict):
     user_query: str
-    parsed_query: Optional[MetricsQuery]
-    result: Optional[MetricsQueryResult]
-    error: Optional[QueryError]
+    parsed_query: MetricsQuery | None
+    result: MetricsQueryResult | None
+    error: QueryError | None
     processing_time_ms: float
 
 
 def initial_state(user_query: str) -> MetricsQueryState:
-    return {"user_query": user_query, "parsed_query": None, "result": None, "error": None,
-            "processing_time_ms": 0.0}
+    return {"user_query": user_query, "parsed_query": None, "result": None, "error": None, "processing_time_ms": 0.0}

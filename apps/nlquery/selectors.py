@@ -27,8 +27,9 @@ def example_questions(backend: PrometheusBackend, limit: int = 7) -> list[str]:
     except (BackendUnavailable, BackendRejected):
         return []
     present = set(names)
-    examples = [question for phrase, question in _EVERYDAY_QUESTIONS
-                if any(name in present for name in SYNONYMS[phrase])]
+    examples = [
+        question for phrase, question in _EVERYDAY_QUESTIONS if any(name in present for name in SYNONYMS[phrase])
+    ]
     plain = [n for n in names if not n.endswith(HISTOGRAM_PART_SUFFIXES) and n.count("_") >= 1]
     for name in plain[: max(limit - len(examples), 0)]:
         examples.append(f"Show {name} for the last 15 minutes")

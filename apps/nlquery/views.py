@@ -3,10 +3,10 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 from django.utils.safestring import mark_safe
 
-from apps.core.models import SCOPE_EVALUATE
-from apps.core.http.pages import layout_context
 from apps.core.auth.permissions import scopes_of
 from apps.core.charts import legend, metric_chart
+from apps.core.http.pages import layout_context
+from apps.core.models import SCOPE_EVALUATE
 
 from .api.schemas import MAX_QUERY_LENGTH
 from .backends import backend_config, get_backend
@@ -26,7 +26,7 @@ def scrape_snippet(request) -> str:
         "      type: Bearer",
         "      credentials_file: /etc/prometheus/evalsite-metrics-token  # the EVALSITE_METRICS_TOKEN value",
         "    static_configs:",
-        f"      - targets: [\"{request.get_host()}\"]",
+        f'      - targets: ["{request.get_host()}"]',
     ]
     return "\n".join(lines)
 
@@ -62,8 +62,14 @@ def metrics_query_page(request):
         result = state["result"]
         if result is not None:
             series = result.series()
-            context["chart_svg"] = mark_safe(metric_chart(  # every text in it is escaped
-                series, start=result.time_range.start_time, end=result.time_range.end_time,
-                title=result.metric_name, unit=result.unit))
+            context["chart_svg"] = mark_safe(
+                metric_chart(  # every text in it is escaped
+                    series,
+                    start=result.time_range.start_time,
+                    end=result.time_range.end_time,
+                    title=result.metric_name,
+                    unit=result.unit,
+                )
+            )
             context["legend"] = legend([name for name, _ in series]) if len(series) > 1 else []
     return render(request, "nlquery/query.html", context)

@@ -43,24 +43,29 @@ class ReviewQueue(models.Model):
     name = models.CharField(max_length=200, unique=True)
     description = models.TextField(blank=True, default="")
     kind = models.CharField(max_length=24, choices=QueueKind.choices)
-    include_unassessed = models.BooleanField(
-        default=False, help_text="Judge errors and skipped verdicts.")
+    include_unassessed = models.BooleanField(default=False, help_text="Judge errors and skipped verdicts.")
     score_below = models.FloatField(
-        null=True, blank=True, help_text="Overall score (0..1) under which an object enters; empty: off.")
+        null=True, blank=True, help_text="Overall score (0..1) under which an object enters; empty: off."
+    )
     disagreement_prone = models.BooleanField(
-        default=False, help_text="Objects judged on a rule or metric whose human reviews disagreed with the judge.")
+        default=False, help_text="Objects judged on a rule or metric whose human reviews disagreed with the judge."
+    )
     # The one sampling unit, as online evaluation rules use it; the API speaks per cent (per_cent()).
     sample_rate = models.FloatField(default=0.0, help_text="Share of every object sampled into the queue, 0..1.")
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ReviewQueueQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]
-        constraints = [models.CheckConstraint(condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1),
-                                              name="queue_sample_rate_range")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="queue_sample_rate_range"
+            )
+        ]
 
     def __str__(self):
         return self.name
@@ -88,12 +93,14 @@ class QueueItem(models.Model):
     subject_kind = models.CharField(max_length=24, choices=SubjectKind.choices)
     subject_id = models.BigIntegerField()
     origin = models.CharField(max_length=8, choices=Origin.choices, default=Origin.RULE)
-    assigned_to = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    assigned_to = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     claimed_at = models.DateTimeField(null=True, blank=True)
     done_at = models.DateTimeField(null=True, blank=True)
-    reviewed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                    related_name="+")
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -110,4 +117,3 @@ class QueueItem(models.Model):
 
     def __str__(self):
         return f"{self.queue_id}:{self.subject_kind}:{self.subject_id}"
-

@@ -6,4 +6,3 @@ on the same side of a threshold."""
 AGENTIC_PASS = 0.6
 # The RAG metrics are ratios where half is the usual cut (as ragas' binary metrics use it).
 RAG_PASS = 0.5
-

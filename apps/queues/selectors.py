@@ -4,8 +4,7 @@ progress, a queue's reviewers, what is left, agreement between judge and humans,
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import (Count, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, TextField,
-                              UUIDField)
+from django.db.models import Count, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, TextField, UUIDField
 from django.db.models.fields.json import KeyTextTransform
 
 from apps.agentic.models import AgentEvaluation
@@ -54,11 +53,14 @@ def _labelled(items, kind: str):
 
     if kind == QueueKind.RUN_RESULT:
         return items.annotate(
-            result_uuid=column(F("result_id"), UUIDField()), result_attempt=column(F("attempt"), IntegerField()),
-            run_uuid=column(F("run__run_id"), UUIDField()), run_label=column(F("run__label"), TextField()),
+            result_uuid=column(F("result_id"), UUIDField()),
+            result_attempt=column(F("attempt"), IntegerField()),
+            run_uuid=column(F("run__run_id"), UUIDField()),
+            run_label=column(F("run__label"), TextField()),
             run_created_at=column(F("run__created_at"), DateTimeField()),
             run_repeats=column(F("run__repeats"), IntegerField()),
-            target_label=column(F("item_name"), TextField()))
+            target_label=column(F("item_name"), TextField()),
+        )
     if kind == QueueKind.AGENTIC_EVALUATION:
         return items.annotate(target_label=column(F("session_id"), TextField()))
     return items.annotate(target_label=column(KeyTextTransform("question", "payload"), TextField()))
@@ -75,8 +77,11 @@ def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
 
 def queue_item_get(*, queue: ReviewQueue, item_id) -> QueueItem:
     """One item with its subject (`item.subject`), or NotFoundError: also when the subject is gone."""
-    item = (queue.items.select_related("assigned_to", "reviewed_by").filter(pk=item_id).first()
-            if str(item_id).isdigit() else None)
+    item = (
+        queue.items.select_related("assigned_to", "reviewed_by").filter(pk=item_id).first()
+        if str(item_id).isdigit()
+        else None
+    )
     subject = _subjects(queue.kind).filter(pk=item.subject_id).first() if item is not None else None
     if subject is None:
         raise NotFoundError(f"No item {item_id} in queue {queue.pk}")
@@ -112,22 +117,38 @@ def queue_item_next(*, queue: ReviewQueue, user, after: int | None = None) -> in
 
 def queue_reviewer_progress(*, queue: ReviewQueue) -> list[dict]:
     """Per reviewer: items assigned to them, done by them, and left of theirs."""
-    assigned = dict(queue.items.filter(assigned_to__isnull=False).values_list("assigned_to__username")
-                    .annotate(n=Count("id")).values_list("assigned_to__username", "n"))
-    left = dict(queue.items.filter(assigned_to__isnull=False, done_at__isnull=True)
-                .values_list("assigned_to__username").annotate(n=Count("id")).values_list("assigned_to__username", "n"))
-    done = dict(queue.items.filter(reviewed_by__isnull=False).values_list("reviewed_by__username")
-                .annotate(n=Count("id")).values_list("reviewed_by__username", "n"))
+    assigned = dict(
+        queue.items.filter(assigned_to__isnull=False)
+        .values_list("assigned_to__username")
+        .annotate(n=Count("id"))
+        .values_list("assigned_to__username", "n")
+    )
+    left = dict(
+        queue.items.filter(assigned_to__isnull=False, done_at__isnull=True)
+        .values_list("assigned_to__username")
+        .annotate(n=Count("id"))
+        .values_list("assigned_to__username", "n")
+    )
+    done = dict(
+        queue.items.filter(reviewed_by__isnull=False)
+        .values_list("reviewed_by__username")
+        .annotate(n=Count("id"))
+        .values_list("reviewed_by__username", "n")
+    )
     names = sorted(set(assigned) | set(done))
-    return [{"reviewer": name, "assigned": assigned.get(name, 0), "done": done.get(name, 0),
-             "left": left.get(name, 0)} for name in names]
+    return [
+        {"reviewer": name, "assigned": assigned.get(name, 0), "done": done.get(name, 0), "left": left.get(name, 0)}
+        for name in names
+    ]
 
 
 def queue_left(*, queue: ReviewQueue) -> dict:
     counts = queue.items.aggregate(
-        total=Count("id"), done=Count("id", filter=Q(done_at__isnull=False)),
+        total=Count("id"),
+        done=Count("id", filter=Q(done_at__isnull=False)),
         unassigned=Count("id", filter=Q(done_at__isnull=True, assigned_to__isnull=True)),
-        assigned=Count("id", filter=Q(done_at__isnull=True, assigned_to__isnull=False)))
+        assigned=Count("id", filter=Q(done_at__isnull=True, assigned_to__isnull=False)),
+    )
     counts["left"] = counts["total"] - counts["done"]
     return counts
 
@@ -135,8 +156,11 @@ def queue_left(*, queue: ReviewQueue) -> dict:
 # Where a score counts as a pass for agreement, per kind of queue; run verdicts pass or fail as given.
 PASS_THRESHOLD = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}
 # What a person reviews of each kind of subject.
-REVIEWED_KINDS = {QueueKind.RUN_RESULT: (ScoreKind.CRITERION, ScoreKind.RULE),
-                  QueueKind.AGENTIC_EVALUATION: (ScoreKind.METRIC,), QueueKind.RAG_EVALUATION: (ScoreKind.METRIC,)}
+REVIEWED_KINDS = {
+    QueueKind.RUN_RESULT: (ScoreKind.CRITERION, ScoreKind.RULE),
+    QueueKind.AGENTIC_EVALUATION: (ScoreKind.METRIC,),
+    QueueKind.RAG_EVALUATION: (ScoreKind.METRIC,),
+}
 
 
 def queue_agreement(*, queue: ReviewQueue) -> list[Agreement]:
@@ -167,8 +191,17 @@ class MetricReviewShown:
 def metric_reviews_in_force(*, subject_kind: str, subject_id: int) -> dict[str, MetricReviewShown]:
     """The human score in force on each metric of one evaluation, by metric name: one query."""
     rows = human_in_force(subject_kind, [subject_id]).filter(kind=ScoreKind.METRIC).select_related("author")
-    return {row.key: MetricReviewShown(metric=row.key, score=row.value, passed=row.passed, note=row.reasoning,
-                                       reviewer=row.author, created_at=row.created_at) for row in rows}
+    return {
+        row.key: MetricReviewShown(
+            metric=row.key,
+            score=row.value,
+            passed=row.passed,
+            note=row.reasoning,
+            reviewer=row.author,
+            created_at=row.created_at,
+        )
+        for row in rows
+    }
 
 
 def judge_scores(*, subject_kind: str, subject_id: int, kinds=(ScoreKind.METRIC,)) -> dict[tuple[str, str], Score]:
@@ -183,5 +216,8 @@ def judge_scores(*, subject_kind: str, subject_id: int, kinds=(ScoreKind.METRIC,
 
 def target_queue_items(*, kind: str, target_pk) -> list[QueueItem]:
     """The queues one subject is in, each with its item there (to open it for review): one query."""
-    return list(QueueItem.objects.filter(subject_kind=kind, subject_id=target_pk).select_related("queue", "reviewed_by")
-                .order_by("queue__name"))
+    return list(
+        QueueItem.objects.filter(subject_kind=kind, subject_id=target_pk)
+        .select_related("queue", "reviewed_by")
+        .order_by("queue__name")
+    )

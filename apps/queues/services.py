@@ -25,8 +25,11 @@ from .models import QueueItem, QueueKind, ReviewQueue
 from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject
 
 INSERT_BATCH = 1000
-SUBJECT_MODELS = {QueueKind.RUN_RESULT: EvaluationResult, QueueKind.AGENTIC_EVALUATION: AgentEvaluation,
-                  QueueKind.RAG_EVALUATION: TraceEvaluation}
+SUBJECT_MODELS = {
+    QueueKind.RUN_RESULT: EvaluationResult,
+    QueueKind.AGENTIC_EVALUATION: AgentEvaluation,
+    QueueKind.RAG_EVALUATION: TraceEvaluation,
+}
 
 
 def _check_rule(*, kind: str, score_below: float | None, sample_rate: float) -> None:
@@ -38,23 +41,45 @@ def _check_rule(*, kind: str, score_below: float | None, sample_rate: float) -> 
         raise InvalidInputError("sample_rate must be between 0 and 1")
 
 
-def queue_create(*, name: str, kind: str, description: str = "", include_unassessed: bool = False,
-                 score_below: float | None = None, disagreement_prone: bool = False, sample_rate: float = 0.0,
-                 created_by=None) -> ReviewQueue:
+def queue_create(
+    *,
+    name: str,
+    kind: str,
+    description: str = "",
+    include_unassessed: bool = False,
+    score_below: float | None = None,
+    disagreement_prone: bool = False,
+    sample_rate: float = 0.0,
+    created_by=None,
+) -> ReviewQueue:
     _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     try:
         with transaction.atomic():
             return ReviewQueue.objects.create(
-                name=name.strip(), kind=kind, description=description, include_unassessed=include_unassessed,
-                score_below=score_below, disagreement_prone=disagreement_prone, sample_rate=sample_rate,
-                created_by=created_by)
+                name=name.strip(),
+                kind=kind,
+                description=description,
+                include_unassessed=include_unassessed,
+                score_below=score_below,
+                disagreement_prone=disagreement_prone,
+                sample_rate=sample_rate,
+                created_by=created_by,
+            )
     except IntegrityError as exc:
         raise ConflictError(f"A queue named {name!r} already exists") from exc
 
 
-def queue_update(*, queue: ReviewQueue, name: str, kind: str, description: str = "", include_unassessed: bool = False,
-                 score_below: float | None = None, disagreement_prone: bool = False,
-                 sample_rate: float = 0.0) -> ReviewQueue:
+def queue_update(
+    *,
+    queue: ReviewQueue,
+    name: str,
+    kind: str,
+    description: str = "",
+    include_unassessed: bool = False,
+    score_below: float | None = None,
+    disagreement_prone: bool = False,
+    sample_rate: float = 0.0,
+) -> ReviewQueue:
     _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     # Items hold targets of the queue's kind; another kind would leave them unreviewable.
     if kind != queue.kind and queue.items.exists():
@@ -82,7 +107,9 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
     before = queue.items.count()
     batch = []
     for pk in target_pks:
-        batch.append(QueueItem(queue=queue, origin=QueueItem.Origin.RULE, subject_kind=queue.subject_kind, subject_id=pk))
+        batch.append(
+            QueueItem(queue=queue, origin=QueueItem.Origin.RULE, subject_kind=queue.subject_kind, subject_id=pk)
+        )
         if len(batch) >= INSERT_BATCH:
             QueueItem.objects.bulk_create(batch, ignore_conflicts=True)
             batch = []
@@ -93,23 +120,33 @@ def _insert(queue: ReviewQueue, target_pks) -> int:
 
 def _machine_scores(queue: ReviewQueue, **filters):
     """The judge's scores of the candidate subject the outer query is at, of the kinds reviewed."""
-    return Score.objects.machine().filter(subject_kind=queue.subject_kind, subject_id=OuterRef("pk"),
-                                          kind__in=REVIEWED_KINDS[queue.kind], **filters)
+    return Score.objects.machine().filter(
+        subject_kind=queue.subject_kind, subject_id=OuterRef("pk"), kind__in=REVIEWED_KINDS[queue.kind], **filters
+    )
 
 
 def _disagreeing_keys(queue: ReviewQueue) -> list[tuple[str, str]]:
     """(kind, key) on which a reviewer's score in force disagrees with the judge's, anywhere: the
     rules and metrics the judge is known to get wrong. Over the one agreement path."""
     pairs = judge_human_pairs(queue.subject_kind, kinds=REVIEWED_KINDS[queue.kind])
-    return [(row.kind, row.key) for row in agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
-            if row.judge_pass_human_fail or row.judge_fail_human_pass]
+    return [
+        (row.kind, row.key)
+        for row in agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
+        if row.judge_pass_human_fail or row.judge_fail_human_pass
+    ]
 
 
 def _passed_share_below(queue: ReviewQueue):
     """Run results: the share of passed verdicts among those the judge assessed, under score_below."""
+
     def count(**filters):
-        counted = (_machine_scores(queue, status=JudgeStatus.OK, **filters).order_by().values("subject_id")
-                   .annotate(n=Count("id")).values("n"))
+        counted = (
+            _machine_scores(queue, status=JudgeStatus.OK, **filters)
+            .order_by()
+            .values("subject_id")
+            .annotate(n=Count("id"))
+            .values("n")
+        )
         return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
     return count(), count(passed=True)
@@ -120,8 +157,9 @@ def _candidates(queue: ReviewQueue):
     subjects = SUBJECT_MODELS[queue.kind].objects.all()
     if queue.kind == QueueKind.RUN_RESULT:
         subjects = subjects.filter(state=EvaluationResult.State.DONE)
-    return subjects.exclude(Exists(QueueItem.objects.filter(queue=queue, subject_kind=queue.subject_kind,
-                                                            subject_id=OuterRef("pk"))))
+    return subjects.exclude(
+        Exists(QueueItem.objects.filter(queue=queue, subject_kind=queue.subject_kind, subject_id=OuterRef("pk")))
+    )
 
 
 def _rule_targets(queue: ReviewQueue) -> list:
@@ -184,7 +222,7 @@ def _is_uuid(value) -> bool:
 
 
 def _kind_words(kind: str) -> str:
-    """"Run results" as "run results" in a sentence; "RAG evaluations" stays as it is."""
+    """ "Run results" as "run results" in a sentence; "RAG evaluations" stays as it is."""
     if kind not in QueueKind.values:
         return repr(kind)
     label = QueueKind(kind).label
@@ -240,7 +278,8 @@ def queue_item_claim(*, item: QueueItem, user) -> QueueItem:
     """Takes an unassigned item, or confirms one assigned to `user`. One conditional UPDATE, so of
     two reviewers claiming together one wins and the other is told."""
     claimed = QueueItem.objects.filter(Q(assigned_to__isnull=True) | Q(assigned_to=user), pk=item.pk).update(
-        assigned_to=user, claimed_at=timezone.now())
+        assigned_to=user, claimed_at=timezone.now()
+    )
     item.refresh_from_db()
     if not claimed:
         raise ConflictError(f"This item is assigned to {item.assigned_to.get_username()}")
@@ -251,8 +290,14 @@ def _review_run_result(item, reviewer, verdicts, note):
     for verdict in verdicts:
         if verdict.get("passed") is None:
             raise InvalidInputError(f"{verdict.get('key')!r}: give passed true or false")
-        verdict_review_create(result=queue_item_subject(item=item), kind=verdict.get("kind") or "", key=verdict.get("key") or "",
-                              passed=verdict["passed"], note=note, reviewer=reviewer)
+        verdict_review_create(
+            result=queue_item_subject(item=item),
+            kind=verdict.get("kind") or "",
+            key=verdict.get("key") or "",
+            passed=verdict["passed"],
+            note=note,
+            reviewer=reviewer,
+        )
 
 
 def _review_agentic(item, reviewer, verdicts, note):
@@ -263,26 +308,47 @@ def _review_agentic(item, reviewer, verdicts, note):
             raise InvalidInputError(f"metric must be one of {', '.join(AGENTIC_METRICS)}")
         if score is None or not 0 <= score <= 1:
             raise InvalidInputError(f"{metric}: give a score between 0 and 1")
-        human_score_record(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=evaluation.pk,
-                           kind=ScoreKind.METRIC, key=metric, value=score, note=note, author=reviewer)
+        human_score_record(
+            subject_kind=SubjectKind.AGENTIC_EVALUATION,
+            subject_id=evaluation.pk,
+            kind=ScoreKind.METRIC,
+            key=metric,
+            value=score,
+            note=note,
+            author=reviewer,
+        )
 
 
 def _review_rag(item, reviewer, verdicts, note):
     # The metrics a RAG evaluation has are those its judge scored (or could not): its Score rows.
-    metrics = set(Score.objects.of(SubjectKind.RAG_EVALUATION, [item.subject_id]).machine()
-                  .filter(kind=ScoreKind.METRIC).values_list("key", flat=True))
+    metrics = set(
+        Score.objects.of(SubjectKind.RAG_EVALUATION, [item.subject_id])
+        .machine()
+        .filter(kind=ScoreKind.METRIC)
+        .values_list("key", flat=True)
+    )
     for verdict in verdicts:
         metric = verdict.get("key")
         if metric not in metrics:
             raise InvalidInputError(f"This evaluation has no metric {metric!r}")
         if verdict.get("passed") is None:
             raise InvalidInputError(f"{metric}: give passed true or false")
-        human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=item.subject_id,
-                           kind=ScoreKind.METRIC, key=metric, passed=verdict["passed"], note=note, author=reviewer)
+        human_score_record(
+            subject_kind=SubjectKind.RAG_EVALUATION,
+            subject_id=item.subject_id,
+            kind=ScoreKind.METRIC,
+            key=metric,
+            passed=verdict["passed"],
+            note=note,
+            author=reviewer,
+        )
 
 
-REVIEWERS = {QueueKind.RUN_RESULT: _review_run_result, QueueKind.AGENTIC_EVALUATION: _review_agentic,
-             QueueKind.RAG_EVALUATION: _review_rag}
+REVIEWERS = {
+    QueueKind.RUN_RESULT: _review_run_result,
+    QueueKind.AGENTIC_EVALUATION: _review_agentic,
+    QueueKind.RAG_EVALUATION: _review_rag,
+}
 
 
 def queue_item_review(*, item: QueueItem, reviewer, verdicts: list[dict], note: str = "") -> QueueItem:

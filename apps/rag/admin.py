@@ -19,8 +19,14 @@ class TestNameFilter(admin.SimpleListFilter):
     parameter_name = "test"
 
     def lookups(self, request, model_admin):
-        names = (Score.objects.of(SubjectKind.RAG_EVALUATION).machine().filter(kind=ScoreKind.METRIC)
-                 .order_by("key").values_list("key", flat=True).distinct())
+        names = (
+            Score.objects.of(SubjectKind.RAG_EVALUATION)
+            .machine()
+            .filter(kind=ScoreKind.METRIC)
+            .order_by("key")
+            .values_list("key", flat=True)
+            .distinct()
+        )
         return [(name, name) for name in names]
 
     def queryset(self, request, queryset):
@@ -47,21 +53,56 @@ class TraceEvaluationAdmin(admin.ModelAdmin):
     list_select_related = ["created_by"]
     show_full_result_count = False
     fieldsets = [
-        (None, {"fields": ["created_at", "created_by", "outcome", "partial", "source", "judge", "duration",
-                           "llm_usage_pretty"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "created_at",
+                    "created_by",
+                    "outcome",
+                    "partial",
+                    "source",
+                    "judge",
+                    "duration",
+                    "llm_usage_pretty",
+                ]
+            },
+        ),
         ("Scores", {"fields": ["tests_table", "scores_pretty", "missing_pretty", "details_pretty"]}),
         ("Input", {"fields": ["query", "payload_pretty"]}),
     ]
-    readonly_fields = ["created_at", "created_by", "outcome", "partial", "source", "judge", "duration",
-                       "llm_usage_pretty", "tests_table", "scores_pretty", "missing_pretty", "details_pretty",
-                       "query", "payload_pretty"]
+    readonly_fields = [
+        "created_at",
+        "created_by",
+        "outcome",
+        "partial",
+        "source",
+        "judge",
+        "duration",
+        "llm_usage_pretty",
+        "tests_table",
+        "scores_pretty",
+        "missing_pretty",
+        "details_pretty",
+        "query",
+        "payload_pretty",
+    ]
 
     def get_queryset(self, request):
         # Counted in the database so the column sorts; the page's rows themselves come in one query.
-        count = (metric_scores_of(None).filter(subject_id=OuterRef("pk")).order_by()
-                 .values("subject_id").annotate(n=Count("pk")).values("n"))
-        return super().get_queryset(request).annotate(
-            _test_count=Coalesce(Subquery(count, output_field=IntegerField()), 0))
+        count = (
+            metric_scores_of(None)
+            .filter(subject_id=OuterRef("pk"))
+            .order_by()
+            .values("subject_id")
+            .annotate(n=Count("pk"))
+            .values("n")
+        )
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_test_count=Coalesce(Subquery(count, output_field=IntegerField()), 0))
+        )
 
     def get_changelist(self, request, **kwargs):
         return ScoredChangeList
@@ -81,9 +122,15 @@ class TraceEvaluationAdmin(admin.ModelAdmin):
     @admin.display(description="tests: scores")
     def test_summary(self, obj):
         return format_html_join(
-            ", ", "{}: {}",
-            ((row.name, "—" if row.score is None else f"{row.score:.2f}" if row.status == TestStatus.SCORED
-              else row.status) for row in obj.test_results),
+            ", ",
+            "{}: {}",
+            (
+                (
+                    row.name,
+                    "—" if row.score is None else f"{row.score:.2f}" if row.status == TestStatus.SCORED else row.status,
+                )
+                for row in obj.test_results
+            ),
         )
 
     @admin.display(description="tests", ordering="_test_count")
@@ -97,11 +144,25 @@ class TraceEvaluationAdmin(admin.ModelAdmin):
     @admin.display(description="tests")
     def tests_table(self, obj):
         rows = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            ((row.name, row.status, "—" if row.score is None else row.score, row.method, row.judge,
-              ", ".join(row.missing)) for row in obj.test_results))
-        return format_html("<table><thead><tr><th>name</th><th>status</th><th>score</th><th>method</th>"
-                           "<th>judge</th><th>missing</th></tr></thead><tbody>{}</tbody></table>", rows)
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            (
+                (
+                    row.name,
+                    row.status,
+                    "—" if row.score is None else row.score,
+                    row.method,
+                    row.judge,
+                    ", ".join(row.missing),
+                )
+                for row in obj.test_results
+            ),
+        )
+        return format_html(
+            "<table><thead><tr><th>name</th><th>status</th><th>score</th><th>method</th>"
+            "<th>judge</th><th>missing</th></tr></thead><tbody>{}</tbody></table>",
+            rows,
+        )
 
     @admin.display(description="scores")
     def scores_pretty(self, obj):

@@ -8,15 +8,32 @@ from .services import trace_evaluation_create
 
 _PARIS = {
     "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."}, {"id": "ctx2", "text": "Lyon is in France."}],
+    "contexts": [
+        {"id": "ctx1", "text": "Paris is the capital of France."},
+        {"id": "ctx2", "text": "Lyon is in France."},
+    ],
     "answer": "Paris is the capital of France.",
     "ground_truth": "Paris",
     "relevant_context_ids": ["ctx1"],
     "extra": {"demo": True},
 }
 DEMO_QUERIES = [
-    (json.dumps({**_PARIS, "tests": ["answer_accuracy", "context_recall", "context_precision", "faithfulness",
-                                     "answer_relevancy", "context_utilisation"]}), False),
+    (
+        json.dumps(
+            {
+                **_PARIS,
+                "tests": [
+                    "answer_accuracy",
+                    "context_recall",
+                    "context_precision",
+                    "faithfulness",
+                    "answer_relevancy",
+                    "context_utilisation",
+                ],
+            }
+        ),
+        False,
+    ),
     (json.dumps({**_PARIS, "tests": ["faithfulness", "answer_accuracy", "bleu"], "ground_truth": None}), True),
     (json.dumps({**_PARIS, "tests": ["answer_relevancy"], "question": ""}), False),
 ]

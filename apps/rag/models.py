@@ -13,8 +13,9 @@ from .scoring import TestResult, ran, status_q
 def metric_scores_of(evaluation_ids):
     """The judge's metric rows of the given evaluations (ids or a subquery), in requested order.
     Human reviews of the same metrics are Score rows too, and are left out."""
-    return Score.objects.of(SubjectKind.RAG_EVALUATION, evaluation_ids).machine().filter(
-        kind=ScoreKind.METRIC).in_order()
+    return (
+        Score.objects.of(SubjectKind.RAG_EVALUATION, evaluation_ids).machine().filter(kind=ScoreKind.METRIC).in_order()
+    )
 
 
 class TraceEvaluationQuerySet(models.QuerySet):
@@ -49,8 +50,9 @@ class TraceEvaluation(models.Model):
         MISSING = "missing"  # something was missing: nothing was scored (the contract's behaviour)
 
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     query = models.TextField(help_text="The query as received (a JSON string or natural language).")
     source = models.CharField(max_length=32, help_text="json, natural_language:rules or natural_language:llm")
     payload = models.JSONField(help_text="The canonical payload the query was parsed into.")

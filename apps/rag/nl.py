@@ -26,8 +26,8 @@ from pydantic import BaseModel, Field
 
 from apps.core.llm import client as llm
 
-from .query_object import ParsedQuery, QueryParseError, normalise_object, validate_payload
 from .payload import SUPPORTED_TESTS, TEST_ALIASES
+from .query_object import ParsedQuery, QueryParseError, normalise_object, validate_payload
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ def extract_with_rules(text: str) -> ParsedQuery:
     preamble = text[: matches[0].start()] if matches else text
     for index, match in enumerate(matches):
         end = matches[index + 1].start() if index + 1 < len(matches) else len(text)
-        value = _clean(text[match.end():end])
+        value = _clean(text[match.end() : end])
         if match.group("context"):
             ctx_id = match.group("ctx_id")
             contexts.append({"id": ctx_id, "text": value} if ctx_id else value)
@@ -110,7 +110,8 @@ def extract_with_rules(text: str) -> ParsedQuery:
     if not matches and not data["tests"]:
         raise QueryParseError(
             "query is neither JSON nor text the rule-based extractor understands: name the metrics and label "
-            "the inputs, e.g. 'Evaluate context_recall. Question: … Answer: … Context ctx1: … Relevant: ctx1'")
+            "the inputs, e.g. 'Evaluate context_recall. Question: … Answer: … Context ctx1: … Relevant: ctx1'"
+        )
     if not data["tests"]:
         raise QueryParseError("no metric named in the query; name at least one of: " + ", ".join(SUPPORTED_TESTS))
     data, notes = normalise_object(data)
@@ -148,8 +149,9 @@ EXTRACTION_SYSTEM = (
 
 def extract_with_llm(text: str) -> ParsedQuery:
     client = llm.get_llm_client()
-    result = client.complete_structured(system=EXTRACTION_SYSTEM, user=text, response_model=ExtractedPayload,
-                                        name="trace_payload")
+    result = client.complete_structured(
+        system=EXTRACTION_SYSTEM, user=text, response_model=ExtractedPayload, name="trace_payload"
+    )
     extracted: ExtractedPayload = result.data
     data = extracted.model_dump()
     truths = data.pop("ground_truth")
@@ -157,5 +159,10 @@ def extract_with_llm(text: str) -> ParsedQuery:
     if not data["tests"]:
         raise QueryParseError("no metric named in the query; name at least one of: " + ", ".join(SUPPORTED_TESTS))
     data, notes = normalise_object(data)
-    return ParsedQuery(payload=validate_payload(data), source="natural_language:llm", notes=notes,
-                       llm_usage=result.usage.as_dict(), judge=client.judge_label)
+    return ParsedQuery(
+        payload=validate_payload(data),
+        source="natural_language:llm",
+        notes=notes,
+        llm_usage=result.usage.as_dict(),
+        judge=client.judge_label,
+    )

@@ -16,7 +16,7 @@ def parse_query(query, *, use_llm: bool | None = None) -> ParsedQuery:
     if isinstance(query, dict):
         return _from_object(query)
     text = query.strip()
-    if text[:1] in "{[\"" or text in ("null", "true", "false"):
+    if text[:1] in '{["' or text in ("null", "true", "false"):
         try:
             value = orjson.loads(text)
         except orjson.JSONDecodeError as exc:

@@ -74,12 +74,12 @@ class TracePayload(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tests: Annotated[list[Annotated[Text, Field(max_length=255)]], Field(max_length=MAX_TESTS)] = Field(
-        default_factory=list)
+        default_factory=list
+    )
     question: Annotated[Text, Field(max_length=MAX_QUESTION_CHARS)] | None = None
     contexts: Annotated[list[Context], Field(max_length=MAX_CONTEXTS)] = Field(default_factory=list)
     answer: Annotated[Text, Field(max_length=MAX_ANSWER_CHARS)] | None = None
-    ground_truth: (_GroundTruth | Annotated[list[_GroundTruth], Field(max_length=MAX_GROUND_TRUTHS)]
-                   | None) = None
+    ground_truth: _GroundTruth | Annotated[list[_GroundTruth], Field(max_length=MAX_GROUND_TRUTHS)] | None = None
     relevant_context_ids: list[Annotated[Text, Field(max_length=255)]] = Field(default_factory=list)
     extra: JsonObject = Field(default_factory=dict)
 
@@ -98,8 +98,11 @@ class TracePayload(BaseModel):
     def _bounded_contexts(cls, contexts: list[Context]) -> list[Context]:
         total = sum(len(c.text) for c in contexts)
         if total > MAX_CONTEXTS_TOTAL_CHARS:
-            raise PydanticCustomError("too_long", "the contexts hold {total} characters together, more than the "
-                                      "limit of {limit}", {"total": total, "limit": MAX_CONTEXTS_TOTAL_CHARS})
+            raise PydanticCustomError(
+                "too_long",
+                "the contexts hold {total} characters together, more than the limit of {limit}",
+                {"total": total, "limit": MAX_CONTEXTS_TOTAL_CHARS},
+            )
         return contexts
 
     @model_validator(mode="after")

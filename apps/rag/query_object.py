@@ -83,7 +83,8 @@ def validate_payload(data: dict) -> TracePayload:
 def _summary(errors: list[dict]) -> str:
     """The field errors as one sentence, e.g. "invalid payload: contexts: Input should be a valid list"."""
     return "invalid payload: " + "; ".join(
-        f"{'.'.join(str(part) for part in err['loc']) or 'payload'}: {err['msg']}" for err in errors)
+        f"{'.'.join(str(part) for part in err['loc']) or 'payload'}: {err['msg']}" for err in errors
+    )
 
 
 def normalise_object(raw: dict) -> tuple[dict, list[str]]:
@@ -103,8 +104,9 @@ def normalise_object(raw: dict) -> tuple[dict, list[str]]:
     if isinstance(data.get("relevant_context_ids"), (str, int)):
         data["relevant_context_ids"] = [data["relevant_context_ids"]]
     if isinstance(data.get("relevant_context_ids"), list):
-        data["relevant_context_ids"] = [str(i) if isinstance(i, int) and not isinstance(i, bool) else i
-                                        for i in data["relevant_context_ids"]]
+        data["relevant_context_ids"] = [
+            str(i) if isinstance(i, int) and not isinstance(i, bool) else i for i in data["relevant_context_ids"]
+        ]
     if "contexts" in data:
         data["contexts"] = _normalise_contexts(data["contexts"], notes)
     if data.get("extra") is None:

@@ -71,8 +71,13 @@ def metric_scores(*, missing: dict, scores: dict, details: dict) -> list[Score]:
 
 
 def _score(position: int, name: str, absent, scores: dict, details: dict) -> Score:
-    row = Score(subject_kind=SubjectKind.RAG_EVALUATION, kind=ScoreKind.METRIC, key=name, position=position,
-                source=ScoreSource.CODE)
+    row = Score(
+        subject_kind=SubjectKind.RAG_EVALUATION,
+        kind=ScoreKind.METRIC,
+        key=name,
+        position=position,
+        source=ScoreSource.CODE,
+    )
     if absent:
         word = TestStatus.UNSUPPORTED if absent == [UNSUPPORTED] else TestStatus.MISSING
         row.detail = {"missing": list(absent)}
@@ -110,6 +115,12 @@ class TestResult:
     @classmethod
     def of(cls, score: Score) -> "TestResult":
         detail = score.detail or {}
-        return cls(name=score.key, status=_WORD.get((score.status, score.reason), score.status), score=score.value,
-                   method=detail.get("method", "") if ran(score) else "", judge=score.judge,
-                   missing=list(detail.get("missing", [])) if not ran(score) else [], reasoning=score.reasoning)
+        return cls(
+            name=score.key,
+            status=_WORD.get((score.status, score.reason), score.status),
+            score=score.value,
+            method=detail.get("method", "") if ran(score) else "",
+            judge=score.judge,
+            missing=list(detail.get("missing", [])) if not ran(score) else [],
+            reasoning=score.reasoning,
+        )

@@ -20,14 +20,17 @@ def trace_evaluation_get(*, evaluation_id: int) -> TraceEvaluation:
     return evaluation
 
 
-def trace_evaluation_search(*, q: str = "", test: str = "", status: str = "", score_below: float | None = None,
-                            outcome: str = ""):
+def trace_evaluation_search(
+    *, q: str = "", test: str = "", status: str = "", score_below: float | None = None, outcome: str = ""
+):
     """RAG evaluations newest first for the console's list: `q` is an evaluation id (`42` or `#42`)
-    or a piece of the question's text, in any case; the other filters are those of TraceEvaluationQuerySet.with_test_matching.
+    or a piece of the question's text, in any case; the other filters are those of
+    TraceEvaluationQuerySet.with_test_matching.
     The payload stays unread (only its question); a page's scores come in one more query
     (trace_evaluations_with_scores)."""
-    queryset = (TraceEvaluation.objects.with_question()
-                .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms"))
+    queryset = TraceEvaluation.objects.with_question().only(
+        "pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms"
+    )
     q = q.strip()
     if q:
         number = q.removeprefix("#")
@@ -35,8 +38,9 @@ def trace_evaluation_search(*, q: str = "", test: str = "", status: str = "", sc
         is_id = number.isdigit() and len(number) <= 18
         queryset = queryset.filter(pk=int(number)) if is_id else queryset.filter(question__icontains=q)
     if test or status or score_below is not None:
-        queryset = queryset.with_test_matching(name=normalise_test_name(test) if test else "", status=status,
-                                               score_below=score_below)
+        queryset = queryset.with_test_matching(
+            name=normalise_test_name(test) if test else "", status=status, score_below=score_below
+        )
     if outcome:
         queryset = queryset.filter(outcome=outcome)
     return queryset.order_by("-created_at", "-id")

@@ -16,8 +16,9 @@ from .payload import missing_parameters
 from .scoring import metric_scores
 
 
-def trace_evaluation_create(*, query: str | dict, partial: bool = False, user=None,
-                            use_llm: bool | None = None) -> TraceEvaluation:
+def trace_evaluation_create(
+    *, query: str | dict, partial: bool = False, user=None, use_llm: bool | None = None
+) -> TraceEvaluation:
     """The stored evaluation, its metric Score rows in `metric_scores`: the answer is read from it
     (api.schemas.TraceAnswerOut). Raises query_object.QueryParseError for a query that yields no
     payload (the API's 400). use_llm: None means "when one is configured"."""
@@ -35,11 +36,27 @@ def trace_evaluation_create(*, query: str | dict, partial: bool = False, user=No
     provided["parsing"] = {"source": parsed.source, "notes": parsed.notes}
     judge = scoring.judge if scoring.judge != DETERMINISTIC else (parsed.judge or DETERMINISTIC)
     usage = _add_usage(parsed.llm_usage, scoring.llm_usage)
-    outcome = (TraceEvaluation.Outcome.MISSING if anything_missing and not partial
-               else TraceEvaluation.Outcome.PARTIAL if anything_missing else TraceEvaluation.Outcome.SCORED)
-    return _store(query=query, parsed_source=parsed.source, provided=provided, tests=payload.tests, missing=missing,
-                  scoring=scoring, outcome=outcome, partial=partial, judge=judge, usage=usage, user=user,
-                  duration_ms=(time.perf_counter() - started) * 1000)
+    outcome = (
+        TraceEvaluation.Outcome.MISSING
+        if anything_missing and not partial
+        else TraceEvaluation.Outcome.PARTIAL
+        if anything_missing
+        else TraceEvaluation.Outcome.SCORED
+    )
+    return _store(
+        query=query,
+        parsed_source=parsed.source,
+        provided=provided,
+        tests=payload.tests,
+        missing=missing,
+        scoring=scoring,
+        outcome=outcome,
+        partial=partial,
+        judge=judge,
+        usage=usage,
+        user=user,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
 
 
 def _add_usage(*usages: dict | None) -> dict | None:
@@ -50,8 +67,21 @@ def _add_usage(*usages: dict | None) -> dict | None:
 
 
 @transaction.atomic
-def _store(*, query, parsed_source: str, provided: dict, tests: list[str], missing: dict, scoring: Scoring,
-           outcome: str, partial: bool, judge: str, usage: dict | None, user, duration_ms: float) -> TraceEvaluation:
+def _store(
+    *,
+    query,
+    parsed_source: str,
+    provided: dict,
+    tests: list[str],
+    missing: dict,
+    scoring: Scoring,
+    outcome: str,
+    partial: bool,
+    judge: str,
+    usage: dict | None,
+    user,
+    duration_ms: float,
+) -> TraceEvaluation:
     evaluation = TraceEvaluation.objects.create(
         created_by=user if getattr(user, "is_authenticated", False) else None,
         query=query if isinstance(query, str) else orjson.dumps(query).decode(),

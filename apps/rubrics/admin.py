@@ -14,8 +14,8 @@ from apps.core.versioning.admin import (
 
 from . import services
 from .models import Rubric, RubricRule
-from .selectors import rubric_version_changes
 from .schemas import RubricContent
+from .selectors import rubric_version_changes
 
 
 class RubricRuleForm(forms.ModelForm):
@@ -26,12 +26,27 @@ class RubricRuleForm(forms.ModelForm):
 
     class Meta:
         model = RubricRule
-        fields = ["position", "rule_id", "name", "severity", "category", "component_scope", "description",
-                  "prompt_reference", "pass_conditions", "fail_conditions", "example_violation", "example_correct",
-                  "component_ids", "component_names"]
-        widgets = {"description": forms.Textarea(attrs={"rows": 2, "cols": 60}),
-                   "example_violation": forms.Textarea(attrs={"rows": 2, "cols": 60}),
-                   "example_correct": forms.Textarea(attrs={"rows": 2, "cols": 60})}
+        fields = [
+            "position",
+            "rule_id",
+            "name",
+            "severity",
+            "category",
+            "component_scope",
+            "description",
+            "prompt_reference",
+            "pass_conditions",
+            "fail_conditions",
+            "example_violation",
+            "example_correct",
+            "component_ids",
+            "component_names",
+        ]
+        widgets = {
+            "description": forms.Textarea(attrs={"rows": 2, "cols": 60}),
+            "example_violation": forms.Textarea(attrs={"rows": 2, "cols": 60}),
+            "example_correct": forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        }
 
 
 def rule_data(cleaned: dict) -> dict:
@@ -42,8 +57,10 @@ def rule_data(cleaned: dict) -> dict:
         "category": cleaned.get("category", ""),
         "description": cleaned.get("description", ""),
         "prompt_reference": cleaned.get("prompt_reference", ""),
-        "evaluation_criteria": {"pass_conditions": cleaned.get("pass_conditions", []),
-                                "fail_conditions": cleaned.get("fail_conditions", [])},
+        "evaluation_criteria": {
+            "pass_conditions": cleaned.get("pass_conditions", []),
+            "fail_conditions": cleaned.get("fail_conditions", []),
+        },
         "examples": {"violation": cleaned.get("example_violation", ""), "correct": cleaned.get("example_correct", "")},
         "component_scope": cleaned.get("component_scope") or None,
         "component_ids": cleaned.get("component_ids", []),
@@ -55,9 +72,13 @@ class RubricRuleFormSet(ContentFormSet):
     content_schema = RubricContent
 
     def content_data(self, head, rows):
-        return {"agent_id": head.agent.agent_id if head.agent_id else "", "name": head.name,
-                "description": head.description, "severity_definitions": head.severity_definitions,
-                "rules": [rule_data(f.cleaned_data) for f in rows]}
+        return {
+            "agent_id": head.agent.agent_id if head.agent_id else "",
+            "name": head.name,
+            "description": head.description,
+            "severity_definitions": head.severity_definitions,
+            "rules": [rule_data(f.cleaned_data) for f in rows],
+        }
 
 
 class RubricRuleInline(ContentInline):
@@ -67,12 +88,15 @@ class RubricRuleInline(ContentInline):
 
 
 class RubricForm(VersionedHeadForm):
-    severity_high = forms.CharField(label="High severity means", required=False,
-                                    widget=forms.Textarea(attrs={"rows": 2, "cols": 60}))
-    severity_medium = forms.CharField(label="Medium severity means", required=False,
-                                      widget=forms.Textarea(attrs={"rows": 2, "cols": 60}))
-    severity_low = forms.CharField(label="Low severity means", required=False,
-                                   widget=forms.Textarea(attrs={"rows": 2, "cols": 60}))
+    severity_high = forms.CharField(
+        label="High severity means", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
+    )
+    severity_medium = forms.CharField(
+        label="Medium severity means", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
+    )
+    severity_low = forms.CharField(
+        label="Low severity means", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -91,8 +115,11 @@ class RubricAdmin(VersionedHeadAdmin):
 
     def save_form(self, request, form, change):
         rubric = super().save_form(request, form, change)
-        rubric.severity_definitions = {level: form.cleaned_data[f"severity_{level}"]
-                                       for level in ("high", "medium", "low") if form.cleaned_data[f"severity_{level}"]}
+        rubric.severity_definitions = {
+            level: form.cleaned_data[f"severity_{level}"]
+            for level in ("high", "medium", "low")
+            if form.cleaned_data[f"severity_{level}"]
+        }
         return rubric
 
     def version_changes(self, old, new):
@@ -102,5 +129,6 @@ class RubricAdmin(VersionedHeadAdmin):
         return services.rubric_create(content=content, changelog=changelog, author=author, rubric_id=head.pk)
 
     def publish_head(self, *, head, content, changelog, author, expected_version=None):
-        return services.rubric_publish_version(rubric=head, content=content, changelog=changelog, author=author,
-                                               expected_version=expected_version)
+        return services.rubric_publish_version(
+            rubric=head, content=content, changelog=changelog, author=author, expected_version=expected_version
+        )

@@ -31,10 +31,12 @@ def _blank_scope_to_none(value):
 
 
 class EvaluationCriteria(ConfigurationIn):
-    pass_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
-                               Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
-    fail_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list),
-                               Field(max_length=MAX_CONDITIONS)] = Field(default_factory=list)
+    pass_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list), Field(max_length=MAX_CONDITIONS)] = (
+        Field(default_factory=list)
+    )
+    fail_conditions: Annotated[list[Condition], BeforeValidator(_none_to_list), Field(max_length=MAX_CONDITIONS)] = (
+        Field(default_factory=list)
+    )
 
 
 class Examples(ConfigurationIn):
@@ -50,13 +52,16 @@ class RuleIn(ConfigurationIn):
     description: OptText = ""
     prompt_reference: Annotated[OptText, Field(max_length=500)] = ""
     evaluation_criteria: Annotated[EvaluationCriteria, BeforeValidator(_none_to_dict)] = Field(
-        default_factory=EvaluationCriteria)
+        default_factory=EvaluationCriteria
+    )
     examples: Annotated[Examples, BeforeValidator(_none_to_dict)] = Field(default_factory=Examples)
     component_scope: Annotated[ScopeName | None, BeforeValidator(_blank_scope_to_none)] = None
     component_ids: Annotated[list[ShortText], BeforeValidator(_none_to_list), Field(max_length=100)] = Field(
-        default_factory=list)
+        default_factory=list
+    )
     component_names: Annotated[list[ShortText], BeforeValidator(_none_to_list), Field(max_length=100)] = Field(
-        default_factory=list)
+        default_factory=list
+    )
 
 
 class RubricContent(ConfigurationIn):
@@ -68,9 +73,11 @@ class RubricContent(ConfigurationIn):
     name: Name
     description: OptText = ""
     severity_definitions: Annotated[dict[SeverityName, OptText], BeforeValidator(_none_to_dict)] = Field(
-        default_factory=dict)
+        default_factory=dict
+    )
     rules: Annotated[list[RuleIn], Field(max_length=MAX_RULES), unique_ids("id", what="rule id")] = Field(
-        default_factory=list)
+        default_factory=list
+    )
 
 
 RubricCreateIn, RubricUpdateIn = input_schemas(RubricContent)

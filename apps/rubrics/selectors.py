@@ -27,12 +27,20 @@ def rubric_version_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:
 
 
 # How rule fields are named in a change summary; those not here are named by their key.
-_RULE_FIELDS = {"name": "name", "severity": "severity", "category": "category", "description": "description",
-                "prompt_reference": "prompt reference", "component_scope": "component scope",
-                "component_ids": "component ids", "component_names": "component names",
-                "evaluation_criteria.pass_conditions": "pass conditions",
-                "evaluation_criteria.fail_conditions": "fail conditions",
-                "examples.violation": "violation example", "examples.correct": "correct example"}
+_RULE_FIELDS = {
+    "name": "name",
+    "severity": "severity",
+    "category": "category",
+    "description": "description",
+    "prompt_reference": "prompt reference",
+    "component_scope": "component scope",
+    "component_ids": "component ids",
+    "component_names": "component names",
+    "evaluation_criteria.pass_conditions": "pass conditions",
+    "evaluation_criteria.fail_conditions": "fail conditions",
+    "examples.violation": "violation example",
+    "examples.correct": "correct example",
+}
 _RUBRIC_FIELDS = {"name": "name", "description": "description", "agent_id": "bot"}
 _SHORT = 60  # values up to this long are quoted in full (old → new); longer ones are said to have changed
 
@@ -41,13 +49,17 @@ def rubric_version_changes(old: dict, new: dict) -> list[str]:
     """What changed between two snapshots of a rubric, one sentence per change, naming each rule by
     its id and name: "Rule BRIEF_RESPONSES (Brief, Focused Responses): severity medium → high".
     Rules are matched by id, so a changed id reads as one rule removed and another added."""
-    changes = [f"Rubric {label}: {_change(old.get(key), new.get(key))}"
-               for key, label in _RUBRIC_FIELDS.items() if old.get(key) != new.get(key)]
+    changes = [
+        f"Rubric {label}: {_change(old.get(key), new.get(key))}"
+        for key, label in _RUBRIC_FIELDS.items()
+        if old.get(key) != new.get(key)
+    ]
     old_definitions, new_definitions = old.get("severity_definitions") or {}, new.get("severity_definitions") or {}
     for level in sorted(set(old_definitions) | set(new_definitions)):
         if old_definitions.get(level) != new_definitions.get(level):
-            changes.append(f"Severity {level} definition: "
-                           f"{_change(old_definitions.get(level), new_definitions.get(level))}")
+            changes.append(
+                f"Severity {level} definition: {_change(old_definitions.get(level), new_definitions.get(level))}"
+            )
     old_rules = {rule.get("id"): rule for rule in old.get("rules") or []}
     new_rules = {rule.get("id"): rule for rule in new.get("rules") or []}
     for rule_id, rule in new_rules.items():
@@ -55,8 +67,11 @@ def rubric_version_changes(old: dict, new: dict) -> list[str]:
         if before is None:
             changes.append(f"{_rule_name(rule)} added ({rule.get('severity') or 'no'} severity)")
             continue
-        fields = [f"{label} {_change(_field(before, key), _field(rule, key))}"
-                  for key, label in _RULE_FIELDS.items() if _field(before, key) != _field(rule, key)]
+        fields = [
+            f"{label} {_change(_field(before, key), _field(rule, key))}"
+            for key, label in _RULE_FIELDS.items()
+            if _field(before, key) != _field(rule, key)
+        ]
         if fields:
             changes.append(f"{_rule_name(rule)}: {'; '.join(fields)}")
     changes += [f"{_rule_name(rule)} removed" for rule_id, rule in old_rules.items() if rule_id not in new_rules]

@@ -25,12 +25,20 @@ def _write_rules(rubric: Rubric, content: RubricContent) -> None:
     rubric.rules.all().delete()
     RubricRule.objects.bulk_create(
         RubricRule(
-            rubric=rubric, position=position, rule_id=rule.id, name=rule.name, severity=rule.severity,
-            category=rule.category, description=rule.description, prompt_reference=rule.prompt_reference,
+            rubric=rubric,
+            position=position,
+            rule_id=rule.id,
+            name=rule.name,
+            severity=rule.severity,
+            category=rule.category,
+            description=rule.description,
+            prompt_reference=rule.prompt_reference,
             pass_conditions=rule.evaluation_criteria.pass_conditions,
             fail_conditions=rule.evaluation_criteria.fail_conditions,
-            example_violation=rule.examples.violation, example_correct=rule.examples.correct,
-            component_scope=rule.component_scope, component_ids=rule.component_ids,
+            example_violation=rule.examples.violation,
+            example_correct=rule.examples.correct,
+            component_scope=rule.component_scope,
+            component_ids=rule.component_ids,
             component_names=rule.component_names,
         )
         for position, rule in enumerate(content.rules)
@@ -39,11 +47,16 @@ def _write_rules(rubric: Rubric, content: RubricContent) -> None:
 
 def _publishing(content: RubricContent) -> dict:
     """What publishing `content` as a rubric's next version needs from this app."""
-    return {"snapshot_of": lambda rubric: rubric_content_snapshot(rubric.pk, content),
-            "head_fields": lambda: {"agent": bot_named_in_body(content.agent_id), "name": content.name,
-                                    "description": content.description,
-                                    "severity_definitions": dict(content.severity_definitions)},
-            "write_rows": lambda rubric, _snapshot: _write_rules(rubric, content)}
+    return {
+        "snapshot_of": lambda rubric: rubric_content_snapshot(rubric.pk, content),
+        "head_fields": lambda: {
+            "agent": bot_named_in_body(content.agent_id),
+            "name": content.name,
+            "description": content.description,
+            "severity_definitions": dict(content.severity_definitions),
+        },
+        "write_rows": lambda rubric, _snapshot: _write_rules(rubric, content),
+    }
 
 
 def rubric_create(*, content: RubricContent, changelog: str = "", author: str = "", rubric_id=None) -> Rubric:
@@ -51,11 +64,18 @@ def rubric_create(*, content: RubricContent, changelog: str = "", author: str = 
     return version_head_create(model=Rubric, pk=rubric_id, changelog=changelog, author=author, **_publishing(content))
 
 
-def rubric_publish_version(*, rubric: Rubric, content: RubricContent, changelog: str = "", author: str = "",
-                           expected_version: int | None = None) -> tuple[Rubric, bool]:
+def rubric_publish_version(
+    *,
+    rubric: Rubric,
+    content: RubricContent,
+    changelog: str = "",
+    author: str = "",
+    expected_version: int | None = None,
+) -> tuple[Rubric, bool]:
     """Make `content` the rubric's head and publish it as the next version (see version_publish)."""
-    return version_publish(head=rubric, changelog=changelog, author=author, expected_version=expected_version,
-                           **_publishing(content))
+    return version_publish(
+        head=rubric, changelog=changelog, author=author, expected_version=expected_version, **_publishing(content)
+    )
 
 
 def rubric_delete(*, rubric: Rubric) -> None:

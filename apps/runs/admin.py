@@ -14,23 +14,33 @@ from . import services
 from .forms import AdminRunLaunchForm
 from .judging.aggregate import UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun, VerdictReview
+from .models import EvaluationResult, EvaluationRun
 from .selectors import run_bot_choices, run_live_component_scores
 
 
 def _progress(run: EvaluationRun) -> str:
-    return format_html('<progress max="{}" value="{}" style="width:6em" title="{}/{}"></progress> {}/{}',
-                       run.total or 1, run.completed, run.completed, run.total, run.completed, run.total)
+    return format_html(
+        '<progress max="{}" value="{}" style="width:6em" title="{}/{}"></progress> {}/{}',
+        run.total or 1,
+        run.completed,
+        run.completed,
+        run.total,
+        run.completed,
+        run.total,
+    )
 
 
 def _verdict_badge(passed, status="ok", outcome=None) -> str:
     if outcome == UNASSESSED:
-        return format_html('<strong style="color:#b26b00" title="{}">UNASSESSED</strong>',
-                           "a verdict that decides the item was not given: neither passed nor failed")
+        return format_html(
+            '<strong style="color:#b26b00" title="{}">UNASSESSED</strong>',
+            "a verdict that decides the item was not given: neither passed nor failed",
+        )
     if status != "ok":
         return format_html('<strong style="color:#b26b00">{}</strong>', status.upper())
-    return format_html('<strong style="color:{}">{}</strong>', "#1a7f37" if passed else "#cf222e",
-                       "PASS" if passed else "FAIL")
+    return format_html(
+        '<strong style="color:{}">{}</strong>', "#1a7f37" if passed else "#cf222e", "PASS" if passed else "FAIL"
+    )
 
 
 class ResultInline(admin.TabularInline):
@@ -38,8 +48,17 @@ class ResultInline(admin.TabularInline):
     extra = 0
     can_delete = False
     show_change_link = True
-    fields = ["position", "attempt", "item_name", "item_type", "verdict", "criteria_passed", "rubric_passed",
-              "duration_ms", "error"]
+    fields = [
+        "position",
+        "attempt",
+        "item_name",
+        "item_type",
+        "verdict",
+        "criteria_passed",
+        "rubric_passed",
+        "duration_ms",
+        "error",
+    ]
     readonly_fields = fields
     ordering = ["passed", "position", "attempt"]
 
@@ -73,20 +92,52 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
     # and test set names; the run id is the title of the run's link. The stylesheet of
     # change_list.html keeps short values (judge, status) on one line. Passed (in the pass rate), failed and unassessed
     # apart: an unassessed result is neither.
-    list_display = ["run_name", "bot_name", "status", "progress", "pass_rate_display", "failed", "unassessed",
-                    "versions", "judge"]
+    list_display = [
+        "run_name",
+        "bot_name",
+        "status",
+        "progress",
+        "pass_rate_display",
+        "failed",
+        "unassessed",
+        "versions",
+        "judge",
+    ]
     list_display_links = ["run_name"]
     list_filter = ["status", "judge", BotNameFilter]
     search_fields = ["run_id", "agent_id"]
     list_per_page = 50
     inlines = [ResultInline]
     actions = ["cancel_runs"]
-    readonly_fields = ["run_id", "agent_id", "status", "progress", "pass_rate_display", "error", "test_set_id",
-                       "test_set_version", "dataset_id", "rubric_id", "rubric_version", "concurrency",
-                       "repeats", "component_scope_filter", "component_ids_filter", "component_scores_display",
-                       "criteria_passed",
-                       "criteria_total", "rubric_rules_passed", "rubric_rules_total", "bot_llm_provider",
-                       "bot_llm_model", "judge", "created_by", "created_at", "started_at", "completed_at"]
+    readonly_fields = [
+        "run_id",
+        "agent_id",
+        "status",
+        "progress",
+        "pass_rate_display",
+        "error",
+        "test_set_id",
+        "test_set_version",
+        "dataset_id",
+        "rubric_id",
+        "rubric_version",
+        "concurrency",
+        "repeats",
+        "component_scope_filter",
+        "component_ids_filter",
+        "component_scores_display",
+        "criteria_passed",
+        "criteria_total",
+        "rubric_rules_passed",
+        "rubric_rules_total",
+        "bot_llm_provider",
+        "bot_llm_model",
+        "judge",
+        "created_by",
+        "created_at",
+        "started_at",
+        "completed_at",
+    ]
     fields = readonly_fields
 
     def get_queryset(self, request):
@@ -109,8 +160,9 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
             source = f"{obj.test_set_name_value or '(deleted question set)'} (question set)"
         if not obj.rubric_id:
             return source
-        return format_html("{}<br><small>{} v{}</small>", source, obj.rubric_name_value or "(deleted rubric)",
-                           obj.rubric_version)
+        return format_html(
+            "{}<br><small>{} v{}</small>", source, obj.rubric_name_value or "(deleted rubric)", obj.rubric_version
+        )
 
     @admin.display(description="bot", ordering="bot_name_value")
     def bot_name(self, obj):
@@ -133,8 +185,12 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
             if run is not None:
                 messages.success(request, f"Run {run.run_id} started with {run.total} items.")
                 return redirect("admin:runs_evaluationrun_change", run.pk)
-        context = {**self.admin_site.each_context(request), "form": form, "title": "Launch an evaluation run",
-                   "opts": self.model._meta}
+        context = {
+            **self.admin_site.each_context(request),
+            "form": form,
+            "title": "Launch an evaluation run",
+            "opts": self.model._meta,
+        }
         return TemplateResponse(request, "admin/runs/launch.html", context)
 
     @admin.display(description="progress")
@@ -150,8 +206,11 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
         scores = run_live_component_scores(run=obj)
         if not scores:
             return "—"
-        return format_html_join("", "<div>{}: {}/{} ({})</div>",
-                                ((s, v["passed"], v["total"], f"{v['score']:.0%}") for s, v in scores.items()))
+        return format_html_join(
+            "",
+            "<div>{}: {}/{} ({})</div>",
+            ((s, v["passed"], v["total"], f"{v['score']:.0%}") for s, v in scores.items()),
+        )
 
     @admin.action(description="Cancel selected runs")
     def cancel_runs(self, request, queryset):
@@ -168,14 +227,38 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
 @admin.register(EvaluationResult)
 class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    list_display = ["item_name", "run_link", "item_type", "verdict", "criteria_passed", "rubric_passed", "duration_ms",
-                    "state"]
+    list_display = [
+        "item_name",
+        "run_link",
+        "item_type",
+        "verdict",
+        "criteria_passed",
+        "rubric_passed",
+        "duration_ms",
+        "state",
+    ]
     list_filter = ["outcome", "item_type", "state"]
     list_select_related = ["run"]
     search_fields = ["item_name", "run__run_id", "test_case_id"]
-    fields = ["run_link", "test_case_id", "item_name", "item_type", "verdict", "error", "transcript",
-              "criteria_table", "rubric_table", "scores_pretty", "duration_ms", "langsmith_run_id", "attempt",
-              "executions", "state", "created_at", "finished_at"]
+    fields = [
+        "run_link",
+        "test_case_id",
+        "item_name",
+        "item_type",
+        "verdict",
+        "error",
+        "transcript",
+        "criteria_table",
+        "rubric_table",
+        "scores_pretty",
+        "duration_ms",
+        "langsmith_run_id",
+        "attempt",
+        "executions",
+        "state",
+        "created_at",
+        "finished_at",
+    ]
     readonly_fields = fields
 
     # The model's `attempts` counts executions of this one row (a worker that died and was retried);
@@ -186,8 +269,9 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
     @admin.display(description="run")
     def run_link(self, obj):
-        return format_html('<a href="{}">{}</a>', reverse("admin:runs_evaluationrun_change", args=[obj.run_id]),
-                           obj.run.run_id)
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:runs_evaluationrun_change", args=[obj.run_id]), obj.run.run_id
+        )
 
     @admin.display(description="verdict")
     def verdict(self, obj):
@@ -198,62 +282,53 @@ class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
         messages_ = (obj.output or {}).get("messages") or []
         rows = []
         for m in messages_:
-            calls = format_html_join("", '<details><summary>tool call <code>{}</code> {}</summary>{}</details>',
-                                     ((c["name"], "" if c.get("success", True) else "FAILED",
-                                       pretty_json({"arguments": c.get("arguments"), "result": c.get("result"),
-                                                    "error": c.get("error")}))
-                                      for c in m.get("tool_calls") or []))
-            rows.append(format_html('<div style="margin:.4em 0"><strong>{}</strong>: {}{}</div>', m["role"],
-                                    m["content"], calls))
+            calls = format_html_join(
+                "",
+                "<details><summary>tool call <code>{}</code> {}</summary>{}</details>",
+                (
+                    (
+                        c["name"],
+                        "" if c.get("success", True) else "FAILED",
+                        pretty_json(
+                            {"arguments": c.get("arguments"), "result": c.get("result"), "error": c.get("error")}
+                        ),
+                    )
+                    for c in m.get("tool_calls") or []
+                ),
+            )
+            rows.append(
+                format_html(
+                    '<div style="margin:.4em 0"><strong>{}</strong>: {}{}</div>', m["role"], m["content"], calls
+                )
+            )
         return format_html_join("", "{}", ((r,) for r in rows)) if rows else "—"
 
     @admin.display(description="criteria")
     def criteria_table(self, obj):
         if obj.criteria_scores is None:
             return "—"
-        return format_html_join("", "<div>{} <em>{}</em> — {} <small>({}, score {})</small></div>",
-                                ((_verdict_badge(c.passed, c.status), c.key, c.reasoning, c.judge, c.score)
-                                 for c in Verdict.list_from_json(obj.criteria_scores, kind=CRITERION)))
+        return format_html_join(
+            "",
+            "<div>{} <em>{}</em> — {} <small>({}, score {})</small></div>",
+            (
+                (_verdict_badge(c.passed, c.status), c.key, c.reasoning, c.judge, c.score)
+                for c in Verdict.list_from_json(obj.criteria_scores, kind=CRITERION)
+            ),
+        )
 
     @admin.display(description="rubric rules")
     def rubric_table(self, obj):
         if obj.rubric_scores is None:
             return "—"
-        return format_html_join("", "<div>{} <code>{}</code> {} [{}] — {} <small>({})</small></div>",
-                                ((_verdict_badge(r.passed, r.status), r.key, r.rule_name, r.severity, r.reasoning,
-                                  r.judge) for r in Verdict.list_from_json(obj.rubric_scores, kind=RULE)))
+        return format_html_join(
+            "",
+            "<div>{} <code>{}</code> {} [{}] — {} <small>({})</small></div>",
+            (
+                (_verdict_badge(r.passed, r.status), r.key, r.rule_name, r.severity, r.reasoning, r.judge)
+                for r in Verdict.list_from_json(obj.rubric_scores, kind=RULE)
+            ),
+        )
 
     @admin.display(description="scores")
     def scores_pretty(self, obj):
         return pretty_json(obj.scores)
-
-
-@admin.register(VerdictReview)
-class VerdictReviewAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
-    """Every human review, to audit who overrode what. Reviews are made on the console's result
-    page or through the API, never edited: a new review supersedes an old one."""
-
-    list_display = ["created_at", "reviewer_name", "kind", "key_short", "judge_verdict", "human_verdict", "result_link"]
-    list_filter = ["kind", "passed", "judge_passed", "judge_status"]
-    list_select_related = ["result"]
-    search_fields = ["key", "note", "reviewer_name", "result__result_id"]
-    fields = ["review_id", "result_link", "kind", "key", "judge", "judge_status", "judge_passed", "passed", "note",
-              "reviewer_name", "created_at"]
-    readonly_fields = fields
-
-    @admin.display(description="verdict")
-    def key_short(self, obj):
-        return obj.key[:80]
-
-    @admin.display(description="judge")
-    def judge_verdict(self, obj):
-        return "—" if obj.judge_passed is None else _verdict_badge(obj.judge_passed, obj.judge_status)
-
-    @admin.display(description="human")
-    def human_verdict(self, obj):
-        return _verdict_badge(obj.passed)
-
-    @admin.display(description="result")
-    def result_link(self, obj):
-        return format_html('<a href="{}">{}</a>', reverse("console:result-detail", args=[obj.result.result_id]),
-                           obj.result.item_name or obj.result.result_id)

@@ -1,23 +1,16 @@
-"""A run's figures over its finished results, summed in the database and kept: the digest.
+"""A run's figures over its finished results, summed in the database: the digest.
 
 The run page, the comparison and the API need a few hundred numbers from a run's results (how many
 passed, were unassessed, of which type and priority; its criterion and rule verdicts by kind,
-severity, scope and status; the tags its items carry; its distinct judges), while the verdict JSON
-they come from is several kilobytes per result: a few hundred megabytes at 100,000 results. A
-RunDigest is those numbers. On PostgreSQL two GROUP BY queries sum them where the JSON lives (only
-the groups travel); elsewhere (SQLite, the embedded default) the rows are streamed through the same
-Verdict logic, which is also the reference the PostgreSQL queries are tested against.
+severity, scope and status; the tags its items carry; its distinct judges). A RunDigest is those
+numbers, from two GROUP BY queries written with the ORM, so they run unchanged on SQLite and
+PostgreSQL: one over the run's results, one over its verdicts' Score rows (read by the
+score_parent_key index, without touching the results).
 
-Reading that JSON is the expensive part (PostgreSQL detoasts every row: about a second per verdict
-column per 100,000 results), so digests are kept in Django's cache. Results are written once, when
-they finish (services._record), and reviews never change the judge's verdicts, so:
-- a finished run's digest never changes: it is computed once per cache (per process with the
-  default local-memory cache) and keyed by the run's status and completed count, which a late
-  result would move;
-- a run in progress keeps the digest of its results finished before a watermark (LIVE_OVERLAP
-  behind the clock, because a result stamped just before may commit later) and each read sums only
-  what finished since, so polling a large run never re-reads what it has read.
-Figures that depend on human reviews are computed from the reviews on every read (selectors).
+A finished run never changes, so its digest is computed once, when it finishes (services._finalize),
+and stored on the run (EvaluationRun.digest): the first view of a finished run in a fresh process
+reads one row. A run still in progress is summed on each read. Figures that depend on human
+reviews are computed from the reviews on every read (selectors).
 """
 
 import json
@@ -25,19 +18,36 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
-from django.db import connection
-from django.db.models import Q
-from django.utils import timezone
+from django.db.models import (
+    BooleanField,
+    Case,
+    CharField,
+    Count,
+    F,
+    FloatField,
+    Func,
+    Max,
+    Q,
+    Sum,
+    TextField,
+    Value,
+    When,
+)
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Coalesce
+from django.utils.dateparse import parse_datetime
 
-from .judging.aggregate import (UNASSESSED, weighted_component_scores, weighted_coverage,
-                                weighted_verdict_counts)
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
+
+from .judging.aggregate import UNASSESSED, weighted_component_scores, weighted_coverage, weighted_verdict_counts
 from .judging.fingerprint import JUDGE_KEYS, distinct_judges, judge_part
 from .judging.types import CRITERION, RULE, Verdict
 from .models import EvaluationResult, EvaluationRun
 
 # A result stamped finished this long ago may still be committing (services._record stamps, then
-# writes the run's counters, then commits); what finished later is read again on the next poll.
+# writes the run's counters, then commits): a live page asks again for what finished this long
+# before what it has seen.
 LIVE_OVERLAP = timedelta(seconds=10)
 CACHE_SECONDS = 24 * 3600
 CACHE_PREFIX = "evalsite:runs:digest"
@@ -58,9 +68,13 @@ class RunDigest:
     newest: datetime | None = None
 
     def __add__(self, other: "RunDigest") -> "RunDigest":
-        total = RunDigest(rows=self.rows + other.rows, tags=self.tags | other.tags,
-                          verdicts={key: list(value) for key, value in self.verdicts.items()},
-                          judges={**other.judges, **self.judges}, newest=self.newest)
+        total = RunDigest(
+            rows=self.rows + other.rows,
+            tags=self.tags | other.tags,
+            verdicts={key: list(value) for key, value in self.verdicts.items()},
+            judges={**other.judges, **self.judges},
+            newest=self.newest,
+        )
         total.saw_finish(other.newest)
         for key, (n, score_sum) in other.verdicts.items():
             total.add_verdicts(key, n, score_sum)
@@ -79,6 +93,29 @@ class RunDigest:
         if fingerprint:
             part = judge_part(fingerprint)
             self.judges.setdefault(tuple(sorted((k, str(v)) for k, v in part.items())), part)
+
+    # --- stored on a finished run (EvaluationRun.digest) -----------------------------------------
+
+    def to_json(self) -> dict:
+        return {
+            "rows": [[*key, n] for key, n in self.rows.items()],
+            "tags": sorted(self.tags),
+            "verdicts": [[*key, n, score_sum] for key, (n, score_sum) in self.verdicts.items()],
+            "judges": list(self.judges.values()),
+            "newest": self.newest.isoformat() if self.newest else None,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "RunDigest":
+        digest = cls(
+            rows=Counter({tuple(row[:4]): row[4] for row in data["rows"]}),
+            tags=set(data["tags"]),
+            verdicts={tuple(v[:7]): [v[7], v[8]] for v in data["verdicts"]},
+            newest=parse_datetime(data["newest"]) if data.get("newest") else None,
+        )
+        for part in data["judges"]:
+            digest.add_judge(part)
+        return digest
 
     # --- what the pages read ---------------------------------------------------------------------
 
@@ -100,12 +137,23 @@ class RunDigest:
     def unassessed(self) -> int:
         return sum(n for (_, _, _, outcome), n in self.rows.items() if outcome == UNASSESSED)
 
-    def results_matching(self, *, passed: bool | None = None, outcome: str | None = None,
-                         item_type: str | None = None, priority: str | None = None) -> int:
+    def results_matching(
+        self,
+        *,
+        passed: bool | None = None,
+        outcome: str | None = None,
+        item_type: str | None = None,
+        priority: str | None = None,
+    ) -> int:
         """How many finished results the run page's filters on these columns leave."""
-        return sum(n for (row_type, row_priority, row_passed, row_outcome), n in self.rows.items()
-                   if (passed is None or row_passed is passed) and (outcome is None or row_outcome == outcome)
-                   and (not item_type or row_type == item_type) and (not priority or row_priority == priority))
+        return sum(
+            n
+            for (row_type, row_priority, row_passed, row_outcome), n in self.rows.items()
+            if (passed is None or row_passed is passed)
+            and (outcome is None or row_outcome == outcome)
+            and (not item_type or row_type == item_type)
+            and (not priority or row_priority == priority)
+        )
 
     def verdict_counts(self, kind: str) -> dict[str, int]:
         return weighted_verdict_counts(self.counted(kind))
@@ -124,180 +172,191 @@ class RunDigest:
         rules: dict[str, dict] = {}
         for key, (n, score_sum) in sorted(self.verdicts.items(), key=lambda kv: -kv[1][0]):
             verdict = _verdict(key)
-            if verdict.kind != RULE or verdict.status != "ok":
+            if verdict.kind != RULE or verdict.status != JudgeStatus.OK:
                 continue
             # The name and severity most of its verdicts carry (one rubric version: all of them).
-            entry = rules.setdefault(verdict.key, {"name": verdict.rule_name, "severity": verdict.severity,
-                                                   "passed": 0, "total": 0, "score_sum": 0.0})
+            entry = rules.setdefault(
+                verdict.key,
+                {"name": verdict.rule_name, "severity": verdict.severity, "passed": 0, "total": 0, "score_sum": 0.0},
+            )
             entry["total"] += n
             entry["passed"] += bool(verdict.passed) * n
             entry["score_sum"] += score_sum
         return rules
 
     def filter_choices(self) -> dict[str, list[str]]:
-        return {"tags": sorted(self.tags),
-                "priorities": sorted({priority for _, priority, _, _ in self.rows if priority}),
-                "item_types": sorted({item_type for item_type, _, _, _ in self.rows})}
+        return {
+            "tags": sorted(self.tags),
+            "priorities": sorted({priority for _, priority, _, _ in self.rows if priority}),
+            "item_types": sorted({item_type for item_type, _, _, _ in self.rows}),
+        }
 
 
 def _verdict_key(kind: str, rule_id, rule_name, severity, scope, status, passed) -> tuple:
     """What tells verdicts apart for the figures; a criterion's text does not (one per item)."""
     if kind == CRITERION:
         return (CRITERION, "", "", None, None, status, passed)
-    return (RULE, rule_id or "", rule_name or "", severity, scope, status, passed)
+    return (RULE, rule_id or "", rule_name or "", severity or None, scope or None, status, passed)
 
 
 def _verdict(key: tuple) -> Verdict:
     kind, rule_id, rule_name, severity, scope, status, passed = key
-    return Verdict(passed=passed, score=None, reasoning="", judge="", status=status, kind=kind, key=rule_id,
-                   rule_name=rule_name, severity=severity, component_scope=scope)
+    return Verdict(
+        passed=passed,
+        score=None,
+        reasoning="",
+        judge="",
+        status=status,
+        kind=kind,
+        key=rule_id,
+        rule_name=rule_name,
+        severity=severity,
+        component_scope=scope,
+    )
 
 
 # --- computing ---------------------------------------------------------------------------------
 
-def digest_from_rows(rows, split_at: datetime | None = None) -> dict[tuple[int, bool], RunDigest]:
-    """Digests from (run pk, finished_at, item_type, item, passed, outcome, criteria_scores,
-    rubric_scores) rows through the Verdict logic the engine and pages use (the reference for the
-    SQL below), per (run pk, settles): whether the result finished at or before `split_at`."""
-    digests: dict[tuple[int, bool], RunDigest] = {}
-    for run_pk, finished_at, item_type, item, passed, outcome, criteria, rules in rows:
-        settles = finished_at is not None and split_at is not None and finished_at <= split_at
-        digest = digests.setdefault((run_pk, settles), RunDigest())
-        item = item if isinstance(item, dict) else {}
-        digest.rows[(item_type, item.get("priority") or "", passed, outcome)] += 1
-        tags = item.get("tags")
-        if isinstance(tags, list):
-            digest.tags.update(tag for tag in tags if isinstance(tag, str))
-        digest.saw_finish(finished_at)
-        for verdict in Verdict.list_from_json(criteria, kind=CRITERION) + Verdict.list_from_json(rules, kind=RULE):
-            key = _verdict_key(verdict.kind, verdict.key, verdict.rule_name, verdict.severity,
-                               verdict.component_scope, verdict.status, verdict.passed)
-            score = verdict.score if isinstance(verdict.score, int | float) and not isinstance(verdict.score, bool) else 0
-            digest.add_verdicts(key, 1, float(score))
-            digest.add_judge(verdict.fingerprint)
-    return digests
+
+class JsonMemberText(Func):
+    """A member of a JSON object column as JSON text ('"2"' for the string "2", '2' for the number),
+    so a grouped value keeps its JSON type: Django's KeyTransform reads a string member back as a
+    number on SQLite, and a fingerprint's string "2" must not become 2. `->` means the same on both
+    databases (SQLite 3.38+); PostgreSQL's jsonb answer is cast to text."""
+
+    output_field = TextField()
+
+    def __init__(self, column: str, key: str):
+        super().__init__(F(column), Value(key))
+
+    def as_sql(self, compiler, connection, **extra_context):
+        column, column_params = compiler.compile(self.source_expressions[0])
+        return f"({column} -> %s)", [*column_params, f"$.{self.source_expressions[1].value}"]
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        column, column_params = compiler.compile(self.source_expressions[0])
+        return f"(({column} -> %s)::text)", [*column_params, self.source_expressions[1].value]
 
 
-# {settles}: whether a row finished at or before the split (a boolean expression); {window}: which
-# rows are read. Only the groups leave the database.
-_ROWS_SQL = """
-SELECT run_id, {settles}, item_type, item->>'priority', passed, outcome, (item->'tags')::text, COUNT(*),
-       MAX(finished_at)
-FROM {table} WHERE run_id = ANY(%s) AND state = 'done' AND ({window})
-GROUP BY 1, 2, 3, 4, 5, 6, 7
-"""
-
-_JUDGE_COLUMNS = ", ".join(f"(v.e->'fingerprint'->'{key}')::text" for key in JUDGE_KEYS)
-_VERDICTS_SQL = f"""
-SELECT r.run_id, {{settles}}, v.kind, v.e->>'rule_id', v.e->>'rule_name', v.e->>'severity',
-       v.e->>'component_scope', (v.e->'status')::text, (v.e->'passed')::text, {_JUDGE_COLUMNS}, COUNT(*),
-       SUM(CASE WHEN jsonb_typeof(v.e->'score') = 'number' THEN (v.e->>'score')::float ELSE 0 END)
-FROM {{table}} r CROSS JOIN LATERAL (
-    SELECT '{CRITERION}' AS kind, e FROM jsonb_array_elements(
-        CASE WHEN jsonb_typeof(r.criteria_scores) = 'array' THEN r.criteria_scores ELSE '[]'::jsonb END) e
-    UNION ALL
-    SELECT '{RULE}', e FROM jsonb_array_elements(
-        CASE WHEN jsonb_typeof(r.rubric_scores) = 'array' THEN r.rubric_scores ELSE '[]'::jsonb END) e
-) v
-WHERE r.run_id = ANY(%s) AND r.state = 'done' AND ({{window}})
-GROUP BY {", ".join(str(n) for n in range(1, 10 + len(JUDGE_KEYS)))}
-"""
+def _json_or_none(text: str | None):
+    return None if text is None else json.loads(text)
 
 
-def _json_or(text: str | None, missing):
-    return missing if text is None else json.loads(text)
+def _settles(column: str, split_at: datetime | None):
+    """Whether a row finished at or before the split, as an expression the rows are grouped by."""
+    if split_at is None:
+        return Value(False, output_field=BooleanField())
+    return Case(
+        When(**{f"{column}__lte": split_at}, then=Value(True)), default=Value(False), output_field=BooleanField()
+    )
 
 
-def _slices_sql(column: str, after: datetime | None, split_at: datetime | None) -> tuple[str, list, str, list]:
-    """(window, its parameters, settles, its parameters) as SQL on `column`, the finish time."""
-    window, window_params = ("TRUE", []) if after is None else (f"{column} > %s OR {column} IS NULL", [after])
-    settles, settles_params = ("FALSE", []) if split_at is None else (
-        f"({column} IS NOT NULL AND {column} <= %s)", [split_at])
-    return window, window_params, settles, settles_params
-
-
-def _digests_postgresql(run_pks: list[int], after, split_at) -> dict[tuple[int, bool], RunDigest]:
-    digests: dict[tuple[int, bool], RunDigest] = {}
-    table = connection.ops.quote_name(EvaluationResult._meta.db_table)
-    with connection.cursor() as cursor:
-        window, window_params, settles, settles_params = _slices_sql("finished_at", after, split_at)
-        cursor.execute(_ROWS_SQL.format(table=table, window=window, settles=settles),
-                       [*settles_params, run_pks, *window_params])
-        for run_pk, settled, item_type, priority, passed, outcome, tags, n, newest in cursor.fetchall():
-            digest = digests.setdefault((run_pk, settled), RunDigest())
-            digest.rows[(item_type, priority or "", passed, outcome)] += n
-            digest.saw_finish(newest)
-            tags = _json_or(tags, [])
-            if isinstance(tags, list):
-                digest.tags.update(tag for tag in tags if isinstance(tag, str))
-        window, window_params, settles, settles_params = _slices_sql("r.finished_at", after, split_at)
-        cursor.execute(_VERDICTS_SQL.format(table=table, window=window, settles=settles),
-                       [*settles_params, run_pks, *window_params])
-        for run_pk, settled, kind, rule_id, rule_name, severity, scope, status, passed, *rest in cursor.fetchall():
-            judge, (n, score_sum) = rest[:len(JUDGE_KEYS)], rest[len(JUDGE_KEYS):]
-            digest = digests.setdefault((run_pk, settled), RunDigest())
-            key = _verdict_key(kind, rule_id, rule_name, severity, scope, _json_or(status, "ok"), _json_or(passed, None))
-            digest.add_verdicts(key, n, score_sum or 0.0)
-            digest.add_judge({k: json.loads(v) for k, v in zip(JUDGE_KEYS, judge) if v is not None})
-    return digests
-
-
-def compute_digests(run_pks: list[int], *, after: datetime | None = None,
-                    split_at: datetime | None = None) -> dict[tuple[int, bool], RunDigest]:
-    """Digests of the runs' finished results (those finished after `after`, and those without a
-    finish time, when it is given), uncached, per (run pk, finished at or before `split_at`)."""
-    if connection.vendor == "postgresql":
-        return _digests_postgresql(run_pks, after, split_at)
-    results = EvaluationResult.objects.done().filter(run__in=run_pks)
+def _add_result_groups(digests: dict, run_pks: list[int], after, split_at) -> None:
+    results = EvaluationResult.objects.done().filter(run_id__in=run_pks)
     if after is not None:
         results = results.filter(Q(finished_at__gt=after) | Q(finished_at__isnull=True))
-    rows = results.order_by().values_list("run_id", "finished_at", "item_type", "item", "passed", "outcome",
-                                          "criteria_scores", "rubric_scores")
-    return digest_from_rows(rows.iterator(chunk_size=2000), split_at)
+    groups = (
+        results.order_by()
+        .annotate(
+            settles=_settles("finished_at", split_at),
+            priority=KeyTextTransform("priority", "item"),
+            tags=KeyTransform("tags", "item"),
+        )
+        .values("run_id", "settles", "item_type", "priority", "passed", "outcome", "tags")
+        .annotate(n=Count("id"), newest=Max("finished_at"))
+    )
+    for group in groups:
+        digest = digests.setdefault((group["run_id"], group["settles"]), RunDigest())
+        digest.rows[(group["item_type"], group["priority"] or "", group["passed"], group["outcome"])] += group["n"]
+        digest.saw_finish(group["newest"])
+        tags = group["tags"]
+        if isinstance(tags, list):
+            digest.tags.update(tag for tag in tags if isinstance(tag, str))
 
 
-def _finished_key(run: EvaluationRun) -> str:
-    return f"{CACHE_PREFIX}:{run.run_id}:{run.status}:{run.completed}"
+def _add_verdict_groups(digests: dict, run_pks: list[int], after, split_at) -> None:
+    # Score.created_at is the result's finish time (services._record stamps both alike).
+    scores = (
+        Score.objects.of(SubjectKind.RUN_RESULT).machine().filter(parent_id__in=run_pks, kind__in=(CRITERION, RULE))
+    )
+    if after is not None:
+        scores = scores.filter(created_at__gt=after)
+    is_rule = Q(kind=RULE)
+    judges = {f"judge_{key}": JsonMemberText("fingerprint", key) for key in JUDGE_KEYS}
+    groups = (
+        scores.order_by()
+        .annotate(
+            settles=_settles("created_at", split_at),
+            rule_id=Case(When(is_rule, then=F("key")), default=Value(""), output_field=CharField()),
+            rule_name=Case(
+                When(is_rule, then=KeyTextTransform("rule_name", "detail")), default=Value(""), output_field=CharField()
+            ),
+            **judges,
+        )
+        .values(
+            "parent_id", "settles", "kind", "rule_id", "rule_name", "severity", "scope", "status", "passed", *judges
+        )
+        .annotate(n=Count("id"), score_sum=Sum(Coalesce("value", Value(0.0), output_field=FloatField())))
+    )
+    for group in groups:
+        digest = digests.setdefault((group["parent_id"], group["settles"]), RunDigest())
+        key = _verdict_key(
+            group["kind"],
+            group["rule_id"],
+            group["rule_name"],
+            group["severity"],
+            group["scope"],
+            group["status"],
+            group["passed"],
+        )
+        digest.add_verdicts(key, group["n"], group["score_sum"] or 0.0)
+        judge = {key: _json_or_none(group[f"judge_{key}"]) for key in JUDGE_KEYS}
+        digest.add_judge({key: value for key, value in judge.items() if value is not None})
 
 
-def _live_digest(run: EvaluationRun) -> RunDigest:
-    """A run in progress: what it kept (results finished before `since`), plus one read of those
-    finished since, of which the ones older than LIVE_OVERLAP are kept in turn."""
-    key = f"{CACHE_PREFIX}:{run.run_id}:live"
-    watermark = timezone.now() - LIVE_OVERLAP
-    since, settled = cache.get(key) or (None, RunDigest())
-    parts = compute_digests([run.pk], after=since, split_at=watermark)
-    settle, tail = parts.get((run.pk, True), RunDigest()), parts.get((run.pk, False), RunDigest())
-    if since is not None and settled.completed + settle.completed + tail.completed < run.completed:
-        # Fewer results than the engine counted when the run was read: one stamped before `since`
-        # committed after it was kept (LIVE_OVERLAP was not enough). Read the run again.
-        since, settled = None, RunDigest()
-        parts = compute_digests([run.pk], split_at=watermark)
-        settle, tail = parts.get((run.pk, True), RunDigest()), parts.get((run.pk, False), RunDigest())
-    settled = settled + settle
-    cache.set(key, (max(watermark, since) if since else watermark, settled), CACHE_SECONDS)
-    return settled + tail
+def compute_digests(
+    run_pks: list[int], *, after: datetime | None = None, split_at: datetime | None = None
+) -> dict[tuple[int, bool], RunDigest]:
+    """Digests of the runs' finished results (those finished after `after`, and those without a
+    finish time, when it is given), per (run pk, finished at or before `split_at`)."""
+    digests: dict[tuple[int, bool], RunDigest] = {}
+    _add_result_groups(digests, run_pks, after, split_at)
+    _add_verdict_groups(digests, run_pks, after, split_at)
+    return digests
+
+
+def compute_digest(run: EvaluationRun) -> RunDigest:
+    return compute_digests([run.pk]).get((run.pk, False), RunDigest())
+
+
+def _stored(run: EvaluationRun) -> RunDigest | None:
+    """The digest stored on a finished run, if it still counts every result (an item that was
+    under way when its run was cancelled may finish after)."""
+    if not run.is_finished or not run.digest:
+        return None
+    digest = RunDigest.from_json(run.digest)
+    return digest if digest.completed == run.completed else None
 
 
 def run_digests(runs: list[EvaluationRun]) -> dict[int, RunDigest]:
-    """Per run pk, the digest of its finished results: kept ones where the cache has them, the
-    missing finished ones in one computation, runs in progress from what they kept plus what
-    finished since."""
+    """Per run pk, the digest of its finished results: the stored one of a finished run, the rest
+    computed in one pass. A finished run without a stored digest (finished before digests were
+    stored, or counted again since) gets one stored, so this is computed once."""
     digests: dict[int, RunDigest] = {}
     missing = []
     for run in runs:
-        if not run.is_finished:
-            digests[run.pk] = _live_digest(run)
-        elif (kept := cache.get(_finished_key(run))) is not None:
-            digests[run.pk] = kept
+        stored = _stored(run)
+        if stored is not None:
+            digests[run.pk] = stored
         else:
             missing.append(run)
     if missing:
         computed = compute_digests([run.pk for run in missing])
         for run in missing:
-            digest = computed.get((run.pk, False), RunDigest())
-            cache.set(_finished_key(run), digest, CACHE_SECONDS)
-            digests[run.pk] = digest
+            digests[run.pk] = computed.get((run.pk, False), RunDigest())
+            if run.is_finished:
+                run.digest = digests[run.pk].to_json()
+                EvaluationRun.objects.filter(pk=run.pk).update(digest=run.digest)
     return digests
 
 

@@ -12,7 +12,6 @@ class RunsConfig(AppConfig):
         # Imported here, not at the top: the demo modules import models, which need the app registry.
         from .demo import load_demo_evaluation_data, load_demo_runs
 
-        demo_loader_register(label="bot, rubric, test set and question set", order=40,
-                             load=load_demo_evaluation_data)
+        demo_loader_register(label="bot, rubric, test set and question set", order=40, load=load_demo_evaluation_data)
         # After the loader above: two finished runs of its test set, the demo bot's and a changed bot's.
         demo_loader_register(label="changed bot and runs", order=50, load=load_demo_runs)

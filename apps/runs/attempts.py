@@ -18,7 +18,7 @@ from itertools import groupby
 from django.db.models import Avg, Case, Count, F, IntegerField, Max, Q, Value, When
 
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, is_flaky
-from .models import EvaluationRun
+from .models import EvaluationRun, iter_with_verdicts
 
 
 def _outcome(attempt) -> str:
@@ -49,7 +49,7 @@ class ItemAttempts:
     @property
     def deciding(self):
         verdict = self.outcome
-        return next((a for a, o in zip(self.attempts, self.outcomes) if o == verdict), self.attempts[0])
+        return next((a for a, o in zip(self.attempts, self.outcomes, strict=True) if o == verdict), self.attempts[0])
 
 
 def _position(attempt) -> int:
@@ -64,6 +64,7 @@ def group_by_item(attempts) -> Iterator[ItemAttempts]:
 
 # ---- The results API: the contract's fields per item, its attempts nested ----
 
+
 def _item_positions(run: EvaluationRun, *, passed: bool | None = None, item_type: str | None = None):
     """Positions of the run's items with a finished attempt, in test set order; `passed` keeps the
     items every finished attempt of which passed (true) or the others (false)."""
@@ -77,13 +78,14 @@ def _item_positions(run: EvaluationRun, *, passed: bool | None = None, item_type
     return grouped.order_by("position").values_list("position", flat=True)
 
 
-def item_result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None,
-                     item_type: str | None = None) -> tuple[list[ItemAttempts], bool]:
+def item_result_page(
+    *, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None, item_type: str | None = None
+) -> tuple[list[ItemAttempts], bool]:
     """(items, has_more): `limit` items of the run from `offset`, in test set order, each with its
     finished attempts. Only the page's positions are found, then only their attempts are read."""
-    positions = list(_item_positions(run, passed=passed, item_type=item_type)[offset:offset + limit + 1])
+    positions = list(_item_positions(run, passed=passed, item_type=item_type)[offset : offset + limit + 1])
     attempts = run.results.done().filter(position__in=positions[:limit]).order_by("position", "attempt")
-    return list(group_by_item(attempts)), len(positions) > limit
+    return list(group_by_item(attempts.with_verdicts())), len(positions) > limit
 
 
 def item_result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: str | None = None):
@@ -91,7 +93,7 @@ def item_result_list(*, run: EvaluationRun, passed: bool | None = None, item_typ
     attempts = run.results.done()
     if passed is not None or item_type:
         attempts = attempts.filter(position__in=_item_positions(run, passed=passed, item_type=item_type))
-    return group_by_item(attempts.order_by("position", "attempt").iterator(chunk_size=500))
+    return group_by_item(iter_with_verdicts(attempts.order_by("position", "attempt"), chunk_size=500))
 
 
 # ---- The run page's table: one row per item ----
@@ -116,38 +118,52 @@ def _direction(sort: str, fields: tuple) -> list:
 
 def attempt_order(sort: str) -> list:
     """order_by() of finished results (one per item: a run without repeats) for a sort."""
-    fields = {"position": ("position",), "item": ("item_name", "position"), "type": ("item_type", "position"),
-              "verdict": ("passed", "position"), "ms": ("duration_ms", "position")}[sort.removeprefix("-")]
+    fields = {
+        "position": ("position",),
+        "item": ("item_name", "position"),
+        "type": ("item_type", "position"),
+        "verdict": ("passed", "position"),
+        "ms": ("duration_ms", "position"),
+    }[sort.removeprefix("-")]
     return [*_direction(sort, fields), "pk"]
 
 
 def item_order(sort: str) -> list:
-    fields = {"position": ("position",), "item": ("name", "position"), "type": ("kind", "position"),
-              "verdict": ("all_passed", "position"), "ms": ("ms", "position")}[sort.removeprefix("-")]
+    fields = {
+        "position": ("position",),
+        "item": ("name", "position"),
+        "type": ("kind", "position"),
+        "verdict": ("all_passed", "position"),
+        "ms": ("ms", "position"),
+    }[sort.removeprefix("-")]
     return _direction(sort, fields)
 
 
 # What each sort needs besides the attempts' count and passes; the default reads only columns that
 # results_run_done_order holds (position, passed), so PostgreSQL groups the run in position order
 # from that index alone.
-_SORT_AGGREGATES = {"item": {"name": Max("item_name")}, "type": {"kind": Max("item_type")},
-                    "ms": {"ms": Avg("duration_ms")}}
+_SORT_AGGREGATES = {
+    "item": {"name": Max("item_name")},
+    "type": {"kind": Max("item_type")},
+    "ms": {"ms": Avg("duration_ms")},
+}
 
 
 def item_positions(results, *, passed: bool | None, outcome: str | None, sort: str) -> list[int]:
     """The positions of the items the run page's table shows, in the order of `sort`: the items
     with an attempt among `results` (finished attempts, every attempt of each item they hold),
     under the item-level verdict filter (passed: every attempt passed; not passed; failed: some
-    attempt failed; unassessed: none failed, not all passed). One grouped query; its list is what the table pages through (a short
-    list of ints, so its length is the count without a second pass over the run)."""
+    attempt failed; unassessed: none failed, not all passed). One grouped query; its list is what the
+    table pages through (a short list of ints, so its length is the count without a second pass over the run)."""
     key = sort.removeprefix("-")
     aggregates = {"n": Count("pk"), "ok": Count("pk", filter=Q(passed=True)), **_SORT_AGGREGATES.get(key, {})}
     if outcome in (FAILED, UNASSESSED):
         aggregates["bad"] = Count("pk", filter=Q(outcome=FAILED) | Q(outcome__isnull=True, passed=False))
     items = results.order_by().values("position").annotate(**aggregates)
     if key == "verdict":
-        items = items.annotate(all_passed=Case(When(ok=F("n"), then=Value(1)), default=Value(0),
-                                               output_field=IntegerField()))
+        items = items.annotate(
+            all_passed=Case(When(ok=F("n"), then=Value(1)), default=Value(0), output_field=IntegerField())
+        )
     if passed is True:
         items = items.filter(ok=F("n"))
     elif passed is False:
@@ -173,12 +189,24 @@ def item_rows(run: EvaluationRun, rows: list[dict]) -> list[dict]:
         reviews = sum(a["reviews"] for a in attempts)
         row = {
             **deciding,
-            "passed": item.outcome == PASSED, "outcome": item.outcome, "flaky": item.flaky, "repeats": run.repeats,
-            "deciding_attempt": deciding["attempt"], "attempts_passed": item.outcomes.count(PASSED),
+            "passed": item.outcome == PASSED,
+            "outcome": item.outcome,
+            "flaky": item.flaky,
+            "repeats": run.repeats,
+            "deciding_attempt": deciding["attempt"],
+            "attempts_passed": item.outcomes.count(PASSED),
             # What the row's checkbox and queue menu add: the attempt the row links to.
             "queue_label": f"{deciding['item_name'] or deciding['test_case_id']}, attempt {deciding['attempt']}",
-            "attempts": [{"attempt": a["attempt"], "result_id": a["result_id"], "outcome": _outcome(a),
-                          "reviews": a["reviews"], "human_passed": a["human_passed"]} for a in attempts],
+            "attempts": [
+                {
+                    "attempt": a["attempt"],
+                    "result_id": a["result_id"],
+                    "outcome": _outcome(a),
+                    "reviews": a["reviews"],
+                    "human_passed": a["human_passed"],
+                }
+                for a in attempts
+            ],
             # Attempts not finished (yet, or ever in a cancelled run): the verdict is over the others.
             "unfinished": sorted(set(range(1, run.repeats + 1)) - {a["attempt"] for a in attempts}),
             "criteria_counts": _summed(a["criteria_counts"] for a in attempts),
@@ -208,4 +236,3 @@ def item_outcome_matches(row: dict, *, passed: bool | None, outcome: str | None)
     if passed is not None and row["passed"] is not passed:
         return False
     return outcome is None or row["outcome"] == outcome
-

@@ -39,15 +39,26 @@ def load_demo_runs() -> int:
     label); returns how many objects were created (0 on a re-run)."""
     load_demo_evaluation_data()  # what the runs need; the loader that runs before this one reports it
     created = load_demo_changed_bot()
-    missing = [(agent_id, label) for agent_id, label in DEMO_RUNS
-               if not EvaluationRun.objects.filter(agent_id=agent_id, label=label).exists()]
+    missing = [
+        (agent_id, label)
+        for agent_id, label in DEMO_RUNS
+        if not EvaluationRun.objects.filter(agent_id=agent_id, label=label).exists()
+    ]
     if missing and not demo_data_as_shipped():
-        logger.warning("No demo runs: this database holds an older or edited demo bot, test set or rubric, on "
-                       "which they would not show what docs/demo.md says. Start from an empty database to get them.")
+        logger.warning(
+            "No demo runs: this database holds an older or edited demo bot, test set or rubric, on "
+            "which they would not show what docs/demo.md says. Start from an empty database to get them."
+        )
         return created
     for agent_id, label in missing:
-        run = services.run_create(agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
-                                  judge_model=JUDGE_HEURISTIC, label=label, repeats=DEMO_REPEATS)
+        run = services.run_create(
+            agent_id=agent_id,
+            test_set_id=DEMO_TEST_SET_ID,
+            rubric_id=DEMO_RUBRIC_ID,
+            judge_model=JUDGE_HEURISTIC,
+            label=label,
+            repeats=DEMO_REPEATS,
+        )
         run_execute_here(run)
         created += 1
     return created
@@ -55,9 +66,17 @@ def load_demo_runs() -> int:
 
 def _checked(items: list[dict]) -> list:
     """What of the test items decides the verdicts: the messages and what is checked of the answers."""
-    return [(i["name"], i["inputs"], *((i["expected"].get(key) or []) for key in
-                                       ("success_criteria", "should_use_tools", "should_not_use_tools")))
-            for i in items]
+    return [
+        (
+            i["name"],
+            i["inputs"],
+            *(
+                (i["expected"].get(key) or [])
+                for key in ("success_criteria", "should_use_tools", "should_not_use_tools")
+            ),
+        )
+        for i in items
+    ]
 
 
 def demo_data_as_shipped() -> bool:
@@ -68,11 +87,13 @@ def demo_data_as_shipped() -> bool:
     rules = sources.rubric_snapshot(DEMO_RUBRIC_ID, None)[1]["rules"]
     bot = sources.bot_spec(DEMO_AGENT_ID)
     handbook = [(d["title"], d["text"]) for kb in DEMO_BOT["knowledge_bases"] for d in kb["documents"]]
-    return (bot.llm_parameters == DEMO_BOT["llm_config"]["parameters"]
-            and [(d.title, d.text) for d in bot.documents] == handbook
-            and _checked(test_set) == _checked(DEMO_TEST_SET["items"])
-            and [(r["id"], r["severity"], r["evaluation_criteria"]) for r in rules]
-            == [(r["id"], r["severity"], r["evaluation_criteria"]) for r in DEMO_RUBRIC["rules"]])
+    return (
+        bot.llm_parameters == DEMO_BOT["llm_config"]["parameters"]
+        and [(d.title, d.text) for d in bot.documents] == handbook
+        and _checked(test_set) == _checked(DEMO_TEST_SET["items"])
+        and [(r["id"], r["severity"], r["evaluation_criteria"]) for r in rules]
+        == [(r["id"], r["severity"], r["evaluation_criteria"]) for r in DEMO_RUBRIC["rules"]]
+    )
 
 
 def run_execute_here(run: EvaluationRun) -> EvaluationRun:
@@ -82,8 +103,11 @@ def run_execute_here(run: EvaluationRun) -> EvaluationRun:
     The engine also hands each queued item to Celery once the surrounding transaction commits;
     those deliveries find their item done and do nothing (services.result_execute)."""
     services.run_start(run_pk=run.pk)
-    while queued := list(run.results.filter(state=EvaluationResult.State.QUEUED)
-                         .order_by("attempt", "position").values_list("pk", flat=True)):
+    while queued := list(
+        run.results.filter(state=EvaluationResult.State.QUEUED)
+        .order_by("attempt", "position")
+        .values_list("pk", flat=True)
+    ):
         for result_pk in queued:
             services.result_execute(result_pk=result_pk)
     run.refresh_from_db()

@@ -12,12 +12,12 @@ from django.conf import settings
 
 from apps.bots.adapters import BotError, BotSpec, get_adapter
 from apps.core.errors import InvalidInputError
-from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.client import get_llm_client
+from apps.core.llm.fingerprint import judge_fingerprint
 
 from .judging import heuristic, llm, llm_batch
-from .judging.answers import judge_answer
 from .judging.aggregate import item_outcome, rule_in_scope
+from .judging.answers import judge_answer
 from .judging.types import JUDGE_HEURISTIC, Transcript, Verdict, verdicts_to_json
 from .simulated_user import LLMUser
 from .simulator import Conversation, ScriptedUser, run_scenario, run_single_turn
@@ -121,9 +121,15 @@ def _converse(item: dict, bot: BotSpec, conversation_id: str, judge: JudgeChoice
     adapter = get_adapter(bot.adapter)
     inputs = item.get("inputs") or {}
     if item.get("type") == "scenario":
-        return run_scenario(adapter=adapter, spec=bot, persona=inputs.get("persona", ""),
-                            initial_message=inputs["initial_message"], max_turns=int(inputs.get("max_turns") or 8),
-                            user=_simulated_user(item, judge), conversation_id=conversation_id)
+        return run_scenario(
+            adapter=adapter,
+            spec=bot,
+            persona=inputs.get("persona", ""),
+            initial_message=inputs["initial_message"],
+            max_turns=int(inputs.get("max_turns") or 8),
+            user=_simulated_user(item, judge),
+            conversation_id=conversation_id,
+        )
     return run_single_turn(adapter=adapter, spec=bot, message=inputs["message"], conversation_id=conversation_id)
 
 
@@ -133,39 +139,48 @@ HEURISTIC_FINGERPRINT = judge_fingerprint(judge=JUDGE_HEURISTIC)
 def _criterion_job(criterion: str, transcript: Transcript, expected: dict, judge: JudgeChoice) -> Callable[[], Verdict]:
     def job() -> Verdict:
         if judge.client is not None:
-            verdict = llm.judge_criterion(judge.client, criterion, transcript,
-                                          expected_outcome=expected.get("expected_outcome", ""))
+            verdict = llm.judge_criterion(
+                judge.client, criterion, transcript, expected_outcome=expected.get("expected_outcome", "")
+            )
         else:
             verdict = heuristic.judge_criterion(criterion, transcript)
         return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_criterion(criterion)
+
     return job
 
 
-def _rule_job(rule: dict, transcript: Transcript, context: str, judge: JudgeChoice,
-              rubric_version: int | None) -> Callable[[], Verdict]:
+def _rule_job(
+    rule: dict, transcript: Transcript, context: str, judge: JudgeChoice, rubric_version: int | None
+) -> Callable[[], Verdict]:
     def job() -> Verdict:
         if judge.client is not None:
             verdict = llm.judge_rule(judge.client, rule, transcript, bot_context=context)
         else:
             verdict = heuristic.judge_rule(rule, transcript)
         return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_rule(rule, rubric_version)
+
     return job
 
 
-def _guarded(job: Callable[[], Verdict], subject: Callable[[Verdict], Verdict], judge: JudgeChoice) -> Callable[[], Verdict]:
+def _guarded(
+    job: Callable[[], Verdict], subject: Callable[[Verdict], Verdict], judge: JudgeChoice
+) -> Callable[[], Verdict]:
     """The job, answering an error verdict for its own subject when it raises: a fault in one
     judgement must not take the item's other verdicts with it."""
+
     def run() -> Verdict:
         try:
             return job()
         except Exception as exc:
             logger.exception("a verdict could not be judged")
             return subject(Verdict.error(judge.label, f"Judge error: {type(exc).__name__}: {exc}"))
+
     return run
 
 
-def _judge_all(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]],
-               options: RunOptions) -> list[Verdict]:
+def _judge_all(
+    jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]], options: RunOptions
+) -> list[Verdict]:
     """Run independent verdict jobs, at most options.judge_concurrency at once, and return their
     verdicts in the jobs' order (the rubric's and criteria's order, as stored). The heartbeat runs in
     this thread after every verdict, so a cancel stops the item here: jobs not started are dropped,
@@ -191,28 +206,44 @@ def _judge_all(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdi
         pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _judge_batched(jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]], options: RunOptions, *,
-                   criteria: list[str], rules: list[dict], transcript: Transcript, expected: dict,
-                   context: str) -> list[Verdict]:
+def _judge_batched(
+    jobs: list[tuple[Callable[[], Verdict], Callable[[Verdict], Verdict]]],
+    options: RunOptions,
+    *,
+    criteria: list[str],
+    rules: list[dict],
+    transcript: Transcript,
+    expected: dict,
+    context: str,
+) -> list[Verdict]:
     """The item's LLM verdicts (`jobs`: criteria, then rules) from one batched request. Subjects
     its answer gave no usable verdict for are judged by their own job, as in per-verdict mode, so
     they carry the per-verdict fingerprint; a failed request leaves every verdict an error."""
     if not jobs:
         return []
     try:
-        answered = llm_batch.judge_item(options.judge.client, criteria=criteria, rules=rules, transcript=transcript,
-                                        expected_outcome=expected.get("expected_outcome", ""), bot_context=context)
+        answered = llm_batch.judge_item(
+            options.judge.client,
+            criteria=criteria,
+            rules=rules,
+            transcript=transcript,
+            expected_outcome=expected.get("expected_outcome", ""),
+            bot_context=context,
+        )
     except Exception as exc:  # a bug, not an LLM error: the item's verdicts say so, the item goes on
         logger.exception("the batched judgement could not be made")
         answered = [Verdict.error(options.judge.label, f"Judge error: {type(exc).__name__}: {exc}")] * len(jobs)
     options.heartbeat()
-    retried = iter(_judge_all([job for job, verdict in zip(jobs, answered) if verdict is None], options))
-    return [subject(verdict) if verdict is not None else next(retried)
-            for verdict, (_job, subject) in zip(answered, jobs, strict=True)]
+    retried = iter(_judge_all([job for job, verdict in zip(jobs, answered, strict=True) if verdict is None], options))
+    return [
+        subject(verdict) if verdict is not None else next(retried)
+        for verdict, (_job, subject) in zip(answered, jobs, strict=True)
+    ]
 
 
-def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options: RunOptions,
-                      conversation_id: str) -> ItemOutcome:
+def execute_test_item(
+    *, item: dict, bot: BotSpec, rubric: dict | None, options: RunOptions, conversation_id: str
+) -> ItemOutcome:
     """A V2 test-set item: criteria and (when the run has a rubric) the rules in scope."""
     started = time.perf_counter()
     item_input = dict(item.get("inputs") or {})
@@ -221,35 +252,65 @@ def execute_test_item(*, item: dict, bot: BotSpec, rubric: dict | None, options:
     except BotError as exc:
         not_judged = Verdict.error(options.judge.label, f"Not judged: the bot failed ({exc.reason}).")
         criteria = [not_judged.for_criterion(c) for c in (item.get("expected") or {}).get("success_criteria") or []]
-        return ItemOutcome(input=item_input, output={"messages": []}, criteria_scores=verdicts_to_json(criteria),
-                           criteria_passed=False,
-                           rubric_scores=[] if rubric else None, rubric_passed=False if rubric else None,
-                           passed=False, duration_ms=int((time.perf_counter() - started) * 1000),
-                           error=f"Bot error: {exc.reason}")
+        return ItemOutcome(
+            input=item_input,
+            output={"messages": []},
+            criteria_scores=verdicts_to_json(criteria),
+            criteria_passed=False,
+            rubric_scores=[] if rubric else None,
+            rubric_passed=False if rubric else None,
+            passed=False,
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            error=f"Bot error: {exc.reason}",
+        )
     options.heartbeat()
     transcript = _transcript(conversation, bot)
     expected = item.get("expected") or {}
     success_criteria = expected.get("success_criteria") or []
-    in_scope = [r for r in (rubric or {}).get("rules") or []
-                if rule_in_scope(r, scope_filter=options.scope_filter, ids_filter=options.ids_filter)]
+    in_scope = [
+        r
+        for r in (rubric or {}).get("rules") or []
+        if rule_in_scope(r, scope_filter=options.scope_filter, ids_filter=options.ids_filter)
+    ]
     context = bot_context(bot)
     # Criteria and rules in one pool, so an item's judge calls overlap across both lists.
-    jobs = ([(_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
-             for c in success_criteria]
-            + [(_rule_job(r, transcript, context, options.judge, options.rubric_version),
-                lambda v, r=r: v.for_rule(r, options.rubric_version)) for r in in_scope])
-    verdicts = _judge_batched(jobs, options, criteria=success_criteria, rules=in_scope, transcript=transcript,
-                              expected=expected, context=context) if options.batched else _judge_all(jobs, options)
+    jobs = [
+        (_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
+        for c in success_criteria
+    ] + [
+        (
+            _rule_job(r, transcript, context, options.judge, options.rubric_version),
+            lambda v, r=r: v.for_rule(r, options.rubric_version),
+        )
+        for r in in_scope
+    ]
+    verdicts = (
+        _judge_batched(
+            jobs,
+            options,
+            criteria=success_criteria,
+            rules=in_scope,
+            transcript=transcript,
+            expected=expected,
+            context=context,
+        )
+        if options.batched
+        else _judge_all(jobs, options)
+    )
     tool_checks = heuristic.tool_verdicts(expected=expected, transcript=transcript)
-    criteria = verdicts[:len(success_criteria)] + [
-        v.with_fingerprint({**HEURISTIC_FINGERPRINT, "criterion": v.key}) for v in tool_checks]
-    rules = verdicts[len(success_criteria):] if rubric is not None else None
+    criteria = verdicts[: len(success_criteria)] + [
+        v.with_fingerprint({**HEURISTIC_FINGERPRINT, "criterion": v.key}) for v in tool_checks
+    ]
+    rules = verdicts[len(success_criteria) :] if rubric is not None else None
     criteria_passed, rubric_passed, passed, _ = item_outcome(criteria, rules)
     return ItemOutcome(
         input=item_input,
         output={"messages": conversation.messages, "stopped_because": conversation.stopped_because},
-        criteria_scores=verdicts_to_json(criteria), criteria_passed=criteria_passed,
-        rubric_scores=verdicts_to_json(rules), rubric_passed=rubric_passed, passed=passed,
+        criteria_scores=verdicts_to_json(criteria),
+        criteria_passed=criteria_passed,
+        rubric_scores=verdicts_to_json(rules),
+        rubric_passed=rubric_passed,
+        passed=passed,
         duration_ms=int((time.perf_counter() - started) * 1000),
         external_trace_id=conversation.external_trace_id,
     )
@@ -260,20 +321,33 @@ def execute_question(*, question: dict, bot: BotSpec, options: RunOptions, conve
     started = time.perf_counter()
     item_input = {"message": question["question"], "expected_answer": question.get("expected_answer", "")}
     try:
-        conversation = _converse({"type": "single_turn", "inputs": {"message": question["question"]}}, bot,
-                                 conversation_id, options.judge)
+        conversation = _converse(
+            {"type": "single_turn", "inputs": {"message": question["question"]}}, bot, conversation_id, options.judge
+        )
     except BotError as exc:
-        return ItemOutcome(input=item_input, output={"messages": []}, passed=False,
-                           scores={"correctness": {"score": None, "comment": json.dumps({"error": exc.reason})}},
-                           duration_ms=int((time.perf_counter() - started) * 1000), error=f"Bot error: {exc.reason}")
+        return ItemOutcome(
+            input=item_input,
+            output={"messages": []},
+            passed=False,
+            scores={"correctness": {"score": None, "comment": json.dumps({"error": exc.reason})}},
+            duration_ms=int((time.perf_counter() - started) * 1000),
+            error=f"Bot error: {exc.reason}",
+        )
     answer = conversation.messages[-1]["content"]
-    verdict = judge_answer(options.judge, question=question["question"], answer=answer,
-                           expected=question.get("expected_answer", ""))
-    comment = {"passed": verdict.passed, "status": verdict.status, "judge": verdict.judge,
-               "reasoning": verdict.reasoning}
+    verdict = judge_answer(
+        options.judge, question=question["question"], answer=answer, expected=question.get("expected_answer", "")
+    )
+    comment = {
+        "passed": verdict.passed,
+        "status": verdict.status,
+        "judge": verdict.judge,
+        "reasoning": verdict.reasoning,
+    }
     return ItemOutcome(
-        input=item_input, output={"messages": conversation.messages},
+        input=item_input,
+        output={"messages": conversation.messages},
         scores={"correctness": {"score": verdict.score, "comment": json.dumps(comment)}},
-        passed=verdict.counts_as_passed, duration_ms=int((time.perf_counter() - started) * 1000),
+        passed=verdict.counts_as_passed,
+        duration_ms=int((time.perf_counter() - started) * 1000),
         external_trace_id=conversation.external_trace_id,
     )

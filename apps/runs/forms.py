@@ -43,31 +43,46 @@ class RunLaunchForm(forms.Form):
     # Ids reach the service as UUIDs, as the API passes them.
     test_set_id = forms.TypedChoiceField(label="Test set", coerce=uuid.UUID, empty_value=None)
     rubric_id = forms.TypedChoiceField(label="Rubric", required=False, coerce=uuid.UUID, empty_value=None)
-    label = forms.CharField(max_length=LABEL_MAX_LENGTH, required=False, widget=forms.TextInput(attrs={"size": 50}),
-                            help_text="Optional: what to call this run, e.g. “after removing the PTO doc”.")
+    label = forms.CharField(
+        max_length=LABEL_MAX_LENGTH,
+        required=False,
+        widget=forms.TextInput(attrs={"size": 50}),
+        help_text="Optional: what to call this run, e.g. “after removing the PTO doc”.",
+    )
     concurrency = forms.IntegerField(min_value=1, max_value=services.MAX_CONCURRENCY, initial=3)
-    repeats = forms.IntegerField(label="Repeats", min_value=1, max_value=services.MAX_REPEATS, initial=1,
-                                 required=False,
-                                 help_text="How many times every item runs (each run an attempt), to see which "
-                                           "verdicts are flaky; an item passes only if every attempt passes. "
-                                           "Blank: 1.")
-    component_scope_filter = forms.ChoiceField(label="Component scope", required=False,
-                                               choices=[("", "all scopes")] + [(s, s) for s in SCOPES])
+    repeats = forms.IntegerField(
+        label="Repeats",
+        min_value=1,
+        max_value=services.MAX_REPEATS,
+        initial=1,
+        required=False,
+        help_text="How many times every item runs (each run an attempt), to see which "
+        "verdicts are flaky; an item passes only if every attempt passes. "
+        "Blank: 1.",
+    )
+    component_scope_filter = forms.ChoiceField(
+        label="Component scope", required=False, choices=[("", "all scopes")] + [(s, s) for s in SCOPES]
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["agent_id"].choices = [(b.agent_id, f"{b.name} ({b.adapter})")
-                                           for b in Bot.objects.order_by("name")]
+        self.fields["agent_id"].choices = [
+            (b.agent_id, f"{b.name} ({b.adapter})") for b in Bot.objects.order_by("name")
+        ]
         test_sets = list(TestSet.objects.of_bot().order_by("agent__name", "name"))
         rubrics = list(Rubric.objects.of_bot().order_by("agent__name", "name"))
         # Which bot each test set and rubric belongs to: the form refuses another bot's (clean), and
         # the page's script (static/console/launch.js) shows only the chosen bot's options.
-        self.owners = {"test_set_id": {str(t.pk): t.agent for t in test_sets},
-                       "rubric_id": {str(r.pk): r.agent for r in rubrics}}
+        self.owners = {
+            "test_set_id": {str(t.pk): t.agent for t in test_sets},
+            "rubric_id": {str(r.pk): r.agent for r in rubrics},
+        }
         self.fields["test_set_id"].choices = [("", "—")] * (not self.fields["test_set_id"].required) + _by_bot(
-            test_sets, lambda t: f"{t.name} (v{t.current_version})")
+            test_sets, lambda t: f"{t.name} (v{t.current_version})"
+        )
         self.fields["rubric_id"].choices = [("", "no rubric")] + _by_bot(
-            rubrics, lambda r: f"{r.name} (v{r.current_version})")
+            rubrics, lambda r: f"{r.name} (v{r.current_version})"
+        )
         for name, owners in self.owners.items():
             self.fields[name].widget = OwnedSelect(owners={pk: bot.agent_id for pk, bot in owners.items()})
             self.fields[name].widget.choices = self.fields[name].choices
@@ -81,8 +96,11 @@ class RunLaunchForm(forms.Form):
             chosen = cleaned.get(name)
             owner = self.owners[name].get(str(chosen)) if chosen else None
             if agent_id and owner is not None and owner.agent_id != agent_id:
-                self.add_error(name, f"This {what} belongs to the bot “{owner.name}”, not to the bot chosen "
-                                     f"above: choose one of that bot's {what}s, or the bot “{owner.name}”.")
+                self.add_error(
+                    name,
+                    f"This {what} belongs to the bot “{owner.name}”, not to the bot chosen "
+                    f"above: choose one of that bot's {what}s, or the bot “{owner.name}”.",
+                )
         return cleaned
 
     def launch(self, *, user):
@@ -101,18 +119,32 @@ class AdminRunLaunchForm(RunLaunchForm):
     """The admin's launch form: the console's, plus pinned versions, a V1 question set instead of a
     test set, and the judge."""
 
-    test_set_id = forms.TypedChoiceField(label="Test set", required=False, coerce=uuid.UUID, empty_value=None,
-                                         help_text="Or a question set below.")
+    test_set_id = forms.TypedChoiceField(
+        label="Test set", required=False, coerce=uuid.UUID, empty_value=None, help_text="Or a question set below."
+    )
     test_set_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
-    dataset_id = forms.TypedChoiceField(label="Question set", required=False, coerce=uuid.UUID, empty_value=None,
-                                        help_text="V1, instead of a test set")
+    dataset_id = forms.TypedChoiceField(
+        label="Question set", required=False, coerce=uuid.UUID, empty_value=None, help_text="V1, instead of a test set"
+    )
     rubric_version = forms.IntegerField(required=False, min_value=1, help_text="blank: latest")
     judge_model = forms.CharField(required=False, help_text='blank: the configured judge; "heuristic" forces it')
 
-    field_order = ["agent_id", "test_set_id", "test_set_version", "dataset_id", "rubric_id", "rubric_version",
-                   "label", "concurrency", "repeats", "component_scope_filter", "judge_model"]
+    field_order = [
+        "agent_id",
+        "test_set_id",
+        "test_set_version",
+        "dataset_id",
+        "rubric_id",
+        "rubric_version",
+        "label",
+        "concurrency",
+        "repeats",
+        "component_scope_filter",
+        "judge_model",
+    ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset_id"].choices = [("", "—")] + [
-            (str(d.pk), d.name) for d in Dataset.objects.order_by("name")]
+            (str(d.pk), d.name) for d in Dataset.objects.order_by("name")
+        ]

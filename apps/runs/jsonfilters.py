@@ -1,7 +1,9 @@
-"""Filters on a result's JSON columns, evaluated by the database: the run page pages its table
-there, so a filter cannot be applied to rows already read. Written per vendor (jsonb functions on
-PostgreSQL, json_each on SQLite); each means what the row-building code in selectors means by it,
-and tests/console/test_pages.py checks both against the same rows."""
+"""Filters on a result's item JSON, evaluated by the database: the run page pages its table there,
+so a filter cannot be applied to rows already read. A tag is an element of the item's `tags` list,
+which Django's JSONField lookups cannot test on SQLite (`contains` is PostgreSQL-only), so the
+condition is written per database here (jsonb on PostgreSQL, json_each on SQLite) as an expression
+the ORM compiles, not a vendor branch; tests/console/test_pages.py checks both against the same rows.
+Filters on verdicts are ORM queries over Score rows (EvaluationResultQuerySet.with_failed_rule)."""
 
 from django.db.models import BooleanField, F, Func, Value
 
@@ -29,26 +31,10 @@ class HasTag(_JsonCondition):
     """The item carries the tag: `tag in item["tags"]`."""
 
     postgresql = "(jsonb_typeof({column}->'tags') = 'array' AND ({column}->'tags') @> jsonb_build_array({value}::text))"
-    sqlite = ("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_type({column}, '$.tags') = 'array' "
-              "THEN json_extract({column}, '$.tags') ELSE '[]' END) AS tag WHERE tag.type = 'text' AND tag.value = {value})")
+    sqlite = (
+        "EXISTS (SELECT 1 FROM json_each(CASE WHEN json_type({column}, '$.tags') = 'array' "
+        "THEN json_extract({column}, '$.tags') ELSE '[]' END) AS tag WHERE tag.type = 'text' AND tag.value = {value})"
+    )
 
     def __init__(self, tag: str):
         super().__init__(F("item"), Value(tag))
-
-
-class HasFailedRule(_JsonCondition):
-    """A rule verdict of this severity fails (Verdict.failed for a rule): judged and not passed, or
-    errored; a rule the judge skipped fails nothing."""
-
-    postgresql = ("EXISTS (SELECT 1 FROM jsonb_array_elements(CASE WHEN jsonb_typeof({column}) = 'array' "
-                  "THEN {column} ELSE '[]'::jsonb END) AS verdict WHERE verdict->>'severity' = {value} "
-                  "AND COALESCE(verdict->>'status', 'ok') <> 'skipped' "
-                  "AND NOT (COALESCE(verdict->>'status', 'ok') = 'ok' AND verdict->'passed' = 'true'::jsonb))")
-    sqlite = ("EXISTS (SELECT 1 FROM json_each(CASE WHEN json_type({column}) = 'array' THEN {column} ELSE '[]' END) "
-              "AS verdict WHERE json_extract(verdict.value, '$.severity') = {value} "
-              "AND COALESCE(json_extract(verdict.value, '$.status'), 'ok') <> 'skipped' "
-              "AND NOT (COALESCE(json_extract(verdict.value, '$.status'), 'ok') = 'ok' "
-              "AND json_type(verdict.value, '$.passed') = 'true'))")
-
-    def __init__(self, severity: str):
-        super().__init__(F("rubric_scores"), Value(severity))

@@ -2,15 +2,25 @@ import uuid
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from apps.bots.models import Bot
 from apps.rubrics.models import Rubric
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
 from apps.testsets.models import Dataset, TestSet
 
 from .judging.aggregate import FAILED, OUTCOMES, PASSED
-from .judging.types import JUDGE_HEURISTIC, RULE, Verdict
+from .judging.types import (
+    CORRECTNESS,
+    CRITERION,
+    JUDGE_HEURISTIC,
+    RULE,
+    Verdict,
+    correctness_from_score,
+    correctness_to_score,
+)
 
 
 class EvaluationRunQuerySet(models.QuerySet):
@@ -20,7 +30,9 @@ class EvaluationRunQuerySet(models.QuerySet):
     def with_bot_names(self):
         """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
         and bots may be renamed or deleted (then it is None)."""
-        return self.annotate(bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1]))
+        return self.annotate(
+            bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1])
+        )
 
     def with_names(self):
         """with_bot_names, plus `test_set_name_value` (the test set's, or V1 question set's, name) and
@@ -29,7 +41,8 @@ class EvaluationRunQuerySet(models.QuerySet):
         question_set = Subquery(Dataset.objects.filter(pk=OuterRef("dataset_id")).values("name")[:1])
         return self.with_bot_names().annotate(
             test_set_name_value=Coalesce(test_set, question_set),
-            rubric_name_value=Subquery(Rubric.objects.filter(pk=OuterRef("rubric_id")).values("name")[:1]))
+            rubric_name_value=Subquery(Rubric.objects.filter(pk=OuterRef("rubric_id")).values("name")[:1]),
+        )
 
     def of_same_test_set(self, run: "EvaluationRun"):
         """Runs of the run's test set (or V1 question set), whatever their versions; the run included."""
@@ -49,9 +62,13 @@ class EvaluationResultQuerySet(models.QuerySet):
     def attempt_counts(self):
         """Per test case id of these results, as values rows: `n` results (attempts), `ok` passed
         and `bad` failed; the rest were unassessed."""
-        return (self.order_by().values("test_case_id")
-                .annotate(n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)),
-                          bad=Count("id", filter=Q(outcome=FAILED))))
+        return (
+            self.order_by()
+            .values("test_case_id")
+            .annotate(
+                n=Count("id"), ok=Count("id", filter=Q(outcome=PASSED)), bad=Count("id", filter=Q(outcome=FAILED))
+            )
+        )
 
     def flaky_cases(self):
         """The test case ids whose attempts among these results disagree, one passed and another
@@ -60,8 +77,43 @@ class EvaluationResultQuerySet(models.QuerySet):
 
     def rule_verdicts(self) -> list[Verdict]:
         """Every rubric-rule verdict of these results, in one query."""
-        return [Verdict.from_json(v, kind=RULE)
-                for scores in self.values_list("rubric_scores", flat=True) for v in scores or []]
+        rows = (
+            Score.objects.of(SubjectKind.RUN_RESULT, self.order_by().values("pk"))
+            .machine()
+            .filter(kind=RULE)
+            .order_by("subject_id", "position", "id")
+        )
+        return [Verdict.from_score(row) for row in rows]
+
+    def with_failed_rule(self, severity: str):
+        """Results a rule verdict of this severity of which fails (Verdict.failed for a rule): judged
+        and not passed, or errored; a rule the judge skipped fails nothing."""
+        failed = (
+            Score.objects.of(SubjectKind.RUN_RESULT)
+            .machine()
+            .filter(subject_id=OuterRef("pk"), kind=RULE, severity=severity)
+            .exclude(status=JudgeStatus.SKIPPED)
+            .exclude(status=JudgeStatus.OK, passed=True)
+        )
+        return self.filter(Exists(failed))
+
+    def with_verdicts(self):
+        """These results with their judge's verdicts (Score rows) read along in one more query per
+        evaluation of the queryset (attach_verdicts), as prefetch_related would."""
+        clone = self._chain()
+        clone._with_verdicts = True
+        return clone
+
+    def _clone(self):
+        clone = super()._clone()
+        clone._with_verdicts = getattr(self, "_with_verdicts", False)
+        return clone
+
+    def _fetch_all(self):
+        fresh = self._result_cache is None
+        super()._fetch_all()
+        if fresh and getattr(self, "_with_verdicts", False):
+            attach_verdicts([r for r in self._result_cache if isinstance(r, EvaluationResult)])
 
 
 LABEL_MAX_LENGTH = 200
@@ -126,6 +178,10 @@ class EvaluationRun(models.Model):
     # The distinct judges of the run's verdicts (fingerprint.distinct_judges), written when the run
     # finishes so that reading a large finished run does not scan every verdict; null before.
     judge_fingerprints = models.JSONField(null=True, blank=True)
+    # The run's figures over its finished results (apps.runs.aggregates.RunDigest.to_json), written
+    # when it finishes: a finished run never changes, so its first view reads this one row instead of
+    # every verdict. Null before it finishes.
+    digest = models.JSONField(null=True, blank=True, editable=False)
     bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
     bot_llm_model = models.CharField(max_length=200, blank=True, default="")
     judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
@@ -133,12 +189,14 @@ class EvaluationRun(models.Model):
     # are edited in place, so without it a comparison cannot say what changed between two runs.
     bot_snapshot = models.JSONField(default=dict, blank=True)
     error = models.TextField(null=True, blank=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     # The API key that launched the run: the platform LLM calls its workers make are billed to it
     # (apps.core.llm.usage). Null for runs launched from the console, the admin or the command line.
-    api_key = models.ForeignKey("core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
-                                editable=False)
+    api_key = models.ForeignKey(
+        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     completed_at = models.DateTimeField(null=True, blank=True)
@@ -199,10 +257,11 @@ class EvaluationResult(models.Model):
     heartbeat_at = models.DateTimeField(null=True, blank=True)
     input = models.JSONField(default=dict)
     output = models.JSONField(null=True, blank=True)
-    scores = models.JSONField(null=True, blank=True)
-    criteria_scores = models.JSONField(null=True, blank=True)
+    # The item's verdicts are Score rows (subject kind run_result, subject_id this pk, parent_id the
+    # run's): criteria_scores, rubric_scores and scores below are read from them. criteria_passed is
+    # null exactly where the result has no criteria list (V1 questions, results not judged), and
+    # rubric_passed where it has no rubric list (a run without a rubric).
     criteria_passed = models.BooleanField(null=True)
-    rubric_scores = models.JSONField(null=True, blank=True)
     rubric_passed = models.BooleanField(null=True)
     passed = models.BooleanField(null=True, db_index=True)
     # passed, failed or unassessed (apps.runs.judging.aggregate.item_outcome); null until done.
@@ -220,44 +279,134 @@ class EvaluationResult(models.Model):
 
     class Meta:
         ordering = ["run_id", "position", "attempt"]
-        constraints = [models.UniqueConstraint(fields=["run", "test_case_id", "attempt"],
-                                               name="result_unique_per_test_case_attempt")]
-        indexes = [models.Index(fields=["run", "state"]), models.Index(fields=["state", "heartbeat_at"]),
-                   # The dashboard's newest failures, across every run.
-                   models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["run", "test_case_id", "attempt"], name="result_unique_per_test_case_attempt"
+            )
+        ]
+        indexes = [
+            models.Index(fields=["run", "state"]),
+            models.Index(fields=["state", "heartbeat_at"]),
+            # The dashboard's newest failures, across every run.
+            models.Index(fields=["passed", "-finished_at"], name="result_newest_by_verdict"),
+        ]
 
     def __str__(self):
         return f"{self.run_id}:{self.item_name or self.test_case_id}"
 
+    # --- the verdicts, from their Score rows -----------------------------------------------------
 
-class VerdictReview(models.Model):
-    """A reviewer's verdict on one criterion or rubric rule of a result. The judge's verdict in the
-    result is never changed: it is copied here as it stood, so judge and human figures, and their
-    agreement, can both be read. The newest review of a verdict is the one in force."""
+    @property
+    def verdict_rows(self) -> list[Score]:
+        """The judge's Score rows of this result in the order it gave them; read once (one query), or
+        attached with its page's (EvaluationResultQuerySet.with_verdicts, attach_verdicts)."""
+        rows = self.__dict__.get("_verdict_rows")
+        if rows is None and self.pk is None:
+            return []
+        if rows is None:
+            attach_verdicts([self])
+            rows = self._verdict_rows
+        return rows
 
-    class Kind(models.TextChoices):
-        CRITERION = "criterion"
-        RULE = "rule"
+    def verdicts(self, kind: str) -> list[Verdict] | None:
+        """The criterion or rule verdicts as Verdicts; None where the result has no such list (its
+        criteria_passed, or rubric_passed, is null and it has no such rows)."""
+        rows = [row for row in self.verdict_rows if row.kind == kind]
+        flag = self.criteria_passed if kind == CRITERION else self.rubric_passed
+        if flag is None and not rows:
+            return None
+        return [Verdict.from_score(row) for row in rows]
 
-    review_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
-    result = models.ForeignKey(EvaluationResult, on_delete=models.CASCADE, related_name="reviews")
-    kind = models.CharField(max_length=16, choices=Kind.choices)
-    # The criterion's text, or the rule's id: what names the verdict inside the result.
-    key = models.CharField(max_length=1000)
-    judge_passed = models.BooleanField(null=True)
-    # ok, error or skipped: a verdict the judge could not give has no judge_passed to agree with.
-    judge_status = models.CharField(max_length=16, default="ok")
-    judge = models.CharField(max_length=200, blank=True, default="")
-    passed = models.BooleanField()
-    note = models.TextField(blank=True, default="")
-    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                 related_name="+")
-    reviewer_name = models.CharField(max_length=150, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    def _build_verdicts(self, kind: str, stored: list[dict] | None) -> None:
+        """Replaces this result's in-memory rows of `kind` with unsaved ones built from stored-shape
+        verdicts. Only in memory: the engine stores verdicts with scores_store (services._record);
+        this lets an unsaved result (a report preview, a test fixture) carry its verdicts."""
+        rows = [row for row in self.__dict__.get("_verdict_rows") or [] if row.kind != kind]
+        where = {"result_pk": self.pk, "run_pk": self.run_id, "attempt": self.attempt}
+        if kind == CORRECTNESS:
+            correctness = correctness_to_score(stored, **where)
+            built = [correctness] if correctness is not None else []
+        else:
+            built = [Verdict.from_json(v, kind=kind).to_score(position=n, **where) for n, v in enumerate(stored or [])]
+        self._verdict_rows = rows + built
 
-    class Meta:
-        ordering = ["created_at", "id"]
-        indexes = [models.Index(fields=["result", "kind", "key"])]
+    @property
+    def criteria_scores(self) -> list[dict] | None:
+        """The criterion verdicts in the shape the API answers (Verdict.to_json); None for none."""
+        verdicts = self.verdicts(CRITERION)
+        return None if verdicts is None else [v.to_json() for v in verdicts]
 
-    def __str__(self):
-        return f"{self.kind} {self.key[:40]}: {'pass' if self.passed else 'fail'}"
+    @criteria_scores.setter
+    def criteria_scores(self, stored: list[dict] | None) -> None:
+        self._build_verdicts(CRITERION, stored)
+
+    @property
+    def rubric_scores(self) -> list[dict] | None:
+        verdicts = self.verdicts(RULE)
+        return None if verdicts is None else [v.to_json() for v in verdicts]
+
+    @rubric_scores.setter
+    def rubric_scores(self, stored: list[dict] | None) -> None:
+        self._build_verdicts(RULE, stored)
+
+    @property
+    def scores(self) -> dict | None:
+        """A V1 result's correctness score, as the contract's `scores` dict; None for none."""
+        row = next((row for row in self.verdict_rows if row.kind == CORRECTNESS), None)
+        return None if row is None else correctness_from_score(row)
+
+    @scores.setter
+    def scores(self, stored: dict | None) -> None:
+        self._build_verdicts(CORRECTNESS, stored)
+
+
+def verdict_rows_of(result_pks) -> dict[int, list[Score]]:
+    """Per result pk, its judge's Score rows in order: one query however many results."""
+    rows: dict[int, list[Score]] = {pk: [] for pk in result_pks}
+    if rows:
+        for score in (
+            Score.objects.of(SubjectKind.RUN_RESULT, list(rows))
+            .machine()
+            .order_by("subject_id", "kind", "position", "id")
+        ):
+            rows[score.subject_id].append(score)
+    return rows
+
+
+def attach_verdicts(results: list[EvaluationResult]) -> list[EvaluationResult]:
+    """Reads the results' verdict rows in one query and keeps them on each result (verdict_rows)."""
+    found = verdict_rows_of([r.pk for r in results if r.pk is not None])
+    for result in results:
+        result._verdict_rows = found.get(result.pk, [])
+    return results
+
+
+def iter_with_verdicts(results, chunk_size: int = 500):
+    """The results of a queryset read through a database cursor, `chunk_size` at a time, each chunk
+    with its verdicts attached in one query: bounded memory and no query per result."""
+    chunk = []
+    for result in results.iterator(chunk_size=chunk_size):
+        chunk.append(result)
+        if len(chunk) == chunk_size:
+            yield from attach_verdicts(chunk)
+            chunk = []
+    yield from attach_verdicts(chunk)
+
+
+def verdict_columns(values: list[dict]) -> list[dict]:
+    """values() rows of results (with pk, criteria_passed and rubric_passed) given the verdict
+    columns the row-building code reads, criteria_scores, rubric_scores and scores, from their Score
+    rows in one query."""
+    found = verdict_rows_of([v["pk"] for v in values])
+    for value in values:
+        rows = found.get(value["pk"], [])
+        for kind, column, flag in (
+            (CRITERION, "criteria_scores", "criteria_passed"),
+            (RULE, "rubric_scores", "rubric_passed"),
+        ):
+            mine = [Verdict.from_score(r).to_json() for r in rows if r.kind == kind]
+            # As EvaluationResult.verdicts: no list where the flag is null and there are no rows.
+            value[column] = None if value[flag] is None and not mine else mine
+        correctness = next((r for r in rows if r.kind == CORRECTNESS), None)
+        value["scores"] = None if correctness is None else correctness_from_score(correctness)
+    return values

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from .judging.aggregate import FAILED, PASSED, UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun
+from .models import EvaluationResult, EvaluationRun, iter_with_verdicts
 from .selectors import run_item_list
 
 REASON_CHARS = 160
@@ -26,7 +26,7 @@ def _outcome(verdict: Verdict) -> str:
 def _reason(verdict: Verdict) -> str:
     reasoning = " ".join((verdict.reasoning or "").split())
     if len(reasoning) > REASON_CHARS:
-        reasoning = reasoning[:REASON_CHARS - 1] + "…"
+        reasoning = reasoning[: REASON_CHARS - 1] + "…"
     return f" — {reasoning}" if reasoning else ""
 
 
@@ -47,7 +47,9 @@ def failure_lines(result: EvaluationResult) -> list[str]:
         elif verdict.status == "skipped":
             skipped += 1
         elif verdict.passed is not True:
-            lines.append(f"rule {verdict.key} ({verdict.severity or 'no severity'}) {_outcome(verdict)}" + _reason(verdict))
+            lines.append(
+                f"rule {verdict.key} ({verdict.severity or 'no severity'}) {_outcome(verdict)}" + _reason(verdict)
+            )
     if skipped:
         lines.append(f"{skipped} skipped (the judge could not assess them)")
     return lines
@@ -60,7 +62,7 @@ def _items(run: EvaluationRun) -> list[dict]:
 def _not_passed_results(run: EvaluationRun) -> dict:
     """Per test case id, its finished attempts that did not pass (verdict columns read only for these)."""
     found: dict = {}
-    for result in run.results.done().exclude(outcome=PASSED).order_by("position", "attempt").iterator():
+    for result in iter_with_verdicts(run.results.done().exclude(outcome=PASSED).order_by("position", "attempt")):
         found.setdefault(result.test_case_id, []).append(result)
     return found
 
@@ -81,9 +83,14 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
     counts = {"failures": 0, "errors": 0, "skipped": 0}
     suite = ET.Element("testsuite", name=suite_name, tests=str(len(items)))
     properties = ET.SubElement(suite, "properties")
-    for name, value in (("run_id", run.run_id), ("status", run.status), ("judge", run.judge),
-                        ("repeats", run.repeats), ("pass_rate", run.pass_rate),
-                        ("console", console_url("console:run-detail", run.run_id))):
+    for name, value in (
+        ("run_id", run.run_id),
+        ("status", run.status),
+        ("judge", run.judge),
+        ("repeats", run.repeats),
+        ("pass_rate", run.pass_rate),
+        ("console", console_url("console:run-detail", run.run_id)),
+    ):
         ET.SubElement(properties, "property", name=name, value="" if value is None else str(value))
     total_seconds = 0.0
     durations = _durations(run)
@@ -93,26 +100,38 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
     for item in items:
         seconds = durations.get(item["test_case_id"], 0) / 1000
         total_seconds += seconds
-        case = ET.SubElement(suite, "testcase", name=item["item_name"] or str(item["test_case_id"]),
-                             classname=classname, time=f"{seconds:.3f}")
+        case = ET.SubElement(
+            suite,
+            "testcase",
+            name=item["item_name"] or str(item["test_case_id"]),
+            classname=classname,
+            time=f"{seconds:.3f}",
+        )
         attempts = f"{item['attempts_passed']} of {item['attempts_done']} attempts passed"
         if item["flaky"]:
             props = ET.SubElement(case, "properties")
             ET.SubElement(props, "property", name="flaky", value="true")
         outcome = item["outcome"]
-        text = "\n".join(f"attempt {r.attempt}: {line}" if run.repeats > 1 else line
-                         for r in details.get(item["test_case_id"], []) for line in failure_lines(r))
+        text = "\n".join(
+            f"attempt {r.attempt}: {line}" if run.repeats > 1 else line
+            for r in details.get(item["test_case_id"], [])
+            for line in failure_lines(r)
+        )
         if outcome is None:
             counts["errors"] += 1
             ET.SubElement(case, "error", type="not_run", message=f"not finished: the run ended {run.status}")
         elif outcome == FAILED:
             counts["failures"] += 1
             kind = "flaky" if item["flaky"] else "failed"
-            message = f"flaky: {attempts}" if item["flaky"] else ("failed" if run.repeats == 1 else f"failed: {attempts}")
+            message = (
+                f"flaky: {attempts}" if item["flaky"] else ("failed" if run.repeats == 1 else f"failed: {attempts}")
+            )
             ET.SubElement(case, "failure", type=kind, message=message).text = text
         elif outcome == UNASSESSED:
-            message = ("unassessed: the judge could not assess a criterion or a high-severity rule that decides "
-                       "this item; neither passed nor failed")
+            message = (
+                "unassessed: the judge could not assess a criterion or a high-severity rule that decides "
+                "this item; neither passed nor failed"
+            )
             if allow_unassessed:
                 counts["skipped"] += 1
                 ET.SubElement(case, "skipped", message=message).text = text
@@ -120,13 +139,21 @@ def junit_xml(*, run: EvaluationRun, suite_name: str, test_set_name: str, allow_
                 counts["errors"] += 1
                 ET.SubElement(case, "error", type="unassessed", message=message).text = text
         ET.SubElement(case, "system-out").text = "\n".join(
-            console_url("console:result-detail", a["result_id"]) for a in item["attempts"])
+            console_url("console:result-detail", a["result_id"]) for a in item["attempts"]
+        )
     suite.set("failures", str(counts["failures"]))
     suite.set("errors", str(counts["errors"]))
     suite.set("skipped", str(counts["skipped"]))
     suite.set("time", f"{total_seconds:.3f}")
-    root = ET.Element("testsuites", name="evalsite", tests=str(len(items)), failures=str(counts["failures"]),
-                      errors=str(counts["errors"]), skipped=str(counts["skipped"]), time=f"{total_seconds:.3f}")
+    root = ET.Element(
+        "testsuites",
+        name="evalsite",
+        tests=str(len(items)),
+        failures=str(counts["failures"]),
+        errors=str(counts["errors"]),
+        skipped=str(counts["skipped"]),
+        time=f"{total_seconds:.3f}",
+    )
     root.append(suite)
     ET.indent(root)
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
@@ -143,5 +170,6 @@ def _durations(run: EvaluationRun) -> dict:
 def json_report(*, run: dict, items: list[dict], comparison: dict | None, gate: dict) -> str:
     """The run (as GET /runs/{id} answers it), its items (as GET /runs/{id}/items), the comparison
     with the baseline (as GET /runs/{a}/compare/{b}) or null, and the gate's decision."""
-    return json.dumps({"run": run, "items": items, "comparison": comparison, "gate": gate}, indent=2,
-                      ensure_ascii=False, default=str)
+    return json.dumps(
+        {"run": run, "items": items, "comparison": comparison, "gate": gate}, indent=2, ensure_ascii=False, default=str
+    )

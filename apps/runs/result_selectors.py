@@ -4,16 +4,39 @@ chunked cursor so that a run of any size is exported in bounded memory."""
 
 from collections.abc import Iterator
 
+from .display import final_answer
 from .judging.aggregate import verdict_counts
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun
-from .selectors import TABLE_ORDER, final_answer
+from .models import EvaluationResult, EvaluationRun, verdict_columns
+from .selectors import TABLE_ORDER
 
 EXPORT_CHUNK_ROWS = 1000
-EXPORT_COLUMNS = ("item", "attempt", "outcome", "passed", "criteria_passed", "criteria_total", "rules_passed",
-                  "rules_failed", "rules_failed_medium_low", "rules_not_assessed", "duration_ms", "answer")
-_EXPORT_FIELDS = ("item_name", "test_case_id", "attempt", "outcome", "passed", "criteria_scores",
-                  "rubric_scores", "duration_ms", "output")
+EXPORT_COLUMNS = (
+    "item",
+    "attempt",
+    "outcome",
+    "passed",
+    "criteria_passed",
+    "criteria_total",
+    "rules_passed",
+    "rules_failed",
+    "rules_failed_medium_low",
+    "rules_not_assessed",
+    "duration_ms",
+    "answer",
+)
+_EXPORT_FIELDS = (
+    "pk",
+    "item_name",
+    "test_case_id",
+    "attempt",
+    "outcome",
+    "passed",
+    "criteria_passed",
+    "rubric_passed",
+    "duration_ms",
+    "output",
+)
 # What the keyset conditions read of a result.
 _ORDER_FIELDS = tuple(spec.lstrip("-") for spec in TABLE_ORDER)
 
@@ -41,18 +64,27 @@ def _reversed(order: tuple[str, ...]) -> tuple[str, ...]:
 def result_neighbours(*, result: EvaluationResult) -> tuple[EvaluationResult | None, EvaluationResult | None]:
     """(previous, next) finished results of the result's run in the run page's table order (failed
     first, then test set order); None at either end."""
-    results = EvaluationResult.objects.filter(run_id=result.run_id).done().only(
-        "result_id", "item_name", "test_case_id", "attempt", "run_id", *_ORDER_FIELDS)
+    results = (
+        EvaluationResult.objects.filter(run_id=result.run_id)
+        .done()
+        .only("result_id", "item_name", "test_case_id", "attempt", "run_id", *_ORDER_FIELDS)
+    )
     return _first_after(results, result, _reversed(TABLE_ORDER)), _first_after(results, result, TABLE_ORDER)
 
 
 def result_export_rows(*, run: EvaluationRun) -> Iterator[dict]:
     """Every finished result of the run as an export row (EXPORT_COLUMNS), in the table's order:
-    one query read EXPORT_CHUNK_ROWS at a time (a server-side cursor on PostgreSQL), so memory stays
-    flat however many results the run has."""
-    rows = (run.results.done().order_by(*TABLE_ORDER).values(*_EXPORT_FIELDS)
-            .iterator(chunk_size=EXPORT_CHUNK_ROWS))
-    return (_export_row(values) for values in rows)
+    one query read EXPORT_CHUNK_ROWS at a time (a server-side cursor on PostgreSQL), and one query
+    for each chunk's verdicts, so memory stays flat however many results the run has."""
+    rows = run.results.done().order_by(*TABLE_ORDER).values(*_EXPORT_FIELDS).iterator(chunk_size=EXPORT_CHUNK_ROWS)
+    chunk = []
+    for values in rows:
+        chunk.append(values)
+        if len(chunk) == EXPORT_CHUNK_ROWS:
+            # The chunk's verdicts in one query (models.verdict_columns).
+            yield from (_export_row(v) for v in verdict_columns(chunk))
+            chunk = []
+    yield from (_export_row(v) for v in verdict_columns(chunk))
 
 
 def _export_row(values: dict) -> dict:

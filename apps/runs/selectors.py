@@ -8,16 +8,20 @@ from django.utils import timezone
 from apps.bots.models import Bot
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.scores.agreement import agreement_table, judge_human_pairs
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 
 from . import attempts
 from . import comparison as pairing
 from .aggregates import CACHE_PREFIX, CACHE_SECONDS, LIVE_OVERLAP, RunDigest, run_digest, run_digests
+from .display import conversation_turns, failures_and_warnings, final_answer
+from .jsonfilters import HasTag
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
-from .judging.types import CRITERION, RULE, SEVERITY_ORDER, Verdict
-from .jsonfilters import HasFailedRule, HasTag
-from .models import EvaluationResult, EvaluationRun, VerdictReview
-from .reviews import agreement_table, apply_reviews, human_outcome, in_force
+from .judging.types import CRITERION, RULE, Verdict
+from .models import EvaluationResult, EvaluationRun, verdict_columns
+from .reviews import Review, apply_reviews, human_outcome, in_force
 from .stats import paired_statistics, wilson_interval
 
 
@@ -48,26 +52,15 @@ def run_bot_choices() -> list[tuple[str, str]]:
     """(agent_id, bot name) of every bot that has runs, by name; a deleted bot by its id. Two queries."""
     agent_ids = set(EvaluationRun.objects.order_by().values_list("agent_id", flat=True).distinct())
     names = dict(Bot.objects.filter(agent_id__in=agent_ids).values_list("agent_id", "name"))
-    return sorted(((agent_id, names.get(agent_id) or f"(deleted bot {agent_id})") for agent_id in agent_ids),
-                  key=lambda choice: (choice[1].casefold(), choice[0]))
+    return sorted(
+        ((agent_id, names.get(agent_id) or f"(deleted bot {agent_id})") for agent_id in agent_ids),
+        key=lambda choice: (choice[1].casefold(), choice[0]),
+    )
 
 
 def run_named_get(*, run: EvaluationRun) -> EvaluationRun:
     """The run again with its bot's, test set's and rubric's names (bot_name_value, ...)."""
     return EvaluationRun.objects.with_names().select_related("created_by").get(pk=run.pk)
-
-
-def final_answer(output: dict | None) -> str | None:
-    """The bot's last reply in a result's output: what a reviewer reads as its answer. None when it
-    never replied (the result page tells that apart from an empty reply)."""
-    messages = (output or {}).get("messages") or []
-    return next((m.get("content") or "" for m in reversed(messages) if m.get("role") == "assistant"), None)
-
-
-def conversation_turns(output: dict | None) -> list[dict]:
-    """The user and assistant messages of a result's output, as {"role", "content"} (tool calls left out)."""
-    return [{"role": m.get("role"), "content": m.get("content") or ""}
-            for m in (output or {}).get("messages") or [] if m.get("role") in ("user", "assistant") and m.get("content")]
 
 
 def run_list(*, agent_id: str | None = None, status: str | None = None, limit: int = 50):
@@ -123,8 +116,13 @@ def item_outcome_counts(*, run: EvaluationRun) -> dict:
     {"items", "passed", "failed", "unassessed", "attempts"}. With one attempt per item these are the
     run's own counters; with repeats one query counts attempts per item in the database."""
     if run.repeats <= 1:
-        return {"items": run.completed, "passed": run.passed, "failed": run.failed, "unassessed": run.unassessed,
-                "attempts": run.completed}
+        return {
+            "items": run.completed,
+            "passed": run.passed,
+            "failed": run.failed,
+            "unassessed": run.unassessed,
+            "attempts": run.completed,
+        }
     counts = {"items": 0, PASSED: 0, FAILED: 0, UNASSESSED: 0, "attempts": 0}
     for n, ok, bad in _attempt_counts(run).values():
         counts["items"] += 1
@@ -143,16 +141,24 @@ def run_trial_figures(*, run: EvaluationRun) -> dict:
     for a completed run (services._finalize); computed from the results so far for one still going,
     or one cancelled or failed part way (those are not finalized)."""
     if run.status == EvaluationRun.Status.COMPLETED:
-        figures = {"items_done": run.total // run.repeats, "items_passed_all": run.items_passed_all,
-                   "items_passed_any": run.items_passed_any, "flaky_items": run.flaky_items}
+        figures = {
+            "items_done": run.total // run.repeats,
+            "items_passed_all": run.items_passed_all,
+            "items_passed_any": run.items_passed_any,
+            "flaky_items": run.flaky_items,
+        }
     else:
         figures = item_figures(run=run)
     return {
-        "repeats": run.repeats, "pass_rate": run.pass_rate, "pass_rate_ci": wilson_interval(run.passed, run.completed),
+        "repeats": run.repeats,
+        "pass_rate": run.pass_rate,
+        "pass_rate_ci": wilson_interval(run.passed, run.completed),
         "pass_hat_k": _share(figures["items_passed_all"], figures["items_done"]),
         "pass_at_k": _share(figures["items_passed_any"], figures["items_done"]),
-        "flaky_items": figures["flaky_items"], "items_judged": figures["items_done"],
-        "items_passed_all": figures["items_passed_all"], "items_passed_any": figures["items_passed_any"],
+        "flaky_items": figures["flaky_items"],
+        "items_judged": figures["items_done"],
+        "items_passed_all": figures["items_passed_all"],
+        "items_passed_any": figures["items_passed_any"],
     }
 
 
@@ -170,40 +176,59 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
         page = results.filter(position__gte=offset, position__lt=offset + limit)
     else:
         disagreeing = run.results.done().flaky_cases()
-        chosen = results.filter(test_case_id__in=disagreeing) if flaky else results.exclude(test_case_id__in=disagreeing)
+        chosen = (
+            results.filter(test_case_id__in=disagreeing) if flaky else results.exclude(test_case_id__in=disagreeing)
+        )
         positions = chosen.order_by("position").values_list("position", flat=True).distinct()
         total = positions.count()
-        page = results.filter(position__in=list(positions[offset:offset + limit]))
+        page = results.filter(position__in=list(positions[offset : offset + limit]))
     by_item: dict = {}
-    rows = page.values_list("position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state", "outcome")
+    rows = page.values_list(
+        "position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state", "outcome"
+    )
     for position, case, name, item_type, attempt, result_id, state, outcome in rows:
-        item = by_item.setdefault(case, {"test_case_id": case, "position": position, "item_name": name,
-                                         "item_type": item_type, "attempts": []})
-        item["attempts"].append({"attempt": attempt, "result_id": result_id,
-                                 "outcome": outcome if state == EvaluationResult.State.DONE else None})
+        item = by_item.setdefault(
+            case,
+            {"test_case_id": case, "position": position, "item_name": name, "item_type": item_type, "attempts": []},
+        )
+        item["attempts"].append(
+            {
+                "attempt": attempt,
+                "result_id": result_id,
+                "outcome": outcome if state == EvaluationResult.State.DONE else None,
+            }
+        )
     items = []
     for item in by_item.values():
         outcomes = [a["outcome"] for a in item["attempts"] if a["outcome"] is not None]
         passed = outcomes.count(PASSED)
-        item.update({
-            "attempts_done": len(outcomes), "attempts_passed": passed,
-            "pass_rate": _share(passed, len(outcomes)),
-            "passed_all": bool(outcomes) and passed == len(outcomes), "passed_any": passed > 0,
-            "flaky": is_flaky(outcomes),
-            "outcome": canonical_outcome(outcomes) if len(outcomes) == len(item["attempts"]) else None,
-        })
+        item.update(
+            {
+                "attempts_done": len(outcomes),
+                "attempts_passed": passed,
+                "pass_rate": _share(passed, len(outcomes)),
+                "passed_all": bool(outcomes) and passed == len(outcomes),
+                "passed_any": passed > 0,
+                "flaky": is_flaky(outcomes),
+                "outcome": canonical_outcome(outcomes) if len(outcomes) == len(item["attempts"]) else None,
+            }
+        )
         items.append(item)
     return {"items": items, "total": total, "has_more": offset + len(items) < total}
 
 
-def result_page(*, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None,
-                item_type: str | None = None) -> tuple[list[EvaluationResult], bool]:
+def result_page(
+    *, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None, item_type: str | None = None
+) -> tuple[list[EvaluationResult], bool]:
     """(results, has_more): `limit` finished results of a run from `offset`, in test set order.
     The page's ids are found first (an index-only scan of results_run_done_order on PostgreSQL),
     then only its rows are read, so a deep offset does not read the rows it skips."""
-    ids = list(result_list(run=run, passed=passed, item_type=item_type).values_list("pk", flat=True)
-               [offset:offset + limit + 1])
-    results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER)
+    ids = list(
+        result_list(run=run, passed=passed, item_type=item_type).values_list("pk", flat=True)[
+            offset : offset + limit + 1
+        ]
+    )
+    results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER).with_verdicts()
     return list(results), len(ids) > limit
 
 
@@ -232,55 +257,86 @@ def result_attempt_list(*, result: EvaluationResult) -> list[dict]:
     {"attempt", "result_id", "outcome"} (outcome None until done); empty for a run without repeats."""
     if result.run.repeats <= 1:
         return []
-    rows = (result.run.results.filter(test_case_id=result.test_case_id).order_by("attempt")
-            .values("attempt", "result_id", "outcome", "state"))
-    return [{"attempt": r["attempt"], "result_id": r["result_id"],
-             "outcome": r["outcome"] if r["state"] == EvaluationResult.State.DONE else None} for r in rows]
+    rows = (
+        result.run.results.filter(test_case_id=result.test_case_id)
+        .order_by("attempt")
+        .values("attempt", "result_id", "outcome", "state")
+    )
+    return [
+        {
+            "attempt": r["attempt"],
+            "result_id": r["result_id"],
+            "outcome": r["outcome"] if r["state"] == EvaluationResult.State.DONE else None,
+        }
+        for r in rows
+    ]
 
 
-def result_item_view(*, result: EvaluationResult) -> dict:
-    """The test item (or V1 question) the result answered, as the result page shows it: what the bot
-    was asked and what was expected of it, from the copy the run took when it was created."""
-    item = result.item or {}
-    if result.item_type == "question":
-        return {"type": "question", "message": item.get("question") or (result.input or {}).get("message", ""),
-                "expected_answer": item.get("expected_answer") or "", "tags": [], "priority": "",
-                "expected": {}}
-    inputs = item.get("inputs") or result.input or {}
-    expected = item.get("expected") or {}
-    return {
-        "type": item.get("type") or result.item_type, "message": inputs.get("message") or "",
-        "persona": inputs.get("persona") or "", "initial_message": inputs.get("initial_message") or "",
-        "max_turns": inputs.get("max_turns"), "scripted_turns": inputs.get("scripted_turns") or [],
-        "expected": {"success_criteria": expected.get("success_criteria") or [],
-                     "should_use_tools": expected.get("should_use_tools") or [],
-                     "should_not_use_tools": expected.get("should_not_use_tools") or [],
-                     "expected_outcome": expected.get("expected_outcome") or ""},
-        "expected_answer": "", "tags": item.get("tags") or [], "priority": item.get("priority") or "",
-    }
+def verdict_review_list(*, result: EvaluationResult) -> list[Review]:
+    """Every review of the result, oldest first (the newest per verdict is in force), each beside the
+    judge's verdict it overrides: one query, plus the result's verdicts if not read yet."""
+    judged = {(row.kind, row.key): row for row in result.verdict_rows}
+    humans = (
+        Score.objects.of(SubjectKind.RUN_RESULT, [result.pk])
+        .human()
+        .select_related("author")
+        .order_by("created_at", "id")
+    )
+    return [Review.of(score, judged.get((score.kind, score.key))) for score in humans]
 
 
-def verdict_review_list(*, result: EvaluationResult) -> list[VerdictReview]:
-    """Every review of the result, oldest first (the newest per verdict is in force)."""
-    return list(result.reviews.order_by("created_at", "id"))
+def review_view(*, review: Score, result: EvaluationResult) -> Review:
+    """One review (a human Score of the result) beside the judge's verdict it overrides."""
+    judged = next((row for row in result.verdict_rows if (row.kind, row.key) == (review.kind, review.key)), None)
+    return Review.of(review, judged)
 
 
-def run_reviews(*, runs) -> dict[int, list[VerdictReview]]:
-    """Per result pk, the reviews of the runs' finished results, oldest first, each with its
-    result's verdict columns loaded (what the human figures re-judge): one query. Reviews are
-    written by people, a few per run, so they are read whole."""
-    grouped: dict[int, list[VerdictReview]] = {}
-    reviews = (VerdictReview.objects.filter(result__run__in=[run.pk for run in runs], result__state=EvaluationResult.State.DONE)
-               .select_related("result").only("kind", "key", "passed", "created_at", "result__run", "result__passed",
-                                              "result__outcome", "result__criteria_scores", "result__rubric_scores")
-               .order_by("created_at", "id"))
+def run_reviews(*, runs) -> dict[int, list[Score]]:
+    """Per result pk, the reviews (human Score rows) of the runs' finished results, oldest first,
+    each with `result`, its result with its verdicts (what the human figures re-judge): three
+    queries. Reviews are written by people, a few per run, so they are read whole."""
+    grouped: dict[int, list[Score]] = {}
+    reviews = (
+        Score.objects.of(SubjectKind.RUN_RESULT)
+        .human()
+        .filter(parent_id__in=[run.pk for run in runs])
+        .order_by("created_at", "id")
+    )
     for review in reviews:
-        grouped.setdefault(review.result_id, []).append(review)
+        grouped.setdefault(review.subject_id, []).append(review)
+    results = {
+        r.pk: r
+        for r in EvaluationResult.objects.done()
+        .filter(pk__in=list(grouped))
+        .only("pk", "run_id", "attempt", "state", "passed", "outcome", "criteria_passed", "rubric_passed")
+        .with_verdicts()
+    }
+    for pk in list(grouped):
+        if pk not in results:
+            del grouped[pk]
+            continue
+        for review in grouped[pk]:
+            review.result = results[pk]
     return grouped
 
 
-TABLE_FIELDS = ("pk", "result_id", "position", "test_case_id", "attempt", "item_name", "item_type", "item", "passed",
-                "outcome", "criteria_scores", "rubric_scores", "error", "duration_ms", "finished_at")
+TABLE_FIELDS = (
+    "pk",
+    "result_id",
+    "position",
+    "test_case_id",
+    "attempt",
+    "item_name",
+    "item_type",
+    "item",
+    "passed",
+    "outcome",
+    "criteria_passed",
+    "rubric_passed",
+    "error",
+    "duration_ms",
+    "finished_at",
+)
 # Failed first (False sorts before True, and finished results always have one), then test set order.
 TABLE_ORDER = ("passed", *RESULT_ORDER)
 RESULTS_PER_PAGE = 50
@@ -288,63 +344,13 @@ RESULTS_PER_PAGE = 50
 UNCLAIMED_AFTER = timedelta(seconds=60)
 
 
-def failures_and_warnings(criteria: list[Verdict], rules: list[Verdict]) -> tuple[list[tuple], list[tuple]]:
-    """(failures, warnings), each a list of (anchor on the result page, words): failures are what
-    fail the item by the contract (a criterion not passed, a high-severity rule failed), warnings the
-    failed medium and low rules, which do not. Most severe first."""
-    failed_rules = sorted((r for r in rules if r.failed),
-                          key=lambda r: SEVERITY_ORDER.get(r.severity, len(SEVERITY_ORDER)))
-    failures = [(f"rule-{r.key}", f"{r.key} ({r.severity})") for r in failed_rules if r.severity == "high"]
-    failures += [(f"criterion-{n}", c.key) for n, c in enumerate(criteria) if c.failed]
-    warnings = [(f"rule-{r.key}", f"{r.key} ({r.severity})") for r in failed_rules if r.severity != "high"]
-    return failures, warnings
-
-
-def reviewed_failures(criteria: list[dict] | None, rules: list[dict] | None,
-                      latest: dict) -> tuple[list[tuple], list[tuple]]:
-    """failures_and_warnings of the stored columns once the reviews in force are applied: a verdict
-    a reviewer passed no longer fails the item, one a reviewer failed does."""
-    return failures_and_warnings(apply_reviews(Verdict.list_from_json(criteria, kind=CRITERION), latest),
-                                 apply_reviews(Verdict.list_from_json(rules, kind=RULE), latest))
-
-
-def first_failure(criteria: list[dict] | None, rules: list[dict] | None) -> tuple[str, str]:
-    """(anchor on the result page, words) of the verdict to look at first: what failed the item (a
-    high-severity rule, then a criterion), else a lesser failed rule; empty when nothing failed.
-    Takes the stored columns (criteria_scores, rubric_scores)."""
-    failures, warnings = failures_and_warnings(Verdict.list_from_json(criteria, kind=CRITERION),
-                                               Verdict.list_from_json(rules, kind=RULE))
-    return (failures + warnings)[0] if failures or warnings else ("", "")
-
-
-REASON_CHARS = 120
-
-
-def unassessed_reasons(criteria: list[dict] | None, rules: list[dict] | None) -> list[tuple[str, str]]:
-    """Why an item is unassessed, as (anchor on the result page, words): the verdicts the judge did
-    not give (skipped or errored) that decide the item — criteria, then high-severity rules — each
-    with the judge's reason; any other rule not given when none of those is. Stored columns."""
-    def words(verdict: Verdict, label: str) -> str:
-        status = "errored" if verdict.status == "error" else verdict.status
-        reason = " ".join((verdict.reasoning or "").split())[:REASON_CHARS]
-        return f"{label} {status}" + (f": {reason}" if reason else "")
-
-    not_given = [(f"criterion-{n}", words(c, f"criterion “{c.key}”"))
-                 for n, c in enumerate(Verdict.list_from_json(criteria, kind=CRITERION)) if c.status != "ok"]
-    rules_not_given = [r for r in Verdict.list_from_json(rules, kind=RULE) if r.status != "ok"]
-    high = [r for r in rules_not_given if r.severity == "high"]
-    not_given += [(f"rule-{r.key}", words(r, f"rule {r.key} ({r.severity or 'no severity'})"))
-                  for r in (high if high or not_given else rules_not_given)]
-    return not_given
-
-
-def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+def result_rows(results, reviews: dict[int, list[Score]]) -> list[dict]:
     """Results (TABLE_FIELDS values, at most a page of them) as table rows, with their human verdict.
     Rows carry what the console shows (tags, priority, the judge's verdict counts) and what fails the
     item, or only warns, once the reviews in force are applied (a criterion a reviewer passed no
-    longer fails it)."""
+    longer fails it). Their verdicts are read in one query (models.verdict_columns)."""
     rows = []
-    for values in results:
+    for values in verdict_columns(list(results)):
         item = values["item"] or {}
         criteria = Verdict.list_from_json(values["criteria_scores"], kind=CRITERION)
         rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
@@ -354,29 +360,40 @@ def result_rows(results, reviews: dict[int, list[VerdictReview]]) -> list[dict]:
         if not failures and values["outcome"] == FAILED and values["error"]:
             failures = [("", values["error"])]
         anchor, reason = (failures + warnings)[0] if failures or warnings else ("", "")
-        rows.append({
-            **values,
-            "tags": list(item.get("tags") or []),
-            "priority": item.get("priority") or "",
-            "criteria_counts": verdict_counts(criteria),
-            "coverage": coverage(criteria + rules),
-            "rules_counts": verdict_counts(rules),
-            "has_rules": values["rubric_scores"] is not None,
-            "failed_severities": sorted({r.severity for r in rules if r.failed and r.severity}),
-            "failures": failures,
-            "warnings": warnings,
-            "first_failure": anchor,
-            "failure_reason": reason or values["error"] or "",
-            "human_outcome": human,
-            "human_passed": {PASSED: True, FAILED: False}.get(human),
-            "reviews": len(latest),
-        })
+        rows.append(
+            {
+                **values,
+                "tags": list(item.get("tags") or []),
+                "priority": item.get("priority") or "",
+                "criteria_counts": verdict_counts(criteria),
+                "coverage": coverage(criteria + rules),
+                "rules_counts": verdict_counts(rules),
+                "has_rules": values["rubric_scores"] is not None,
+                "failed_severities": sorted({r.severity for r in rules if r.failed and r.severity}),
+                "failures": failures,
+                "warnings": warnings,
+                "first_failure": anchor,
+                "failure_reason": reason or values["error"] or "",
+                "human_outcome": human,
+                "human_passed": {PASSED: True, FAILED: False}.get(human),
+                "reviews": len(latest),
+            }
+        )
     return rows
 
 
-def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome: str | None = None,
-                     item_type: str | None = None, q: str | None = None, tag: str | None = None,
-                     priority: str | None = None, failed_severity: str | None = None, sort: str | None = None):
+def results_filtered(
+    *,
+    run: EvaluationRun,
+    passed: bool | None = None,
+    outcome: str | None = None,
+    item_type: str | None = None,
+    q: str | None = None,
+    tag: str | None = None,
+    priority: str | None = None,
+    failed_severity: str | None = None,
+    sort: str | None = None,
+):
     """The run page's table: finished results under its filters, in the order of `sort`
     (attempts.sort_param; by default failed first, then test set order); filtered and ordered by
     the database (jsonfilters for the JSON columns)."""
@@ -394,7 +411,7 @@ def results_filtered(*, run: EvaluationRun, passed: bool | None = None, outcome:
     if priority:
         results = results.filter(item__priority=priority)
     if failed_severity:
-        results = results.filter(HasFailedRule(failed_severity))
+        results = results.with_failed_rule(failed_severity)
     sort = attempts.sort_param(sort)
     return results.order_by(*(TABLE_ORDER if sort == attempts.DEFAULT_SORT else attempts.attempt_order(sort)))
 
@@ -412,7 +429,7 @@ def _item_filters(filters: dict) -> tuple[dict, dict]:
     return verdict, {k: v for k, v in filters.items() if k not in verdict}
 
 
-def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int, list[VerdictReview]]) -> list[dict]:
+def _item_table_rows(run: EvaluationRun, positions: list[int], reviews: dict[int, list[Score]]) -> list[dict]:
     """One row per item (attempts.item_rows) for these positions, in their order."""
     values = run.results.done().filter(position__in=positions).order_by("position", "attempt").values(*TABLE_FIELDS)
     rows = {row["position"]: row for row in attempts.item_rows(run, result_rows(values, reviews))}
@@ -428,15 +445,23 @@ def _item_table_page(*, run: EvaluationRun, reviews, number, per_page: int, sort
     severity = rest.pop("failed_severity", None)
     results = results_filtered(run=run, **rest)
     if severity:
-        results = results.filter(position__in=results.filter(HasFailedRule(severity)).order_by().values("position"))
+        results = results.filter(position__in=results.with_failed_rule(severity).order_by().values("position"))
     positions = attempts.item_positions(results, sort=attempts.sort_param(sort), **verdict)
     page = Paginator(positions, per_page).get_page(number)
     page.object_list = _item_table_rows(run, list(page.object_list), reviews)
     return page
 
 
-def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[int, list[VerdictReview]],
-                      number=None, per_page: int = RESULTS_PER_PAGE, sort: str | None = None, **filters) -> Page:
+def result_table_page(
+    *,
+    run: EvaluationRun,
+    digest: RunDigest,
+    reviews: dict[int, list[Score]],
+    number=None,
+    per_page: int = RESULTS_PER_PAGE,
+    sort: str | None = None,
+    **filters,
+) -> Page:
     """One page of the run page's table (results_filtered) as rows (result_rows); for a run with
     repeats, one row per item (attempts.item_rows). The count comes from the digest where its
     columns suffice; the page's ids are found first and only its rows are read (an index-only scan
@@ -446,20 +471,28 @@ def result_table_page(*, run: EvaluationRun, digest: RunDigest, reviews: dict[in
     results = results_filtered(run=run, sort=sort, **filters)
     paginator = Paginator(results, per_page)
     # Paginator.count is a cached property: set, it is never asked of the database.
-    paginator.count = (digest.results_matching(**{k: filters.get(k) for k in ("passed", "outcome", "item_type",
-                                                                               "priority")})
-                       if _counted_by_digest(filters) else results.count())
+    paginator.count = (
+        digest.results_matching(**{k: filters.get(k) for k in ("passed", "outcome", "item_type", "priority")})
+        if _counted_by_digest(filters)
+        else results.count()
+    )
     page = paginator.get_page(number)
     values = []
     if paginator.count:
-        ids = results.values("pk")[page.start_index() - 1:page.end_index()]
+        ids = results.values("pk")[page.start_index() - 1 : page.end_index()]
         values = EvaluationResult.objects.filter(pk__in=ids).order_by(*results.query.order_by).values(*TABLE_FIELDS)
     page.object_list = result_rows(values, reviews)
     return page
 
 
-def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[VerdictReview]], after: datetime | None,
-                           limit: int = RESULTS_PER_PAGE, **filters) -> list[dict]:
+def results_finished_since(
+    *,
+    run: EvaluationRun,
+    reviews: dict[int, list[Score]],
+    after: datetime | None,
+    limit: int = RESULTS_PER_PAGE,
+    **filters,
+) -> list[dict]:
     """The rows a page that has seen results up to `after` (the newest finished_at it was given)
     may not have, under its filters: the first `limit` in the table's order. Results finish out of
     order across workers, and one written a moment before the cursor may commit after it was read,
@@ -472,15 +505,16 @@ def results_finished_since(*, run: EvaluationRun, reviews: dict[int, list[Verdic
         if after is not None:
             fresh = fresh.filter(finished_at__gt=after - LIVE_OVERLAP)
         positions = sorted(set(fresh.order_by("position").values_list("position", flat=True).distinct()[:limit]))
-        return [row for row in _item_table_rows(run, positions, reviews)
-                if attempts.item_outcome_matches(row, **verdict)]
+        return [
+            row for row in _item_table_rows(run, positions, reviews) if attempts.item_outcome_matches(row, **verdict)
+        ]
     results = results_filtered(run=run, **filters)
     if after is not None:
         results = results.filter(finished_at__gt=after - LIVE_OVERLAP)
     return result_rows(results.values(*TABLE_FIELDS)[:limit], reviews)
 
 
-def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictReview]]) -> dict:
+def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[Score]]) -> dict:
     """Judge and human-reviewed pass rates, and the judge's criterion and rule counts, over a run's
     finished results: the run page's cards, live while the run goes. The judge's figures come from
     the digest, over every finished result; the human ones (human_outcome) over the reviewed
@@ -491,8 +525,9 @@ def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictRevi
     changed = 0
     for result_reviews in reviews.values():
         result = result_reviews[0].result
-        outcome = human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores,
-                                latest=in_force(result_reviews))
+        outcome = human_outcome(
+            criteria=result.criteria_scores, rules=result.rubric_scores, latest=in_force(result_reviews)
+        )
         if outcome is None:
             continue
         human[outcome] += 1
@@ -505,15 +540,22 @@ def run_review_figures(*, digest: RunDigest, reviews: dict[int, list[VerdictRevi
         # what the judge did, the denominators shown beside the pass rates.
         "unassessed": digest.unassessed,
         "coverage": digest.coverage(),
-        "completed": completed, "judge_passed": judge, "judge_failed": completed - judge - digest.unassessed,
+        "completed": completed,
+        "judge_passed": judge,
+        "judge_failed": completed - judge - digest.unassessed,
         "judge_pass_rate": judge / completed if completed else None,
         # Over reviewed results only: human_passed / reviewed_results.
-        "reviewed_results": reviewed, "not_reviewed": completed - reviewed,
-        "human_passed": human[PASSED], "human_failed": human[FAILED], "human_unassessed": human[UNASSESSED],
+        "reviewed_results": reviewed,
+        "not_reviewed": completed - reviewed,
+        "human_passed": human[PASSED],
+        "human_failed": human[FAILED],
+        "human_unassessed": human[UNASSESSED],
         "human_pass_rate": human[PASSED] / reviewed if reviewed else None,
         "changed_by_review": changed,
-        "criteria": criteria, "criteria_total": sum(criteria.values()),
-        "rules": rules, "rules_assessed": rules["passed"] + rules["failed"] + rules["warned"],
+        "criteria": criteria,
+        "criteria_total": sum(criteria.values()),
+        "rules": rules,
+        "rules_assessed": rules["passed"] + rules["failed"] + rules["warned"],
         "rule_verdicts": rule_verdicts,
         # Most rule verdicts skipped: the judge cannot see what the rubric asks about.
         "rules_mostly_unassessed": rule_verdicts > 0 and rules["skipped"] * 2 > rule_verdicts,
@@ -530,8 +572,11 @@ def run_previous_find(*, run: EvaluationRun, completed_only: bool = False) -> Ev
     completed_only: a run that completed (what a CI baseline compares with)."""
     if run.test_set_id is None and run.dataset_id is None:
         return None
-    earlier = EvaluationRun.objects.of_same_test_set(run).filter(
-        Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk)).newest_first()
+    earlier = (
+        EvaluationRun.objects.of_same_test_set(run)
+        .filter(Q(created_at__lt=run.created_at) | Q(created_at=run.created_at, pk__lt=run.pk))
+        .newest_first()
+    )
     if completed_only:
         earlier = earlier.filter(status=EvaluationRun.Status.COMPLETED)
     return earlier.filter(agent_id=run.agent_id).first() or earlier.first()
@@ -564,16 +609,22 @@ COMPARE_KEEP = 1000
 def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None) -> dict:
     """What a comparison reads from the results: the pairing, the statistics over all pairs and the
     changed criteria. Two finished runs never change, so theirs is kept (CACHE_SECONDS)."""
-    key = (f"{CACHE_PREFIX}:compare:v2:{base.run_id}:{base.status}:{base.completed}:"
-           f"{head.run_id}:{head.status}:{head.completed}")
+    key = (
+        f"{CACHE_PREFIX}:compare:v2:{base.run_id}:{base.status}:{base.completed}:"
+        f"{head.run_id}:{head.status}:{head.completed}"
+    )
     cacheable = base.is_finished and head.is_finished and keep is not None and keep <= COMPARE_KEEP
     if cacheable and (core := cache.get(key)) is not None:
         return core
     kept = COMPARE_KEEP if cacheable else keep
     items = pairing.pair_items(base_pk=base.pk, head_pk=head.pk, keep=kept if kept is not None else pairing.ALL)
     criterion_deltas, criterion_total = pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=kept)
-    core = {"items": items, "statistics": paired_statistics(items.pass_pairs(), paired_items=items.paired_items()),
-            "criterion_deltas": criterion_deltas, "criterion_deltas_total": criterion_total}
+    core = {
+        "items": items,
+        "statistics": paired_statistics(items.pass_pairs(), paired_items=items.paired_items()),
+        "criterion_deltas": criterion_deltas,
+        "criterion_deltas_total": criterion_total,
+    }
     if cacheable:
         cache.set(key, core, CACHE_SECONDS)
     return core
@@ -586,18 +637,31 @@ def _rule_deltas(base: RunDigest, head: RunDigest) -> list[dict]:
         b, h = base_rules.get(rule_id), head_rules.get(rule_id)
         b_rate = b["passed"] / b["total"] if b and b["total"] else None
         h_rate = h["passed"] / h["total"] if h and h["total"] else None
-        deltas.append({
-            "rule_id": rule_id, "rule_name": (h or b)["name"], "severity": (h or b)["severity"],
-            "base": b, "head": h, "base_rate": b_rate, "head_rate": h_rate,
-            "delta": None if b_rate is None or h_rate is None else h_rate - b_rate,
-        })
+        deltas.append(
+            {
+                "rule_id": rule_id,
+                "rule_name": (h or b)["name"],
+                "severity": (h or b)["severity"],
+                "base": b,
+                "head": h,
+                "base_rate": b_rate,
+                "head_rate": h_rate,
+                "delta": None if b_rate is None or h_rate is None else h_rate - b_rate,
+            }
+        )
     deltas.sort(key=lambda d: (d["delta"] is None, d["delta"] if d["delta"] is not None else 0, d["rule_id"]))
     return deltas
 
 
 # The buckets a comparison lists item by item; the others (unchanged pass, new, dropped) it counts.
-LISTED = (pairing.REGRESSED, pairing.FIXES, pairing.NEWLY_ASSESSED, pairing.NO_LONGER_ASSESSED, pairing.STILL_FAILING,
-          pairing.STILL_UNASSESSED)
+LISTED = (
+    pairing.REGRESSED,
+    pairing.FIXES,
+    pairing.NEWLY_ASSESSED,
+    pairing.NO_LONGER_ASSESSED,
+    pairing.STILL_FAILING,
+    pairing.STILL_UNASSESSED,
+)
 
 
 def _add_attempt_counts(rows: dict[int, dict], *, items: pairing.Pairing, repeats: dict[int, int]) -> None:
@@ -609,8 +673,9 @@ def _add_attempt_counts(rows: dict[int, dict], *, items: pairing.Pairing, repeat
             row.update(attempts_done=verdict.n, attempts_passed=verdict.ok, flaky=verdict.ok > 0 and verdict.bad > 0)
 
 
-def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN,
-                   listed: tuple[str, ...] = LISTED) -> dict:
+def run_comparison(
+    *, base: EvaluationRun, head: EvaluationRun, shown: int | None = COMPARE_SHOWN, listed: tuple[str, ...] = LISTED
+) -> dict:
     """Two runs of the same test set, item by item (comparison.pair_items: joined on the test case
     id, which stays stable across test set versions): the items of each bucket (comparison.category;
     of the kinds `listed`, the first `shown`, None for all), how many of every kind (`buckets`),
@@ -628,7 +693,9 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
     rows = {row["pk"]: row for row in result_rows(values, reviews)}
     for row in rows.values():
         inputs = (row["item"] or {}).get("inputs") or {}
-        row["question"] = inputs.get("message") or inputs.get("initial_message") or (row["item"] or {}).get("question", "")
+        row["question"] = (
+            inputs.get("message") or inputs.get("initial_message") or (row["item"] or {}).get("question", "")
+        )
         row["answer"] = final_answer(row["output"])
         # A scenario's last reply may be the same in both runs while an earlier turn differs: the whole conversation.
         row["conversation"] = conversation_turns(row["output"]) if row["item_type"] == "scenario" else []
@@ -643,29 +710,39 @@ def run_comparison(*, base: EvaluationRun, head: EvaluationRun, shown: int | Non
     head_reviews = {pk: r for pk, r in reviews.items() if r[0].result.run_id == head.pk}
     counts = items.counts
     return {
-        "base": base, "head": head, "shown": shown,
+        "base": base,
+        "head": head,
+        "shown": shown,
         **{kind: [(rows[b], rows[h]) for b, h in pairs] for kind, pairs in listed.items()},
         **{f"{kind}_total": counts.get(kind, 0) for kind in listed},
         "buckets": {kind: counts.get(kind, 0) for kind in pairing.BUCKETS},
         "unchanged_pass": counts.get(pairing.BOTH_PASSED, 0),
-        "new_items": counts.get(pairing.NEW, 0), "dropped": counts.get(pairing.DROPPED, 0),
+        "new_items": counts.get(pairing.NEW, 0),
+        "dropped": counts.get(pairing.DROPPED, 0),
         "bot_snapshots_known": bool(base.bot_snapshot and head.bot_snapshot),
         "bot_changes": bot_snapshot_changes(base.bot_snapshot, head.bot_snapshot),
         "rule_deltas": _rule_deltas(base_digest, head_digest),
-        "criterion_deltas": core["criterion_deltas"][:shown], "criterion_deltas_total": core["criterion_deltas_total"],
+        "criterion_deltas": core["criterion_deltas"][:shown],
+        "criterion_deltas_total": core["criterion_deltas_total"],
         "base_figures": run_review_figures(digest=base_digest, reviews=base_reviews),
         "head_figures": run_review_figures(digest=head_digest, reviews=head_reviews),
         "statistics": core["statistics"],
-        "base_judge_fingerprints": base_judges, "head_judge_fingerprints": head_judges,
-        "judge_changed": bool(changes), "judge_changes": changes,
+        "base_judge_fingerprints": base_judges,
+        "head_judge_fingerprints": head_judges,
+        "judge_changed": bool(changes),
+        "judge_changes": changes,
     }
 
 
 def rubric_agreement(*, rubric_id) -> dict:
     """Judge-versus-reviewer agreement on the rules of a rubric, and on the criteria of the runs
-    that used it, across all its versions."""
-    reviews = list(VerdictReview.objects.filter(result__run__rubric_id=rubric_id).order_by("created_at", "id"))
-    rows = agreement_table(reviews)
-    return {"rules": [r for r in rows if r.kind == VerdictReview.Kind.RULE],
-            "criteria": [r for r in rows if r.kind == VerdictReview.Kind.CRITERION],
-            "reviews": len(reviews)}
+    that used it, across all its versions (scores.agreement: the human score in force on each
+    verdict against the judge's score of the same result and key)."""
+    results = EvaluationResult.objects.filter(run__rubric_id=rubric_id).values("pk")
+    rows = agreement_table(judge_human_pairs(SubjectKind.RUN_RESULT, results, kinds=(CRITERION, RULE)))
+    reviews = Score.objects.of(SubjectKind.RUN_RESULT, results).human().count()
+    return {
+        "rules": [r for r in rows if r.kind == RULE],
+        "criteria": [r for r in rows if r.kind == CRITERION],
+        "reviews": reviews,
+    }

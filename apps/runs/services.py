@@ -32,15 +32,17 @@ from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
+from apps.scores.services import human_score_record, scores_store
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
 from . import sources, tasks
+from .aggregates import compute_digest
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
-from .judging.aggregate import (FAILED, PASSED, SCOPES, UNASSESSED, assessed, component_scores, coverage,
-                                stored_outcome)
+from .judging.aggregate import FAILED, PASSED, SCOPES, UNASSESSED, assessed, coverage, stored_outcome
 from .judging.fingerprint import distinct_judges, judges_hash
-from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict
-from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun, VerdictReview
-from .selectors import item_figures, run_get, run_judge_fingerprints
+from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
+from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun
+from .selectors import item_figures, run_get
 
 logger = logging.getLogger(__name__)
 
@@ -79,16 +81,30 @@ def _attempts_check(attempts: int) -> None:
     ask for more than the platform allows."""
     limit = settings.EVALSITE_MAX_RUN_ATTEMPTS
     if attempts > limit:
-        raise InvalidInputError(f"This run would make {attempts} attempts (items x repeats); the limit is {limit} "
-                                f"(EVALSITE_MAX_RUN_ATTEMPTS). Use fewer repeats or a smaller test set.")
+        raise InvalidInputError(
+            f"This run would make {attempts} attempts (items x repeats); the limit is {limit} "
+            f"(EVALSITE_MAX_RUN_ATTEMPTS). Use fewer repeats or a smaller test set."
+        )
 
 
 @transaction.atomic
-def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_version: int | None = None,
-               dataset_id: uuid.UUID | None = None, rubric_id: uuid.UUID | None = None,
-               rubric_version: int | None = None, concurrency: int = 3, component_scope_filter: str | None = None,
-               component_ids_filter: list[str] | None = None, judge_model: str | None = None,
-               label: str | None = None, repeats: int = 1, created_by=None, api_key=None) -> EvaluationRun:
+def run_create(
+    *,
+    agent_id: str,
+    test_set_id: uuid.UUID | None = None,
+    test_set_version: int | None = None,
+    dataset_id: uuid.UUID | None = None,
+    rubric_id: uuid.UUID | None = None,
+    rubric_version: int | None = None,
+    concurrency: int = 3,
+    component_scope_filter: str | None = None,
+    component_ids_filter: list[str] | None = None,
+    judge_model: str | None = None,
+    label: str | None = None,
+    repeats: int = 1,
+    created_by=None,
+    api_key=None,
+) -> EvaluationRun:
     """Create a pending run pinned to the versions it will use, with one result row per item and
     attempt (`repeats` attempts of every item), and queue its start once the transaction commits.
     The bot is edited in place, so its configuration as it stands now is snapshot on the run
@@ -124,20 +140,42 @@ def run_create(*, agent_id: str, test_set_id: uuid.UUID | None = None, test_set_
         rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version)
 
     run = EvaluationRun.objects.create(
-        agent_id=agent_id, dataset_id=dataset_id, test_set_id=test_set_id, test_set_version=test_set_version,
-        rubric_id=rubric_id, rubric_version=rubric_version, concurrency=concurrency,
-        component_scope_filter=component_scope_filter, component_ids_filter=component_ids_filter or [],
-        bot_llm_provider=bot.llm_provider, bot_llm_model=bot.llm_model, judge=judge.label,
-        total=len(rows) * repeats, repeats=repeats,
-        label=label, bot_snapshot=bot_config_snapshot(bot), created_by=created_by, api_key=api_key,
+        agent_id=agent_id,
+        dataset_id=dataset_id,
+        test_set_id=test_set_id,
+        test_set_version=test_set_version,
+        rubric_id=rubric_id,
+        rubric_version=rubric_version,
+        concurrency=concurrency,
+        component_scope_filter=component_scope_filter,
+        component_ids_filter=component_ids_filter or [],
+        bot_llm_provider=bot.llm_provider,
+        bot_llm_model=bot.llm_model,
+        judge=judge.label,
+        total=len(rows) * repeats,
+        repeats=repeats,
+        label=label,
+        bot_snapshot=bot_config_snapshot(bot),
+        created_by=created_by,
+        api_key=api_key,
     )
-    EvaluationResult.objects.bulk_create([
-        EvaluationResult(run=run, position=n, attempt=attempt, test_case_id=case_id, item_name=name,
-                         item_type=item_type, item=item,
-                         input=dict(item.get("inputs") or {}) if item_type != "question" else {"message": item["question"]})
-        for attempt in range(1, repeats + 1)
-        for n, (case_id, name, item_type, item) in enumerate(rows)
-    ], batch_size=2000)
+    EvaluationResult.objects.bulk_create(
+        [
+            EvaluationResult(
+                run=run,
+                position=n,
+                attempt=attempt,
+                test_case_id=case_id,
+                item_name=name,
+                item_type=item_type,
+                item=item,
+                input=dict(item.get("inputs") or {}) if item_type != "question" else {"message": item["question"]},
+            )
+            for attempt in range(1, repeats + 1)
+            for n, (case_id, name, item_type, item) in enumerate(rows)
+        ],
+        batch_size=2000,
+    )
     transaction.on_commit(lambda: tasks.start_run.delay(run.pk))
     return run
 
@@ -146,12 +184,20 @@ def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) 
     """The same test set and rubric versions, judge and settings again: the run to compare against.
     The bot is snapshot anew, so the comparison shows what changed in it since."""
     return run_create(
-        agent_id=run.agent_id, test_set_id=run.test_set_id, test_set_version=run.test_set_version,
-        dataset_id=run.dataset_id, rubric_id=run.rubric_id, rubric_version=run.rubric_version,
-        concurrency=run.concurrency, component_scope_filter=run.component_scope_filter,
+        agent_id=run.agent_id,
+        test_set_id=run.test_set_id,
+        test_set_version=run.test_set_version,
+        dataset_id=run.dataset_id,
+        rubric_id=run.rubric_id,
+        rubric_version=run.rubric_version,
+        concurrency=run.concurrency,
+        component_scope_filter=run.component_scope_filter,
         component_ids_filter=run.component_ids_filter or None,
-        judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC, label=label, repeats=run.repeats,
-        created_by=created_by)
+        judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC,
+        label=label,
+        repeats=run.repeats,
+        created_by=created_by,
+    )
 
 
 def run_start(*, run_pk: int) -> None:
@@ -177,8 +223,9 @@ def run_dispatch(*, run_pk: int) -> list[int]:
             return []
         # Attempt by attempt: a run cancelled part way has whole first attempts rather than every
         # attempt of its first items.
-        claimed = list(run.results.filter(state=State.PENDING).order_by("attempt", "position")
-                       .values_list("pk", flat=True)[:free])
+        claimed = list(
+            run.results.filter(state=State.PENDING).order_by("attempt", "position").values_list("pk", flat=True)[:free]
+        )
         if claimed:
             EvaluationResult.objects.filter(pk__in=claimed).update(state=State.QUEUED, heartbeat_at=timezone.now())
             transaction.on_commit(lambda: _enqueue(claimed))
@@ -222,6 +269,7 @@ def _heartbeat(result: EvaluationResult):
         EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(heartbeat_at=timezone.now())
         if EvaluationRun.objects.filter(pk=result.run_id, status=Status.CANCELLED).exists():
             raise RunCancelled()
+
     return beat
 
 
@@ -257,7 +305,8 @@ class _KeepAlive:
             while not self._stop.wait(self.interval):
                 try:
                     EvaluationResult.objects.filter(pk=self.result_pk, state=State.RUNNING).update(
-                        heartbeat_at=timezone.now())
+                        heartbeat_at=timezone.now()
+                    )
                 except Exception:  # a missed beat is retried next interval; the item itself goes on
                     logger.warning("heartbeat of result %s failed", self.result_pk, exc_info=True)
         finally:
@@ -286,10 +335,14 @@ def _run_rubric(run_id: uuid.UUID, rubric_id: uuid.UUID, version: int) -> dict:
 def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
     try:
         bot = sources.bot_spec(run.agent_id)
-        options = RunOptions(scope_filter=run.component_scope_filter, ids_filter=run.component_ids_filter or None,
-                             judge=JudgeChoice.from_label(run.judge), rubric_version=run.rubric_version,
-                             heartbeat=_heartbeat(result),
-                             judge_concurrency=settings.EVALSITE_JUDGE_CONCURRENCY_PER_ITEM)
+        options = RunOptions(
+            scope_filter=run.component_scope_filter,
+            ids_filter=run.component_ids_filter or None,
+            judge=JudgeChoice.from_label(run.judge),
+            rubric_version=run.rubric_version,
+            heartbeat=_heartbeat(result),
+            judge_concurrency=settings.EVALSITE_JUDGE_CONCURRENCY_PER_ITEM,
+        )
         # Every attempt is its own conversation: a bot that keeps state per conversation id must not
         # answer a repeat from the first attempt's memory. Attempt 1 keeps the id runs always had.
         conversation_id = f"{run.run_id}:{result.test_case_id}" + (f":{result.attempt}" if result.attempt > 1 else "")
@@ -297,8 +350,9 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
         else:
             rubric = _run_rubric(run.run_id, run.rubric_id, run.rubric_version) if run.rubric_id else None
-            outcome = execute_test_item(item=result.item, bot=bot, rubric=rubric, options=options,
-                                        conversation_id=conversation_id)
+            outcome = execute_test_item(
+                item=result.item, bot=bot, rubric=rubric, options=options, conversation_id=conversation_id
+            )
     except RunCancelled:
         EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(state=State.PENDING)
         return
@@ -306,11 +360,20 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
         logger.exception("item %s of run %s failed", result.test_case_id, run.run_id)
         _record(result, passed=False, error=f"Evaluation error: {type(exc).__name__}: {exc}", output={"messages": []})
     else:
-        _record(result, passed=outcome.passed, error=outcome.error, output=outcome.output, input=outcome.input,
-                scores=outcome.scores, criteria_scores=outcome.criteria_scores,
-                criteria_passed=outcome.criteria_passed, rubric_scores=outcome.rubric_scores,
-                rubric_passed=outcome.rubric_passed, duration_ms=outcome.duration_ms,
-                langsmith_run_id=outcome.external_trace_id)
+        _record(
+            result,
+            passed=outcome.passed,
+            error=outcome.error,
+            output=outcome.output,
+            input=outcome.input,
+            scores=outcome.scores,
+            criteria_scores=outcome.criteria_scores,
+            criteria_passed=outcome.criteria_passed,
+            rubric_scores=outcome.rubric_scores,
+            rubric_passed=outcome.rubric_passed,
+            duration_ms=outcome.duration_ms,
+            langsmith_run_id=outcome.external_trace_id,
+        )
 
 
 def _counted(verdicts: list[Verdict]) -> tuple[int, int]:
@@ -323,26 +386,60 @@ def _rules_counted(verdicts: list[Verdict]) -> tuple[int, int, int]:
     return passed, total, len(verdicts) - total
 
 
-def _record(result: EvaluationResult, *, passed: bool, **fields) -> bool:
-    """Write the item's outcome once and add it to the run's running totals. The outcome follows
-    from the verdicts (fail-closed: see aggregate.item_outcome); `passed` is true only for passed."""
-    criteria = Verdict.list_from_json(fields.get("criteria_scores"), kind=CRITERION)
-    rules = Verdict.list_from_json(fields.get("rubric_scores"), kind=RULE)
-    outcome = stored_outcome(passed=passed, criteria=fields.get("criteria_scores"), rules=fields.get("rubric_scores"))
+def _verdict_rows(result: EvaluationResult, criteria: list[Verdict], rules: list[Verdict], scores: dict | None):
+    """The item's verdicts as the Score rows that store them, in the judge's order."""
+    where = {"result_pk": result.pk, "run_pk": result.run_id, "attempt": result.attempt}
+    rows = [v.to_score(position=n, **where) for n, v in enumerate(criteria)]
+    rows += [v.to_score(position=n, **where) for n, v in enumerate(rules)]
+    correctness = correctness_to_score(scores, **where)
+    return rows + ([correctness] if correctness is not None else [])
+
+
+def _record(
+    result: EvaluationResult,
+    *,
+    passed: bool,
+    criteria_scores: list[dict] | None = None,
+    rubric_scores: list[dict] | None = None,
+    scores: dict | None = None,
+    **fields,
+) -> bool:
+    """Write the item's outcome and its verdicts (Score rows, in the same transaction) once, and add
+    it to the run's running totals. The outcome follows from the verdicts (fail-closed: see
+    aggregate.item_outcome); `passed` is true only for passed."""
+    criteria = Verdict.list_from_json(criteria_scores, kind=CRITERION)
+    rules = Verdict.list_from_json(rubric_scores, kind=RULE)
+    outcome = stored_outcome(passed=passed, criteria=criteria_scores, rules=rubric_scores)
     passed = outcome == PASSED
     fields["fingerprint"] = judges_hash(distinct_judges(v.fingerprint for v in criteria + rules))
+    if criteria_scores is None:
+        # criteria_passed null says "no criteria list" once the list is rows (models.EvaluationResult).
+        fields["criteria_passed"] = None
+    if rubric_scores is None:
+        fields["rubric_passed"] = None
+    finished_at = timezone.now()
     with transaction.atomic():
-        written = EvaluationResult.objects.filter(pk=result.pk).exclude(state=State.DONE).update(
-            state=State.DONE, passed=passed, outcome=outcome, finished_at=timezone.now(), **fields)
+        written = (
+            EvaluationResult.objects.filter(pk=result.pk)
+            .exclude(state=State.DONE)
+            .update(state=State.DONE, passed=passed, outcome=outcome, finished_at=finished_at, **fields)
+        )
         if not written:
             return False
+        rows = _verdict_rows(result, criteria, rules, scores)
+        for row in rows:
+            row.created_at = finished_at
+        scores_store(rows=rows)
         criteria_ok, criteria_n = _counted(criteria)
         rules_ok, rules_n, rules_skipped = _rules_counted(rules)
-        counts = coverage(criteria + rules + _question_verdicts(fields.get("scores")))
+        counts = coverage(criteria + rules + _question_verdicts(scores))
         EvaluationRun.objects.filter(pk=result.run_id).update(
-            completed=F("completed") + 1, passed=F("passed") + int(passed),
-            failed=F("failed") + int(outcome == FAILED), unassessed=F("unassessed") + int(outcome == UNASSESSED),
-            criteria_passed=F("criteria_passed") + criteria_ok, criteria_total=F("criteria_total") + criteria_n,
+            completed=F("completed") + 1,
+            passed=F("passed") + int(passed),
+            failed=F("failed") + int(outcome == FAILED),
+            unassessed=F("unassessed") + int(outcome == UNASSESSED),
+            criteria_passed=F("criteria_passed") + criteria_ok,
+            criteria_total=F("criteria_total") + criteria_n,
             rubric_rules_passed=F("rubric_rules_passed") + rules_ok,
             rubric_rules_total=F("rubric_rules_total") + rules_n,
             rubric_rules_skipped=F("rubric_rules_skipped") + rules_skipped,
@@ -357,7 +454,7 @@ def _question_verdicts(scores: dict | None) -> list[Verdict]:
     """A V1 item's correctness verdict, for the coverage counts (its status is in the stored comment)."""
     comment = ((scores or {}).get("correctness") or {}).get("comment")
     try:
-        status = json.loads(comment).get("status", "ok") if comment else None
+        status = json.loads(comment).get("status", JudgeStatus.OK.value) if comment else None
     except (TypeError, ValueError, AttributeError):
         status = None
     if status is None:
@@ -367,27 +464,52 @@ def _question_verdicts(scores: dict | None) -> list[Verdict]:
 
 def _finalize(run: EvaluationRun) -> None:
     """Called under the run's row lock when nothing is pending or in flight."""
+    digest = compute_digest(run)
+    # Stored, so no reader of the finished run sums its verdicts again (aggregates.run_digests).
+    run.digest = digest.to_json()
     if run.rubric_id:
-        run.component_scores = component_scores(run.results.done().rule_verdicts())
-    run.refresh_from_db(fields=["completed", "passed", "failed", "unassessed", "criteria_passed", "criteria_total",
-                                "rubric_rules_passed", "rubric_rules_total", "rubric_rules_skipped",
-                                "verdicts_scored", "verdicts_skipped", "verdicts_errored"])
-    _store_item_figures(run)
+        run.component_scores = digest.component_scores()
+    run.refresh_from_db(
+        fields=[
+            "completed",
+            "passed",
+            "failed",
+            "unassessed",
+            "criteria_passed",
+            "criteria_total",
+            "rubric_rules_passed",
+            "rubric_rules_total",
+            "rubric_rules_skipped",
+            "verdicts_scored",
+            "verdicts_skipped",
+            "verdicts_errored",
+        ]
+    )
+    _store_item_figures(run, digest)
     run.status = Status.COMPLETED
     run.completed_at = timezone.now()
-    run.save(update_fields=["status", "completed_at", "component_scores", *ITEM_FIGURE_FIELDS, "judge_fingerprints"])
+    run.save(
+        update_fields=[
+            "status",
+            "completed_at",
+            "component_scores",
+            *ITEM_FIGURE_FIELDS,
+            "judge_fingerprints",
+            "digest",
+        ]
+    )
 
 
 ITEM_FIGURE_FIELDS = ("items_passed_all", "items_passed_any", "flaky_items")
 
 
-def _store_item_figures(run: EvaluationRun) -> None:
+def _store_item_figures(run: EvaluationRun, digest) -> None:
     """Freeze what readers would otherwise compute from every result: the item-level figures over
     attempts and the run's judge fingerprints."""
     figures = item_figures(run=run)
     for name in ITEM_FIGURE_FIELDS:
         setattr(run, name, figures[name])
-    run.judge_fingerprints = run_judge_fingerprints(runs=[run])[run.pk]
+    run.judge_fingerprints = digest.judge_fingerprints()
 
 
 def run_cancel(*, run: EvaluationRun, requested_by=None, admin: bool = True) -> EvaluationRun:
@@ -434,9 +556,13 @@ def runs_reap(*, run_pk: int | None = None) -> int:
         elif result.attempts < MAX_ATTEMPTS:
             EvaluationResult.objects.filter(pk=result.pk, state=State.RUNNING).update(state=State.PENDING)
         else:
-            _record(result, passed=False, output={"messages": []},
-                    error=f"Worker lost: no heartbeat for {settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS} s "
-                          f"on each of {result.attempts} attempts")
+            _record(
+                result,
+                passed=False,
+                output={"messages": []},
+                error=f"Worker lost: no heartbeat for {settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS} s "
+                f"on each of {result.attempts} attempts",
+            )
         touched_runs.add(result.run_id)
         handled += 1
     for pk in touched_runs:
@@ -453,7 +579,9 @@ def runs_reap(*, run_pk: int | None = None) -> int:
         if run_dispatch(run_pk=pk) or not EvaluationRun.objects.filter(pk=pk, status=Status.RUNNING).exists():
             handled += 1
     # A run whose start message was lost still starts.
-    for pk in EvaluationRun.objects.filter(status=Status.PENDING, created_at__lt=stale_before).values_list("pk", flat=True):
+    for pk in EvaluationRun.objects.filter(status=Status.PENDING, created_at__lt=stale_before).values_list(
+        "pk", flat=True
+    ):
         run_start(run_pk=pk)
     return handled
 
@@ -461,23 +589,33 @@ def runs_reap(*, run_pk: int | None = None) -> int:
 MAX_REVIEW_NOTE = 5000
 
 
-def verdict_review_create(*, result: EvaluationResult, kind: str, key: str, passed: bool, note: str = "",
-                          reviewer=None) -> VerdictReview:
-    """Record a reviewer's pass/fail on one criterion or rule verdict of a finished result. The
-    judge's verdict is copied into the review as it stood and is itself never changed."""
-    if kind not in VerdictReview.Kind.values:
-        raise InvalidInputError(f"kind must be one of {', '.join(VerdictReview.Kind.values)}")
+def verdict_review_create(
+    *, result: EvaluationResult, kind: str, key: str, passed: bool, note: str = "", reviewer=None
+):
+    """Record a reviewer's pass/fail on one criterion or rule verdict of a finished result: a human
+    Score of the same subject, kind and key (scores.human_score_record). The judge's verdict is never
+    changed, nor copied: agreement pairs the review with it by subject and key."""
+    if kind not in (CRITERION, RULE):
+        raise InvalidInputError(f"kind must be one of {CRITERION}, {RULE}")
     if len(note) > MAX_REVIEW_NOTE:
         raise InvalidInputError(f"note is longer than {MAX_REVIEW_NOTE} characters")
     if result.state != State.DONE:
         raise ConflictError("This result is not finished yet; review it once its run has judged it.")
-    stored = result.criteria_scores if kind == VerdictReview.Kind.CRITERION else result.rubric_scores
-    verdict = next((v for v in Verdict.list_from_json(stored, kind=kind) if v.key == key), None)
-    if verdict is None:
+    if not any(v.key == key for v in result.verdicts(kind) or []):
         raise InvalidInputError(f"This result has no {kind} verdict {key!r}")
-    return VerdictReview.objects.create(
-        result=result, kind=kind, key=key, passed=passed, note=note.strip(),
-        judge_passed=bool(verdict.passed) if verdict.status == "ok" else None, judge_status=verdict.status,
-        judge=verdict.judge, reviewer=reviewer,
-        reviewer_name=reviewer.get_username() if reviewer is not None else "",
+    # review_id: the id the API has always named a review by.
+    return human_score_record(
+        subject_kind=SubjectKind.RUN_RESULT,
+        subject_id=result.pk,
+        parent_id=result.run_id,
+        attempt=result.attempt,
+        kind=kind,
+        key=key,
+        passed=passed,
+        note=note.strip(),
+        author=reviewer,
+        detail={
+            "reviewer_name": reviewer.get_username() if reviewer is not None else "",
+            "review_id": str(uuid.uuid4()),
+        },
     )

@@ -46,8 +46,9 @@ class Conversation:
 def _bot_turn(adapter: BotAdapter, spec: BotSpec, conversation: Conversation, conversation_id: str) -> BotTurn:
     turn = adapter.respond(spec, [dict(m) for m in conversation.messages], conversation_id=conversation_id)
     conversation.turns.append(turn)
-    conversation.messages.append({"role": "assistant", "content": turn.reply,
-                                  "tool_calls": [c.as_dict() for c in turn.tool_calls]})
+    conversation.messages.append(
+        {"role": "assistant", "content": turn.reply, "tool_calls": [c.as_dict() for c in turn.tool_calls]}
+    )
     return turn
 
 
@@ -58,8 +59,16 @@ def run_single_turn(*, adapter: BotAdapter, spec: BotSpec, message: str, convers
     return conversation
 
 
-def run_scenario(*, adapter: BotAdapter, spec: BotSpec, persona: str, initial_message: str, max_turns: int,
-                 user: SimulatedUser, conversation_id: str) -> Conversation:
+def run_scenario(
+    *,
+    adapter: BotAdapter,
+    spec: BotSpec,
+    persona: str,
+    initial_message: str,
+    max_turns: int,
+    user: SimulatedUser,
+    conversation_id: str,
+) -> Conversation:
     conversation = Conversation(messages=[{"role": "user", "content": initial_message}])
     while True:
         turn = _bot_turn(adapter, spec, conversation, conversation_id)

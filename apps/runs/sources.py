@@ -13,9 +13,15 @@ from apps.testsets.selectors import dataset_questions, testset_version_items
 def bot_spec(agent_id: str) -> BotSpec:
     data = bot_spec_data(agent_id)
     return BotSpec(
-        agent_id=data["agent_id"], name=data["name"], adapter=data["adapter"], system_prompt=data["system_prompt"],
-        llm_provider=data["llm_provider"], llm_model=data["llm_model"], llm_parameters=data["llm_parameters"],
-        endpoint_url=data["endpoint_url"], secret=data["secret"],
+        agent_id=data["agent_id"],
+        name=data["name"],
+        adapter=data["adapter"],
+        system_prompt=data["system_prompt"],
+        llm_provider=data["llm_provider"],
+        llm_model=data["llm_model"],
+        llm_parameters=data["llm_parameters"],
+        endpoint_url=data["endpoint_url"],
+        secret=data["secret"],
         tools=tuple(BotTool(t["tool_name"], t["name"], t["type"], t["description"]) for t in data["tools"]),
         documents=tuple(BotDocument(d["knowledge_base"], d["title"], d["text"]) for d in data["documents"]),
     )

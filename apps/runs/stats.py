@@ -129,8 +129,10 @@ def disagreement(*, p: float, interval: list[float] | None) -> str | None:
         return None
     significant, excludes_zero = p < SIGNIFICANCE, interval[0] > 0 or interval[1] < 0
     if excludes_zero and not significant:
-        return ("the 95% interval excludes 0 but McNemar's exact test is not significant at 5%: "
-                "too few items changed to call it")
+        return (
+            "the 95% interval excludes 0 but McNemar's exact test is not significant at 5%: "
+            "too few items changed to call it"
+        )
     if significant and not excludes_zero:
         return "McNemar's exact test is significant at 5% but the 95% interval includes 0"
     return None
@@ -144,6 +146,12 @@ def paired_statistics(pairs: list[tuple[bool, bool]], *, paired_items: int | Non
     counts = change_counts(pairs)
     p = mcnemar_p(pass_to_fail=counts["pass_to_fail"], fail_to_pass=counts["fail_to_pass"])
     interval = tango_interval(gained=counts["fail_to_pass"], lost=counts["pass_to_fail"], n=len(pairs))
-    return {"paired_items": len(pairs) if paired_items is None else paired_items, "assessed_items": len(pairs),
-            "changes": counts, "mcnemar_p": p, "pass_rate_diff_ci": interval,
-            "verdict": comparison_verdict(p=p, interval=interval), "disagreement": disagreement(p=p, interval=interval)}
+    return {
+        "paired_items": len(pairs) if paired_items is None else paired_items,
+        "assessed_items": len(pairs),
+        "changes": counts,
+        "mcnemar_p": p,
+        "pass_rate_diff_ci": interval,
+        "verdict": comparison_verdict(p=p, interval=interval),
+        "disagreement": disagreement(p=p, interval=interval),
+    }

@@ -8,8 +8,20 @@ from .models import Score
 class ScoreAdmin(admin.ModelAdmin):
     """Read-only: scores are written by the judges and by reviews, never edited by hand."""
 
-    list_display = ("id", "subject_kind", "subject_id", "kind", "short_key", "source", "status", "reason", "passed",
-                    "value", "judge", "created_at")
+    list_display = (
+        "id",
+        "subject_kind",
+        "subject_id",
+        "kind",
+        "short_key",
+        "source",
+        "status",
+        "reason",
+        "passed",
+        "value",
+        "judge",
+        "created_at",
+    )
     list_filter = ("subject_kind", "kind", "source", "status", "reason")
     search_fields = ("key",)
     list_select_related = ("author",)

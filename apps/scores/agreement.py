@@ -57,24 +57,37 @@ def _passed(passed: bool | None, value: float | None, threshold: float | None) -
     return value >= threshold
 
 
-def judge_human_pairs(subject_kind: str, subject_ids: Iterable[int] | QuerySet[Any, Any] | None = None, *,
-                      kinds: Iterable[str] | None = None) -> QuerySet[Score, PairRow]:
+def judge_human_pairs(
+    subject_kind: str,
+    subject_ids: Iterable[int] | QuerySet[Any, Any] | None = None,
+    *,
+    kinds: Iterable[str] | None = None,
+) -> QuerySet[Score, PairRow]:
     """(kind, key, human passed, human value, judge status, judge passed, judge value) per human
     score in force: the judge's score is the newest machine score of the same subject and key."""
     humans = human_in_force(subject_kind, subject_ids)
     if kinds:
         humans = humans.filter(kind__in=kinds)
-    judge = (Score.objects.machine().filter(subject_kind=OuterRef("subject_kind"), subject_id=OuterRef("subject_id"),
-                                            kind=OuterRef("kind"), key=OuterRef("key"))
-             .order_by("-created_at", "-id"))
+    judge = (
+        Score.objects.machine()
+        .filter(
+            subject_kind=OuterRef("subject_kind"),
+            subject_id=OuterRef("subject_id"),
+            kind=OuterRef("kind"),
+            key=OuterRef("key"),
+        )
+        .order_by("-created_at", "-id")
+    )
     return humans.annotate(
-        judge_status=Subquery(judge.values("status")[:1]), judge_passed=Subquery(judge.values("passed")[:1]),
+        judge_status=Subquery(judge.values("status")[:1]),
+        judge_passed=Subquery(judge.values("passed")[:1]),
         judge_value=Subquery(judge.values("value")[:1]),
     ).values_list("kind", "key", "passed", "value", "judge_status", "judge_passed", "judge_value")
 
 
-def agreement_table(pairs: Iterable[PairRow], *, threshold: float | None = None,
-                    labels: dict[tuple[str, str], str] | None = None) -> list[Agreement]:
+def agreement_table(
+    pairs: Iterable[PairRow], *, threshold: float | None = None, labels: dict[tuple[str, str], str] | None = None
+) -> list[Agreement]:
     """Counts and Cohen's kappa per (kind, key) over judge_human_pairs rows. The rules the judge gets
     wrong most often first: that is what a rubric author came to see."""
     rows: dict[tuple[str, str], Agreement] = {}

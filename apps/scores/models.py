@@ -67,8 +67,9 @@ class Score(models.Model):
     # What the key's family needs and nothing reads in aggregate: a rule's name, a criterion's kind,
     # a RAG metric's method and missing fields, a reviewer's display name.
     detail = models.JSONField(null=True, blank=True)
-    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                               related_name="+")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(default=timezone.now)
 
     objects = ScoreQuerySet.as_manager()
@@ -84,8 +85,9 @@ class Score(models.Model):
             models.Index(fields=["subject_kind", "kind", "key", "source"], name="score_key_source"),
         ]
         constraints = [
-            models.CheckConstraint(condition=Q(source=ScoreSource.HUMAN) | Q(author__isnull=True),
-                                   name="score_author_only_human"),
+            models.CheckConstraint(
+                condition=Q(source=ScoreSource.HUMAN) | Q(author__isnull=True), name="score_author_only_human"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -31,14 +31,36 @@ def scores_delete(*, subject_kind: str, subject_ids: Iterable[int] | QuerySet[An
 
 
 @transaction.atomic
-def human_score_record(*, subject_kind: str, subject_id: int, kind: str, key: str, passed: bool | None = None,
-                       value: float | None = None, note: str = "", author: "User | None" = None,
-                       parent_id: int | None = None, attempt: int | None = None, detail: dict | None = None) -> Score:
+def human_score_record(
+    *,
+    subject_kind: str,
+    subject_id: int,
+    kind: str,
+    key: str,
+    passed: bool | None = None,
+    value: float | None = None,
+    note: str = "",
+    author: "User | None" = None,
+    parent_id: int | None = None,
+    attempt: int | None = None,
+    detail: dict | None = None,
+) -> Score:
     """A person's verdict on one key of one subject. Appended, never updated: the newest human
     score of a (subject, kind, key) is the one in force, and the older ones are its history."""
     if passed is None and value is None:
         raise ValueError("A human score gives passed, value or both.")
     return Score.objects.create(
-        subject_kind=subject_kind, subject_id=subject_id, parent_id=parent_id, kind=kind or ScoreKind.METRIC,
-        key=key, source=ScoreSource.HUMAN, status=JudgeStatus.OK, passed=passed, value=value, reasoning=note,
-        author=author, attempt=attempt, detail=detail)
+        subject_kind=subject_kind,
+        subject_id=subject_id,
+        parent_id=parent_id,
+        kind=kind or ScoreKind.METRIC,
+        key=key,
+        source=ScoreSource.HUMAN,
+        status=JudgeStatus.OK,
+        passed=passed,
+        value=value,
+        reasoning=note,
+        author=author,
+        attempt=attempt,
+        detail=detail,
+    )

@@ -25,8 +25,10 @@ from .schemas import TestSetContent
 
 
 class TestItemForm(forms.ModelForm):
-    scripted_turns = LinesField(widget=show_for(forms.Textarea(attrs={"rows": 3, "cols": 60}), "scenario"),
-                                help_text="Scenario only: user turns sent in order, one per line.")
+    scripted_turns = LinesField(
+        widget=show_for(forms.Textarea(attrs={"rows": 3, "cols": 60}), "scenario"),
+        help_text="Scenario only: user turns sent in order, one per line.",
+    )
     success_criteria = LinesField(help_text="One criterion per line.")
     should_use_tools = LinesField(rows=2, help_text="Tool names, one per line.")
     should_not_use_tools = LinesField(rows=2, help_text="Tool names, one per line.")
@@ -34,14 +36,29 @@ class TestItemForm(forms.ModelForm):
 
     class Meta:
         model = TestItem
-        fields = ["position", "type", "name", "priority", "message", "persona", "initial_message", "max_turns",
-                  "scripted_turns", "success_criteria", "should_use_tools", "should_not_use_tools",
-                  "expected_outcome", "tags"]
-        widgets = {"message": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "single_turn"),
-                   "persona": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "scenario"),
-                   "initial_message": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "scenario"),
-                   "max_turns": show_for(forms.NumberInput(), "scenario"),
-                   "expected_outcome": forms.Textarea(attrs={"rows": 2, "cols": 60})}
+        fields = [
+            "position",
+            "type",
+            "name",
+            "priority",
+            "message",
+            "persona",
+            "initial_message",
+            "max_turns",
+            "scripted_turns",
+            "success_criteria",
+            "should_use_tools",
+            "should_not_use_tools",
+            "expected_outcome",
+            "tags",
+        ]
+        widgets = {
+            "message": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "single_turn"),
+            "persona": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "scenario"),
+            "initial_message": show_for(forms.Textarea(attrs={"rows": 2, "cols": 60}), "scenario"),
+            "max_turns": show_for(forms.NumberInput(), "scenario"),
+            "expected_outcome": forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        }
 
 
 def item_data(form) -> dict:
@@ -49,13 +66,19 @@ def item_data(form) -> dict:
     data = {
         "type": cleaned.get("type"),
         "name": cleaned.get("name", ""),
-        "inputs": {"message": cleaned.get("message", ""), "persona": cleaned.get("persona", ""),
-                   "initial_message": cleaned.get("initial_message", ""), "max_turns": cleaned.get("max_turns"),
-                   "scripted_turns": cleaned.get("scripted_turns", [])},
-        "expected": {"success_criteria": cleaned.get("success_criteria", []),
-                     "should_use_tools": cleaned.get("should_use_tools", []),
-                     "should_not_use_tools": cleaned.get("should_not_use_tools", []),
-                     "expected_outcome": cleaned.get("expected_outcome", "")},
+        "inputs": {
+            "message": cleaned.get("message", ""),
+            "persona": cleaned.get("persona", ""),
+            "initial_message": cleaned.get("initial_message", ""),
+            "max_turns": cleaned.get("max_turns"),
+            "scripted_turns": cleaned.get("scripted_turns", []),
+        },
+        "expected": {
+            "success_criteria": cleaned.get("success_criteria", []),
+            "should_use_tools": cleaned.get("should_use_tools", []),
+            "should_not_use_tools": cleaned.get("should_not_use_tools", []),
+            "expected_outcome": cleaned.get("expected_outcome", ""),
+        },
         "tags": cleaned.get("tags", []),
         "priority": cleaned.get("priority") or "medium",
     }
@@ -68,8 +91,12 @@ class TestItemFormSet(ContentFormSet):
     content_schema = TestSetContent
 
     def content_data(self, head, rows):
-        return {"agent_id": head.agent.agent_id if head.agent_id else "", "name": head.name,
-                "description": head.description, "items": [item_data(f) for f in rows]}
+        return {
+            "agent_id": head.agent.agent_id if head.agent_id else "",
+            "name": head.name,
+            "description": head.description,
+            "items": [item_data(f) for f in rows],
+        }
 
 
 class TestItemInline(ContentInline):
@@ -85,8 +112,12 @@ class ImportForm(forms.Form):
 
 
 class NewTestSetImportForm(ImportForm):
-    agent = forms.ModelChoiceField(label="Bot", queryset=Bot.objects.all(), required=False,
-                                   help_text="Needed unless the JSON file names the bot (its agent_id).")
+    agent = forms.ModelChoiceField(
+        label="Bot",
+        queryset=Bot.objects.all(),
+        required=False,
+        help_text="Needed unless the JSON file names the bot (its agent_id).",
+    )
     name = forms.CharField(required=False, help_text="Needed unless the JSON file names it.")
 
 
@@ -102,18 +133,30 @@ class TestSetAdmin(VersionedHeadAdmin):
     def files(self, obj):
         if obj is None or not obj.current_version:
             return "—"
-        links = format_html_join(" · ", '<a href="{}">{}</a>', (
-            (reverse("admin:testsets_testset_export", args=[obj.pk, fmt]), fmt.upper()) for fmt in transfer.FORMATS))
-        return format_html('Export: {} — <a href="{}">Import a new version from a file</a>', links,
-                           reverse("admin:testsets_testset_import_version", args=[obj.pk]))
+        links = format_html_join(
+            " · ",
+            '<a href="{}">{}</a>',
+            ((reverse("admin:testsets_testset_export", args=[obj.pk, fmt]), fmt.upper()) for fmt in transfer.FORMATS),
+        )
+        return format_html(
+            'Export: {} — <a href="{}">Import a new version from a file</a>',
+            links,
+            reverse("admin:testsets_testset_import_version", args=[obj.pk]),
+        )
 
     def get_urls(self):
         return [
             path("import/", self.admin_site.admin_view(self.import_view), name="testsets_testset_import"),
-            path("<path:object_id>/export/<str:fmt>/", self.admin_site.admin_view(self.export_view),
-                 name="testsets_testset_export"),
-            path("<path:object_id>/import/", self.admin_site.admin_view(self.import_view),
-                 name="testsets_testset_import_version"),
+            path(
+                "<path:object_id>/export/<str:fmt>/",
+                self.admin_site.admin_view(self.export_view),
+                name="testsets_testset_export",
+            ),
+            path(
+                "<path:object_id>/import/",
+                self.admin_site.admin_view(self.import_view),
+                name="testsets_testset_import_version",
+            ),
         ] + super().get_urls()
 
     def export_view(self, request, object_id, fmt):
@@ -121,9 +164,10 @@ class TestSetAdmin(VersionedHeadAdmin):
         if not self.has_view_permission(request, test_set) or fmt not in transfer.FORMATS:
             raise PermissionDenied
         data = head_data(test_set)
-        response = HttpResponse(transfer.export_test_set(data, fmt),
-                                content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8")
-        response["Content-Disposition"] = (f'attachment; filename="test-set-{test_set.pk}-v{data["version"]}.{fmt}"')
+        response = HttpResponse(
+            transfer.export_test_set(data, fmt), content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8"
+        )
+        response["Content-Disposition"] = f'attachment; filename="test-set-{test_set.pk}-v{data["version"]}.{fmt}"'
         return response
 
     def import_view(self, request, object_id=None):
@@ -137,9 +181,13 @@ class TestSetAdmin(VersionedHeadAdmin):
             agent = form.cleaned_data.get("agent")
             try:
                 imported, published, warnings = services.testset_import(
-                    raw=form.cleaned_data["file"].read(), fmt=form.cleaned_data["format"], test_set=test_set,
-                    agent_id=agent.agent_id if agent else None, name=form.cleaned_data.get("name") or None,
-                    author=request.user.get_username())
+                    raw=form.cleaned_data["file"].read(),
+                    fmt=form.cleaned_data["format"],
+                    test_set=test_set,
+                    agent_id=agent.agent_id if agent else None,
+                    name=form.cleaned_data.get("name") or None,
+                    author=request.user.get_username(),
+                )
             except PydanticValidationError as exc:
                 form.add_error(None, pydantic_messages(exc))
             except DomainError as exc:
@@ -152,9 +200,13 @@ class TestSetAdmin(VersionedHeadAdmin):
                 else:
                     messages.info(request, "The file matches the current version; nothing was published.")
                 return HttpResponseRedirect(reverse("admin:testsets_testset_change", args=[imported.pk]))
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "original": test_set,
-                   "title": f"Import a new version of {test_set}" if test_set else "Import a test set"}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "original": test_set,
+            "title": f"Import a new version of {test_set}" if test_set else "Import a test set",
+        }
         return TemplateResponse(request, "admin/testsets/testset/import.html", context)
 
     def before_publish(self, request, content):
@@ -165,9 +217,9 @@ class TestSetAdmin(VersionedHeadAdmin):
         return services.testset_create(content=content, changelog=changelog, author=author, test_set_id=head.pk)
 
     def publish_head(self, *, head, content, changelog, author, expected_version=None):
-        return services.testset_publish_version(test_set=head, content=content, changelog=changelog, author=author,
-                                                expected_version=expected_version)
-
+        return services.testset_publish_version(
+            test_set=head, content=content, changelog=changelog, author=author, expected_version=expected_version
+        )
 
 
 class DatasetQuestionInline(admin.TabularInline):

@@ -65,8 +65,9 @@ class Dataset(models.Model):
     dataset_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
-    agent = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets",
-                              verbose_name="bot")
+    agent = models.ForeignKey(
+        Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets", verbose_name="bot"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

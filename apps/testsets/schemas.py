@@ -43,7 +43,8 @@ class InputsIn(ConfigurationIn):
     max_turns: Annotated[int, Field(ge=1, le=50, strict=True)] | None = None
     scripted_turns: _list_of(Annotated[NonBlankText, Field(max_length=10000)], 50) = Field(
         default_factory=list,
-        description="Scenario only: user turns the simulator sends in order instead of improvising.")
+        description="Scenario only: user turns the simulator sends in order instead of improvising.",
+    )
 
 
 class ExpectedIn(ConfigurationIn):
@@ -68,8 +69,9 @@ class ItemIn(ConfigurationIn):
             if not self.inputs.message.strip():
                 raise ValueError("a single_turn item needs inputs.message")
         else:
-            missing = [f"inputs.{name}" for name in ("persona", "initial_message")
-                       if not getattr(self.inputs, name).strip()]
+            missing = [
+                f"inputs.{name}" for name in ("persona", "initial_message") if not getattr(self.inputs, name).strip()
+            ]
             if missing:
                 raise ValueError(f"a scenario item needs {' and '.join(missing)}")
             if self.inputs.max_turns is None:
@@ -84,7 +86,8 @@ class TestSetContent(ConfigurationIn):
     name: Name
     description: OptText = ""
     items: Annotated[list[ItemIn], Field(max_length=MAX_ITEMS), unique_ids("item_id", what="item_id")] = Field(
-        default_factory=list)
+        default_factory=list
+    )
 
 
 TestSetCreateIn, TestSetUpdateIn = input_schemas(TestSetContent)
@@ -131,8 +134,9 @@ class TestSetOut(BaseModel):
 
 
 class TestSetSavedOut(TestSetOut):
-    warnings: list[str] = Field(description="Problems that do not block saving, e.g. should_use_tools naming a "
-                                "tool the bot does not have.")
+    warnings: list[str] = Field(
+        description="Problems that do not block saving, e.g. should_use_tools naming a tool the bot does not have."
+    )
 
 
 class TestSetVersionOut(TestSetOut):
@@ -160,8 +164,9 @@ class DatasetIn(ConfigurationIn):
     name: Name
     description: OptText = ""
     agent_id: ObjectId | None = None
-    questions: Annotated[list[QuestionIn], Field(max_length=MAX_QUESTIONS),
-                         unique_ids("question_id", what="question_id")] = Field(default_factory=list)
+    questions: Annotated[
+        list[QuestionIn], Field(max_length=MAX_QUESTIONS), unique_ids("question_id", what="question_id")
+    ] = Field(default_factory=list)
 
 
 class QuestionOut(BaseModel):

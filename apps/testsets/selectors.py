@@ -36,8 +36,10 @@ def dataset_data(dataset: Dataset) -> dict:
         "name": dataset.name,
         "description": dataset.description,
         "agent_id": dataset.agent.agent_id if dataset.agent else None,
-        "questions": [{"question_id": str(q.question_id), "question": q.question,
-                       "expected_answer": q.expected_answer} for q in dataset.questions.all()],
+        "questions": [
+            {"question_id": str(q.question_id), "question": q.question, "expected_answer": q.expected_answer}
+            for q in dataset.questions.all()
+        ],
         "created_at": dataset.created_at,
         "updated_at": dataset.updated_at,
     }
@@ -46,4 +48,3 @@ def dataset_data(dataset: Dataset) -> dict:
 def dataset_questions(dataset_id) -> list[dict]:
     """For the run engine: the questions of a V1 question set, in order."""
     return dataset_data(dataset_get(dataset_id))["questions"]
-

@@ -75,7 +75,8 @@ def testset_tool_warnings(*, agent_id: str, items: list[ItemIn]) -> list[str]:
                 warnings.append(
                     f"items[{index}] ({item.name}): expected.{field_name} names "
                     f"{', '.join(repr(n) for n in unknown)}, which bot {agent_id} does not have "
-                    f"(its tools: {', '.join(sorted(known)) or 'none'})")
+                    f"(its tools: {', '.join(sorted(known)) or 'none'})"
+                )
     return warnings
 
 
@@ -85,7 +86,7 @@ def _content_snapshot(test_set_id, content: TestSetContent, item_ids: list[uuid.
         "agent_id": content.agent_id,
         "name": content.name,
         "description": content.description,
-        "items": [item_snapshot(item, item_id) for item, item_id in zip(content.items, item_ids)],
+        "items": [item_snapshot(item, item_id) for item, item_id in zip(content.items, item_ids, strict=True)],
     }
 
 
@@ -93,39 +94,62 @@ def _write_items(test_set: TestSet, content: TestSetContent, snapshot: dict) -> 
     test_set.items.all().delete()
     TestItem.objects.bulk_create(
         TestItem(
-            test_set=test_set, item_id=uuid.UUID(published["item_id"]), position=position, type=item.type,
-            name=item.name, message=item.inputs.message, persona=item.inputs.persona,
-            initial_message=item.inputs.initial_message, max_turns=item.inputs.max_turns,
-            scripted_turns=item.inputs.scripted_turns, success_criteria=item.expected.success_criteria,
-            should_use_tools=item.expected.should_use_tools, should_not_use_tools=item.expected.should_not_use_tools,
-            expected_outcome=item.expected.expected_outcome, tags=item.tags, priority=item.priority,
+            test_set=test_set,
+            item_id=uuid.UUID(published["item_id"]),
+            position=position,
+            type=item.type,
+            name=item.name,
+            message=item.inputs.message,
+            persona=item.inputs.persona,
+            initial_message=item.inputs.initial_message,
+            max_turns=item.inputs.max_turns,
+            scripted_turns=item.inputs.scripted_turns,
+            success_criteria=item.expected.success_criteria,
+            should_use_tools=item.expected.should_use_tools,
+            should_not_use_tools=item.expected.should_not_use_tools,
+            expected_outcome=item.expected.expected_outcome,
+            tags=item.tags,
+            priority=item.priority,
         )
-        for position, (item, published) in enumerate(zip(content.items, snapshot["items"]))
+        for position, (item, published) in enumerate(zip(content.items, snapshot["items"], strict=True))
     )
 
 
 def _publishing(content: TestSetContent) -> dict:
     """What publishing `content` as a test set's next version needs from this app. Item ids are
     assigned against the locked head, so the head rows take them from the snapshot."""
-    return {"snapshot_of": lambda test_set: _content_snapshot(test_set.pk, content,
-                                                              _assign_item_ids(test_set, content.items)),
-            "head_fields": lambda: {"agent": bot_named_in_body(content.agent_id), "name": content.name,
-                                    "description": content.description},
-            "write_rows": lambda test_set, snapshot: _write_items(test_set, content, snapshot)}
+    return {
+        "snapshot_of": lambda test_set: _content_snapshot(
+            test_set.pk, content, _assign_item_ids(test_set, content.items)
+        ),
+        "head_fields": lambda: {
+            "agent": bot_named_in_body(content.agent_id),
+            "name": content.name,
+            "description": content.description,
+        },
+        "write_rows": lambda test_set, snapshot: _write_items(test_set, content, snapshot),
+    }
 
 
-def testset_create(*, content: TestSetContent, changelog: str = "", author: str = "",
-                   test_set_id=None) -> TestSet:
+def testset_create(*, content: TestSetContent, changelog: str = "", author: str = "", test_set_id=None) -> TestSet:
     """A new test set (`test_set_id`, or a fresh uuid when None) and its version 1."""
-    return version_head_create(model=TestSet, pk=test_set_id, changelog=changelog, author=author,
-                               **_publishing(content))
+    return version_head_create(
+        model=TestSet, pk=test_set_id, changelog=changelog, author=author, **_publishing(content)
+    )
 
 
-def testset_publish_version(*, test_set: TestSet, content: TestSetContent, changelog: str = "", author: str = "",
-                            expected_version: int | None = None) -> tuple[TestSet, bool]:
+def testset_publish_version(
+    *,
+    test_set: TestSet,
+    content: TestSetContent,
+    changelog: str = "",
+    author: str = "",
+    expected_version: int | None = None,
+) -> tuple[TestSet, bool]:
     """Make `content` the head and publish it as the next version (see version_publish)."""
-    return version_publish(head=test_set, changelog=changelog, author=author, expected_version=expected_version,
-                           **_publishing(content))
+    return version_publish(
+        head=test_set, changelog=changelog, author=author, expected_version=expected_version, **_publishing(content)
+    )
 
 
 def testset_delete(*, test_set: TestSet) -> None:
@@ -147,8 +171,15 @@ def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
             kept = existing.get(q.question)
             question_id = kept if kept is not None and kept not in given else uuid.uuid4()
             given.add(question_id)
-        rows.append(DatasetQuestion(dataset=dataset, question_id=question_id, position=position, question=q.question,
-                                    expected_answer=q.expected_answer))
+        rows.append(
+            DatasetQuestion(
+                dataset=dataset,
+                question_id=question_id,
+                position=position,
+                question=q.question,
+                expected_answer=q.expected_answer,
+            )
+        )
     DatasetQuestion.objects.bulk_create(rows)
 
 
@@ -176,9 +207,16 @@ def dataset_delete(*, dataset: Dataset) -> None:
     dataset.delete()
 
 
-def testset_import(*, raw: bytes, fmt: str, test_set: TestSet | None = None, agent_id: str | None = None,
-                    name: str | None = None, description: str | None = None,
-                    author: str = "") -> tuple[TestSet, bool, list[str]]:
+def testset_import(
+    *,
+    raw: bytes,
+    fmt: str,
+    test_set: TestSet | None = None,
+    agent_id: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+    author: str = "",
+) -> tuple[TestSet, bool, list[str]]:
     """Create a test set from a file, or publish a file's items as the next version of `test_set`.
 
     Returns (test_set, published, warnings). Arguments given explicitly win over what a JSON file
@@ -187,21 +225,23 @@ def testset_import(*, raw: bytes, fmt: str, test_set: TestSet | None = None, age
     if test_set is not None:
         agent_id = test_set.agent.agent_id
         name = name or parsed.meta.get("name") or test_set.name
-        description = description if description is not None else parsed.meta.get("description",
-                                                                                   test_set.description)
+        description = description if description is not None else parsed.meta.get("description", test_set.description)
     else:
         agent_id = agent_id or parsed.meta.get("agent_id")
         name = name or parsed.meta.get("name")
         description = description if description is not None else parsed.meta.get("description", "")
         if not agent_id or not name:
-            raise InvalidInputError("Importing a new test set needs agent_id and name (as parameters, or in a "
-                                    "JSON file's top-level object)")
+            raise InvalidInputError(
+                "Importing a new test set needs agent_id and name (as parameters, or in a JSON file's top-level object)"
+            )
     content = TestSetContent.model_validate(
-        {"agent_id": agent_id, "name": name, "description": description, "items": parsed.items})
+        {"agent_id": agent_id, "name": name, "description": description, "items": parsed.items}
+    )
     warnings = testset_tool_warnings(agent_id=content.agent_id, items=content.items)
     changelog = f"Imported from {fmt.upper()}"
     if test_set is None:
         return testset_create(content=content, changelog=changelog, author=author), True, warnings
-    test_set, published = testset_publish_version(test_set=test_set, content=content, changelog=changelog,
-                                                  author=author)
+    test_set, published = testset_publish_version(
+        test_set=test_set, content=content, changelog=changelog, author=author
+    )
     return test_set, published, warnings

@@ -13,8 +13,22 @@ from apps.core.errors import InvalidInputError
 from apps.core.spreadsheet import csv_dict_writer, from_spreadsheet, spreadsheet_safe
 
 FORMATS = {"json": "application/json", "jsonl": "application/x-ndjson", "csv": "text/csv"}
-CSV_COLUMNS = ["item_id", "type", "name", "message", "persona", "initial_message", "max_turns", "scripted_turns",
-               "success_criteria", "should_use_tools", "should_not_use_tools", "expected_outcome", "tags", "priority"]
+CSV_COLUMNS = [
+    "item_id",
+    "type",
+    "name",
+    "message",
+    "persona",
+    "initial_message",
+    "max_turns",
+    "scripted_turns",
+    "success_criteria",
+    "should_use_tools",
+    "should_not_use_tools",
+    "expected_outcome",
+    "tags",
+    "priority",
+]
 LIST_COLUMNS = {"scripted_turns", "success_criteria", "should_use_tools", "should_not_use_tools", "tags"}
 INPUT_COLUMNS = ("message", "persona", "initial_message", "max_turns", "scripted_turns")
 EXPECTED_COLUMNS = ("success_criteria", "should_use_tools", "should_not_use_tools", "expected_outcome")
@@ -54,8 +68,13 @@ def export_test_set(data: dict, fmt: str) -> str:
     writer = csv_dict_writer(out, CSV_COLUMNS)
     writer.writeheader()
     for item in data["items"]:
-        row = {"item_id": item["item_id"], "type": item["type"], "name": item["name"], "priority": item["priority"],
-               "tags": json.dumps(item["tags"], ensure_ascii=False)}
+        row = {
+            "item_id": item["item_id"],
+            "type": item["type"],
+            "name": item["name"],
+            "priority": item["priority"],
+            "tags": json.dumps(item["tags"], ensure_ascii=False),
+        }
         for column in INPUT_COLUMNS:
             value = item["inputs"].get(column)
             if column in LIST_COLUMNS:
@@ -102,8 +121,9 @@ def _list_cell(value: str, where: str) -> list:
 def _csv_items(text: str) -> list[dict]:
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames or not {"type", "name"} <= set(reader.fieldnames):
-        raise InvalidInputError(f"The CSV needs a header row with at least type and name (columns: "
-                                f"{', '.join(CSV_COLUMNS)})")
+        raise InvalidInputError(
+            f"The CSV needs a header row with at least type and name (columns: {', '.join(CSV_COLUMNS)})"
+        )
     unknown = [c for c in reader.fieldnames if c not in CSV_COLUMNS]
     if unknown:
         raise InvalidInputError(f"Unknown CSV columns: {', '.join(unknown)}")
@@ -131,8 +151,13 @@ def _csv_items(text: str) -> list[dict]:
             if column in values:
                 raw = values[column]
                 expected[column] = _list_cell(raw, f"CSV line {line_no}, {column}") if column in LIST_COLUMNS else raw
-        item = {"type": values.get("type", ""), "name": values.get("name", ""), "inputs": inputs,
-                "expected": expected, "tags": _list_cell(values.get("tags", ""), f"CSV line {line_no}, tags")}
+        item = {
+            "type": values.get("type", ""),
+            "name": values.get("name", ""),
+            "inputs": inputs,
+            "expected": expected,
+            "tags": _list_cell(values.get("tags", ""), f"CSV line {line_no}, tags"),
+        }
         if values.get("item_id", "").strip():
             item["item_id"] = values["item_id"].strip()
         if values.get("priority", "").strip():

@@ -8,7 +8,6 @@ from apps.core.admin.utils import pretty_json
 from .models import AgentTrace, ToolCall
 from .selectors import tool_call_page_size
 
-
 # An admin row (every field, arguments and result pretty-printed) costs about 2.5 ms to render.
 ADMIN_TOOL_CALLS_SHOWN = 100
 
@@ -20,7 +19,7 @@ class _FirstPageFormSet(BaseInlineFormSet):
     def get_queryset(self):
         if not hasattr(self, "_first_page"):
             ordered = super().get_queryset().annotate(position=Window(RowNumber(), order_by=F("seq").asc()))
-            self._first_page = ordered[:min(ADMIN_TOOL_CALLS_SHOWN, tool_call_page_size())]
+            self._first_page = ordered[: min(ADMIN_TOOL_CALLS_SHOWN, tool_call_page_size())]
         return self._first_page
 
 
@@ -29,12 +28,22 @@ class ToolCallInline(admin.TabularInline):
     formset = _FirstPageFormSet
     extra = 0
     can_delete = False
-    fields = ["position", "tool_name", "success", "duration_ms", "timestamp", "args_pretty", "result_pretty", "error",
-              "call_id"]
+    fields = [
+        "position",
+        "tool_name",
+        "success",
+        "duration_ms",
+        "timestamp",
+        "args_pretty",
+        "result_pretty",
+        "error",
+        "call_id",
+    ]
     readonly_fields = fields
     ordering = ["seq"]
-    verbose_name_plural = (f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; "
-                           "the console's trace page has them all)")
+    verbose_name_plural = (
+        f"tool calls (the first {ADMIN_TOOL_CALLS_SHOWN} at most; the console's trace page has them all)"
+    )
 
     @admin.display(description="#")
     def position(self, obj):
@@ -74,9 +83,24 @@ class AgentTraceAdmin(admin.ModelAdmin):
         ("Outcome", {"fields": ["final_response", "start_time", "end_time", "duration", "tool_call_count"]}),
         ("Metadata", {"fields": ["metadata_pretty"], "classes": ["collapse"]}),
     ]
-    readonly_fields = ["session_id", "agent_name", "source", "status", "success", "error", "user_query", "intent_detected",
-                       "resource_type", "operation", "final_response", "start_time", "end_time", "duration",
-                       "tool_call_count", "metadata_pretty"]
+    readonly_fields = [
+        "session_id",
+        "agent_name",
+        "source",
+        "status",
+        "success",
+        "error",
+        "user_query",
+        "intent_detected",
+        "resource_type",
+        "operation",
+        "final_response",
+        "start_time",
+        "end_time",
+        "duration",
+        "tool_call_count",
+        "metadata_pretty",
+    ]
 
     def has_add_permission(self, request):
         return False

@@ -11,8 +11,7 @@ TRACE_TEXT_SEARCH_WINDOW traces only, so a search costs the same at a thousand t
 million, while a session id is still matched exactly and by its beginning on its unique index.
 """
 
-from datetime import date, datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 import django_filters
 from django import forms
@@ -67,7 +66,7 @@ def text_search(q: str, agent_names: list[str]) -> tuple[Q, str]:
 
 def day_start(day: date) -> datetime:
     """Dates filter whole UTC days."""
-    return timezone.make_aware(datetime.combine(day, time.min), dt_timezone.utc)
+    return timezone.make_aware(datetime.combine(day, time.min), UTC)
 
 
 class TraceFilter(django_filters.FilterSet):

@@ -28,18 +28,18 @@ Source = IngestionEntry.Source
 # each is a value of the `reason` label of evalsite_ingestion_total, so it must stay bounded. A
 # reason outside it is still stored and shown as written, and counted as `other` in the metrics.
 REASONS = (
-    "invalid",               # fails the request schema or a domain rule (422)
-    "nul_character",         # a NUL (\u0000) in a string, which PostgreSQL cannot store
+    "invalid",  # fails the request schema or a domain rule (422)
+    "nul_character",  # a NUL (\u0000) in a string, which PostgreSQL cannot store
     "integer_out_of_range",  # a JSON number past 64 bits
-    "too_deep",              # JSON nested deeper than the storage checks allow
-    "too_large",             # a string, body or list over its limit
-    "conflict",              # the same id already stored with different content (409)
-    "not_found",             # names a trace that does not exist (404)
-    "trace_cap",             # over a per-trace cap (tool calls, spans, attribute bytes)
-    "orphan",                # a child span whose root never came, pruned
-    "expired",               # kept past its retention and pruned
-    "unavailable",           # a dependency (database lock, task queue) was not available (503)
-    "internal_error",        # the server failed (500): not stored, the client was told
+    "too_deep",  # JSON nested deeper than the storage checks allow
+    "too_large",  # a string, body or list over its limit
+    "conflict",  # the same id already stored with different content (409)
+    "not_found",  # names a trace that does not exist (404)
+    "trace_cap",  # over a per-trace cap (tool calls, spans, attribute bytes)
+    "orphan",  # a child span whose root never came, pruned
+    "expired",  # kept past its retention and pruned
+    "unavailable",  # a dependency (database lock, task queue) was not available (503)
+    "internal_error",  # the server failed (500): not stored, the client was told
 )
 OTHER_REASON = "other"
 
@@ -81,8 +81,15 @@ def ingestion_record(
     """Append one entry (nothing when every count is zero). Call it inside the storing transaction."""
     rejected = {k: v for k, v in (rejected or {}).items() if v}
     dropped = {k: v for k, v in (dropped or {}).items() if v}
-    counts = dict(received=received, stored=stored, duplicate=duplicate, sampled=sampled,
-                  evaluated=evaluated, skipped=skipped, errored=errored)
+    counts = dict(
+        received=received,
+        stored=stored,
+        duplicate=duplicate,
+        sampled=sampled,
+        evaluated=evaluated,
+        skipped=skipped,
+        errored=errored,
+    )
     if not any(counts.values()) and not rejected and not dropped:
         return None
     reasons = {}
@@ -91,13 +98,18 @@ def ingestion_record(
     if dropped:
         reasons["dropped"] = dropped
     return IngestionEntry.objects.create(
-        at=at or timezone.now(), source=source, rejected=sum(rejected.values()), dropped=sum(dropped.values()),
-        reasons=reasons, **counts,
+        at=at or timezone.now(),
+        source=source,
+        rejected=sum(rejected.values()),
+        dropped=sum(dropped.values()),
+        reasons=reasons,
+        **counts,
     )
 
 
-def ingestion_entry_cte(*, source: str, rows_from: str, at: str, stored: str = "1", duplicate: str = "0",
-                        name: str = "ledger") -> str:
+def ingestion_entry_cte(
+    *, source: str, rows_from: str, at: str, stored: str = "1", duplicate: str = "0", name: str = "ledger"
+) -> str:
     """A data-modifying WITH item (PostgreSQL) that appends one entry, received 1, per row of
     `rows_from`: a single-statement hot path (a tool call, an intent) records itself in the same
     statement, so it stays one round trip and the entry commits exactly when the row does. A
@@ -106,9 +118,11 @@ def ingestion_entry_cte(*, source: str, rows_from: str, at: str, stored: str = "
     that add up to 1; `at` is the statement's placeholder for the time."""
     if source not in Source.values:
         raise ValueError(f"unknown ledger source {source!r}")
-    return (f"{name} AS (INSERT INTO {IngestionEntry._meta.db_table} (at, source, received, stored, duplicate, "
-            f"rejected, dropped, sampled, evaluated, skipped, errored, reasons) "
-            f"SELECT {at}, '{source}', 1, {stored}, {duplicate}, 0, 0, 0, 0, 0, 0, '{{}}'::jsonb FROM {rows_from})")
+    return (
+        f"{name} AS (INSERT INTO {IngestionEntry._meta.db_table} (at, source, received, stored, duplicate, "
+        f"rejected, dropped, sampled, evaluated, skipped, errored, reasons) "
+        f"SELECT {at}, '{source}', 1, {stored}, {duplicate}, 0, 0, 0, 0, 0, 0, '{{}}'::jsonb FROM {rows_from})"
+    )
 
 
 # --- compaction -----------------------------------------------------------------------------
@@ -157,15 +171,18 @@ def _compact_group(source: str, hour: datetime) -> int:
     if fastpath.enabled():
         return fastpath.fetch_one(_COMPACT_SQL, {"source": source, "start": hour, "end": hour + timedelta(hours=1)})[0]
     with transaction.atomic():
-        ids = list(IngestionEntry.objects.select_for_update()
-                   .filter(source=source, at__gte=hour, at__lt=hour + timedelta(hours=1))
-                   .order_by("id").values_list("id", flat=True))
+        ids = list(
+            IngestionEntry.objects.select_for_update()
+            .filter(source=source, at__gte=hour, at__lt=hour + timedelta(hours=1))
+            .order_by("id")
+            .values_list("id", flat=True)
+        )
         if len(ids) < 2:
             return 0
         sums = dict.fromkeys(_SUMMED, 0)
         reasons: dict = {}
         for start in range(0, len(ids), _COMPACT_CHUNK):
-            chunk = IngestionEntry.objects.filter(id__in=ids[start:start + _COMPACT_CHUNK])
+            chunk = IngestionEntry.objects.filter(id__in=ids[start : start + _COMPACT_CHUNK])
             for field, value in chunk.aggregate(**{f: Sum(f) for f in _SUMMED}).items():
                 sums[field] += value or 0
             for row in chunk.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values_list("reasons", flat=True):
@@ -184,7 +201,12 @@ def ingestion_ledger_compact(*, older_than: timedelta) -> int:
     # Only whole hours before the cutoff: a later request never lands in a compacted hour, except
     # a correction dated at its items' arrival, which the next pass folds in.
     cutoff = cutoff.replace(minute=0, second=0, microsecond=0)
-    groups = (IngestionEntry.objects.filter(at__lt=cutoff).annotate(hour=TruncHour("at"))
-              .values("source", "hour").annotate(n=Count("id")).filter(n__gt=1)
-              .order_by("hour", "source"))
+    groups = (
+        IngestionEntry.objects.filter(at__lt=cutoff)
+        .annotate(hour=TruncHour("at"))
+        .values("source", "hour")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+        .order_by("hour", "source")
+    )
     return sum(_compact_group(group["source"], group["hour"]) for group in groups)

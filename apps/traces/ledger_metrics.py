@@ -21,9 +21,11 @@ from .models import IngestionEntry
 logger = logging.getLogger(__name__)
 
 NAME = "evalsite_ingestion"
-HELP = ("Items that came in through each door (rest: lifecycle records, batch: traces, otlp: spans) by outcome "
-        "(received, stored, duplicate, rejected, dropped; online_evaluation: sampled, evaluated, skipped, errored) "
-        "and, for rejected and dropped, reason")
+HELP = (
+    "Items that came in through each door (rest: lifecycle records, batch: traces, otlp: spans) by outcome "
+    "(received, stored, duplicate, rejected, dropped; online_evaluation: sampled, evaluated, skipped, errored) "
+    "and, for rejected and dropped, reason"
+)
 LABELS = ["source", "outcome", "reason"]
 _PLAIN = ("received", "stored", "duplicate")
 _ONLINE = ("sampled", "evaluated", "skipped", "errored")
@@ -36,8 +38,11 @@ def _family() -> CounterMetricFamily:
 
 def _reason_sums() -> dict:
     # r{i}/d{i}: the JSON count of one known reason, summed in SQL (KT, Cast: SQLite and PostgreSQL alike).
-    return {f"{outcome[0]}{i}": Sum(Cast(KT(f"reasons__{outcome}__{reason}"), BigIntegerField()))
-            for outcome in _REFUSED for i, reason in enumerate(REASONS)}
+    return {
+        f"{outcome[0]}{i}": Sum(Cast(KT(f"reasons__{outcome}__{reason}"), BigIntegerField()))
+        for outcome in _REFUSED
+        for i, reason in enumerate(REASONS)
+    }
 
 
 class IngestionMetricsCollector:
@@ -53,11 +58,15 @@ class IngestionMetricsCollector:
     def _collect(self) -> CounterMetricFamily:
         family = _family()
         entries = IngestionEntry.objects.order_by()
-        totals = {row["source"]: row for row in
-                  entries.values("source").annotate(**{c: Sum(c) for c in (*_PLAIN, *_REFUSED, *_ONLINE)})}
+        totals = {
+            row["source"]: row
+            for row in entries.values("source").annotate(**{c: Sum(c) for c in (*_PLAIN, *_REFUSED, *_ONLINE)})
+        }
         # Only the entries with something refused carry reasons: a few among many.
-        reasons = {row["source"]: row for row in
-                   entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values("source").annotate(**_reason_sums())}
+        reasons = {
+            row["source"]: row
+            for row in entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values("source").annotate(**_reason_sums())
+        }
         for source in IngestionEntry.Source.values:
             row = totals.get(source)
             if row is None:

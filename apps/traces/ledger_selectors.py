@@ -52,8 +52,11 @@ class LedgerCounts:
     @property
     def balanced(self) -> bool:
         """received = stored + duplicate + rejected + dropped, and the reasons add up to their totals."""
-        return (self.received == self.accounted and sum(self.rejected.values()) == self.rejected_total
-                and sum(self.dropped.values()) == self.dropped_total)
+        return (
+            self.received == self.accounted
+            and sum(self.rejected.values()) == self.rejected_total
+            and sum(self.dropped.values()) == self.dropped_total
+        )
 
     @property
     def pending(self) -> int:
@@ -62,8 +65,20 @@ class LedgerCounts:
 
     @property
     def is_empty(self) -> bool:
-        return not any(getattr(self, name) for name in ("received", "stored", "duplicate", "rejected_total",
-                                                        "dropped_total", "sampled", "evaluated", "skipped", "errored"))
+        return not any(
+            getattr(self, name)
+            for name in (
+                "received",
+                "stored",
+                "duplicate",
+                "rejected_total",
+                "dropped_total",
+                "sampled",
+                "evaluated",
+                "skipped",
+                "errored",
+            )
+        )
 
     def add(self, row: dict) -> None:
         for column in _SUMMED:
@@ -117,7 +132,8 @@ def ingestion_ledger_days(*, since: datetime, until: datetime) -> list[LedgerDay
 
     for row in entries.values("day", "source").annotate(**{name: Sum(name) for name in _SUMMED}):
         counts(row["day"], row["source"]).add(row)
-    for day, source, reasons in (entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0))
-                                 .values_list("day", "source", "reasons")):
+    for day, source, reasons in entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values_list(
+        "day", "source", "reasons"
+    ):
         counts(day, source).add_reasons(reasons)
     return sorted(days.values(), key=lambda d: d.day, reverse=True)

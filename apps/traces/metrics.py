@@ -36,9 +36,12 @@ class TraceMetricsCollector:
     def describe(self):
         # Declared without touching the database, so registration at start-up runs no query.
         return [
-            CounterMetricFamily("vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]),
-            HistogramMetricFamily("vayu_agent_execution_duration_seconds", "Agent execution duration",
-                                  labels=["agent_name", "operation"]),
+            CounterMetricFamily(
+                "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
+            ),
+            HistogramMetricFamily(
+                "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
+            ),
             GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"]),
         ]
 
@@ -48,10 +51,16 @@ class TraceMetricsCollector:
         sessions = CounterMetricFamily(
             "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
         )
-        active = GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"])
+        active = GaugeMetricFamily(
+            "vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"]
+        )
         active_by_agent: dict[str, int] = {}
-        rows = (traces.annotate(agent_label=folded("agent_name", agents)).values("agent_label", "status")
-                .annotate(n=Count("id")).order_by("agent_label", "status"))
+        rows = (
+            traces.annotate(agent_label=folded("agent_name", agents))
+            .values("agent_label", "status")
+            .annotate(n=Count("id"))
+            .order_by("agent_label", "status")
+        )
         for row in rows:
             sessions.add_metric([row["agent_label"], row["status"]], row["n"])
             if row["status"] == AgentTrace.Status.ACTIVE:
@@ -61,13 +70,19 @@ class TraceMetricsCollector:
 
         # No operation and an empty one are both the label "", so one series.
         finished = traces.filter(duration_seconds__isnull=False).annotate(
-            operation_value=Coalesce("operation", Value("")))
+            operation_value=Coalesce("operation", Value(""))
+        )
         operations = most_frequent(finished, "operation_value")
-        bucket_counts = {f"le_{i}": Count("id", filter=Q(duration_seconds__lte=b)) for i, b in enumerate(DURATION_BUCKETS)}
-        rows = list(finished.annotate(agent_label=folded("agent_name", agents),
-                                      operation_label=folded("operation_value", operations))
-                    .values("agent_label", "operation_label")
-                    .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts))
+        bucket_counts = {
+            f"le_{i}": Count("id", filter=Q(duration_seconds__lte=b)) for i, b in enumerate(DURATION_BUCKETS)
+        }
+        rows = list(
+            finished.annotate(
+                agent_label=folded("agent_name", agents), operation_label=folded("operation_value", operations)
+            )
+            .values("agent_label", "operation_label")
+            .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts)
+        )
         # Pairs beyond the kept ones merge bucket by bucket into their agent's (agent, other) series.
         pairs = kept_pairs(rows, "agent_label", "operation_label", weight="total")
         merged: dict[tuple[str, str], list] = {}
@@ -84,7 +99,7 @@ class TraceMetricsCollector:
             "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
         )
         for (agent_name, operation), (total, seconds, *cumulative) in sorted(merged.items()):
-            buckets = [(str(b), n) for b, n in zip(DURATION_BUCKETS, cumulative)]
+            buckets = [(str(b), n) for b, n in zip(DURATION_BUCKETS, cumulative, strict=False)]
             buckets.append(("+Inf", total))
             duration.add_metric([agent_name, operation], buckets, seconds)
         yield sessions

@@ -2,7 +2,6 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
-
 # A trigram (pg_trgm) GIN index on the query text, made by migration 0004 where PostgreSQL has the
 # extension; the console's trace search uses it when present (apps.console.selectors).
 TRACE_QUERY_TRGM_INDEX = "agenttrace_query_trgm"
@@ -126,8 +125,7 @@ class OtlpSpan(models.Model):
     class Meta:
         # Only the spans still waiting for their root: the reaper finds the traces to settle, and the
         # waiting cap counts a trace's spans, without reading the span ids of every trace.
-        indexes = [models.Index(fields=["otel_trace_id"], condition=Q(payload__isnull=False),
-                                name="otlpspan_waiting")]
+        indexes = [models.Index(fields=["otel_trace_id"], condition=Q(payload__isnull=False), name="otlpspan_waiting")]
 
     def __str__(self):
         return f"{self.otel_trace_id}/{self.span_id}"

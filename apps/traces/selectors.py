@@ -10,17 +10,18 @@ from .filters import TraceFilter
 from .models import AgentTrace, ToolCall
 from .rows import from_rows, select_columns
 
-_TOOL_CALLS_SQL = (f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_table} "
-                   "WHERE trace_id = %s ORDER BY seq")
+_TOOL_CALLS_SQL = f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_table} WHERE trace_id = %s ORDER BY seq"
 
 
 _TABLE = ToolCall._meta.db_table
-_TOOL_CALL_PAGE_SQL = (f"SELECT {select_columns(ToolCall)} FROM {_TABLE} "
-                       "WHERE trace_id = %s AND seq > %s ORDER BY seq LIMIT %s")
+_TOOL_CALL_PAGE_SQL = (
+    f"SELECT {select_columns(ToolCall)} FROM {_TABLE} WHERE trace_id = %s AND seq > %s ORDER BY seq LIMIT %s"
+)
 # Both counts in one pass over the trace's calls (its keys only, no JSON): the calls before the page,
 # which gives the page's first position, and all of them. About 30 ms for 60,000 calls on PostgreSQL.
-_TOOL_CALL_COUNTS_SQL = (f"SELECT COALESCE(SUM(CASE WHEN seq <= %s THEN 1 ELSE 0 END), 0), COUNT(*) "
-                         f"FROM {_TABLE} WHERE trace_id = %s")
+_TOOL_CALL_COUNTS_SQL = (
+    f"SELECT COALESCE(SUM(CASE WHEN seq <= %s THEN 1 ELSE 0 END), 0), COUNT(*) FROM {_TABLE} WHERE trace_id = %s"
+)
 # The distinct agent names, at most %s of them, as a loose index scan written as a recursive query:
 # one probe of the agent_name index per name, where SELECT DISTINCT would read every trace (about a
 # millisecond at a million traces on PostgreSQL, against seconds). The ORM cannot say WITH RECURSIVE;
@@ -123,8 +124,9 @@ def trace_agent_names(*, limit: int = MAX_AGENT_CHOICES) -> list[str]:
     return [row[0] for row in fastpath.fetch_all(_AGENT_NAMES_SQL, [limit])]
 
 
-def trace_filter(*, filters=None, queryset: QuerySet | None = None, filterset=TraceFilter,
-                 agent_names: list[str] | None = None) -> TraceFilter:
+def trace_filter(
+    *, filters=None, queryset: QuerySet | None = None, filterset=TraceFilter, agent_names: list[str] | None = None
+) -> TraceFilter:
     """The bound FilterSet (`filterset`, TraceFilter or a subclass a higher layer extends, the
     console with the latest rating) over `queryset` (all traces by default): its `.qs` are the
     traces, its `.form` the filters with their errors. `agent_names` default to trace_agent_names()."""

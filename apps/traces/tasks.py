@@ -1,7 +1,8 @@
 from datetime import timedelta
 
-from celery import shared_task
 from django.conf import settings
+
+from celery import shared_task
 
 from . import ledger, services
 from .ingestion.otlp import services as otlp_services

@@ -67,10 +67,20 @@ class AgentEvaluationFactory(factory.django.DjangoModelFactory):
     def _metric_rows(cls, kwargs: dict) -> dict[str, Score]:
         """Pops the nine metric declarations: they are Score rows, not fields of the model."""
         judge = kwargs.get("judge", "heuristic:v1")
-        return {name: Score(subject_kind=SubjectKind.AGENTIC_EVALUATION, kind=ScoreKind.METRIC, key=name,
-                            position=i, source=score_source(judge), judge=judge, value=kwargs.pop(name),
-                            reasoning=kwargs.pop(f"{name}_reasoning"), status=kwargs.pop(f"{name}_status"))
-                for i, name in enumerate(WEIGHTS)}
+        return {
+            name: Score(
+                subject_kind=SubjectKind.AGENTIC_EVALUATION,
+                kind=ScoreKind.METRIC,
+                key=name,
+                position=i,
+                source=score_source(judge),
+                judge=judge,
+                value=kwargs.pop(name),
+                reasoning=kwargs.pop(f"{name}_reasoning"),
+                status=kwargs.pop(f"{name}_status"),
+            )
+            for i, name in enumerate(WEIGHTS)
+        }
 
     @classmethod
     def _build(cls, model_class, *args, **kwargs):

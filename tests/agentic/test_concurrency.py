@@ -15,13 +15,19 @@ def test_concurrent_batches_keep_the_summary_totals_exact(on_postgres):
     for i in range(40):
         sid = f"c{i}"
         traces.trace_start(session_id=sid, user_query="List all Kubernetes clusters in Delhi", agent_name=agents[i % 2])
-        traces.trace_intent_record(session_id=sid, intent="list_k8s_cluster", resource_type="k8s_cluster",
-                                   operation="list")
-        traces.trace_tool_call_record(session_id=sid, tool_name="list_k8s_clusters",
-                                      tool_args={"datacenter": "Delhi"}, tool_result=[{"name": f"prod-{i}"}],
-                                      success=True)
-        traces.trace_complete(session_id=sid, final_response=f"Delhi has prod-{i}." if i % 3 else "No idea.",
-                              success=True)
+        traces.trace_intent_record(
+            session_id=sid, intent="list_k8s_cluster", resource_type="k8s_cluster", operation="list"
+        )
+        traces.trace_tool_call_record(
+            session_id=sid,
+            tool_name="list_k8s_clusters",
+            tool_args={"datacenter": "Delhi"},
+            tool_result=[{"name": f"prod-{i}"}],
+            success=True,
+        )
+        traces.trace_complete(
+            session_id=sid, final_response=f"Delhi has prod-{i}." if i % 3 else "No idea.", success=True
+        )
     errors = []
 
     def run(ids):
@@ -42,8 +48,10 @@ def test_concurrent_batches_keep_the_summary_totals_exact(on_postgres):
     assert AgentEvaluation.objects.count() == 8 * 20
 
     def snapshot():
-        return sorted((r.agent_name, r.operation, r.rating, r.count, round(r.overall_sum, 6))
-                      for r in EvaluationRollup.objects.all())
+        return sorted(
+            (r.agent_name, r.operation, r.rating, r.count, round(r.overall_sum, 6))
+            for r in EvaluationRollup.objects.all()
+        )
 
     incremental = snapshot()
     evaluation_rollup_rebuild()

@@ -2,8 +2,7 @@
 
 import pytest
 
-from apps.agentic.judges import get_agentic_judge
-from apps.agentic.judges import llm_agentic
+from apps.agentic.judges import get_agentic_judge, llm_agentic
 from apps.agentic.models import AgentEvaluation
 from tests.agentic.test_llm_judge import DATA, grade
 from tests.fakes.openai_server import completion_body
@@ -19,8 +18,9 @@ def test_llm_evaluation_fingerprint_names_model_server_model_and_prompt(openai_s
     monkeypatch.setattr(llm_agentic, "GRADE_SESSION", "Grade the session strictly.")
     assert get_agentic_judge(None).evaluate(DATA).fingerprint["prompt_template"] != before["prompt_template"]
     for _ in range(3):  # one call per metric
-        openai_server.push(lambda body: (200, completion_body("judge-model-0613", '{"explanation": "ok", "score": 5}'),
-                                         None))
+        openai_server.push(
+            lambda body: (200, completion_body("judge-model-0613", '{"explanation": "ok", "score": 5}'), None)
+        )
     assert get_agentic_judge(None).evaluate(DATA).fingerprint["server_model"] == "judge-model-0613"
 
 
@@ -40,7 +40,8 @@ def test_stored_and_answered_with_the_evaluation(api, openai_server):
 
 @pytest.mark.django_db
 def test_a_changed_prompt_template_is_a_new_judge_and_is_not_answered_from_the_old_verdict(
-        api, openai_server, demo_traces, monkeypatch):
+    api, openai_server, demo_traces, monkeypatch
+):
     """Reuse is keyed on what judged, not only on the judge's label: after a prompt change under the
     same label, the session is judged again instead of answering with the old prompt's verdict."""
     openai_server.default = grade(5)

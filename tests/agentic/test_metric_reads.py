@@ -23,22 +23,27 @@ def test_history_reads_metrics_in_one_query_for_any_page_size(api):
     AgentEvaluationFactory.create_batch(2)
     api.get(f"{BASE}/history")  # the key's first use of the day writes its usage row; not counted
     small, _ = _queries(api, f"{BASE}/history")
-    AgentEvaluationFactory.create_batch(20, tool_call_accuracy=None, tool_call_accuracy_status="skipped",
-                                        tool_call_accuracy_reasoning="no tools needed")
+    AgentEvaluationFactory.create_batch(
+        20, tool_call_accuracy=None, tool_call_accuracy_status="skipped", tool_call_accuracy_reasoning="no tools needed"
+    )
     large, body = _queries(api, f"{BASE}/history")
     # Eleven times the rows, the same number of queries: the Score rows come in one prefetch.
     assert small == large
     assert len(body["evaluations"]) == 22
     newest = body["evaluations"][0]
-    assert (newest["tool_call_accuracy"], newest["tool_call_accuracy_status"],
-            newest["tool_call_accuracy_reasoning"]) == (None, "skipped", "no tools needed")
+    assert (
+        newest["tool_call_accuracy"],
+        newest["tool_call_accuracy_status"],
+        newest["tool_call_accuracy_reasoning"],
+    ) == (None, "skipped", "no tools needed")
 
 
 @pytest.mark.django_db
 def test_a_metric_is_answered_from_its_score_row(api):
     evaluation = AgentEvaluationFactory()
     Score.objects.filter(subject_kind="agentic_evaluation", subject_id=evaluation.pk, key="intent_resolution").update(
-        value=0.125, reasoning="edited row", status="ok")
+        value=0.125, reasoning="edited row", status="ok"
+    )
     record = api.get(f"{BASE}/history/{evaluation.session_id}").json()
     # The row is the one truth: there is no column beside it for the answer to come from.
     assert (record["intent_resolution"], record["intent_resolution_reasoning"]) == (0.125, "edited row")

@@ -11,8 +11,9 @@ from tests.traces.factories import AgentTraceFactory
 def test_prometheus_series_come_from_stored_evaluations(client, demo_traces):
     load_demo_evaluations()
     text = client.get("/metrics").content.decode()
-    assert sample(text, "vayu_agentic_evaluations_total", agent_name="OrchestratorAgent",
-                  score_category="excellent") == 2
+    assert (
+        sample(text, "vayu_agentic_evaluations_total", agent_name="OrchestratorAgent", score_category="excellent") == 2
+    )
     assert sample(text, "vayu_agentic_evaluations_total", agent_name="NetworkAgent", score_category="excellent") == 1
     assert sample(text, "vayu_agentic_task_adherence_score_count", agent_name="OrchestratorAgent") == 3
     assert sample(text, "vayu_agentic_overall_score_bucket", agent_name="NetworkAgent", le="+Inf") == 1
@@ -20,7 +21,8 @@ def test_prometheus_series_come_from_stored_evaluations(client, demo_traces):
     assert sample(text, "vayu_agentic_tool_call_accuracy_score_bucket", agent_name="BillingAgent", le="0.4") == 1
     billing = AgentEvaluation.objects.get(agent_name="BillingAgent")
     assert sample(text, "vayu_agentic_intent_resolution_score_sum", agent_name="BillingAgent") == pytest.approx(
-        billing.metrics["intent_resolution"].value)
+        billing.metrics["intent_resolution"].value
+    )
 
 
 def test_demo_loader_is_idempotent(demo_traces):
@@ -51,17 +53,20 @@ def test_trace_page_lists_its_evaluations(admin_client):
     assert "heuristic:v1" in html and "Excellent" in html and "agentevaluation/" in html
 
 
-def test_admin_action_evaluates_selected_traces_through_celery(admin_client, demo_traces,
-                                                              django_capture_on_commit_callbacks):
+def test_admin_action_evaluates_selected_traces_through_celery(
+    admin_client, demo_traces, django_capture_on_commit_callbacks
+):
     ids = list(AgentTrace.objects.filter(agent_name="OrchestratorAgent").values_list("pk", flat=True))
     with django_capture_on_commit_callbacks(execute=True) as enqueued:
-        response = admin_client.post("/admin/traces/agenttrace/",
-                                     {"action": "evaluate_selected_traces", "_selected_action": ids}, follow=True)
+        response = admin_client.post(
+            "/admin/traces/agenttrace/", {"action": "evaluate_selected_traces", "_selected_action": ids}, follow=True
+        )
     assert response.status_code == 200 and "queued" in response.content.decode()
     # The task is enqueued on commit, never inside the request's transaction; eager Celery ran it then.
     assert enqueued
     assert set(AgentEvaluation.objects.values_list("session_id", flat=True)) == set(
-        AgentTrace.objects.filter(pk__in=ids).values_list("session_id", flat=True))
+        AgentTrace.objects.filter(pk__in=ids).values_list("session_id", flat=True)
+    )
 
 
 def test_running_totals_match_a_rebuild_from_the_rows(api, demo_traces):
@@ -75,8 +80,18 @@ def test_running_totals_match_a_rebuild_from_the_rows(api, demo_traces):
     assert summary["total_evaluations"] == AgentEvaluation.objects.count() == 7
 
     def snapshot():
-        return sorted((r.agent_name, r.operation, r.rating, r.count, r.overall_count, round(r.overall_sum, 6),
-                       r.tool_call_accuracy_count) for r in EvaluationRollup.objects.all())
+        return sorted(
+            (
+                r.agent_name,
+                r.operation,
+                r.rating,
+                r.count,
+                r.overall_count,
+                round(r.overall_sum, 6),
+                r.tool_call_accuracy_count,
+            )
+            for r in EvaluationRollup.objects.all()
+        )
 
     incremental = snapshot()
     evaluation_rollup_rebuild()

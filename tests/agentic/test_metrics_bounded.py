@@ -27,11 +27,22 @@ def _scrape(client) -> str:
 def _evaluation(i: int, agent: str, score: float | None) -> AgentEvaluation:
     rating = None if score is None else next(r for r, low in zip(RATINGS, (0.9, 0.75, 0.6, 0.4, 0.0)) if score >= low)
     return AgentEvaluationFactory.build(
-        trace=None, session_id=f"s{i}", source=AgentEvaluation.Source.MANUAL, agent_name=agent, operation=f"op-{i}",
-        task_adherence=score, task_adherence_status="ok" if score is not None else "skipped",
-        tool_call_accuracy=score, tool_call_accuracy_status="ok" if score is not None else "skipped",
-        intent_resolution=None, intent_resolution_status="skipped",
-        overall_score=score, rating=rating, judge="heuristic:v1", fingerprint=f"{i:064d}")
+        trace=None,
+        session_id=f"s{i}",
+        source=AgentEvaluation.Source.MANUAL,
+        agent_name=agent,
+        operation=f"op-{i}",
+        task_adherence=score,
+        task_adherence_status="ok" if score is not None else "skipped",
+        tool_call_accuracy=score,
+        tool_call_accuracy_status="ok" if score is not None else "skipped",
+        intent_resolution=None,
+        intent_resolution_status="skipped",
+        overall_score=score,
+        rating=rating,
+        judge="heuristic:v1",
+        fingerprint=f"{i:064d}",
+    )
 
 
 @pytest.mark.django_db
@@ -43,8 +54,13 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
     evaluations_bulk_create(rows)
     evaluation_rollup_rebuild()
     OnlineEvaluationCount.objects.bulk_create(
-        [OnlineEvaluationCount(rule_name=f"rule-{i:04d}", outcome=outcome, count=1 + i % 3)
-         for i in range(TAIL_AGENTS) for outcome in ("evaluated", "skipped")], batch_size=1_000)
+        [
+            OnlineEvaluationCount(rule_name=f"rule-{i:04d}", outcome=outcome, count=1 + i % 3)
+            for i in range(TAIL_AGENTS)
+            for outcome in ("evaluated", "skipped")
+        ],
+        batch_size=1_000,
+    )
     text = _scrape(client)
 
     # Per family: (N kept + other) agents × (5 ratings + unrated); a histogram per scored metric;
@@ -58,8 +74,10 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
     assert len(agents) <= n + 1 and "other" in agents
     assert sum(v for _, v in evaluations) == AgentEvaluation.objects.count()
     assert sum(v for labels, v in evaluations if labels["agent_name"] == "Heavy3") == 4
-    assert sum(v for labels, v in evaluations if labels["score_category"] == "unrated") == \
-        AgentEvaluation.objects.filter(rating__isnull=True).count()
+    assert (
+        sum(v for labels, v in evaluations if labels["score_category"] == "unrated")
+        == AgentEvaluation.objects.filter(rating__isnull=True).count()
+    )
 
     for metric in SCORED:
         column = "overall_score" if metric == "overall" else metric
@@ -70,12 +88,13 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
         assert sum(v for _, v in counts) == scored.count()
         if scored.exists():
             assert {labels["agent_name"] for labels, _ in counts} <= agents
-            assert sum(v for _, v in series(text, f"{name}_sum")) == pytest.approx(
-                scored.aggregate(s=Sum(column))["s"])
+            assert sum(v for _, v in series(text, f"{name}_sum")) == pytest.approx(scored.aggregate(s=Sum(column))["s"])
             buckets = series(text, f"{name}_bucket")
             for bound_score in SCORE_BUCKETS:
-                assert sum(v for labels, v in buckets if labels["le"] == str(bound_score)) == \
-                    scored.filter(**{f"{column}__lte": bound_score}).count()
+                assert (
+                    sum(v for labels, v in buckets if labels["le"] == str(bound_score))
+                    == scored.filter(**{f"{column}__lte": bound_score}).count()
+                )
     overall = {labels["agent_name"]: v for labels, v in series(text, "vayu_agentic_overall_score_count")}
     assert overall["Heavy0"] == 4
 
@@ -83,8 +102,10 @@ def test_three_thousand_agent_names_keep_agentic_metrics_small_and_totals_exact(
     rules = {labels["rule"] for labels, _ in online}
     assert len(rules) <= n + 1 and "other" in rules
     for outcome in ("evaluated", "skipped"):
-        assert sum(v for labels, v in online if labels["outcome"] == outcome) == \
-            OnlineEvaluationCount.objects.filter(outcome=outcome).aggregate(s=Sum("count"))["s"]
+        assert (
+            sum(v for labels, v in online if labels["outcome"] == outcome)
+            == OnlineEvaluationCount.objects.filter(outcome=outcome).aggregate(s=Sum("count"))["s"]
+        )
     # The busiest rules (count 3 per outcome: i % 3 == 2) are the ones kept, exact.
     kept = {labels["rule"]: v for labels, v in online if labels["rule"] != "other"}
     assert kept and all(v == 3 for v in kept.values())

@@ -10,39 +10,50 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from apps.agentic.rules import services as rule_services
-from apps.agentic.metrics import AgenticMetricsCollector
-from apps.agentic.models import AgentEvaluation, EvaluationRule, OnlineEvaluationCount
 from apps.agentic.judges import HeuristicAgenticJudge
+from apps.agentic.metrics import AgenticMetricsCollector
+from apps.agentic.models import AgentEvaluation, EvaluationRule, JudgingClaim, OnlineEvaluationCount
+from apps.agentic.rules import services as rule_services
 from apps.traces import services as trace_services
 from apps.traces.models import AgentTrace
-from tests.prometheus_text import sample
-
 from tests.agentic.factories import EvaluationRuleFactory
+from tests.prometheus_text import sample
 
 BASE = "/api/v1/metrics"
 
 
 def finish(session_id: str, agent_name: str = "OrchestratorAgent", *, ended: timedelta | None = None) -> AgentTrace:
-    trace_services.trace_start(session_id=session_id, user_query="List all Kubernetes clusters in Delhi",
-                               agent_name=agent_name)
-    trace_services.trace_tool_call_record(session_id=session_id, tool_name="list_k8s_clusters",
-                                          tool_args={"datacenter": "Delhi"}, tool_result=[{"name": "prod-01"}])
-    trace = trace_services.trace_complete(session_id=session_id, final_response="Found 1 cluster in Delhi: prod-01",
-                                          success=True)
+    trace_services.trace_start(
+        session_id=session_id, user_query="List all Kubernetes clusters in Delhi", agent_name=agent_name
+    )
+    trace_services.trace_tool_call_record(
+        session_id=session_id,
+        tool_name="list_k8s_clusters",
+        tool_args={"datacenter": "Delhi"},
+        tool_result=[{"name": "prod-01"}],
+    )
+    trace = trace_services.trace_complete(
+        session_id=session_id, final_response="Found 1 cluster in Delhi: prod-01", success=True
+    )
     if ended is not None:
         AgentTrace.objects.filter(pk=trace.pk).update(end_time=timezone.now() - ended)
     return trace
 
 
 def complete_over_rest(api, session_id: str, agent_name: str = "OrchestratorAgent"):
-    api.post(f"{BASE}/traces", {"session_id": session_id, "user_query": "List clusters in Delhi",
-                                "agent_name": agent_name}, format="json")
-    api.post(f"{BASE}/traces/{session_id}/tool-calls", {"tool_name": "list_k8s_clusters",
-                                                        "tool_args": {"datacenter": "Delhi"},
-                                                        "tool_result": [{"name": "prod-01"}]}, format="json")
-    response = api.post(f"{BASE}/traces/{session_id}/complete", {"final_response": "prod-01", "success": True},
-                        format="json")
+    api.post(
+        f"{BASE}/traces",
+        {"session_id": session_id, "user_query": "List clusters in Delhi", "agent_name": agent_name},
+        format="json",
+    )
+    api.post(
+        f"{BASE}/traces/{session_id}/tool-calls",
+        {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"}, "tool_result": [{"name": "prod-01"}]},
+        format="json",
+    )
+    response = api.post(
+        f"{BASE}/traces/{session_id}/complete", {"final_response": "prod-01", "success": True}, format="json"
+    )
     assert response.status_code == 200, response.content
 
 
@@ -51,6 +62,7 @@ def counts() -> dict[tuple[str, str], int]:
 
 
 # --- sampling and matching ------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_sampling_is_deterministic_and_close_to_the_rate():
@@ -74,22 +86,26 @@ def test_sample_rate_zero_and_one_are_exact():
     assert all(every.samples(s) for s in sessions)
 
 
-@pytest.mark.parametrize("rule_agent, rule_source, agent, source, expected", [
-    ("", "any", "A", "rest", True),
-    ("", "any", "B", "otlp", True),
-    ("A", "any", "A", "batch", True),
-    ("A", "any", "B", "rest", False),
-    ("", "otlp", "A", "otlp", True),
-    ("", "otlp", "A", "rest", False),
-    ("A", "rest", "A", "rest", True),
-    ("A", "rest", "A", "batch", False),
-])
+@pytest.mark.parametrize(
+    "rule_agent, rule_source, agent, source, expected",
+    [
+        ("", "any", "A", "rest", True),
+        ("", "any", "B", "otlp", True),
+        ("A", "any", "A", "batch", True),
+        ("A", "any", "B", "rest", False),
+        ("", "otlp", "A", "otlp", True),
+        ("", "otlp", "A", "rest", False),
+        ("A", "rest", "A", "rest", True),
+        ("A", "rest", "A", "batch", False),
+    ],
+)
 def test_matching_by_agent_and_source(rule_agent, rule_source, agent, source, expected):
     rule = EvaluationRule(name="r", agent_name=rule_agent, source=rule_source)
     assert rule.matches(agent_name=agent, source=source) is expected
 
 
 # --- the trigger ----------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_a_completed_rest_trace_is_judged_by_a_matching_rule(api, django_capture_on_commit_callbacks):
@@ -191,6 +207,7 @@ def test_a_model_name_judge_uses_that_model(openai_server, settings):
 
 # --- no double judging ----------------------------------------------------------------------------
 
+
 def counting_judge(monkeypatch, pause: float = 0.0) -> list:
     calls = []
     real = HeuristicAgenticJudge()
@@ -225,7 +242,11 @@ def test_a_backfill_overlapping_live_evaluation_judges_nothing_again(monkeypatch
             assert rule_services.rule_backfill(rule=r, since=since) == 1
     for rule_id, ids in sent:
         assert rule_services.online_evaluations_run(rule_id=rule_id, trace_ids=ids) == {
-            "evaluated": 0, "reused": 1, "error": 0, "skipped": 0}
+            "evaluated": 0,
+            "reused": 1,
+            "error": 0,
+            "skipped": 0,
+        }
     assert len(calls) == 1
     assert AgentEvaluation.objects.filter(trace=trace).count() == 1
 
@@ -259,8 +280,8 @@ def test_the_database_refuses_a_second_online_verdict_of_the_same_content():
 
 @pytest.mark.django_db
 def test_a_race_lost_at_insert_counts_as_reused(monkeypatch):
-    """What the constraint buys on SQLite, where there is no advisory lock: the loser of a race
-    between the re-use check and the insert stores nothing and reports re-use."""
+    """What the constraint buys beside the judging claim: the loser of a race between the re-use
+    check and the insert stores nothing and reports re-use."""
     rule, other = EvaluationRuleFactory(), EvaluationRuleFactory()
     trace = finish("race-1")
     real_reusable = rule_services.evaluations_create_for_traces.__globals__["_reusable"]
@@ -273,7 +294,7 @@ def test_a_race_lost_at_insert_counts_as_reused(monkeypatch):
 
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_rules_on_two_connections_judge_once(on_postgres, monkeypatch):
-    """Two workers, two rules, one judge, one trace, at the same moment: the advisory lock makes the
+    """Two workers, two rules, one judge, one trace, at the same moment: the judging claim makes the
     second wait for the first one's verdict and re-use it, so the judge (an LLM bill) runs once."""
     calls = counting_judge(monkeypatch, pause=0.5)
     trace = finish("concurrent-1")  # before the rules exist, so that completing it queues nothing
@@ -297,7 +318,57 @@ def test_concurrent_rules_on_two_connections_judge_once(on_postgres, monkeypatch
     assert sorted((r["evaluated"], r["reused"]) for r in results) == [(0, 1), (1, 0)]
 
 
+@pytest.mark.django_db
+def test_a_held_claim_makes_a_worker_wait_then_reuse_the_verdict(monkeypatch):
+    """Another worker is judging the trace (its claim row is there, within its lease): this one
+    does not judge in parallel; it waits until the claim is released, then re-uses the verdict."""
+    trace = finish("claim-held-1")
+    first, second = EvaluationRuleFactory(), EvaluationRuleFactory()
+    rule_services.online_evaluations_run(rule_id=first.pk, trace_ids=[trace.pk])
+    label = HeuristicAgenticJudge().label
+    now = timezone.now()
+    JudgingClaim.objects.create(trace_id=trace.pk, judge=label, claimed_at=now, expires_at=now + timedelta(minutes=5))
+    waits = []
+
+    def other_worker_finishes(seconds):
+        waits.append(seconds)
+        JudgingClaim.objects.filter(trace_id=trace.pk).delete()
+
+    monkeypatch.setattr(rule_services.time, "sleep", other_worker_finishes)
+    outcome = rule_services.online_evaluations_run(rule_id=second.pk, trace_ids=[trace.pk])
+    assert waits == [rule_services.JUDGING_POLL_SECONDS]
+    assert outcome["reused"] == 1 and outcome["evaluated"] == 0
+    assert not JudgingClaim.objects.exists()  # released after judging
+
+
+@pytest.mark.django_db
+def test_a_claim_past_its_lease_is_taken_over(monkeypatch):
+    """A worker died mid-judgement and left its claim: once the lease has run out, the next worker
+    deletes it and judges, without waiting; its own claim is gone afterwards."""
+    trace = finish("claim-stale-1")
+    rule = EvaluationRuleFactory()
+    label = HeuristicAgenticJudge().label
+    then = timezone.now() - rule_services.JUDGING_LEASE - timedelta(seconds=1)
+    JudgingClaim.objects.create(
+        trace_id=trace.pk, judge=label, claimed_at=then, expires_at=then + rule_services.JUDGING_LEASE
+    )
+    monkeypatch.setattr(rule_services.time, "sleep", lambda s: pytest.fail("waited for a stale claim"))
+    outcome = rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
+    assert outcome["evaluated"] == 1
+    assert AgentEvaluation.objects.filter(trace=trace, rule=rule).count() == 1
+    assert not JudgingClaim.objects.exists()
+
+
+def test_no_raw_sql_in_the_judging_claim():
+    """The claim is ORM only: the same code on SQLite and PostgreSQL (issue 22, item 3)."""
+    import inspect
+
+    source = inspect.getsource(rule_services)
+    assert "cursor(" not in source and "connection.vendor" not in source
+
+
 # --- backfill -------------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_backfill_queues_finished_matching_traces_in_the_window(monkeypatch, django_capture_on_commit_callbacks):
@@ -326,6 +397,7 @@ def test_backfill_samples_as_live_evaluation_would(monkeypatch):
 
 # --- the counter Prometheus reads -----------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_prometheus_counter_by_rule_and_outcome(client):
     rule = EvaluationRuleFactory(name="nightly")
@@ -337,8 +409,10 @@ def test_prometheus_counter_by_rule_and_outcome(client):
     assert sample(text, "evalsite_online_evaluations_total", rule="nightly", outcome="reused") == 1
     # The worker's counts reach whichever process is scraped: they are read from the database.
     family = next(f for f in AgenticMetricsCollector().collect() if f.name == "evalsite_online_evaluations")
-    assert {(s.labels["rule"], s.labels["outcome"]) for s in family.samples} == {("nightly", "evaluated"),
-                                                                                  ("nightly", "reused")}
+    assert {(s.labels["rule"], s.labels["outcome"]) for s in family.samples} == {
+        ("nightly", "evaluated"),
+        ("nightly", "reused"),
+    }
 
 
 def test_enabled_rules_cache_expires(settings):
@@ -359,6 +433,7 @@ def test_enabled_rules_cache_expires(settings):
 def test_a_broker_outage_does_not_fail_the_agents_request(api, monkeypatch, caplog):
     """The trace is stored before the rules are consulted: a queue that is down is logged, and the
     agent's completion still succeeds (a backfill can judge it later)."""
+
     def down(*args):
         raise OperationalError("connection refused")
 

@@ -6,19 +6,23 @@ import pytest
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
-from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation, EvaluationRule
+from apps.agentic.rules import services as rule_services
 from apps.core.errors import ConflictError
 from apps.traces import services as trace_services
 from apps.traces.models import AgentTrace
-from tests.conftest import _client_with_key
-
 from tests.agentic.factories import EvaluationRuleFactory
+from tests.conftest import _client_with_key
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/evaluation-rules"
-BODY = {"name": "nightly k8s", "agent_name": "OrchestratorAgent", "source": "rest", "sample_rate": 0.25,
-        "judge": "heuristic"}
+BODY = {
+    "name": "nightly k8s",
+    "agent_name": "OrchestratorAgent",
+    "source": "rest",
+    "sample_rate": 0.25,
+    "judge": "heuristic",
+}
 
 
 def test_staff_creates_reads_updates_and_deletes_a_rule(staff_api):
@@ -45,7 +49,12 @@ def test_staff_creates_reads_updates_and_deletes_a_rule(staff_api):
 def test_defaults(staff_api):
     rule = staff_api.post(URL, {"name": "everything"}, format="json").json()
     assert (rule["agent_name"], rule["source"], rule["sample_rate"], rule["judge"], rule["enabled"]) == (
-        "", "any", 1.0, "heuristic", True)
+        "",
+        "any",
+        1.0,
+        "heuristic",
+        True,
+    )
 
 
 def test_non_staff_keys_read_but_do_not_write(api, default_key_api):
@@ -54,10 +63,12 @@ def test_non_staff_keys_read_but_do_not_write(api, default_key_api):
     for client in (api, default_key_api):
         assert client.get(URL).status_code == 200
         assert client.get(f"{URL}/{rule.pk}").status_code == 200
-        for response in (client.post(URL, BODY, format="json"),
-                         client.put(f"{URL}/{rule.pk}", BODY, format="json"),
-                         client.delete(f"{URL}/{rule.pk}"),
-                         client.post(f"{URL}/{rule.pk}/backfill", {"since": "2026-01-01T00:00:00Z"}, format="json")):
+        for response in (
+            client.post(URL, BODY, format="json"),
+            client.put(f"{URL}/{rule.pk}", BODY, format="json"),
+            client.delete(f"{URL}/{rule.pk}"),
+            client.post(f"{URL}/{rule.pk}/backfill", {"since": "2026-01-01T00:00:00Z"}, format="json"),
+        ):
             assert response.status_code == 403, response.content
             assert "detail" in response.json()
     assert EvaluationRule.objects.get().name == rule.name
@@ -78,16 +89,19 @@ def test_no_key_is_401(anon_api):
     assert anon_api.post(URL, BODY, format="json").status_code == 401
 
 
-@pytest.mark.parametrize("change, loc", [
-    ({"sample_rate": 1.5}, ["sample_rate"]),
-    ({"sample_rate": -0.1}, ["sample_rate"]),
-    ({"source": "grpc"}, ["source"]),
-    ({"name": ""}, ["name"]),
-    ({"name": "x" * 101}, ["name"]),
-    ({"judge": "gpt 4; rm -rf"}, ["judge"]),
-    ({"enabled": "yes"}, ["enabled"]),
-    ({"colour": "red"}, ["colour"]),
-])
+@pytest.mark.parametrize(
+    "change, loc",
+    [
+        ({"sample_rate": 1.5}, ["sample_rate"]),
+        ({"sample_rate": -0.1}, ["sample_rate"]),
+        ({"source": "grpc"}, ["source"]),
+        ({"name": ""}, ["name"]),
+        ({"name": "x" * 101}, ["name"]),
+        ({"judge": "gpt 4; rm -rf"}, ["judge"]),
+        ({"enabled": "yes"}, ["enabled"]),
+        ({"colour": "red"}, ["colour"]),
+    ],
+)
 def test_invalid_bodies_are_422_naming_the_field(staff_api, change, loc):
     response = staff_api.post(URL, {**BODY, **change}, format="json")
     assert response.status_code == 422, response.content
@@ -120,9 +134,12 @@ def test_a_taken_name_is_409(staff_api):
 
 
 def test_an_unknown_rule_is_404(staff_api):
-    for response in (staff_api.get(f"{URL}/999"), staff_api.put(f"{URL}/999", BODY, format="json"),
-                     staff_api.delete(f"{URL}/999"),
-                     staff_api.post(f"{URL}/999/backfill", {"since": "2026-01-01T00:00:00Z"}, format="json")):
+    for response in (
+        staff_api.get(f"{URL}/999"),
+        staff_api.put(f"{URL}/999", BODY, format="json"),
+        staff_api.delete(f"{URL}/999"),
+        staff_api.post(f"{URL}/999/backfill", {"since": "2026-01-01T00:00:00Z"}, format="json"),
+    ):
         assert response.status_code == 404
         assert response.json()["detail"] == "No evaluation rule with id 999"
     # Past any database integer (found by fuzzing ids): still 404, not 500.
@@ -140,6 +157,7 @@ def test_deleting_a_rule_keeps_its_evaluations(staff_api, django_capture_on_comm
 
 
 # --- backfill -------------------------------------------------------------------------------------
+
 
 def _finished(session_id: str, ago: timedelta) -> AgentTrace:
     trace_services.trace_start(session_id=session_id, user_query="List clusters", agent_name="OrchestratorAgent")
@@ -174,8 +192,7 @@ def test_backfill_validation(staff_api):
     naive = staff_api.post(url, {"since": "2026-01-01T00:00:00"}, format="json")
     assert naive.status_code == 422 and naive.json()["detail"][0]["loc"] == ["since"]
     assert staff_api.post(url, {}, format="json").status_code == 422
-    backwards = staff_api.post(url, {"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"},
-                               format="json")
+    backwards = staff_api.post(url, {"since": "2026-02-01T00:00:00Z", "until": "2026-01-01T00:00:00Z"}, format="json")
     assert backwards.status_code == 422
     assert backwards.json()["detail"] == "since must be earlier than until"
 
@@ -188,6 +205,7 @@ def test_backfill_of_a_disabled_rule_is_409(staff_api):
 
 
 # --- OpenAPI --------------------------------------------------------------------------------------
+
 
 def test_openapi_documents_the_errors(staff_api):
     schema = staff_api.get("/api/schema/", HTTP_ACCEPT="application/json").json()
@@ -204,9 +222,16 @@ def test_openapi_documents_the_errors(staff_api):
 
 # --- admin ----------------------------------------------------------------------------------------
 
+
 def test_admin_creates_a_rule_through_the_services(admin_client, admin_user):
-    form = {"name": "from the admin", "enabled": "on", "agent_name": "", "source": "otlp", "sample_rate": "0.5",
-            "judge": "heuristic"}
+    form = {
+        "name": "from the admin",
+        "enabled": "on",
+        "agent_name": "",
+        "source": "otlp",
+        "sample_rate": "0.5",
+        "judge": "heuristic",
+    }
     response = admin_client.post("/admin/agentic/evaluationrule/add/", form)
     assert response.status_code == 302, response.content.decode()[:2000]
     rule = EvaluationRule.objects.get()
@@ -217,10 +242,20 @@ def test_admin_creates_a_rule_through_the_services(admin_client, admin_user):
 
 def test_admin_refuses_what_the_api_refuses(admin_client):
     EvaluationRuleFactory(name="taken")
-    for change, message in (({"sample_rate": "2"}, "Between 0 and 1"), ({"judge": "llm"}, "needs an LLM"),
-                            ({"name": "taken"}, "already exists")):
-        form = {"name": "new", "enabled": "on", "agent_name": "", "source": "any", "sample_rate": "1",
-                "judge": "heuristic", **change}
+    for change, message in (
+        ({"sample_rate": "2"}, "Between 0 and 1"),
+        ({"judge": "llm"}, "needs an LLM"),
+        ({"name": "taken"}, "already exists"),
+    ):
+        form = {
+            "name": "new",
+            "enabled": "on",
+            "agent_name": "",
+            "source": "any",
+            "sample_rate": "1",
+            "judge": "heuristic",
+            **change,
+        }
         response = admin_client.post("/admin/agentic/evaluationrule/add/", form)
         assert response.status_code == 200 and message in response.content.decode()
     assert EvaluationRule.objects.count() == 1

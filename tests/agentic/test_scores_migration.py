@@ -36,8 +36,16 @@ def _old_row(Evaluation, session_id: str, judge: str, metrics: dict, **extra):
     fields = {}
     for name, (value, status, reasoning) in metrics.items():
         fields.update({name: value, f"{name}_status": status, f"{name}_reasoning": reasoning})
-    return Evaluation.objects.create(session_id=session_id, source="manual", agent_name="a", judge=judge,
-                                     fingerprint=session_id.ljust(64, "0"), overall_score=0.5, **fields, **extra)
+    return Evaluation.objects.create(
+        session_id=session_id,
+        source="manual",
+        agent_name="a",
+        judge=judge,
+        fingerprint=session_id.ljust(64, "0"),
+        overall_score=0.5,
+        **fields,
+        **extra,
+    )
 
 
 # transaction=True: migrating alters the agentic tables, which SQLite's schema editor refuses to do
@@ -47,12 +55,26 @@ def test_columns_become_score_rows_and_come_back():
     try:
         apps = _migrate(BEFORE)
         Evaluation = apps.get_model("agentic", "AgentEvaluation")
-        _old_row(Evaluation, "heuristic", "heuristic:v1", {
-            "task_adherence": (0.9, "ok", "did it"), "tool_call_accuracy": (None, "skipped", "no tools needed"),
-            "intent_resolution": (0.25, "ok", "partly")})
-        _old_row(Evaluation, "llm", "openai:gpt-4o-mini", {
-            "task_adherence": (0.5, "ok", "[3/5] half"), "tool_call_accuracy": (1.0, "ok", "[5/5] right"),
-            "intent_resolution": (None, "error", "timed out")})
+        _old_row(
+            Evaluation,
+            "heuristic",
+            "heuristic:v1",
+            {
+                "task_adherence": (0.9, "ok", "did it"),
+                "tool_call_accuracy": (None, "skipped", "no tools needed"),
+                "intent_resolution": (0.25, "ok", "partly"),
+            },
+        )
+        _old_row(
+            Evaluation,
+            "llm",
+            "openai:gpt-4o-mini",
+            {
+                "task_adherence": (0.5, "ok", "[3/5] half"),
+                "tool_call_accuracy": (1.0, "ok", "[5/5] right"),
+                "intent_resolution": (None, "error", "timed out"),
+            },
+        )
         before = _columns(apps)
 
         apps = _migrate(_latest())
@@ -65,8 +87,12 @@ def test_columns_become_score_rows_and_come_back():
             for position, name in enumerate(METRICS):
                 score = rows[(pk, name)]
                 assert (score.kind, score.position, score.value, score.status, score.reasoning) == (
-                    "metric", position, before[session][name], before[session][f"{name}_status"],
-                    before[session][f"{name}_reasoning"])
+                    "metric",
+                    position,
+                    before[session][name],
+                    before[session][f"{name}_status"],
+                    before[session][f"{name}_reasoning"],
+                )
         assert {rows[(ids["llm"], m)].source for m in METRICS} == {"llm"}
         assert {rows[(ids["heuristic"], m)].source for m in METRICS} == {"code"}
         assert rows[(ids["llm"], "task_adherence")].judge == "openai:gpt-4o-mini"
@@ -85,8 +111,9 @@ def _api_answers(client) -> dict:
     history = client.get(f"{BASE}/history?limit=500").json()
     return {
         "history": history,
-        "details": {r["session_id"]: client.get(f"{BASE}/history/{r['session_id']}").json()
-                    for r in history["evaluations"]},
+        "details": {
+            r["session_id"]: client.get(f"{BASE}/history/{r['session_id']}").json() for r in history["evaluations"]
+        },
         "export": client.get(f"{BASE}/export?format=json").json(),
         "export_jsonl": client.get(f"{BASE}/export?format=jsonl").json(),
         "summary": client.get(f"{BASE}/summary").json(),

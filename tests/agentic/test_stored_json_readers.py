@@ -7,14 +7,14 @@ import json
 
 import pytest
 
-from apps.agentic.rules import services as rule_services
-from apps.agentic.models import AgentEvaluation
-from apps.agentic.services import fingerprint
 from apps.agentic.judges import JudgeInput, JudgeToolCall
+from apps.agentic.models import AgentEvaluation
+from apps.agentic.rules import services as rule_services
+from apps.agentic.services import fingerprint
 from apps.traces.models import ToolCall
 from tests.agentic.factories import AgentEvaluationFactory, EvaluationRuleFactory
-from tests.traces.factories import AgentTraceFactory
 from tests.stored_json import BIG, STORED
+from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -55,8 +55,9 @@ def test_evaluate_session_and_batch(api, value):
     response = api.post(f"{BASE}/evaluate/session", {"session_id": "stored-bad"}, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["session_id"] == "stored-bad"
-    batch = api.post(f"{BASE}/evaluate/batch", {"session_ids": ["innocent", "stored-bad"], "force": True},
-                     format="json")
+    batch = api.post(
+        f"{BASE}/evaluate/batch", {"session_ids": ["innocent", "stored-bad"], "force": True}, format="json"
+    )
     assert batch.status_code == 200, batch.content
     assert {r["session_id"] for r in batch.json()["results"]} == {"innocent", "stored-bad"}
     # Re-use still recognises the unchanged trace by its fingerprint.
@@ -89,8 +90,9 @@ def test_the_llm_judge_prompt(api, openai_server, value):
 @pytest.mark.parametrize("value", STORED.values(), ids=STORED.keys())
 def test_history_and_export(api, value):
     evaluation = AgentEvaluationFactory(trace=_stored_trace("export-bad", value))
-    AgentEvaluation.objects.filter(pk=evaluation.pk).update(judge_fingerprint={"judge": "x", "weird": value},
-                                                            manual_input={"tool_calls": [{"tool_args": value}]})
+    AgentEvaluation.objects.filter(pk=evaluation.pk).update(
+        judge_fingerprint={"judge": "x", "weird": value}, manual_input={"tool_calls": [{"tool_args": value}]}
+    )
     assert api.get(f"{BASE}/history").status_code == 200
     assert api.get(f"{BASE}/history/export-bad").status_code == 200
     inline = api.get(f"{BASE}/export?format=json")

@@ -15,14 +15,19 @@ BASE = "/api/v1/metrics"
 def _mixed():
     AgentEvaluationFactory()
     AgentEvaluationFactory(tool_call_accuracy=None, tool_call_accuracy_status="skipped")
-    AgentEvaluationFactory(tool_call_accuracy=None, tool_call_accuracy_status="skipped",
-                           intent_resolution=None, intent_resolution_status="error")
+    AgentEvaluationFactory(
+        tool_call_accuracy=None,
+        tool_call_accuracy_status="skipped",
+        intent_resolution=None,
+        intent_resolution_status="error",
+    )
 
 
 def test_summary_reports_scored_skipped_and_errored_per_metric(api):
     assert api.get(f"{BASE}/summary").json()["coverage"] == {
         name: {"scored": 0, "skipped": 0, "errored": 0}
-        for name in ("task_adherence", "tool_call_accuracy", "intent_resolution")}
+        for name in ("task_adherence", "tool_call_accuracy", "intent_resolution")
+    }
     _mixed()
     body = api.get(f"{BASE}/summary").json()
     assert body["coverage"] == {
@@ -40,8 +45,13 @@ def test_running_totals_count_statuses_as_a_rebuild_does(db):
     EvaluationRollup.objects.all().delete()
     _rollup_add(list(AgentEvaluation.objects.all()))
     added = list(EvaluationRollup.objects.order_by("pk").values())
-    strip = lambda rows: sorted(({k: v for k, v in r.items() if k != "id"} for r in rows),  # noqa: E731
-                                key=lambda r: (r["agent_name"], r["operation"], r["rating"]))
+
+    def strip(rows):
+        return sorted(
+            ({k: v for k, v in r.items() if k != "id"} for r in rows),
+            key=lambda r: (r["agent_name"], r["operation"], r["rating"]),
+        )
+
     assert strip(added) == strip(rebuilt)
     assert sum(r["tool_call_accuracy_skipped"] for r in added) == 2
     assert sum(r["intent_resolution_errored"] for r in added) == 1
@@ -56,16 +66,24 @@ def test_the_migration_fills_status_counts_of_existing_rollups():
 
     before, after = [("agentic", "0003_judge_fingerprint")], [("agentic", "0004_rollup_metric_coverage")]
     _mixed()  # rows and their rollups, as they stood; the migration recounts the new columns
-    expected = sorted(EvaluationRollup.objects.values_list("agent_name", "operation", "rating",
-                                                           "tool_call_accuracy_skipped", "intent_resolution_errored"))
+    expected = sorted(
+        EvaluationRollup.objects.values_list(
+            "agent_name", "operation", "rating", "tool_call_accuracy_skipped", "intent_resolution_errored"
+        )
+    )
     executor = MigrationExecutor(connection)
     executor.migrate(before)
     try:
         executor = MigrationExecutor(connection)
         executor.migrate(after)
-        assert sorted(EvaluationRollup.objects.values_list("agent_name", "operation", "rating",
-                                                           "tool_call_accuracy_skipped",
-                                                           "intent_resolution_errored")) == expected
+        assert (
+            sorted(
+                EvaluationRollup.objects.values_list(
+                    "agent_name", "operation", "rating", "tool_call_accuracy_skipped", "intent_resolution_errored"
+                )
+            )
+            == expected
+        )
     finally:
         # The tests after this one need the schema the current models have.
         executor = MigrationExecutor(connection)

@@ -1,6 +1,7 @@
 import factory
 
-from apps.bots.adapters import BotDocument, BotSpec, BotTool as BotSpecTool
+from apps.bots.adapters import BotDocument, BotSpec
+from apps.bots.adapters import BotTool as BotSpecTool
 from apps.bots.models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
 
 
@@ -48,15 +49,23 @@ class KnowledgeDocumentFactory(factory.django.DjangoModelFactory):
 
 # What the run engine hands an adapter: a bot as BotSpec, with the HR handbook the demo bot answers from.
 HANDBOOK = (
-    BotDocument("HR Handbook", "PTO Policy",
-                "Full-time employees accrue 1.5 days of paid time off per month, up to 18 days a year.\n\n"
-                "Unused PTO of up to 5 days carries over into the next calendar year."),
-    BotDocument("HR Handbook", "Expense Policy",
-                "Submit expense reports within 30 days with itemised receipts.\n\n"
-                "Meals while travelling are reimbursed up to 75 dollars per day."),
+    BotDocument(
+        "HR Handbook",
+        "PTO Policy",
+        "Full-time employees accrue 1.5 days of paid time off per month, up to 18 days a year.\n\n"
+        "Unused PTO of up to 5 days carries over into the next calendar year.",
+    ),
+    BotDocument(
+        "HR Handbook",
+        "Expense Policy",
+        "Submit expense reports within 30 days with itemised receipts.\n\n"
+        "Meals while travelling are reimbursed up to 75 dollars per day.",
+    ),
 )
-TOOLS = (BotSpecTool("search_kb", "Search handbook", "knowledge_base"),
-         BotSpecTool("live_handoff", "Live Chat Handoff", "human_handoff"))
+TOOLS = (
+    BotSpecTool("search_kb", "Search handbook", "knowledge_base"),
+    BotSpecTool("live_handoff", "Live Chat Handoff", "human_handoff"),
+)
 
 
 def make_bot_spec(**extra) -> BotSpec:
@@ -84,12 +93,26 @@ def bot_body(**overrides):
         "adapter": "http",
         "endpoint_url": "http://127.0.0.1:9/chat",
         "secret": SECRET,
-        "tools": [{"name": "Live Chat Handoff", "tool_name": "live_handoff", "type": "human_handoff",
-                   "description": "Transfer", "output_instructions": "Say so"},
-                  {"name": "Search", "tool_name": "search_kb", "type": "knowledge_base"}],
-        "knowledge_bases": [{"name": "Handbook", "type": "file",
-                             "documents": [{"title": "PTO", "text": "15 days.\n\nCarry over 5."},
-                                           {"title": "Expenses", "text": "Receipts over $25."}]}],
+        "tools": [
+            {
+                "name": "Live Chat Handoff",
+                "tool_name": "live_handoff",
+                "type": "human_handoff",
+                "description": "Transfer",
+                "output_instructions": "Say so",
+            },
+            {"name": "Search", "tool_name": "search_kb", "type": "knowledge_base"},
+        ],
+        "knowledge_bases": [
+            {
+                "name": "Handbook",
+                "type": "file",
+                "documents": [
+                    {"title": "PTO", "text": "15 days.\n\nCarry over 5."},
+                    {"title": "Expenses", "text": "Receipts over $25."},
+                ],
+            }
+        ],
     }
     body.update(overrides)
     return body

@@ -5,8 +5,14 @@ from django.test import TestCase
 
 from tests.testsets.factories import make_test_set_payload
 
-SINGLE_TURN = {"type": "single_turn", "name": "PTO", "inputs": {"message": "What is our PTO policy?"},
-               "expected": {"success_criteria": ["Mentions 15 days"]}, "tags": [], "priority": "high"}
+SINGLE_TURN = {
+    "type": "single_turn",
+    "name": "PTO",
+    "inputs": {"message": "What is our PTO policy?"},
+    "expected": {"success_criteria": ["Mentions 15 days"]},
+    "tags": [],
+    "priority": "high",
+}
 
 
 def run_against(api, agent_id: str) -> list[dict]:
@@ -16,8 +22,9 @@ def run_against(api, agent_id: str) -> list[dict]:
     # The run is enqueued on commit; the test's transaction never commits, so run what it queued
     # (the same as the django_capture_on_commit_callbacks fixture).
     with TestCase.captureOnCommitCallbacks(execute=True):
-        run = api.post("/api/v1/runs", {"agent_id": agent_id, "test_set_id": created.json()["test_set_id"]},
-                       format="json")
+        run = api.post(
+            "/api/v1/runs", {"agent_id": agent_id, "test_set_id": created.json()["test_set_id"]}, format="json"
+        )
     assert run.status_code == 201, run.json()
     return api.get(f"/api/v1/runs/{run.json()['run_id']}/results").json()
 

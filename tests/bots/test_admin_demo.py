@@ -18,8 +18,10 @@ def test_demo_data_is_complete_and_idempotent():
     assert load_demo_evaluation_data() == 0
     spec = bot_spec_data(DEMO_AGENT_ID)
     assert spec["adapter"] == "demo"
-    assert {(t["tool_name"], t["type"]) for t in spec["tools"]} == {("search_kb", "knowledge_base"),
-                                                                    ("live_handoff", "human_handoff")}
+    assert {(t["tool_name"], t["type"]) for t in spec["tools"]} == {
+        ("search_kb", "knowledge_base"),
+        ("live_handoff", "human_handoff"),
+    }
     assert [d["title"] for d in spec["documents"]] == ["PTO Policy", "Expense Policy", "Remote Work Policy"]
     assert all(d["knowledge_base"] == "O'Connor Employee Handbook" for d in spec["documents"])
     assert all(d["text"].count("\n\n") >= 2 for d in spec["documents"])

@@ -40,11 +40,22 @@ def test_a_loopback_endpoint_is_saved_with_a_warning(admin_client, guard_on):
 
 
 def test_a_private_address_on_a_new_bot_warns_too(admin_client, guard_on):
-    response = admin_client.post("/admin/bots/bot/add/", {
-        "agent_id": "ab" * 12, "name": "Intranet bot", "adapter": "http", "endpoint_url": "http://10.1.2.3/chat",
-        "llm_parameters": "{}", "harness_context": "{}",
-        "tools-TOTAL_FORMS": 0, "tools-INITIAL_FORMS": 0, "knowledge_bases-TOTAL_FORMS": 0,
-        "knowledge_bases-INITIAL_FORMS": 0}, follow=True)
+    response = admin_client.post(
+        "/admin/bots/bot/add/",
+        {
+            "agent_id": "ab" * 12,
+            "name": "Intranet bot",
+            "adapter": "http",
+            "endpoint_url": "http://10.1.2.3/chat",
+            "llm_parameters": "{}",
+            "harness_context": "{}",
+            "tools-TOTAL_FORMS": 0,
+            "tools-INITIAL_FORMS": 0,
+            "knowledge_bases-TOTAL_FORMS": 0,
+            "knowledge_bases-INITIAL_FORMS": 0,
+        },
+        follow=True,
+    )
     assert Bot.objects.filter(name="Intranet bot").exists()
     assert any(level == "warning" and "10.1.2.3 is not allowed" in text for level, text in messages_of(response))
 

@@ -22,8 +22,17 @@ def test_create_get_and_context(api):
     assert data["knowledge_bases"][0]["document_count"] == 2
 
     context = api.get(f"/api/v1/bots/{agent_id}/context").json()
-    assert set(context) == {"bot_id", "bot_name", "organization_id", "organization_name", "system_prompt",
-                            "llm_config", "tools", "knowledge_bases", "harness_context"}
+    assert set(context) == {
+        "bot_id",
+        "bot_name",
+        "organization_id",
+        "organization_name",
+        "system_prompt",
+        "llm_config",
+        "tools",
+        "knowledge_bases",
+        "harness_context",
+    }
     assert context["bot_id"] == agent_id and context["bot_name"] == "O'Connor Associate"
     assert context["llm_config"] == {"provider": "openai", "model": "gpt-4.1", "parameters": {"temperature": 0.3}}
     assert set(context["tools"][0]) == {"id", "name", "tool_name", "type", "description", "output_instructions"}
@@ -45,12 +54,15 @@ def test_given_agent_id_is_kept_and_duplicate_is_409(api):
 def test_secret_is_never_returned_nor_logged(api, staff_api, caplog, admin_client):
     caplog.set_level(logging.DEBUG)
     agent_id = api.post("/api/v1/bots", bot_body(), format="json").json()["agent_id"]
-    pages = [api.get(f"/api/v1/bots/{agent_id}"), api.get("/api/v1/bots"),
-             api.get(f"/api/v1/bots/{agent_id}/context"),
-             api.put(f"/api/v1/bots/{agent_id}", bot_body(secret="another-secret-456"), format="json"),
-             api.post("/api/v1/bots", bot_body(agent_id=agent_id), format="json"),
-             admin_client.get(f"/admin/bots/bot/{Bot.objects.get(agent_id=agent_id).pk}/change/"),
-             admin_client.get("/admin/bots/bot/")]
+    pages = [
+        api.get(f"/api/v1/bots/{agent_id}"),
+        api.get("/api/v1/bots"),
+        api.get(f"/api/v1/bots/{agent_id}/context"),
+        api.put(f"/api/v1/bots/{agent_id}", bot_body(secret="another-secret-456"), format="json"),
+        api.post("/api/v1/bots", bot_body(agent_id=agent_id), format="json"),
+        admin_client.get(f"/admin/bots/bot/{Bot.objects.get(agent_id=agent_id).pk}/change/"),
+        admin_client.get("/admin/bots/bot/"),
+    ]
     for page in pages:
         assert page.status_code in (200, 409)
         assert SECRET.encode() not in page.content and b"another-secret-456" not in page.content
@@ -62,9 +74,12 @@ def test_secret_is_never_returned_nor_logged(api, staff_api, caplog, admin_clien
 def test_update_keeps_secret_ids_and_documents_when_omitted(api):
     created = api.post("/api/v1/bots", bot_body(), format="json").json()
     agent_id = created["agent_id"]
-    body = bot_body(name="Renamed", secret=None,
-                    tools=[{"name": "Search v2", "tool_name": "search_kb", "type": "knowledge_base"}],
-                    knowledge_bases=[{"name": "Handbook", "type": "file"}])
+    body = bot_body(
+        name="Renamed",
+        secret=None,
+        tools=[{"name": "Search v2", "tool_name": "search_kb", "type": "knowledge_base"}],
+        knowledge_bases=[{"name": "Handbook", "type": "file"}],
+    )
     body.pop("secret")
     response = api.put(f"/api/v1/bots/{agent_id}", body, format="json")
     assert response.status_code == 200, response.json()
@@ -79,17 +94,20 @@ def test_update_keeps_secret_ids_and_documents_when_omitted(api):
     assert cleared["has_secret"] is False
 
 
-@pytest.mark.parametrize("change, fragment", [
-    ({"agent_id": "xyz"}, "agent_id"),
-    ({"adapter": "grpc"}, "adapter"),
-    ({"adapter": "http", "endpoint_url": ""}, "endpoint_url is required"),
-    ({"endpoint_url": "ftp://x"}, "http"),
-    ({"name": "  "}, "blank"),
-    ({"name": 5}, "name"),
-    ({"tools": [{"name": "a", "tool_name": "t"}, {"name": "b", "tool_name": "t"}]}, "duplicate tool_name"),
-    ({"system_prompt": "nul\x00"}, "NUL"),
-    ({"knowledge_bases": [{"name": "K", "documents": [{"title": "t"}]}]}, "text"),
-])
+@pytest.mark.parametrize(
+    "change, fragment",
+    [
+        ({"agent_id": "xyz"}, "agent_id"),
+        ({"adapter": "grpc"}, "adapter"),
+        ({"adapter": "http", "endpoint_url": ""}, "endpoint_url is required"),
+        ({"endpoint_url": "ftp://x"}, "http"),
+        ({"name": "  "}, "blank"),
+        ({"name": 5}, "name"),
+        ({"tools": [{"name": "a", "tool_name": "t"}, {"name": "b", "tool_name": "t"}]}, "duplicate tool_name"),
+        ({"system_prompt": "nul\x00"}, "NUL"),
+        ({"knowledge_bases": [{"name": "K", "documents": [{"title": "t"}]}]}, "text"),
+    ],
+)
 def test_bad_input_is_422_and_writes_nothing(api, change, fragment):
     response = api.post("/api/v1/bots", bot_body(**change), format="json")
     assert response.status_code == 422
@@ -98,8 +116,11 @@ def test_bad_input_is_422_and_writes_nothing(api, change, fragment):
 
 
 def test_unknown_bot_is_404(api, staff_api):
-    for path in ("/api/v1/bots/64f1c0ffee0000000000dead", "/api/v1/bots/64f1c0ffee0000000000dead/context",
-                 "/api/v1/bots/64f1c0ffee0000000000dead/knowledge-bases/x/documents"):
+    for path in (
+        "/api/v1/bots/64f1c0ffee0000000000dead",
+        "/api/v1/bots/64f1c0ffee0000000000dead/context",
+        "/api/v1/bots/64f1c0ffee0000000000dead/knowledge-bases/x/documents",
+    ):
         response = api.get(path)
         assert response.status_code == 404
         assert "64f1c0ffee0000000000dead" in response.json()["detail"]
@@ -127,8 +148,19 @@ def test_bot_spec_data_for_the_run_engine():
     bot = BotFactory(tool_names=["search_kb", "live_handoff"], secret="s", llm_parameters={"temperature": 0.1})
     KnowledgeDocumentFactory(knowledge_base__bot=bot, knowledge_base__name="Handbook", title="PTO", text="15 days")
     spec = selectors.bot_spec_data(bot.agent_id)
-    assert set(spec) == {"agent_id", "name", "adapter", "system_prompt", "llm_provider", "llm_model",
-                         "llm_parameters", "endpoint_url", "secret", "tools", "documents"}
+    assert set(spec) == {
+        "agent_id",
+        "name",
+        "adapter",
+        "system_prompt",
+        "llm_provider",
+        "llm_model",
+        "llm_parameters",
+        "endpoint_url",
+        "secret",
+        "tools",
+        "documents",
+    }
     assert spec["secret"] == "s" and spec["llm_parameters"] == {"temperature": 0.1}
     assert [t["tool_name"] for t in spec["tools"]] == ["search_kb", "live_handoff"]
     assert set(spec["tools"][0]) == {"tool_name", "name", "type", "description"}

@@ -5,8 +5,13 @@ from tests.bots.factories import make_bot_spec, user_turn
 
 
 def openai_spec(**extra):
-    return make_bot_spec(adapter="openai", system_prompt="You are the HR assistant.", llm_model="bot-model",
-                llm_parameters={"temperature": 0.3}, **extra)
+    return make_bot_spec(
+        adapter="openai",
+        system_prompt="You are the HR assistant.",
+        llm_model="bot-model",
+        llm_parameters={"temperature": 0.3},
+        **extra,
+    )
 
 
 def test_plain_answer_uses_system_prompt_and_parameters(openai_server):
@@ -64,8 +69,9 @@ def test_bot_endpoint_and_secret_are_used(openai_server, settings):
     settings.OPENAI_BASE_URL = ""
     settings.OPENAI_API_KEY = ""
     openai_server.push_text("ok")
-    get_adapter("openai").respond(openai_spec(endpoint_url=openai_server.url, secret="bot-key"), user_turn("hi"),
-                                  conversation_id="c")
+    get_adapter("openai").respond(
+        openai_spec(endpoint_url=openai_server.url, secret="bot-key"), user_turn("hi"), conversation_id="c"
+    )
     assert openai_server.headers[0]["Authorization"] == "Bearer bot-key"
 
 

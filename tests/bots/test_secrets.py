@@ -23,8 +23,11 @@ class TestSecretFollowsTheAddress:
         with FakeBotServer() as honest, FakeBotServer() as attacker:
             agent_id = create_bot(api, adapter="http", endpoint_url=honest.url, secret="bot-secret-1")
             bot = api.get(f"/api/v1/bots/{agent_id}").json()
-            changed = api.put(f"/api/v1/bots/{agent_id}", {"name": bot["name"], "adapter": "http",
-                                                           "endpoint_url": attacker.url}, format="json")
+            changed = api.put(
+                f"/api/v1/bots/{agent_id}",
+                {"name": bot["name"], "adapter": "http", "endpoint_url": attacker.url},
+                format="json",
+            )
             assert changed.status_code == 200 and changed.json()["has_secret"] is False
             run_against(api, agent_id)
         assert attacker.auth_headers and "Bearer bot-secret-1" not in attacker.auth_headers
@@ -32,15 +35,21 @@ class TestSecretFollowsTheAddress:
     def test_changing_the_adapter_drops_the_stored_secret(self, api):
         with FakeBotServer() as bot_server:
             agent_id = create_bot(api, adapter="http", endpoint_url=bot_server.url, secret="bot-secret-1")
-            changed = api.put(f"/api/v1/bots/{agent_id}", {"name": "x", "adapter": "openai",
-                                                           "endpoint_url": bot_server.url}, format="json")
+            changed = api.put(
+                f"/api/v1/bots/{agent_id}",
+                {"name": "x", "adapter": "openai", "endpoint_url": bot_server.url},
+                format="json",
+            )
         assert changed.json()["has_secret"] is False
 
     def test_a_secret_sent_again_with_the_new_endpoint_is_kept(self, api):
         with FakeBotServer() as honest, FakeBotServer() as moved:
             agent_id = create_bot(api, adapter="http", endpoint_url=honest.url, secret="bot-secret-1")
-            changed = api.put(f"/api/v1/bots/{agent_id}", {"name": "x", "adapter": "http", "endpoint_url": moved.url,
-                                                           "secret": "bot-secret-2"}, format="json")
+            changed = api.put(
+                f"/api/v1/bots/{agent_id}",
+                {"name": "x", "adapter": "http", "endpoint_url": moved.url, "secret": "bot-secret-2"},
+                format="json",
+            )
             assert changed.json()["has_secret"] is True
             run_against(api, agent_id)
         assert moved.auth_headers == ["Bearer bot-secret-2"]
@@ -48,12 +57,14 @@ class TestSecretFollowsTheAddress:
     def test_an_unchanged_endpoint_keeps_the_secret(self, api):
         with FakeBotServer() as bot_server:
             agent_id = create_bot(api, adapter="http", endpoint_url=bot_server.url, secret="bot-secret-1")
-            changed = api.put(f"/api/v1/bots/{agent_id}", {"name": "renamed", "adapter": "http",
-                                                           "endpoint_url": bot_server.url}, format="json")
+            changed = api.put(
+                f"/api/v1/bots/{agent_id}",
+                {"name": "renamed", "adapter": "http", "endpoint_url": bot_server.url},
+                format="json",
+            )
             assert changed.json()["has_secret"] is True
             run_against(api, agent_id)
         assert bot_server.auth_headers == ["Bearer bot-secret-1"]
-
 
 
 @pytest.mark.django_db
@@ -98,8 +109,9 @@ def _stored_column(bot: Bot) -> str:
 @pytest.mark.django_db
 class TestEncryptionAtRest:
     def test_the_database_holds_a_token_not_the_secret(self, api):
-        agent_id = create_bot(api, adapter="http", endpoint_url="https://bots.example.com/chat",
-                              secret="sk-plaintext-123")
+        agent_id = create_bot(
+            api, adapter="http", endpoint_url="https://bots.example.com/chat", secret="sk-plaintext-123"
+        )
         bot = Bot.objects.get(agent_id=agent_id)
         stored = _stored_column(bot)
         assert "sk-plaintext-123" not in stored and stored.startswith("gAAAA")
@@ -144,8 +156,9 @@ class TestEncryptionAtRest:
         agent_id = create_bot(api, adapter="http", endpoint_url="https://bots.example.com/chat", secret="s")
         settings.EVALSITE_SECRET_KEY_ENCRYPTION = [Fernet.generate_key().decode()]
         created = api.post("/api/v1/test-sets", {"agent_id": agent_id, "name": "t", "items": []}, format="json")
-        response = api.post("/api/v1/runs", {"agent_id": agent_id, "test_set_id": created.json()["test_set_id"]},
-                            format="json")
+        response = api.post(
+            "/api/v1/runs", {"agent_id": agent_id, "test_set_id": created.json()["test_set_id"]}, format="json"
+        )
         assert response.status_code == 409 and "cannot be decrypted" in response.json()["detail"]
 
 
@@ -168,7 +181,7 @@ def test_rotate_bot_secrets_reencrypts_under_the_new_key(settings, capsys):
     settings.EVALSITE_SECRET_KEY_ENCRYPTION = [old]
     for bot in bots:
         with pytest.raises(crypto.SecretUnreadable):
-            Bot.objects.get(pk=bot.pk).secret
+            _ = Bot.objects.get(pk=bot.pk).secret
 
 
 @pytest.mark.django_db
@@ -206,8 +219,13 @@ def test_the_migration_encrypts_existing_plaintext_secrets():
     executor.migrate(before)
     try:
         old_bot = executor.loader.project_state(before).apps.get_model("bots", "Bot")
-        old_bot.objects.create(agent_id="b" * 24, name="old", adapter="http", endpoint_url="https://x.example/",
-                               secret="plain-before-upgrade")
+        old_bot.objects.create(
+            agent_id="b" * 24,
+            name="old",
+            adapter="http",
+            endpoint_url="https://x.example/",
+            secret="plain-before-upgrade",
+        )
         old_bot.objects.create(agent_id="c" * 24, name="none", adapter="demo")
     finally:
         executor = MigrationExecutor(connection)

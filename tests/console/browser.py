@@ -21,7 +21,8 @@ SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-output" / "screenshots
 needs_chromium = pytest.mark.skipif(
     not (CHROMIUM and CHROMEDRIVER),
     reason="chromium and chromedriver are not installed (Debian packages chromium and chromium-driver; "
-           ".ci/run installs them)")
+    ".ci/run installs them)",
+)
 
 
 def start_browser():
@@ -33,9 +34,19 @@ def start_browser():
     options.binary_location = CHROMIUM
     profile = tempfile.mkdtemp(prefix="evalsite-chromium-")
     # No sandbox as root; no background network traffic (this machine has no network beyond loopback).
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-quic",
-                 "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile}", "--window-size=1366,900"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        "--window-size=1366,900",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)

@@ -9,8 +9,10 @@ from apps.testsets.services import testset_publish_version
 
 # Criteria the offline judge checks for the demo's two PTO items. In the demo's prose it skips them
 # (issue 20: they used to pass by proxy), so without these nothing regresses when the PTO policy goes.
-CHECKABLE_PTO_CRITERIA = {"PTO Policy Inquiry": ['Response mentions "15 days"'],
-                          "PTO Carry-over Conversation": ['Agent says "5 days"']}
+CHECKABLE_PTO_CRITERIA = {
+    "PTO Policy Inquiry": ['Response mentions "15 days"'],
+    "PTO Carry-over Conversation": ['Agent says "5 days"'],
+}
 
 
 def publish_checkable_demo_test_set() -> int:
@@ -19,7 +21,10 @@ def publish_checkable_demo_test_set() -> int:
     for item in content["items"]:
         if item["name"] in CHECKABLE_PTO_CRITERIA:
             item["expected"]["success_criteria"] = CHECKABLE_PTO_CRITERIA[item["name"]]
-    head, _ = testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
-                                      content=TestSetContent.model_validate(content), changelog="checkable",
-                                      author="t")
+    head, _ = testset_publish_version(
+        test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+        content=TestSetContent.model_validate(content),
+        changelog="checkable",
+        author="t",
+    )
     return head.current_version

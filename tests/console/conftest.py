@@ -42,8 +42,9 @@ def demo_run(demo, django_capture_on_commit_callbacks):
     """A finished run of the demo test set and rubric against the demo bot (Celery eager; the run is
     enqueued on commit, which the capture stands in for)."""
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
-                                  concurrency=2)
+        run = services.run_create(
+            agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
+        )
     run.refresh_from_db()
     return run
 

@@ -24,8 +24,9 @@ WIDTH = 1440
 
 
 def measure(driver) -> tuple[int, int]:
-    return tuple(driver.execute_script(
-        "return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]"))
+    return tuple(
+        driver.execute_script("return [document.documentElement.scrollWidth, document.documentElement.scrollHeight]")
+    )
 
 
 def shoot(driver, name: str):
@@ -40,7 +41,8 @@ def expand_everything(driver):
     """The editor as it was before: every row open, every field shown."""
     driver.execute_script("""
         document.querySelectorAll('.evalsite-expand').forEach(b => b.click());
-        document.querySelectorAll('.evalsite-not-applicable').forEach(r => r.classList.remove('evalsite-not-applicable'));
+        document.querySelectorAll('.evalsite-not-applicable')
+            .forEach(r => r.classList.remove('evalsite-not-applicable'));
     """)
 
 
@@ -56,8 +58,11 @@ def test_admin_pages_fit_a_1440_px_window(browser, live_server):
     load_demo_evaluations()
     for _ in range(3):
         run = EvaluationRunFactory(agent_id=DEMO_AGENT_ID, judge="openai:gpt-4o-mini-2024-07-18")
-        EvaluationResultFactory(run=run, item_name="PTO Policy Inquiry with a rather long item name to wrap",
-                                criteria_scores=[criterion("Mentions 15 days", False)])
+        EvaluationResultFactory(
+            run=run,
+            item_name="PTO Policy Inquiry with a rather long item name to wrap",
+            criteria_scores=[criterion("Mentions 15 days", False)],
+        )
     get_user_model().objects.create_superuser("admin", password="admin-pass-1")
     browser.set_window_size(WIDTH, 900)
     browser.get(f"{live_server.url}/admin/login/")
@@ -85,7 +90,8 @@ def test_admin_pages_fit_a_1440_px_window(browser, live_server):
         # A list's table scrolls inside its box when too wide: that hid the last column.
         table = browser.execute_script(
             "const t = document.getElementById('result_list');"
-            "return t ? [t.scrollWidth, t.parentElement.clientWidth] : null")
+            "return t ? [t.scrollWidth, t.parentElement.clientWidth] : null"
+        )
         figures[name] = (width, table)
         shoot(browser, name)
         assert width <= window, f"{name} is {width} px wide in a {window} px window"
@@ -99,8 +105,10 @@ def test_admin_pages_fit_a_1440_px_window(browser, live_server):
     assert tools[0].find_element(By.CSS_SELECTOR, "select[name$='-type']").is_displayed()
     shoot(browser, "bot-tool-open")
 
-    editors = {"rubric": f"/admin/rubrics/rubric/{DEMO_RUBRIC_ID}/change/",
-               "testset": f"/admin/testsets/testset/{DEMO_TEST_SET_ID}/change/"}
+    editors = {
+        "rubric": f"/admin/rubrics/rubric/{DEMO_RUBRIC_ID}/change/",
+        "testset": f"/admin/testsets/testset/{DEMO_TEST_SET_ID}/change/",
+    }
     for name, path in editors.items():
         browser.get(live_server.url + path)
         wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, ".evalsite-inline-tools"), message="admin.js")
@@ -121,6 +129,7 @@ def test_admin_pages_fit_a_1440_px_window(browser, live_server):
 
     def shown(index, field):
         return browser.find_element(By.NAME, f"items-{index}-{field}").is_displayed()
+
     for field in ("persona", "initial_message", "max_turns", "scripted_turns"):
         assert not shown(single, field), field
     assert shown(single, "message")
@@ -161,8 +170,12 @@ def test_many_items_are_shown_a_page_at_a_time(browser, live_server):
     browser.get(f"{live_server.url}/admin/testsets/testset/{test_set.pk}/change/")
 
     def visible_rows():
-        return [r for r in browser.find_elements(By.CSS_SELECTOR, "#items-group .inline-related.has_original")
-                if r.is_displayed()]
+        return [
+            r
+            for r in browser.find_elements(By.CSS_SELECTOR, "#items-group .inline-related.has_original")
+            if r.is_displayed()
+        ]
+
     assert len(visible_rows()) == 20
     label = browser.find_element(By.CSS_SELECTOR, ".evalsite-page-label")
     assert label.text == "1–20 of 45"

@@ -16,11 +16,18 @@ from apps.bots.demo import DEMO_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
+from tests.console.browser import (
+    SCREENSHOTS,
+    click_and_wait_for_new_page,
+    needs_chromium,
+    screenshot,
+    submit_and_wait_for_new_page,
+    wait_for,
+)
 from tests.console.checkable_demo import publish_checkable_demo_test_set
-from tests.console.browser import (SCREENSHOTS, click_and_wait_for_new_page, needs_chromium, screenshot,
-                                  submit_and_wait_for_new_page, wait_for)
+from tests.runs.factories import review_views, verdict_reviews
 
 pytestmark = [
     pytest.mark.browser,
@@ -69,8 +76,10 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     concurrency.send_keys("2")
     screenshot(browser, "02-launch")
     click_and_wait_for_new_page(browser, find(By.ID, "launch"))
-    wait_for(lambda: "/console/runs/" in browser.current_url and find(By.ID, "run-status").text == "running",
-             message="the running run page")
+    wait_for(
+        lambda: "/console/runs/" in browser.current_url and find(By.ID, "run-status").text == "running",
+        message="the running run page",
+    )
     assert find(By.ID, "run-progress").get_attribute("value") == "0"
     screenshot(browser, "03-run-running")
     first = EvaluationRun.objects.get()
@@ -87,8 +96,10 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     assert browser.execute_script("return window.stillTheSamePage === true;"), "the page was reloaded"
     assert len(find(By.ID, "results-table").find_elements(By.CSS_SELECTOR, "tbody tr[data-result-id]")) == 1
     services.result_execute(result_pk=queued.pop(0))
-    wait_for(lambda: len(find(By.ID, "results-table").find_elements(By.CSS_SELECTOR, "tbody tr[data-result-id]")) == 2,
-             message="a second row")
+    wait_for(
+        lambda: len(find(By.ID, "results-table").find_elements(By.CSS_SELECTOR, "tbody tr[data-result-id]")) == 2,
+        message="a second row",
+    )
     assert browser.execute_script("return window.stillTheSamePage === true;"), "the page was reloaded"
     screenshot(browser, "03b-run-live-rows")
     while queued:
@@ -108,8 +119,13 @@ def test_reviewer_path(browser, live_server, monkeypatch):
 
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()
     click_and_wait_for_new_page(browser, find(By.ID, "rerun"))
-    wait_for(lambda: find(By.ID, "run-status").text == "completed" and browser.current_url.rstrip("/").split("/")[-1]
-             != str(first.run_id), message="the second run")
+    wait_for(
+        lambda: (
+            find(By.ID, "run-status").text == "completed"
+            and browser.current_url.rstrip("/").split("/")[-1] != str(first.run_id)
+        ),
+        message="the second run",
+    )
     second = EvaluationRun.objects.exclude(pk=first.pk).get()
     assert second.failed >= 1
     screenshot(browser, "05-second-run")
@@ -145,16 +161,21 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     verdict.find_element(By.NAME, "note").send_keys("Judged by hand: acceptable without the policy text.")
     click_and_wait_for_new_page(browser, verdict.find_element(By.CSS_SELECTOR, "button[type=submit]"))
     wait_for(lambda: find(By.ID, "review-history").is_displayed(), message="the review history")
-    review = VerdictReview.objects.get()
+    review = review_views(EvaluationResult.objects.get(pk=verdict_reviews().get().subject_id))[0]
     assert (review.passed, review.judge_passed, review.reviewer_name) == (True, False, "reviewer")
     assert "Judged by hand" in find(By.ID, anchor).text
 
     # Every other failed verdict of this item passed by hand too, and the ones the judge could not
     # give (skipped: the high-severity rules) judged by hand: only then does the item pass after review.
     def unreviewed_failures():
-        return [v for v in browser.find_elements(By.CSS_SELECTOR, ".verdict")
-                if v.find_elements(By.CSS_SELECTOR, ".badge.fail, .badge.warn") and "reviewer:" not in v.text
-                and v.find_elements(By.CSS_SELECTOR, "input[name=passed][value=true]")]
+        return [
+            v
+            for v in browser.find_elements(By.CSS_SELECTOR, ".verdict")
+            if v.find_elements(By.CSS_SELECTOR, ".badge.fail, .badge.warn")
+            and "reviewer:" not in v.text
+            and v.find_elements(By.CSS_SELECTOR, "input[name=passed][value=true]")
+        ]
+
     while unreviewed_failures():
         verdict = unreviewed_failures()[0]
         verdict.find_element(By.CSS_SELECTOR, "input[name=passed][value=true]").click()
@@ -186,8 +207,9 @@ def test_reviewer_path(browser, live_server, monkeypatch):
     screenshot(browser, "11-trace")
 
     # A run nobody picks up says so, and how to start a worker, instead of looking started.
-    stuck = EvaluationRun.objects.create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, test_set_version=1,
-                                         total=5)
+    stuck = EvaluationRun.objects.create(
+        agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, test_set_version=1, total=5
+    )
     EvaluationRun.objects.filter(pk=stuck.pk).update(created_at=stuck.created_at - timedelta(minutes=2))
     browser.get(f"{live_server.url}/console/runs/{stuck.run_id}/")
     assert "celery -A evalsite worker" in find(By.ID, "no-worker").text
@@ -236,8 +258,9 @@ def test_reader_path(browser, live_server, settings):
     session = rows[0].find_element(By.TAG_NAME, "a").get_attribute("title")
     submit_and_wait_for_new_page(browser, find(By.NAME, "q"), session)
     assert "q=" in browser.current_url
-    found = wait_for(lambda: find(By.ID, "traces").find_elements(By.CSS_SELECTOR, "tbody tr a"),
-                     message="the search's results")
+    found = wait_for(
+        lambda: find(By.ID, "traces").find_elements(By.CSS_SELECTOR, "tbody tr a"), message="the search's results"
+    )
     assert [a.get_attribute("title") for a in found] == [session]
     find(By.NAME, "q").clear()
     Select(find(By.NAME, "status")).select_by_value("completed")

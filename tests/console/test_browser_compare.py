@@ -15,24 +15,43 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True), need
 GREEN, RED = "rgba(26, 127, 55, 1)", "rgba(207, 34, 46, 1)"
 
 # (item, before, after): 7 fixes against 1 regression: p = 0.070, yet Tango's interval excludes 0.
-ITEMS = ([("Accrual rate", "passed", "failed")] + [(f"Fixed question {n}", "failed", "passed") for n in range(1, 8)]
-         + [("Still wrong", "failed", "failed"), ("Newly judged, passes", "unassessed", "passed"),
-            ("Newly judged, fails", "unassessed", "failed"), ("Lost its judge", "passed", "unassessed"),
-            ("Never judged", "unassessed", "unassessed")]
-         + [(f"Fine {n}", "passed", "passed") for n in range(1, 4)])
+ITEMS = (
+    [("Accrual rate", "passed", "failed")]
+    + [(f"Fixed question {n}", "failed", "passed") for n in range(1, 8)]
+    + [
+        ("Still wrong", "failed", "failed"),
+        ("Newly judged, passes", "unassessed", "passed"),
+        ("Newly judged, fails", "unassessed", "failed"),
+        ("Lost its judge", "passed", "unassessed"),
+        ("Never judged", "unassessed", "unassessed"),
+    ]
+    + [(f"Fine {n}", "passed", "passed") for n in range(1, 4)]
+)
 
 
 def _result(run, position, name, outcome, answer):
     if outcome == "unassessed":
-        verdicts = {"criteria_scores": [criterion("Gives the accrual", True)],
-                    "rubric_scores": [rule("CITES_POLICY", False, status="skipped")]}
+        verdicts = {
+            "criteria_scores": [criterion("Gives the accrual", True)],
+            "rubric_scores": [rule("CITES_POLICY", False, status="skipped")],
+        }
     else:
         verdicts = {"criteria_scores": [criterion("Gives the accrual", outcome == "passed")]}
-    EvaluationResultFactory(run=run, position=position, item_name=name, **verdicts,
-                            item={"type": "single_turn", "tags": [], "priority": "medium",
-                                  "inputs": {"message": f"Question about {name.lower()}?"}},
-                            output={"messages": [{"role": "user", "content": "q"},
-                                                 {"role": "assistant", "content": answer, "tool_calls": []}]})
+    EvaluationResultFactory(
+        run=run,
+        position=position,
+        item_name=name,
+        **verdicts,
+        item={
+            "type": "single_turn",
+            "tags": [],
+            "priority": "medium",
+            "inputs": {"message": f"Question about {name.lower()}?"},
+        },
+        output={
+            "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer, "tool_calls": []}]
+        },
+    )
 
 
 def test_compare_page_buckets_disagreement_and_answer_edges(browser, live_server):

@@ -35,8 +35,9 @@ def test_launch_form_offers_only_the_chosen_bots_test_sets_and_rubrics(browser, 
     client = Client()
     client.force_login(UserFactory(username="launcher", is_staff=True))
     browser.get(f"{live_server.url}/static/console/console.css")
-    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME,
-                        "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"})
+    browser.add_cookie(
+        {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"}
+    )
     browser.get(f"{live_server.url}/console/runs/new/?agent_id={beta.agent_id}")
 
     assert browser.execute_script(OFFERED, "test_set_id") == ["Beta set (v1)"]

@@ -42,25 +42,37 @@ def test_header_items_never_overlap_with_a_scrollbar(browser, live_server, width
     client = Client()
     client.force_login(staff)
     browser.get(f"{live_server.url}/static/console/console.css")
-    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME,
-                        "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"})
+    browser.add_cookie(
+        {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"}
+    )
     # A window lower than the run launch form: the page scrolls, so a classic scrollbar takes its
     # width from the layout, which is what pushed "Admin" under "Dashboard" before.
     browser.set_window_size(width, 420)
     browser.get(f"{live_server.url}/console/runs/new/")
     assert browser.execute_script("return document.documentElement.scrollHeight > window.innerHeight")
-    assert browser.execute_script("return document.documentElement.clientWidth < window.innerWidth"), \
+    assert browser.execute_script("return document.documentElement.clientWidth < window.innerWidth"), (
         "no scrollbar takes layout width in this browser: the test would not show the bug"
+    )
 
     boxes = browser.execute_script(HEADER_BOXES)
     nav = [box for box in boxes if box["nav"]]
-    assert [box["text"] for box in nav] == ["Dashboard", "Runs", "Compare", "Traces", "RAG evaluations",
-                                            "Review queues", "Ingestion", "Launch a run", "Metrics query", "Admin"]
+    assert [box["text"] for box in nav] == [
+        "Dashboard",
+        "Runs",
+        "Compare",
+        "Traces",
+        "RAG evaluations",
+        "Review queues",
+        "Ingestion",
+        "Launch a run",
+        "Metrics query",
+        "Admin",
+    ]
     assert any(box["text"].startswith("Log out") for box in boxes)
     assert any(box["text"] == "theme toggle" for box in boxes)
     for n, first in enumerate(boxes):
         assert first["right"] > first["left"] and first["bottom"] > first["top"], f"{first['text']} is not drawn"
-        for second in boxes[n + 1:]:
+        for second in boxes[n + 1 :]:
             assert not _overlap(first, second), f"{first['text']!r} overlaps {second['text']!r} at {width} px"
     # One line: every link in one box, all at the same height.
     assert all(box["lines"] == 1 for box in nav), [box["text"] for box in nav if box["lines"] != 1]

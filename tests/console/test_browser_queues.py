@@ -8,11 +8,11 @@ from django.contrib.auth import get_user_model
 
 from apps.queues import services
 from apps.queues.models import QueueKind
-from apps.runs.models import EvaluationResult, VerdictReview
+from apps.runs.models import EvaluationResult
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.console.browser import needs_chromium, screenshot, submit_and_wait_for_new_page, wait_for
 from tests.queues.factories import reviewable_result
-from tests.runs.factories import EvaluationRunFactory
+from tests.runs.factories import EvaluationRunFactory, verdict_reviews
 
 pytestmark = [
     pytest.mark.browser,
@@ -20,14 +20,13 @@ pytestmark = [
     needs_chromium,
 ]
 
-QUESTIONS = [("How many PTO days do I accrue per month?", "You accrue 1.5 PTO days per month, per the handbook."),
-             ("Can I carry PTO over to next year?", "Yes, up to five days carry over."),
-             ("What is the wifi password?", "I can't find that in the handbook; ask IT.")]
+QUESTIONS = [
+    ("How many PTO days do I accrue per month?", "You accrue 1.5 PTO days per month, per the handbook."),
+    ("Can I carry PTO over to next year?", "Yes, up to five days carry over."),
+    ("What is the wifi password?", "I can't find that in the handbook; ask IT."),
+]
 
 
-# Strict: passes again, and must lose this mark, when h/runs is merged. Queue agreement reads human
-# Score rows (issue 22); until then apps.runs' verdict_review_create still writes a VerdictReview.
-@pytest.mark.xfail(strict=True, reason="needs h/runs: run-result reviews become human Score rows there")
 def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
@@ -35,13 +34,29 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     run = EvaluationRunFactory()
     for position, (question, answer) in enumerate(QUESTIONS):
-        reviewable_result(run=run, position=position, item_name=f"PTO {position}", input={"message": question},
-                          item={"type": "single_turn", "inputs": {"message": question},
-                                "expected": {"success_criteria": ["Mentions 15 days", "Cites the handbook"]}},
-                          output={"messages": [{"role": "user", "content": question},
-                                               {"role": "assistant", "content": answer, "tool_calls": []}]})
-    queue = services.queue_create(name="Unassessed verdicts", kind=QueueKind.RUN_RESULT, include_unassessed=True,
-                                  description="Results where the judge skipped or errored on a verdict.")
+        reviewable_result(
+            run=run,
+            position=position,
+            item_name=f"PTO {position}",
+            input={"message": question},
+            item={
+                "type": "single_turn",
+                "inputs": {"message": question},
+                "expected": {"success_criteria": ["Mentions 15 days", "Cites the handbook"]},
+            },
+            output={
+                "messages": [
+                    {"role": "user", "content": question},
+                    {"role": "assistant", "content": answer, "tool_calls": []},
+                ]
+            },
+        )
+    queue = services.queue_create(
+        name="Unassessed verdicts",
+        kind=QueueKind.RUN_RESULT,
+        include_unassessed=True,
+        description="Results where the judge skipped or errored on a verdict.",
+    )
     assert services.queue_fill(queue=queue) == 3
     agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_rate=1)
     AgentEvaluationFactory(task_adherence_reasoning="Answered the PTO question from the handbook.")
@@ -52,8 +67,9 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
         find(By.TAG_NAME, "body").send_keys(text)
 
     def on_item(n):
-        return wait_for(lambda: f"item {queue.items.order_by('pk')[n].pk}" in find(By.TAG_NAME, "h1").text,
-                        message=f"item {n + 1}")
+        return wait_for(
+            lambda: f"item {queue.items.order_by('pk')[n].pk}" in find(By.TAG_NAME, "h1").text, message=f"item {n + 1}"
+        )
 
     browser.get(f"{live_server.url}/console/queues/")
     find(By.NAME, "username").send_keys("reviewer")
@@ -91,7 +107,7 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     assert "Mentions 15 days 3 2 1 0 0 0.00" in agreement and "BRIEF 1 1 0 0 0 —" in agreement
     screenshot(browser, "queues-02-queue")
     assert queue.items.filter(done_at__isnull=False).count() == 3
-    assert VerdictReview.objects.filter(result__run=run).count() == 3 + 2 + 2
+    assert verdict_reviews(run=run).count() == 3 + 2 + 2
 
     # An agentic evaluation gets a human score per metric: p and f give 1 and 0, the field takes any.
     browser.get(f"{live_server.url}/console/queues/{agentic.pk}/")
@@ -106,16 +122,22 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
     assert "task adherence" in find(By.ID, "agreement").text
 
 
-RAG_QUESTIONS = [("Who wrote 'Pride and Prejudice'?", "Jane Austen", "Jane Austen authored Pride and Prejudice."),
-                 ("What is the boiling point of water at sea level?", "About 90 degrees.",
-                  "Water boils at 100 degrees Celsius at sea level."),
-                 ("Which planet is known as the red planet?", "Mars", "Mars looks red because of iron oxide.")]
+RAG_QUESTIONS = [
+    ("Who wrote 'Pride and Prejudice'?", "Jane Austen", "Jane Austen authored Pride and Prejudice."),
+    (
+        "What is the boiling point of water at sea level?",
+        "About 90 degrees.",
+        "Water boils at 100 degrees Celsius at sea level.",
+    ),
+    ("Which planet is known as the red planet?", "Mars", "Mars looks red because of iron oxide."),
+]
 
 
 def _no_page_overflow(browser) -> bool:
     """Nothing but the tables' own scroll boxes is wider than the window."""
     return browser.execute_script(
-        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1")
+        "return document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1"
+    )
 
 
 def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_server):
@@ -137,9 +159,18 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     run = EvaluationRunFactory(label="PTO answers, nightly")
     for position, (question, answer) in enumerate(QUESTIONS):
-        reviewable_result(run=run, position=position, item_name=f"PTO {position}", input={"message": question},
-                          output={"messages": [{"role": "user", "content": question},
-                                               {"role": "assistant", "content": answer, "tool_calls": []}]})
+        reviewable_result(
+            run=run,
+            position=position,
+            item_name=f"PTO {position}",
+            input={"message": question},
+            output={
+                "messages": [
+                    {"role": "user", "content": question},
+                    {"role": "assistant", "content": answer, "tool_calls": []},
+                ]
+            },
+        )
     results_queue = services.queue_create(name="Failed answers", kind=QueueKind.RUN_RESULT)
     double_check = services.queue_create(name="Results to double-check", kind=QueueKind.RUN_RESULT)
     services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION)
@@ -149,10 +180,20 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     AgentTraceFactory(user_query="Scale the payments deployment to five replicas")  # a session not evaluated
     load_demo_trace_evaluations()
     for question, answer, context in RAG_QUESTIONS:
-        trace_evaluation_create(query=json.dumps({
-            "tests": ["answer_accuracy", "context_recall", "faithfulness"], "question": question, "answer": answer,
-            "ground_truth": context.split(" because")[0], "contexts": [{"id": "c1", "text": context}],
-            "relevant_context_ids": ["c1"]}), partial=False, use_llm=False)
+        trace_evaluation_create(
+            query=json.dumps(
+                {
+                    "tests": ["answer_accuracy", "context_recall", "faithfulness"],
+                    "question": question,
+                    "answer": answer,
+                    "ground_truth": context.split(" because")[0],
+                    "contexts": [{"id": "c1", "text": context}],
+                    "relevant_context_ids": ["c1"],
+                }
+            ),
+            partial=False,
+            use_llm=False,
+        )
     find = browser.find_element
 
     browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
@@ -163,7 +204,9 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     # Issue 20 point 6: with a queue, the results table fits a 1440 px window, no sideways scroll.
     browser.set_window_size(1440, 900)
     wrap = "document.querySelector('#results-table').parentElement"
-    assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), "the table scrolls at 1440 px"
+    assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), (
+        "the table scrolls at 1440 px"
+    )
     # The row's queue control is a drop-down menu (so the table fits): opened, it offers the queues.
     first_row.find_element(By.CSS_SELECTOR, "details.queue-menu > summary").click()
     Select(first_row.find_element(By.NAME, "queue")).select_by_visible_text("Failed answers")
@@ -211,14 +254,18 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
     assert "Added to RAG answers to check." in find(By.CSS_SELECTOR, ".messagelist").text
     # Then, over the whole list, two selected at once: the one already in the queue is not added twice.
     click_and_wait_for_new_page(browser, find(By.LINK_TEXT, "Clear"))
-    checkboxes = {box.get_attribute("value"): box for box in
-                  browser.find_elements(By.CSS_SELECTOR, "#rag-evaluations input[type=checkbox]")}
+    checkboxes = {
+        box.get_attribute("value"): box
+        for box in browser.find_elements(By.CSS_SELECTOR, "#rag-evaluations input[type=checkbox]")
+    }
     other = next(pk for pk in checkboxes if pk != boiling)
     checkboxes[boiling].click()
     checkboxes[other].click()
     click_and_wait_for_new_page(browser, find(By.ID, "bulk-add-button"))
-    assert ("Added 1 to RAG answers to check; 1 already in the queue, not added twice."
-            in find(By.CSS_SELECTOR, ".messagelist").text)
+    assert (
+        "Added 1 to RAG answers to check; 1 already in the queue, not added twice."
+        in find(By.CSS_SELECTOR, ".messagelist").text
+    )
     assert sorted(rag_queue.items.values_list("subject_id", flat=True)) == sorted([int(boiling), int(other)])
 
     browser.get(f"{live_server.url}/console/rag/{boiling}/")

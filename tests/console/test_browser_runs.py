@@ -18,8 +18,8 @@ from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
-from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.console.browser import click_and_wait_for_new_page, needs_chromium, screenshot
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 
 pytestmark = [
     pytest.mark.browser,
@@ -34,8 +34,9 @@ def log_in(browser, live_server, user):
     client = Client()
     client.force_login(user)
     browser.get(f"{live_server.url}/static/console/console.css")
-    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                        "path": "/"})
+    browser.add_cookie(
+        {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"}
+    )
 
 
 def test_runs_are_named_and_bot_changes_show(browser, live_server):
@@ -47,8 +48,14 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     publish_checkable_demo_test_set()
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     # Tasks run in-process (eager) once each run's transaction commits.
-    first = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID,
-                                concurrency=2, label="baseline", created_by=reviewer)
+    first = services.run_create(
+        agent_id=DEMO_AGENT_ID,
+        test_set_id=DEMO_TEST_SET_ID,
+        rubric_id=DEMO_RUBRIC_ID,
+        concurrency=2,
+        label="baseline",
+        created_by=reviewer,
+    )
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()
     second = services.run_rerun(run=first, label="PTO document deleted", created_by=reviewer)
     second.refresh_from_db()
@@ -78,9 +85,14 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     changes = find(By.ID, "bot-change-list").text
     assert "document removed PTO Policy" in changes
     # The PTO item fails now: a regression, or newly assessed where the demo rubric left it unassessed before.
-    pairs = find(By.CSS_SELECTOR, "#regressions + div .compare-answers .side-by-side, "
-                                  "#newly-assessed + div .compare-answers .side-by-side")
-    before, after = pairs.find_element(By.CLASS_NAME, "answer-before"), pairs.find_element(By.CLASS_NAME, "answer-after")
+    pairs = find(
+        By.CSS_SELECTOR,
+        "#regressions + div .compare-answers .side-by-side, #newly-assessed + div .compare-answers .side-by-side",
+    )
+    before, after = (
+        pairs.find_element(By.CLASS_NAME, "answer-before"),
+        pairs.find_element(By.CLASS_NAME, "answer-after"),
+    )
     assert before.location["y"] == after.location["y"] and before.location["x"] < after.location["x"], "side by side"
     assert before.text != after.text
     screenshot(browser, "2x-03-compare")
@@ -115,23 +127,40 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     ReviewQueueFactory(kind=QueueKind.RUN_RESULT, name="Flaky answers to double-check")
     run = EvaluationRunFactory(repeats=3, label="three attempts each")
-    names = ["Sometimes answers the PTO question", "Never answers the remote-work question",
-             "Always answers the expenses question"]
+    names = [
+        "Sometimes answers the PTO question",
+        "Never answers the remote-work question",
+        "Always answers the expenses question",
+    ]
     for attempt in (1, 2, 3):
         for position, name in enumerate(names):
             passed = position == 2 or (position == 0 and attempt != 2)
             EvaluationResultFactory(
-                run=run, position=position, attempt=attempt, item_name=name, tags=["hr", "policy"], duration_ms=1234,
-                criteria_scores=[criterion("Answers the question from the handbook", passed),
-                                 criterion("Cites the policy document by name", True)],
-                rubric_scores=[rule("BRIEF_RESPONSES", passed, "medium"), rule("USES_KNOWLEDGE_BASE", True, "high")])
+                run=run,
+                position=position,
+                attempt=attempt,
+                item_name=name,
+                tags=["hr", "policy"],
+                duration_ms=1234,
+                criteria_scores=[
+                    criterion("Answers the question from the handbook", passed),
+                    criterion("Cites the policy document by name", True),
+                ],
+                rubric_scores=[rule("BRIEF_RESPONSES", passed, "medium"), rule("USES_KNOWLEDGE_BASE", True, "high")],
+            )
     run.refresh_from_db()
     # What the engine stores when a run completes (services._finalize).
     figures = selectors.item_figures(run=run)
     passed = run.results.filter(passed=True).count()
     EvaluationRun.objects.filter(pk=run.pk).update(
-        total=9, completed=9, passed=passed, failed=9 - passed, items_passed_all=figures["items_passed_all"],
-        items_passed_any=figures["items_passed_any"], flaky_items=figures["flaky_items"])
+        total=9,
+        completed=9,
+        passed=passed,
+        failed=9 - passed,
+        items_passed_all=figures["items_passed_all"],
+        items_passed_any=figures["items_passed_any"],
+        flaky_items=figures["flaky_items"],
+    )
     log_in(browser, live_server, reviewer)
     browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
     find = browser.find_element
@@ -151,8 +180,9 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     for width in (1440, 1280):
         browser.set_window_size(width, 900)
         wrap = "document.querySelector('#results-table').parentElement"
-        assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), \
+        assert browser.execute_script(f"return {wrap}.scrollWidth <= {wrap}.clientWidth + 1"), (
             f"the results table scrolls sideways at {width} px"
+        )
     browser.set_window_size(1440, 900)
     screenshot(browser, "2x-06-repeated-run", width=1440)
     browser.set_window_size(820, 900)  # the page's height at tablet width
@@ -179,7 +209,10 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-08-queue-items-run-and-attempt-tablet", width=820)
     browser.get(f"{live_server.url}/console/queues/{queue.pk}/items/{queue.items.get().pk}/")
-    assert find(By.ID, "review-run").text == "run three attempts each · attempt 2 of 3 · Sometimes answers the PTO question"
+    assert (
+        find(By.ID, "review-run").text
+        == "run three attempts each · attempt 2 of 3 · Sometimes answers the PTO question"
+    )
     screenshot(browser, "2x-09-queue-review-run-and-attempt", width=1440)
     browser.set_window_size(820, 900)  # the page's height at tablet width
     screenshot(browser, "2x-09-queue-review-run-and-attempt-tablet", width=820)
@@ -196,14 +229,36 @@ def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, li
 
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     run = EvaluationRunFactory(repeats=2, rubric_id=None, status=EvaluationRun.Status.RUNNING, total=4, completed=1)
-    EvaluationResultFactory(run=run, position=0, attempt=1, item_name="PTO accrual", finished_at=timezone.now(),
-                            criteria_scores=[criterion("Says 15 days", True)])
-    second = EvaluationResultFactory(run=run, position=0, attempt=2, item_name="PTO accrual", state="running",
-                                     criteria_scores=None, passed=None, outcome=None)
+    EvaluationResultFactory(
+        run=run,
+        position=0,
+        attempt=1,
+        item_name="PTO accrual",
+        finished_at=timezone.now(),
+        criteria_scores=[criterion("Says 15 days", True)],
+    )
+    second = EvaluationResultFactory(
+        run=run,
+        position=0,
+        attempt=2,
+        item_name="PTO accrual",
+        state="running",
+        criteria_scores=None,
+        passed=None,
+        outcome=None,
+    )
     # Another item still going, so the run does not finish (a finished run's page reloads instead).
     for attempt in (1, 2):
-        EvaluationResultFactory(run=run, position=1, attempt=attempt, item_name="Remote work", state="running",
-                                criteria_scores=None, passed=None, outcome=None)
+        EvaluationResultFactory(
+            run=run,
+            position=1,
+            attempt=attempt,
+            item_name="Remote work",
+            state="running",
+            criteria_scores=None,
+            passed=None,
+            outcome=None,
+        )
     log_in(browser, live_server, reviewer)
     browser.get(f"{live_server.url}/console/runs/{run.run_id}/")
     browser.execute_script("window.__samePage = true;")
@@ -214,8 +269,13 @@ def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, li
 
     assert chips() == [["passed", "pending"]]
     type(second).objects.filter(pk=second.pk).update(
-        state="done", passed=False, outcome="failed", criteria_passed=False, finished_at=timezone.now(),
-        criteria_scores=[criterion("Says 15 days", False)])
+        state="done",
+        passed=False,
+        outcome="failed",
+        criteria_passed=False,
+        finished_at=timezone.now(),
+        criteria_scores=[criterion("Says 15 days", False)],
+    )
     wait_for(lambda: chips() == [["passed", "failed"]], message="the item's row with its second attempt")
     row = browser.find_element(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
     assert "flaky" in row.text and "FAIL" in row.text

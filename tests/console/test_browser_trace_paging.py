@@ -23,8 +23,9 @@ def _log_in(browser, live_server):
     client = Client()
     client.force_login(UserFactory(username="reader"))
     browser.get(f"{live_server.url}/static/console/console.css")
-    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME,
-                        "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"})
+    browser.add_cookie(
+        {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"}
+    )
 
 
 def test_show_more_appends_the_next_pages_in_place(browser, live_server, settings):

@@ -34,6 +34,7 @@ def text(response) -> str:
 
 # -- the demo bot ---------------------------------------------------------------------------------
 
+
 def test_a_run_of_the_demo_bot_says_it_is_the_offline_demo_bot(staff_client, demo_run):
     # The demo bot is stored with a model, which its adapter never calls.
     assert demo_run.bot_snapshot["adapter"] == "demo" and demo_run.bot_llm_model
@@ -44,26 +45,38 @@ def test_a_run_of_the_demo_bot_says_it_is_the_offline_demo_bot(staff_client, dem
 
 
 def test_a_run_of_a_model_backed_bot_names_its_model(staff_client):
-    run = EvaluationRunFactory(bot_llm_provider="openai", bot_llm_model="gpt-4.1",
-                               bot_snapshot={"adapter": "openai", "llm_provider": "openai", "llm_model": "gpt-4.1"})
+    run = EvaluationRunFactory(
+        bot_llm_provider="openai",
+        bot_llm_model="gpt-4.1",
+        bot_snapshot={"adapter": "openai", "llm_provider": "openai", "llm_model": "gpt-4.1"},
+    )
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert '<dd id="bot-model">openai gpt-4.1</dd>' in page
 
 
 # -- tool calls as JSON ---------------------------------------------------------------------------
 
+
 def _result_with_tool_call(arguments, result):
-    output = {"messages": [
-        {"role": "user", "content": "How many PTO days?"},
-        {"role": "assistant", "content": "15 days.",
-         "tool_calls": [{"name": "search_kb", "arguments": arguments, "result": result, "success": True}]}]}
+    output = {
+        "messages": [
+            {"role": "user", "content": "How many PTO days?"},
+            {
+                "role": "assistant",
+                "content": "15 days.",
+                "tool_calls": [{"name": "search_kb", "arguments": arguments, "result": result, "success": True}],
+            },
+        ]
+    }
     return EvaluationResultFactory(output=output)
 
 
 def test_result_page_shows_tool_arguments_and_results_as_json(staff_client):
     long_text = "Employees accrue 1.25 days per month, " * 6
-    result = _result_with_tool_call({"query": "what's the PTO policy", "top_k": 3},
-                                    {"passages": [{"title": "PTO Policy", "text": long_text}], "ok": True})
+    result = _result_with_tool_call(
+        {"query": "what's the PTO policy", "top_k": 3},
+        {"passages": [{"title": "PTO Policy", "text": long_text}], "ok": True},
+    )
     page = staff_client.get(f"/console/results/{result.result_id}/").content.decode()
     blocks = re.findall(r"<pre>(.*?)</pre>", page, flags=re.S)
     parsed = [json.loads(html.unescape(block)) for block in blocks]
@@ -85,15 +98,23 @@ def test_tool_call_json_is_escaped(staff_client):
 
 
 def test_trace_page_shows_tool_arguments_and_results_as_json(staff_client):
-    trace = AgentTraceFactory(tool_calls=[{"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"},
-                                           # A result stored as a JSON string is shown as that JSON.
-                                           "tool_result": '[{"name": "prod-01", "status": "running"}]'}])
+    trace = AgentTraceFactory(
+        tool_calls=[
+            {
+                "tool_name": "list_k8s_clusters",
+                "tool_args": {"datacenter": "Delhi"},
+                # A result stored as a JSON string is shown as that JSON.
+                "tool_result": '[{"name": "prod-01", "status": "running"}]',
+            }
+        ]
+    )
     page = staff_client.get(f"/console/traces/{trace.session_id}/").content.decode()
     assert "<pre>{\n  &quot;datacenter&quot;: &quot;Delhi&quot;\n}</pre>" in page
     assert "&quot;name&quot;: &quot;prod-01&quot;" in page and "\\&quot;" not in page
 
 
 # -- permission pages -----------------------------------------------------------------------------
+
 
 def test_a_reader_refused_the_launch_page_gets_the_console_layout_and_a_way_back(reader_client, demo_run):
     run_page = f"http://testserver/console/runs/{demo_run.run_id}/"
@@ -125,6 +146,7 @@ def test_the_readers_review_page_offers_no_review_keys(reader_client, staff_user
 
 # -- the rules card -------------------------------------------------------------------------------
 
+
 def _rules_label(client, run) -> str:
     page = text(client.get(f"/console/runs/{run.run_id}/"))
     return re.search(r'<span class="label" id="rules-failed">([^<]*)</span>', page).group(1)
@@ -132,11 +154,16 @@ def _rules_label(client, run) -> str:
 
 def test_rules_card_counts_failed_medium_and_low_rules_as_failed(staff_client):
     run = EvaluationRunFactory()
-    EvaluationResultFactory(run=run, criteria_scores=[criterion("ok", True)],
-                            rubric_scores=[rule("R1", True), rule("R2", False, "medium"), rule("R3", False, "low")])
-    EvaluationResultFactory(run=run, criteria_scores=[criterion("ok", True)],
-                            rubric_scores=[rule("R1", True), rule("R2", False, "medium"),
-                                           rule("R4", False, status="skipped")])
+    EvaluationResultFactory(
+        run=run,
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", True), rule("R2", False, "medium"), rule("R3", False, "low")],
+    )
+    EvaluationResultFactory(
+        run=run,
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", True), rule("R2", False, "medium"), rule("R4", False, status="skipped")],
+    )
     label = _rules_label(staff_client, run)
     assert label == "rubric rules passed (3 failed (medium/low), 1 not assessable)"
     assert "warning" not in label
@@ -152,6 +179,7 @@ def test_rules_card_splits_failed_rules_by_severity(staff_client):
 
 
 # -- previous / next on a result page -------------------------------------------------------------
+
 
 def test_result_page_links_to_its_neighbours_in_the_run_table_order(staff_client):
     run = EvaluationRunFactory()
@@ -173,6 +201,7 @@ def test_result_page_links_to_its_neighbours_in_the_run_table_order(staff_client
 
 
 # -- Evaluate now ---------------------------------------------------------------------------------
+
 
 def test_staff_evaluate_a_trace_from_its_page(staff_client):
     trace = AgentTraceFactory(tool_calls=[{"tool_name": "list_k8s_clusters"}])
@@ -204,54 +233,79 @@ def test_evaluate_now_on_an_unknown_trace_is_404(staff_client):
 
 # -- the launch form ------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def two_bots(db):
     mine, other = BotFactory(name="Mine"), BotFactory(name="Other")
-    return {"mine": mine, "other": other,
-            "mine_set": SuiteFactory(agent=mine, name="Mine set"),
-            "other_set": SuiteFactory(agent=other, name="Other set"),
-            "mine_rubric": RubricFactory(agent=mine, name="Mine rubric"),
-            "other_rubric": RubricFactory(agent=other, name="Other rubric")}
+    return {
+        "mine": mine,
+        "other": other,
+        "mine_set": SuiteFactory(agent=mine, name="Mine set"),
+        "other_set": SuiteFactory(agent=other, name="Other set"),
+        "mine_rubric": RubricFactory(agent=mine, name="Mine rubric"),
+        "other_rubric": RubricFactory(agent=other, name="Other rubric"),
+    }
 
 
 def test_launch_form_marks_each_test_set_and_rubric_with_its_bot(staff_client, two_bots):
     page = staff_client.get("/console/runs/new/").content.decode()
     for name in ("mine", "other"):
         bot = two_bots[name].agent_id
-        assert f'data-bot="{bot}" value="{two_bots[name + "_set"].pk}"' in page or \
-            f'value="{two_bots[name + "_set"].pk}" data-bot="{bot}"' in page
+        assert (
+            f'data-bot="{bot}" value="{two_bots[name + "_set"].pk}"' in page
+            or f'value="{two_bots[name + "_set"].pk}" data-bot="{bot}"' in page
+        )
         assert re.search(rf'<option value="{two_bots[name + "_rubric"].pk}"[^>]*data-bot="{bot}"', page)
     assert '<optgroup label="Mine (' in page and "console/launch.js" in page
 
 
 def test_launch_form_refuses_another_bots_test_set_and_rubric(staff_client, two_bots):
-    response = staff_client.post("/console/runs/new/", {
-        "agent_id": two_bots["mine"].agent_id, "test_set_id": str(two_bots["other_set"].pk),
-        "rubric_id": str(two_bots["other_rubric"].pk), "concurrency": "2", "repeats": "1"})
+    response = staff_client.post(
+        "/console/runs/new/",
+        {
+            "agent_id": two_bots["mine"].agent_id,
+            "test_set_id": str(two_bots["other_set"].pk),
+            "rubric_id": str(two_bots["other_rubric"].pk),
+            "concurrency": "2",
+            "repeats": "1",
+        },
+    )
     assert response.status_code == 200 and not EvaluationRun.objects.exists()
     errors = response.context["form"].errors
-    assert errors["test_set_id"] == ["This test set belongs to the bot “Other”, not to the bot chosen above: "
-                                     "choose one of that bot's test sets, or the bot “Other”."]
+    assert errors["test_set_id"] == [
+        "This test set belongs to the bot “Other”, not to the bot chosen above: "
+        "choose one of that bot's test sets, or the bot “Other”."
+    ]
     assert "belongs to the bot “Other”" in errors["rubric_id"][0]
 
 
 def test_launch_form_accepts_the_chosen_bots_own(two_bots):
-    form = RunLaunchForm(data={"agent_id": two_bots["mine"].agent_id, "test_set_id": str(two_bots["mine_set"].pk),
-                               "rubric_id": str(two_bots["mine_rubric"].pk), "concurrency": "2"})
+    form = RunLaunchForm(
+        data={
+            "agent_id": two_bots["mine"].agent_id,
+            "test_set_id": str(two_bots["mine_set"].pk),
+            "rubric_id": str(two_bots["mine_rubric"].pk),
+            "concurrency": "2",
+        }
+    )
     assert form.is_valid(), form.errors
 
 
 # -- export ---------------------------------------------------------------------------------------
 
+
 def _export_run():
     run = EvaluationRunFactory()
-    answers = ["=HYPERLINK(\"http://evil.example\")", "+1", "-2 days", "@SUM(A1)", "plain, with \"quotes\"\nand a line"]
+    answers = ['=HYPERLINK("http://evil.example")', "+1", "-2 days", "@SUM(A1)", 'plain, with "quotes"\nand a line']
     for n, answer in enumerate(answers):
         EvaluationResultFactory(
-            run=run, position=n, item_name="=cmd()" if n == 0 else f"item {n}",
+            run=run,
+            position=n,
+            item_name="=cmd()" if n == 0 else f"item {n}",
             criteria_scores=[criterion("ok", n != 1), criterion("two", True)],
             rubric_scores=[rule("R1", True), rule("R2", n != 2, "low"), rule("R3", True, "medium", status="skipped")],
-            output={"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer}]})
+            output={"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": answer}]},
+        )
     return run, answers
 
 
@@ -298,9 +352,20 @@ def test_jsonl_export_is_one_json_object_per_result(staff_client):
     records = [json.loads(line) for line in lines]
     assert len(records) == 5 and set(records[0]) == set(result_selectors.EXPORT_COLUMNS)
     # JSON is not run by a spreadsheet: the values are exactly as stored.
-    assert records[1] == {"item": "=cmd()", "attempt": 1, "outcome": "passed", "passed": True, "criteria_passed": 2,
-                          "criteria_total": 2, "rules_passed": 2, "rules_failed": 0, "rules_failed_medium_low": 0,
-                          "rules_not_assessed": 1, "duration_ms": 5, "answer": answers[0]}
+    assert records[1] == {
+        "item": "=cmd()",
+        "attempt": 1,
+        "outcome": "passed",
+        "passed": True,
+        "criteria_passed": 2,
+        "criteria_total": 2,
+        "rules_passed": 2,
+        "rules_failed": 0,
+        "rules_failed_medium_low": 0,
+        "rules_not_assessed": 1,
+        "duration_ms": 5,
+        "answer": answers[0],
+    }
 
 
 def test_export_reads_in_chunks_and_misses_no_row(staff_client, monkeypatch):
@@ -314,7 +379,8 @@ def test_export_reads_in_chunks_and_misses_no_row(staff_client, monkeypatch):
     with CaptureQueriesContext(connection) as queries:
         rows = list(result_selectors.result_export_rows(run=run))
     assert [r["item"] for r in rows] == ["item 0", "item 3", "item 6", "item 1", "item 2", "item 4", "item 5"]
-    assert len(queries) == 1
+    # One cursor over the results, and one query for each chunk's verdicts (Score rows).
+    assert len(queries) == 1 + 4
 
 
 def test_export_of_an_unknown_format_or_run_is_404(staff_client):

@@ -5,9 +5,9 @@ import re
 
 import pytest
 
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationRun
 from apps.runs.reviews import human_outcome, human_passed, in_force
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, review_create, rule
 
 pytestmark = pytest.mark.django_db
 
@@ -25,13 +25,27 @@ def section(page: str, marker: str) -> str:
 def mixed_run():
     """One passed, one failed (a high rule failed) and one unassessed item (a high rule skipped)."""
     run = EvaluationRunFactory()
-    passed = EvaluationResultFactory(run=run, position=0, item_name="passes",
-                                     criteria_scores=[criterion("ok", True)], rubric_scores=[rule("R1", True)])
-    failed = EvaluationResultFactory(run=run, position=1, item_name="fails",
-                                     criteria_scores=[criterion("ok", True)], rubric_scores=[rule("R1", False)])
-    unassessed = EvaluationResultFactory(run=run, position=2, item_name="unjudged",
-                                         criteria_scores=[criterion("ok", True)],
-                                         rubric_scores=[rule("R1", False, status="skipped")])
+    passed = EvaluationResultFactory(
+        run=run,
+        position=0,
+        item_name="passes",
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", True)],
+    )
+    failed = EvaluationResultFactory(
+        run=run,
+        position=1,
+        item_name="fails",
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", False)],
+    )
+    unassessed = EvaluationResultFactory(
+        run=run,
+        position=2,
+        item_name="unjudged",
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", False, status="skipped")],
+    )
     assert (passed.outcome, failed.outcome, unassessed.outcome) == ("passed", "failed", "unassessed")
     # The engine's counters, as it keeps them per finished result.
     EvaluationRun.objects.filter(pk=run.pk).update(passed=1, failed=1, unassessed=1)
@@ -40,8 +54,7 @@ def mixed_run():
 
 
 def review(result, kind, key, passed):
-    return VerdictReview.objects.create(result=result, kind=kind, key=key, passed=passed, judge_passed=None,
-                                        judge_status="ok", reviewer_name="r")
+    return review_create(result=result, kind=kind, key=key, passed=passed)
 
 
 def test_dashboard_lists_failures_and_unassessed_apart_with_their_counts(staff_client, mixed_run):
@@ -76,18 +89,17 @@ def test_partial_review_keeps_the_judges_other_verdicts_and_an_unassessed_item_s
     # The reviewer passes the criterion only: R1 keeps the judge's FAIL, so the item still fails.
     latest = in_force([review(failed, "criterion", "ok", True)])
     assert human_outcome(criteria=failed.criteria_scores, rules=failed.rubric_scores, latest=latest) == "failed"
-    assert human_passed(criteria=failed.criteria_scores, rules=failed.rubric_scores,
-                        latest=latest) is False
+    assert human_passed(criteria=failed.criteria_scores, rules=failed.rubric_scores, latest=latest) is False
     # On the unassessed item the skipped high rule is not reviewed: reviewed, but still unassessed.
     latest = in_force([review(unassessed, "criterion", "ok", True)])
-    assert human_outcome(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores,
-                         latest=latest) == "unassessed"
-    assert human_passed(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores,
-                        latest=latest) is None
+    assert (
+        human_outcome(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores, latest=latest)
+        == "unassessed"
+    )
+    assert human_passed(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores, latest=latest) is None
     # Once the reviewer judges the skipped rule, the item has a human verdict.
     latest = in_force([review(unassessed, "rule", "R1", True)])
-    assert human_passed(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores,
-                        latest=latest) is True
+    assert human_passed(criteria=unassessed.criteria_scores, rules=unassessed.rubric_scores, latest=latest) is True
 
 
 def test_api_human_passed_is_null_without_a_review(api, mixed_run):
@@ -105,8 +117,10 @@ def test_result_page_says_not_reviewed_until_a_review(staff_client, mixed_run):
     card = re.search(r'id="human-verdict">(.*?)</span><span class="label">', page).group(1)
     assert "not reviewed" in card and "FAIL" not in card
     review(failed, "rule", "R1", True)
-    card = re.search(r'id="human-verdict">(.*?)</span><span class="label">',
-                     text(staff_client.get(f"/console/results/{failed.result_id}/"))).group(1)
+    card = re.search(
+        r'id="human-verdict">(.*?)</span><span class="label">',
+        text(staff_client.get(f"/console/results/{failed.result_id}/")),
+    ).group(1)
     assert "PASS" in card
 
 
@@ -115,8 +129,10 @@ def test_run_table_human_column_says_not_reviewed(staff_client, mixed_run):
     review(failed, "rule", "R1", True)
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     rows = re.findall(r'<tr class="[^"]*" data-result-id="[^"]+".*?</tr>', page)
-    human_cells = {re.search(r'class="item-name"><a [^>]+>([^<]+)<', row).group(1):
-                   re.findall(r"<td[^>]*>(.*?)</td>", row)[4] for row in rows}
+    human_cells = {
+        re.search(r'class="item-name"><a [^>]+>([^<]+)<', row).group(1): re.findall(r"<td[^>]*>(.*?)</td>", row)[4]
+        for row in rows
+    }
     assert "not reviewed" in human_cells["passes"] and "not reviewed" in human_cells["unjudged"]
     assert "PASS" in human_cells["fails"] and "not reviewed" not in human_cells["fails"]
 
@@ -134,13 +150,16 @@ def test_human_pass_rate_counts_reviewed_items_only_and_shows_its_n(staff_client
     assert "(2/3 reviewed items" in page
 
 
-
 def test_compare_page_human_row_counts_reviewed_results_only(staff_client, mixed_run):
     base, passed, failed, _ = mixed_run
     head = EvaluationRunFactory(test_set_id=base.test_set_id)
     for source in (passed, failed):
-        EvaluationResultFactory(run=head, position=source.position, criteria_scores=source.criteria_scores,
-                                rubric_scores=source.rubric_scores)
+        EvaluationResultFactory(
+            run=head,
+            position=source.position,
+            criteria_scores=source.criteria_scores,
+            rubric_scores=source.rubric_scores,
+        )
     url = f"/console/runs/compare/?base={base.run_id}&head={head.run_id}"
     row = re.search(r"Pass rate \(human-reviewed\)</th>(.*?)</tr>", text(staff_client.get(url))).group(1)
     # Nobody reviewed either run: no human figure, not "0/3" (which read as three human failures).
@@ -148,6 +167,7 @@ def test_compare_page_human_row_counts_reviewed_results_only(staff_client, mixed
     review(passed, "rule", "R1", False)
     row = re.search(r"Pass rate \(human-reviewed\)</th>(.*?)</tr>", text(staff_client.get(url))).group(1)
     assert "0/1 reviewed" in row and row.count("not reviewed") == 1
+
 
 def test_admin_shows_unassessed_apart_from_failed(admin_client, mixed_run):
     run, *_ = mixed_run
@@ -171,4 +191,4 @@ def test_dashboard_failures_name_the_attempt_of_a_repeated_run(staff_client):
     EvaluationResultFactory(run=run, position=0, attempt=2, item_name="flaky", criteria_scores=[criterion("ok", False)])
     failures = section(text(staff_client.get("/console/")), "newest-failures")
     # The dashboard lists results, which with repeats are attempts: the row says which one failed.
-    assert "flaky</a> <small class=\"muted nowrap\">attempt 2 of 3</small>" in failures
+    assert 'flaky</a> <small class="muted nowrap">attempt 2 of 3</small>' in failures

@@ -35,15 +35,24 @@ def _lines_split_on_cr_or_lf_outside_quotes_never_start_a_formula(text: str):
 def test_run_export_quotes_cr_and_lf_and_guards_formulas_after_spaces(reader_client):
     run = EvaluationRunFactory()
     for n, answer in enumerate(HOSTILE):
-        EvaluationResultFactory(run=run, position=n, item_name=answer, criteria_scores=[criterion("ok", True)],
-                                output={"messages": [{"role": "assistant", "content": answer}]})
+        EvaluationResultFactory(
+            run=run,
+            position=n,
+            item_name=answer,
+            criteria_scores=[criterion("ok", True)],
+            output={"messages": [{"role": "assistant", "content": answer}]},
+        )
     response = reader_client.get(f"/console/runs/{run.run_id}/export.csv")
     text = b"".join(response.streaming_content).decode()
     _lines_split_on_cr_or_lf_outside_quotes_never_start_a_formula(text)
     rows = list(csv.DictReader(io.StringIO(text, newline="")))
     assert sorted(row["answer"] for row in rows) == sorted(spreadsheet_safe(a) for a in HOSTILE)
     assert {row["item"] for row in rows if row["item"].lstrip().startswith("'")} == {
-        "' " + CMD, "'\u00a0\t " + CMD, "'  +1", "' @SUM(A1)"}
+        "' " + CMD,
+        "'\u00a0\t " + CMD,
+        "'  +1",
+        "' @SUM(A1)",
+    }
 
 
 def test_test_set_csv_export_quotes_cr_and_lf_guards_formulas_and_imports_back_exactly(api):
@@ -64,8 +73,9 @@ def test_test_set_csv_export_quotes_cr_and_lf_guards_formulas_and_imports_back_e
         assert imported.json()["items"][0]["inputs"]["message"] == value
 
 
-@pytest.mark.parametrize("value", ["plain", "-", "'", "''", "'=x", " '=x", "' =x", "\t", "x\r=y", "'\r", "", " "]
-                         + HOSTILE)
+@pytest.mark.parametrize(
+    "value", ["plain", "-", "'", "''", "'=x", " '=x", "' =x", "\t", "x\r=y", "'\r", "", " "] + HOSTILE
+)
 def test_the_guard_and_its_inverse(value):
     guarded = spreadsheet_safe(value)
     assert from_spreadsheet(guarded) == value

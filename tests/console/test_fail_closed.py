@@ -20,10 +20,20 @@ pytestmark = pytest.mark.django_db
 # rubric whose two high-severity rules are prose: the offline judge skips both on every item ("needs
 # an LLM judge"), which leaves every item unassessed, and scores the demo criteria and tool checks.
 PROSE_RULES = [
-    {"id": "GROUNDED", "name": "Grounded", "severity": "high", "component_scope": "knowledge_base",
-     "evaluation_criteria": {"pass_conditions": ["Every policy fact in the answer appears in the handbook"]}},
-    {"id": "EMPATHY", "name": "Empathy", "severity": "high", "component_scope": "prompt",
-     "evaluation_criteria": {"pass_conditions": ["Acknowledges how the employee feels"]}},
+    {
+        "id": "GROUNDED",
+        "name": "Grounded",
+        "severity": "high",
+        "component_scope": "knowledge_base",
+        "evaluation_criteria": {"pass_conditions": ["Every policy fact in the answer appears in the handbook"]},
+    },
+    {
+        "id": "EMPATHY",
+        "name": "Empathy",
+        "severity": "high",
+        "component_scope": "prompt",
+        "evaluation_criteria": {"pass_conditions": ["Acknowledges how the employee feels"]},
+    },
 ]
 COVERAGE = (13, 10, 0)  # 13 criteria and tool checks scored, 2 rules x 5 items skipped
 # The dog question fails its hand-off criterion: a failed criterion fails the item whatever the
@@ -32,8 +42,11 @@ COVERAGE = (13, 10, 0)  # 13 criteria and tool checks scored, 2 rules x 5 items 
 
 @pytest.fixture
 def demo_run(demo, django_capture_on_commit_callbacks):
-    rubric = rubric_create(content=RubricContent.model_validate(
-        {"agent_id": DEMO_AGENT_ID, "name": "Prose rubric", "rules": PROSE_RULES}), changelog="t", author="t")
+    rubric = rubric_create(
+        content=RubricContent.model_validate({"agent_id": DEMO_AGENT_ID, "name": "Prose rubric", "rules": PROSE_RULES}),
+        changelog="t",
+        author="t",
+    )
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=rubric.pk)
     run.refresh_from_db()
@@ -50,15 +63,21 @@ def test_run_page_shows_unassessed_badges_and_the_denominators(staff_client, dem
     scored, skipped, errored = COVERAGE
     cards = re.search(r'id="figures">.*?id="coverage">.*?</div>', page).group(0)
     assert '<span class="figure" id="unassessed-items">4</span>' in cards
-    assert (f'<span id="coverage-scored">{scored}</span> scored, <span id="coverage-skipped">{skipped}</span> skipped, '
-            f'<span id="coverage-errored">{errored}</span> errored') in cards
+    assert (
+        f'<span id="coverage-scored">{scored}</span> scored, <span id="coverage-skipped">{skipped}</span> skipped, '
+        f'<span id="coverage-errored">{errored}</span> errored'
+    ) in cards
     assert "judge pass rate (0/5 items passed · " in cards and "4 unassessed, neither passed nor failed" in cards
 
 
 def test_result_page_badge_says_unassessed(staff_client, demo_run):
     result = EvaluationResult.objects.filter(run=demo_run).first()
     page = text(staff_client.get(f"/console/results/{result.result_id}/"))
-    assert re.search(r'<span class="figure"><span class="badge warn"[^>]*>UNASSESSED</span> ?</span><span class="label">judge verdict', page)
+    assert re.search(
+        r'<span class="figure"><span class="badge warn"[^>]*>UNASSESSED</span> ?</span>'
+        r'<span class="label">judge verdict',
+        page,
+    )
 
 
 def test_dashboard_and_run_list_rows_show_coverage(staff_client, demo_run):
@@ -70,7 +89,9 @@ def test_dashboard_and_run_list_rows_show_coverage(staff_client, demo_run):
     assert '<small class="muted coverage">{} scored · {} skipped · {} errored</small>'.format(*COVERAGE) in page
 
 
-def test_comparison_shows_unassessed_and_coverage_of_both_runs(staff_client, demo_run, django_capture_on_commit_callbacks):
+def test_comparison_shows_unassessed_and_coverage_of_both_runs(
+    staff_client, demo_run, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
         again = services.run_rerun(run=demo_run)
     page = text(staff_client.get(f"/console/runs/compare/?base={demo_run.run_id}&head={again.run_id}"))
@@ -81,10 +102,18 @@ def test_comparison_shows_unassessed_and_coverage_of_both_runs(staff_client, dem
 
 def test_a_failed_high_rule_is_fail_not_unassessed(staff_client):
     run = EvaluationRunFactory()
-    failed = EvaluationResultFactory(run=run, position=0, criteria_scores=[criterion("ok", True)],
-                                     rubric_scores=[rule("R1", False, "high"), rule("S1", False, status="skipped")])
-    unjudged = EvaluationResultFactory(run=run, position=1, criteria_scores=[criterion("ok", True)],
-                                       rubric_scores=[rule("R1", False, "high", status="error")])
+    failed = EvaluationResultFactory(
+        run=run,
+        position=0,
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", False, "high"), rule("S1", False, status="skipped")],
+    )
+    unjudged = EvaluationResultFactory(
+        run=run,
+        position=1,
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[rule("R1", False, "high", status="error")],
+    )
     assert (failed.outcome, unjudged.outcome) == ("failed", "unassessed")
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     row = lambda r: re.search(rf'<tr [^>]*data-result-id="{r.result_id}".*?</tr>', page).group(0)  # noqa: E731

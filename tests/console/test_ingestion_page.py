@@ -21,7 +21,9 @@ def _text(response) -> str:
 
 
 def _day_rows(response, day: str) -> str:
-    match = re.search(rf'<tbody class="ledger-day[^"]*" data-day="{day}">(.*?)</tbody>', response.content.decode(), re.S)
+    match = re.search(
+        rf'<tbody class="ledger-day[^"]*" data-day="{day}">(.*?)</tbody>', response.content.decode(), re.S
+    )
     assert match, f"no rows for {day}"
     return match.group(1)
 
@@ -29,11 +31,19 @@ def _day_rows(response, day: str) -> str:
 @pytest.fixture
 def ledger(db):
     today = timezone.now().replace(hour=9, minute=0, second=0, microsecond=0)
-    ingestion_record(source="otlp", received=120, stored=100, duplicate=12, rejected={"too_deep": 3, "nul_character": 1},
-                     dropped={"orphan": 4}, at=today)
+    ingestion_record(
+        source="otlp",
+        received=120,
+        stored=100,
+        duplicate=12,
+        rejected={"too_deep": 3, "nul_character": 1},
+        dropped={"orphan": 4},
+        at=today,
+    )
     ingestion_record(source="rest", received=40, stored=36, duplicate=2, rejected={"conflict": 2}, at=today)
-    ingestion_record(source="batch", received=7, stored=5, duplicate=1, rejected={"invalid": 1},
-                     at=today - timedelta(days=1))
+    ingestion_record(
+        source="batch", received=7, stored=5, duplicate=1, rejected={"invalid": 1}, at=today - timedelta(days=1)
+    )
     ingestion_record(source="online_evaluation", sampled=9, evaluated=6, skipped=1, errored=1, at=today)
     return today
 
@@ -109,10 +119,18 @@ def test_screenshot(browser, live_server, staff_user):
     now = timezone.now().replace(hour=10, minute=0, second=0, microsecond=0)
     for days in range(5):
         at = now - timedelta(days=days)
-        ingestion_record(source="otlp", received=900 + days, stored=850, duplicate=30 + days,
-                         rejected={"too_deep": 5, "integer_out_of_range": 3}, dropped={"orphan": 12}, at=at)
-        ingestion_record(source="rest", received=130, stored=120, duplicate=6, rejected={"conflict": 3, "not_found": 1},
-                         at=at)
+        ingestion_record(
+            source="otlp",
+            received=900 + days,
+            stored=850,
+            duplicate=30 + days,
+            rejected={"too_deep": 5, "integer_out_of_range": 3},
+            dropped={"orphan": 12},
+            at=at,
+        )
+        ingestion_record(
+            source="rest", received=130, stored=120, duplicate=6, rejected={"conflict": 3, "not_found": 1}, at=at
+        )
         if days % 2:
             ingestion_record(source="batch", received=40, stored=38, duplicate=2, at=at)
         ingestion_record(source="online_evaluation", sampled=20, evaluated=17, skipped=1, errored=days % 2, at=at)
@@ -120,8 +138,9 @@ def test_screenshot(browser, live_server, staff_user):
     client = Client()
     client.force_login(staff_user)
     browser.get(f"{live_server.url}/static/console/console.css")
-    browser.add_cookie({"name": settings.SESSION_COOKIE_NAME,
-                        "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"})
+    browser.add_cookie(
+        {"name": settings.SESSION_COOKIE_NAME, "value": client.cookies[settings.SESSION_COOKIE_NAME].value, "path": "/"}
+    )
     browser.set_window_size(1366, 1800)
     browser.get(f"{live_server.url}{URL}")
     assert "Does not balance on 1 day" in browser.page_source

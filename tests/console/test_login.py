@@ -19,8 +19,9 @@ def test_a_reader_logs_in_reads_and_logs_out(client):
     assert page.status_code == 200 and 'id="login-form"' in page.content.decode()
     wrong = client.post("/console/login/", {"username": "reader", "password": "nope"})
     assert wrong.status_code == 200 and "errornote" in wrong.content.decode()
-    response = client.post("/console/login/?next=/console/traces/",
-                           {"username": "reader", "password": "pw", "next": "/console/traces/"})
+    response = client.post(
+        "/console/login/?next=/console/traces/", {"username": "reader", "password": "pw", "next": "/console/traces/"}
+    )
     assert response.status_code == 302 and response["Location"] == "/console/traces/"
     dashboard = client.get("/console/")
     assert dashboard.status_code == 200
@@ -52,8 +53,16 @@ def test_an_inactive_user_cannot_log_in(client):
     assert client.get("/console/").status_code == 302
 
 
-@pytest.mark.parametrize("query", ["base={run}&head=nope", "base=nope&head={run}", "base=&head=x",
-                                   "base={missing}&head={run}", "base={run}&head={run}x"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "base={run}&head=nope",
+        "base=nope&head={run}",
+        "base=&head=x",
+        "base={missing}&head={run}",
+        "base={run}&head={run}x",
+    ],
+)
 def test_compare_with_a_bad_id_is_404(staff_client, query):
     run = EvaluationRunFactory()
     url = "/console/runs/compare/?" + query.format(run=run.run_id, missing=uuid.uuid4())

@@ -15,15 +15,15 @@ from django.utils import timezone
 
 from apps.console.views import rag as rag_views
 from apps.queues.models import QueueItem, QueueKind
-from apps.scores.services import human_score_record
-from apps.scores.vocabulary import ScoreKind, SubjectKind
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.scores.services import human_score_record
+from apps.scores.vocabulary import ScoreKind, SubjectKind
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.queues.factories import ReviewQueueFactory, reviewable_result
 from tests.rag.factories import TraceEvaluationFactory
 from tests.rag.helpers import PARIS
-from tests.runs.factories import EvaluationRunFactory, criterion, rule
+from tests.runs.factories import EvaluationRunFactory, criterion, results_bulk_create, rule
 from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
@@ -34,12 +34,17 @@ RAG = "/console/rag/"
 def forms_in(html: str) -> list[dict]:
     """Every "add to queue" row form of a page: its kind, target and the queues it offers."""
     found = []
-    for form in re.findall(r'<form method="post" action="/console/queues/add/" class="add-to-queue">(.*?)</form>',
-                           html, re.S):
-        found.append({"kind": re.search(r'name="kind" value="([^"]*)"', form).group(1),
-                      "target": re.search(r'name="target_id" value="([^"]*)"', form).group(1),
-                      "next": re.search(r'name="next" value="([^"]*)"', form).group(1),
-                      "queues": re.findall(r'<option value="\d+">([^<]*)</option>', form)})
+    for form in re.findall(
+        r'<form method="post" action="/console/queues/add/" class="add-to-queue">(.*?)</form>', html, re.S
+    ):
+        found.append(
+            {
+                "kind": re.search(r'name="kind" value="([^"]*)"', form).group(1),
+                "target": re.search(r'name="target_id" value="([^"]*)"', form).group(1),
+                "next": re.search(r'name="next" value="([^"]*)"', form).group(1),
+                "queues": re.findall(r'<option value="\d+">([^<]*)</option>', form),
+            }
+        )
     return found
 
 
@@ -60,6 +65,7 @@ def run_with_results(n: int) -> EvaluationRun:
 
 # The run page ----------------------------------------------------------------------------------
 
+
 def test_run_table_offers_each_row_the_run_result_queues_only(staff_client):
     ReviewQueueFactory(kind=QueueKind.RUN_RESULT, name="Failed answers")
     ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION, name="Agentic spot checks")
@@ -69,7 +75,7 @@ def test_run_table_offers_each_row_the_run_result_queues_only(staff_client):
     assert sorted(f["target"] for f in forms) == sorted(str(r.result_id) for r in run.results.all())
     assert all(f["kind"] == "run_result" and f["queues"] == ["Failed answers"] for f in forms)
     assert all(f["next"] == f"/console/runs/{run.run_id}/" for f in forms)
-    assert "<th scope=\"col\">Add to review queue</th>" in html
+    assert '<th scope="col">Add to review queue</th>' in html
     assert 'aria-label="Queue for PTO 0"' in html
     # "Add selected": one form for the table, its checkboxes in the rows, the same queues.
     bulk = re.search(r'<form [^>]*id="bulk-add".*?</form>', html, re.S).group(0)
@@ -109,8 +115,9 @@ def test_live_rows_carry_the_control_and_lead_back_to_the_run_page(staff_client)
     assert form["next"] == f"/console/runs/{run.run_id}/?passed=false"
     # The same row as the page draws it (the page and the poll must not disagree on columns).
     page = staff_client.get(f"/console/runs/{run.run_id}/").content.decode()
-    assert row.count("<td") == re.search(rf'<tr [^>]*data-result-id="{result.result_id}".*?</tr>', page,
-                                         re.S).group(0).count("<td")
+    assert row.count("<td") == re.search(rf'<tr [^>]*data-result-id="{result.result_id}".*?</tr>', page, re.S).group(
+        0
+    ).count("<td")
 
 
 def test_post_adds_once_and_comes_back(staff_client):
@@ -133,8 +140,9 @@ def test_wrong_kind_is_refused(staff_client):
     rag_queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION, name="RAG checks")
     agentic = AgentEvaluationFactory()
     TraceEvaluationFactory(pk=agentic.pk)
-    response = staff_client.post(ADD, {"queue": rag_queue.pk, "kind": "agentic_evaluation",
-                                       "target_id": str(agentic.pk)}, follow=True)
+    response = staff_client.post(
+        ADD, {"queue": rag_queue.pk, "kind": "agentic_evaluation", "target_id": str(agentic.pk)}, follow=True
+    )
     assert "holds RAG evaluations, not agentic evaluations" in response.content.decode()
     result = reviewable_result()
     staff_client.post(ADD, {"queue": rag_queue.pk, "kind": "run_result", "target_id": str(result.result_id)})
@@ -142,6 +150,7 @@ def test_wrong_kind_is_refused(staff_client):
 
 
 # The trace list --------------------------------------------------------------------------------
+
 
 def test_trace_list_adds_the_latest_evaluation_and_says_when_there_is_none(staff_client):
     queue = ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION, name="Agentic spot checks")
@@ -153,8 +162,12 @@ def test_trace_list_adds_the_latest_evaluation_and_says_when_there_is_none(staff
     AgentTraceFactory(start_time=now - timedelta(minutes=1))  # never evaluated
     html = staff_client.get("/console/traces/").content.decode()
     [form] = forms_in(html)
-    assert form == {"kind": "agentic_evaluation", "target": str(latest.pk), "next": "/console/traces/",
-                    "queues": ["Agentic spot checks"]}
+    assert form == {
+        "kind": "agentic_evaluation",
+        "target": str(latest.pk),
+        "next": "/console/traces/",
+        "queues": ["Agentic spot checks"],
+    }
     assert "not evaluated</span>" in html
     staff_client.post(ADD, {**form, "queue": queue.pk, "target_id": form["target"]})
     assert queue.items.get().subject_id == latest.pk
@@ -163,12 +176,16 @@ def test_trace_list_adds_the_latest_evaluation_and_says_when_there_is_none(staff
 
 # The RAG evaluation list and page --------------------------------------------------------------
 
+
 def rag(question: str, scores: dict, *, status: dict | None = None, outcome="scored", age_minutes=0):
     status = status or {}
     evaluation = TraceEvaluationFactory(
-        payload={**PARIS, "question": question, "tests": list(scores)}, outcome=outcome,
-        test_rows=[{"name": name, "score": score, "status": status.get(name, "scored")}
-                   for name, score in scores.items()])
+        payload={**PARIS, "question": question, "tests": list(scores)},
+        outcome=outcome,
+        test_rows=[
+            {"name": name, "score": score, "status": status.get(name, "scored")} for name, score in scores.items()
+        ],
+    )
     TraceEvaluation.objects.filter(pk=evaluation.pk).update(created_at=timezone.now() - timedelta(minutes=age_minutes))
     return evaluation
 
@@ -181,8 +198,11 @@ def test_rag_list_newest_first_with_question_scores_and_control(staff_client):
     ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION, name="RAG checks")
     ReviewQueueFactory(kind=QueueKind.RUN_RESULT, name="Failed answers")
     old = rag("Who wrote Pride and Prejudice?", {"context_recall": 1.0}, age_minutes=5)
-    new = rag("What is the capital of France?", {"answer_accuracy": 0.25, "faithfulness": None},
-              status={"faithfulness": "error"})
+    new = rag(
+        "What is the capital of France?",
+        {"answer_accuracy": 0.25, "faithfulness": None},
+        status={"faithfulness": "error"},
+    )
     response = staff_client.get(RAG)
     html = response.content.decode()
     assert response.status_code == 200 and listed(response) == [new.pk, old.pk]
@@ -193,7 +213,9 @@ def test_rag_list_newest_first_with_question_scores_and_control(staff_client):
     assert '<dt>faithfulness</dt> <dd><span class="badge fail">error</span>' in scores
     forms = forms_in(html)
     assert [(f["kind"], f["target"], f["queues"]) for f in forms] == [
-        ("rag_evaluation", str(new.pk), ["RAG checks"]), ("rag_evaluation", str(old.pk), ["RAG checks"])]
+        ("rag_evaluation", str(new.pk), ["RAG checks"]),
+        ("rag_evaluation", str(old.pk), ["RAG checks"]),
+    ]
     # Readers read the list, without any form.
     html = reader().get(RAG).content.decode()
     assert "What is the capital of France?" in html and forms_in(html) == [] and 'id="bulk-add"' not in html
@@ -202,8 +224,9 @@ def test_rag_list_newest_first_with_question_scores_and_control(staff_client):
 def test_rag_list_search_and_filters(staff_client):
     paris = rag("What is the capital of France?", {"answer_accuracy": 0.9, "context_recall": 0.2})
     austen = rag("Who wrote Pride and Prejudice?", {"context_recall": None}, status={"context_recall": "error"})
-    missing = rag("What is the capital of Spain?", {"faithfulness": None}, status={"faithfulness": "missing"},
-                  outcome="missing")
+    missing = rag(
+        "What is the capital of Spain?", {"faithfulness": None}, status={"faithfulness": "missing"}, outcome="missing"
+    )
     assert listed(staff_client.get(RAG, {"q": "capital OF"})) == [missing.pk, paris.pk]
     assert listed(staff_client.get(RAG, {"q": f"#{austen.pk}"})) == [austen.pk]
     assert listed(staff_client.get(RAG, {"q": str(austen.pk)})) == [austen.pk]
@@ -241,14 +264,20 @@ def test_rag_list_bulk_add_and_per_row_add_once(staff_client):
     html = staff_client.get(RAG).content.decode()
     assert 'id="bulk-add"' in html and f'value="{first.pk}" form="bulk-add"' in html
     staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "target_id": str(first.pk)})
-    response = staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG,
-                                       "target_id": [str(first.pk), str(second.pk)]}, follow=True)
+    response = staff_client.post(
+        ADD,
+        {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG, "target_id": [str(first.pk), str(second.pk)]},
+        follow=True,
+    )
     assert "Added 1 to RAG checks; 1 already in the queue, not added twice." in response.content.decode()
     assert sorted(queue.items.values_list("subject_id", flat=True)) == sorted([first.pk, second.pk])
     # One id that names nothing: the others do not enter either, and the reviewer is told.
     third = rag("Three?", {"context_recall": 1.0})
-    response = staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG,
-                                       "target_id": [str(third.pk), "999999"]}, follow=True)
+    response = staff_client.post(
+        ADD,
+        {"queue": queue.pk, "kind": "rag_evaluation", "next": RAG, "target_id": [str(third.pk), "999999"]},
+        follow=True,
+    )
     assert "No rag evaluation &#x27;999999&#x27;" in response.content.decode()
     assert not queue.items.filter(subject_id=third.pk).exists()
 
@@ -264,8 +293,14 @@ def test_rag_page_shows_the_evaluation_its_reviews_and_queues(staff_client):
     queue = ReviewQueueFactory(kind=QueueKind.RAG_EVALUATION, name="RAG checks")
     evaluation = rag("What is the capital of France?", {"context_recall": 0.2, "answer_accuracy": 1.0})
     staff_client.post(ADD, {"queue": queue.pk, "kind": "rag_evaluation", "target_id": str(evaluation.pk)})
-    human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=evaluation.pk, kind=ScoreKind.METRIC,
-                       key="context_recall", passed=True, note="ctx1 is the right one")
+    human_score_record(
+        subject_kind=SubjectKind.RAG_EVALUATION,
+        subject_id=evaluation.pk,
+        kind=ScoreKind.METRIC,
+        key="context_recall",
+        passed=True,
+        note="ctx1 is the right one",
+    )
     response = staff_client.get(f"{RAG}{evaluation.pk}/")
     html = re.sub(r"\s+", " ", response.content.decode())
     assert response.status_code == 200
@@ -279,8 +314,10 @@ def test_rag_page_shows_the_evaluation_its_reviews_and_queues(staff_client):
     assert staff_client.get(f"{RAG}999999/").status_code == 404
     # The queue's pages lead back to it.
     assert f'href="/console/rag/{evaluation.pk}/"' in staff_client.get(f"/console/queues/{queue.pk}/").content.decode()
-    assert f'href="/console/rag/{evaluation.pk}/"' in staff_client.get(
-        f"/console/queues/{queue.pk}/items/{item.pk}/").content.decode()
+    assert (
+        f'href="/console/rag/{evaluation.pk}/"'
+        in staff_client.get(f"/console/queues/{queue.pk}/items/{item.pk}/").content.decode()
+    )
 
 
 def test_rag_pages_need_a_login(client, db):
@@ -291,6 +328,7 @@ def test_rag_pages_need_a_login(client, db):
 
 
 # Query counts ----------------------------------------------------------------------------------
+
 
 def _count(client, url, params=None) -> int:
     client.get(url, params)  # warm the session and per-process probes
@@ -309,11 +347,24 @@ def test_query_counts_do_not_grow_with_rows_that_carry_the_control(staff_client)
 
     def running_run(n):
         run = EvaluationRunFactory(status=EvaluationRun.Status.RUNNING)
-        EvaluationResult.objects.bulk_create([
-            EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=900 + i), item_name=f"item {i}",
-                             item_type="single_turn", item={}, state="done", passed=False, finished_at=timezone.now(),
-                             criteria_scores=[criterion("c", False)], rubric_scores=[rule("R1", True)])
-            for i in range(n)])
+        results_bulk_create(
+            [
+                EvaluationResult(
+                    run=run,
+                    position=i,
+                    test_case_id=uuid.UUID(int=900 + i),
+                    item_name=f"item {i}",
+                    item_type="single_turn",
+                    item={},
+                    state="done",
+                    passed=False,
+                    finished_at=timezone.now(),
+                    criteria_scores=[criterion("c", False)],
+                    rubric_scores=[rule("R1", True)],
+                )
+                for i in range(n)
+            ]
+        )
         EvaluationRun.objects.filter(pk=run.pk).update(total=n, completed=n)
         return run
 

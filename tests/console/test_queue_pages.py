@@ -7,20 +7,23 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.queues import services
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
+from apps.runs.models import EvaluationResult
 from apps.scores.models import Score
 from apps.scores.vocabulary import SubjectKind
-from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import UserFactory
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+from tests.runs.factories import verdict_reviews
 
 pytestmark = pytest.mark.django_db
 
 
 def test_list_creates_and_fills_a_queue(staff_client):
     reviewable_result()
-    response = staff_client.post("/console/queues/", {"name": "Unassessed", "kind": "run_result",
-                                                      "include_unassessed": "on", "sample_percent": "0"})
+    response = staff_client.post(
+        "/console/queues/",
+        {"name": "Unassessed", "kind": "run_result", "include_unassessed": "on", "sample_percent": "0"},
+    )
     queue = ReviewQueue.objects.get(name="Unassessed")
     assert response.status_code == 302 and response["Location"] == f"/console/queues/{queue.pk}/"
     assert queue.items.count() == 1
@@ -40,26 +43,46 @@ def test_readers_read_but_cannot_create_or_review(reader_client):
     assert reader_client.post("/console/queues/", {"name": "x", "kind": "run_result"}).status_code == 403
     url = f"/console/queues/{item.queue_id}/items/{item.pk}/"
     assert "Reviewing needs a staff account" in reader_client.get(url).content.decode()
-    assert reader_client.post(url, {"rows": "1", "v-0-kind": "rule", "v-0-key": "BRIEF", "v-0-passed": "fail"}).status_code == 403
+    assert (
+        reader_client.post(url, {"rows": "1", "v-0-kind": "rule", "v-0-key": "BRIEF", "v-0-passed": "fail"}).status_code
+        == 403
+    )
 
 
 def test_reviewing_saves_and_moves_to_the_next_item(staff_client, staff_user):
     queue = ReviewQueueFactory()
     first, second = QueueItemFactory(queue=queue), QueueItemFactory(queue=queue)
-    assert staff_client.get(f"/console/queues/{queue.pk}/review/")["Location"] == f"/console/queues/{queue.pk}/items/{first.pk}/"
+    assert (
+        staff_client.get(f"/console/queues/{queue.pk}/review/")["Location"]
+        == f"/console/queues/{queue.pk}/items/{first.pk}/"
+    )
     page = staff_client.get(f"/console/queues/{queue.pk}/items/{first.pk}/").content.decode()
     # The answer and the expected outcome sit beside the verdicts.
     assert "hello" in page and "Cites the handbook" in page and 'id="next-item"' in page
-    response = staff_client.post(f"/console/queues/{queue.pk}/items/{first.pk}/", {
-        "rows": "4", "v-0-kind": "criterion", "v-0-key": "Mentions 15 days",
-        "v-1-kind": "criterion", "v-1-key": "Cites the handbook", "v-1-passed": "pass",
-        "v-3-kind": "rule", "v-3-key": "USES_KB", "v-3-passed": "fail", "note": "handbook cited"})
+    response = staff_client.post(
+        f"/console/queues/{queue.pk}/items/{first.pk}/",
+        {
+            "rows": "4",
+            "v-0-kind": "criterion",
+            "v-0-key": "Mentions 15 days",
+            "v-1-kind": "criterion",
+            "v-1-key": "Cites the handbook",
+            "v-1-passed": "pass",
+            "v-3-kind": "rule",
+            "v-3-key": "USES_KB",
+            "v-3-passed": "fail",
+            "note": "handbook cited",
+        },
+    )
     assert response["Location"] == f"/console/queues/{queue.pk}/items/{second.pk}/"
     first.refresh_from_db()
     assert first.done_at is not None and first.reviewed_by == staff_user
     # Only the marked rows were recorded; the unmarked criterion stays as the judge gave it.
-    assert sorted(VerdictReview.objects.filter(result_id=first.subject_id).values_list("key", "passed", "note")) == [
-        ("Cites the handbook", True, "handbook cited"), ("USES_KB", False, "handbook cited")]
+    assert sorted(
+        verdict_reviews(result=EvaluationResult.objects.get(pk=first.subject_id)).values_list(
+            "key", "passed", "reasoning"
+        )
+    ) == [("Cites the handbook", True, "handbook cited"), ("USES_KB", False, "handbook cited")]
 
 
 def test_agentic_and_rag_items_are_reviewed_on_the_page(staff_client):
@@ -82,8 +105,9 @@ def test_agentic_and_rag_items_are_reviewed_on_the_page(staff_client):
 def test_add_to_queue_from_a_list_returns_to_it(staff_client):
     queue = ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION)
     evaluation = AgentEvaluationFactory()
-    response = staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(evaluation.pk),
-                                                          "next": "/console/runs/"})
+    response = staff_client.post(
+        "/console/queues/add/", {"queue": queue.pk, "target_id": str(evaluation.pk), "next": "/console/runs/"}
+    )
     assert response["Location"] == "/console/runs/"
     staff_client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(evaluation.pk)})
     assert queue.items.count() == 1
@@ -111,9 +135,13 @@ def test_queue_page_queries_do_not_grow_with_items(staff_client, kind):
         for i in range(n):
             item = QueueItemFactory(queue=queue, assigned_to=reviewers[i % 3])
             if i % 2:
-                verdict = ({"kind": "rule", "key": "BRIEF", "passed": False} if kind == QueueKind.RUN_RESULT else
-                           {"key": "task_adherence", "score": 0.2} if kind == QueueKind.AGENTIC_EVALUATION else
-                           {"key": "context_recall", "passed": True})
+                verdict = (
+                    {"kind": "rule", "key": "BRIEF", "passed": False}
+                    if kind == QueueKind.RUN_RESULT
+                    else {"key": "task_adherence", "score": 0.2}
+                    if kind == QueueKind.AGENTIC_EVALUATION
+                    else {"key": "context_recall", "passed": True}
+                )
                 services.queue_item_review(item=item, reviewer=reviewers[i % 3], verdicts=[verdict])
         return queue
 
@@ -149,9 +177,11 @@ def test_assign_and_claim_from_the_pages(staff_client, staff_user):
     item = QueueItemFactory()
     other = UserFactory(username="other", is_staff=True)
     page = staff_client.get(f"/console/queues/{item.queue_id}/").content.decode()
-    assert '<option>other</option>' in page
-    staff_client.post(f"/console/queues/{item.queue_id}/items/{item.pk}/assign/",
-                      {"username": "other", "next": "https://evil.example/"})
+    assert "<option>other</option>" in page
+    staff_client.post(
+        f"/console/queues/{item.queue_id}/items/{item.pk}/assign/",
+        {"username": "other", "next": "https://evil.example/"},
+    )
     item.refresh_from_db()
     assert item.assigned_to == other
     # Assigned to someone else: the claim is refused, and the reviewer is told why.

@@ -15,8 +15,12 @@ from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, 
 pytestmark = pytest.mark.django_db
 
 # Per item, the verdict of each of its three attempts: True passed, False failed, None unassessed.
-ATTEMPTS = {"Sometimes answers": (True, False, True), "Never answers": (False, False, False),
-            "Always answers": (True, True, True), "Cannot be judged": (True, None, True)}
+ATTEMPTS = {
+    "Sometimes answers": (True, False, True),
+    "Never answers": (False, False, False),
+    "Always answers": (True, True, True),
+    "Cannot be judged": (True, None, True),
+}
 
 
 def repeated_run(**extra):
@@ -24,11 +28,19 @@ def repeated_run(**extra):
     for position, (name, verdicts) in enumerate(ATTEMPTS.items()):
         for attempt, verdict in enumerate(verdicts, start=1):
             # A skipped high-severity rule leaves the attempt unassessed (fail-closed).
-            rules = [rule("SAFE", True, "high")] if verdict is not None else [rule("SAFE", False, "high", status="skipped")]
-            EvaluationResultFactory(run=run, position=position, attempt=attempt, item_name=name,
-                                    duration_ms=100 * (position + 1) + attempt,
-                                    criteria_scores=[criterion("Answers", verdict is not False)], rubric_scores=rules,
-                                    finished_at=timezone.now())
+            rules = (
+                [rule("SAFE", True, "high")] if verdict is not None else [rule("SAFE", False, "high", status="skipped")]
+            )
+            EvaluationResultFactory(
+                run=run,
+                position=position,
+                attempt=attempt,
+                item_name=name,
+                duration_ms=100 * (position + 1) + attempt,
+                criteria_scores=[criterion("Answers", verdict is not False)],
+                rubric_scores=rules,
+                finished_at=timezone.now(),
+            )
     return run
 
 
@@ -56,7 +68,7 @@ def test_a_repeated_run_is_one_row_per_item_with_its_verdict_and_chips(staff_cli
     assert "PASS" in rows["Always answers"] and ">flaky<" not in rows["Always answers"]
     assert "2/3" in rows["Sometimes answers"] and "3/3" in rows["Always answers"]
     # Verdict counts are summed over the attempts; the failures are the deciding attempt's, named.
-    assert "2 pass</span> · <span class=\"fail\">1 fail" in rows["Sometimes answers"]
+    assert '2 pass</span> · <span class="fail">1 fail' in rows["Sometimes answers"]
     assert "attempt 2:" in rows["Sometimes answers"]
 
 
@@ -98,8 +110,13 @@ def test_the_results_table_sorts_by_a_whitelisted_column(staff_client, repeats):
     run = repeated_run() if repeats == 3 else EvaluationRunFactory()
     if repeats == 1:
         for position, (name, verdicts) in enumerate(ATTEMPTS.items()):
-            EvaluationResultFactory(run=run, position=position, item_name=name, duration_ms=100 * (4 - position),
-                                    criteria_scores=[criterion("Answers", verdicts[0] is not False)])
+            EvaluationResultFactory(
+                run=run,
+                position=position,
+                item_name=name,
+                duration_ms=100 * (4 - position),
+                criteria_scores=[criterion("Answers", verdicts[0] is not False)],
+            )
     url = f"/console/runs/{run.run_id}/"
     in_order = ["Sometimes answers", "Never answers", "Always answers", "Cannot be judged"]
     assert names(staff_client.get(url + "?sort=position").content.decode()) == in_order
@@ -143,10 +160,16 @@ def test_queue_items_say_which_run_and_attempt_they_are(staff_client):
     assert "run three each · attempt 2 of 3" in re.sub(r"\s+", " ", text)
     assert f'href="/console/runs/{run.run_id}/"' in page
     unlabelled = EvaluationResult.objects.get(pk=single.subject_id).run
-    assert f'<a href="/console/runs/{unlabelled.run_id}/">{timezone.localtime(unlabelled.created_at):%Y-%m-%d %H:%M}</a>' in page
+    assert (
+        f'<a href="/console/runs/{unlabelled.run_id}/">{timezone.localtime(unlabelled.created_at):%Y-%m-%d %H:%M}</a>'
+        in page
+    )
     review = staff_client.get(f"/console/queues/{queue.pk}/items/{item.pk}/").content.decode()
     heading = re.search(r'<p class="run-of-result" id="review-run">(.*?)</p>', review, re.S).group(1)
-    assert re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", heading)).strip() == "run three each · attempt 2 of 3 · Sometimes answers"
+    assert (
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", heading)).strip()
+        == "run three each · attempt 2 of 3 · Sometimes answers"
+    )
     other = staff_client.get(f"/console/queues/{queue.pk}/items/{single.pk}/").content.decode()
     assert "attempt" not in re.search(r'<p class="run-of-result" id="review-run">(.*?)</p>', other, re.S).group(1)
 
@@ -168,7 +191,7 @@ def test_an_attempts_result_page_names_its_run_and_links_its_sibling_attempts(st
     assert "attempt 2 of 3" in re.sub(r"<[^>]+>", "", line)
     for n, result in attempts.items():
         assert f'href="/console/results/{result.result_id}/" title="attempt {n} of 3: {result.outcome}"' in line
-    assert line.count('aria-current="page"') == 1 and 'chip failed current' in line
+    assert line.count('aria-current="page"') == 1 and "chip failed current" in line
     single = EvaluationResultFactory()
     assert 'id="result-attempt"' not in staff_client.get(f"/console/results/{single.result_id}/").content.decode()
 
@@ -184,8 +207,12 @@ def test_a_repeated_runs_page_reads_a_fixed_number_of_queries_whatever_its_size(
         run = EvaluationRunFactory(repeats=3)
         for position in range(items):
             for attempt in (1, 2, 3):
-                EvaluationResultFactory(run=run, position=position, attempt=attempt,
-                                        criteria_scores=[criterion("Answers", attempt != 2 or position % 2 == 0)])
+                EvaluationResultFactory(
+                    run=run,
+                    position=position,
+                    attempt=attempt,
+                    criteria_scores=[criterion("Answers", attempt != 2 or position % 2 == 0)],
+                )
         staff_client.get(f"/console/runs/{run.run_id}/")  # the session's and the run's first reads aside
         with CaptureQueriesContext(connection) as captured:
             page = staff_client.get(f"/console/runs/{run.run_id}/")

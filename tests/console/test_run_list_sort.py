@@ -69,8 +69,11 @@ def test_an_unknown_sort_is_the_default_order(staff_client, runs, sort):
 
 def test_the_header_shows_the_direction_and_keeps_the_filters(staff_client, runs):
     html = staff_client.get(URL, {"sort": "-pass_rate", "status": "completed"}).content.decode()
-    assert re.search(r'aria-sort="descending"><a class="sort sorted" href="\?status=completed&amp;sort=pass_rate"'
-                     r'[^>]*>Pass rate <span class="sort-arrow" aria-hidden="true">▼</span>', html)
+    assert re.search(
+        r'aria-sort="descending"><a class="sort sorted" href="\?status=completed&amp;sort=pass_rate"'
+        r'[^>]*>Pass rate <span class="sort-arrow" aria-hidden="true">▼</span>',
+        html,
+    )
     assert 'aria-sort="none"><a class="sort" href="?status=completed&amp;sort=bot"' in html
     assert '<input type="hidden" name="sort" value="-pass_rate">' in html  # the filter form keeps it
     assert len(run_ids(staff_client.get(URL, {"sort": "-pass_rate", "status": "completed"}))) == 2

@@ -13,7 +13,16 @@ from django.utils import timezone
 from django.utils.html import escape
 
 from apps.runs.models import EvaluationResult, EvaluationRun
-from tests.runs.factories import PTO_CRITERIA, PTO_ITEM, EvaluationResultFactory, EvaluationRunFactory, criterion, rule
+from tests.runs.factories import (
+    PTO_CRITERIA,
+    PTO_ITEM,
+    EvaluationResultFactory,
+    EvaluationRunFactory,
+    criterion,
+    results_bulk_create,
+    rule,
+    store_verdicts,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -30,18 +39,30 @@ def row_of(page: str, result) -> str:
 
 # Point 1 -------------------------------------------------------------------------------------------
 
+
 def test_result_page_shows_input_answer_and_expected_before_the_verdicts(staff_client):
     result = EvaluationResultFactory(
-        run=EvaluationRunFactory(), position=0, item={**PTO_ITEM, "tags": ["hr"]},
-        output={"messages": [
-            {"role": "user", "content": "How many PTO days do I accrue per month?"},
-            {"role": "assistant", "content": "", "tool_calls": [
-                {"name": "search_kb", "arguments": {"q": "PTO"}, "result": "1.5 days", "success": True}]},
-            {"role": "assistant", "content": "You accrue 1.5 days of PTO per month.", "tool_calls": []}]},
+        run=EvaluationRunFactory(),
+        position=0,
+        item={**PTO_ITEM, "tags": ["hr"]},
+        output={
+            "messages": [
+                {"role": "user", "content": "How many PTO days do I accrue per month?"},
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "tool_calls": [
+                        {"name": "search_kb", "arguments": {"q": "PTO"}, "result": "1.5 days", "success": True}
+                    ],
+                },
+                {"role": "assistant", "content": "You accrue 1.5 days of PTO per month.", "tool_calls": []},
+            ]
+        },
         criteria_scores=[criterion("Response includes the monthly accrual of 1.5 days", True)],
-        rubric_scores=[rule("BRIEF", False, "medium")])
+        rubric_scores=[rule("BRIEF", False, "medium")],
+    )
     page = text(staff_client.get(f"/console/results/{result.result_id}/"))
-    subject = page[page.index('id="result-subject"'):page.index('id="verdicts"')]
+    subject = page[page.index('id="result-subject"') : page.index('id="verdicts"')]
     assert "How many PTO days do I accrue per month?" in subject
     assert re.search(r'id="final-answer">.*You accrue 1.5 days of PTO per month.', subject)
     assert escape(PTO_CRITERIA[0]) in subject, "the expected outcome, formatted"
@@ -53,15 +74,27 @@ def test_result_page_shows_input_answer_and_expected_before_the_verdicts(staff_c
     # Nothing fails the item; the medium rule warns, and its verdict is marked as a warning.
     assert 'class="verdict flagged warning" id="rule-BRIEF"' in page
     assert "Fails:" not in page and re.search(r'badge warn">warning</span>\s*<a href="#rule-BRIEF">', page)
-    assert "<details id=\"transcript-section\">" in page, "single turn: the transcript folds away"
+    assert '<details id="transcript-section">' in page, "single turn: the transcript folds away"
 
 
 def test_result_page_of_a_scenario_opens_its_transcript_and_shows_the_persona(staff_client):
-    scenario = {"type": "scenario", "name": "Carry-over", "inputs": {
-        "persona": "An employee with 8 PTO days left.", "initial_message": "Can I carry PTO over?", "max_turns": 4},
-        "expected": {"expected_outcome": "The employee knows the carry-over limit."}}
-    result = EvaluationResultFactory(run=EvaluationRunFactory(), position=0, item_type="scenario", item=scenario,
-                                     criteria_scores=[criterion("ok", False)])
+    scenario = {
+        "type": "scenario",
+        "name": "Carry-over",
+        "inputs": {
+            "persona": "An employee with 8 PTO days left.",
+            "initial_message": "Can I carry PTO over?",
+            "max_turns": 4,
+        },
+        "expected": {"expected_outcome": "The employee knows the carry-over limit."},
+    }
+    result = EvaluationResultFactory(
+        run=EvaluationRunFactory(),
+        position=0,
+        item_type="scenario",
+        item=scenario,
+        criteria_scores=[criterion("ok", False)],
+    )
     page = text(staff_client.get(f"/console/results/{result.result_id}/"))
     assert "An employee with 8 PTO days left." in page and "Can I carry PTO over?" in page
     assert "The employee knows the carry-over limit." in page
@@ -71,9 +104,14 @@ def test_result_page_of_a_scenario_opens_its_transcript_and_shows_the_persona(st
 
 def test_result_page_of_a_question_and_of_an_unreached_bot(staff_client):
     run = EvaluationRunFactory(test_set_id=None, test_set_version=None, rubric_id=None, dataset_id=uuid.uuid4())
-    result = EvaluationResultFactory(run=run, position=0, item_type="question",
-                                     item={"question": "Who approves PTO?", "expected_answer": "Your manager."},
-                                     output={"messages": []}, error="Bot unreachable")
+    result = EvaluationResultFactory(
+        run=run,
+        position=0,
+        item_type="question",
+        item={"question": "Who approves PTO?", "expected_answer": "Your manager."},
+        output={"messages": []},
+        error="Bot unreachable",
+    )
     page = text(staff_client.get(f"/console/results/{result.result_id}/"))
     assert "Who approves PTO?" in page and "Your manager." in page
     assert "No answer (the bot was not reached)." in page and "Bot unreachable" in page
@@ -81,39 +119,64 @@ def test_result_page_of_a_question_and_of_an_unreached_bot(staff_client):
 
 # Point 6 -------------------------------------------------------------------------------------------
 
+
 def test_rows_count_pass_fail_skipped_and_warn_on_lesser_rules(staff_client):
     run = EvaluationRunFactory()
-    warned = EvaluationResultFactory(run=run, position=0, criteria_scores=[criterion("ok", True)],
-                                     rubric_scores=[rule("BRIEF", False, "medium"), rule("R1", True, "high"),
-                                                    rule("S1", False, status="skipped"), rule("S2", False, status="skipped"),
-                                                    rule("S3", False, status="skipped")])
-    failed = EvaluationResultFactory(run=run, position=1, criteria_scores=[criterion("ok", True), criterion("x", False)],
-                                     rubric_scores=[rule("R1", False, "high"), rule("LOW", False, "low")])
+    warned = EvaluationResultFactory(
+        run=run,
+        position=0,
+        criteria_scores=[criterion("ok", True)],
+        rubric_scores=[
+            rule("BRIEF", False, "medium"),
+            rule("R1", True, "high"),
+            rule("S1", False, status="skipped"),
+            rule("S2", False, status="skipped"),
+            rule("S3", False, status="skipped"),
+        ],
+    )
+    failed = EvaluationResultFactory(
+        run=run,
+        position=1,
+        criteria_scores=[criterion("ok", True), criterion("x", False)],
+        rubric_scores=[rule("R1", False, "high"), rule("LOW", False, "low")],
+    )
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     row = row_of(page, warned)
     # Its skipped rules are high-severity (the factory's default): fail-closed, the item is unassessed.
-    assert "UNASSESSED" in row and re.search(r'1 pass</span> · <span class="muted">0 fail</span> · <span class="warn">1 warn</span> · '
-                                       r'<span class="muted">3 skipped', row), "skipped rules are counted apart"
+    assert "UNASSESSED" in row and re.search(
+        r'1 pass</span> · <span class="muted">0 fail</span> · <span class="warn">1 warn</span> · '
+        r'<span class="muted">3 skipped',
+        row,
+    ), "skipped rules are counted apart"
     assert 'class="fail"' not in row.split('class="failures"')[1], "a medium failure does not show as a failure"
     assert re.search(r'badge warn">warning</span> <a href="[^"]+#rule-BRIEF">BRIEF \(medium\)', row)
     row = row_of(page, failed)
-    assert re.search(r'<div class="fail"><a href="[^"]+#rule-R1">R1 \(high\)</a></div>'
-                     r'<div class="fail"><a href="[^"]+#criterion-1">x</a></div>'
-                     r'<div class="warn"><span class="badge warn">warning</span> <a href="[^"]+#rule-LOW">', row)
-    assert re.search(r'0 pass</span> · <span class="fail">1 fail</span> · <span class="warn">1 warn</span></span>\s*</td>', row)
+    assert re.search(
+        r'<div class="fail"><a href="[^"]+#rule-R1">R1 \(high\)</a></div>'
+        r'<div class="fail"><a href="[^"]+#criterion-1">x</a></div>'
+        r'<div class="warn"><span class="badge warn">warning</span> <a href="[^"]+#rule-LOW">',
+        row,
+    )
+    assert re.search(
+        r'0 pass</span> · <span class="fail">1 fail</span> · <span class="warn">1 warn</span></span>\s*</td>', row
+    )
     assert re.search(r'1 pass</span> · <span class="fail">1 fail</span></span>\s*</td>', row), "criteria"
     # The cards count what the rows count: 2 of 4 assessed rules passed, 3 not assessable.
     # A failed medium or low rule is a failed rule (one that does not fail the item), not a "warning".
-    assert re.search(r'id="rules-passed">1/4</span> <span class="label" id="rules-failed">rubric rules passed '
-                     r'\(3 failed \(1 high, 2 medium/low\), 3 not assessable\)', page)
+    assert re.search(
+        r'id="rules-passed">1/4</span> <span class="label" id="rules-failed">rubric rules passed '
+        r"\(3 failed \(1 high, 2 medium/low\), 3 not assessable\)",
+        page,
+    )
     assert re.search(r'id="criteria-passed">2/3</span> <span class="label">criteria passed \(1 failed\)', page)
     assert 'id="unassessed-banner"' not in page, "3 skipped of 7 is not most"
 
 
 def test_failures_follow_the_human_verdict_after_an_override(staff_client):
     run = EvaluationRunFactory()
-    result = EvaluationResultFactory(run=run, position=0, criteria_scores=[criterion("ok", True)],
-                                     rubric_scores=[rule("R1", False, "high")])
+    result = EvaluationResultFactory(
+        run=run, position=0, criteria_scores=[criterion("ok", True)], rubric_scores=[rule("R1", False, "high")]
+    )
     assert "#rule-R1" in row_of(text(staff_client.get(f"/console/runs/{run.run_id}/")), result)
     staff_client.post(f"/console/results/{result.result_id}/", {"kind": "rule", "key": "R1", "passed": "true"})
     row = row_of(text(staff_client.get(f"/console/runs/{run.run_id}/")), result)
@@ -129,10 +192,14 @@ def test_failures_follow_the_human_verdict_after_an_override(staff_client):
 def test_banner_when_most_rules_could_not_be_assessed(staff_client):
     run = EvaluationRunFactory()
     for n in range(3):
-        EvaluationResultFactory(run=run, position=n, criteria_scores=[criterion("ok", True)],
-                                rubric_scores=[rule("R1", True), *(rule(f"S{k}", False, status="skipped") for k in range(4))])
+        EvaluationResultFactory(
+            run=run,
+            position=n,
+            criteria_scores=[criterion("ok", True)],
+            rubric_scores=[rule("R1", True), *(rule(f"S{k}", False, status="skipped") for k in range(4))],
+        )
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
-    banner = page[page.index('id="unassessed-banner"'):]
+    banner = page[page.index('id="unassessed-banner"') :]
     assert "skipped 12 of 15 rule verdicts" in banner
     assert "<code>OPENAI_API_KEY</code>" in banner and "<code>EVALSITE_JUDGE_MODEL</code>" in banner
 
@@ -147,22 +214,40 @@ def test_demo_run_with_the_heuristic_judge_has_most_rules_assessed_and_no_banner
 
 # Point 5 -------------------------------------------------------------------------------------------
 
+
 def _running_run(n_pending: int = 3) -> EvaluationRun:
     run = EvaluationRunFactory(status=EvaluationRun.Status.RUNNING)
-    EvaluationResult.objects.bulk_create([
-        EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=500 + i), item_name=f"pending {i}",
-                         item_type="single_turn", item={}, state="queued", heartbeat_at=timezone.now())
-        for i in range(n_pending)])
+    results_bulk_create(
+        [
+            EvaluationResult(
+                run=run,
+                position=i,
+                test_case_id=uuid.UUID(int=500 + i),
+                item_name=f"pending {i}",
+                item_type="single_turn",
+                item={},
+                state="queued",
+                heartbeat_at=timezone.now(),
+            )
+            for i in range(n_pending)
+        ]
+    )
     EvaluationRun.objects.filter(pk=run.pk).update(total=n_pending)
     return run
 
 
 def _finish(result: EvaluationResult, passed: bool, finished_at=None):
-    scores = [criterion("ok", passed)]
+    finished_at = finished_at or timezone.now()
     EvaluationResult.objects.filter(pk=result.pk).update(
-        state="done", passed=passed, outcome="passed" if passed else "failed", criteria_scores=scores,
+        state="done",
+        passed=passed,
+        outcome="passed" if passed else "failed",
         criteria_passed=passed,
-        finished_at=finished_at or timezone.now(), duration_ms=4)
+        finished_at=finished_at,
+        duration_ms=4,
+    )
+    result.finished_at, result.criteria_scores = finished_at, [criterion("ok", passed)]
+    store_verdicts([result])
     EvaluationRun.objects.filter(pk=result.run_id).update(completed=result.run.results.done().count())
 
 
@@ -209,9 +294,14 @@ def test_live_endpoint_query_count_does_not_grow_with_results(staff_client):
     def build(n):
         run = _running_run(n)
         now = timezone.now()
+        finished = list(EvaluationResult.objects.filter(run=run, position__lt=n // 2))
         EvaluationResult.objects.filter(run=run, position__lt=n // 2).update(
-            state="done", passed=True, criteria_scores=[criterion("c", True)], rubric_scores=[rule("R1", False, "low")],
-            finished_at=now)
+            state="done", passed=True, criteria_passed=True, rubric_passed=True, finished_at=now
+        )
+        for result in finished:
+            result.finished_at, result.criteria_scores = now, [criterion("c", True)]
+            result.rubric_scores = [rule("R1", False, "low")]
+        store_verdicts(finished)
         return run
 
     counts = []
@@ -223,7 +313,7 @@ def test_live_endpoint_query_count_does_not_grow_with_results(staff_client):
     # PostgreSQL) and the fresh rows are a query of their own; one reads the review queues each row's
     # "add to queue" offers, once for all rows; one counts attempts per item for the repeated-trial
     # figures of a run still going (a GROUP BY, whatever the size).
-    assert counts[0] == counts[1] <= 12, counts
+    assert counts[0] == counts[1] <= 15, counts  # verdicts read as Score rows, one query a page
 
 
 def test_pending_run_nobody_picks_up_says_how_to_start_a_worker(staff_client):
@@ -249,8 +339,11 @@ def test_launch_says_queued_not_started(staff_client, demo, monkeypatch, django_
 
     monkeypatch.setattr(services.tasks.start_run, "delay", lambda pk: None)  # no worker
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post("/console/runs/new/", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
-                                                            "concurrency": 2}, follow=True)
+        response = staff_client.post(
+            "/console/runs/new/",
+            {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID, "concurrency": 2},
+            follow=True,
+        )
     page = text(response)
     assert "Run queued with 5 items." in page and "Run started" not in page
     assert re.search(r'id="run-status">pending<', page)

@@ -15,10 +15,10 @@ from apps.runs import services
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
-from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.bots.factories import BotFactory
+from tests.console.checkable_demo import publish_checkable_demo_test_set
 from tests.console.test_pages import _count_queries, text
-from tests.runs.factories import EvaluationRunFactory, criterion
+from tests.runs.factories import EvaluationRunFactory, criterion, result_create, results_bulk_create
 from tests.testsets.factories import SuiteFactory
 
 pytestmark = pytest.mark.django_db
@@ -36,13 +36,17 @@ def checkable_demo_run(demo, django_capture_on_commit_callbacks):
     return run
 
 
-def test_pto_document_deleted_then_rerun_the_comparison_shows_it(staff_client, checkable_demo_run,
-                                                                   django_capture_on_commit_callbacks):
+def test_pto_document_deleted_then_rerun_the_comparison_shows_it(
+    staff_client, checkable_demo_run, django_capture_on_commit_callbacks
+):
     """The issue's scenario: delete the PTO document, "Run again (same versions)", compare."""
     demo_run = checkable_demo_run
-    assert {r.item_name: r.outcome for r in EvaluationResult.objects.filter(
-        run=demo_run, item_name__in=["PTO Policy Inquiry", "PTO Carry-over Conversation"])} == {
-        "PTO Policy Inquiry": "passed", "PTO Carry-over Conversation": "passed"}
+    assert {
+        r.item_name: r.outcome
+        for r in EvaluationResult.objects.filter(
+            run=demo_run, item_name__in=["PTO Policy Inquiry", "PTO Carry-over Conversation"]
+        )
+    } == {"PTO Policy Inquiry": "passed", "PTO Carry-over Conversation": "passed"}
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()
     with django_capture_on_commit_callbacks(execute=True):
         staff_client.post(f"/console/runs/{demo_run.run_id}/rerun/")
@@ -88,8 +92,9 @@ def test_runs_without_snapshots_are_unknown_not_unchanged(staff_client, db):
 def test_run_list_names_and_dropdown_filters(staff_client, db):
     hr, it = BotFactory(name="HR bot"), BotFactory(name="IT bot")
     onboarding, payroll = SuiteFactory(name="Onboarding", agent=hr), SuiteFactory(name="Payroll", agent=hr)
-    labelled = EvaluationRunFactory(agent_id=hr.agent_id, test_set_id=onboarding.pk, test_set_version=3,
-                                    rubric_id=None, label="after the PTO fix")
+    labelled = EvaluationRunFactory(
+        agent_id=hr.agent_id, test_set_id=onboarding.pk, test_set_version=3, rubric_id=None, label="after the PTO fix"
+    )
     EvaluationRunFactory(agent_id=it.agent_id, test_set_id=payroll.pk, rubric_id=None)
     flat = text(staff_client.get("/console/runs/"))
     assert 'name="agent_id" id="filter-bot"' in flat and 'type="text" name="agent_id"' not in flat
@@ -110,9 +115,17 @@ def test_launch_form_takes_a_label(staff_client, demo, django_capture_on_commit_
     test_set = TestSet.objects.get(pk=DEMO_TEST_SET_ID)
     assert 'name="label"' in text(staff_client.get("/console/runs/new/"))
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post("/console/runs/new/", {
-            "agent_id": DEMO_AGENT_ID, "test_set_id": str(test_set.pk), "rubric_id": "", "concurrency": 2,
-            "component_scope_filter": "", "label": "from the form"})
+        response = staff_client.post(
+            "/console/runs/new/",
+            {
+                "agent_id": DEMO_AGENT_ID,
+                "test_set_id": str(test_set.pk),
+                "rubric_id": "",
+                "concurrency": 2,
+                "component_scope_filter": "",
+                "label": "from the form",
+            },
+        )
     assert response.status_code == 302, text(response)
     assert EvaluationRun.objects.get().label == "from the form"
 
@@ -121,8 +134,15 @@ def test_dashboard_trend_has_one_line_per_test_set(staff_client, db):
     bot = BotFactory(name="HR bot")
     onboarding, payroll = SuiteFactory(name="Onboarding", agent=bot), SuiteFactory(name="Payroll", agent=bot)
     for test_set, passed in ((onboarding, 8), (onboarding, 9), (payroll, 2), (payroll, 3)):
-        EvaluationRunFactory(agent_id=bot.agent_id, test_set_id=test_set.pk, rubric_id=None, total=10,
-                             completed=10, passed=passed, failed=10 - passed)
+        EvaluationRunFactory(
+            agent_id=bot.agent_id,
+            test_set_id=test_set.pk,
+            rubric_id=None,
+            total=10,
+            completed=10,
+            passed=passed,
+            failed=10 - passed,
+        )
     trend = run_pass_rate_trend()
     assert set(trend) == {"Onboarding", "Payroll"}
     assert [rate for _, rate in trend["Onboarding"]] == [0.8, 0.9], "oldest first, never mixed with Payroll"
@@ -132,18 +152,33 @@ def test_dashboard_trend_has_one_line_per_test_set(staff_client, db):
     assert "Onboarding v1" in page, "the runs tables name the test set"
     # A second bot on the same test set gets its own line, named by both.
     other = BotFactory(name="IT bot")
-    EvaluationRunFactory(agent_id=other.agent_id, test_set_id=onboarding.pk, rubric_id=None, total=1, completed=1,
-                         passed=1)
+    EvaluationRunFactory(
+        agent_id=other.agent_id, test_set_id=onboarding.pk, rubric_id=None, total=1, completed=1, passed=1
+    )
     assert set(run_pass_rate_trend()) == {"Onboarding · HR bot", "Onboarding · IT bot", "Payroll"}
 
 
 def _runs(n, bots, test_sets):
     for i in range(n):
-        run = EvaluationRunFactory(agent_id=bots[i % len(bots)].agent_id, test_set_id=test_sets[i % len(test_sets)].pk,
-                                   label=f"run {i}", total=2, completed=2, passed=1, failed=1)
-        EvaluationResult.objects.create(run=run, position=0, test_case_id=uuid.UUID(int=1), item_type="single_turn",
-                                        state="done", passed=False, criteria_scores=[criterion("c", False)],
-                                        output={"messages": [{"role": "assistant", "content": f"answer {i}"}]})
+        run = EvaluationRunFactory(
+            agent_id=bots[i % len(bots)].agent_id,
+            test_set_id=test_sets[i % len(test_sets)].pk,
+            label=f"run {i}",
+            total=2,
+            completed=2,
+            passed=1,
+            failed=1,
+        )
+        result_create(
+            run=run,
+            position=0,
+            test_case_id=uuid.UUID(int=1),
+            item_type="single_turn",
+            state="done",
+            passed=False,
+            criteria_scores=[criterion("c", False)],
+            output={"messages": [{"role": "assistant", "content": f"answer {i}"}]},
+        )
 
 
 def test_run_list_and_compare_queries_do_not_grow(staff_client, db):
@@ -152,8 +187,11 @@ def test_run_list_and_compare_queries_do_not_grow(staff_client, db):
     _runs(5, bots, test_sets)
     small = _count_queries(staff_client, "/console/runs/")
     small_filtered = _count_queries(staff_client, f"/console/runs/?agent_id={bots[0].agent_id}")
-    _runs(120, bots + [BotFactory(name=f"more {n}") for n in range(5)],
-          test_sets + [SuiteFactory(name=f"more {n}", agent=bots[0]) for n in range(5)])
+    _runs(
+        120,
+        bots + [BotFactory(name=f"more {n}") for n in range(5)],
+        test_sets + [SuiteFactory(name=f"more {n}", agent=bots[0]) for n in range(5)],
+    )
     assert _count_queries(staff_client, "/console/runs/") == small <= 10
     assert _count_queries(staff_client, f"/console/runs/?agent_id={bots[0].agent_id}") == small_filtered
     assert _count_queries(staff_client, "/console/runs/?page=2") == small
@@ -162,21 +200,32 @@ def test_run_list_and_compare_queries_do_not_grow(staff_client, db):
 
 def test_compare_with_regressions_and_answers_reads_constant_queries(staff_client, db):
     """Every item regresses, so every pair shows its two answers: still the same queries at 10 and 400."""
+
     def pair(n):
         base, head = EvaluationRunFactory(label="before"), EvaluationRunFactory(label="after")
         for run, passed in ((base, True), (head, False)):
-            EvaluationResult.objects.bulk_create([
-                EvaluationResult(run=run, position=i, test_case_id=uuid.UUID(int=i + 1), item_name=f"item {i}",
-                                 item_type="single_turn", state="done", passed=passed,
-                                 item={"inputs": {"message": f"question {i}"}},
-                                 criteria_scores=[criterion("c", passed)],
-                                 output={"messages": [{"role": "assistant", "content": f"{run.label} {i}"}]})
-                for i in range(n)])
+            results_bulk_create(
+                [
+                    EvaluationResult(
+                        run=run,
+                        position=i,
+                        test_case_id=uuid.UUID(int=i + 1),
+                        item_name=f"item {i}",
+                        item_type="single_turn",
+                        state="done",
+                        passed=passed,
+                        item={"inputs": {"message": f"question {i}"}},
+                        criteria_scores=[criterion("c", passed)],
+                        output={"messages": [{"role": "assistant", "content": f"{run.label} {i}"}]},
+                    )
+                    for i in range(n)
+                ]
+            )
         return f"/console/runs/compare/?base={base.run_id}&head={head.run_id}"
 
     small_url, big_url = pair(10), pair(400)
     small, big = _count_queries(staff_client, small_url), _count_queries(staff_client, big_url)
-    assert big == small <= 12, (small, big)
+    assert big == small <= 15, (small, big)
     page = text(staff_client.get(big_url))
     # The first 25 regressions, with their answers, and how many there are in all.
     assert "before 24" in page and "after 24" in page and "question 24" in page

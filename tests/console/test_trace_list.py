@@ -81,8 +81,7 @@ def test_a_substring_search_reads_the_trigram_index_on_postgresql(staff_client):
         assert page.text_search == "window"
 
 
-def test_without_trigram_indexes_any_part_of_a_session_id_is_searched_in_the_newest_window(staff_client,
-                                                                                        monkeypatch):
+def test_without_trigram_indexes_any_part_of_a_session_id_is_searched_in_the_newest_window(staff_client, monkeypatch):
     monkeypatch.setattr(trace_filters, "trace_text_search_indexed", lambda: False)
     monkeypatch.setattr(trace_filters, "TRACE_TEXT_SEARCH_WINDOW", 2)
     old = AgentTraceFactory(session_id="old-7f3a9c", start_time=timezone.now() - timedelta(days=2))
@@ -92,14 +91,19 @@ def test_without_trigram_indexes_any_part_of_a_session_id_is_searched_in_the_new
 
 
 def sort_links(html: str) -> dict[str, str]:
-    return {label.strip(): href.replace("&amp;", "&") for href, label in
-            re.findall(r'<a class="sort[^"]*" href="\?([^"]*)" title="[^"]*">([^<]+)', html)}
+    return {
+        label.strip(): href.replace("&amp;", "&")
+        for href, label in re.findall(r'<a class="sort[^"]*" href="\?([^"]*)" title="[^"]*">([^<]+)', html)
+    }
 
 
 def test_columns_sort_both_ways_ties_newest_first(staff_client):
     now = timezone.now()
-    slow = AgentTraceFactory(agent_name="beta", start_time=now - timedelta(hours=3), tool_calls=[
-        {"tool_name": "search"}, {"tool_name": "lookup"}])
+    slow = AgentTraceFactory(
+        agent_name="beta",
+        start_time=now - timedelta(hours=3),
+        tool_calls=[{"tool_name": "search"}, {"tool_name": "lookup"}],
+    )
     fast = AgentTraceFactory(agent_name="Alpha", start_time=now - timedelta(hours=2))
     newest_beta = AgentTraceFactory(agent_name="beta", start_time=now - timedelta(hours=1))
     running = AgentTraceFactory(agent_name="gamma", active=True, start_time=now - timedelta(hours=4))
@@ -132,8 +136,11 @@ def test_the_header_shows_the_direction_and_links_keep_the_filters(staff_client)
     links = sort_links(html)
     assert links["Agent"] == "status=completed&sort=-agent"  # a second click reverses it
     assert links["Duration"] == "status=completed&sort=-duration"  # counts and times sort largest first
-    assert re.search(r'aria-sort="ascending"><a class="sort sorted" [^>]*>Agent <span class="sort-arrow" '
-                     r'aria-hidden="true">▲</span>', html)
+    assert re.search(
+        r'aria-sort="ascending"><a class="sort sorted" [^>]*>Agent <span class="sort-arrow" '
+        r'aria-hidden="true">▲</span>',
+        html,
+    )
     assert '<input type="hidden" name="sort" value="agent">' in html  # filtering again keeps the sort
     assert "sorted by agent" in html
 
@@ -145,8 +152,11 @@ def test_sorted_keyset_pages_walk_every_trace_once_both_ways(staff_client, monke
     for i, trace in enumerate(traces):
         # Repeated values, and empty durations, so that ties and nulls cross page boundaries.
         AgentTrace.objects.filter(pk=trace.pk).update(
-            agent_name=["b", "A", "c"][i % 3], duration_seconds=None if i % 4 == 0 else float(i % 3),
-            status=["completed", "failed"][i % 2], tool_call_count=i % 2)
+            agent_name=["b", "A", "c"][i % 3],
+            duration_seconds=None if i % 4 == 0 else float(i % 3),
+            status=["completed", "failed"][i % 2],
+            tool_call_count=i % 2,
+        )
     everything = sessions(_all_on_one_page(staff_client, monkeypatch, sort))
     seen, pages, url = [], [], f"{URL}?sort={sort}"
     while url:
@@ -159,7 +169,7 @@ def test_sorted_keyset_pages_walk_every_trace_once_both_ways(staff_client, monke
     assert seen == everything and len(pages) == 4
     # And back, page by page, from the last one.
     back, html = [], staff_client.get(pages[-1]).content.decode()
-    while (previous := re.search(r'href="\?([^"]*before=[^"]*)" rel="prev"', html)):
+    while previous := re.search(r'href="\?([^"]*before=[^"]*)" rel="prev"', html):
         html = staff_client.get(URL + "?" + previous.group(1).replace("&amp;", "&")).content.decode()
         back = sessions_of(html) + back
     assert back + sessions_of(staff_client.get(pages[-1]).content.decode()) == everything
@@ -177,15 +187,17 @@ def test_a_cursor_of_another_sort_starts_at_the_first_page(staff_client, monkeyp
     make_traces(5)
     html = staff_client.get(URL, {"sort": "agent"}).content.decode()
     after = re.search(r'after=([^"&]+)', html).group(1)
-    assert sessions(staff_client.get(URL, {"sort": "-duration", "after": after})) == \
-        sessions(staff_client.get(URL, {"sort": "-duration"}))
+    assert sessions(staff_client.get(URL, {"sort": "-duration", "after": after})) == sessions(
+        staff_client.get(URL, {"sort": "-duration"})
+    )
 
 
 def test_filters_agent_status_source_rating_dates(staff_client):
     now = timezone.now()
     ok = AgentTraceFactory(agent_name="A", start_time=now - timedelta(days=3))
-    failed = AgentTraceFactory(agent_name="B", success=False, source=AgentTrace.Source.OTLP,
-                               start_time=now - timedelta(days=1))
+    failed = AgentTraceFactory(
+        agent_name="B", success=False, source=AgentTrace.Source.OTLP, start_time=now - timedelta(days=1)
+    )
     unrated = AgentTraceFactory(agent_name="B", source=AgentTrace.Source.BATCH, start_time=now - timedelta(hours=1))
     # The latest evaluation's rating counts, not an earlier one.
     AgentEvaluationFactory(trace=ok, overall_score=0.3, rating="poor", created_at=now - timedelta(hours=5))
@@ -219,8 +231,9 @@ def test_keyset_pages_walk_every_trace_once_both_ways(staff_client, monkeypatch)
     traces = make_traces(10)
     # Two traces with the same start_time: the id breaks the tie, none is skipped or repeated.
     AgentTrace.objects.filter(pk=traces[5].pk).update(start_time=traces[4].start_time)
-    expected = [t.session_id for t in sorted(AgentTrace.objects.all(), key=lambda t: (t.start_time, t.pk),
-                                             reverse=True)]
+    expected = [
+        t.session_id for t in sorted(AgentTrace.objects.all(), key=lambda t: (t.start_time, t.pk), reverse=True)
+    ]
     seen, pages, url = [], [], URL
     while url:
         html = staff_client.get(url).content.decode()
@@ -251,8 +264,15 @@ def test_filters_survive_paging(staff_client, monkeypatch):
     assert set(AgentTrace.objects.filter(session_id__in=sessions(page)).values_list("agent_name", flat=True)) == {"A"}
 
 
-@pytest.mark.parametrize("params", [{}, {"q": "Kubernetes"}, {"rating": "poor", "status": "completed"},
-                                    {"agent": "OrchestratorAgent", "source": "rest"}])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"q": "Kubernetes"},
+        {"rating": "poor", "status": "completed"},
+        {"agent": "OrchestratorAgent", "source": "rest"},
+    ],
+)
 def test_query_count_does_not_grow_with_traces(staff_client, params):
     def count() -> int:
         staff_client.get(URL, params)  # warm the session and the per-process trigram probe

@@ -68,8 +68,14 @@ def test_the_admin_shows_the_first_page_numbered(admin_client, small_pages):
     trace = _trace_with_seqs("admin", [1024 * n for n in range(1, 9)])
     html = admin_client.get(f"/admin/traces/agenttrace/{trace.pk}/change/").content.decode()
     cells = re.findall(r'<td class="field-(position|tool_name)">\s*<p>([^<]*)</p>', html)
-    assert cells == [("position", "1"), ("tool_name", "tool_1024"), ("position", "2"), ("tool_name", "tool_2048"),
-                     ("position", "3"), ("tool_name", "tool_3072")]
+    assert cells == [
+        ("position", "1"),
+        ("tool_name", "tool_1024"),
+        ("position", "2"),
+        ("tool_name", "tool_2048"),
+        ("position", "3"),
+        ("tool_name", "tool_3072"),
+    ]
     assert "the first 100 at most; the console&#x27;s trace page has them all" in html
 
 
@@ -80,8 +86,10 @@ def test_a_queue_item_of_a_big_trace_shows_its_first_page(staff_client, small_pa
     from tests.queues.factories import QueueItemFactory, ReviewQueueFactory
 
     trace = _trace_with_seqs("queued", [1024 * n for n in range(1, 9)])
-    item = QueueItemFactory(queue=ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION),
-                            agent_evaluation=AgentEvaluationFactory(trace=trace))
+    item = QueueItemFactory(
+        queue=ReviewQueueFactory(kind=QueueKind.AGENTIC_EVALUATION),
+        agent_evaluation=AgentEvaluationFactory(trace=trace),
+    )
     html = staff_client.get(f"/console/queues/{item.queue_id}/items/{item.pk}/").content.decode()
     assert re.findall(r"<code>(tool_\d+)</code>", html) == ["tool_1024", "tool_2048", "tool_3072"]
     assert "The first 3 of 8 tool calls" in html

@@ -57,8 +57,11 @@ def test_scenario_only_fields_are_marked_for_the_script(admin_client):
     test_set = SuiteFactory()
     html = admin_client.get(f"/admin/testsets/testset/{test_set.pk}/change/").content.decode()
     for name in ("persona", "initial_message", "max_turns", "scripted_turns"):
-        assert f'data-evalsite-show-for="scenario" name="items-0-{name}"' in html or \
-            f'name="items-0-{name}"' in html and html.count(f'data-evalsite-show-for="scenario"') >= 8
+        assert (
+            f'data-evalsite-show-for="scenario" name="items-0-{name}"' in html
+            or f'name="items-0-{name}"' in html
+            and html.count('data-evalsite-show-for="scenario"') >= 8
+        )
     assert 'data-evalsite-show-for="single_turn"' in html
 
 
@@ -96,7 +99,7 @@ def test_restore_asks_for_confirmation_then_publishes_and_logs_a_restore(admin_c
     assert RubricVersion.objects.get(rubric=rubric, version=3).snapshot["name"] == "First"
     entry = LogEntry.objects.filter(object_id=str(rubric.pk)).latest("action_time")
     assert entry.get_change_message() == "Restored version 1 as version 3."
-    assert admin_client.get("/admin/rubrics/rubric/%s/versions/9/restore/" % rubric.pk).status_code == 404
+    assert admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/9/restore/").status_code == 404
 
 
 def test_history_says_which_version_a_save_published_and_what_changed(admin_client):
@@ -109,7 +112,8 @@ def test_history_says_which_version_a_save_published_and_what_changed(admin_clie
     assert admin_client.post(url, data).status_code == 302
     entry = LogEntry.objects.filter(object_id=str(rubric.pk)).latest("action_time")
     assert entry.get_change_message() == (
-        "Published version 2: changed rubric rule USES_KB (Severity, Pass conditions).")
+        "Published version 2: changed rubric rule USES_KB (Severity, Pass conditions)."
+    )
 
     data = admin_form_data(admin_client.get(url))
     data["description"] = "New description"
@@ -117,7 +121,8 @@ def test_history_says_which_version_a_save_published_and_what_changed(admin_clie
     admin_client.post(url, data)
     entry = LogEntry.objects.filter(object_id=str(rubric.pk)).latest("action_time")
     assert entry.get_change_message() == (
-        "Published version 3: changed Description; deleted rubric rule BRIEF_RESPONSES.")
+        "Published version 3: changed Description; deleted rubric rule BRIEF_RESPONSES."
+    )
 
     admin_client.post(url, admin_form_data(admin_client.get(url)))
     entry = LogEntry.objects.filter(object_id=str(rubric.pk)).latest("action_time")

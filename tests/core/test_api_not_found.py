@@ -15,8 +15,11 @@ def browser(db):
 def test_unknown_api_path_is_a_json_404_for_any_method_even_with_a_session(browser, method):
     # It was an HTML CSRF 403 for unsafe methods: there is nothing to protect at a path that does not exist.
     send = getattr(browser, method)
-    response = send("/api/v1/no-such-thing") if method == "get" else send(
-        "/api/v1/no-such-thing", data="{}", content_type="application/json")
+    response = (
+        send("/api/v1/no-such-thing")
+        if method == "get"
+        else send("/api/v1/no-such-thing", data="{}", content_type="application/json")
+    )
     assert response.status_code == 404
     assert response["Content-Type"] == "application/json"
     assert response.json() == {"detail": "No API endpoint at /api/v1/no-such-thing"}

@@ -4,16 +4,25 @@ from django.core.management import call_command
 from apps.core.demo import demo_loaders
 from apps.runs.models import EvaluationRun
 
-DEMO_LINES = ["demo traces: 5 new", "demo agentic evaluations: 5 new", "demo TRACE evaluations: 3 new",
-              "demo bot, rubric, test set and question set: 4 new", "demo changed bot and runs: 3 new"]
+DEMO_LINES = [
+    "demo traces: 5 new",
+    "demo agentic evaluations: 5 new",
+    "demo TRACE evaluations: 3 new",
+    "demo bot, rubric, test set and question set: 4 new",
+    "demo changed bot and runs: 3 new",
+]
 
 
 def test_each_app_registers_its_demo_loader_in_dependency_order():
     # Core cannot import the apps that own the demo data; their AppConfig.ready registered these.
     # The verdicts need the traces they judge, so traces must load before agentic evaluations.
     assert [loader.label for loader in demo_loaders()] == [
-        "traces", "agentic evaluations", "TRACE evaluations", "bot, rubric, test set and question set",
-        "changed bot and runs"]
+        "traces",
+        "agentic evaluations",
+        "TRACE evaluations",
+        "bot, rubric, test set and question set",
+        "changed bot and runs",
+    ]
 
 
 @pytest.mark.django_db

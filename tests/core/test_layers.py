@@ -25,6 +25,7 @@ def test_every_app_is_in_a_layer():
 def test_the_imports_keep_the_layers():
     # make test and .ci/run also run lint-imports; this keeps a bare pytest run (CI's PostgreSQL
     # pass) from missing an upward import.
-    result = subprocess.run([str(Path(sys.executable).with_name("lint-imports")), "--no-cache"], cwd=ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("lint-imports")), "--no-cache"], cwd=ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stdout + result.stderr

@@ -4,8 +4,14 @@ import pytest
 from pydantic import BaseModel, Field
 
 from apps.core.llm import client as llm
-from apps.core.llm.client import (LLMError, LLMNotConfigured, bot_endpoint_llm_client, extract_json, get_llm_client,
-                           llm_configured)
+from apps.core.llm.client import (
+    LLMError,
+    LLMNotConfigured,
+    bot_endpoint_llm_client,
+    extract_json,
+    get_llm_client,
+    llm_configured,
+)
 
 
 class Verdict(BaseModel):
@@ -14,8 +20,9 @@ class Verdict(BaseModel):
 
 
 def ask(**kw):
-    return get_llm_client().complete_structured(system="Judge. Reply in JSON.", user="<data>x</data>",
-                                                response_model=Verdict, name="verdict", **kw)
+    return get_llm_client().complete_structured(
+        system="Judge. Reply in JSON.", user="<data>x</data>", response_model=Verdict, name="verdict", **kw
+    )
 
 
 def test_not_configured(settings):
@@ -40,11 +47,14 @@ def test_valid_json_with_schema_request_and_usage(openai_server):
     assert get_llm_client().judge_label == "openai:judge-model"
 
 
-@pytest.mark.parametrize("reply", [
-    '```json\n{"score": 0.5, "reasoning": "fenced"}\n```',
-    'Here is my verdict: {"score": 0.5, "reasoning": "stray text"} Hope it helps!',
-    '```\n{"score": 0.5, "reasoning": "bare fence"}\n```',
-])
+@pytest.mark.parametrize(
+    "reply",
+    [
+        '```json\n{"score": 0.5, "reasoning": "fenced"}\n```',
+        'Here is my verdict: {"score": 0.5, "reasoning": "stray text"} Hope it helps!',
+        '```\n{"score": 0.5, "reasoning": "bare fence"}\n```',
+    ],
+)
 def test_tolerant_parsing(openai_server, reply):
     openai_server.push_text(reply)
     assert ask().data.score == 0.5
@@ -146,8 +156,10 @@ def test_unreachable_server(settings):
 
 def test_chat_returns_tool_calls_and_usage(openai_server):
     openai_server.push_tool_calls([{"name": "search_kb", "arguments": {"query": "pto"}}], content=None)
-    result = get_llm_client().chat(messages=[{"role": "user", "content": "PTO?"}],
-                                   tools=[{"type": "function", "function": {"name": "search_kb", "parameters": {}}}])
+    result = get_llm_client().chat(
+        messages=[{"role": "user", "content": "PTO?"}],
+        tools=[{"type": "function", "function": {"name": "search_kb", "parameters": {}}}],
+    )
     assert result.tool_calls == [{"id": "call_0", "name": "search_kb", "arguments": {"query": "pto"}}]
     assert result.usage.total_tokens == 18
     assert openai_server.requests[0]["tools"][0]["function"]["name"] == "search_kb"
@@ -216,6 +228,9 @@ def test_only_this_module_imports_openai():
     import re
 
     root = pathlib.Path(__file__).resolve().parents[2] / "apps"
-    importers = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
-                       if re.search(r"^\s*(import openai|from openai)", p.read_text(), re.M))
+    importers = sorted(
+        str(p.relative_to(root))
+        for p in root.rglob("*.py")
+        if re.search(r"^\s*(import openai|from openai)", p.read_text(), re.M)
+    )
     assert importers == ["core/llm/client.py"]

@@ -19,10 +19,19 @@ def _request(accept=None, query=""):
 
 
 @pytest.mark.parametrize("renderers", [[OrjsonRenderer()], [OrjsonRenderer(), BrowsableAPIRenderer()]])
-@pytest.mark.parametrize("accept,query", [
-    (None, ""), ("*/*", ""), ("application/json", ""), ("", ""),
-    ("application/json; indent=4", ""), ("text/html", ""), ("text/html,*/*;q=0.8", ""), ("*/*", "?format=json"),
-])
+@pytest.mark.parametrize(
+    "accept,query",
+    [
+        (None, ""),
+        ("*/*", ""),
+        ("application/json", ""),
+        ("", ""),
+        ("application/json; indent=4", ""),
+        ("text/html", ""),
+        ("text/html,*/*;q=0.8", ""),
+        ("*/*", "?format=json"),
+    ],
+)
 def test_same_answer_as_drf(accept, query, renderers):
     def outcome(negotiation):
         try:

@@ -13,8 +13,9 @@ REPR = re.compile(r"0x[0-9a-f]{6,}|<function |<bound method | object at |<class 
 WRONG = [None, 1, 1.5, True, [], {}, [1, "x"], {"a": {"b": []}}, "x" * 3, "2026-13-45T99:99:99"]
 
 
-@pytest.mark.parametrize("method, path, fields", list(_json_body_operations()),
-                         ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    "method, path, fields", list(_json_body_operations()), ids=lambda value: value if isinstance(value, str) else ""
+)
 def test_wrong_types_never_answer_with_a_repr(staff_api, method, path, fields):
     bodies = [[], 5, "text", None, {}] + [{field: value} for field in sorted(fields) for value in WRONG]
     for body in bodies:

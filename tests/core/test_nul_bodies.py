@@ -9,10 +9,10 @@ from pydantic import ValidationError
 from apps.queues.api.schemas import QueueAssignIn, QueueIn, QueueItemAddIn, QueueItemReviewIn
 from apps.queues.models import QueueItem, ReviewQueue
 from apps.runs.api.schemas import ReviewIn, RunCreateIn
-from apps.runs.models import EvaluationRun, VerdictReview
+from apps.runs.models import EvaluationRun
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
 from tests.runs.conftest import plan  # noqa: F401 (a fixture)
-from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, verdict_reviews
 
 pytestmark = pytest.mark.django_db
 QUEUES = "/api/v1/queues"
@@ -28,8 +28,13 @@ def assert_nul_refused(response, field=None):
 
 
 def test_run_label_with_a_nul_is_422_and_starts_nothing(api, plan):  # noqa: F811
-    body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "rubric_id": str(PLAN_RUBRIC),
-            "judge_model": "heuristic", "label": NUL}
+    body = {
+        "agent_id": PLAN_AGENT,
+        "test_set_id": str(PLAN_TEST_SET),
+        "rubric_id": str(PLAN_RUBRIC),
+        "judge_model": "heuristic",
+        "label": NUL,
+    }
     with TestCase.captureOnCommitCallbacks(execute=True):
         response = api.post("/api/v1/runs", body, format="json")
     assert_nul_refused(response, "label")
@@ -42,7 +47,7 @@ def test_result_review_with_a_nul_is_422(staff_api, change):
     body = {"kind": "rule", "key": "USES_KB", "passed": True, **change}
     response = staff_api.post(f"/api/v1/results/{result.result_id}/reviews", body, format="json")
     assert_nul_refused(response, next(iter(change)))
-    assert not VerdictReview.objects.exists()
+    assert not verdict_reviews().exists()
 
 
 @pytest.mark.parametrize("change", [{"name": NUL}, {"description": NUL}])
@@ -65,28 +70,34 @@ def test_queue_assign_and_add_with_a_nul_are_422(staff_api):
     assert QueueItem.objects.get().assigned_to is None
 
 
-@pytest.mark.parametrize("body", [
-    {"verdicts": [{"kind": "rule", "key": "USES_KB", "passed": True}], "note": NUL},
-    {"verdicts": [{"kind": "rule", "key": NUL, "passed": True}]},
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        {"verdicts": [{"kind": "rule", "key": "USES_KB", "passed": True}], "note": NUL},
+        {"verdicts": [{"kind": "rule", "key": NUL, "passed": True}]},
+    ],
+)
 def test_queue_review_with_a_nul_is_422_and_reviews_nothing(staff_api, body):
     item = QueueItemFactory()
     response = staff_api.post(f"{QUEUES}/{item.queue_id}/items/{item.pk}/review", body, format="json")
     assert_nul_refused(response)
     item.refresh_from_db()
-    assert item.done_at is None and not VerdictReview.objects.exists()
+    assert item.done_at is None and not verdict_reviews().exists()
 
 
-@pytest.mark.parametrize("model, body", [
-    (RunCreateIn, {"agent_id": "a" * 24, "label": NUL}),
-    (ReviewIn, {"kind": "rule", "key": "k", "passed": True, "note": NUL}),
-    (QueueIn, {"name": NUL, "kind": "run_result"}),
-    (QueueIn, {"name": "n", "kind": "run_result", "description": NUL}),
-    (QueueAssignIn, {"username": NUL}),
-    (QueueItemAddIn, {"target_id": NUL}),
-    (QueueItemReviewIn, {"verdicts": [{"key": NUL}]}),
-    (QueueItemReviewIn, {"verdicts": [{"key": "k"}], "note": NUL}),
-])
+@pytest.mark.parametrize(
+    "model, body",
+    [
+        (RunCreateIn, {"agent_id": "a" * 24, "label": NUL}),
+        (ReviewIn, {"kind": "rule", "key": "k", "passed": True, "note": NUL}),
+        (QueueIn, {"name": NUL, "kind": "run_result"}),
+        (QueueIn, {"name": "n", "kind": "run_result", "description": NUL}),
+        (QueueAssignIn, {"username": NUL}),
+        (QueueItemAddIn, {"target_id": NUL}),
+        (QueueItemReviewIn, {"verdicts": [{"key": NUL}]}),
+        (QueueItemReviewIn, {"verdicts": [{"key": "k"}], "note": NUL}),
+    ],
+)
 def test_the_schemas_themselves_refuse_nul(model, body):
     """The fields use the shared storable text types, so a body validated from anywhere (not only the
     JSON parser: a form, a file import) is refused with the field named."""
@@ -121,12 +132,15 @@ def test_the_parser_net_names_the_place_like_a_schema_error(api):
     """A body field typed plain `str` would let a NUL through to the database; the JSON parser refuses
     it first, in the schema errors' shape (indexes stay numbers)."""
     api.post("/api/v1/metrics/traces", {"session_id": "s1", "user_query": "q", "agent_name": "a"}, format="json")
-    response = api.post("/api/v1/metrics/traces/s1/tool-calls", [{"tool_name": "t"}, {"tool_name": NUL}],
-                        format="json")
+    response = api.post("/api/v1/metrics/traces/s1/tool-calls", [{"tool_name": "t"}, {"tool_name": NUL}], format="json")
     assert response.status_code == 422
-    assert response.json()["detail"] == [{
-        "loc": [1, "tool_name"], "type": "value_error",
-        "msg": "Value error, contains a NUL character (\\u0000), which cannot be stored"}]
+    assert response.json()["detail"] == [
+        {
+            "loc": [1, "tool_name"],
+            "type": "value_error",
+            "msg": "Value error, contains a NUL character (\\u0000), which cannot be stored",
+        }
+    ]
 
 
 def _string_fields(schema, components, depth=0):
@@ -159,12 +173,13 @@ def _json_body_operations():
                 if parameter["in"] == "path":
                     kind = parameter["schema"].get("type"), parameter["schema"].get("format")
                     value = {("integer", None): "1", ("string", "uuid"): "00000000-0000-0000-0000-000000000001"}
-                    path = path.replace("{%s}" % parameter["name"], value.get(kind, "s1"))
+                    path = path.replace("{" + parameter["name"] + "}", value.get(kind, "s1"))
             yield method, path, _string_fields(body["schema"], components) or {"text"}
 
 
-@pytest.mark.parametrize("method, path, fields", list(_json_body_operations()),
-                         ids=lambda value: value if isinstance(value, str) else "")
+@pytest.mark.parametrize(
+    "method, path, fields", list(_json_body_operations()), ids=lambda value: value if isinstance(value, str) else ""
+)
 def test_every_json_endpoint_answers_a_nul_with_422(staff_api, method, path, fields):
     """Every operation that takes a JSON body, with a NUL in each of its string fields: never a 500.
     Ids in the path name nothing, so an endpoint that looks its object up first may answer 404."""

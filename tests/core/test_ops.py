@@ -37,8 +37,9 @@ class TestMetricsAccess:
         refused = client.get("/metrics")
         assert refused.status_code == 401 and refused["WWW-Authenticate"].startswith("Bearer")
         assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
-        assert client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}",
-                          REMOTE_ADDR="203.0.113.7").status_code == 200
+        assert (
+            client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}", REMOTE_ADDR="203.0.113.7").status_code == 200
+        )
 
     def test_allowed_networks(self, client, settings):
         settings.EVALSITE_METRICS_ALLOW = ["10.1.0.0/16"]
@@ -72,18 +73,23 @@ def test_made_up_methods_add_at_most_one_series(client):
 
 def test_request_metrics_still_count_every_request(api):
     """The after-middleware caches labelled children; each request must still move its series."""
+
     def value(name, **labels):
         return REGISTRY.get_sample_value(name, labels) or 0.0
 
     view, method = "trace-detail", "GET"
-    before = (value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
-              value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
-              value("django_http_responses_total_by_status_total", status="404"))
+    before = (
+        value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
+        value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
+        value("django_http_responses_total_by_status_total", status="404"),
+    )
     for _ in range(3):
         assert api.get("/api/v1/metrics/trace/none").status_code == 404
-    after = (value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
-             value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
-             value("django_http_responses_total_by_status_total", status="404"))
+    after = (
+        value("django_http_responses_total_by_status_view_method_total", status="404", view=view, method=method),
+        value("django_http_requests_latency_seconds_by_view_method_count", view=view, method=method),
+        value("django_http_responses_total_by_status_total", status="404"),
+    )
     assert [a - b for a, b in zip(after, before)] == [3, 3, 3]
 
 
@@ -95,7 +101,9 @@ class TestApiDocsAccess:
 
     def test_docs_page_sends_a_browser_to_log_in(self, client, admin_client):
         response = client.get("/api/docs/")
-        assert response.status_code == 302 and response["Location"].startswith("/console/login/?next=/api/docs/")  # settings.LOGIN_URL, the console's login
+        assert response.status_code == 302 and response["Location"].startswith(
+            "/console/login/?next=/api/docs/"
+        )  # settings.LOGIN_URL, the console's login
         # A logged-in reviewer reads the page, and its browser fetches the schema with the same session.
         assert admin_client.get("/api/docs/").status_code == 200
 
@@ -117,11 +125,18 @@ PRODUCTION_ENV = {
 def check_deploy(env: dict, tmp_path) -> subprocess.CompletedProcess:
     """`manage.py check --deploy` in a fresh process: settings are read from the environment once,
     at import, so only a new process sees a production environment."""
-    base = {k: v for k, v in os.environ.items()
-            if not k.startswith(("SECURE_", "SESSION_", "CSRF_", "DJANGO_SETTINGS"))}
+    base = {
+        k: v for k, v in os.environ.items() if not k.startswith(("SECURE_", "SESSION_", "CSRF_", "DJANGO_SETTINGS"))
+    }
     full = {**base, "EVALSITE_VAR_DIR": str(tmp_path), "DJANGO_SETTINGS_MODULE": "evalsite.settings", **env}
-    return subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-                          cwd=settings.BASE_DIR, env=full, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=settings.BASE_DIR,
+        env=full,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 @pytest.mark.subprocess
@@ -133,8 +148,10 @@ def test_check_deploy_is_clean_with_debug_off(tmp_path):
 
 @pytest.mark.subprocess
 def test_check_deploy_names_what_an_operator_turned_off(tmp_path):
-    result = check_deploy({**PRODUCTION_ENV, "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0",
-                           "SECURE_HSTS_SECONDS": "0"}, tmp_path)
+    result = check_deploy(
+        {**PRODUCTION_ENV, "SECURE_SSL_REDIRECT": "0", "SESSION_COOKIE_SECURE": "0", "SECURE_HSTS_SECONDS": "0"},
+        tmp_path,
+    )
     output = result.stdout + result.stderr
     assert result.returncode != 0
     assert "security.W008" in output and "security.W012" in output and "security.W004" in output

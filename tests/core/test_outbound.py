@@ -43,8 +43,16 @@ def fake_dns(monkeypatch):
     def getaddrinfo(host, port, *args, **kwargs):
         if host in answers:
             lookups.append(host)
-            return [(socket.AF_INET6 if ":" in ip else socket.AF_INET, socket.SOCK_STREAM, 6, "",
-                     (ip, port) if ":" not in ip else (ip, port, 0, 0)) for ip in answers[host]]
+            return [
+                (
+                    socket.AF_INET6 if ":" in ip else socket.AF_INET,
+                    socket.SOCK_STREAM,
+                    6,
+                    "",
+                    (ip, port) if ":" not in ip else (ip, port, 0, 0),
+                )
+                for ip in answers[host]
+            ]
         return real(host, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
@@ -63,14 +71,32 @@ def test_a_loopback_bot_is_refused_and_receives_nothing():
     assert internal.requests == []
 
 
-@pytest.mark.parametrize("url", [
-    "http://10.1.2.3/", "http://172.16.0.1/", "http://192.168.1.1/", "http://169.254.169.254/latest/meta-data/",
-    "http://[::1]/", "http://0.0.0.0/", "http://[::ffff:127.0.0.1]/", "http://[::ffff:10.0.0.1]/",
-    "http://[::ffff:169.254.169.254]/", "http://100.64.0.1/", "http://224.0.0.1/", "http://240.0.0.1/",
-    "http://255.255.255.255/", "http://[fe80::1]/", "http://[fc00::1]/", "http://[::]/",
-    "http://[64:ff9b::a9fe:a9fe]/", "http://[2002:7f00:1::]/", "http://2130706433/", "http://0x7f.1/",
-    "https://127.1/",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://10.1.2.3/",
+        "http://172.16.0.1/",
+        "http://192.168.1.1/",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://[::1]/",
+        "http://0.0.0.0/",
+        "http://[::ffff:127.0.0.1]/",
+        "http://[::ffff:10.0.0.1]/",
+        "http://[::ffff:169.254.169.254]/",
+        "http://100.64.0.1/",
+        "http://224.0.0.1/",
+        "http://240.0.0.1/",
+        "http://255.255.255.255/",
+        "http://[fe80::1]/",
+        "http://[fc00::1]/",
+        "http://[::]/",
+        "http://[64:ff9b::a9fe:a9fe]/",
+        "http://[2002:7f00:1::]/",
+        "http://2130706433/",
+        "http://0x7f.1/",
+        "https://127.1/",
+    ],
+)
 def test_internal_addresses_are_refused_without_connecting(url, no_connections):
     with pytest.raises(OutboundRefused, match="is not allowed"):
         post(url)
@@ -171,8 +197,10 @@ class _Scripted:
 
 def test_a_redirect_is_not_followed(settings):
     settings.EVALSITE_OUTBOUND_ALLOW = ["127.0.0.1"]
-    with _Scripted(200, {"Content-Type": "application/json"}, b"{}") as target, \
-            _Scripted(302, {"Location": "http://169.254.169.254/"}, b"") as redirector:
+    with (
+        _Scripted(200, {"Content-Type": "application/json"}, b"{}") as target,
+        _Scripted(302, {"Location": "http://169.254.169.254/"}, b"") as redirector,
+    ):
         redirector_hits_target = _Scripted(307, {"Location": f"{target.url}/inside"}, b"")
         with redirector_hits_target:
             response = post(redirector_hits_target.url + "/chat")
@@ -223,11 +251,23 @@ def test_an_unreachable_address_is_an_outbound_error(settings):
         post("http://127.0.0.1:9/")
 
 
-@pytest.mark.parametrize("address, public", [
-    ("8.8.8.8", True), ("2606:4700:4700::1111", True), ("127.0.0.1", False), ("10.0.0.1", False),
-    ("169.254.169.254", False), ("100.64.0.1", False), ("::ffff:8.8.8.8", True), ("::ffff:192.168.0.1", False),
-    ("ff02::1", False), ("239.1.1.1", False), ("192.0.2.1", False), ("198.18.0.1", False),
-])
+@pytest.mark.parametrize(
+    "address, public",
+    [
+        ("8.8.8.8", True),
+        ("2606:4700:4700::1111", True),
+        ("127.0.0.1", False),
+        ("10.0.0.1", False),
+        ("169.254.169.254", False),
+        ("100.64.0.1", False),
+        ("::ffff:8.8.8.8", True),
+        ("::ffff:192.168.0.1", False),
+        ("ff02::1", False),
+        ("239.1.1.1", False),
+        ("192.0.2.1", False),
+        ("198.18.0.1", False),
+    ],
+)
 def test_is_public(address, public):
     import ipaddress
 

@@ -38,14 +38,23 @@ def test_json_numbers_at_the_64_bit_edges_are_stored(api):
     assert api.get(f"/api/v1/bots/{response.json()['agent_id']}").json()["harness_context"] == edges
 
 
-@pytest.mark.parametrize("path, body", [
-    ("/api/v1/metrics/traces", {"session_id": "s1", "user_query": "q", "agent_name": "a", "metadata": {"n": 1e20}}),
-    ("/api/v1/metrics/traces/batch", None),
-])
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("/api/v1/metrics/traces", {"session_id": "s1", "user_query": "q", "agent_name": "a", "metadata": {"n": 1e20}}),
+        ("/api/v1/metrics/traces/batch", None),
+    ],
+)
 def test_trace_metadata_with_big_numbers_is_refused(api, path, body):
     if body is None:
-        item = {"session_id": "s1", "user_query": "q", "agent_name": "a", "final_response": "ok", "success": True,
-                "metadata": {"n": 100000000000000000000}}
+        item = {
+            "session_id": "s1",
+            "user_query": "q",
+            "agent_name": "a",
+            "final_response": "ok",
+            "success": True,
+            "metadata": {"n": 100000000000000000000},
+        }
         response = api.post(path, {"traces": [item]}, format="json")
         assert response.status_code == 200
         assert response.json()["rejected"][0]["index"] == 0
@@ -107,8 +116,17 @@ def test_nul_in_an_api_path_is_404(api, path):
     assert response.json()["detail"]
 
 
-@pytest.mark.parametrize("path", ["/api/v1/rubrics", "/api/v1/test-sets", "/api/v1/runs", "/api/v1/metrics/history",
-                                  "/api/v1/trace/history", "/api/v1/bots"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/api/v1/rubrics",
+        "/api/v1/test-sets",
+        "/api/v1/runs",
+        "/api/v1/metrics/history",
+        "/api/v1/trace/history",
+        "/api/v1/bots",
+    ],
+)
 @pytest.mark.parametrize("query", ["agent_id=%00", "status=a%00", "x%00=1"])
 def test_nul_in_a_query_parameter_is_422_naming_it(api, path, query):
     response = api.get(f"{path}?{query}")
@@ -138,8 +156,11 @@ def test_nul_in_an_api_form_field_is_422(api):
 
 def test_multipart_bodies_are_left_to_the_views(api):
     # The middleware must not consume a body a view reads raw: the import still answers, not a 500.
-    response = api.post("/api/v1/test-sets/import?format=csv&agent_id=64f1c0ffee0000000000a001&name=x",
-                        {"file": "type,name\n"}, format="multipart")
+    response = api.post(
+        "/api/v1/test-sets/import?format=csv&agent_id=64f1c0ffee0000000000a001&name=x",
+        {"file": "type,name\n"},
+        format="multipart",
+    )
     assert response.status_code < 500
 
 

@@ -4,8 +4,11 @@ and tokens per day are recorded where the platform makes them and shown in the a
 
 import multiprocessing
 import os
+import subprocess
+import sys
 import threading
 from datetime import date
+from pathlib import Path
 
 import pytest
 from django.test import TestCase
@@ -13,11 +16,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from apps.core.llm.quota_cache import LockedFileBasedCache
-from apps.core.models import KeyUsageDay
 from apps.core.llm.quotas import rate_hit
 from apps.core.llm.usage import key_usage_add
+from apps.core.models import KeyUsageDay
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key
-from tests.rag.helpers import PARIS, post as post_trace
+from tests.rag.helpers import PARIS
+from tests.rag.helpers import post as post_trace
 
 pytestmark = pytest.mark.django_db
 
@@ -100,6 +104,7 @@ def test_a_run_launched_with_the_llm_judge_counts(api, llm, settings):
 
 # --- the counters ---------------------------------------------------------------------------------
 
+
 def _count_in_child(directory: str, key: str, hits: int, queue) -> None:
     cache = LockedFileBasedCache(directory, {})
     queue.put([rate_hit(cache, key, 60) for _ in range(hits)])
@@ -123,6 +128,7 @@ def test_the_embedded_counter_expires_with_its_window(tmp_path):
     cache = LockedFileBasedCache(str(tmp_path), {})
     assert [rate_hit(cache, "w", 0.2) for _ in range(3)] == [1, 2, 3]
     import time
+
     time.sleep(0.3)
     assert rate_hit(cache, "w", 0.2) == 1
 
@@ -155,6 +161,7 @@ def test_the_redis_counter_is_exact_across_threads():
 
 # --- usage per key and day ------------------------------------------------------------------------
 
+
 def test_each_keys_llm_calls_and_tokens_are_recorded_per_day(default_key_api, llm):
     assert default_key_api.post(MANUAL, {**BODY, "judge": "llm"}, format="json").status_code == 200
     assert default_key_api.post(MANUAL, {**BODY, "judge": "llm"}, format="json").status_code == 200
@@ -165,7 +172,7 @@ def test_each_keys_llm_calls_and_tokens_are_recorded_per_day(default_key_api, ll
     assert calls == 4
     assert (usage.llm_calls, usage.input_tokens, usage.output_tokens) == (calls, 11 * calls, 7 * calls)
     assert usage.day == timezone.now().date()
-    assert usage.api_key.prefix == default_key_api.raw_key[:len(usage.api_key.prefix)]
+    assert usage.api_key.prefix == default_key_api.raw_key[: len(usage.api_key.prefix)]
 
 
 def test_a_parallel_batch_is_recorded_against_its_key(default_key_api, llm, settings):
@@ -174,8 +181,9 @@ def test_a_parallel_batch_is_recorded_against_its_key(default_key_api, llm, sett
     settings.EVALSITE_AGENTIC_BATCH_CONCURRENCY = 4
     for n in range(3):
         AgentTraceFactory(session_id=f"s{n}")
-    response = default_key_api.post("/api/v1/metrics/evaluate/batch",
-                                    {"session_ids": ["s0", "s1", "s2"], "judge": "llm"}, format="json")
+    response = default_key_api.post(
+        "/api/v1/metrics/evaluate/batch", {"session_ids": ["s0", "s1", "s2"], "judge": "llm"}, format="json"
+    )
     assert response.status_code == 200, response.content
     # Judged in a thread pool, away from the request's own thread: still this key's.
     assert KeyUsageDay.objects.get().llm_calls == 9 == len(llm.chat_requests)
@@ -192,6 +200,7 @@ def test_concurrent_additions_are_all_counted(on_postgres, transactional_db):
 
     def add():
         from django.db import connection
+
         try:
             for _ in range(20):
                 key_usage_add(api_key_id=key.pk, day=today, llm_calls=1, input_tokens=10, output_tokens=2)
@@ -233,38 +242,49 @@ def test_the_admin_lists_usage_read_only_and_filters_by_day_and_key(client):
 
 # --- judge models ---------------------------------------------------------------------------------
 
+
 def test_an_evaluation_rule_may_only_name_an_allowed_model(staff_api, llm, settings):
     settings.EVALSITE_JUDGE_MODELS = ["llama3.1:8b"]
     body = {"name": "r", "agent_name": "OrchestratorAgent", "source": "rest", "sample_rate": 0.25}
     refused = staff_api.post("/api/v1/evaluation-rules", {**body, "judge": "gpt-4o"}, format="json")
     assert refused.status_code == 422 and "judge-model, llama3.1:8b" in refused.json()["detail"]
-    assert staff_api.post("/api/v1/evaluation-rules", {**body, "judge": "llama3.1:8b"}, format="json").status_code == 201
+    assert (
+        staff_api.post("/api/v1/evaluation-rules", {**body, "judge": "llama3.1:8b"}, format="json").status_code == 201
+    )
 
 
 # --- settings -------------------------------------------------------------------------------------
 
-def _settings(tmp_path, **env) -> "subprocess.CompletedProcess":
-    import subprocess
-    import sys
-    from pathlib import Path
+
+def _settings(tmp_path, **env) -> subprocess.CompletedProcess:
 
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("EVALSITE_", "DJANGO_SETTINGS"))}
     clean.update({"EVALSITE_VAR_DIR": str(tmp_path), "SECRET_KEY": "x", **env})
-    code = ("import evalsite.settings as s; q = s.CACHES['quotas']; "
-            "print(q['BACKEND'], q['LOCATION'], s.EVALSITE_LLM_RATE, s.EVALSITE_MAX_RUN_ATTEMPTS, "
-            "s.EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST, s.EVALSITE_JUDGE_MODELS)")
-    return subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=clean,
-                          capture_output=True, text=True)
+    code = (
+        "import evalsite.settings as s; q = s.CACHES['quotas']; "
+        "print(q['BACKEND'], q['LOCATION'], s.EVALSITE_LLM_RATE, s.EVALSITE_MAX_RUN_ATTEMPTS, "
+        "s.EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST, s.EVALSITE_JUDGE_MODELS)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=clean, capture_output=True, text=True
+    )
 
 
 @pytest.mark.subprocess
 def test_the_defaults_and_a_redis_store(tmp_path):
     default = _settings(tmp_path)
     assert default.returncode == 0, default.stderr
-    assert default.stdout.split() == ["apps.core.llm.quota_cache.LockedFileBasedCache", str(tmp_path / "cache" / "quotas"),
-                                      "60/min", "20000", "100", "[]"]
-    redis = _settings(tmp_path, EVALSITE_RATE_LIMIT_CACHE_URL="redis://127.0.0.1:6379/4",
-                      EVALSITE_JUDGE_MODELS="gpt-4o, llama3.1:8b")
+    assert default.stdout.split() == [
+        "apps.core.llm.quota_cache.LockedFileBasedCache",
+        str(tmp_path / "cache" / "quotas"),
+        "60/min",
+        "20000",
+        "100",
+        "[]",
+    ]
+    redis = _settings(
+        tmp_path, EVALSITE_RATE_LIMIT_CACHE_URL="redis://127.0.0.1:6379/4", EVALSITE_JUDGE_MODELS="gpt-4o, llama3.1:8b"
+    )
     assert redis.stdout.split()[:2] == ["django.core.cache.backends.redis.RedisCache", "redis://127.0.0.1:6379/4"]
     assert redis.stdout.rstrip().endswith("['gpt-4o', 'llama3.1:8b']")
 
@@ -280,8 +300,18 @@ def test_the_schema_documents_429_where_requests_spend_llm_tokens():
     from drf_spectacular.generators import SchemaGenerator
 
     paths = SchemaGenerator().get_schema(request=None, public=True)["paths"]
-    limited = {(path, method) for path, item in paths.items() for method, operation in item.items()
-               if isinstance(operation, dict) and "429" in operation.get("responses", {})}
-    assert limited == {("/api/v1/metrics/evaluate/session", "post"), ("/api/v1/metrics/evaluate/manual", "post"),
-                       ("/api/v1/metrics/evaluate/batch", "post"), ("/api/v1/trace", "post"), ("/trace", "post"),
-                       ("/api/v1/metrics-query", "post"), ("/api/v1/runs", "post")}
+    limited = {
+        (path, method)
+        for path, item in paths.items()
+        for method, operation in item.items()
+        if isinstance(operation, dict) and "429" in operation.get("responses", {})
+    }
+    assert limited == {
+        ("/api/v1/metrics/evaluate/session", "post"),
+        ("/api/v1/metrics/evaluate/manual", "post"),
+        ("/api/v1/metrics/evaluate/batch", "post"),
+        ("/api/v1/trace", "post"),
+        ("/trace", "post"),
+        ("/api/v1/metrics-query", "post"),
+        ("/api/v1/runs", "post"),
+    }

@@ -15,8 +15,9 @@ def nested(depth: int) -> dict:
     return value
 
 
-@pytest.mark.parametrize("value", [{"n": 10**20, "m": -(10**20)}, nested(100), nested(300)],
-                         ids=["big int", "100 deep", "300 deep"])
+@pytest.mark.parametrize(
+    "value", [{"n": 10**20, "m": -(10**20)}, nested(100), nested(300)], ids=["big int", "100 deep", "300 deep"]
+)
 def test_values_orjson_refuses_render_exactly(value):
     data = {"value": value, "at": datetime(2026, 11, 25, 12, 0, tzinfo=UTC)}
     rendered = OrjsonRenderer().render(data)

@@ -23,12 +23,12 @@ from pydantic import BaseModel
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
-from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
 from apps.core.api.renderers import OrjsonRenderer
+from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
 from apps.rubrics.models import RubricVersion
+from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 from tests.rubrics.factories import rubric_body
 from tests.testsets.factories import make_test_set_payload
-from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 
 METHODS = ("get", "post", "put", "patch", "delete")
 # RFC 3339 as OpenAPI's date-time means it ("T", seconds, an offset or Z); jsonschema checks the
@@ -68,13 +68,24 @@ class Walk:
             template: re.compile("^" + re.sub(r"\\\{[^/]+?\\\}", "[^/]+", re.escape(template)) + "$")
             for template in document["paths"]
         }
-        self.operations = {(method, template) for template, item in document["paths"].items()
-                           for method in item if method in METHODS}
+        self.operations = {
+            (method, template) for template, item in document["paths"].items() for method in item if method in METHODS
+        }
         self.exercised: set[tuple[str, str]] = set()
         self.failures: list[str] = []
 
-    def __call__(self, client, method: str, path: str, expect: int, *, body=None, raw: bytes | None = None,
-                 content_type: str | None = None, **extra):
+    def __call__(
+        self,
+        client,
+        method: str,
+        path: str,
+        expect: int,
+        *,
+        body=None,
+        raw: bytes | None = None,
+        content_type: str | None = None,
+        **extra,
+    ):
         if raw is not None:
             response = getattr(client, method)(path, raw, content_type=content_type, **extra)
         elif body is not None:
@@ -91,8 +102,11 @@ class Walk:
     def check(self, method: str, path: str, response, content: bytes) -> None:
         where = f"{method.upper()} {path} → {response.status_code}"
         bare = path.split("?", 1)[0]
-        matches = [template for template, pattern in self.templates.items()
-                   if pattern.match(bare) and method in self.document["paths"][template]]
+        matches = [
+            template
+            for template, pattern in self.templates.items()
+            if pattern.match(bare) and method in self.document["paths"][template]
+        ]
         # A literal path ("/test-sets/import") wins over a template that also matches it.
         matches.sort(key=lambda t: t.count("{"))
         if not matches:
@@ -117,42 +131,68 @@ class Walk:
         schema = {**_strict(media[content_type]["schema"]), "components": self.components}
         validator = jsonschema.Draft202012Validator(schema, format_checker=FORMATS)
         for error in sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path)):
-            self.failures.append(f"{where}: at {'/'.join(map(str, error.absolute_path)) or '(body)'}: "
-                                 f"{error.message[:300]}")
+            self.failures.append(
+                f"{where}: at {'/'.join(map(str, error.absolute_path)) or '(body)'}: {error.message[:300]}"
+            )
 
 
 @pytest.fixture
 def prometheus_backend(settings):
     """A canned Prometheus API (a real local HTTP server) with two series, as PROMETHEUS_URL."""
     now = time.time()
-    fake = FakeGrafana(canned=canned_prometheus(
-        {"process_cpu_seconds_total": {"type": "counter", "help": "CPU time", "unit": ""}},
-        [{"metric": {"job": "a"}, "values": [[now - 60, "1"], [now - 30, "3"]]},
-         {"metric": {"job": "b"}, "values": [[now - 60, "2"]]}]))
+    fake = FakeGrafana(
+        canned=canned_prometheus(
+            {"process_cpu_seconds_total": {"type": "counter", "help": "CPU time", "unit": ""}},
+            [
+                {"metric": {"job": "a"}, "values": [[now - 60, "1"], [now - 30, "3"]]},
+                {"metric": {"job": "b"}, "values": [[now - 60, "2"]]},
+            ],
+        )
+    )
     settings.PROMETHEUS_URL = fake.url
     yield fake
     fake.close()
 
 
 PARIS = {
-    "tests": ["answer_accuracy", "context_recall", "context_precision", "faithfulness", "answer_relevancy",
-              "context_utilisation"],
+    "tests": [
+        "answer_accuracy",
+        "context_recall",
+        "context_precision",
+        "faithfulness",
+        "answer_relevancy",
+        "context_utilisation",
+    ],
     "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."},
-                 {"id": "ctx2", "text": "Lyon is in France."}],
+    "contexts": [
+        {"id": "ctx1", "text": "Paris is the capital of France."},
+        {"id": "ctx2", "text": "Lyon is in France."},
+    ],
     "answer": "Paris",
     "ground_truth": "Paris",
     "relevant_context_ids": ["ctx1"],
 }
 
 BOT = {
-    "name": "Schema bot", "organization_id": "org1", "organization_name": "Org", "system_prompt": "Be brief.",
+    "name": "Schema bot",
+    "organization_id": "org1",
+    "organization_name": "Org",
+    "system_prompt": "Be brief.",
     "llm_config": {"provider": "demo", "model": "demo-1", "parameters": {"temperature": 0}},
-    "harness_context": {"locale": "en"}, "adapter": "demo",
-    "tools": [{"name": "Search", "tool_name": "search_kb", "type": "function", "description": "Searches"},
-              {"name": "Handoff", "tool_name": "live_handoff", "type": "function"}],
-    "knowledge_bases": [{"name": "Handbook", "documents": [
-        {"title": "PTO", "text": "Employees accrue 15 days of PTO per year. Up to 5 days carry over."}]}],
+    "harness_context": {"locale": "en"},
+    "adapter": "demo",
+    "tools": [
+        {"name": "Search", "tool_name": "search_kb", "type": "function", "description": "Searches"},
+        {"name": "Handoff", "tool_name": "live_handoff", "type": "function"},
+    ],
+    "knowledge_bases": [
+        {
+            "name": "Handbook",
+            "documents": [
+                {"title": "PTO", "text": "Employees accrue 15 days of PTO per year. Up to 5 days carry over."}
+            ],
+        }
+    ],
 }
 
 
@@ -167,8 +207,9 @@ def walk(api) -> Walk:
     return Walk(json.loads(raw_document.content))
 
 
-def test_every_operation_answers_what_the_document_declares(walk, api, staff_api, prometheus_backend,
-                                                            django_capture_on_commit_callbacks):
+def test_every_operation_answers_what_the_document_declares(
+    walk, api, staff_api, prometheus_backend, django_capture_on_commit_callbacks
+):
     v1 = "/api/v1"
 
     # Bots.
@@ -187,8 +228,13 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     rubric_id = rubric["rubric_id"]
     walk(api, "get", f"{v1}/rubrics?agent_id={agent_id}", 200)
     walk(api, "get", f"{v1}/rubrics/{rubric_id}", 200)
-    walk(api, "put", f"{v1}/rubrics/{rubric_id}", 200,
-         body={**rubric_body(agent_id, name="Support rubric, second"), "version": 1, "changelog": "renamed"})
+    walk(
+        api,
+        "put",
+        f"{v1}/rubrics/{rubric_id}",
+        200,
+        body={**rubric_body(agent_id, name="Support rubric, second"), "version": 1, "changelog": "renamed"},
+    )
     walk(api, "put", f"{v1}/rubrics/{rubric_id}", 409, body={**rubric_body(agent_id, name="Stale"), "version": 1})
     walk(api, "get", f"{v1}/rubrics/{rubric_id}/versions", 200)
     walk(api, "get", f"{v1}/rubrics/{rubric_id}/versions/1", 200)
@@ -198,8 +244,13 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     test_set_id = test_set["test_set_id"]
     walk(api, "get", f"{v1}/test-sets?agent_id={agent_id}", 200)
     walk(api, "get", f"{v1}/test-sets/{test_set_id}", 200)
-    walk(api, "put", f"{v1}/test-sets/{test_set_id}", 200,
-         body={**make_test_set_payload(agent_id, name="Support test set, second"), "version": 1})
+    walk(
+        api,
+        "put",
+        f"{v1}/test-sets/{test_set_id}",
+        200,
+        body={**make_test_set_payload(agent_id, name="Support test set, second"), "version": 1},
+    )
     walk(api, "get", f"{v1}/test-sets/{test_set_id}/versions", 200)
     walk(api, "get", f"{v1}/test-sets/{test_set_id}/versions/2", 200)
     exported = walk(api, "get", f"{v1}/test-sets/{test_set_id}/export?format=json", 200)
@@ -207,12 +258,21 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     csv_file = walk(api, "get", f"{v1}/test-sets/{test_set_id}/export?format=csv", 200)
     walk(api, "get", f"{v1}/test-sets/{test_set_id}/export?version=x", 422)
     walk(api, "post", f"{v1}/test-sets/{test_set_id}/import?format=csv", 200, raw=csv_file, content_type="text/csv")
-    imported = walk(api, "post", f"{v1}/test-sets/import?format=json", 201,
-                    raw=json.dumps({**exported, "name": "Imported"}).encode(), content_type="application/json")
+    imported = walk(
+        api,
+        "post",
+        f"{v1}/test-sets/import?format=json",
+        201,
+        raw=json.dumps({**exported, "name": "Imported"}).encode(),
+        content_type="application/json",
+    )
 
     # Question sets.
-    questions = {"name": "Questions", "agent_id": agent_id,
-                 "questions": [{"question": "How much PTO carries over?", "expected_answer": "5 days"}]}
+    questions = {
+        "name": "Questions",
+        "agent_id": agent_id,
+        "questions": [{"question": "How much PTO carries over?", "expected_answer": "5 days"}],
+    }
     dataset = walk(api, "post", f"{v1}/datasets", 201, body=questions)
     dataset_id = dataset["dataset_id"]
     walk(api, "get", f"{v1}/datasets", 200)
@@ -221,24 +281,54 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
 
     # Traces (seed 000): start (then its idempotent retry), intent, tool calls, complete, batch.
     traces = f"{v1}/metrics/traces"
-    start = {"session_id": "s-1", "user_query": "How many PTO days do I get?", "agent_name": "hr-bot",
-             "metadata": {"channel": "chat"}}
+    start = {
+        "session_id": "s-1",
+        "user_query": "How many PTO days do I get?",
+        "agent_name": "hr-bot",
+        "metadata": {"channel": "chat"},
+    }
     walk(api, "post", traces, 201, body=start)
     walk(api, "post", traces, 200, body=start)
-    walk(api, "post", f"{traces}/s-1/intent", 200,
-         body={"intent": "pto_lookup", "resource_type": "policy", "operation": "read"})
-    call = {"tool_name": "search_kb", "tool_args": {"q": "pto"}, "tool_result": {"hits": 1}, "duration_ms": 12.5,
-            "call_id": "c-1", "timestamp": "2026-01-08T10:29:58Z"}
+    walk(
+        api,
+        "post",
+        f"{traces}/s-1/intent",
+        200,
+        body={"intent": "pto_lookup", "resource_type": "policy", "operation": "read"},
+    )
+    call = {
+        "tool_name": "search_kb",
+        "tool_args": {"q": "pto"},
+        "tool_result": {"hits": 1},
+        "duration_ms": 12.5,
+        "call_id": "c-1",
+        "timestamp": "2026-01-08T10:29:58Z",
+    }
     walk(api, "post", f"{traces}/s-1/tool-calls", 201, body=call)
     walk(api, "post", f"{traces}/s-1/tool-calls", 200, body=[call])
     walk(api, "post", f"{traces}/s-1/complete", 200, body={"final_response": "15 days a year.", "success": True})
     walk(api, "post", f"{traces}/s-1/complete", 409, body={"final_response": "Other.", "success": False})
-    walk(api, "post", f"{traces}/batch", 200, body={"traces": [
-        {"session_id": "s-2", "user_query": "Reset my password", "agent_name": "it-bot", "intent_detected": "reset",
-         "tool_calls": [{"tool_name": "reset_password", "tool_args": {"user": "u1"}}],
-         "final_response": "Done.", "success": True, "start_time": "2026-01-08T10:29:55Z"},
-        {"session_id": "s-3", "agent_name": "it-bot"},
-    ]})
+    walk(
+        api,
+        "post",
+        f"{traces}/batch",
+        200,
+        body={
+            "traces": [
+                {
+                    "session_id": "s-2",
+                    "user_query": "Reset my password",
+                    "agent_name": "it-bot",
+                    "intent_detected": "reset",
+                    "tool_calls": [{"tool_name": "reset_password", "tool_args": {"user": "u1"}}],
+                    "final_response": "Done.",
+                    "success": True,
+                    "start_time": "2026-01-08T10:29:55Z",
+                },
+                {"session_id": "s-3", "agent_name": "it-bot"},
+            ]
+        },
+    )
     walk(api, "get", f"{v1}/metrics/trace/s-1", 200)
     walk(api, "get", f"{v1}/metrics/trace/nothing-here", 404)
     walk(api, "get", f"{v1}/metrics/trace/s-1/tool-calls?limit=1", 200)
@@ -254,9 +344,18 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     metrics = f"{v1}/metrics"
     walk(api, "post", f"{metrics}/evaluate/session", 200, body={"session_id": "s-1"})
     walk(api, "post", f"{metrics}/evaluate/session", 422, body={"session_id": ""})
-    walk(api, "post", f"{metrics}/evaluate/manual", 200, body={
-        "user_query": "How many PTO days?", "agent_response": "15 days.", "detected_intent": "pto_lookup",
-        "tool_calls": [{"tool_name": "search_kb", "tool_args": {"q": "pto"}, "tool_result": "15 days"}]})
+    walk(
+        api,
+        "post",
+        f"{metrics}/evaluate/manual",
+        200,
+        body={
+            "user_query": "How many PTO days?",
+            "agent_response": "15 days.",
+            "detected_intent": "pto_lookup",
+            "tool_calls": [{"tool_name": "search_kb", "tool_args": {"q": "pto"}, "tool_result": "15 days"}],
+        },
+    )
     walk(api, "post", f"{metrics}/evaluate/batch", 200, body={"session_ids": ["s-1", "s-2", "missing"]})
     walk(api, "get", f"{metrics}/summary", 200)
     walk(api, "get", f"{metrics}/history?limit=2", 200)
@@ -271,8 +370,13 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
 
     # Online evaluation rules: staff writes, anyone with read reads; a backfill answers a count.
     rules = f"{v1}/evaluation-rules"
-    rule = walk(staff_api, "post", rules, 201, body={"name": "nightly", "agent_name": "it-bot", "sample_rate": 0.5,
-                                                     "judge": "heuristic"})
+    rule = walk(
+        staff_api,
+        "post",
+        rules,
+        201,
+        body={"name": "nightly", "agent_name": "it-bot", "sample_rate": 0.5, "judge": "heuristic"},
+    )
     walk(staff_api, "post", rules, 409, body={"name": "nightly"})
     walk(staff_api, "post", rules, 422, body={"name": "bad rate", "sample_rate": 2})
     walk(api, "post", rules, 403, body={"name": "not staff"})
@@ -282,8 +386,13 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     walk(staff_api, "put", f"{rules}/{rule['id']}", 200, body={"name": "nightly", "sample_rate": 1.0, "enabled": True})
     with django_capture_on_commit_callbacks(execute=True):
         walk(staff_api, "post", f"{rules}/{rule['id']}/backfill", 200, body={"since": "2020-01-01T00:00:00Z"})
-    walk(staff_api, "post", f"{rules}/{rule['id']}/backfill", 422,
-         body={"since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"})
+    walk(
+        staff_api,
+        "post",
+        f"{rules}/{rule['id']}/backfill",
+        422,
+        body={"since": "2030-01-01T00:00:00Z", "until": "2020-01-01T00:00:00Z"},
+    )
     paused = walk(staff_api, "post", rules, 201, body={"name": "paused", "enabled": False})
     walk(staff_api, "post", f"{rules}/{paused['id']}/backfill", 409, body={"since": "2020-01-01T00:00:00Z"})
     walk(staff_api, "delete", f"{rules}/{paused['id']}", 204)
@@ -302,9 +411,19 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     # Runs: one executed through the engine (tasks run in-process once the transaction commits),
     # then its results, a human review, and a second run that is cancelled before it starts.
     with django_capture_on_commit_callbacks(execute=True):
-        run = walk(api, "post", f"{v1}/runs", 201, body={"agent_id": agent_id, "test_set_id": test_set_id,
-                                                         "rubric_id": rubric_id, "judge_model": "heuristic",
-                                                         "label": "schema walk"})
+        run = walk(
+            api,
+            "post",
+            f"{v1}/runs",
+            201,
+            body={
+                "agent_id": agent_id,
+                "test_set_id": test_set_id,
+                "rubric_id": rubric_id,
+                "judge_model": "heuristic",
+                "label": "schema walk",
+            },
+        )
     run_id = run["run_id"]
     assert run["label"] == "schema walk" and run["bot_snapshot"]["documents"], "label and bot snapshot answered"
     walk(api, "get", f"{v1}/runs?agent_id={agent_id}", 200)
@@ -318,8 +437,13 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
     walk(api, "get", f"{v1}/runs/{run_id}/results?limit=0", 422)
     result_id = results[0]["result_id"]
     verdict = results[0]["criteria_scores"][0]["criterion"]
-    walk(api, "post", f"{v1}/results/{result_id}/reviews", 201,
-         body={"kind": "criterion", "key": verdict, "passed": False, "note": "too vague"})
+    walk(
+        api,
+        "post",
+        f"{v1}/results/{result_id}/reviews",
+        201,
+        body={"kind": "criterion", "key": verdict, "passed": False, "note": "too vague"},
+    )
     walk(api, "get", f"{v1}/results/{result_id}/reviews", 200)
     walk(api, "get", f"{v1}/results/{result_id}", 200)
     walk(api, "post", f"{v1}/runs/{run_id}/cancel", 409)
@@ -331,21 +455,36 @@ def test_every_operation_answers_what_the_document_declares(walk, api, staff_api
 
     # Review queues: anyone with read reads, staff with configure writes.
     queues = f"{v1}/queues"
-    queue = walk(staff_api, "post", queues, 201, body={"name": "Schema queue", "kind": "run_result",
-                                                       "include_unassessed": True, "sample_percent": 100})
+    queue = walk(
+        staff_api,
+        "post",
+        queues,
+        201,
+        body={"name": "Schema queue", "kind": "run_result", "include_unassessed": True, "sample_percent": 100},
+    )
     walk(staff_api, "post", queues, 409, body={"name": "Schema queue", "kind": "run_result"})
     walk(api, "post", queues, 403, body={"name": "not staff", "kind": "run_result"})
     walk(api, "get", queues, 200)
     walk(api, "get", f"{queues}/{queue['id']}", 200)
-    walk(staff_api, "put", f"{queues}/{queue['id']}", 200, body={"name": "Schema queue", "kind": "run_result",
-                                                                 "sample_percent": 100})
+    walk(
+        staff_api,
+        "put",
+        f"{queues}/{queue['id']}",
+        200,
+        body={"name": "Schema queue", "kind": "run_result", "sample_percent": 100},
+    )
     walk(staff_api, "post", f"{queues}/{queue['id']}/fill", 200)
     walk(staff_api, "post", f"{queues}/{queue['id']}/items", 200, body={"target_id": result_id})
     item = walk(api, "get", f"{queues}/{queue['id']}/items?state=left", 200)["results"][0]
     walk(staff_api, "post", f"{queues}/{queue['id']}/items/{item['id']}/assign", 200, body={"username": "staff-user"})
     walk(staff_api, "post", f"{queues}/{queue['id']}/items/{item['id']}/claim", 200)
-    walk(staff_api, "post", f"{queues}/{queue['id']}/items/{item['id']}/review", 200,
-         body={"verdicts": [{"kind": "criterion", "key": verdict, "passed": True}], "note": "fine"})
+    walk(
+        staff_api,
+        "post",
+        f"{queues}/{queue['id']}/items/{item['id']}/review",
+        200,
+        body={"verdicts": [{"kind": "criterion", "key": verdict, "passed": True}], "note": "fine"},
+    )
     hand = walk(staff_api, "post", queues, 201, body={"name": "By hand", "kind": "run_result"})
     walk(staff_api, "post", f"{queues}/{hand['id']}/items", 201, body={"target_id": result_id})
     walk(staff_api, "delete", f"{queues}/{hand['id']}", 204)
@@ -375,14 +514,22 @@ def test_llm_judged_answers_match_the_document(walk, api, openai_server, django_
     rubric_id = walk(api, "post", f"{v1}/rubrics", 201, body=rubric_body(agent_id))["rubric_id"]
     test_set_id = walk(api, "post", f"{v1}/test-sets", 201, body=make_test_set_payload(agent_id))["test_set_id"]
     with django_capture_on_commit_callbacks(execute=True):
-        run = walk(api, "post", f"{v1}/runs", 201,
-                   body={"agent_id": agent_id, "test_set_id": test_set_id, "rubric_id": rubric_id})
+        run = walk(
+            api,
+            "post",
+            f"{v1}/runs",
+            201,
+            body={"agent_id": agent_id, "test_set_id": test_set_id, "rubric_id": rubric_id},
+        )
     assert walk(api, "get", f"{v1}/runs/{run['run_id']}", 200)["judge"] == "openai:judge-model"
     results = walk(api, "get", f"{v1}/runs/{run['run_id']}/results", 200)
     assert any("usage" in verdict for result in results for verdict in result["criteria_scores"] or [])
     walk(api, "get", f"{v1}/results/{results[0]['result_id']}", 200)
-    assert all(verdict["fingerprint"]["model"] == "judge-model" for verdict in results[0]["criteria_scores"]
-               if verdict["kind"] == "success_criterion")
+    assert all(
+        verdict["fingerprint"]["model"] == "judge-model"
+        for verdict in results[0]["criteria_scores"]
+        if verdict["kind"] == "success_criterion"
+    )
     walk(api, "get", f"{v1}/runs/{run['run_id']}/compare/{run['run_id']}", 200)
     walk(api, "post", f"{v1}/metrics/evaluate/manual", 200, body={"user_query": "PTO?", "agent_response": "15 days."})
     assert not walk.failures, "answers that differ from the document:\n" + "\n".join(walk.failures)
@@ -436,8 +583,9 @@ class _Answer(BaseModel):
 
 
 def test_respond_sends_the_models_fields_only():
-    response = respond(_Answer, {"name": "x", "values": {"n": 1}, "secret": "never sent"}, status=201,
-                       headers={"ETag": '"v1"'})
+    response = respond(
+        _Answer, {"name": "x", "values": {"n": 1}, "secret": "never sent"}, status=201, headers={"ETag": '"v1"'}
+    )
     assert (response.status_code, response["ETag"]) == (201, '"v1"')
     # count is left out, not sent as null; the undeclared key is dropped.
     assert json.loads(OrjsonRenderer().render(response.data)) == {"name": "x", "values": {"n": 1}}
@@ -474,8 +622,9 @@ def test_out_schemas_read_rows_with_what_the_answer_adds():
 
     trace = AgentTraceFactory(tool_calls=[{"tool_name": "search"}, {"tool_name": "fetch"}])
     calls = list(trace.tool_calls.order_by("seq"))
-    answer = respond(ToolCallPageOut, with_attributes(trace, tool_calls=calls, tool_calls_total=9,
-                                                      tool_calls_next=None)).data
+    answer = respond(
+        ToolCallPageOut, with_attributes(trace, tool_calls=calls, tool_calls_total=9, tool_calls_next=None)
+    ).data
     assert (answer["session_id"], answer["tool_calls_total"]) == (trace.session_id, 9)
     assert [c["seq"] for c in answer["tool_calls"]] == [c.seq for c in calls]
     # The added values live on the wrapper only: the row (perhaps cached, shared) never carries them.
@@ -495,19 +644,35 @@ PARAMETERS_BEFORE_QUERY_MODELS = {
     "GET /api/v1/datasets": [("query", "agent_id")],
     "GET /api/v1/ingestion/ledger": [("query", "since"), ("query", "source"), ("query", "until")],
     "GET /api/v1/metrics/export": [("query", "download"), ("query", "format")],
-    "GET /api/v1/metrics/history": [("query", "agent_name"), ("query", "limit"), ("query", "min_score"), ("query", "offset"), ("query", "operation")],
+    "GET /api/v1/metrics/history": [
+        ("query", "agent_name"),
+        ("query", "limit"),
+        ("query", "min_score"),
+        ("query", "offset"),
+        ("query", "operation"),
+    ],
     "GET /api/v1/metrics/trace/{session_id}/tool-calls": [("query", "after"), ("query", "limit")],
     "GET /api/v1/queues/{queue_id}/items": [("query", "limit"), ("query", "offset"), ("query", "state")],
     "GET /api/v1/rubrics": [("query", "agent_id")],
     "GET /api/v1/runs": [("query", "agent_id"), ("query", "limit"), ("query", "status")],
     "GET /api/v1/runs/{run_id}/compare/{other_run_id}": [("query", "limit")],
     "GET /api/v1/runs/{run_id}/items": [("query", "flaky"), ("query", "limit"), ("query", "offset")],
-    "GET /api/v1/runs/{run_id}/results": [("query", "item_type"), ("query", "limit"), ("query", "offset"), ("query", "passed")],
+    "GET /api/v1/runs/{run_id}/results": [
+        ("query", "item_type"),
+        ("query", "limit"),
+        ("query", "offset"),
+        ("query", "passed"),
+    ],
     "GET /api/v1/test-sets": [("query", "agent_id")],
     "GET /api/v1/test-sets/{test_set_id}/export": [("query", "format"), ("query", "version")],
     "GET /api/v1/trace/history": [("query", "limit"), ("query", "offset"), ("query", "outcome"), ("query", "test")],
     "POST /api/v1/metrics/traces/{session_id}/tool-calls": [("header", "Idempotency-Key")],
-    "POST /api/v1/test-sets/import": [("query", "agent_id"), ("query", "description"), ("query", "format"), ("query", "name")],
+    "POST /api/v1/test-sets/import": [
+        ("query", "agent_id"),
+        ("query", "description"),
+        ("query", "format"),
+        ("query", "name"),
+    ],
     "POST /api/v1/test-sets/{test_set_id}/import": [("query", "format")],
     "POST /api/v1/trace": [("query", "partial")],
     "POST /trace": [("query", "partial")],

@@ -44,14 +44,26 @@ def running(pid: int) -> bool:
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to follow the servers")
 def test_ctrl_c_stops_the_script_and_both_servers_within_10_seconds(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items()
-           if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SECRET_KEY",
-                        "CELERY_TASK_ALWAYS_EAGER", "EVALSITE_BASE_URL"}}
-    env.update(PORT=str(port), EVALSITE_VAR_DIR=str(tmp_path / "var"), DEBUG="1", GUNICORN_WORKERS="2",
-               CELERY_CONCURRENCY="1")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in {
+            "DATABASE_URL",
+            "CELERY_BROKER_URL",
+            "DJANGO_SETTINGS_MODULE",
+            "SECRET_KEY",
+            "CELERY_TASK_ALWAYS_EAGER",
+            "EVALSITE_BASE_URL",
+        }
+    }
+    env.update(
+        PORT=str(port), EVALSITE_VAR_DIR=str(tmp_path / "var"), DEBUG="1", GUNICORN_WORKERS="2", CELERY_CONCURRENCY="1"
+    )
     log = (tmp_path / "run-local.log").open("w")
-    script = subprocess.Popen(["bin/run-local"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+    script = subprocess.Popen(
+        ["bin/run-local"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:

@@ -19,15 +19,23 @@ from tests.testsets.factories import SuiteFactory
 METHODS = {"get", "post", "put", "patch", "delete"}
 # Operations whose services refuse a write that conflicts with the stored state.
 CONFLICTS = {
-    ("post", "/api/v1/metrics/traces"), ("post", "/api/v1/metrics/traces/{session_id}/intent"),
-    ("post", "/api/v1/metrics/traces/{session_id}/tool-calls"), ("post", "/api/v1/metrics/traces/{session_id}/complete"),
-    ("post", "/api/v1/bots"), ("put", "/api/v1/bots/{agent_id}"), ("delete", "/api/v1/bots/{agent_id}"),
-    ("put", "/api/v1/rubrics/{rubric_id}"), ("put", "/api/v1/test-sets/{test_set_id}"),
-    ("post", "/api/v1/test-sets/{test_set_id}/import"), ("post", "/api/v1/runs/{run_id}/cancel"),
+    ("post", "/api/v1/metrics/traces"),
+    ("post", "/api/v1/metrics/traces/{session_id}/intent"),
+    ("post", "/api/v1/metrics/traces/{session_id}/tool-calls"),
+    ("post", "/api/v1/metrics/traces/{session_id}/complete"),
+    ("post", "/api/v1/bots"),
+    ("put", "/api/v1/bots/{agent_id}"),
+    ("delete", "/api/v1/bots/{agent_id}"),
+    ("put", "/api/v1/rubrics/{rubric_id}"),
+    ("put", "/api/v1/test-sets/{test_set_id}"),
+    ("post", "/api/v1/test-sets/{test_set_id}/import"),
+    ("post", "/api/v1/runs/{run_id}/cancel"),
     ("post", "/api/v1/results/{result_id}/reviews"),
-    ("post", "/api/v1/evaluation-rules"), ("put", "/api/v1/evaluation-rules/{rule_id}"),
+    ("post", "/api/v1/evaluation-rules"),
+    ("put", "/api/v1/evaluation-rules/{rule_id}"),
     ("post", "/api/v1/evaluation-rules/{rule_id}/backfill"),
-    ("post", "/api/v1/queues"), ("put", "/api/v1/queues/{queue_id}"),
+    ("post", "/api/v1/queues"),
+    ("put", "/api/v1/queues/{queue_id}"),
     ("post", "/api/v1/queues/{queue_id}/items/{item_id}/claim"),
 }
 
@@ -47,7 +55,8 @@ def operations(schema):
 def validate(instance, schema, component: str) -> None:
     # The components travel with the schema so that its "#/components/..." references resolve.
     jsonschema.Draft202012Validator(
-        {"$ref": f"#/components/schemas/{component}", "components": schema["components"]}).validate(instance)
+        {"$ref": f"#/components/schemas/{component}", "components": schema["components"]}
+    ).validate(instance)
 
 
 def error_schema(schema, operation, code) -> str:
@@ -56,8 +65,9 @@ def error_schema(schema, operation, code) -> str:
 
 def test_schema_validates_without_warnings(tmp_path):
     # --fail-on-warn turns any view drf-spectacular cannot describe into a failure.
-    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"),
-                 stdout=io.StringIO())
+    call_command(
+        "spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"), stdout=io.StringIO()
+    )
 
 
 def test_every_operation_documents_auth_errors(schema):
@@ -97,8 +107,10 @@ def test_conflicting_writes_document_409(schema):
 
 
 def test_validation_error_schema_accepts_both_shapes(schema):
-    for body in ({"detail": "version must be a whole number"},
-                 {"detail": [{"loc": ["items", 0, "name"], "msg": "Field required", "type": "missing"}]}):
+    for body in (
+        {"detail": "version must be a whole number"},
+        {"detail": [{"loc": ["items", 0, "name"], "msg": "Field required", "type": "missing"}]},
+    ):
         validate(body, schema, "ValidationErrorOut")
 
 
@@ -107,8 +119,14 @@ def test_a_contracts_400_documents_detail_as_a_string(schema):
         if "400" in operation["responses"]:
             assert error_schema(schema, operation, "400") == "BadRequestOut", (method, path)
     validate({"detail": "query looks like JSON but does not parse"}, schema, "BadRequestOut")
-    validate({"detail": "invalid payload: tests: Field required",
-              "errors": [{"loc": ["tests"], "msg": "Field required", "type": "missing"}]}, schema, "BadRequestOut")
+    validate(
+        {
+            "detail": "invalid payload: tests: Field required",
+            "errors": [{"loc": ["tests"], "msg": "Field required", "type": "missing"}],
+        },
+        schema,
+        "BadRequestOut",
+    )
     with pytest.raises(jsonschema.ValidationError):
         validate({"detail": [{"loc": ["tests"], "msg": "Field required", "type": "missing"}]}, schema, "BadRequestOut")
 

@@ -63,10 +63,12 @@ def rubric(bot):
 
 # --- the attacks, with a key made with the defaults -------------------------------------------------
 
+
 def test_default_key_cannot_empty_a_rubric(default_key_api, rubric):
     url = f"/api/v1/rubrics/{rubric.rubric_id}"
-    response = default_key_api.put(url, {**rubric_body(rubric.agent.agent_id), "rules": []}, format="json",
-                                   HTTP_IF_MATCH='"v1"')
+    response = default_key_api.put(
+        url, {**rubric_body(rubric.agent.agent_id), "rules": []}, format="json", HTTP_IF_MATCH='"v1"'
+    )
     assert lacks(response, "configure")
     # A PUT publishes a version: a refused one must leave exactly the version the rubric had.
     assert RubricVersion.objects.count() == 1
@@ -74,22 +76,26 @@ def test_default_key_cannot_empty_a_rubric(default_key_api, rubric):
 
 
 def test_default_key_cannot_create_a_bot(default_key_api):
-    response = default_key_api.post("/api/v1/bots", {"name": "exfiltrator", "adapter": "http",
-                                                      "endpoint_url": "http://127.0.0.1:9/"}, format="json")
+    response = default_key_api.post(
+        "/api/v1/bots", {"name": "exfiltrator", "adapter": "http", "endpoint_url": "http://127.0.0.1:9/"}, format="json"
+    )
     assert lacks(response, "configure")
     assert not Bot.objects.exists()
 
 
-@pytest.mark.parametrize("method,path", [
-    ("post", "/api/v1/rubrics"),
-    ("post", "/api/v1/test-sets"),
-    ("post", "/api/v1/test-sets/import"),
-    ("put", "/api/v1/test-sets/{uuid}"),
-    ("post", "/api/v1/test-sets/{uuid}/import"),
-    ("post", "/api/v1/datasets"),
-    ("put", "/api/v1/datasets/{uuid}"),
-    ("put", "/api/v1/bots/{agent_id}"),
-])
+@pytest.mark.parametrize(
+    "method,path",
+    [
+        ("post", "/api/v1/rubrics"),
+        ("post", "/api/v1/test-sets"),
+        ("post", "/api/v1/test-sets/import"),
+        ("put", "/api/v1/test-sets/{uuid}"),
+        ("post", "/api/v1/test-sets/{uuid}/import"),
+        ("post", "/api/v1/datasets"),
+        ("put", "/api/v1/datasets/{uuid}"),
+        ("put", "/api/v1/bots/{agent_id}"),
+    ],
+)
 def test_default_key_cannot_configure(default_key_api, bot, method, path):
     url = path.format(uuid=uuid.uuid4(), agent_id=bot.agent_id)
     # Refused before the body is read or the object looked up: no 404/422 leaks what exists.
@@ -108,8 +114,10 @@ def test_default_key_may_cancel_a_run(default_key_api):
     assert run.status == EvaluationRun.Status.CANCELLED
 
 
-@pytest.mark.parametrize("path", ["/api/v1/bots/{agent_id}", "/api/v1/rubrics/{rubric_id}",
-                                  "/api/v1/metrics/trace/s1", "/api/v1/metrics/clear"])
+@pytest.mark.parametrize(
+    "path",
+    ["/api/v1/bots/{agent_id}", "/api/v1/rubrics/{rubric_id}", "/api/v1/metrics/trace/s1", "/api/v1/metrics/clear"],
+)
 @pytest.mark.parametrize("client_fixture", ["default_key_api", "api"])
 def test_deleting_needs_admin_even_with_configure(request, client_fixture, bot, rubric, path):
     client = request.getfixturevalue(client_fixture)
@@ -192,8 +200,12 @@ def test_reading_needs_read(method, path):
 
 
 def test_configure_key_may_publish_a_rubric_version(api, rubric):
-    response = api.put(f"/api/v1/rubrics/{rubric.rubric_id}", {**rubric_body(rubric.agent.agent_id), "rules": []},
-                       format="json", HTTP_IF_MATCH='"v1"')
+    response = api.put(
+        f"/api/v1/rubrics/{rubric.rubric_id}",
+        {**rubric_body(rubric.agent.agent_id), "rules": []},
+        format="json",
+        HTTP_IF_MATCH='"v1"',
+    )
     assert response.status_code == 200 and response.json()["version"] == 2
 
 
@@ -208,10 +220,15 @@ def test_no_key_is_still_401(anon_api):
 
 # --- anonymous access and sessions ----------------------------------------------------------------
 
+
 def test_anonymous_access_keeps_non_destructive_use_only(anon_api, allow_anonymous, bot, rubric):
     assert anon_api.get("/api/v1/bots").status_code == 200
-    assert anon_api.post(f"{AGENTIC}/traces", {"session_id": "s1", "user_query": "q", "agent_name": "a"},
-                         format="json").status_code == 201
+    assert (
+        anon_api.post(
+            f"{AGENTIC}/traces", {"session_id": "s1", "user_query": "q", "agent_name": "a"}, format="json"
+        ).status_code
+        == 201
+    )
     assert anon_api.post("/api/v1/runs", {}, format="json").status_code == 422
     # Configuration and destruction ask for a key rather than naming a scope nobody anonymous can hold.
     assert anon_api.post("/api/v1/bots", {}, format="json").status_code == 401
@@ -220,8 +237,7 @@ def test_anonymous_access_keeps_non_destructive_use_only(anon_api, allow_anonymo
 
 
 def session_client(*, staff: bool) -> APIClient:
-    user = get_user_model().objects.create_user("staff-browser" if staff else "browser", password="pw",
-                                                is_staff=staff)
+    user = get_user_model().objects.create_user("staff-browser" if staff else "browser", password="pw", is_staff=staff)
     client = APIClient()
     client.force_login(user)
     return client
@@ -250,6 +266,7 @@ def test_staff_session_has_every_scope(bot):
 
 # --- the migration ----------------------------------------------------------------------------------
 
+
 def test_migration_grants_existing_keys_what_their_owners_staff_flag_implied():
     migration = importlib.import_module("apps.core.migrations.0002_apikey_scopes")
     staff_key, _ = api_key_create(username="old-staff", staff=True)
@@ -264,6 +281,7 @@ def test_migration_grants_existing_keys_what_their_owners_staff_flag_implied():
 
 
 # --- create_api_key ----------------------------------------------------------------------------------
+
 
 def created_key(capsys) -> ApiKey:
     return ApiKey.objects.select_related("user").get(key_hash=hash_api_key(capsys.readouterr().out.strip()))
@@ -290,11 +308,14 @@ def test_command_staff_with_narrower_scopes(capsys):
     assert created_key(capsys).scopes == ["read", "admin"]
 
 
-@pytest.mark.parametrize("scopes,message", [
-    ("read,write", "Unknown scope(s): write"),
-    ("", "at least one scope"),
-    ("read,admin", "Only a staff user's key may hold admin"),
-])
+@pytest.mark.parametrize(
+    "scopes,message",
+    [
+        ("read,write", "Unknown scope(s): write"),
+        ("", "at least one scope"),
+        ("read,admin", "Only a staff user's key may hold admin"),
+    ],
+)
 def test_command_refuses_bad_scopes_and_creates_nothing(scopes, message):
     with pytest.raises(CommandError, match=message.replace("(", r"\(").replace(")", r"\)")):
         call_command("create_api_key", "--user", "mallory", "--scopes", scopes)
@@ -304,6 +325,7 @@ def test_command_refuses_bad_scopes_and_creates_nothing(scopes, message):
 
 
 # --- the admin ----------------------------------------------------------------------------------------
+
 
 def test_admin_shows_and_edits_scopes_with_the_same_rule(admin_client):
     key, _ = api_key_create(username="ci-bot")
@@ -346,8 +368,9 @@ def test_every_api_view_declares_a_scope_per_method():
             problems.append(f"{route} ({view.__name__}) declares no required_scopes")
             continue
         if set(declared) != implemented:
-            problems.append(f"{route} ({view.__name__}) declares {sorted(declared)} "
-                            f"but implements {sorted(implemented)}")
+            problems.append(
+                f"{route} ({view.__name__}) declares {sorted(declared)} but implements {sorted(implemented)}"
+            )
         if not set(declared.values()) <= set(ALL_SCOPES):
             problems.append(f"{route} ({view.__name__}) names an unknown scope: {declared}")
         checked += 1

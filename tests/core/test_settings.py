@@ -14,11 +14,22 @@ pytestmark = pytest.mark.subprocess
 
 
 def load_settings(tmp_path, **env):
-    clean = {k: v for k, v in os.environ.items() if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"}
+    }
     clean.update({"EVALSITE_VAR_DIR": str(tmp_path), **env})
     return subprocess.run(
-        [sys.executable, "-c", "import evalsite.settings as s; print(s.SECRET_KEY[:4], s.DEBUG, s.DATABASES['default']['ENGINE'])"],
-        cwd=ROOT, env=clean, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import evalsite.settings as s; print(s.SECRET_KEY[:4], s.DEBUG, s.DATABASES['default']['ENGINE'])",
+        ],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
     )
 
 
@@ -101,11 +112,19 @@ def test_invalid_boolean_is_refused(tmp_path):
 
 
 def base_url(tmp_path, **env):
-    clean = {k: v for k, v in os.environ.items()
-             if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "PORT", "EVALSITE_BASE_URL"}}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in {"SECRET_KEY", "DEBUG", "DJANGO_SETTINGS_MODULE", "PORT", "EVALSITE_BASE_URL"}
+    }
     clean.update({"EVALSITE_VAR_DIR": str(tmp_path), "SECRET_KEY": "k", **env})
-    result = subprocess.run([sys.executable, "-c", "import evalsite.settings as s; print(s.EVALSITE_BASE_URL)"],
-                            cwd=ROOT, env=clean, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", "import evalsite.settings as s; print(s.EVALSITE_BASE_URL)"],
+        cwd=ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

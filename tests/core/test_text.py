@@ -13,31 +13,113 @@ SAMPLE = "The employee's PTO accruals: Zürich offices carry 1.5 days monthly, a
 
 def test_agentic_v1():
     v = text.AGENTIC_V1
-    assert v.words(SAMPLE) == ["the", "employee", "s", "pto", "accruals", "z", "rich", "offices", "carry", "1", "5",
-                               "days", "monthly", "and", "it", "s"]
-    assert v.tokens(SAMPLE) == ["employee", "s", "pto", "accruals", "z", "rich", "offices", "carry", "1", "5", "days",
-                                "monthly", "s"]
+    assert v.words(SAMPLE) == [
+        "the",
+        "employee",
+        "s",
+        "pto",
+        "accruals",
+        "z",
+        "rich",
+        "offices",
+        "carry",
+        "1",
+        "5",
+        "days",
+        "monthly",
+        "and",
+        "it",
+        "s",
+    ]
+    assert v.tokens(SAMPLE) == [
+        "employee",
+        "s",
+        "pto",
+        "accruals",
+        "z",
+        "rich",
+        "offices",
+        "carry",
+        "1",
+        "5",
+        "days",
+        "monthly",
+        "s",
+    ]
     assert [v.stem(w) for w in ("clusters", "running", "deleted", "buses", "is", "status")] == [
-        "cluster", "runn", "delet", "bus", "is", "statu"]
+        "cluster",
+        "runn",
+        "delet",
+        "bus",
+        "is",
+        "statu",
+    ]
     assert len(v.stopwords) == 41 and "k8s" in v.stopwords
 
 
 def test_criteria_v1():
     v = text.CRITERIA_V1
-    assert v.words(SAMPLE) == ["the", "employee's", "pto", "accruals", "z", "rich", "offices", "carry", "1", "5",
-                               "days", "monthly", "and", "it's"]
+    assert v.words(SAMPLE) == [
+        "the",
+        "employee's",
+        "pto",
+        "accruals",
+        "z",
+        "rich",
+        "offices",
+        "carry",
+        "1",
+        "5",
+        "days",
+        "monthly",
+        "and",
+        "it's",
+    ]
     assert v.tokens(SAMPLE) == ["employee's", "pto", "accruals", "rich", "offices", "carry", "days", "monthly", "it's"]
     assert [v.stem(w) for w in ("accruals", "monthly", "carries", "payment", "notes", "ties")] == [
-        "accrual", "month", "carry", "pay", "not", "tie"]
+        "accrual",
+        "month",
+        "carry",
+        "pay",
+        "not",
+        "tie",
+    ]
     assert len(v.stopwords) == 63 and "hello" in v.stopwords
 
 
 def test_lexical_v1():
     v = text.LEXICAL_V1
-    assert v.words(SAMPLE) == ["the", "employee", "s", "pto", "accruals", "zürich", "offices", "carry", "1", "5",
-                               "days", "monthly", "and", "it", "s", "capital"]
-    assert v.tokens(SAMPLE) == ["employee", "pto", "accruals", "zürich", "offices", "carry", "1", "5", "days",
-                                "monthly", "capital"]
+    assert v.words(SAMPLE) == [
+        "the",
+        "employee",
+        "s",
+        "pto",
+        "accruals",
+        "zürich",
+        "offices",
+        "carry",
+        "1",
+        "5",
+        "days",
+        "monthly",
+        "and",
+        "it",
+        "s",
+        "capital",
+    ]
+    assert v.tokens(SAMPLE) == [
+        "employee",
+        "pto",
+        "accruals",
+        "zürich",
+        "offices",
+        "carry",
+        "1",
+        "5",
+        "days",
+        "monthly",
+        "capital",
+    ]
     assert v.stem("accruals") == "accruals"
     assert len(v.stopwords) == 132
 

@@ -36,11 +36,14 @@ def test_item_level_success_criteria_is_422_and_creates_nothing(api, bot):
     assert not TestSet.objects.exists()
 
 
-@pytest.mark.parametrize("where, loc", [
-    (lambda b: b.update(colour="red"), ["colour"]),
-    (lambda b: b["items"][0]["inputs"].update(mesage="typo"), ["items", 0, "inputs", "mesage"]),
-    (lambda b: b["items"][0]["expected"].update(criteria=["x"]), ["items", 0, "expected", "criteria"]),
-])
+@pytest.mark.parametrize(
+    "where, loc",
+    [
+        (lambda b: b.update(colour="red"), ["colour"]),
+        (lambda b: b["items"][0]["inputs"].update(mesage="typo"), ["items", 0, "inputs", "mesage"]),
+        (lambda b: b["items"][0]["expected"].update(criteria=["x"]), ["items", 0, "expected", "criteria"]),
+    ],
+)
 def test_test_set_unknown_fields(api, bot, where, loc):
     body = make_test_set_payload(bot.agent_id)
     where(body)
@@ -51,18 +54,27 @@ def test_test_set_import_file_with_an_unknown_item_field_is_422(api, bot):
     items = make_test_set_payload(bot.agent_id)["items"]
     items[0]["success_criteria"] = ["Says 15 days"]
     body = "".join(json.dumps(item) + "\n" for item in items)
-    response = api.post(f"/api/v1/test-sets/import?format=jsonl&agent_id={bot.agent_id}&name=Imported",
-                        data=body.encode(), content_type="application/x-ndjson")
+    response = api.post(
+        f"/api/v1/test-sets/import?format=jsonl&agent_id={bot.agent_id}&name=Imported",
+        data=body.encode(),
+        content_type="application/x-ndjson",
+    )
     assert response.status_code == 422, response.content
     assert "success_criteria" in json.dumps(response.json()["detail"])
     assert not TestSet.objects.exists()
 
 
-@pytest.mark.parametrize("where, loc", [
-    (lambda b: b.update(owner="me"), ["owner"]),
-    (lambda b: b["rules"][0].update(weight=3), ["rules", 0, "weight"]),
-    (lambda b: b["rules"][0]["evaluation_criteria"].update(must=["x"]), ["rules", 0, "evaluation_criteria", "must"]),
-])
+@pytest.mark.parametrize(
+    "where, loc",
+    [
+        (lambda b: b.update(owner="me"), ["owner"]),
+        (lambda b: b["rules"][0].update(weight=3), ["rules", 0, "weight"]),
+        (
+            lambda b: b["rules"][0]["evaluation_criteria"].update(must=["x"]),
+            ["rules", 0, "evaluation_criteria", "must"],
+        ),
+    ],
+)
 def test_rubric_unknown_fields(api, bot, where, loc):
     body = rubric_body(bot.agent_id)
     where(body)
@@ -70,12 +82,18 @@ def test_rubric_unknown_fields(api, bot, where, loc):
     assert not Rubric.objects.exists()
 
 
-@pytest.mark.parametrize("where, loc", [
-    (lambda b: b.update(temperature=0.2), ["temperature"]),
-    (lambda b: b["llm_config"].update(temprature=0.2), ["llm_config", "temprature"]),
-    (lambda b: b["tools"][0].update(schema={}), ["tools", 0, "schema"]),
-    (lambda b: b["knowledge_bases"][0]["documents"][0].update(url="x"), ["knowledge_bases", 0, "documents", 0, "url"]),
-])
+@pytest.mark.parametrize(
+    "where, loc",
+    [
+        (lambda b: b.update(temperature=0.2), ["temperature"]),
+        (lambda b: b["llm_config"].update(temprature=0.2), ["llm_config", "temprature"]),
+        (lambda b: b["tools"][0].update(schema={}), ["tools", 0, "schema"]),
+        (
+            lambda b: b["knowledge_bases"][0]["documents"][0].update(url="x"),
+            ["knowledge_bases", 0, "documents", 0, "url"],
+        ),
+    ],
+)
 def test_bot_unknown_fields(api, where, loc):
     body = bot_body(adapter="demo")
     where(body)
@@ -88,8 +106,11 @@ def test_dataset_unknown_fields(api):
 
 
 def test_free_form_json_fields_keep_any_key(api):
-    body = bot_body(adapter="demo", harness_context={"anything": {"goes": [1]}},
-                    llm_config={"provider": "openai", "model": "m", "parameters": {"top_k": 3, "custom": "x"}})
+    body = bot_body(
+        adapter="demo",
+        harness_context={"anything": {"goes": [1]}},
+        llm_config={"provider": "openai", "model": "m", "parameters": {"top_k": 3, "custom": "x"}},
+    )
     assert api.post("/api/v1/bots", body, format="json").status_code == 201
 
 

@@ -21,10 +21,13 @@ from tests.rubrics.factories import rubric_body
 from tests.testsets.factories import make_test_set_payload
 
 
-@pytest.mark.parametrize("head, version, tables, head_field", [
-    (Rubric, RubricVersion, ("rubrics_rubric", "rubrics_rubricversion"), "rubric"),
-    (TestSet, TestSetVersion, ("testsets_testset", "testsets_testsetversion"), "test_set"),
-])
+@pytest.mark.parametrize(
+    "head, version, tables, head_field",
+    [
+        (Rubric, RubricVersion, ("rubrics_rubric", "rubrics_rubricversion"), "rubric"),
+        (TestSet, TestSetVersion, ("testsets_testset", "testsets_testsetversion"), "test_set"),
+    ],
+)
 def test_both_kinds_extend_the_shared_pair_and_keep_their_tables(head, version, tables, head_field):
     assert issubclass(head, VersionedHead) and issubclass(version, SnapshotVersion)
     # Existing databases hold these tables: the shared base must not rename them.
@@ -42,9 +45,13 @@ def test_the_frozen_migration_helpers_state_what_the_models_declare():
     call_command("makemigrations", "rubrics", "testsets", check=True, dry_run=True, verbosity=0)
 
 
-@pytest.mark.parametrize("create_in, update_in, name", [
-    (RubricCreateIn, RubricUpdateIn, "Rubric"), (TestSetCreateIn, TestSetUpdateIn, "TestSet"),
-])
+@pytest.mark.parametrize(
+    "create_in, update_in, name",
+    [
+        (RubricCreateIn, RubricUpdateIn, "Rubric"),
+        (TestSetCreateIn, TestSetUpdateIn, "TestSet"),
+    ],
+)
 def test_input_schemas_ignore_a_version_sent_back_on_create_and_read_it_on_update(create_in, update_in, name):
     assert (create_in.__name__, update_in.__name__) == (f"{name}CreateIn", f"{name}UpdateIn")
     body = rubric_body("a" * 24) if name == "Rubric" else make_test_set_payload("a" * 24)
@@ -53,9 +60,16 @@ def test_input_schemas_ignore_a_version_sent_back_on_create_and_read_it_on_updat
     assert update_in.model_validate({**body, "version": 7, "changelog": None}).changelog == ""
 
 
-@pytest.mark.parametrize("if_match, body_version, expected", [
-    (None, None, None), (None, 4, 4), ('"v3"', None, 3), ('W/"v3"', 3, 3), ("*", 2, 2),
-])
+@pytest.mark.parametrize(
+    "if_match, body_version, expected",
+    [
+        (None, None, None),
+        (None, 4, 4),
+        ('"v3"', None, 3),
+        ('W/"v3"', 3, 3),
+        ("*", 2, 2),
+    ],
+)
 def test_the_base_version_comes_from_if_match_or_the_body(if_match, body_version, expected):
     headers = {"HTTP_IF_MATCH": if_match} if if_match is not None else {}
     assert expected_version(RequestFactory().put("/", **headers), body_version) == expected
@@ -77,16 +91,19 @@ def heads(db):
     bot = BotFactory()
     rubric = rubric_services.rubric_create(content=RubricContent.model_validate(rubric_body(bot.agent_id)))
     test_set = testset_services.testset_create(
-        content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id)))
+        content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id))
+    )
     return rubric, test_set
 
 
 def test_version_summaries_name_the_head_and_count_its_rows(heads):
     rubric, test_set = heads
-    assert [(v["rubric_id"], v["rule_count"]) for v in version_list(rubric, count_key="rule_count",
-                                                                       children_key="rules")] == [(str(rubric.pk), 2)]
+    assert [
+        (v["rubric_id"], v["rule_count"]) for v in version_list(rubric, count_key="rule_count", children_key="rules")
+    ] == [(str(rubric.pk), 2)]
     assert [v["item_count"] for v in version_list(test_set, count_key="item_count", children_key="items")] == [
-        len(make_test_set_payload("x")["items"])]
+        len(make_test_set_payload("x")["items"])
+    ]
 
 
 @pytest.mark.parametrize("app", ["rubrics", "testsets"])

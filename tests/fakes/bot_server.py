@@ -15,11 +15,16 @@ def knowledge_bot(request: dict) -> Reply:
     """Default behaviour: looks things up, hands off when asked for a person."""
     question = request["messages"][-1]["content"]
     if "human" in question.lower():
-        return 200, {"reply": "Transferring you now.", "handoff": True,
-                     "tool_calls": [{"name": "live_handoff", "arguments": {}, "result": "ok"}]}
-    return 200, {"reply": f"Here is what I found about: {question}",
-                 "tool_calls": [{"name": "search_kb", "arguments": {"query": question}, "result": ["doc"]}],
-                 "trace_id": "run-123"}
+        return 200, {
+            "reply": "Transferring you now.",
+            "handoff": True,
+            "tool_calls": [{"name": "live_handoff", "arguments": {}, "result": "ok"}],
+        }
+    return 200, {
+        "reply": f"Here is what I found about: {question}",
+        "tool_calls": [{"name": "search_kb", "arguments": {"query": question}, "result": ["doc"]}],
+        "trace_id": "run-123",
+    }
 
 
 class FakeBotServer:

@@ -30,12 +30,18 @@ def completion_body(model: str, content: str | None, tool_calls: list[dict] | No
     message = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = [
-            {"id": f"call_{i}", "type": "function",
-             "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))}}
+            {
+                "id": f"call_{i}",
+                "type": "function",
+                "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments", {}))},
+            }
             for i, c in enumerate(tool_calls)
         ]
     return {
-        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "id": "chatcmpl-test",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
         "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
         "usage": usage or _usage(),
     }
@@ -55,14 +61,18 @@ def judge_reply(passed: bool = True, score: float = 1.0, reasoning: str = "Met."
     """A default reply for the run judge in either mode: a batched request (its <criteria> and
     <rules> sections) gets one entry per numbered criterion and per rule id it names; a per-verdict
     request gets the single verdict."""
+
     def reply(body: dict) -> dict:
         user = body["messages"][-1]["content"]
         criteria, rules = _section(user, "criteria"), _section(user, "rules")
         verdict = {"passed": passed, "score": score, "reasoning": reasoning}
         if not criteria and not rules:
             return verdict
-        return {"criteria": [{"criterion": int(n), **verdict} for n in re.findall(r"^(\d+)\. ", criteria, re.M)],
-                "rules": [{"rule_id": rule_id, **verdict} for rule_id in re.findall(r"^Rule (\S+):", rules, re.M)]}
+        return {
+            "criteria": [{"criterion": int(n), **verdict} for n in re.findall(r"^(\d+)\. ", criteria, re.M)],
+            "rules": [{"rule_id": rule_id, **verdict} for rule_id in re.findall(r"^Rule (\S+):", rules, re.M)],
+        }
+
     return reply
 
 
@@ -109,24 +119,43 @@ class ScriptedOpenAIServer:
                 server.headers.append(dict(self.headers))
                 if self.path.endswith("/embeddings"):
                     texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
-                    return self._send(200, {"object": "list", "model": body.get("model", ""),
-                                            "data": [{"object": "embedding", "index": i, "embedding": embedding_for(t)}
-                                                     for i, t in enumerate(texts)],
-                                            "usage": {"prompt_tokens": 3, "total_tokens": 3}})
+                    return self._send(
+                        200,
+                        {
+                            "object": "list",
+                            "model": body.get("model", ""),
+                            "data": [
+                                {"object": "embedding", "index": i, "embedding": embedding_for(t)}
+                                for i, t in enumerate(texts)
+                            ],
+                            "usage": {"prompt_tokens": 3, "total_tokens": 3},
+                        },
+                    )
                 if not self.path.endswith("/chat/completions"):
                     return self._send(404, {"error": {"message": f"no route {self.path}"}})
                 fmt = (body.get("response_format") or {}).get("type")
                 if server.reject_json_schema and fmt == "json_schema":
-                    return self._send(400, {"error": {"message": "response_format json_schema is not supported",
-                                                      "type": "invalid_request_error", "param": "response_format"}})
+                    return self._send(
+                        400,
+                        {
+                            "error": {
+                                "message": "response_format json_schema is not supported",
+                                "type": "invalid_request_error",
+                                "param": "response_format",
+                            }
+                        },
+                    )
                 with server._counting:
                     step = server.queue.popleft() if server.queue else None
                     server.in_flight += 1
                     server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
                 try:
                     if step is None:
-                        step = ("delay", (server.default_delay, server.default)) if server.default_delay \
+                        step = (
+                            ("delay", (server.default_delay, server.default))
+                            if server.default_delay
                             else ("json", server.default)
+                        )
                     status, reply, headers = server._render(step, body)
                 finally:
                     with server._counting:

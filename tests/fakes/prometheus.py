@@ -55,12 +55,20 @@ class EvalsiteMetricsServer:
     def __init__(self):
         self.port = free_port()
         self.dir = tempfile.mkdtemp(prefix="evalsite-metrics-")
-        env = {**os.environ, "DJANGO_SETTINGS_MODULE": "evalsite.settings", "DEBUG": "1",
-               "EVALSITE_VAR_DIR": self.dir, "LOG_LEVEL": "ERROR"}
+        env = {
+            **os.environ,
+            "DJANGO_SETTINGS_MODULE": "evalsite.settings",
+            "DEBUG": "1",
+            "EVALSITE_VAR_DIR": self.dir,
+            "LOG_LEVEL": "ERROR",
+        }
         env.pop("DATABASE_URL", None)
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"127.0.0.1:{self.port}", "--noreload", "--skip-checks"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
 
     @property
@@ -80,13 +88,25 @@ def backfill(data_dir: Path, openmetrics: str) -> None:
     """History written into the TSDB before start-up with promtool (shipped with the binary)."""
     source = data_dir.parent / "backfill.om"
     source.write_text(openmetrics)
-    subprocess.run([shutil.which("promtool") or "promtool", "tsdb", "create-blocks-from", "openmetrics", "-q",
-                    str(source), str(data_dir)], check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [
+            shutil.which("promtool") or "promtool",
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            "-q",
+            str(source),
+            str(data_dir),
+        ],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
 
 
 class PrometheusProcess:
-    def __init__(self, extra_targets: dict[str, str] | None = None, scrape_interval: str = "1s",
-                 history: str | None = None):
+    def __init__(
+        self, extra_targets: dict[str, str] | None = None, scrape_interval: str = "1s", history: str | None = None
+    ):
         self.binary = shutil.which("prometheus")
         if self.binary is None:
             raise FileNotFoundError("prometheus")
@@ -96,17 +116,24 @@ class PrometheusProcess:
             backfill(Path(self.dir, "data"), history)
         jobs = {"prometheus": f"127.0.0.1:{self.port}", **(extra_targets or {})}
         scrape_configs = "".join(
-            f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n"
-            for job, target in jobs.items()
+            f"  - job_name: {job}\n    static_configs:\n      - targets: ['{target}']\n" for job, target in jobs.items()
         )
         config = Path(self.dir, "prometheus.yml")
-        config.write_text(f"global:\n  scrape_interval: {scrape_interval}\n  scrape_timeout: {scrape_interval}\n"
-                          f"scrape_configs:\n{scrape_configs}")
+        config.write_text(
+            f"global:\n  scrape_interval: {scrape_interval}\n  scrape_timeout: {scrape_interval}\n"
+            f"scrape_configs:\n{scrape_configs}"
+        )
         self.log = open(Path(self.dir, "prometheus.log"), "wb")
         self.process = subprocess.Popen(
-            [self.binary, f"--config.file={config}", f"--storage.tsdb.path={Path(self.dir, 'data')}",
-             f"--web.listen-address=127.0.0.1:{self.port}", "--log.level=warn"],
-            stdout=self.log, stderr=subprocess.STDOUT,
+            [
+                self.binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={Path(self.dir, 'data')}",
+                f"--web.listen-address=127.0.0.1:{self.port}",
+                "--log.level=warn",
+            ],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
         )
 
     @property
@@ -171,7 +198,7 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._send(401, {"message": "Unauthorized"})
             if not path.startswith(fake.prefix):
                 return self._send(404, {"message": "Data source not found"})
-            path = path[len(fake.prefix):]
+            path = path[len(fake.prefix) :]
         if fake.delay:
             time.sleep(fake.delay)
         if fake.upstream:
@@ -194,8 +221,15 @@ class FakeGrafana:
     class _Server(ThreadingHTTPServer):
         daemon_threads = True
 
-    def __init__(self, *, uid: str | None = None, token: str | None = None, upstream: str | None = None,
-                 canned=None, delay: float = 0.0):
+    def __init__(
+        self,
+        *,
+        uid: str | None = None,
+        token: str | None = None,
+        upstream: str | None = None,
+        canned=None,
+        delay: float = 0.0,
+    ):
         self.prefix = f"/api/datasources/proxy/uid/{uid}" if uid else None
         self.token = token
         self.upstream = upstream

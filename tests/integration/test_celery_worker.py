@@ -21,9 +21,10 @@ def test_worker_runs_the_stale_trace_reaper(tmp_path):
     AgentTrace.objects.filter(session_id="stale-1").update(start_time=timezone.now() - timedelta(hours=2))
 
     broker_url, options = broker_for_tests(tmp_path)
-    with celery_worker(broker_url, tmp_path) as worker:
-        sender(broker_url, options).send_task("apps.traces.tasks.fail_stale_traces",
-                                              kwargs={"older_than_seconds": 3600})
+    with celery_worker(broker_url, tmp_path):
+        sender(broker_url, options).send_task(
+            "apps.traces.tasks.fail_stale_traces", kwargs={"older_than_seconds": 3600}
+        )
         done = wait_for(lambda: AgentTrace.objects.get(session_id="stale-1").status == "failed", timeout=90)
         if not done:
             pytest.fail("the worker did not run the task within 90 s")

@@ -7,8 +7,8 @@ import pytest
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.agentic.rules import services as rule_services
 from apps.agentic.models import AgentEvaluation, OnlineEvaluationCount
+from apps.agentic.rules import services as rule_services
 from tests.agentic.factories import EvaluationRuleFactory
 
 from .worker import broker_for_tests, celery_worker, sender, wait_for
@@ -19,8 +19,13 @@ BASE = "/api/v1/metrics"
 
 def route_through(monkeypatch, app):
     # The test process runs tasks eagerly; what the rules queue must cross the broker instead.
-    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown: app.send_task(
-        "apps.agentic.tasks.evaluate_for_rule", args=[rule_id, ids], countdown=countdown))
+    monkeypatch.setattr(
+        rule_services,
+        "_send",
+        lambda rule_id, ids, countdown: app.send_task(
+            "apps.agentic.tasks.evaluate_for_rule", args=[rule_id, ids], countdown=countdown
+        ),
+    )
 
 
 def handled() -> int:
@@ -28,14 +33,29 @@ def handled() -> int:
 
 
 def complete_over_rest(api, session_id: str):
-    api.post(f"{BASE}/traces", {"session_id": session_id, "user_query": "List all Kubernetes clusters in Delhi",
-                                "agent_name": "OrchestratorAgent"}, format="json")
-    api.post(f"{BASE}/traces/{session_id}/tool-calls",
-             {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"},
-              "tool_result": [{"name": "prod-01"}, {"name": "dev-02"}]}, format="json")
-    response = api.post(f"{BASE}/traces/{session_id}/complete",
-                        {"final_response": "Found 2 clusters in Delhi: prod-01, dev-02", "success": True},
-                        format="json")
+    api.post(
+        f"{BASE}/traces",
+        {
+            "session_id": session_id,
+            "user_query": "List all Kubernetes clusters in Delhi",
+            "agent_name": "OrchestratorAgent",
+        },
+        format="json",
+    )
+    api.post(
+        f"{BASE}/traces/{session_id}/tool-calls",
+        {
+            "tool_name": "list_k8s_clusters",
+            "tool_args": {"datacenter": "Delhi"},
+            "tool_result": [{"name": "prod-01"}, {"name": "dev-02"}],
+        },
+        format="json",
+    )
+    response = api.post(
+        f"{BASE}/traces/{session_id}/complete",
+        {"final_response": "Found 2 clusters in Delhi: prod-01, dev-02", "success": True},
+        format="json",
+    )
     assert response.status_code == 200, response.content
 
 

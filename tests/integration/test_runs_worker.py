@@ -82,22 +82,34 @@ class CountingBot:
             time.sleep(self.first_request_pause if first and self.first_request_pause else self.pause)
         finally:
             self.overlap.leave()
-        return 200, {"reply": "Full-time employees accrue 15 days per year.",
-                     "tool_calls": [{"name": "search_kb", "arguments": {"query": "pto"}, "result": ["PTO Policy"]}]}
+        return 200, {
+            "reply": "Full-time employees accrue 15 days per year.",
+            "tool_calls": [{"name": "search_kb", "arguments": {"query": "pto"}, "result": ["PTO Policy"]}],
+        }
 
 
 def http_bot(url: str) -> str:
-    bot = bot_create(data=BotIn.model_validate({
-        "name": "HTTP bot under test", "adapter": "http", "endpoint_url": url,
-        "tools": [{"tool_name": "search_kb", "name": "Search", "type": "knowledge_base"},
-                  {"tool_name": "live_handoff", "name": "Handoff", "type": "human_handoff"}]}))
+    bot = bot_create(
+        data=BotIn.model_validate(
+            {
+                "name": "HTTP bot under test",
+                "adapter": "http",
+                "endpoint_url": url,
+                "tools": [
+                    {"tool_name": "search_kb", "name": "Search", "type": "knowledge_base"},
+                    {"tool_name": "live_handoff", "name": "Handoff", "type": "human_handoff"},
+                ],
+            }
+        )
+    )
     return bot.agent_id
 
 
 def route_through(monkeypatch, app):
     # The test process runs tasks eagerly; what it dispatches must cross the broker instead.
-    monkeypatch.setattr(services, "_enqueue",
-                        lambda ids: [app.send_task("apps.runs.tasks.execute_result", args=[pk]) for pk in ids])
+    monkeypatch.setattr(
+        services, "_enqueue", lambda ids: [app.send_task("apps.runs.tasks.execute_result", args=[pk]) for pk in ids]
+    )
 
 
 def test_concurrency_limit_holds_across_two_workers(tmp_path, monkeypatch):
@@ -106,10 +118,14 @@ def test_concurrency_limit_holds_across_two_workers(tmp_path, monkeypatch):
     app = sender(broker_url, options)
     route_through(monkeypatch, app)
     behaviour = CountingBot(pause=0.1, hold_until=2)
-    with FakeBotServer(behaviour) as bot, \
-            celery_worker(broker_url, tmp_path, concurrency=2), celery_worker(broker_url, tmp_path, concurrency=2):
-        run = services.run_create(agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2,
-                                  judge_model="heuristic")
+    with (
+        FakeBotServer(behaviour) as bot,
+        celery_worker(broker_url, tmp_path, concurrency=2),
+        celery_worker(broker_url, tmp_path, concurrency=2),
+    ):
+        run = services.run_create(
+            agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2, judge_model="heuristic"
+        )
         app.send_task("apps.runs.tasks.start_run", args=[run.pk])
         assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
     run.refresh_from_db()
@@ -130,8 +146,9 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
     with FakeBotServer(behaviour) as bot:
         agent_id = http_bot(bot.url)
         with celery_worker(broker_url, tmp_path) as doomed:
-            run = services.run_create(agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1,
-                                      judge_model="heuristic")
+            run = services.run_create(
+                agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1, judge_model="heuristic"
+            )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: run.results.filter(state="running").exists(), timeout=60)
             # Killed only once the hanging request is at the bot: killed earlier (between the item
@@ -145,8 +162,9 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
         time.sleep(2.5)
         assert services.runs_reap() >= 1
         with celery_worker(broker_url, tmp_path, extra_env={"EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS": "2"}):
-            finished = wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120,
-                                interval=0.5)
+            finished = wait_for(
+                lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120, interval=0.5
+            )
             if not finished:
                 # The broker may redeliver the killed task too; reaping again is what the beat task does.
                 services.runs_reap()
@@ -174,25 +192,61 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
     broker_url, options = broker_for_tests(tmp_path)
     app = sender(broker_url, options)
     route_through(monkeypatch, app)
-    worker_env = {"DJANGO_SETTINGS_MODULE": "tests.integration.settings_llm_judge",
-                  "EVALSITE_TEST_OPENAI_BASE_URL": openai_server.url, "EVALSITE_JUDGE_CONCURRENCY_PER_ITEM": "2"}
+    worker_env = {
+        "DJANGO_SETTINGS_MODULE": "tests.integration.settings_llm_judge",
+        "EVALSITE_TEST_OPENAI_BASE_URL": openai_server.url,
+        "EVALSITE_JUDGE_CONCURRENCY_PER_ITEM": "2",
+    }
     with FakeBotServer(CountingBot(pause=0.05)) as bot:
         agent_id = http_bot(bot.url)
-        test_set = testset_create(content=TestSetContent.model_validate({
-            "agent_id": agent_id, "name": "judge bound",
-            "items": [{"type": "single_turn", "name": f"item {i}", "inputs": {"message": f"PTO question {i}?"},
-                       "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]}}
-                      for i in range(4)]}))
-        rubric = rubric_create(content=RubricContent.model_validate({
-            "agent_id": agent_id, "name": "judge bound",
-            "rules": [{"id": f"RULE_{r}", "name": f"Rule {r}", "severity": "medium", "category": "c", "description": "d",
-                       "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []}}
-                      for r in range(3)]}))
+        test_set = testset_create(
+            content=TestSetContent.model_validate(
+                {
+                    "agent_id": agent_id,
+                    "name": "judge bound",
+                    "items": [
+                        {
+                            "type": "single_turn",
+                            "name": f"item {i}",
+                            "inputs": {"message": f"PTO question {i}?"},
+                            "expected": {"success_criteria": [f"Criterion {c} of item {i}" for c in range(3)]},
+                        }
+                        for i in range(4)
+                    ],
+                }
+            )
+        )
+        rubric = rubric_create(
+            content=RubricContent.model_validate(
+                {
+                    "agent_id": agent_id,
+                    "name": "judge bound",
+                    "rules": [
+                        {
+                            "id": f"RULE_{r}",
+                            "name": f"Rule {r}",
+                            "severity": "medium",
+                            "category": "c",
+                            "description": "d",
+                            "evaluation_criteria": {"pass_conditions": ["is fine"], "fail_conditions": []},
+                        }
+                        for r in range(3)
+                    ],
+                }
+            )
+        )
         # Two workers with two slots each: four items could run, but the run allows two.
-        with celery_worker(broker_url, tmp_path, worker_env, concurrency=2), \
-                celery_worker(broker_url, tmp_path, worker_env, concurrency=2):
-            run = services.run_create(agent_id=agent_id, test_set_id=test_set.pk, rubric_id=rubric.pk, concurrency=2,
-                                      judge_model="judge-model")
+        with (
+            celery_worker(broker_url, tmp_path, worker_env, concurrency=2),
+            celery_worker(broker_url, tmp_path, worker_env, concurrency=2),
+        ):
+            run = services.run_create(
+                agent_id=agent_id,
+                test_set_id=test_set.pk,
+                rubric_id=rubric.pk,
+                concurrency=2,
+                judge_model="judge-model",
+            )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
     run.refresh_from_db()

@@ -9,8 +9,9 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from celery import Celery
 from django.db import connection
+
+from celery import Celery
 
 ROOT = Path(__file__).resolve().parents[2]
 _worker_numbers = itertools.count()
@@ -25,9 +26,13 @@ def broker_for_tests(tmp_path: Path) -> tuple[str, dict]:
     folder = tmp_path / "celery" / "broker"
     folder.mkdir(parents=True)
     (tmp_path / "celery" / "control").mkdir()
-    return "filesystem://", {"data_folder_in": str(folder), "data_folder_out": str(folder),
-                             "processed_folder": str(tmp_path), "store_processed": False,
-                             "control_folder": str(tmp_path / "celery" / "control")}
+    return "filesystem://", {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "processed_folder": str(tmp_path),
+        "store_processed": False,
+        "control_folder": str(tmp_path / "celery" / "control"),
+    }
 
 
 def test_database_url() -> str:
@@ -59,10 +64,25 @@ def celery_worker(broker_url: str, var_dir: Path, extra_env: dict | None = None,
         **(extra_env or {}),
     }
     proc = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "evalsite", "worker", "--loglevel=INFO", "--pool=prefork",
-         f"--concurrency={concurrency}", "--without-gossip", "--without-mingle",
-         "-n", f"test-{os.getpid()}-{next(_worker_numbers)}@%h"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "evalsite",
+            "worker",
+            "--loglevel=INFO",
+            "--pool=prefork",
+            f"--concurrency={concurrency}",
+            "--without-gossip",
+            "--without-mingle",
+            "-n",
+            f"test-{os.getpid()}-{next(_worker_numbers)}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
         # Its own process group, so a test can kill the worker and its children like a lost machine.
         start_new_session=True,
     )

@@ -3,7 +3,7 @@ backend failures, caching and the invariant."""
 
 import math
 import statistics
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -14,7 +14,7 @@ from apps.nlquery.schemas import initial_state
 from tests.fakes.prometheus import canned_prometheus
 from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
-NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 21, 12, 30, tzinfo=UTC)
 T0 = NOW.timestamp() - 120
 
 
@@ -28,14 +28,20 @@ def test_graph_has_the_metrics_agent_node():
 
 
 def test_initial_state_matches_the_contract():
-    assert initial_state("q") == {"user_query": "q", "parsed_query": None, "result": None, "error": None,
-                                  "processing_time_ms": 0.0}
+    assert initial_state("q") == {
+        "user_query": "q",
+        "parsed_query": None,
+        "result": None,
+        "error": None,
+        "processing_time_ms": 0.0,
+    }
 
 
 def test_success_formats_sorted_points_and_statistics(canned_backend):
     values = ["3", "1.5", "NaN", "4", "+Inf"]
-    canned_backend.canned = canned_prometheus(CANNED_METRICS, [series({"job": "b"}, values),
-                                                               series({"job": "a"}, ["2", "2"])])
+    canned_backend.canned = canned_prometheus(
+        CANNED_METRICS, [series({"job": "b"}, values), series({"job": "a"}, ["2", "2"])]
+    )
     state = run_query("Show CPU usage for the last hour", now=NOW)
     assert_invariant(state)
     result = state["result"]
@@ -84,8 +90,10 @@ def test_unknown_metric_suggests_close_names(canned_backend):
 
 
 def test_backend_rejecting_the_query_is_invalid_query(canned_backend):
-    canned_backend.canned = canned_prometheus(CANNED_METRICS, query_status=(
-        400, {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}))
+    canned_backend.canned = canned_prometheus(
+        CANNED_METRICS,
+        query_status=(400, {"status": "error", "errorType": "bad_data", "error": "parse error at char 5"}),
+    )
     state = run_query("cpu", now=NOW)
     assert_invariant(state)
     assert state["error"].error_type == "invalid_query"
@@ -95,8 +103,9 @@ def test_backend_rejecting_the_query_is_invalid_query(canned_backend):
 
 @pytest.mark.parametrize("status", [500, 502, 503])
 def test_backend_5xx_is_grafana_unavailable(canned_backend, status):
-    canned_backend.canned = canned_prometheus(CANNED_METRICS, query_status=(
-        status, {"status": "error", "errorType": "timeout", "error": "query timed out"}))
+    canned_backend.canned = canned_prometheus(
+        CANNED_METRICS, query_status=(status, {"status": "error", "errorType": "timeout", "error": "query timed out"})
+    )
     state = run_query("cpu", now=NOW)
     assert_invariant(state)
     assert state["error"].error_type == "grafana_unavailable"

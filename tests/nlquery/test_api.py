@@ -16,10 +16,13 @@ def answering_backend(canned_backend):
     import time
 
     now = time.time()
-    canned_backend.canned = canned_prometheus(CANNED_METRICS, [
-        {"metric": {"job": "a"}, "values": [[now - 60, "1"], [now - 30, "3"]]},
-        {"metric": {"job": "b<script>"}, "values": [[now - 60, "2"]]},
-    ])
+    canned_backend.canned = canned_prometheus(
+        CANNED_METRICS,
+        [
+            {"metric": {"job": "a"}, "values": [[now - 60, "1"], [now - 30, "3"]]},
+            {"metric": {"job": "b<script>"}, "values": [[now - 60, "2"]]},
+        ],
+    )
     return canned_backend
 
 
@@ -27,8 +30,10 @@ def test_requires_authentication(anon_api):
     assert anon_api.post(URL, {"query": "cpu"}, format="json").status_code in (401, 403)
 
 
-@pytest.mark.parametrize("body", [{"query": ""}, {"query": "   "}, {}, {"query": 5}, {"query": None},
-                                  {"query": "x" * 1001}, {"query": "cpu\x00"}])
+@pytest.mark.parametrize(
+    "body",
+    [{"query": ""}, {"query": "   "}, {}, {"query": 5}, {"query": None}, {"query": "x" * 1001}, {"query": "cpu\x00"}],
+)
 def test_invalid_body_is_422(api, body):
     response = api.post(URL, body, format="json")
     assert response.status_code == 422
@@ -55,8 +60,11 @@ def test_failures_are_answers_with_error_and_no_details(api, answering_backend):
     assert response.status_code == 200
     body = response.json()
     assert body["result"] is None
-    assert body["error"] == {"error_type": "unsupported_operation", "message": "Anomaly detection is not supported.",
-                             "suggestion": body["error"]["suggestion"]}
+    assert body["error"] == {
+        "error_type": "unsupported_operation",
+        "message": "Anomaly detection is not supported.",
+        "suggestion": body["error"]["suggestion"],
+    }
 
 
 def test_endpoint_is_in_the_openapi_schema(api):
@@ -85,8 +93,8 @@ def test_page_without_backend_says_how_to_configure(user_client):
 
 def test_page_shows_chart_statistics_promql_and_examples(user_client, answering_backend):
     html = user_client.get("/metrics-query/", {"q": "Show CPU usage for the last hour"}).content.decode()
-    start = html.index("<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 760")
-    svg = html[start:html.index("</svg>", start) + 6]
+    start = html.index('<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 760')
+    svg = html[start : html.index("</svg>", start) + 6]
     root = ElementTree.fromstring(svg)  # well-formed, label text escaped
     assert len(root.findall("{http://www.w3.org/2000/svg}polyline")) == 1  # job a: a line
     assert len(root.findall("{http://www.w3.org/2000/svg}circle")) == 1  # job b: one point

@@ -2,7 +2,7 @@
 /api/datasources/proxy/uid/<uid>/api/v1/... with Bearer-token checks)."""
 
 import logging
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,14 +12,17 @@ from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
 TOKEN = "glsa_secret-token-value-123"
-NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 21, 12, 30, tzinfo=UTC)
 
 
 @pytest.fixture
 def grafana(settings):
     values = [[NOW.timestamp() - 60, "41"], [NOW.timestamp() - 30, "43"]]
-    fake = FakeGrafana(uid="prom-uid", token=TOKEN, canned=canned_prometheus(
-        CANNED_METRICS, [{"metric": {"job": "node"}, "values": values}]))
+    fake = FakeGrafana(
+        uid="prom-uid",
+        token=TOKEN,
+        canned=canned_prometheus(CANNED_METRICS, [{"metric": {"job": "node"}, "values": values}]),
+    )
     settings.GRAFANA_URL = fake.url + "/"
     settings.GRAFANA_DATASOURCE_UID = "prom-uid"
     settings.GRAFANA_TOKEN = TOKEN
@@ -87,12 +90,15 @@ def test_prometheus_url_wins_over_grafana(settings, grafana):
     assert backend_config().kind == "prometheus"
 
 
-@pytest.mark.parametrize("setting, value", [
-    ("PROMETHEUS_URL", "http://[::1"),  # httpx cannot even build a client for it
-    ("PROMETHEUS_URL", "prometheus:9090"),
-    ("PROMETHEUS_URL", "ftp://prometheus.example"),
-    ("GRAFANA_URL", "grafana.example"),
-])
+@pytest.mark.parametrize(
+    "setting, value",
+    [
+        ("PROMETHEUS_URL", "http://[::1"),  # httpx cannot even build a client for it
+        ("PROMETHEUS_URL", "prometheus:9090"),
+        ("PROMETHEUS_URL", "ftp://prometheus.example"),
+        ("GRAFANA_URL", "grafana.example"),
+    ],
+)
 def test_malformed_backend_url_is_reported_as_configuration(settings, setting, value, api, admin_client):
     if setting == "GRAFANA_URL":
         settings.GRAFANA_DATASOURCE_UID, settings.GRAFANA_TOKEN = "uid", TOKEN

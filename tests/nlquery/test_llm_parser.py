@@ -1,7 +1,7 @@
 """The LLM parsing path: converting a structured answer into a MetricsQuery, and the whole node with
 the real LLM client against a scripted OpenAI-compatible server."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from pydantic import ValidationError
@@ -9,13 +9,20 @@ from pydantic import ValidationError
 from apps.nlquery.errors import QueryFailure
 from apps.nlquery.llm_parser import LLMExtraction, extraction_to_query, metrics_for_prompt
 
-NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 21, 12, 30, tzinfo=UTC)
 
 
 def test_full_extraction_becomes_a_query():
-    query = extraction_to_query(LLMExtraction(
-        metric_name="process_cpu_seconds_total", start_time="2026-01-21T11:00:00Z", end_time="2026-01-21T12:00:00Z",
-        aggregation="max", filters={"job": "api"}), NOW)
+    query = extraction_to_query(
+        LLMExtraction(
+            metric_name="process_cpu_seconds_total",
+            start_time="2026-01-21T11:00:00Z",
+            end_time="2026-01-21T12:00:00Z",
+            aggregation="max",
+            filters={"job": "api"},
+        ),
+        NOW,
+    )
     assert query.metric_name == "process_cpu_seconds_total"
     assert query.time_range.end_time - query.time_range.start_time == timedelta(hours=1)
     assert (query.aggregation, query.filters, query.step) == ("max", {"job": "api"}, 15)
@@ -45,8 +52,9 @@ def test_a_metric_name_promql_cannot_hold_fails_validation():
 
 
 def test_reversed_times_are_left_to_the_validation_step():
-    query = extraction_to_query(LLMExtraction(metric_name="up", start_time="2026-01-21T12:00:00Z",
-                                              end_time="2026-01-21T11:00:00Z"), NOW)
+    query = extraction_to_query(
+        LLMExtraction(metric_name="up", start_time="2026-01-21T12:00:00Z", end_time="2026-01-21T11:00:00Z"), NOW
+    )
     assert query.time_range.end_time < query.time_range.start_time
 
 
@@ -65,9 +73,17 @@ from tests.nlquery.helpers import CANNED_METRICS, assert_invariant  # noqa: E402
 
 
 def test_llm_extraction_runs_through_the_node(canned_backend, openai_server):
-    openai_server.push_json({"metric_name": "process_cpu_seconds_total", "aggregation": "avg",
-                             "start_time": "2026-01-21T11:30:00Z", "end_time": "2026-01-21T12:30:00Z",
-                             "filters": {"job": "api"}, "unsupported_operation": None, "step": None})
+    openai_server.push_json(
+        {
+            "metric_name": "process_cpu_seconds_total",
+            "aggregation": "avg",
+            "start_time": "2026-01-21T11:30:00Z",
+            "end_time": "2026-01-21T12:30:00Z",
+            "filters": {"job": "api"},
+            "unsupported_operation": None,
+            "step": None,
+        }
+    )
     state = run_query("How busy were the API's processors over the last hour, on average?", now=NOW)
     assert_invariant(state)
     assert state["error"] is None, state["error"]
@@ -104,7 +120,9 @@ def test_llm_transport_failures_are_retried_by_the_client_but_not_the_answer(can
 
 def test_llm_says_unsupported(canned_backend, openai_server):
     # A question the rule-based pre-check lets through, so the refusal is the model's.
-    openai_server.push_json({"metric_name": "process_cpu_seconds_total", "unsupported_operation": "root cause analysis"})
+    openai_server.push_json(
+        {"metric_name": "process_cpu_seconds_total", "unsupported_operation": "root cause analysis"}
+    )
     state = run_query("What made CPU go up yesterday?", now=NOW)
     assert_invariant(state)
     assert len(openai_server.chat_requests) == 1

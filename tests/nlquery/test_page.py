@@ -37,8 +37,9 @@ def test_with_a_backend_the_answer_sits_under_the_kept_question(reader_client, c
     import time
 
     now = time.time()
-    canned_backend.canned = canned_prometheus(CANNED_METRICS, [{"metric": {"job": "a"},
-                                                                "values": [[now - 60, "1"], [now - 30, "3"]]}])
+    canned_backend.canned = canned_prometheus(
+        CANNED_METRICS, [{"metric": {"job": "a"}, "values": [[now - 60, "1"], [now - 30, "3"]]}]
+    )
     html = reader_client.get("/metrics-query/", {"q": QUESTION}).content.decode()
     assert question_box(html) == QUESTION and 'id="setup"' not in html
     assert 'id="statistics"' in html and 'class="console-nav"' in html and html.count("<h1") == 1
@@ -57,7 +58,7 @@ def test_scrape_snippet_for_evalsites_own_metrics(reader_client, settings, token
     html = reader_client.get("/metrics-query/", HTTP_HOST="evals.example.com").content.decode()
     snippet = re.search(r'<pre id="scrape-snippet">(.*?)</pre>', html, re.S).group(1)
     assert "job_name: evalsite" in snippet and "metrics_path: /metrics" in snippet
-    assert 'targets: [&quot;evals.example.com&quot;]' in snippet and "credentials_file:" in snippet
+    assert "targets: [&quot;evals.example.com&quot;]" in snippet and "credentials_file:" in snippet
     assert "EVALSITE_METRICS_TOKEN" in snippet
     assert "s3cret" not in html  # the page names the token, never shows it
     assert ("is set here" in html) == bool(token) and ("is not set" in html) == (not token)

@@ -1,7 +1,7 @@
 """The rule-based parser, table-driven; every case also goes through the whole node against a
 canned Prometheus so the node's invariant is checked on each."""
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -10,13 +10,13 @@ from apps.nlquery.errors import QueryFailure
 from apps.nlquery.parser import parse_question
 from tests.nlquery.helpers import CANNED_METRICS, assert_invariant
 
-NOW = datetime(2026, 1, 21, 12, 30, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 21, 12, 30, tzinfo=UTC)
 AVAILABLE = sorted(CANNED_METRICS)
 HOUR = timedelta(hours=1)
 
 
 def at(hh, mm=0, day=21):
-    return datetime(2026, 1, day, hh, mm, tzinfo=timezone.utc)
+    return datetime(2026, 1, day, hh, mm, tzinfo=UTC)
 
 
 # (question, expected fields or error_type). Times are (start, end).
@@ -24,7 +24,10 @@ CASES = [
     # times
     ("Show CPU usage for the last hour", {"metric_name": "process_cpu_seconds_total", "time": (NOW - HOUR, NOW)}),
     ("memory over the past 30 minutes", {"time": (NOW - timedelta(minutes=30), NOW)}),
-    ("Show go_goroutines for the last 7 days", {"metric_name": "go_goroutines", "time": (NOW - timedelta(days=7), NOW)}),
+    (
+        "Show go_goroutines for the last 7 days",
+        {"metric_name": "go_goroutines", "time": (NOW - timedelta(days=7), NOW)},
+    ),
     ("cpu last 2h", {"time": (NOW - 2 * HOUR, NOW)}),
     ("cpu in the past five minutes", {"time": (NOW - timedelta(minutes=5), NOW)}),
     ("Show memory yesterday", {"time": (at(0, day=20), at(0))}),
@@ -42,17 +45,24 @@ CASES = [
     ("Peak memory today", {"aggregation": "max"}),
     ("maximum open files", {"aggregation": "max", "metric_name": "process_open_fds"}),
     ("lowest memory", {"aggregation": "min"}),
-    ("Total requests in the last 15 minutes", {"aggregation": "sum", "metric_name": "django_http_requests_total_by_method_total"}),
+    (
+        "Total requests in the last 15 minutes",
+        {"aggregation": "sum", "metric_name": "django_http_requests_total_by_method_total"},
+    ),
     ("Show process_cpu_seconds_total", {"aggregation": "none", "metric_name": "process_cpu_seconds_total"}),
     # filters
     ("Show CPU usage on instance web-1", {"filters": {"instance": "web-1"}}),
     ("Peak requests for job api since 09:00", {"filters": {"job": "api"}, "aggregation": "max", "time": (at(9), NOW)}),
     ("memory where job is node", {"filters": {"job": "node"}}),
-    ('Show process_open_fds{instance="web-1"} between 10:00 and 11:00',
-     {"metric_name": "process_open_fds", "filters": {"instance": "web-1"}, "time": (at(10), at(11))}),
+    (
+        'Show process_open_fds{instance="web-1"} between 10:00 and 11:00',
+        {"metric_name": "process_open_fds", "filters": {"instance": "web-1"}, "time": (at(10), at(11))},
+    ),
     ("cpu with job=api and instance='localhost:9090'", {"filters": {"job": "api", "instance": "localhost:9090"}}),
-    ("sessions for agent billing-bot", {"metric_name": "vayu_agent_sessions_total",
-                                        "filters": {"agent_name": "billing-bot"}}),
+    (
+        "sessions for agent billing-bot",
+        {"metric_name": "vayu_agent_sessions_total", "filters": {"agent_name": "billing-bot"}},
+    ),
     # synonyms and word matching
     ("How much RAM is used", {"metric_name": "process_resident_memory_bytes"}),
     ("Show HTTP requests", {"metric_name": "django_http_requests_total_by_method_total"}),
@@ -90,11 +100,11 @@ def _check(query, expected):
 def test_parser_table(question, expected, canned_backend):
     if isinstance(expected, str):
         with pytest.raises(QueryFailure) as caught:
-            parse_question(question, available_metrics=AVAILABLE, now=NOW, tz=timezone.utc)
+            parse_question(question, available_metrics=AVAILABLE, now=NOW, tz=UTC)
         assert caught.value.error.error_type == expected
         assert caught.value.error.suggestion
     else:
-        _check(parse_question(question, available_metrics=AVAILABLE, now=NOW, tz=timezone.utc), expected)
+        _check(parse_question(question, available_metrics=AVAILABLE, now=NOW, tz=UTC), expected)
 
     state = run_query(question, now=NOW, parser="rules")
     assert_invariant(state)
@@ -123,8 +133,9 @@ def test_reversed_range_is_an_invalid_time_range(canned_backend):
     assert state["parsed_query"] is not None
 
 
-@pytest.mark.parametrize("question", ["cpu for the last 400 days", "cpu for the last 0 minutes",
-                                      "cpu every 1 second over the last 7 days"])
+@pytest.mark.parametrize(
+    "question", ["cpu for the last 400 days", "cpu for the last 0 minutes", "cpu every 1 second over the last 7 days"]
+)
 def test_too_large_or_empty_ranges(question, canned_backend):
     state = run_query(question, now=NOW)
     assert_invariant(state)

@@ -87,8 +87,11 @@ def test_stopped_prometheus_is_grafana_unavailable(settings):
     server = PrometheusProcess()
     try:
         server.wait_ready()
-        wait_until(lambda: "go_goroutines" in (server.api("/api/v1/label/__name__/values") or {}).get("data", []),
-                   20, "the first self-scrape")
+        wait_until(
+            lambda: "go_goroutines" in (server.api("/api/v1/label/__name__/values") or {}).get("data", []),
+            20,
+            "the first self-scrape",
+        )
         settings.PROMETHEUS_URL = server.url
         before = run_query("Show goroutines for the last 5 minutes")
         assert_invariant(before)
@@ -122,8 +125,9 @@ def test_api_answers_from_the_real_prometheus(use_prometheus, api):
     timestamps = [p["timestamp"] for p in result["datapoints"]]
     assert timestamps == sorted(timestamps)
 
-    failed = api.post("/api/v1/metrics-query", {"query": "Show process_cpu_secs_total for the last hour"},
-                      format="json").json()
+    failed = api.post(
+        "/api/v1/metrics-query", {"query": "Show process_cpu_secs_total for the last hour"}, format="json"
+    ).json()
     assert failed["result"] is None
     assert set(failed["error"]) == {"error_type", "message", "suggestion"}  # details stay in the logs
     assert failed["error"]["error_type"] == "metric_not_found"

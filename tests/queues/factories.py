@@ -13,41 +13,40 @@ from tests.agentic.factories import AgentEvaluationFactory
 from tests.rag.factories import TraceEvaluationFactory
 from tests.runs.factories import EvaluationResultFactory, criterion, rule
 
-SUBJECT_KINDS = {EvaluationResult: SubjectKind.RUN_RESULT, AgentEvaluation: SubjectKind.AGENTIC_EVALUATION,
-                 TraceEvaluation: SubjectKind.RAG_EVALUATION}
+SUBJECT_KINDS = {
+    EvaluationResult: SubjectKind.RUN_RESULT,
+    AgentEvaluation: SubjectKind.AGENTIC_EVALUATION,
+    TraceEvaluation: SubjectKind.RAG_EVALUATION,
+}
 
 
-def machine_score(subject, key: str, *, value: float | None = None, passed: bool | None = None,
-                  status: str = JudgeStatus.OK, kind: str = ScoreKind.METRIC, **fields) -> Score:
+def machine_score(
+    subject,
+    key: str,
+    *,
+    value: float | None = None,
+    passed: bool | None = None,
+    status: str = JudgeStatus.OK,
+    kind: str = ScoreKind.METRIC,
+    **fields,
+) -> Score:
     """The judge's score of one key of a subject, as its app stores it."""
     fields.setdefault("source", ScoreSource.CODE)
     fields.setdefault("judge", "heuristic:v1")
-    return Score.objects.create(subject_kind=SUBJECT_KINDS[type(subject)], subject_id=subject.pk, kind=kind, key=key,
-                                value=value, passed=passed, status=status, **fields)
-
-
-# TODO(issue 22): once h/runs is merged its factory stores these rows itself (the agentic and rag
-# factories do already), and with_scores goes.
-def with_scores(subject):
-    """Gives a subject made by its app's factory the machine Score rows its judge would have stored."""
-    if isinstance(subject, TraceEvaluation | AgentEvaluation):
-        return subject  # tests.agentic and tests.rag factories store them
-    else:
-        for position, verdict in enumerate(subject.criteria_scores or []):
-            machine_score(subject, verdict["criterion"], kind=ScoreKind.CRITERION, passed=verdict["passed"],
-                          value=verdict["score"], status=verdict["status"], position=position,
-                          reasoning=verdict["reasoning"], parent_id=subject.run_id, attempt=subject.attempt)
-        for position, verdict in enumerate(subject.rubric_scores or []):
-            machine_score(subject, verdict["rule_id"], kind=ScoreKind.RULE, passed=verdict["passed"],
-                          value=verdict["score"], status=verdict["status"], position=position,
-                          reasoning=verdict["reasoning"], severity=verdict["severity"],
-                          scope=verdict.get("component_scope") or "", detail={"rule_name": verdict["rule_name"]},
-                          parent_id=subject.run_id, attempt=subject.attempt)
-    return subject
+    return Score.objects.create(
+        subject_kind=SUBJECT_KINDS[type(subject)],
+        subject_id=subject.pk,
+        kind=kind,
+        key=key,
+        value=value,
+        passed=passed,
+        status=status,
+        **fields,
+    )
 
 
 def scored_agentic(**kwargs) -> AgentEvaluation:
-    return with_scores(AgentEvaluationFactory(**kwargs))
+    return AgentEvaluationFactory(**kwargs)
 
 
 def scored_rag(**kwargs) -> TraceEvaluation:
@@ -55,14 +54,15 @@ def scored_rag(**kwargs) -> TraceEvaluation:
 
 
 def scored_result(**kwargs) -> EvaluationResult:
-    return with_scores(EvaluationResultFactory(**kwargs))
+    return EvaluationResultFactory(**kwargs)
 
 
 def reviewable_result(**kwargs):
     """A finished result with two criteria (one failed) and two rules (one skipped by the judge)."""
     kwargs.setdefault("criteria_scores", [criterion("Mentions 15 days", True), criterion("Cites the handbook", False)])
-    kwargs.setdefault("rubric_scores", [rule("BRIEF", True, severity="medium"),
-                                        rule("USES_KB", False, status="skipped")])
+    kwargs.setdefault(
+        "rubric_scores", [rule("BRIEF", True, severity="medium"), rule("USES_KB", False, status="skipped")]
+    )
     return scored_result(**kwargs)
 
 
@@ -75,8 +75,11 @@ class ReviewQueueFactory(factory.django.DjangoModelFactory):
 
 
 def _new_subject(kind: str):
-    return {QueueKind.RUN_RESULT: reviewable_result, QueueKind.AGENTIC_EVALUATION: scored_agentic,
-            QueueKind.RAG_EVALUATION: scored_rag}[kind]()
+    return {
+        QueueKind.RUN_RESULT: reviewable_result,
+        QueueKind.AGENTIC_EVALUATION: scored_agentic,
+        QueueKind.RAG_EVALUATION: scored_rag,
+    }[kind]()
 
 
 class QueueItemFactory(factory.django.DjangoModelFactory):
@@ -94,4 +97,5 @@ class QueueItemFactory(factory.django.DjangoModelFactory):
     queue = factory.SubFactory(ReviewQueueFactory)
     subject_kind = factory.LazyAttribute(lambda o: o.queue.kind)
     subject_id = factory.LazyAttribute(
-        lambda o: (o.subject or o.result or o.agent_evaluation or o.rag_evaluation or _new_subject(o.queue.kind)).pk)
+        lambda o: (o.subject or o.result or o.agent_evaluation or o.rag_evaluation or _new_subject(o.queue.kind)).pk
+    )

@@ -1,8 +1,8 @@
 import pytest
 
 from apps.queues.models import QueueItem, ReviewQueue
-from apps.runs.models import VerdictReview
 from tests.agentic.factories import AgentEvaluationFactory
+from tests.runs.factories import review_views
 
 from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
 
@@ -12,17 +12,21 @@ QUEUES = "/api/v1/queues"
 
 def test_staff_create_fill_and_review(staff_api):
     result = reviewable_result()
-    queue = staff_api.post(QUEUES, {"name": "triage", "kind": "run_result", "include_unassessed": True},
-                           format="json").json()
+    queue = staff_api.post(
+        QUEUES, {"name": "triage", "kind": "run_result", "include_unassessed": True}, format="json"
+    ).json()
     assert staff_api.post(f"{QUEUES}/{queue['id']}/fill").json() == {"entered": 1, "total": 1}
     assert staff_api.post(f"{QUEUES}/{queue['id']}/fill").json() == {"entered": 0, "total": 1}
     items = staff_api.get(f"{QUEUES}/{queue['id']}/items").json()
     assert items["count"] == 1 and items["results"][0]["target_id"] == str(result.result_id)
     item_id = items["results"][0]["id"]
-    response = staff_api.post(f"{QUEUES}/{queue['id']}/items/{item_id}/review",
-                              {"verdicts": [{"kind": "rule", "key": "USES_KB", "passed": True}]}, format="json")
+    response = staff_api.post(
+        f"{QUEUES}/{queue['id']}/items/{item_id}/review",
+        {"verdicts": [{"kind": "rule", "key": "USES_KB", "passed": True}]},
+        format="json",
+    )
     assert response.status_code == 200 and response.json()["reviewed_by"] == "staff-user"
-    assert VerdictReview.objects.get(result=result).judge_status == "skipped"
+    assert review_views(result)[0].judge_status == "skipped"
     got = staff_api.get(f"{QUEUES}/{queue['id']}").json()
     assert (got["total"], got["done"], got["left"]) == (1, 1, 0)
 
@@ -46,11 +50,16 @@ def test_bad_input_and_unknown_ids(staff_api):
     added = staff_api.post(f"{QUEUES}/{queue.pk}/items", {"target_id": str(evaluation.pk)}, format="json")
     assert added.status_code == 201
     item_id = added.json()["id"]
-    too_high = staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/review",
-                              {"verdicts": [{"key": "task_adherence", "score": 2}]}, format="json")
+    too_high = staff_api.post(
+        f"{QUEUES}/{queue.pk}/items/{item_id}/review",
+        {"verdicts": [{"key": "task_adherence", "score": 2}]},
+        format="json",
+    )
     assert too_high.status_code == 422
-    assert staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/assign", {"username": "ghost"},
-                          format="json").status_code == 404
+    assert (
+        staff_api.post(f"{QUEUES}/{queue.pk}/items/{item_id}/assign", {"username": "ghost"}, format="json").status_code
+        == 404
+    )
     assert QueueItem.objects.get(pk=item_id).done_at is None
 
 
@@ -62,15 +71,19 @@ def test_add_names_the_kind_of_its_target(staff_api):
     agentic = AgentEvaluationFactory()
     TraceEvaluationFactory(pk=agentic.pk)
     rag_queue = ReviewQueueFactory(kind="rag_evaluation")
-    refused = staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk),
-                                                                 "kind": "agentic_evaluation"}, format="json")
+    refused = staff_api.post(
+        f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk), "kind": "agentic_evaluation"}, format="json"
+    )
     assert refused.status_code == 422 and "not agentic evaluations" in refused.json()["detail"]
     assert not rag_queue.items.exists()
-    added = staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk), "kind": "rag_evaluation"},
-                           format="json")
+    added = staff_api.post(
+        f"{QUEUES}/{rag_queue.pk}/items", {"target_id": str(agentic.pk), "kind": "rag_evaluation"}, format="json"
+    )
     assert added.status_code == 201 and added.json()["kind"] == "rag_evaluation"
-    assert staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": "1", "kind": "nope"},
-                          format="json").status_code == 422
+    assert (
+        staff_api.post(f"{QUEUES}/{rag_queue.pk}/items", {"target_id": "1", "kind": "nope"}, format="json").status_code
+        == 422
+    )
 
 
 def test_run_result_items_name_their_run_and_attempt(staff_api):
@@ -87,8 +100,9 @@ def test_run_result_items_name_their_run_and_attempt(staff_api):
     [listed] = staff_api.get(f"{QUEUES}/{queue.pk}/items").json()["results"]
     assert {k: listed[k] for k in expected} == expected
     agentic = ReviewQueueFactory(kind="agentic_evaluation")
-    other = staff_api.post(f"{QUEUES}/{agentic.pk}/items", {"target_id": str(AgentEvaluationFactory().pk)},
-                           format="json").json()
+    other = staff_api.post(
+        f"{QUEUES}/{agentic.pk}/items", {"target_id": str(AgentEvaluationFactory().pk)}, format="json"
+    ).json()
     assert not {"run_id", "run_label", "attempt", "repeats"} & set(other)
 
 
@@ -99,8 +113,9 @@ def test_the_api_speaks_per_cent_and_the_queue_keeps_a_rate(staff_api):
     assert created.status_code == 201 and created.json()["sample_percent"] == 7.0
     queue = ReviewQueue.objects.get(name="sampled")
     assert queue.sample_rate == 0.07
-    replaced = staff_api.put(f"{QUEUES}/{queue.pk}", {"name": "sampled", "kind": "run_result", "sample_percent": 100},
-                             format="json")
+    replaced = staff_api.put(
+        f"{QUEUES}/{queue.pk}", {"name": "sampled", "kind": "run_result", "sample_percent": 100}, format="json"
+    )
     assert replaced.json()["sample_percent"] == 100.0
     queue.refresh_from_db()
     assert queue.sample_rate == 1.0

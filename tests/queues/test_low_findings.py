@@ -4,8 +4,8 @@ and an item assigned to someone else cannot be reviewed (409, like claiming it).
 import pytest
 
 from apps.queues.models import QueueItem, ReviewQueue
-from apps.runs.models import VerdictReview
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key
+from tests.runs.factories import verdict_reviews
 
 from .factories import QueueItemFactory, ReviewQueueFactory
 
@@ -35,7 +35,7 @@ def test_reviewing_an_item_assigned_to_someone_else_is_409_like_claiming_it(staf
     assert claim.status_code == review.status_code == 409
     assert review.json() == {"detail": "This item is assigned to alice"}
     item.refresh_from_db()
-    assert item.done_at is None and item.reviewed_by is None and not VerdictReview.objects.exists()
+    assert item.done_at is None and item.reviewed_by is None and not verdict_reviews().exists()
 
 
 def test_the_assignee_and_anyone_on_an_unassigned_item_still_review(staff_api):
@@ -52,15 +52,19 @@ def test_the_console_refuses_to_review_an_item_assigned_to_someone_else(client):
     reviewer = UserFactory(username="bob", is_staff=True)
     item = QueueItemFactory(assigned_to=UserFactory(username="alice", is_staff=True))
     client.force_login(reviewer)
-    response = client.post(f"/console/queues/{item.queue_id}/items/{item.pk}/",
-                           {"rows": "1", "v-0-kind": "rule", "v-0-key": "USES_KB", "v-0-passed": "pass"}, follow=True)
+    response = client.post(
+        f"/console/queues/{item.queue_id}/items/{item.pk}/",
+        {"rows": "1", "v-0-kind": "rule", "v-0-key": "USES_KB", "v-0-passed": "pass"},
+        follow=True,
+    )
     assert "assigned to alice" in response.content.decode()
     item.refresh_from_db()
-    assert item.done_at is None and not VerdictReview.objects.exists()
+    assert item.done_at is None and not verdict_reviews().exists()
 
 
-@pytest.mark.parametrize("query", ["offset=6518572988410869546501250317490847744", "limit=99999999999999999999999",
-                                   "offset=-1", "limit=0"])
+@pytest.mark.parametrize(
+    "query", ["offset=6518572988410869546501250317490847744", "limit=99999999999999999999999", "offset=-1", "limit=0"]
+)
 def test_out_of_range_paging_is_422_not_500(staff_api, query):
     """Found by the fuzzer (bin/fuzz-api): an offset past 64 bits reached the database as a 500."""
     item = QueueItemFactory()

@@ -54,21 +54,34 @@ def test_rag_rules_count_every_status_but_ok_as_unassessed_and_scores_below():
 def test_a_human_score_does_not_make_a_subject_unassessed_or_low():
     """Only the judge's rows decide: a person's low score on a metric is a review, not a verdict."""
     evaluation = scored_rag(test_rows=[{"name": "context_recall", "score": 0.9}])
-    human_score_record(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=evaluation.pk, kind=ScoreKind.METRIC,
-                       key="context_recall", passed=False, value=0.0)
-    queue = services.queue_create(name="strict", kind=QueueKind.RAG_EVALUATION, include_unassessed=True,
-                                  score_below=0.5)
+    human_score_record(
+        subject_kind=SubjectKind.RAG_EVALUATION,
+        subject_id=evaluation.pk,
+        kind=ScoreKind.METRIC,
+        key="context_recall",
+        passed=False,
+        value=0.0,
+    )
+    queue = services.queue_create(
+        name="strict", kind=QueueKind.RAG_EVALUATION, include_unassessed=True, score_below=0.5
+    )
     assert services.queue_fill(queue=queue) == 0
 
 
 def test_disagreement_prone_metrics_come_from_the_agreement_path():
     reviewed, same_metric_ok = scored_agentic(task_adherence=0.9), scored_agentic(task_adherence=0.8)
     skipped = scored_agentic()
-    Score.objects.filter(subject_id=skipped.pk, subject_kind=SubjectKind.AGENTIC_EVALUATION,
-                         key="task_adherence").update(status=JudgeStatus.SKIPPED, value=None)
+    Score.objects.filter(
+        subject_id=skipped.pk, subject_kind=SubjectKind.AGENTIC_EVALUATION, key="task_adherence"
+    ).update(status=JudgeStatus.SKIPPED, value=None)
     # The judge passed task adherence (0.9 >= 0.6), the reviewer failed it (0.1).
-    human_score_record(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=reviewed.pk, kind=ScoreKind.METRIC,
-                       key="task_adherence", value=0.1)
+    human_score_record(
+        subject_kind=SubjectKind.AGENTIC_EVALUATION,
+        subject_id=reviewed.pk,
+        kind=ScoreKind.METRIC,
+        key="task_adherence",
+        value=0.1,
+    )
     queue = services.queue_create(name="prone", kind=QueueKind.AGENTIC_EVALUATION, disagreement_prone=True)
     services.queue_fill(queue=queue)
     # Every evaluation the judge scored on that metric; not the one it could not score (nothing to doubt).
@@ -78,8 +91,14 @@ def test_disagreement_prone_metrics_come_from_the_agreement_path():
 def test_agreement_reads_the_judges_row_not_a_copy():
     queue = ReviewQueueFactory(kind=QueueKind.RUN_RESULT)
     item = QueueItemFactory(queue=queue, subject=scored_result(criteria_scores=[criterion("Cites", True)]))
-    human_score_record(subject_kind=SubjectKind.RUN_RESULT, subject_id=item.subject_id, kind=ScoreKind.CRITERION,
-                       key="Cites", passed=False, author=UserFactory())
+    human_score_record(
+        subject_kind=SubjectKind.RUN_RESULT,
+        subject_id=item.subject_id,
+        kind=ScoreKind.CRITERION,
+        key="Cites",
+        passed=False,
+        author=UserFactory(),
+    )
     [row] = selectors.queue_agreement(queue=queue)
     assert (row.kind, row.key, row.reviewed, row.judge_pass_human_fail) == ("criterion", "Cites", 1, 1)
     # The judge re-judged (a newer machine row): agreement follows it, as there is no copy to go stale.
@@ -92,8 +111,14 @@ def test_fill_reads_a_fixed_number_of_queries_whatever_the_number_of_subjects():
     def fill_queries(n):
         for _ in range(n):
             scored_agentic(task_adherence=0.1)
-        queue = services.queue_create(name=f"every {n}", kind=QueueKind.AGENTIC_EVALUATION, include_unassessed=True,
-                                      score_below=0.5, disagreement_prone=True, sample_rate=0.5)
+        queue = services.queue_create(
+            name=f"every {n}",
+            kind=QueueKind.AGENTIC_EVALUATION,
+            include_unassessed=True,
+            score_below=0.5,
+            disagreement_prone=True,
+            sample_rate=0.5,
+        )
         with CaptureQueriesContext(connection) as captured:
             services.queue_fill(queue=queue)
         return len(captured)

@@ -3,7 +3,7 @@ import pytest
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind
-from apps.runs.models import VerdictReview
+from apps.runs.models import EvaluationResult
 from apps.scores.agreement import cohen_kappa
 from apps.scores.models import Score
 from apps.scores.services import human_score_record
@@ -12,9 +12,16 @@ from tests.agentic.factories import AgentEvaluationFactory
 from tests.concurrency import run_in_threads
 from tests.core.factories import UserFactory
 from tests.rag.factories import TraceEvaluationFactory
-from tests.runs.factories import criterion, rule
+from tests.runs.factories import criterion, rule, verdict_reviews
 
-from .factories import QueueItemFactory, ReviewQueueFactory, reviewable_result, scored_agentic, scored_rag, scored_result
+from .factories import (
+    QueueItemFactory,
+    ReviewQueueFactory,
+    reviewable_result,
+    scored_agentic,
+    scored_rag,
+    scored_result,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -44,8 +51,9 @@ def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
 def test_disagreement_prone_rules_and_sample():
     reviewed = reviewable_result()
     # A reviewer failed BRIEF where the judge passed it: every result judged on BRIEF is worth a look.
-    human_score_record(subject_kind=SubjectKind.RUN_RESULT, subject_id=reviewed.pk, kind=ScoreKind.RULE, key="BRIEF",
-                       passed=False)
+    human_score_record(
+        subject_kind=SubjectKind.RUN_RESULT, subject_id=reviewed.pk, kind=ScoreKind.RULE, key="BRIEF", passed=False
+    )
     other = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
     unrelated = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
     queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
@@ -117,19 +125,33 @@ def test_claim_refuses_an_item_assigned_to_someone_else():
 def test_review_records_verdicts_and_marks_done():
     item = QueueItemFactory()
     reviewer = UserFactory()
-    services.queue_item_review(item=item, reviewer=reviewer, note="checked",
-                               verdicts=[{"kind": "criterion", "key": "Cites the handbook", "passed": True},
-                                         {"kind": "rule", "key": "USES_KB", "passed": False}])
+    services.queue_item_review(
+        item=item,
+        reviewer=reviewer,
+        note="checked",
+        verdicts=[
+            {"kind": "criterion", "key": "Cites the handbook", "passed": True},
+            {"kind": "rule", "key": "USES_KB", "passed": False},
+        ],
+    )
     item.refresh_from_db()
     assert item.done_at is not None and item.reviewed_by == reviewer
-    assert VerdictReview.objects.filter(result_id=item.subject_id).count() == 2
+    assert verdict_reviews(result=EvaluationResult.objects.get(pk=item.subject_id)).count() == 2
     # A bad verdict leaves nothing behind: the item stays to do.
     other = QueueItemFactory(queue=item.queue)
     with pytest.raises(InvalidInputError):
-        services.queue_item_review(item=other, reviewer=reviewer, verdicts=[
-            {"kind": "criterion", "key": "Mentions 15 days", "passed": True}, {"kind": "rule", "key": "NOPE", "passed": True}])
+        services.queue_item_review(
+            item=other,
+            reviewer=reviewer,
+            verdicts=[
+                {"kind": "criterion", "key": "Mentions 15 days", "passed": True},
+                {"kind": "rule", "key": "NOPE", "passed": True},
+            ],
+        )
     other.refresh_from_db()
-    assert other.done_at is None and not VerdictReview.objects.filter(result_id=other.subject_id).exists()
+    assert (
+        other.done_at is None and not verdict_reviews(result=EvaluationResult.objects.get(pk=other.subject_id)).exists()
+    )
 
 
 def test_agreement_per_agentic_metric_and_rag_metric():

@@ -25,8 +25,10 @@ def metric_rows(evaluation: TraceEvaluation, tests: list[dict]):
             if status != TestStatus.NOT_RUN:
                 scores[name] = test.get("score", 1.0)
                 details[name] = test.get("details") or {
-                    "method": test.get("method", "deterministic"), "status": status,
-                    "judge": test.get("judge", "deterministic")}
+                    "method": test.get("method", "deterministic"),
+                    "status": status,
+                    "judge": test.get("judge", "deterministic"),
+                }
     rows = metric_scores(missing=missing, scores=scores, details=details)
     for row in rows:
         row.subject_id = evaluation.pk

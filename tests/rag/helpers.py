@@ -7,14 +7,19 @@ from apps.rag.payload import METRIC_REQUIREMENTS
 PARIS = {
     "tests": ["answer_accuracy", "context_recall", "context_utilisation"],
     "question": "What is the capital of France?",
-    "contexts": [{"id": "ctx1", "text": "Paris is the capital of France."}, {"id": "ctx2", "text": "Lyon is in France."}],
+    "contexts": [
+        {"id": "ctx1", "text": "Paris is the capital of France."},
+        {"id": "ctx2", "text": "Lyon is in France."},
+    ],
     "answer": "Paris",
     "ground_truth": "Paris",
     "relevant_context_ids": ["ctx1"],
 }
-AUSTEN = ("{ \"tests\": [\"context_recall\"], \"question\": \"Who wrote 'Pride and Prejudice'?\", \"contexts\": "
-          "[{ \"id\": \"c1\", \"text\": \"Jane Austen authored Pride and Prejudice.\" }], \"answer\": \"Jane Austen\", "
-          "\"ground_truth\": \"Jane Austen\", \"relevant_context_ids\": [\"c1\"]}")
+AUSTEN = (
+    '{ "tests": ["context_recall"], "question": "Who wrote \'Pride and Prejudice\'?", "contexts": '
+    '[{ "id": "c1", "text": "Jane Austen authored Pride and Prejudice." }], "answer": "Jane Austen", '
+    '"ground_truth": "Jane Austen", "relevant_context_ids": ["c1"]}'
+)
 FULL = {**PARIS, "tests": list(METRIC_REQUIREMENTS)}
 
 

@@ -25,7 +25,10 @@ def test_contract_example_paris(api, path):
     assert body["details"]["context_recall"]["found_relevant_count"] == 1
     assert body["details"]["context_recall"]["total_relevant_count"] == 1
     utilisation = body["details"]["context_utilisation"]
-    assert body["evaluation_scores"]["context_utilisation"] == utilisation["overlap_tokens"] / utilisation["context_tokens_total"]
+    assert (
+        body["evaluation_scores"]["context_utilisation"]
+        == utilisation["overlap_tokens"] / utilisation["context_tokens_total"]
+    )
     # paris, capital, france, lyon in the contexts; the answer uses paris.
     assert (utilisation["overlap_tokens"], utilisation["context_tokens_total"]) == (1, 4)
     assert body["provided_parameters"]["question"] == PARIS["question"]
@@ -40,7 +43,10 @@ def test_contract_example_austen(api):
     assert body["evaluation_scores"] == {"context_recall": 1.0}
     details = body["details"]["context_recall"]
     assert {k: details[k] for k in ("relevant_context_ids", "found_relevant_count", "total_relevant_count")} == {
-        "relevant_context_ids": ["c1"], "found_relevant_count": 1, "total_relevant_count": 1}
+        "relevant_context_ids": ["c1"],
+        "found_relevant_count": 1,
+        "total_relevant_count": 1,
+    }
 
 
 def test_all_six_metrics_scored_and_explained(api):
@@ -109,12 +115,18 @@ def test_unsupported_test_flagged(api):
 
 
 def test_lenient_forms(api):
-    query = {"tests": "Context_Utilization", "question": "q?", "contexts": ["Paris is big.", "Lyon too."],
-             "answer": "Paris"}
+    query = {
+        "tests": "Context_Utilization",
+        "question": "q?",
+        "contexts": ["Paris is big.", "Lyon too."],
+        "answer": "Paris",
+    }
     body = post(api, query).json()
     assert body["tests"] == ["context_utilisation"]
-    assert body["provided_parameters"]["contexts"] == [{"id": "ctx1", "text": "Paris is big."},
-                                                       {"id": "ctx2", "text": "Lyon too."}]
+    assert body["provided_parameters"]["contexts"] == [
+        {"id": "ctx1", "text": "Paris is big."},
+        {"id": "ctx2", "text": "Lyon too."},
+    ]
     assert any("ctx1, ctx2" in note for note in body["provided_parameters"]["parsing"]["notes"])
     assert body["evaluation_scores"]["context_utilisation"] == pytest.approx(1 / 3)
 
@@ -127,28 +139,47 @@ def test_query_as_object_and_ragas_field_names(api):
 
 
 def test_list_ground_truth_takes_best_match(api):
-    body = post(api, {**PARIS, "tests": ["answer_accuracy"], "answer": "The city of Paris",
-                      "ground_truth": ["Lyon", "city of Paris!"]}).json()
+    body = post(
+        api,
+        {
+            **PARIS,
+            "tests": ["answer_accuracy"],
+            "answer": "The city of Paris",
+            "ground_truth": ["Lyon", "city of Paris!"],
+        },
+    ).json()
     assert body["evaluation_scores"]["answer_accuracy"] == 1.0
     assert body["details"]["answer_accuracy"]["best_ground_truth"] == "city of Paris!"
 
 
 def test_natural_language_query(api):
-    text = ("Evaluate answer_accuracy and context_recall. Question: What is the capital of France? Answer: Paris. "
-            "Ground truth: Paris. Context ctx1: Paris is the capital of France. Context ctx2: Lyon is in France. "
-            "Relevant: ctx1")
+    text = (
+        "Evaluate answer_accuracy and context_recall. Question: What is the capital of France? Answer: Paris. "
+        "Ground truth: Paris. Context ctx1: Paris is the capital of France. Context ctx2: Lyon is in France. "
+        "Relevant: ctx1"
+    )
     body = post(api, text).json()
     assert body["tests"] == ["answer_accuracy", "context_recall"]
     assert body["evaluation_scores"] == {"answer_accuracy": 1.0, "context_recall": 1.0}
     assert body["provided_parameters"]["parsing"]["source"] == "natural_language:rules"
 
 
-@pytest.mark.parametrize("query", ["hello, how are you", "{not json", "[1, 2]", "42x" * 0 + "null",
-                                   '{"tests": ["context_recall"], "contexts": 5}',
-                                   '{"tests": ["x"], "unknown_field": 1}',
-                                   '{"tests": ["context_recall"], "contexts": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}',
-                                   "Question: what? Answer: that.", '{"tests": [], "answer": "x"}',
-                                   '{"answer": "x"}', '{"tests": "  "}'])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "hello, how are you",
+        "{not json",
+        "[1, 2]",
+        "42x" * 0 + "null",
+        '{"tests": ["context_recall"], "contexts": 5}',
+        '{"tests": ["x"], "unknown_field": 1}',
+        '{"tests": ["context_recall"], "contexts": [{"id": "a", "text": "x"}, {"id": "a", "text": "y"}]}',
+        "Question: what? Answer: that.",
+        '{"tests": [], "answer": "x"}',
+        '{"answer": "x"}',
+        '{"tests": "  "}',
+    ],
+)
 def test_bad_query_is_400(api, query, trace_400_schema):
     response = api.post("/trace", {"query": query}, format="json")
     assert response.status_code == 400, response.content
@@ -178,8 +209,9 @@ def trace_400_schema():
     return jsonschema.Draft202012Validator({**response, "components": schema["components"]})
 
 
-@pytest.mark.parametrize("body", [{}, {"question": "x"}, {"query": None}, {"query": ""}, {"query": 5},
-                                  {"query": "bad\u0000text"}, []])
+@pytest.mark.parametrize(
+    "body", [{}, {"question": "x"}, {"query": None}, {"query": ""}, {"query": 5}, {"query": "bad\u0000text"}, []]
+)
 def test_body_without_valid_query_is_422(api, body):
     response = api.post("/trace", body, format="json")
     assert response.status_code == 422, response.content
@@ -252,7 +284,10 @@ def test_evaluation_stored_and_history(api, staff_api):
     detail = api.get(f"/api/v1/trace/history/{evaluation.pk}").json()
     assert detail["evaluation_scores"] == first.json()["evaluation_scores"]
     assert {r["name"]: r["status"] for r in detail["test_results"]} == {
-        "answer_accuracy": "scored", "context_recall": "scored", "context_utilisation": "scored"}
+        "answer_accuracy": "scored",
+        "context_recall": "scored",
+        "context_utilisation": "scored",
+    }
     assert api.get("/api/v1/trace/history/999999").status_code == 404
 
 
@@ -307,8 +342,9 @@ def test_demo_loader_is_idempotent(db):
 def test_deleting_an_evaluation_in_the_admin_deletes_its_scores(admin_client, api):
     keep = TraceEvaluation.objects.get(pk=int(post(api, PARIS)["X-Trace-Evaluation-Id"]))
     gone = TraceEvaluation.objects.get(pk=int(post(api, AUSTEN)["X-Trace-Evaluation-Id"]))
-    response = admin_client.post("/admin/rag/traceevaluation/", {
-        "action": "delete_selected", "_selected_action": [gone.pk], "post": "yes"})
+    response = admin_client.post(
+        "/admin/rag/traceevaluation/", {"action": "delete_selected", "_selected_action": [gone.pk], "post": "yes"}
+    )
     assert response.status_code == 302
     # Scores name their subject by kind + id: without the service they would outlive it.
     assert not Score.objects.filter(subject_kind="rag_evaluation", subject_id=gone.pk).exists()
@@ -326,8 +362,11 @@ def test_a_page_reads_its_scores_in_one_query_whatever_its_length(api, admin_cli
             assert client.get(url).status_code == 200
         return len(captured)
 
-    pages = [("/api/v1/trace/history", api), ("/console/rag/", admin_client),
-             ("/admin/rag/traceevaluation/", admin_client)]
+    pages = [
+        ("/api/v1/trace/history", api),
+        ("/console/rag/", admin_client),
+        ("/admin/rag/traceevaluation/", admin_client),
+    ]
     TraceEvaluationFactory.create_batch(2)
     [queries(url, client) for url, client in pages]  # the API key and session are cached after a first call
     few = [queries(url, client) for url, client in pages]

@@ -31,15 +31,25 @@ def text(chars: int, word: str = "paris ") -> str:
     return (word * (chars // len(word) + 1))[:chars]
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"answer": text(limits.MAX_ANSWER_CHARS + 1)}, "answer"),
-    ({"ground_truth": text(limits.MAX_GROUND_TRUTH_CHARS + 1)}, "ground_truth"),
-    ({"ground_truth": ["Paris"] * (limits.MAX_GROUND_TRUTHS + 1)}, "ground_truth"),
-    ({"question": text(limits.MAX_QUESTION_CHARS + 1)}, "question"),
-    ({"contexts": [{"id": "c", "text": text(limits.MAX_CONTEXT_CHARS + 1)}]}, "contexts"),
-    ({"contexts": [{"id": f"c{i}", "text": text(limits.MAX_CONTEXT_CHARS)}
-                   for i in range(limits.MAX_CONTEXTS_TOTAL_CHARS // limits.MAX_CONTEXT_CHARS + 1)]}, "contexts"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"answer": text(limits.MAX_ANSWER_CHARS + 1)}, "answer"),
+        ({"ground_truth": text(limits.MAX_GROUND_TRUTH_CHARS + 1)}, "ground_truth"),
+        ({"ground_truth": ["Paris"] * (limits.MAX_GROUND_TRUTHS + 1)}, "ground_truth"),
+        ({"question": text(limits.MAX_QUESTION_CHARS + 1)}, "question"),
+        ({"contexts": [{"id": "c", "text": text(limits.MAX_CONTEXT_CHARS + 1)}]}, "contexts"),
+        (
+            {
+                "contexts": [
+                    {"id": f"c{i}", "text": text(limits.MAX_CONTEXT_CHARS)}
+                    for i in range(limits.MAX_CONTEXTS_TOTAL_CHARS // limits.MAX_CONTEXT_CHARS + 1)
+                ]
+            },
+            "contexts",
+        ),
+    ],
+)
 def test_a_field_past_its_limit_is_422_naming_it(api, change, field):
     response = post(api, {**BASE, **change})
     assert response.status_code == 422, response.content[:300]
@@ -54,8 +64,9 @@ def test_the_issue_reproduction_is_refused(api):
 
 
 def test_a_query_past_the_overall_limit_is_422(api):
-    response = api.post("/trace", {"query": "Evaluate faithfulness. Answer: " + "x" * limits.MAX_QUERY_CHARS},
-                        format="json")
+    response = api.post(
+        "/trace", {"query": "Evaluate faithfulness. Answer: " + "x" * limits.MAX_QUERY_CHARS}, format="json"
+    )
     assert response.status_code == 422
     assert "query" in json.dumps(response.json()["detail"])
     response = api.post("/trace", {"query": {**BASE, "extra": {"pad": "x" * limits.MAX_QUERY_CHARS}}}, format="json")
@@ -69,8 +80,9 @@ def test_a_payload_at_every_limit_is_accepted_and_scored(api):
         "question": text(limits.MAX_QUESTION_CHARS, "capital france "),
         "answer": text(limits.MAX_ANSWER_CHARS, "paris capital "),
         "ground_truth": [text(limits.MAX_GROUND_TRUTH_CHARS, f"paris {i} ") for i in range(limits.MAX_GROUND_TRUTHS)],
-        "contexts": [{"id": f"c{i}", "text": text(per_context, "paris is the capital ")}
-                     for i in range(limits.MAX_CONTEXTS)],
+        "contexts": [
+            {"id": f"c{i}", "text": text(per_context, "paris is the capital ")} for i in range(limits.MAX_CONTEXTS)
+        ],
         "relevant_context_ids": ["c0"],
     }
     response = post(api, payload)
@@ -81,8 +93,13 @@ def test_a_payload_at_every_limit_is_accepted_and_scored(api):
 
 def test_levenshtein_is_bounded_for_in_process_callers():
     # Services called in-process skip the API's validation; the metric bounds itself.
-    payload = TracePayload.model_construct(tests=["answer_accuracy"], answer="x " * 100_000,
-                                           ground_truth="y " * 100_000, contexts=[], relevant_context_ids=[])
+    payload = TracePayload.model_construct(
+        tests=["answer_accuracy"],
+        answer="x " * 100_000,
+        ground_truth="y " * 100_000,
+        contexts=[],
+        relevant_context_ids=[],
+    )
     assert 100_000 * 100_000 > MAX_LEVENSHTEIN_CELLS
     scoring = score_metrics(["answer_accuracy"], payload, use_llm=False)
     assert scoring.scores["answer_accuracy"] is None

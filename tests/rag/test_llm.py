@@ -13,9 +13,12 @@ from tests.rag.helpers import FULL, PARIS, post
 REPLIES = {
     "AnswerAccuracyOutput": {"rating": 4},
     "StatementGeneratorOutput": {"statements": ["Paris is the capital of France.", "Paris has ten million cats."]},
-    "NLIStatementOutput": {"statements": [
-        {"statement": "Paris is the capital of France.", "reason": "stated in ctx1", "verdict": 1},
-        {"statement": "Paris has ten million cats.", "reason": "not in the context", "verdict": 0}]},
+    "NLIStatementOutput": {
+        "statements": [
+            {"statement": "Paris is the capital of France.", "reason": "stated in ctx1", "verdict": 1},
+            {"statement": "Paris has ten million cats.", "reason": "not in the context", "verdict": 0},
+        ]
+    },
     "AnswerRelevanceOutput": {"question": "What is the capital of France?", "noncommittal": 0},
     "ContextPrecisionOutput": {"reason": "mentions Paris", "verdict": 1},
 }
@@ -26,8 +29,16 @@ def _by_schema(replies):
         name = body["response_format"]["json_schema"]["name"]
         reply = replies[name]
         reply = reply(body) if callable(reply) else reply
-        return 200, completion_body(body["model"], json.dumps(reply), usage={
-            "prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}), None
+        return (
+            200,
+            completion_body(
+                body["model"],
+                json.dumps(reply),
+                usage={"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+            ),
+            None,
+        )
+
     return answer
 
 
@@ -108,13 +119,23 @@ def test_llm_metric_objects_built_once(judge):
 
 
 def test_natural_language_extracted_by_llm(api, judge):
-    judge.push_json({"tests": ["context_recall", "answer_accuracy"], "question": "Capital of France?",
-                     "contexts": [{"id": "d1", "text": "Paris is the capital of France."}], "answer": "Paris",
-                     "ground_truth": ["Paris"], "relevant_context_ids": ["d1"]})
+    judge.push_json(
+        {
+            "tests": ["context_recall", "answer_accuracy"],
+            "question": "Capital of France?",
+            "contexts": [{"id": "d1", "text": "Paris is the capital of France."}],
+            "answer": "Paris",
+            "ground_truth": ["Paris"],
+            "relevant_context_ids": ["d1"],
+        }
+    )
     script(judge)
-    response = post(api, "Please check recall and accuracy: the system answered Paris to 'Capital of France?' "
-                         "using document d1 (Paris is the capital of France.), which is the relevant one; "
-                         "the expected answer is Paris.")
+    response = post(
+        api,
+        "Please check recall and accuracy: the system answered Paris to 'Capital of France?' "
+        "using document d1 (Paris is the capital of France.), which is the relevant one; "
+        "the expected answer is Paris.",
+    )
     assert response.status_code == 200, response.content
     body = response.json()
     assert body["provided_parameters"]["parsing"]["source"] == "natural_language:llm"
@@ -158,7 +179,9 @@ def test_many_contexts_keep_context_utilisation_lexical(api, judge):
     body = post(api, {**PARIS, "tests": ["context_utilisation"], "contexts": contexts}).json()
     details = body["details"]["context_utilisation"]
     assert details["method"] == "lexical:v1" and "25 contexts" in details["note"]
-    assert body["evaluation_scores"]["context_utilisation"] == details["overlap_tokens"] / details["context_tokens_total"]
+    assert (
+        body["evaluation_scores"]["context_utilisation"] == details["overlap_tokens"] / details["context_tokens_total"]
+    )
     assert judge.chat_requests == []
 
 

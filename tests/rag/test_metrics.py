@@ -25,8 +25,11 @@ def test_id_based_metrics_match_ragas_on_generated_samples():
     for _ in range(150):
         retrieved = rng.sample(pool, rng.randint(1, 8))
         reference = rng.sample(pool, rng.randint(1, 6))
-        payload = TracePayload(tests=["context_recall", "context_precision"], relevant_context_ids=reference,
-                               contexts=[{"id": i, "text": f"text of {i}"} for i in retrieved])
+        payload = TracePayload(
+            tests=["context_recall", "context_precision"],
+            relevant_context_ids=reference,
+            contexts=[{"id": i, "text": f"text of {i}"} for i in retrieved],
+        )
         scoring = score_metrics(payload.tests, payload, use_llm=False)
         recall, precision = scoring.details["context_recall"], scoring.details["context_precision"]
         assert scoring.scores["context_recall"] == pytest.approx(_ragas("recall", retrieved, reference))
@@ -34,7 +37,8 @@ def test_id_based_metrics_match_ragas_on_generated_samples():
         # The details explain the score exactly.
         assert scoring.scores["context_recall"] == recall["found_relevant_count"] / recall["total_relevant_count"]
         assert scoring.scores["context_precision"] == (
-            precision["relevant_retrieved_count"] / precision["total_retrieved_count"])
+            precision["relevant_retrieved_count"] / precision["total_retrieved_count"]
+        )
 
 
 def test_tokenisation_and_stop_words():
@@ -45,7 +49,8 @@ def test_tokenisation_and_stop_words():
 
 def test_context_utilisation_definition():
     score, details = lexical.context_utilisation(
-        contexts=["Paris is the capital of France.", "Lyon is in France."], answer="Paris, the French capital")
+        contexts=["Paris is the capital of France.", "Lyon is in France."], answer="Paris, the French capital"
+    )
     assert details["overlap"] == ["capital", "paris"]
     assert (details["overlap_tokens"], details["context_tokens_total"]) == (2, 4)
     assert score == 0.5
@@ -56,7 +61,8 @@ def test_context_utilisation_definition():
 def test_faithfulness_per_sentence_verdicts():
     score, details = lexical.faithfulness(
         contexts=["Jane Austen authored Pride and Prejudice in 1813."],
-        answer="Jane Austen wrote Pride and Prejudice. She lived on Mars with seven robots! It is.")
+        answer="Jane Austen wrote Pride and Prejudice. She lived on Mars with seven robots! It is.",
+    )
     verdicts = details["sentences"]
     assert [v["supported"] for v in verdicts] == [True, False]  # "It is." has no content token: not judged
     assert verdicts[0]["unsupported_tokens"] == ["wrote"]
@@ -65,13 +71,15 @@ def test_faithfulness_per_sentence_verdicts():
 
 
 def test_answer_relevancy_lexical():
-    score, details = lexical.answer_relevancy(question="What is the capital of France?",
-                                              answer="The capital of France is Paris.")
+    score, details = lexical.answer_relevancy(
+        question="What is the capital of France?", answer="The capital of France is Paris."
+    )
     assert score == 1.0 and details["matched_tokens"] == ["capital", "france"]
     score, _ = lexical.answer_relevancy(question="What is the capital of France?", answer="Paris")
     assert score == 0.0
-    score, details = lexical.answer_relevancy(question="What is the capital of France?",
-                                              answer="I don't know the capital of France.")
+    score, details = lexical.answer_relevancy(
+        question="What is the capital of France?", answer="I don't know the capital of France."
+    )
     assert score == 0.0 and details["noncommittal"]
 
 

@@ -14,7 +14,8 @@ def test_rules_extract_labelled_multiline_text():
         "Reference: Austen\n"
         "Context: Jane Austen authored Pride and Prejudice.\n"
         "Context: It was published in 1813.\n"
-        "Relevant contexts: ctx1 and ctx2\n")
+        "Relevant contexts: ctx1 and ctx2\n"
+    )
     payload = parsed.payload
     assert payload.tests == ["context_utilisation", "faithfulness"]
     assert payload.question == "Who wrote Pride and Prejudice?"
@@ -31,7 +32,9 @@ def test_rules_tests_label_keeps_unknown_names():
 
 
 def test_label_words_inside_values_are_not_labels():
-    payload = extract_with_rules("Evaluate faithfulness. Answer: the reference answer: Paris. Context c1: Paris").payload
+    payload = extract_with_rules(
+        "Evaluate faithfulness. Answer: the reference answer: Paris. Context c1: Paris"
+    ).payload
     assert payload.answer == "the reference answer: Paris"
 
 
@@ -42,8 +45,9 @@ def test_rules_refuse_what_they_cannot_read(text):
 
 
 def test_json_with_integer_ids_and_id_object():
-    payload = parse_query('{"tests": ["context_recall"], "contexts": {"1": "a", "2": "b"}, '
-                          '"relevant_context_ids": [1]}').payload
+    payload = parse_query(
+        '{"tests": ["context_recall"], "contexts": {"1": "a", "2": "b"}, "relevant_context_ids": [1]}'
+    ).payload
     assert [c.id for c in payload.contexts] == ["1", "2"] and payload.relevant_context_ids == ["1"]
 
 

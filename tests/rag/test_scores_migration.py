@@ -20,22 +20,46 @@ from tests.rag.helpers import post
 
 OLD = [("rag", "0002_alter_traceevaluation_options_and_more")]
 
-SCORED = {"method": "ragas:IDBasedContextRecall", "found_relevant_count": 1, "status": "scored", "judge": "deterministic"}
-ERRORED = {"method": "ragas:Faithfulness", "llm_calls": 1, "usage": {"prompt_tokens": 10, "completion_tokens": 2,
-                                                                     "total_tokens": 12},
-           "status": "error", "reason": "the LLM gave no usable verdict", "judge": "openai:gpt-4o-mini"}
-SKIPPED = {"method": "exact_match", "status": "skipped", "normalised_answer": "",
-           "reason": "the answer has no word characters to compare", "judge": "deterministic"}
+SCORED = {
+    "method": "ragas:IDBasedContextRecall",
+    "found_relevant_count": 1,
+    "status": "scored",
+    "judge": "deterministic",
+}
+ERRORED = {
+    "method": "ragas:Faithfulness",
+    "llm_calls": 1,
+    "usage": {"prompt_tokens": 10, "completion_tokens": 2, "total_tokens": 12},
+    "status": "error",
+    "reason": "the LLM gave no usable verdict",
+    "judge": "openai:gpt-4o-mini",
+}
+SKIPPED = {
+    "method": "exact_match",
+    "status": "skipped",
+    "normalised_answer": "",
+    "reason": "the answer has no word characters to compare",
+    "judge": "deterministic",
+}
 JUDGED = {"method": "ragas:AnswerRelevancy", "llm_calls": 3, "status": "scored", "judge": "openai:gpt-4o-mini"}
 # name -> (old test row fields, details), in the requested order.
 TESTS = {
-    "context_recall": ({"status": "scored", "score": 1.0, "method": SCORED["method"], "judge": "deterministic"}, SCORED),
-    "faithfulness": ({"status": "error", "score": None, "method": ERRORED["method"], "judge": "openai:gpt-4o-mini"},
-                     ERRORED),
-    "answer_accuracy": ({"status": "skipped", "score": None, "method": "exact_match", "judge": "deterministic"},
-                        SKIPPED),
-    "answer_relevancy": ({"status": "scored", "score": 0.25, "method": JUDGED["method"], "judge": "openai:gpt-4o-mini"},
-                         JUDGED),
+    "context_recall": (
+        {"status": "scored", "score": 1.0, "method": SCORED["method"], "judge": "deterministic"},
+        SCORED,
+    ),
+    "faithfulness": (
+        {"status": "error", "score": None, "method": ERRORED["method"], "judge": "openai:gpt-4o-mini"},
+        ERRORED,
+    ),
+    "answer_accuracy": (
+        {"status": "skipped", "score": None, "method": "exact_match", "judge": "deterministic"},
+        SKIPPED,
+    ),
+    "answer_relevancy": (
+        {"status": "scored", "score": 0.25, "method": JUDGED["method"], "judge": "openai:gpt-4o-mini"},
+        JUDGED,
+    ),
     "context_precision": ({"status": "missing", "missing": ["relevant_context_ids"]}, None),
     "bleu": ({"status": "unsupported", "missing": [UNSUPPORTED]}, None),
     "context_utilisation": ({"status": "not_run"}, None),
@@ -56,11 +80,17 @@ def _leaf():
 def _old_evaluation(apps):
     Evaluation, Test = apps.get_model("rag", "TraceEvaluation"), apps.get_model("rag", "TraceEvaluationTest")
     evaluation = Evaluation.objects.create(
-        query="{}", source="json", payload={"question": "q"}, tests=list(TESTS), outcome="partial", partial=True,
+        query="{}",
+        source="json",
+        payload={"question": "q"},
+        tests=list(TESTS),
+        outcome="partial",
+        partial=True,
         judge="openai:gpt-4o-mini",
         missing={name: (row.get("missing") or False) for name, (row, _) in TESTS.items()},
         scores={name: row["score"] for name, (row, details) in TESTS.items() if details},
-        details={name: details for name, (_, details) in TESTS.items() if details})
+        details={name: details for name, (_, details) in TESTS.items() if details},
+    )
     for name, (row, _) in TESTS.items():
         Test.objects.create(evaluation=evaluation, name=name, **row)
     return evaluation.pk
@@ -69,8 +99,11 @@ def _old_evaluation(apps):
 def _old_stores(apps, pk):
     Evaluation, Test = apps.get_model("rag", "TraceEvaluation"), apps.get_model("rag", "TraceEvaluationTest")
     evaluation = Evaluation.objects.get(pk=pk)
-    tests = list(Test.objects.filter(evaluation_id=pk).order_by("id")
-                 .values("name", "status", "score", "method", "judge", "missing"))
+    tests = list(
+        Test.objects.filter(evaluation_id=pk)
+        .order_by("id")
+        .values("name", "status", "score", "method", "judge", "missing")
+    )
     return evaluation.scores, evaluation.details, tests
 
 
@@ -88,9 +121,14 @@ def test_old_stores_become_score_rows_and_come_back(api):
     rows = {s.key: s for s in Score.objects.filter(subject_kind="rag_evaluation", subject_id=pk)}
     assert [s.key for s in Score.objects.filter(subject_id=pk).order_by("position")] == list(TESTS)
     assert {k: (s.status, s.reason) for k, s in rows.items()} == {
-        "context_recall": ("ok", ""), "faithfulness": ("error", ""), "answer_accuracy": ("skipped", ""),
-        "answer_relevancy": ("ok", ""), "context_precision": ("skipped", "missing"),
-        "bleu": ("skipped", "unsupported"), "context_utilisation": ("skipped", "not_run")}
+        "context_recall": ("ok", ""),
+        "faithfulness": ("error", ""),
+        "answer_accuracy": ("skipped", ""),
+        "answer_relevancy": ("ok", ""),
+        "context_precision": ("skipped", "missing"),
+        "bleu": ("skipped", "unsupported"),
+        "context_utilisation": ("skipped", "not_run"),
+    }
     # Who judged: the two metrics the LLM scored are llm, the rest (and what never ran) code.
     assert {k for k, s in rows.items() if s.source == "llm"} == {"faithfulness", "answer_relevancy"}
     assert rows["answer_relevancy"].value == 0.25 and rows["context_recall"].value == 1.0
@@ -106,8 +144,9 @@ def test_old_stores_become_score_rows_and_come_back(api):
     assert answer["test_results"] == tests
 
     # A person's review of a metric is a Score too: going back must leave it alone.
-    Score.objects.create(subject_kind="rag_evaluation", subject_id=pk, kind="metric", key="context_recall",
-                         source="human", passed=False)
+    Score.objects.create(
+        subject_kind="rag_evaluation", subject_id=pk, kind="metric", key="context_recall", source="human", passed=False
+    )
     old_apps = _migrate(OLD)
     try:
         assert _old_stores(old_apps, pk) == before
@@ -129,13 +168,27 @@ def _old_store(apps, query: str, partial: bool) -> tuple[int, dict]:
     scoring = score_metrics(complete if (partial or not anything_missing) else [], parsed.payload, use_llm=False)
     provided = parsed.payload.model_dump(mode="json")
     provided["parsing"] = {"source": parsed.source, "notes": parsed.notes}
-    body = {"provided_parameters": provided, "tests": parsed.payload.tests, "missing": missing,
-            "evaluation_scores": scoring.scores, "details": scoring.details}
+    body = {
+        "provided_parameters": provided,
+        "tests": parsed.payload.tests,
+        "missing": missing,
+        "evaluation_scores": scoring.scores,
+        "details": scoring.details,
+    }
     outcome = "missing" if anything_missing and not partial else "partial" if anything_missing else "scored"
     evaluation = Evaluation.objects.create(
-        query=query, source=parsed.source, payload=provided, tests=parsed.payload.tests, missing=missing,
-        scores=scoring.scores, details=scoring.details, outcome=outcome, partial=partial, judge=DETERMINISTIC,
-        duration_ms=1.0)
+        query=query,
+        source=parsed.source,
+        payload=provided,
+        tests=parsed.payload.tests,
+        missing=missing,
+        scores=scoring.scores,
+        details=scoring.details,
+        outcome=outcome,
+        partial=partial,
+        judge=DETERMINISTIC,
+        duration_ms=1.0,
+    )
     for name, absent in missing.items():
         details = scoring.details.get(name)
         if absent == [UNSUPPORTED]:
@@ -145,8 +198,12 @@ def _old_store(apps, query: str, partial: bool) -> tuple[int, dict]:
         elif details is None:
             row = {"status": "not_run"}
         else:
-            row = {"status": details.get("status", "scored"), "score": scoring.scores.get(name),
-                   "method": details.get("method", ""), "judge": details.get("judge", "")}
+            row = {
+                "status": details.get("status", "scored"),
+                "score": scoring.scores.get(name),
+                "method": details.get("method", ""),
+                "judge": details.get("judge", ""),
+            }
         Test.objects.create(evaluation=evaluation, name=name, **row)
     return evaluation.pk, body
 
@@ -156,13 +213,30 @@ def _old_history(apps, pk) -> dict:
     evaluation = apps.get_model("rag", "TraceEvaluation").objects.get(pk=pk)
     tests = apps.get_model("rag", "TraceEvaluationTest").objects.filter(evaluation_id=pk).order_by("id")
     return {
-        "id": evaluation.pk, "created_at": evaluation.created_at, "source": evaluation.source,
-        "outcome": evaluation.outcome, "partial": evaluation.partial, "judge": evaluation.judge,
-        "tests": evaluation.tests, "missing": evaluation.missing, "evaluation_scores": evaluation.scores,
-        "details": evaluation.details, "provided_parameters": evaluation.payload, "llm_usage": evaluation.llm_usage,
+        "id": evaluation.pk,
+        "created_at": evaluation.created_at,
+        "source": evaluation.source,
+        "outcome": evaluation.outcome,
+        "partial": evaluation.partial,
+        "judge": evaluation.judge,
+        "tests": evaluation.tests,
+        "missing": evaluation.missing,
+        "evaluation_scores": evaluation.scores,
+        "details": evaluation.details,
+        "provided_parameters": evaluation.payload,
+        "llm_usage": evaluation.llm_usage,
         "duration_ms": evaluation.duration_ms,
-        "test_results": [{"name": t.name, "status": t.status, "score": t.score, "method": t.method, "judge": t.judge,
-                          "missing": t.missing} for t in tests],
+        "test_results": [
+            {
+                "name": t.name,
+                "status": t.status,
+                "score": t.score,
+                "method": t.method,
+                "judge": t.judge,
+                "missing": t.missing,
+            }
+            for t in tests
+        ],
     }
 
 

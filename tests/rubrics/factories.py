@@ -20,7 +20,8 @@ class RubricRuleFactory(factory.DictFactory):
     severity = "medium"
     component_scope = "prompt"
     evaluation_criteria = factory.LazyFunction(
-        lambda: {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []})
+        lambda: {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []}
+    )
 
 
 def rubric_body(agent_id: str, **overrides) -> dict:
@@ -31,14 +32,27 @@ def rubric_body(agent_id: str, **overrides) -> dict:
         "description": "How support answers are judged",
         "severity_definitions": {"high": "Critical", "medium": "Moderate", "low": "Minor"},
         "rules": [
-            {"id": "BRIEF_RESPONSES", "name": "Brief, Focused Responses", "severity": "medium",
-             "category": "response_quality", "description": "Concise answers",
-             "prompt_reference": "Section: Communication Style",
-             "evaluation_criteria": {"pass_conditions": ["Under 3 sentences"], "fail_conditions": ["Filler"]},
-             "examples": {"violation": "Well, so...", "correct": "15 days."},
-             "component_scope": "prompt", "component_ids": [], "component_names": []},
-            {"id": "USES_KB", "name": "Uses the handbook", "severity": "high", "component_scope": "knowledge_base",
-             "evaluation_criteria": {"pass_conditions": ["Cites the handbook"]}, "component_names": ["Handbook"]},
+            {
+                "id": "BRIEF_RESPONSES",
+                "name": "Brief, Focused Responses",
+                "severity": "medium",
+                "category": "response_quality",
+                "description": "Concise answers",
+                "prompt_reference": "Section: Communication Style",
+                "evaluation_criteria": {"pass_conditions": ["Under 3 sentences"], "fail_conditions": ["Filler"]},
+                "examples": {"violation": "Well, so...", "correct": "15 days."},
+                "component_scope": "prompt",
+                "component_ids": [],
+                "component_names": [],
+            },
+            {
+                "id": "USES_KB",
+                "name": "Uses the handbook",
+                "severity": "high",
+                "component_scope": "knowledge_base",
+                "evaluation_criteria": {"pass_conditions": ["Cites the handbook"]},
+                "component_names": ["Handbook"],
+            },
         ],
     }
     body.update(overrides)
@@ -62,8 +76,12 @@ class RubricFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *, agent, changelog, author, rubric_id=None, **content):
-        return rubric_create(content=RubricContent.model_validate({"agent_id": agent.agent_id, **content}),
-                             changelog=changelog, author=author, rubric_id=rubric_id)
+        return rubric_create(
+            content=RubricContent.model_validate({"agent_id": agent.agent_id, **content}),
+            changelog=changelog,
+            author=author,
+            rubric_id=rubric_id,
+        )
 
 
 class RubricVersionFactory(factory.django.DjangoModelFactory):
@@ -81,6 +99,5 @@ class RubricVersionFactory(factory.django.DjangoModelFactory):
     @classmethod
     def _create(cls, model_class, *, rubric, changelog, author, **changes):
         content = RubricContent.model_validate({**snapshot_content(version_get(rubric).snapshot), **changes})
-        rubric, _published = rubric_publish_version(rubric=rubric, content=content, changelog=changelog,
-                                                    author=author)
+        rubric, _published = rubric_publish_version(rubric=rubric, content=content, changelog=changelog, author=author)
         return rubric.versions.get(version=rubric.current_version)

@@ -55,12 +55,15 @@ def test_admin_reorders_and_deletes_rules(admin_client, rubric):
     data["rules-1-position"] = "1"
     admin_client.post(change_url(rubric), data)
     assert [r["id"] for r in RubricVersion.objects.get(rubric=rubric, version=2).snapshot["rules"]] == [
-        "USES_KB", "BRIEF_RESPONSES"]
+        "USES_KB",
+        "BRIEF_RESPONSES",
+    ]
     data = admin_form_data(admin_client.get(change_url(rubric)))
     data["rules-0-DELETE"] = "on"
     admin_client.post(change_url(rubric), data)
     assert [r["id"] for r in RubricVersion.objects.get(rubric=rubric, version=3).snapshot["rules"]] == [
-        "BRIEF_RESPONSES"]
+        "BRIEF_RESPONSES"
+    ]
 
 
 def test_admin_refuses_invalid_and_stale_edits(admin_client, rubric):
@@ -69,8 +72,9 @@ def test_admin_refuses_invalid_and_stale_edits(admin_client, rubric):
     response = admin_client.post(change_url(rubric), bad)
     assert response.status_code == 200 and RubricVersion.objects.filter(rubric=rubric).count() == 1
     # Someone else publishes while this editor has the page open.
-    services.rubric_publish_version(rubric=rubric, content=RubricContent.model_validate(
-        rubric_body(rubric.agent.agent_id, name="Elsewhere")))
+    services.rubric_publish_version(
+        rubric=rubric, content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Elsewhere"))
+    )
     response = admin_client.post(change_url(rubric), {**data, "name": "Mine"})
     assert response.status_code == 200 and b"Reload the page" in response.content
     assert Rubric.objects.get().name == "Elsewhere"
@@ -80,10 +84,20 @@ def test_admin_add_creates_version_one(admin_client):
     bot = BotFactory()
     page = admin_client.get("/admin/rubrics/rubric/add/")
     data = admin_form_data(page)
-    data.update({"agent": bot.pk, "name": "New rubric", "severity_high": "Critical", "rules-TOTAL_FORMS": "1",
-                 "rules-0-rule_id": "R1", "rules-0-name": "Rule one", "rules-0-severity": "high",
-                 "rules-0-position": "0", "rules-0-component_scope": "function",
-                 "rules-0-fail_conditions": "Calls the wrong tool"})
+    data.update(
+        {
+            "agent": bot.pk,
+            "name": "New rubric",
+            "severity_high": "Critical",
+            "rules-TOTAL_FORMS": "1",
+            "rules-0-rule_id": "R1",
+            "rules-0-name": "Rule one",
+            "rules-0-severity": "high",
+            "rules-0-position": "0",
+            "rules-0-component_scope": "function",
+            "rules-0-fail_conditions": "Calls the wrong tool",
+        }
+    )
     response = admin_client.post("/admin/rubrics/rubric/add/", data)
     assert response.status_code == 302
     rubric = Rubric.objects.get(name="New rubric")
@@ -93,8 +107,11 @@ def test_admin_add_creates_version_one(admin_client):
 
 
 def test_version_history_diff_and_restore(admin_client, rubric):
-    services.rubric_publish_version(rubric=rubric, content=RubricContent.model_validate(
-        rubric_body(rubric.agent.agent_id, name="Second name")), changelog="rename")
+    services.rubric_publish_version(
+        rubric=rubric,
+        content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Second name")),
+        changelog="rename",
+    )
     history = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=2")
     assert history.status_code == 200
     html = history.content.decode()
@@ -122,8 +139,10 @@ def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_cl
     real_publish = services.rubric_publish_version
 
     def publish_after_someone_else(**kwargs):
-        real_publish(rubric=kwargs["rubric"], content=RubricContent.model_validate(
-            rubric_body(rubric.agent.agent_id, name="Elsewhere")))
+        real_publish(
+            rubric=kwargs["rubric"],
+            content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Elsewhere")),
+        )
         return real_publish(**kwargs)
 
     monkeypatch.setattr(services, "rubric_publish_version", publish_after_someone_else)
@@ -145,8 +164,9 @@ def test_version_diff_names_the_rule_that_changed(admin_client, rubric):
     data["changelog"] = "Stricter brevity"
     assert admin_client.post(change_url(rubric), data).status_code == 302
     html = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=2").content.decode()
-    assert ("<li>Rule BRIEF_RESPONSES (Brief, Focused Responses): severity medium → high; "
-            "pass conditions changed (+1)</li>") in html
+    assert (
+        "<li>Rule BRIEF_RESPONSES (Brief, Focused Responses): severity medium → high; pass conditions changed (+1)</li>"
+    ) in html
     assert "<li>Rule USES_KB (" in html and " removed</li>" in html
     # Restoring version 1 says, rule by rule, what it would change back.
     confirm = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/1/restore/").content.decode()
@@ -157,13 +177,23 @@ def test_version_diff_names_the_rule_that_changed(admin_client, rubric):
 def test_version_changes_in_words():
     from apps.rubrics.selectors import rubric_version_changes
 
-    old = {"name": "Support", "severity_definitions": {"high": "Blocks"}, "rules": [
-        {"id": "A", "name": "Alpha", "severity": "low", "description": "short"},
-        {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "x"}}]}
-    new = {"name": "Support v2", "severity_definitions": {"high": "Blocks release"}, "rules": [
-        {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "y" * 80}},
-        {"id": "A", "name": "Alpha renamed", "severity": "low", "description": "short"},
-        {"id": "C", "name": "Gamma", "severity": "medium"}]}
+    old = {
+        "name": "Support",
+        "severity_definitions": {"high": "Blocks"},
+        "rules": [
+            {"id": "A", "name": "Alpha", "severity": "low", "description": "short"},
+            {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "x"}},
+        ],
+    }
+    new = {
+        "name": "Support v2",
+        "severity_definitions": {"high": "Blocks release"},
+        "rules": [
+            {"id": "B", "name": "Beta", "severity": "high", "examples": {"correct": "y" * 80}},
+            {"id": "A", "name": "Alpha renamed", "severity": "low", "description": "short"},
+            {"id": "C", "name": "Gamma", "severity": "medium"},
+        ],
+    }
     assert rubric_version_changes(old, new) == [
         "Rubric name: Support → Support v2",
         "Severity high definition: Blocks → Blocks release",

@@ -5,7 +5,7 @@ import pytest
 from apps.core.errors import NotFoundError
 from apps.runs import sources
 from tests.bots.factories import make_bot_spec
-from tests.runs.factories import PLAN_AGENT, PLAN_DATASET, PLAN_RUBRIC, PLAN_TEST_SET, RUBRIC_SNAPSHOT, make_items
+from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, RUBRIC_SNAPSHOT, make_items
 
 
 @pytest.fixture
@@ -29,10 +29,19 @@ def plan(monkeypatch):
         return version or 1, state["rubric"]
 
     def question_set_items(dataset_id):
-        return [{"question_id": str(uuid.UUID(int=500)), "question": "How much PTO carries over?",
-                 "expected_answer": "Up to 5 days carry over"}]
+        return [
+            {
+                "question_id": str(uuid.UUID(int=500)),
+                "question": "How much PTO carries over?",
+                "expected_answer": "Up to 5 days carry over",
+            }
+        ]
 
-    for name, fn in [("bot_spec", bot_spec), ("testset_items", testset_items), ("rubric_snapshot", rubric_snapshot),
-                     ("question_set_items", question_set_items)]:
+    for name, fn in [
+        ("bot_spec", bot_spec),
+        ("testset_items", testset_items),
+        ("rubric_snapshot", rubric_snapshot),
+        ("question_set_items", question_set_items),
+    ]:
         monkeypatch.setattr(sources, name, fn)
     return state

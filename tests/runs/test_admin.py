@@ -23,9 +23,16 @@ def test_launch_from_the_admin_then_drill_down(admin_client, plan_choices, djang
     page = admin_client.get("/admin/runs/evaluationrun/launch/")
     assert page.status_code == 200 and b"Launch run" in page.content
     with django_capture_on_commit_callbacks(execute=True):
-        response = admin_client.post("/admin/runs/evaluationrun/launch/", {
-            "agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "rubric_id": str(PLAN_RUBRIC),
-            "concurrency": 2, "judge_model": "heuristic"})
+        response = admin_client.post(
+            "/admin/runs/evaluationrun/launch/",
+            {
+                "agent_id": PLAN_AGENT,
+                "test_set_id": str(PLAN_TEST_SET),
+                "rubric_id": str(PLAN_RUBRIC),
+                "concurrency": 2,
+                "judge_model": "heuristic",
+            },
+        )
     assert response.status_code == 302, response.context["form"].errors
     run = EvaluationRun.objects.get()
     assert response.status_code == 302 and response["Location"].endswith(f"/{run.pk}/change/")
@@ -46,8 +53,10 @@ def test_launch_form_shows_service_errors(admin_client, plan_choices):
     bot = BotFactory(agent_id="b" * 24)  # offered by the form; the plan's bot source does not know it
     # A test set of that bot: the form refuses another bot's before the service is asked.
     own_test_set = SuiteFactory(agent=bot)
-    response = admin_client.post("/admin/runs/evaluationrun/launch/", {"agent_id": "b" * 24,
-                                                                       "test_set_id": str(own_test_set.pk), "concurrency": 3})
+    response = admin_client.post(
+        "/admin/runs/evaluationrun/launch/",
+        {"agent_id": "b" * 24, "test_set_id": str(own_test_set.pk), "concurrency": 3},
+    )
     assert response.status_code == 200 and b"No bot with agent_id" in response.content
     assert EvaluationRun.objects.count() == 0
 
@@ -65,8 +74,14 @@ def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit
 def test_the_run_list_names_runs_test_sets_and_bots_and_filters_by_bot_name(admin_client):
     hr, sales = BotFactory(name="HR assistant"), BotFactory(name="Sales bot")
     onboarding = SuiteFactory(agent=hr, name="Onboarding questions")
-    labelled = EvaluationRunFactory(agent_id=hr.agent_id, test_set_id=onboarding.pk, test_set_version=3,
-                                    rubric_id=None, label="after the PTO fix", judge="heuristic:v1")
+    labelled = EvaluationRunFactory(
+        agent_id=hr.agent_id,
+        test_set_id=onboarding.pk,
+        test_set_version=3,
+        rubric_id=None,
+        label="after the PTO fix",
+        judge="heuristic:v1",
+    )
     other = EvaluationRunFactory(agent_id=sales.agent_id, test_set_id=onboarding.pk, rubric_id=None)
     EvaluationRunFactory(agent_id="d" * 24, test_set_id=onboarding.pk, rubric_id=None)  # its bot was deleted
     html = admin_client.get("/admin/runs/evaluationrun/").content.decode()
@@ -79,5 +94,9 @@ def test_the_run_list_names_runs_test_sets_and_bots_and_filters_by_bot_name(admi
     assert f'<a href="?agent_id={sales.agent_id}">Sales bot</a>' in html and f"(deleted bot {'d' * 24})" in html
     filtered = admin_client.get("/admin/runs/evaluationrun/", {"agent_id": hr.agent_id})
     assert [run.pk for run in filtered.context["cl"].result_list] == [labelled.pk]
-    assert other.pk in [run.pk for run in admin_client.get(
-        "/admin/runs/evaluationrun/", {"agent_id": sales.agent_id}).context["cl"].result_list]
+    assert other.pk in [
+        run.pk
+        for run in admin_client.get("/admin/runs/evaluationrun/", {"agent_id": sales.agent_id})
+        .context["cl"]
+        .result_list
+    ]

@@ -8,18 +8,62 @@ from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET
 
 pytestmark = pytest.mark.django_db
 
-RUN_FIELDS = {"run_id", "dataset_id", "agent_id", "status", "total", "completed", "passed", "failed", "concurrency",
-              "started_at", "completed_at", "error", "rubric_id", "rubric_version", "test_set_id", "test_set_version",
-              "component_scope_filter", "component_ids_filter", "component_scores", "criteria_passed", "criteria_total",
-              "rubric_rules_passed", "rubric_rules_total", "bot_llm_provider", "bot_llm_model", "created_at"}
-RESULT_FIELDS = {"result_id", "run_id", "test_case_id", "langsmith_run_id", "input", "output", "scores", "item_name",
-                 "item_type", "criteria_scores", "criteria_passed", "rubric_scores", "rubric_passed", "passed",
-                 "duration_ms", "created_at"}
+RUN_FIELDS = {
+    "run_id",
+    "dataset_id",
+    "agent_id",
+    "status",
+    "total",
+    "completed",
+    "passed",
+    "failed",
+    "concurrency",
+    "started_at",
+    "completed_at",
+    "error",
+    "rubric_id",
+    "rubric_version",
+    "test_set_id",
+    "test_set_version",
+    "component_scope_filter",
+    "component_ids_filter",
+    "component_scores",
+    "criteria_passed",
+    "criteria_total",
+    "rubric_rules_passed",
+    "rubric_rules_total",
+    "bot_llm_provider",
+    "bot_llm_model",
+    "created_at",
+}
+RESULT_FIELDS = {
+    "result_id",
+    "run_id",
+    "test_case_id",
+    "langsmith_run_id",
+    "input",
+    "output",
+    "scores",
+    "item_name",
+    "item_type",
+    "criteria_scores",
+    "criteria_passed",
+    "rubric_scores",
+    "rubric_passed",
+    "passed",
+    "duration_ms",
+    "created_at",
+}
 
 
 def start(api, **extra):
-    body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "rubric_id": str(PLAN_RUBRIC), "judge_model": "heuristic",
-            **extra}
+    body = {
+        "agent_id": PLAN_AGENT,
+        "test_set_id": str(PLAN_TEST_SET),
+        "rubric_id": str(PLAN_RUBRIC),
+        "judge_model": "heuristic",
+        **extra,
+    }
     # The run is enqueued on commit; the test's transaction never commits, so run what the request
     # queued when it returns (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
@@ -53,17 +97,20 @@ def test_start_read_and_list_a_run(api, plan):
     assert len(api.get(f"/api/v1/runs?agent_id={PLAN_AGENT}&limit=1").json()) == 1
 
 
-@pytest.mark.parametrize("body, status", [
-    ({"agent_id": "not-an-objectid"}, 422),
-    ({"concurrency": 0}, 422),
-    ({"concurrency": 33}, 422),
-    ({"concurrency": "3"}, 422),
-    ({"component_scope_filter": "everywhere"}, 422),
-    ({"test_set_id": "not-a-uuid"}, 422),
-    ({"agent_id": "b" * 24}, 404),
-    ({"test_set_id": str(uuid.UUID(int=999))}, 404),
-    ({"rubric_id": str(uuid.UUID(int=999))}, 404),
-])
+@pytest.mark.parametrize(
+    "body, status",
+    [
+        ({"agent_id": "not-an-objectid"}, 422),
+        ({"concurrency": 0}, 422),
+        ({"concurrency": 33}, 422),
+        ({"concurrency": "3"}, 422),
+        ({"component_scope_filter": "everywhere"}, 422),
+        ({"test_set_id": "not-a-uuid"}, 422),
+        ({"agent_id": "b" * 24}, 404),
+        ({"test_set_id": str(uuid.UUID(int=999))}, 404),
+        ({"rubric_id": str(uuid.UUID(int=999))}, 404),
+    ],
+)
 def test_bad_run_requests(api, plan, body, status):
     response = start(api, **body)
     assert response.status_code == status, response.json()
@@ -104,6 +151,7 @@ def test_unassessed_outcome_and_coverage_in_the_api(api, plan, monkeypatch):
         if rule["severity"] == "high":
             return Verdict.skipped("heuristic:v1", "cannot judge")
         return Verdict.of(passed=True, reasoning="ok", judge="heuristic:v1")
+
     monkeypatch.setattr(heuristic, "judge_rule", skip_high)
     run = api.get(f"/api/v1/runs/{start(api).json()['run_id']}").json()
     assert {"unassessed", "coverage"} <= set(run)

@@ -8,7 +8,6 @@ from apps.runs.judging import heuristic
 from apps.runs.judging.types import Verdict
 from apps.runs.management.commands.evalrun import Command
 from apps.runs.models import EvaluationResult, EvaluationRun
-
 from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, WIFI_CRITERION, make_items
 
 # transaction=True: with --wait the command polls until the run finishes, inside call_command; the run
@@ -18,9 +17,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run_cli(*extra):
-    args = ["evalrun", "--agent", PLAN_AGENT, "--test-set", str(PLAN_TEST_SET), "--judge-model", "heuristic", "--poll", "0.01",
-            "--timeout", "30",
-            *extra]
+    args = [
+        "evalrun",
+        "--agent",
+        PLAN_AGENT,
+        "--test-set",
+        str(PLAN_TEST_SET),
+        "--judge-model",
+        "heuristic",
+        "--poll",
+        "0.01",
+        "--timeout",
+        "30",
+        *extra,
+    ]
     return call_command(*args)
 
 
@@ -45,9 +55,9 @@ def test_unknown_agent_is_a_clear_error(plan):
 def test_wait_says_why_each_item_failed_and_links_it(plan, capsys, settings):
     run_cli("--rubric", str(PLAN_RUBRIC), "--wait")
     out = capsys.readouterr().out
-    failed_block = out[out.index("  FAILED item 2"):].splitlines()
+    failed_block = out[out.index("  FAILED item 2") :].splitlines()
     assert failed_block[0] == "  FAILED item 2"
-    assert failed_block[1].startswith("    criterion failed: Response mentions \"wifi password\" — ")
+    assert failed_block[1].startswith('    criterion failed: Response mentions "wifi password" — ')
     assert any(line.strip().startswith(f"{settings.EVALSITE_BASE_URL}/console/results/") for line in failed_block[1:6])
     assert "FAILED item 2:" not in out
 
@@ -55,14 +65,21 @@ def test_wait_says_why_each_item_failed_and_links_it(plan, capsys, settings):
 def test_failed_item_lists_rules_with_severity_and_errors(capsys, settings):
     settings.EVALSITE_BASE_URL = "https://evalsite.example"
     rule = Verdict.of(passed=False, reasoning="Answer is  six\nparagraphs long.", judge="llm").for_rule(
-        {"id": "BRIEF_RESPONSES", "name": "Brief", "severity": "medium"})
+        {"id": "BRIEF_RESPONSES", "name": "Brief", "severity": "medium"}
+    )
     errored = Verdict(passed=None, score=None, reasoning="timeout", judge="llm", status="error").for_rule(
-        {"id": "NO_PII", "severity": "high"})
+        {"id": "NO_PII", "severity": "high"}
+    )
     skipped = Verdict(passed=None, score=None, reasoning="", judge="heuristic", status="skipped").for_rule(
-        {"id": "TONE"})
+        {"id": "TONE"}
+    )
     passed = Verdict.of(passed=True, reasoning="ok", judge="llm").for_criterion("Mentions 15 days")
-    result = EvaluationResult(item_name="PTO Policy Inquiry", error="", criteria_scores=[passed.to_json()],
-                              rubric_scores=[rule.to_json(), errored.to_json(), skipped.to_json()])
+    result = EvaluationResult(
+        item_name="PTO Policy Inquiry",
+        error="",
+        criteria_scores=[passed.to_json()],
+        rubric_scores=[rule.to_json(), errored.to_json(), skipped.to_json()],
+    )
     command = Command()
     command.stdout = OutputWrapper(sys.stdout)
     command._failed_result(result)
@@ -85,8 +102,10 @@ def test_baseline_latest_within_noise_passes(plan, capsys):
     run_cli("--wait", "--baseline", "latest")
     out = capsys.readouterr().out
     assert "compared with baseline" in out and ": within noise" in out
-    assert ("6 of 6 paired items assessed in both: 4 both passed, 2 both failed, 0 pass→fail, 0 fail→pass; "
-            "McNemar p = 1; pass rate difference 95% CI [-39.0%, +39.0%] (Tango)") in out
+    assert (
+        "6 of 6 paired items assessed in both: 4 both passed, 2 both failed, 0 pass→fail, 0 fail→pass; "
+        "McNemar p = 1; pass rate difference 95% CI [-39.0%, +39.0%] (Tango)"
+    ) in out
 
 
 def test_baseline_fails_only_on_a_significant_regression_and_lists_the_items(plan, capsys):
@@ -95,7 +114,9 @@ def test_baseline_fails_only_on_a_significant_regression_and_lists_the_items(pla
     baseline = _newest_run()
     # The baseline passed everything: the 6 items the bot cannot answer are 6 regressions, p = 0.031.
     baseline.results.update(passed=True, outcome="passed")
-    with pytest.raises(CommandError, match=r"significant regression against baseline .*: 6 items went from pass to fail"):
+    with pytest.raises(
+        CommandError, match=r"significant regression against baseline .*: 6 items went from pass to fail"
+    ):
         run_cli("--wait", "--baseline", str(baseline.run_id))
     out = capsys.readouterr().out
     assert ": worse, significant at 95%" in out and out.count("  REGRESSED item ") == 6
@@ -111,10 +132,27 @@ def test_baseline_with_another_judge_is_refused_unless_allowed(plan, openai_serv
     openai_server.default = {"passed": True, "score": 1.0, "reasoning": "ok"}
     run_cli("--wait")
     baseline = _newest_run()
-    llm_judged = ["evalrun", "--agent", PLAN_AGENT, "--test-set", str(PLAN_TEST_SET), "--judge-model", "judge-model",
-                  "--poll", "0.01", "--timeout", "30", "--wait", "--baseline", str(baseline.run_id)]
-    with pytest.raises(CommandError, match=r"the judge changed since baseline .*model none → judge-model.*"
-                                           r"--allow-judge-change"):
+    llm_judged = [
+        "evalrun",
+        "--agent",
+        PLAN_AGENT,
+        "--test-set",
+        str(PLAN_TEST_SET),
+        "--judge-model",
+        "judge-model",
+        "--poll",
+        "0.01",
+        "--timeout",
+        "30",
+        "--wait",
+        "--baseline",
+        str(baseline.run_id),
+    ]
+    with pytest.raises(
+        CommandError,
+        match=r"the judge changed since baseline .*model none → judge-model.*"
+        r"--allow-judge-change",
+    ):
         call_command(*llm_judged)
     call_command(*llm_judged, "--allow-judge-change")
     assert "warning: the judge changed since the baseline: " in capsys.readouterr().out
@@ -127,6 +165,8 @@ def test_baseline_needs_wait_and_a_run_id(plan):
         run_cli("--wait", "--baseline", "yesterday")
     with pytest.raises(CommandError, match="baseline: No run"):
         run_cli("--wait", "--baseline", "00000000-0000-0000-0000-000000000000")
+
+
 def _judge_errors_on(monkeypatch, criterion_text):
     """The judge raises on one criterion (as an LLM judge that is down would): the engine records an
     error verdict for it and judges the item's other verdicts."""
@@ -136,6 +176,7 @@ def _judge_errors_on(monkeypatch, criterion_text):
         if criterion == criterion_text:
             raise ConnectionError("judge down")
         return real(criterion, transcript)
+
     monkeypatch.setattr(heuristic, "judge_criterion", judge)
 
 
@@ -156,7 +197,9 @@ def test_max_errors_must_be_a_share(plan):
 def test_unassessed_items_fail_the_gate_unless_allowed(plan, monkeypatch, capsys):
     """A high-severity rule the judge skips leaves the item unassessed: never a green build by default."""
     # The plan's rubric has two high-severity rules; the judge skips every rule.
-    monkeypatch.setattr(heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge"))
+    monkeypatch.setattr(
+        heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge")
+    )
     with pytest.raises(CommandError, match=r"^4 items unassessed"):
         run_cli("--rubric", str(PLAN_RUBRIC), "--wait")
     out = capsys.readouterr().out

@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_every_evalrun_option_has_help_text():
     parser = Command().create_parser("manage.py", "evalrun")
-    own = [action for action in parser._actions
-           if action.help != argparse.SUPPRESS and not isinstance(action, argparse._HelpAction)]
+    own = [
+        action
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS and not isinstance(action, argparse._HelpAction)
+    ]
     assert len(own) > 20
     undocumented = [action.option_strings for action in own if not (action.help or "").strip()]
     assert undocumented == []
@@ -45,8 +48,9 @@ def test_help_leaves_scipy_numpy_and_openai_unloaded(tmp_path):
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     env = {k: v for k, v in os.environ.items() if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG"}}
-    env.update({"DJANGO_SETTINGS_MODULE": "evalsite.settings", "SECRET_KEY": "x" * 50,
-                "EVALSITE_VAR_DIR": str(tmp_path)})
+    env.update(
+        {"DJANGO_SETTINGS_MODULE": "evalsite.settings", "SECRET_KEY": "x" * 50, "EVALSITE_VAR_DIR": str(tmp_path)}
+    )
     result = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
@@ -56,8 +60,24 @@ def test_help_leaves_scipy_numpy_and_openai_unloaded(tmp_path):
 def test_printed_links_and_junit_links_are_under_the_base_url(plan, settings, tmp_path, capsys):
     settings.EVALSITE_BASE_URL = "http://127.0.0.1:8123"
     junit = tmp_path / "r.xml"
-    call_command("evalrun", "--agent", PLAN_AGENT, "--test-set", str(PLAN_TEST_SET), "--rubric", str(PLAN_RUBRIC),
-                 "--judge-model", "heuristic", "--poll", "0.01", "--timeout", "30", "--wait", "--junit", str(junit))
+    call_command(
+        "evalrun",
+        "--agent",
+        PLAN_AGENT,
+        "--test-set",
+        str(PLAN_TEST_SET),
+        "--rubric",
+        str(PLAN_RUBRIC),
+        "--judge-model",
+        "heuristic",
+        "--poll",
+        "0.01",
+        "--timeout",
+        "30",
+        "--wait",
+        "--junit",
+        str(junit),
+    )
     out = capsys.readouterr().out
     links = [word for word in out.split() if "://" in word]
     assert links and all(link.startswith("http://127.0.0.1:8123/console/") for link in links)

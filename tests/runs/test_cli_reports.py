@@ -20,8 +20,20 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def run_cli(*extra):
-    return call_command("evalrun", "--agent", PLAN_AGENT, "--test-set", str(PLAN_TEST_SET), "--judge-model",
-                        "heuristic", "--poll", "0.01", "--timeout", "30", *extra)
+    return call_command(
+        "evalrun",
+        "--agent",
+        PLAN_AGENT,
+        "--test-set",
+        str(PLAN_TEST_SET),
+        "--judge-model",
+        "heuristic",
+        "--poll",
+        "0.01",
+        "--timeout",
+        "30",
+        *extra,
+    )
 
 
 def suite_of(path):
@@ -39,7 +51,7 @@ def test_junit_has_one_testcase_per_item_with_the_failed_verdicts_and_reasoning(
     assert set(cases) == {f"item {n}" for n in range(6)}
     failed = cases["item 2"].result
     assert len(failed) == 1 and isinstance(failed[0], Failure) and failed[0].type == "failed"
-    assert failed[0].text.startswith("criterion failed: Response mentions \"wifi password\" — ")
+    assert failed[0].text.startswith('criterion failed: Response mentions "wifi password" — ')
     assert cases["item 0"].is_passed and "/console/results/" in cases["item 0"].system_out
     # The classname comes from the test set (its id here: the plan's test set has no row), so a CI
     # server follows each item's history from run to run.
@@ -96,7 +108,9 @@ def test_json_carries_the_comparison_with_the_baseline(plan, tmp_path):
 def test_unassessed_items_are_errors_in_junit_never_failures_or_skipped_when_allowed(plan, monkeypatch, tmp_path):
     """An unassessed item is not a failure: it is an <error> (the judge could not judge it, so the
     build cannot go green) with a message saying why, or <skipped> under --allow-unassessed."""
-    monkeypatch.setattr(heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge"))
+    monkeypatch.setattr(
+        heuristic, "judge_rule", lambda rule, transcript: Verdict.skipped("heuristic:v1", "cannot judge")
+    )
     path = tmp_path / "u.xml"
     with pytest.raises(CommandError, match="items unassessed"):
         run_cli("--rubric", str(PLAN_RUBRIC), "--wait", "--junit", str(path))
@@ -123,13 +137,16 @@ def test_a_cancelled_run_reports_its_unfinished_items_as_errors(plan, monkeypatc
     assert suite.errors == 6 and all(isinstance(c.result[0], Error) for c in suite)
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--wait", "--confidence", "0.95"], "add --fail-under"),
-    (["--wait", "--fail-under", "0.5", "--confidence", "1.5"], "between 0 and 1"),
-    (["--junit", "x.xml"], "add --wait"),
-    (["--json", "x.json"], "add --wait"),
-    (["--wait", "--repeats", "11"], "repeats must be a whole number between 1 and 10"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--wait", "--confidence", "0.95"], "add --fail-under"),
+        (["--wait", "--fail-under", "0.5", "--confidence", "1.5"], "between 0 and 1"),
+        (["--junit", "x.xml"], "add --wait"),
+        (["--json", "x.json"], "add --wait"),
+        (["--wait", "--repeats", "11"], "repeats must be a whole number between 1 and 10"),
+    ],
+)
 def test_bad_options_are_clear_errors_and_start_nothing(plan, args, message):
     with pytest.raises(CommandError, match=message):
         run_cli(*args)

@@ -18,14 +18,24 @@ from apps.runs.judging.types import CRITERION, Verdict
 from apps.runs.selectors import run_comparison, run_judge_fingerprints
 from tests.bots.factories import make_bot_spec
 from tests.fakes.openai_server import completion_body
-from tests.runs.factories import (PTO_ITEM, RUBRIC_SNAPSHOT, EvaluationResultFactory, EvaluationRunFactory, criterion,
-                                  rule)
+from tests.runs.factories import (
+    PTO_ITEM,
+    RUBRIC_SNAPSHOT,
+    EvaluationResultFactory,
+    EvaluationRunFactory,
+    criterion,
+    rule,
+)
 from tests.runs.test_llm_judging import TRANSCRIPT
 
 
 def _pairs(both_passed=0, both_failed=0, pass_to_fail=0, fail_to_pass=0):
-    return ([(True, True)] * both_passed + [(False, False)] * both_failed
-            + [(True, False)] * pass_to_fail + [(False, True)] * fail_to_pass)
+    return (
+        [(True, True)] * both_passed
+        + [(False, False)] * both_failed
+        + [(True, False)] * pass_to_fail
+        + [(False, True)] * fail_to_pass
+    )
 
 
 def test_exact_mcnemar_matches_the_binomial_textbook_value():
@@ -58,6 +68,7 @@ def test_verdicts_follow_the_direction_of_a_significant_change():
 # --- Tango's score interval ------------------------------------------------------------------------
 # stats.tango_interval(gained=fail→pass, lost=pass→fail, n) is head's pass rate minus base's. In the
 # papers' notation (x12, x21) with the difference (x12 - x21)/n, gained is x12 and lost is x21.
+
 
 def test_tango_interval_matches_fagerland_lydersen_laake():
     # Fagerland, Lydersen & Laake (2014, Stat Med 33:2850-2875, "Recommended tests and confidence
@@ -145,10 +156,12 @@ def test_tango_interval_is_exactly_the_deltas_the_score_test_does_not_reject():
                 accepted = [d for d in grid if abs(stats.tango_score(d, gained=gained, lost=lost, n=n)) <= z]
                 assert accepted == [d for d in grid if low <= d <= high] or all(
                     abs(d - low) < 2e-3 or abs(d - high) < 2e-3
-                    for d in set(accepted) ^ {d for d in grid if low <= d <= high}), (n, gained, lost)
+                    for d in set(accepted) ^ {d for d in grid if low <= d <= high}
+                ), (n, gained, lost)
 
 
 # --- the verdict: the test and the interval must agree -------------------------------------------
+
 
 def test_the_verdict_needs_the_test_and_the_interval_on_the_same_side():
     # 5 of 5 gained: the interval [0.131, 1] excludes 0, but McNemar p = 0.0625: within noise, and said.
@@ -167,7 +180,8 @@ def test_the_verdict_needs_the_test_and_the_interval_on_the_same_side():
     assert stats.comparison_verdict(p=0.2, interval=[0.1, 0.3]) == "within_noise"
     assert stats.comparison_verdict(p=0.01, interval=None) == "within_noise"
     assert stats.disagreement(p=0.01, interval=[-0.1, 0.3]) == (
-        "McNemar's exact test is significant at 5% but the 95% interval includes 0")
+        "McNemar's exact test is significant at 5% but the 95% interval includes 0"
+    )
     assert stats.disagreement(p=0.5, interval=[-0.1, 0.3]) is None
 
 
@@ -180,8 +194,13 @@ def test_statistics_of_a_hundred_thousand_items_are_plain_numbers():
 
 
 def test_llm_verdicts_record_the_model_the_server_reports(openai_server):
-    openai_server.push(lambda body: (200, completion_body("judge-model-2026-11", '{"passed": true, "score": 1, '
-                                                                                 '"reasoning": "ok"}'), None))
+    openai_server.push(
+        lambda body: (
+            200,
+            completion_body("judge-model-2026-11", '{"passed": true, "score": 1, "reasoning": "ok"}'),
+            None,
+        )
+    )
     verdict = llm.judge_criterion(get_llm_client(), "States the accrual rate", TRANSCRIPT).for_criterion("States it")
     fingerprint = verdict.fingerprint
     assert fingerprint["judge"] == "llm" and fingerprint["model"] == "judge-model"
@@ -202,23 +221,37 @@ def test_fingerprints_differ_when_the_model_or_the_prompt_template_changes(opena
     change = judge_changes(distinct_judges([before]), distinct_judges([other_prompt]))
     assert change == [f"prompt template {before['prompt_template'][:4]}… → {other_prompt['prompt_template'][:4]}…"]
     assert judge_changes(distinct_judges([before]), distinct_judges([other_model])) == [
-        "model judge-model → judge-model-2"]
+        "model judge-model → judge-model-2"
+    ]
 
 
 def test_every_verdict_of_an_executed_item_has_a_fingerprint(openai_server):
     openai_server.default = {"passed": True, "score": 1.0, "reasoning": "ok"}
     bot = make_bot_spec()
     for judge in (JudgeChoice(), JudgeChoice(client=get_llm_client())):
-        outcome = execute_test_item(item=PTO_ITEM, bot=bot, rubric=RUBRIC_SNAPSHOT, conversation_id="c",
-                                    options=RunOptions(judge=judge, rubric_version=3))
+        outcome = execute_test_item(
+            item=PTO_ITEM,
+            bot=bot,
+            rubric=RUBRIC_SNAPSHOT,
+            conversation_id="c",
+            options=RunOptions(judge=judge, rubric_version=3),
+        )
         verdicts = outcome.criteria_scores + outcome.rubric_scores
         assert verdicts and all(v["fingerprint"]["judge_version"] for v in verdicts)
         assert all(v["fingerprint"]["rubric_version"] == 3 for v in outcome.rubric_scores)
 
 
 def _fingerprinted(text, passed, prompt):
-    return {**criterion(text, passed), "fingerprint": {"judge": "llm", "model": "m", "prompt_template": prompt,
-                                                       "judge_version": "1", "criterion": text}}
+    return {
+        **criterion(text, passed),
+        "fingerprint": {
+            "judge": "llm",
+            "model": "m",
+            "prompt_template": prompt,
+            "judge_version": "1",
+            "criterion": text,
+        },
+    }
 
 
 @pytest.mark.django_db
@@ -226,15 +259,17 @@ def test_comparison_reports_statistics_and_a_judge_change():
     base, head = EvaluationRunFactory(), EvaluationRunFactory()
     for position in range(8):
         EvaluationResultFactory(run=base, position=position, criteria_scores=[_fingerprinted("a", True, "3f2a" * 3)])
-        EvaluationResultFactory(run=head, position=position,
-                                criteria_scores=[_fingerprinted("a", position >= 6, "9c1d" * 3)])
+        EvaluationResultFactory(
+            run=head, position=position, criteria_scores=[_fingerprinted("a", position >= 6, "9c1d" * 3)]
+        )
     comparison = run_comparison(base=base, head=head)
     assert comparison["statistics"]["changes"]["pass_to_fail"] == 6
     assert comparison["statistics"]["verdict"] == "worse"
     assert comparison["statistics"]["mcnemar_p"] == pytest.approx(0.03125)
     assert comparison["judge_changed"] and comparison["judge_changes"] == ["prompt template 3f2a… → 9c1d…"]
     assert run_judge_fingerprints(runs=[base])[base.pk] == [
-        {"judge": "llm", "model": "m", "prompt_template": "3f2a" * 3, "judge_version": "1"}]
+        {"judge": "llm", "model": "m", "prompt_template": "3f2a" * 3, "judge_version": "1"}
+    ]
 
 
 def test_verdicts_stored_before_fingerprints_read_without_one():
@@ -243,6 +278,7 @@ def test_verdicts_stored_before_fingerprints_read_without_one():
 
 
 # --- buckets: failed never includes unassessed ------------------------------------------------------
+
 
 def _verdicts(outcome: str) -> dict:
     """Result fields for an outcome: passed, failed, or unassessed (criteria met, its high rule skipped)."""
@@ -253,11 +289,17 @@ def _verdicts(outcome: str) -> dict:
 
 # (before, after) per item, None where the item is not in that run, and the bucket it lands in.
 TRANSITIONS = [
-    ("passed", "failed", "regressions"), ("failed", "passed", "fixes"), ("failed", "failed", "still_failing"),
-    ("passed", "passed", "unchanged_pass"), ("unassessed", "passed", "newly_assessed"),
-    ("unassessed", "failed", "newly_assessed"), ("passed", "unassessed", "no_longer_assessed"),
-    ("failed", "unassessed", "no_longer_assessed"), ("unassessed", "unassessed", "still_unassessed"),
-    (None, "passed", "new_items"), ("failed", None, "dropped"),
+    ("passed", "failed", "regressions"),
+    ("failed", "passed", "fixes"),
+    ("failed", "failed", "still_failing"),
+    ("passed", "passed", "unchanged_pass"),
+    ("unassessed", "passed", "newly_assessed"),
+    ("unassessed", "failed", "newly_assessed"),
+    ("passed", "unassessed", "no_longer_assessed"),
+    ("failed", "unassessed", "no_longer_assessed"),
+    ("unassessed", "unassessed", "still_unassessed"),
+    (None, "passed", "new_items"),
+    ("failed", None, "dropped"),
 ]
 
 
@@ -272,8 +314,13 @@ def _runs_with(transitions):
 
 def test_category_of_every_transition():
     from apps.runs.comparison import ItemVerdict, category
-    verdict = {"passed": ItemVerdict(1, 1, 0, 0), "failed": ItemVerdict(1, 0, 1, 0),
-               "unassessed": ItemVerdict(1, 0, 0, 1), None: None}
+
+    verdict = {
+        "passed": ItemVerdict(1, 1, 0, 0),
+        "failed": ItemVerdict(1, 0, 1, 0),
+        "unassessed": ItemVerdict(1, 0, 0, 1),
+        None: None,
+    }
     for before, after, bucket in TRANSITIONS:
         assert category(verdict[before], verdict[after]) == bucket, (before, after)
     # With repeats: passed only if every attempt passed; one failed attempt fails it; else unassessed.
@@ -287,8 +334,16 @@ def test_comparison_buckets_and_statistics_leave_unassessed_items_out():
     base, head = _runs_with(TRANSITIONS)
     comparison = run_comparison(base=base, head=head)
     assert comparison["buckets"] == {
-        "regressions": 1, "fixes": 1, "still_failing": 1, "unchanged_pass": 1, "newly_assessed": 2,
-        "no_longer_assessed": 2, "still_unassessed": 1, "new_items": 1, "dropped": 1}
+        "regressions": 1,
+        "fixes": 1,
+        "still_failing": 1,
+        "unchanged_pass": 1,
+        "newly_assessed": 2,
+        "no_longer_assessed": 2,
+        "still_unassessed": 1,
+        "new_items": 1,
+        "dropped": 1,
+    }
     assert [h["position"] for _, h in comparison["newly_assessed"]] == [4, 5]
     assert [h["outcome"] for _, h in comparison["newly_assessed"]] == ["passed", "failed"]
     assert [(b["outcome"], h["outcome"]) for b, h in comparison["still_unassessed"]] == [("unassessed", "unassessed")]

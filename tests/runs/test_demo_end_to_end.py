@@ -25,8 +25,11 @@ def demo():
 
 def test_demo_run_through_the_api(api, demo, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID,
-                                            "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2}, format="json")
+        created = api.post(
+            "/api/v1/runs",
+            {"agent_id": DEMO_AGENT_ID, "test_set_id": DEMO_TEST_SET_ID, "rubric_id": DEMO_RUBRIC_ID, "concurrency": 2},
+            format="json",
+        )
     assert created.status_code == 201, created.json()
     run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
     assert run["status"] == "completed" and run["total"] == run["completed"] == 5
@@ -61,8 +64,12 @@ def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch, django_
         run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1)
     edited = copy.deepcopy(DEMO_TEST_SET)
     edited["items"][0]["inputs"]["message"] = "Edited after the run started"
-    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
-                             content=TestSetContent.model_validate(edited), changelog="edit", author="t")
+    testset_publish_version(
+        test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+        content=TestSetContent.model_validate(edited),
+        changelog="edit",
+        author="t",
+    )
     first = run.results.get(position=0)
     with django_capture_on_commit_callbacks(execute=True):
         services.result_execute(result_pk=first.pk)
@@ -76,8 +83,7 @@ def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch, django_
 
 def test_demo_question_set_run(api, demo, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "dataset_id": DEMO_DATASET_ID},
-                           format="json")
+        created = api.post("/api/v1/runs", {"agent_id": DEMO_AGENT_ID, "dataset_id": DEMO_DATASET_ID}, format="json")
     run = api.get(f"/api/v1/runs/{created.json()['run_id']}").json()
     assert run["status"] == "completed" and run["dataset_id"] == DEMO_DATASET_ID and run["test_set_id"] is None
     for result in api.get(f"/api/v1/runs/{run['run_id']}/results").json():
@@ -92,8 +98,20 @@ def test_cli_against_the_demo_bot(demo, capsys):
     """The demo rubric and test set are checkable offline (issue 20): the heuristic judge passes or
     fails every item (issue 16's demo left all 5 unassessed), and the gate follows its verdicts:
     4 of 5 pass, the dog question fails its hand-off criterion."""
-    args = ("evalrun", "--agent", DEMO_AGENT_ID, "--test-set", DEMO_TEST_SET_ID, "--rubric", DEMO_RUBRIC_ID,
-            "--wait", "--poll", "0.01", "--timeout", "60")
+    args = (
+        "evalrun",
+        "--agent",
+        DEMO_AGENT_ID,
+        "--test-set",
+        DEMO_TEST_SET_ID,
+        "--rubric",
+        DEMO_RUBRIC_ID,
+        "--wait",
+        "--poll",
+        "0.01",
+        "--timeout",
+        "60",
+    )
     call_command(*args)
     out = capsys.readouterr().out
     assert "Dog at the Office" in out and "unassessed" not in out.replace("0 unassessed", "")
@@ -104,6 +122,7 @@ def test_cli_against_the_demo_bot(demo, capsys):
 
 
 # The demo runs `make run` loads (issue 20): made by running both bots through the engine ------------
+
 
 @pytest.fixture
 def demo_runs(db) -> tuple[EvaluationRun, EvaluationRun]:
@@ -116,9 +135,13 @@ def test_the_demo_runs_are_finished_runs_of_both_bots(demo_runs):
     base, head = demo_runs
     assert [(r.agent_id, r.label, r.status, r.repeats, r.total, r.completed, r.judge) for r in demo_runs] == [
         (DEMO_AGENT_ID, DEMO_BASELINE_LABEL, "completed", 3, 15, 15, "heuristic:v1"),
-        (DEMO_CHANGED_AGENT_ID, DEMO_CHANGED_LABEL, "completed", 3, 15, 15, "heuristic:v1")]
-    assert (base.test_set_id, base.rubric_id) == (head.test_set_id, head.rubric_id) == (
-        uuid.UUID(DEMO_TEST_SET_ID), uuid.UUID(DEMO_RUBRIC_ID))
+        (DEMO_CHANGED_AGENT_ID, DEMO_CHANGED_LABEL, "completed", 3, 15, 15, "heuristic:v1"),
+    ]
+    assert (
+        (base.test_set_id, base.rubric_id)
+        == (head.test_set_id, head.rubric_id)
+        == (uuid.UUID(DEMO_TEST_SET_ID), uuid.UUID(DEMO_RUBRIC_ID))
+    )
     for run in demo_runs:
         # The engine's results: every attempt executed once, with the bot's own replies and tool calls.
         for result in run.results.all():
@@ -129,8 +152,12 @@ def test_the_demo_runs_are_finished_runs_of_both_bots(demo_runs):
         assert run.unassessed == 0 and run.passed + run.failed == run.total
         assert run.passed > 0 and run.failed > 0
     # What the comparison will say changed in the bot: the adapter settings docs/demo.md describes.
-    assert head.bot_snapshot["llm_parameters"] == {"temperature": 1.0, "min_score": 3.0, "max_sentences": 2,
-                                                   "handoff_when_nothing_found": True}
+    assert head.bot_snapshot["llm_parameters"] == {
+        "temperature": 1.0,
+        "min_score": 3.0,
+        "max_sentences": 2,
+        "handoff_when_nothing_found": True,
+    }
     assert base.bot_snapshot["llm_parameters"] == {"temperature": 0}
 
 
@@ -161,6 +188,7 @@ def test_the_demo_runs_are_reproducible(demo_runs):
 
     def answers(run):
         return {(r.test_case_id, r.attempt): (r.outcome, r.output["messages"]) for r in run.results.all()}
+
     assert answers(again) == answers(head)
 
 
@@ -169,8 +197,12 @@ def test_no_demo_runs_on_an_older_demo_test_set(demo):
     runs on it would not show what docs/demo.md says, so none are made."""
     older = copy.deepcopy(DEMO_TEST_SET)
     older["items"][0]["expected"]["success_criteria"] = ["Response includes the accrual rate of 15 days per year"]
-    testset_publish_version(test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
-                            content=TestSetContent.model_validate(older), changelog="older", author="t")
+    testset_publish_version(
+        test_set=TestSet.objects.get(pk=DEMO_TEST_SET_ID),
+        content=TestSetContent.model_validate(older),
+        changelog="older",
+        author="t",
+    )
     assert load_demo_runs() == 1  # the changed bot only
     assert not EvaluationRun.objects.exists()
 
@@ -178,10 +210,10 @@ def test_no_demo_runs_on_an_older_demo_test_set(demo):
 def test_the_compare_page_shows_the_flaky_regression_by_its_failing_attempt(admin_client, demo_runs):
     base, head = demo_runs
     page = admin_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}").content.decode()
-    regressions = page[page.index('id="regressions"'):page.index('id="fixes"')]
-    row = regressions[regressions.index("Expense Reimbursement"):]
-    row = row[:row.index("</tr>")]
+    regressions = page[page.index('id="regressions"') : page.index('id="fixes"')]
+    row = regressions[regressions.index("Expense Reimbursement") :]
+    row = row[: row.index("</tr>")]
     # Attempt 2 of the changed bot answers with the mileage passage: the item regressed, its attempts
     # disagree, and the answer shown beside it is the one that failed.
     assert "2/3 attempts" in row and ">flaky<" in row and "3/3 attempts" in row
-    assert "Mileage" in regressions[regressions.index("Expense Reimbursement"):]
+    assert "Mileage" in regressions[regressions.index("Expense Reimbursement") :]

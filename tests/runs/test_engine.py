@@ -18,8 +18,9 @@ def create(**extra):
     # run_create enqueues the run on commit; the test's transaction never commits, so run what it
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
-        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
-                                      **extra})
+        return services.run_create(
+            **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+        )
 
 
 def test_run_completes_with_contract_aggregates(plan):
@@ -34,7 +35,8 @@ def test_run_completes_with_contract_aggregates(plan):
     assert run.criteria_total == sum(len(r.criteria_scores) for r in results)
     assert run.criteria_passed == sum(1 for r in results for c in r.criteria_scores if c["passed"])
     assert run.rubric_rules_total == 18 and run.rubric_rules_passed == sum(
-        1 for r in results for v in r.rubric_scores if v["passed"])
+        1 for r in results for v in r.rubric_scores if v["passed"]
+    )
     assert set(run.component_scores) == {"prompt", "knowledge_base", "function"}
     assert run.component_scores["function"] == {"score": 1.0, "total": 6, "passed": 6}
 
@@ -55,16 +57,19 @@ def test_v1_question_set_run(plan, django_capture_on_commit_callbacks):
     assert result.scores["correctness"]["score"] == 1.0 and result.criteria_scores is None
 
 
-@pytest.mark.parametrize("kwargs, error", [
-    ({"agent_id": "b" * 24}, NotFoundError),
-    ({"test_set_id": None}, InvalidInputError),
-    ({"dataset_id": PLAN_DATASET}, InvalidInputError),
-    ({"concurrency": 0}, InvalidInputError),
-    ({"concurrency": 33}, InvalidInputError),
-    ({"component_scope_filter": "everything"}, InvalidInputError),
-    ({"rubric_version": 3}, InvalidInputError),
-    ({"judge_model": "gpt-4o"}, InvalidInputError),
-])
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"agent_id": "b" * 24}, NotFoundError),
+        ({"test_set_id": None}, InvalidInputError),
+        ({"dataset_id": PLAN_DATASET}, InvalidInputError),
+        ({"concurrency": 0}, InvalidInputError),
+        ({"concurrency": 33}, InvalidInputError),
+        ({"component_scope_filter": "everything"}, InvalidInputError),
+        ({"rubric_version": 3}, InvalidInputError),
+        ({"judge_model": "gpt-4o"}, InvalidInputError),
+    ],
+)
 def test_invalid_runs_write_nothing(plan, kwargs, error):
     with pytest.raises(error):
         create(**kwargs)

@@ -9,12 +9,27 @@ from apps.runs.judging.fingerprint import judge_changes, judge_part
 from apps.runs.judging.types import JUDGE_HEURISTIC
 from tests.runs.heuristic_cases import CASES, answer_of, figures, verdict_of
 
-ADVERSARIAL = ("term-wrong-answer", "terms-and-tool-wrong", "tool-is-called",  # right tool, wrong answer
-               "term-negated", "term-negated-after", "terms-multi-turn-negated", "rule-term-negated",  # negated
-               "term-quoted-question", "term-attributed", "term-echoed-sentence", "term-multi-turn-quoted",  # quoted
-               "term-refusal", "term-refusal-plain",  # refusals
-               "prose-dog", "prose-accrual", "prose-hotel", "prose-partial",  # prose that must be skipped
-               "terms-multi-turn", "term-after-refused-turn")  # multi-turn
+ADVERSARIAL = (
+    "term-wrong-answer",
+    "terms-and-tool-wrong",
+    "tool-is-called",  # right tool, wrong answer
+    "term-negated",
+    "term-negated-after",
+    "terms-multi-turn-negated",
+    "rule-term-negated",  # negated
+    "term-quoted-question",
+    "term-attributed",
+    "term-echoed-sentence",
+    "term-multi-turn-quoted",  # quoted
+    "term-refusal",
+    "term-refusal-plain",  # refusals
+    "prose-dog",
+    "prose-accrual",
+    "prose-hotel",
+    "prose-partial",  # prose that must be skipped
+    "terms-multi-turn",
+    "term-after-refused-turn",
+)  # multi-turn
 
 
 def test_the_set_is_large_and_holds_every_kind_of_adversarial_case():

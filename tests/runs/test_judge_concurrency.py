@@ -15,8 +15,17 @@ from tests.bots.factories import make_bot_spec
 from tests.runs.factories import PTO_ITEM
 
 CRITERIA = ["criterion-alpha", "criterion-beta", "criterion-gamma"]
-RULES = [{"id": f"RULE_{n}", "name": f"Rule {n}", "severity": "medium", "component_scope": "prompt", "component_ids": [],
-          "evaluation_criteria": {"pass_conditions": [f"condition-{n}"], "fail_conditions": []}} for n in range(4)]
+RULES = [
+    {
+        "id": f"RULE_{n}",
+        "name": f"Rule {n}",
+        "severity": "medium",
+        "component_scope": "prompt",
+        "component_ids": [],
+        "evaluation_criteria": {"pass_conditions": [f"condition-{n}"], "fail_conditions": []},
+    }
+    for n in range(4)
+]
 SUBJECTS = CRITERIA + [r["id"] for r in RULES]  # the order verdicts are asked for and stored in
 ITEM = {**PTO_ITEM, "expected": {**PTO_ITEM["expected"], "success_criteria": CRITERIA}}
 
@@ -29,27 +38,44 @@ def _subject(body: dict) -> str:
 def answer_by_subject(server, *, delay, fail: frozenset = frozenset()):
     """Each request answered about the verdict it asks for (its reasoning names it), after
     delay(subject) seconds; subjects in `fail` get a 400 the client does not retry."""
+
     def reply(body):
         subject = _subject(body)
         time.sleep(delay(subject))
         if subject in fail:
             return 400, {"error": {"message": "bad request", "type": "invalid_request_error"}}, None
         content = json.dumps({"passed": True, "score": 1.0, "reasoning": f"judged {subject}"})
-        return 200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model", ""),
-                     "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                  "finish_reason": "stop"}], "usage": {"prompt_tokens": 1, "completion_tokens": 1,
-                                                                      "total_tokens": 2}}, None
+        return (
+            200,
+            {
+                "id": "x",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body.get("model", ""),
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+            },
+            None,
+        )
+
     for _ in SUBJECTS:
         server.push(reply)
 
 
 def run_item(**options):
-    return execute_test_item(item=ITEM, bot=make_bot_spec(), rubric={"rules": RULES},
-                             options=RunOptions(judge=JudgeChoice(get_llm_client()), **options), conversation_id="c")
+    return execute_test_item(
+        item=ITEM,
+        bot=make_bot_spec(),
+        rubric={"rules": RULES},
+        options=RunOptions(judge=JudgeChoice(get_llm_client()), **options),
+        conversation_id="c",
+    )
 
 
 def stored_subjects(out) -> list[str]:
-    return [c["criterion"] for c in out.criteria_scores][:len(CRITERIA)] + [r["rule_id"] for r in out.rubric_scores]
+    return [c["criterion"] for c in out.criteria_scores][: len(CRITERIA)] + [r["rule_id"] for r in out.rubric_scores]
 
 
 @pytest.mark.parametrize("limit", [1, 3])
@@ -72,11 +98,13 @@ def test_verdicts_are_stored_in_the_criteria_and_rubric_order_whatever_order_the
     answer_by_subject(openai_server, delay=lambda s: 0.05 * (len(SUBJECTS) - SUBJECTS.index(s)))
     out = run_item(judge_concurrency=len(SUBJECTS))
     assert stored_subjects(out) == SUBJECTS
-    assert [c["reasoning"] for c in out.criteria_scores[:len(CRITERIA)]] == [f"judged {c}" for c in CRITERIA]
+    assert [c["reasoning"] for c in out.criteria_scores[: len(CRITERIA)]] == [f"judged {c}" for c in CRITERIA]
     assert [r["reasoning"] for r in out.rubric_scores] == [f"judged {r['id']}" for r in RULES]
     # The heuristic tool verdicts still follow the judged criteria.
-    assert [c["criterion"] for c in out.criteria_scores[len(CRITERIA):]] == ["Uses tool search_kb",
-                                                                               "Does not use tool live_handoff"]
+    assert [c["criterion"] for c in out.criteria_scores[len(CRITERIA) :]] == [
+        "Uses tool search_kb",
+        "Does not use tool live_handoff",
+    ]
 
 
 def test_one_failed_judgement_leaves_the_items_other_verdicts(openai_server, monkeypatch):
@@ -87,11 +115,13 @@ def test_one_failed_judgement_leaves_the_items_other_verdicts(openai_server, mon
         if rule["id"] == "RULE_2":
             raise RuntimeError("judge crashed")
         return judge_rule(client, rule, transcript, **kwargs)
+
     monkeypatch.setattr(llm, "judge_rule", faulty_judge_rule)
     out = run_item(judge_concurrency=4)
     assert stored_subjects(out) == SUBJECTS
-    statuses = {c["criterion"]: c["status"] for c in out.criteria_scores} | {r["rule_id"]: r["status"]
-                                                                             for r in out.rubric_scores}
+    statuses = {c["criterion"]: c["status"] for c in out.criteria_scores} | {
+        r["rule_id"]: r["status"] for r in out.rubric_scores
+    }
     assert {s for s in SUBJECTS if statuses[s] == "error"} == {"criterion-beta", "RULE_2"}
     assert all(statuses[s] == "ok" for s in SUBJECTS if s not in ("criterion-beta", "RULE_2"))
     crashed = next(r for r in out.rubric_scores if r["rule_id"] == "RULE_2")
@@ -118,6 +148,7 @@ def test_a_cancel_seen_by_the_heartbeat_stops_the_item_and_drops_verdicts_not_st
         calls.append(1)
         if len(calls) > 1:  # the first beat follows the bot's turn, the second the first verdict
             raise Cancelled()
+
     with pytest.raises(Cancelled):
         run_item(judge_concurrency=2, heartbeat=heartbeat)
     # The two under way when the cancel came finished; nothing more was asked.

@@ -7,10 +7,13 @@ from apps.runs.judging.types import CRITERION, RULE, Transcript, Verdict, verdic
 from apps.runs.simulator import ScriptedUser, run_scenario, run_single_turn
 from tests.bots.factories import TOOLS, make_bot_spec
 
+
 def outcome(criteria: list[dict], rules: list[dict] | None):
     """item_outcome over verdicts as they are stored."""
-    return item_outcome(Verdict.list_from_json(criteria, kind=CRITERION),
-                        None if rules is None else Verdict.list_from_json(rules, kind=RULE))
+    return item_outcome(
+        Verdict.list_from_json(criteria, kind=CRITERION),
+        None if rules is None else Verdict.list_from_json(rules, kind=RULE),
+    )
 
 
 def stored_component_scores(rules: list[dict]) -> dict:
@@ -21,21 +24,33 @@ BOT_TOOLS = [{"tool_name": t.tool_name, "name": t.name, "type": t.type} for t in
 
 
 def transcript_of(conversation) -> Transcript:
-    return Transcript(messages=conversation.messages, tool_calls=conversation.tool_calls,
-                      handed_off=conversation.stopped_because == "handoff", bot_tools=BOT_TOOLS)
+    return Transcript(
+        messages=conversation.messages,
+        tool_calls=conversation.tool_calls,
+        handed_off=conversation.stopped_because == "handoff",
+        bot_tools=BOT_TOOLS,
+    )
 
 
 @pytest.fixture
 def pto_answer():
-    conv = run_single_turn(adapter=get_adapter("demo"), spec=make_bot_spec(), message="How many PTO days do I accrue?",
-                           conversation_id="c")
+    conv = run_single_turn(
+        adapter=get_adapter("demo"), spec=make_bot_spec(), message="How many PTO days do I accrue?", conversation_id="c"
+    )
     return transcript_of(conv)
 
 
 @pytest.fixture
 def handoff():
-    conv = run_scenario(adapter=get_adapter("demo"), spec=make_bot_spec(), persona="p", initial_message="PTO?", max_turns=5,
-                        user=ScriptedUser(["I want a human"]), conversation_id="c")
+    conv = run_scenario(
+        adapter=get_adapter("demo"),
+        spec=make_bot_spec(),
+        persona="p",
+        initial_message="PTO?",
+        max_turns=5,
+        user=ScriptedUser(["I want a human"]),
+        conversation_id="c",
+    )
     return transcript_of(conv)
 
 
@@ -66,8 +81,9 @@ class TestCriteria:
         v = heuristic.judge_criterion("Agent retrieves PTO policy from the handbook KB", pto_answer)
         assert v.status == "skipped" and v.reasoning.startswith("needs an LLM judge")
         assert heuristic.judge_criterion("Agent searches the knowledge base", pto_answer).passed is True
-        no_lookup = Transcript(messages=[{"role": "assistant", "content": "PTO is 18 days"}], tool_calls=[],
-                               bot_tools=BOT_TOOLS)
+        no_lookup = Transcript(
+            messages=[{"role": "assistant", "content": "PTO is 18 days"}], tool_calls=[], bot_tools=BOT_TOOLS
+        )
         v = heuristic.judge_criterion("Agent searches the knowledge base", no_lookup)
         assert v.passed is False and "0 successful knowledge-base look-up(s)" in v.reasoning
         v = heuristic.judge_criterion('Agent retrieves "PTO Policy" from the knowledge base', pto_answer)
@@ -86,8 +102,10 @@ class TestCriteria:
             assert v.reasoning.startswith("needs an LLM judge: ")
 
     def test_tool_expectations_become_criteria(self, pto_answer):
-        verdicts = heuristic.tool_verdicts(expected={"should_use_tools": ["search_kb"],
-                                                     "should_not_use_tools": ["live_handoff"]}, transcript=pto_answer)
+        verdicts = heuristic.tool_verdicts(
+            expected={"should_use_tools": ["search_kb"], "should_not_use_tools": ["live_handoff"]},
+            transcript=pto_answer,
+        )
         assert [(v["criterion"], v["passed"], v["kind"]) for v in verdicts_to_json(verdicts)] == [
             ("Uses tool search_kb", True, "should_use_tools"),
             ("Does not use tool live_handoff", True, "should_not_use_tools"),
@@ -95,21 +113,30 @@ class TestCriteria:
 
 
 def rule(rule_id, passes=(), fails=(), severity="medium", scope=None, ids=None):
-    return {"id": rule_id, "name": rule_id.title(), "severity": severity, "component_scope": scope,
-            "component_ids": ids or [], "evaluation_criteria": {"pass_conditions": list(passes), "fail_conditions": list(fails)}}
+    return {
+        "id": rule_id,
+        "name": rule_id.title(),
+        "severity": severity,
+        "component_scope": scope,
+        "component_ids": ids or [],
+        "evaluation_criteria": {"pass_conditions": list(passes), "fail_conditions": list(fails)},
+    }
 
 
 class TestRules:
-    @pytest.mark.parametrize("condition, expected", [
-        ("Response is under 3 sentences", True),
-        ("Response is under 1 sentences", False),
-        ("Response has at most 1 sentence", True),
-        ("Response has no more than 1 sentence", True),
-        ("Response is fewer than 5 words", False),
-        ("Agent calls search_kb", True),
-        ("Agent does not call live_handoff", True),
-        ("Agent uses the Live Chat Handoff tool", False),
-    ])
+    @pytest.mark.parametrize(
+        "condition, expected",
+        [
+            ("Response is under 3 sentences", True),
+            ("Response is under 1 sentences", False),
+            ("Response has at most 1 sentence", True),
+            ("Response has no more than 1 sentence", True),
+            ("Response is fewer than 5 words", False),
+            ("Agent calls search_kb", True),
+            ("Agent does not call live_handoff", True),
+            ("Agent uses the Live Chat Handoff tool", False),
+        ],
+    )
     def test_measurable_pass_conditions(self, pto_answer, condition, expected):
         v = heuristic.judge_rule(rule("R", passes=[condition]), pto_answer)
         assert v.status == "ok" and v.passed is expected, v.reasoning
@@ -141,10 +168,21 @@ class TestAggregation:
         kb = rule("KB", scope="knowledge_base", ids=["kb1"])
         general = rule("GEN")
         prompt = rule("P", scope="prompt", ids=["p1"])
-        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=None)] == ["KB", "GEN", "P"]
-        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=None)] == ["KB", "GEN"]
-        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=["p1"])] == ["GEN", "P"]
-        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=["p1"])] == ["GEN"]
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=None)] == [
+            "KB",
+            "GEN",
+            "P",
+        ]
+        assert [
+            r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=None)
+        ] == ["KB", "GEN"]
+        assert [r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter=None, ids_filter=["p1"])] == [
+            "GEN",
+            "P",
+        ]
+        assert [
+            r["id"] for r in (kb, general, prompt) if rule_in_scope(r, scope_filter="knowledge_base", ids_filter=["p1"])
+        ] == ["GEN"]
 
     def test_pass_logic(self):
         ok = {"passed": True, "status": "ok"}
@@ -157,10 +195,12 @@ class TestAggregation:
         assert outcome([ok], [{**err, "severity": "high"}]) == (True, False, False, "unassessed")
 
     def test_component_scores(self):
-        verdicts = [{"component_scope": "prompt", "passed": True, "status": "ok"},
-                    {"component_scope": "prompt", "passed": False, "status": "ok"},
-                    {"component_scope": None, "passed": True, "status": "ok"},
-                    {"component_scope": "function", "passed": None, "status": "error"}]
+        verdicts = [
+            {"component_scope": "prompt", "passed": True, "status": "ok"},
+            {"component_scope": "prompt", "passed": False, "status": "ok"},
+            {"component_scope": None, "passed": True, "status": "ok"},
+            {"component_scope": "function", "passed": None, "status": "error"},
+        ]
         assert stored_component_scores(verdicts) == {
             "prompt": {"score": 0.5, "total": 2, "passed": 1},
             "function": {"score": 0.0, "total": 1, "passed": 0},
@@ -170,13 +210,17 @@ class TestAggregation:
 
 class TestHonestLimits:
     def test_conditional_conditions_are_left_unchecked(self, pto_answer):
-        v = heuristic.judge_rule(rule("HANDOFF", passes=["live_handoff is called when a person is requested"]), pto_answer)
+        v = heuristic.judge_rule(
+            rule("HANDOFF", passes=["live_handoff is called when a person is requested"]), pto_answer
+        )
         assert v.status == "skipped"
         v = heuristic.judge_rule(rule("SEARCH", fails=["A policy answer is given without any search"]), pto_answer)
         assert v.status == "skipped"
 
     def test_mentioning_the_handbook_is_not_a_retrieval_check(self, pto_answer):
-        v = heuristic.judge_rule(rule("G", fails=["The answer states a number the handbook does not contain"]), pto_answer)
+        v = heuristic.judge_rule(
+            rule("G", fails=["The answer states a number the handbook does not contain"]), pto_answer
+        )
         assert v.status == "skipped"
 
     def test_handing_the_conversation_over_is_a_handoff(self, handoff):
@@ -195,7 +239,8 @@ def test_an_unassessed_high_rule_makes_the_item_unassessed_never_passed():
     assert outcome([{"passed": None, "status": "skipped"}], []) == (False, True, False, "unassessed")
     assert outcome([{"passed": None, "status": "skipped"}], None) == (False, None, False, "unassessed")
     assert stored_component_scores([skipped_high, {**ok, "component_scope": "prompt"}]) == {
-        "prompt": {"score": 1.0, "total": 1, "passed": 1}}
+        "prompt": {"score": 1.0, "total": 1, "passed": 1}
+    }
 
 
 def test_a_failed_high_rule_or_criterion_wins_over_an_unassessed_one():
@@ -215,7 +260,13 @@ def test_a_failed_high_rule_or_criterion_wins_over_an_unassessed_one():
 
 
 def test_coverage_counts_verdicts_by_status():
-    verdicts = Verdict.list_from_json([{"passed": True, "status": "ok"}, {"passed": False, "status": "ok"},
-                                       {"passed": None, "status": "skipped"}, {"passed": None, "status": "error"}],
-                                      kind=RULE)
+    verdicts = Verdict.list_from_json(
+        [
+            {"passed": True, "status": "ok"},
+            {"passed": False, "status": "ok"},
+            {"passed": None, "status": "skipped"},
+            {"passed": None, "status": "error"},
+        ],
+        kind=RULE,
+    )
     assert coverage(verdicts) == {"scored": 2, "skipped": 1, "errored": 1}

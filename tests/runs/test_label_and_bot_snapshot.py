@@ -46,15 +46,23 @@ def test_the_service_refuses_a_long_label_from_any_caller(plan):
 
 
 def test_the_api_answers_the_bot_snapshot_without_the_secret(api, plan):
-    plan["bot"] = make_bot_spec(system_prompt="Be brief.", llm_provider="openai", llm_model="gpt-4o-mini",
-                                llm_parameters={"temperature": 0.2}, secret=SECRET)
+    plan["bot"] = make_bot_spec(
+        system_prompt="Be brief.",
+        llm_provider="openai",
+        llm_model="gpt-4o-mini",
+        llm_parameters={"temperature": 0.2},
+        secret=SECRET,
+    )
     run = start(api).json()
     snapshot = run["bot_snapshot"]
     assert snapshot["system_prompt"] == "Be brief." and snapshot["llm_model"] == "gpt-4o-mini"
     assert snapshot["llm_parameters"] == {"temperature": 0.2}
     assert [t["tool_name"] for t in snapshot["tools"]] == ["search_kb", "live_handoff"]
-    assert snapshot["documents"][0] == {"knowledge_base": "HR Handbook", "title": "PTO Policy",
-                                        "sha256": hashlib.sha256(HANDBOOK[0].text.encode()).hexdigest()}
+    assert snapshot["documents"][0] == {
+        "knowledge_base": "HR Handbook",
+        "title": "PTO Policy",
+        "sha256": hashlib.sha256(HANDBOOK[0].text.encode()).hexdigest(),
+    }
     assert SECRET not in str(run)
 
 
@@ -71,15 +79,29 @@ def test_snapshot_content_hashes_follow_the_documents():
     assert changed["documents"][0]["sha256"] != snapshot["documents"][0]["sha256"]
     assert changed["documents"][1]["sha256"] == snapshot["documents"][1]["sha256"]
     assert bot_snapshot_changes(snapshot, changed) == [
-        {"what": "document", "change": "changed", "detail": "PTO Policy (HR Handbook): content differs"}]
+        {"what": "document", "change": "changed", "detail": "PTO Policy (HR Handbook): content differs"}
+    ]
 
 
 def test_changes_between_two_snapshots():
-    before = bot_config_snapshot(make_bot_spec(system_prompt="Be brief.", llm_provider="openai", llm_model="a",
-                                               llm_parameters={"temperature": 0.2, "top_p": 1}))
-    after = bot_config_snapshot(make_bot_spec(system_prompt="Be thorough.", llm_provider="openai", llm_model="b",
-                                              llm_parameters={"temperature": 0.7, "seed": 1},
-                                              tools=make_bot_spec().tools[:1], documents=HANDBOOK[1:]))
+    before = bot_config_snapshot(
+        make_bot_spec(
+            system_prompt="Be brief.",
+            llm_provider="openai",
+            llm_model="a",
+            llm_parameters={"temperature": 0.2, "top_p": 1},
+        )
+    )
+    after = bot_config_snapshot(
+        make_bot_spec(
+            system_prompt="Be thorough.",
+            llm_provider="openai",
+            llm_model="b",
+            llm_parameters={"temperature": 0.7, "seed": 1},
+            tools=make_bot_spec().tools[:1],
+            documents=HANDBOOK[1:],
+        )
+    )
     changes = {(c["what"], c["change"], c["detail"]) for c in bot_snapshot_changes(before, after)}
     assert changes == {
         ("prompt", "changed", "9 → 12 characters"),

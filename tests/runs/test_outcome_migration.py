@@ -29,27 +29,54 @@ def test_the_migration_backfills_outcomes_and_run_counters():
             "green": ([OK], [stored_rule("R1", True, severity="high")], True),
             "skipped high": ([OK], [stored_rule("R1", None, severity="high", status="skipped")], True),
             "errored high": ([OK], [stored_rule("R1", None, severity="high", status="error")], False),
-            "failed and skipped": ([OK], [stored_rule("R1", False, severity="high"),
-                                          stored_rule("R2", None, severity="high", status="skipped")], False),
+            "failed and skipped": (
+                [OK],
+                [stored_rule("R1", False, severity="high"), stored_rule("R2", None, severity="high", status="skipped")],
+                False,
+            ),
             "v1": (None, None, True),
         }
         for position, (name, (criteria, rules, passed)) in enumerate(rows.items()):
-            Result.objects.create(run=run, position=position, test_case_id=f"00000000-0000-0000-0000-00000000000{position}",
-                                  item_name=name, item_type="single_turn", state="done", criteria_scores=criteria,
-                                  rubric_scores=rules, passed=passed)
-        Result.objects.create(run=run, position=9, test_case_id="00000000-0000-0000-0000-000000000009",
-                              item_name="pending", item_type="single_turn", state="pending")
+            Result.objects.create(
+                run=run,
+                position=position,
+                test_case_id=f"00000000-0000-0000-0000-00000000000{position}",
+                item_name=name,
+                item_type="single_turn",
+                state="done",
+                criteria_scores=criteria,
+                rubric_scores=rules,
+                passed=passed,
+            )
+        Result.objects.create(
+            run=run,
+            position=9,
+            test_case_id="00000000-0000-0000-0000-000000000009",
+            item_name="pending",
+            item_type="single_turn",
+            state="pending",
+        )
     finally:
         executor = MigrationExecutor(connection)
         executor.migrate(executor.loader.graph.leaf_nodes())
     outcomes = {r.item_name: (r.outcome, r.passed) for r in EvaluationResult.objects.all()}
-    assert outcomes == {"green": ("passed", True), "skipped high": ("unassessed", False),
-                        "errored high": ("unassessed", False), "failed and skipped": ("failed", False),
-                        "v1": ("passed", True), "pending": (None, None)}
+    assert outcomes == {
+        "green": ("passed", True),
+        "skipped high": ("unassessed", False),
+        "errored high": ("unassessed", False),
+        "failed and skipped": ("failed", False),
+        "v1": ("passed", True),
+        "pending": (None, None),
+    }
     run = EvaluationRun.objects.get()
     assert (run.passed, run.failed, run.unassessed, run.completed) == (2, 1, 2, 5)
     assert run.coverage == {"scored": 6, "skipped": 2, "errored": 1}
     # One attempt per item before repeats: pass^k = pass@k = the passed items, nothing flaky.
-    assert (run.repeats, selectors.run_trial_figures(run=run)["items_judged"], run.items_passed_all,
-            run.items_passed_any, run.flaky_items) == (1, 5, 2, 2, 0)
+    assert (
+        run.repeats,
+        selectors.run_trial_figures(run=run)["items_judged"],
+        run.items_passed_all,
+        run.items_passed_any,
+        run.flaky_items,
+    ) == (1, 5, 2, 2, 0)
     assert {r.attempt for r in EvaluationResult.objects.all()} == {1}

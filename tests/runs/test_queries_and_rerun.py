@@ -13,6 +13,7 @@ from tests.bots.factories import BotFactory
 from tests.runs.factories import PLAN_AGENT as AGENT
 from tests.runs.factories import PLAN_RUBRIC as RUBRIC_ID
 from tests.runs.factories import PLAN_TEST_SET as TEST_SET
+from tests.runs.factories import result_create
 
 pytestmark = pytest.mark.django_db
 
@@ -26,13 +27,22 @@ def stored_run(**fields) -> EvaluationRun:
 
 
 def stored_result(run: EvaluationRun, position: int, *, state=EvaluationResult.State.DONE, rules=None):
-    return EvaluationResult.objects.create(run=run, position=position, test_case_id=uuid.UUID(int=position + 1),
-                                           item_type="single_turn", state=state, rubric_scores=rules)
+    return result_create(
+        run=run,
+        position=position,
+        test_case_id=uuid.UUID(int=position + 1),
+        item_type="single_turn",
+        state=state,
+        rubric_scores=rules,
+    )
 
 
 def rule_json(rule_id: str, passed: bool, scope: str | None = "prompt") -> dict:
-    return Verdict.of(passed=passed, reasoning="why", judge="heuristic:v1").for_rule(
-        {"id": rule_id, "severity": "high", "component_scope": scope}).to_json()
+    return (
+        Verdict.of(passed=passed, reasoning="why", judge="heuristic:v1")
+        .for_rule({"id": rule_id, "severity": "high", "component_scope": scope})
+        .to_json()
+    )
 
 
 class TestRunQuerySet:
@@ -80,10 +90,15 @@ class TestResultQuerySet:
         stored_result(run, 1, rules=None)
         stored_result(run, 2, rules=[rule_json("R1", False)])
         verdicts = run.results.done().rule_verdicts()
-        assert [(v.kind, v.key, v.passed) for v in verdicts] == [(RULE, "R1", True), (RULE, "R2", False),
-                                                                  (RULE, "R1", False)]
+        assert [(v.kind, v.key, v.passed) for v in verdicts] == [
+            (RULE, "R1", True),
+            (RULE, "R2", False),
+            (RULE, "R1", False),
+        ]
         assert selectors.run_live_component_scores(run=run) == {
-            "prompt": {"score": 0.5, "total": 2, "passed": 1}, "general": {"score": 0.0, "total": 1, "passed": 0}}
+            "prompt": {"score": 0.5, "total": 2, "passed": 1},
+            "general": {"score": 0.0, "total": 1, "passed": 0},
+        }
 
 
 class TestRunGetAndFind:
@@ -98,18 +113,36 @@ class TestRunGetAndFind:
 
 
 class TestRunRerun:
-    def test_pins_the_same_versions_judge_and_settings(self, plan, django_capture_on_commit_callbacks,
-                                                       django_user_model):
+    def test_pins_the_same_versions_judge_and_settings(
+        self, plan, django_capture_on_commit_callbacks, django_user_model
+    ):
         user = django_user_model.objects.create_user("reviewer")
-        first = services.run_create(agent_id=AGENT, test_set_id=TEST_SET, test_set_version=1, rubric_id=RUBRIC_ID,
-                                    rubric_version=1, concurrency=2, component_scope_filter="prompt",
-                                    component_ids_filter=["p1"], judge_model="heuristic")
+        first = services.run_create(
+            agent_id=AGENT,
+            test_set_id=TEST_SET,
+            test_set_version=1,
+            rubric_id=RUBRIC_ID,
+            rubric_version=1,
+            concurrency=2,
+            component_scope_filter="prompt",
+            component_ids_filter=["p1"],
+            judge_model="heuristic",
+        )
         with django_capture_on_commit_callbacks() as callbacks:
             again = services.run_rerun(run=first, created_by=user)
         assert again.pk != first.pk and again.status == EvaluationRun.Status.PENDING
         assert len(callbacks) == 1  # its start is queued once the transaction commits
-        fields = ("agent_id", "test_set_id", "test_set_version", "rubric_id", "rubric_version", "concurrency",
-                  "component_scope_filter", "component_ids_filter", "judge")
+        fields = (
+            "agent_id",
+            "test_set_id",
+            "test_set_version",
+            "rubric_id",
+            "rubric_version",
+            "concurrency",
+            "component_scope_filter",
+            "component_ids_filter",
+            "judge",
+        )
         assert [getattr(again, f) for f in fields] == [getattr(first, f) for f in fields]
         assert again.created_by == user
 

@@ -12,8 +12,15 @@ pytestmark = pytest.mark.django_db
 
 
 def _items(n: int) -> list[dict]:
-    return [{"type": "single_turn", "name": f"item {i}", "inputs": {"message": f"question {i}"},
-             "expected": {"success_criteria": ['Response mentions "days"']}} for i in range(n)]
+    return [
+        {
+            "type": "single_turn",
+            "name": f"item {i}",
+            "inputs": {"message": f"question {i}"},
+            "expected": {"success_criteria": ['Response mentions "days"']},
+        }
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
@@ -23,8 +30,7 @@ def big_test_set():
 
 
 def launch(client, test_set, **extra):
-    body = {"agent_id": test_set.agent.agent_id, "test_set_id": str(test_set.pk), "judge_model": "heuristic",
-            **extra}
+    body = {"agent_id": test_set.agent.agent_id, "test_set_id": str(test_set.pk), "judge_model": "heuristic", **extra}
     with TestCase.captureOnCommitCallbacks(execute=False):
         return client.post("/api/v1/runs", body, format="json")
 
@@ -64,14 +70,19 @@ def test_a_judge_model_the_platform_does_not_allow_is_refused(default_key_api, s
     assert openai_server.requests == []
 
 
-def test_the_configured_judge_model_and_the_listed_ones_are_accepted(default_key_api, small_test_set, openai_server,
-                                                                     settings):
+def test_the_configured_judge_model_and_the_listed_ones_are_accepted(
+    default_key_api, small_test_set, openai_server, settings
+):
     settings.EVALSITE_JUDGE_MODELS = ["big-judge"]
     for model in ("judge-model", "big-judge", "heuristic", None):
         response = launch(default_key_api, small_test_set, judge_model=model)
         assert response.status_code == 201, (model, response.content)
     assert list(EvaluationRun.objects.order_by("created_at").values_list("judge", flat=True)) == [
-        "openai:judge-model", "openai:big-judge", "heuristic:v1", "openai:judge-model"]
+        "openai:judge-model",
+        "openai:big-judge",
+        "heuristic:v1",
+        "openai:judge-model",
+    ]
     assert launch(default_key_api, small_test_set, judge_model="other").status_code == 422
 
 
@@ -81,8 +92,15 @@ def test_the_admin_launch_form_names_the_limit(small_test_set, settings):
 
     settings.EVALSITE_MAX_RUN_ATTEMPTS = 3
     user = UserFactory(is_staff=True)
-    form = AdminRunLaunchForm({"agent_id": small_test_set.agent.agent_id, "test_set_id": str(small_test_set.pk),
-                               "concurrency": 1, "repeats": 2, "judge_model": "heuristic"})
+    form = AdminRunLaunchForm(
+        {
+            "agent_id": small_test_set.agent.agent_id,
+            "test_set_id": str(small_test_set.pk),
+            "concurrency": 1,
+            "repeats": 2,
+            "judge_model": "heuristic",
+        }
+    )
     assert form.is_valid(), form.errors
     assert form.launch(user=user) is None
     assert "EVALSITE_MAX_RUN_ATTEMPTS" in str(form.non_field_errors())

@@ -19,12 +19,14 @@ def create(**extra):
     # run_create enqueues the run on commit; the test's transaction never commits, so run what it
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
-        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
-                                      **extra})
+        return services.run_create(
+            **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+        )
 
 
-def test_reaper_redispatches_a_run_whose_worker_died_between_items(plan, monkeypatch,
-                                                                   django_capture_on_commit_callbacks):
+def test_reaper_redispatches_a_run_whose_worker_died_between_items(
+    plan, monkeypatch, django_capture_on_commit_callbacks
+):
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # deliver by hand
     run = create(concurrency=1)
     first = run.results.get(state="queued")
@@ -50,8 +52,9 @@ def test_reaper_redispatches_a_run_whose_worker_died_between_items(plan, monkeyp
     assert run.status == "completed" and run.completed == 6
 
 
-def test_reaper_completes_a_run_whose_last_item_finished_without_finalizing(plan, monkeypatch,
-                                                                            django_capture_on_commit_callbacks):
+def test_reaper_completes_a_run_whose_last_item_finished_without_finalizing(
+    plan, monkeypatch, django_capture_on_commit_callbacks
+):
     run = create(concurrency=6)
     # Every item done, the run still `running`: the worker died after the last result committed.
     EvaluationRun.objects.filter(pk=run.pk).update(status="running", completed_at=None)

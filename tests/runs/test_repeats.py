@@ -14,14 +14,24 @@ from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.stats import tango_interval, wilson_interval
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer, knowledge_bot
-from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, REPEAT_ITEMS as ITEMS, repeat_answers as answers
+from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
+from tests.runs.factories import REPEAT_ITEMS as ITEMS
+from tests.runs.factories import repeat_answers as answers
 
 pytestmark = pytest.mark.django_db
 
+
 def create(**extra):
     with TestCase.captureOnCommitCallbacks(execute=True):
-        return services.run_create(**{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic",
-                                      "concurrency": 2, **extra})
+        return services.run_create(
+            **{
+                "agent_id": PLAN_AGENT,
+                "test_set_id": PLAN_TEST_SET,
+                "judge_model": "heuristic",
+                "concurrency": 2,
+                **extra,
+            }
+        )
 
 
 @pytest.fixture
@@ -55,10 +65,18 @@ def test_the_run_reports_pass_rate_interval_pass_hat_k_pass_at_k_and_flaky_items
     assert body["pass_rate_ci"] == wilson_interval(5, 9)
     assert (body["pass_hat_k"], body["pass_at_k"], body["flaky_items"]) == (round(1 / 3, 4), round(2 / 3, 4), 1)
     # Stored when the run finished, and the same as computed from the results.
-    assert (selectors.run_trial_figures(run=run)["items_judged"], run.items_passed_all, run.items_passed_any,
-            run.flaky_items) == (3, 1, 2, 1)
-    assert selectors.item_figures(run=run) == {"items_done": 3, "items_passed_all": 1, "items_passed_any": 2,
-                                               "flaky_items": 1}
+    assert (
+        selectors.run_trial_figures(run=run)["items_judged"],
+        run.items_passed_all,
+        run.items_passed_any,
+        run.flaky_items,
+    ) == (3, 1, 2, 1)
+    assert selectors.item_figures(run=run) == {
+        "items_done": 3,
+        "items_passed_all": 1,
+        "items_passed_any": 2,
+        "flaky_items": 1,
+    }
 
 
 def test_items_show_their_attempts_and_the_canonical_verdict(repeated, api):
@@ -91,7 +109,10 @@ def test_the_results_list_has_one_entry_per_item_with_its_attempts_nested(repeat
     assert [r["item_name"] for r in results] == ["sometimes", "never", "always"]
     sometimes, never, always = results
     assert [(a["attempt"], a["outcome"], a["passed"]) for a in sometimes["attempts"]] == [
-        (1, "passed", True), (2, "failed", False), (3, "passed", True)]
+        (1, "passed", True),
+        (2, "failed", False),
+        (3, "passed", True),
+    ]
     by_attempt = {r.attempt: r for r in run.results.filter(item_name="sometimes")}
     assert [a["result_id"] for a in sometimes["attempts"]] == [str(by_attempt[n].result_id) for n in (1, 2, 3)]
     # The item failed (not every attempt passed): its entry is attempt 2's, the one that failed.
@@ -105,7 +126,9 @@ def test_the_results_list_has_one_entry_per_item_with_its_attempts_nested(repeat
     # Filtered on the item's verdict, and paged by item.
     assert [r["item_name"] for r in api.get(f"/api/v1/runs/{run.run_id}/results?passed=true").json()] == ["always"]
     assert [r["item_name"] for r in api.get(f"/api/v1/runs/{run.run_id}/results?passed=false").json()] == [
-        "sometimes", "never"]
+        "sometimes",
+        "never",
+    ]
     first = api.get(f"/api/v1/runs/{run.run_id}/results?limit=2")
     assert [r["item_name"] for r in first.json()] == ["sometimes", "never"] and first["X-Has-More"] == "true"
     assert all(len(r["attempts"]) == 3 for r in first.json())
@@ -123,9 +146,13 @@ def test_a_streamed_results_list_of_a_repeated_run_is_grouped_by_item(repeated, 
     response = api.get(f"/api/v1/runs/{run.run_id}/results")
     assert response.streaming
     import json
+
     body = json.loads(b"".join(response.streaming_content))
     assert [(r["item_name"], len(r["attempts"]), r["flaky"]) for r in body] == [
-        ("sometimes", 3, True), ("never", 3, False), ("always", 3, False)]
+        ("sometimes", 3, True),
+        ("never", 3, False),
+        ("always", 3, False),
+    ]
 
 
 def test_without_repeats_the_results_list_has_no_attempts(plan, api):
@@ -154,8 +181,9 @@ def test_a_running_run_reports_its_figures_so_far(plan, monkeypatch, api):
 
 @pytest.mark.parametrize("repeats", [0, 11, "3", True, 2.5])
 def test_repeats_out_of_range_or_not_a_whole_number_writes_nothing(plan, api, repeats):
-    response = api.post("/api/v1/runs", {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "repeats": repeats},
-                        format="json")
+    response = api.post(
+        "/api/v1/runs", {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET), "repeats": repeats}, format="json"
+    )
     assert response.status_code == 422 and "repeats" in str(response.json()["detail"])
     with pytest.raises(InvalidInputError, match="repeats"):
         create(repeats=repeats)
@@ -203,8 +231,11 @@ def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, clien
     run, _ = repeated
     client.force_login(UserFactory(is_staff=True))
     page = client.get(f"/console/runs/{run.run_id}/").content.decode()
+
     # Four labelled figures, each with its denominator.
-    card = lambda name: re.search(rf'<div class="card trial" id="{name}-card">(.*?)</div>', page, re.S).group(1)
+    def card(name):
+        return re.search(rf'<div class="card trial" id="{name}-card">(.*?)</div>', page, re.S).group(1)
+
     assert "33%" in card("pass-hat-k") and "pass^3" in card("pass-hat-k") and "1/3 items" in card("pass-hat-k")
     assert "67%" in card("pass-at-k") and "pass@3" in card("pass-at-k") and "2/3 items" in card("pass-at-k")
     assert '<span id="flaky-items">1</span>/3' in card("flaky") and "flaky items" in card("flaky")
@@ -221,8 +252,14 @@ def test_the_run_page_shows_pass_hat_k_pass_at_k_and_flaky_items(repeated, clien
     sometimes = next(r for r in rows if ">sometimes<" in r)
     assert sometimes.startswith(f'<a href="/console/results/{failed_attempt.result_id}/">')
     for result in run.results.filter(item_name="sometimes"):
-        assert f'href="/console/results/{result.result_id}/" title="attempt {result.attempt} of 3: {result.outcome}' in page
-    assert '<span id="shown-count">3</span> items shown, each with its 3 attempts' in page and "repeats 3 (every item run 3 times)" in page
+        assert (
+            f'href="/console/results/{result.result_id}/" title="attempt {result.attempt} of 3: {result.outcome}'
+            in page
+        )
+    assert (
+        '<span id="shown-count">3</span> items shown, each with its 3 attempts' in page
+        and "repeats 3 (every item run 3 times)" in page
+    )
     live = client.get(f"/console/runs/{run.run_id}/live/").json()
     assert "pass^3" in live["cards"]
 

@@ -21,10 +21,17 @@ def stored(request):
     value = request.param
     run = EvaluationRunFactory()
     result = EvaluationResultFactory(run=run, position=0)
-    output = {"messages": [{"role": "user", "content": "hi"},
-                           {"role": "assistant", "content": "done",
-                            "tool_calls": [{"name": "t", "arguments": value, "result": value, "success": True}]}],
-              "tool_calls": [{"name": "t", "arguments": value, "result": value, "success": True}]}
+    output = {
+        "messages": [
+            {"role": "user", "content": "hi"},
+            {
+                "role": "assistant",
+                "content": "done",
+                "tool_calls": [{"name": "t", "arguments": value, "result": value, "success": True}],
+            },
+        ],
+        "tool_calls": [{"name": "t", "arguments": value, "result": value, "success": True}],
+    }
     EvaluationResult.objects.filter(pk=result.pk).update(output=output, input={"message": "hi", "odd": value})
     return run, result, value
 
@@ -35,8 +42,11 @@ def _body(response) -> str:
 
 def test_results_api(api, stored):
     run, result, _ = stored
-    for url in (f"/api/v1/runs/{run.run_id}/results", f"/api/v1/results/{result.result_id}",
-                f"/api/v1/runs/{run.run_id}"):
+    for url in (
+        f"/api/v1/runs/{run.run_id}/results",
+        f"/api/v1/results/{result.result_id}",
+        f"/api/v1/runs/{run.run_id}",
+    ):
         response = api.get(url)
         assert response.status_code == 200, (url, response.content[:300])
         json.loads(_body(response))
@@ -56,8 +66,11 @@ def test_console_pages_and_exports(admin_client, stored):
 
 def test_admin_pages(admin_client, stored):
     run, result, _ = stored
-    for url in ("/admin/runs/evaluationresult/", f"/admin/runs/evaluationresult/{result.pk}/change/",
-                f"/admin/runs/evaluationrun/{run.pk}/change/"):
+    for url in (
+        "/admin/runs/evaluationresult/",
+        f"/admin/runs/evaluationresult/{result.pk}/change/",
+        f"/admin/runs/evaluationrun/{run.pk}/change/",
+    ):
         assert admin_client.get(url).status_code == 200, url
 
 
@@ -71,9 +84,13 @@ def test_run_judges_read_such_a_transcript(openai_server, value):
     from tests.runs.factories import RUBRIC_SNAPSHOT
 
     call = {"name": "search_kb", "arguments": value, "result": value, "success": True}
-    transcript = Transcript(messages=[{"role": "user", "content": "PTO?"},
-                                      {"role": "assistant", "content": "1.5 days.", "tool_calls": [call]}],
-                            tool_calls=[call])
+    transcript = Transcript(
+        messages=[
+            {"role": "user", "content": "PTO?"},
+            {"role": "assistant", "content": "1.5 days.", "tool_calls": [call]},
+        ],
+        tool_calls=[call],
+    )
     rule = RUBRIC_SNAPSHOT["rules"][0]
     assert heuristic.judge_criterion("States the accrual rate", transcript).status
     assert heuristic.judge_rule(rule, transcript).status
@@ -82,7 +99,8 @@ def test_run_judges_read_such_a_transcript(openai_server, value):
     assert llm.judge_criterion(get_llm_client(), "States the accrual rate", transcript).status == "ok"
     assert llm.judge_rule(get_llm_client(), rule, transcript, bot_context="").status == "ok"
     openai_server.push_json({"criteria": [], "rules": []})
-    verdicts = llm_batch.judge_item(get_llm_client(), criteria=["States the accrual rate"], rules=[],
-                                    transcript=transcript)
+    verdicts = llm_batch.judge_item(
+        get_llm_client(), criteria=["States the accrual rate"], rules=[], transcript=transcript
+    )
     assert len(verdicts) == 1
     assert "TOOL CALL search_kb" in openai_server.chat_requests[0]["messages"][1]["content"]

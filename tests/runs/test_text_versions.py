@@ -20,41 +20,80 @@ from apps.rag.metrics import lexical
 from apps.runs.judging import answers, heuristic
 from apps.runs.judging.types import Transcript
 
-BOT_TOOLS = [{"tool_name": "search_kb", "name": "Search handbook", "type": "knowledge_base"},
-             {"tool_name": "live_handoff", "name": "Live Chat Handoff", "type": "human_handoff"}]
-ANSWER = ("Full-time employees accrue 1.25 PTO days per month, which is 15 days per year. "
-          "Up to 5 unused days carry over to the next year.")
+BOT_TOOLS = [
+    {"tool_name": "search_kb", "name": "Search handbook", "type": "knowledge_base"},
+    {"tool_name": "live_handoff", "name": "Live Chat Handoff", "type": "human_handoff"},
+]
+ANSWER = (
+    "Full-time employees accrue 1.25 PTO days per month, which is 15 days per year. "
+    "Up to 5 unused days carry over to the next year."
+)
 TRANSCRIPT = Transcript(
-    messages=[{"role": "user", "content": "How many PTO days do I accrue, and do they carry over?"},
-              {"role": "assistant", "content": ANSWER}],
-    tool_calls=[{"name": "search_kb", "arguments": {"query": "PTO accrual carry over"},
-                 "result": "PTO Policy: 1.25 days per month ...", "success": True}],
+    messages=[
+        {"role": "user", "content": "How many PTO days do I accrue, and do they carry over?"},
+        {"role": "assistant", "content": ANSWER},
+    ],
+    tool_calls=[
+        {
+            "name": "search_kb",
+            "arguments": {"query": "PTO accrual carry over"},
+            "result": "PTO Policy: 1.25 days per month ...",
+            "success": True,
+        }
+    ],
     bot_tools=BOT_TOOLS,
 )
-CRITERIA = ["Response includes the monthly PTO accrual of 1.25 days",
-            "Agent says up to 5 days carry over",
-            'Mentions "1.25 PTO days" and "15 days"',
-            'Mentions "parental leave"',
-            "Agent explains the parental leave eligibility rules",
-            "Agent retrieves PTO policy from the handbook KB",
-            "Agent is empathetic"]
-RULES = [{"id": "BRIEF", "evaluation_criteria": {"pass_conditions": ["Response is under 3 sentences"]}},
-         {"id": "SEARCH", "evaluation_criteria": {"pass_conditions": ["search_kb is called"],
-                                                  "fail_conditions": ["The answer mentions 'parental leave'"]}},
-         {"id": "VAGUE", "evaluation_criteria": {"fail_conditions": ["Invents an answer"]}}]
+CRITERIA = [
+    "Response includes the monthly PTO accrual of 1.25 days",
+    "Agent says up to 5 days carry over",
+    'Mentions "1.25 PTO days" and "15 days"',
+    'Mentions "parental leave"',
+    "Agent explains the parental leave eligibility rules",
+    "Agent retrieves PTO policy from the handbook KB",
+    "Agent is empathetic",
+]
+RULES = [
+    {"id": "BRIEF", "evaluation_criteria": {"pass_conditions": ["Response is under 3 sentences"]}},
+    {
+        "id": "SEARCH",
+        "evaluation_criteria": {
+            "pass_conditions": ["search_kb is called"],
+            "fail_conditions": ["The answer mentions 'parental leave'"],
+        },
+    },
+    {"id": "VAGUE", "evaluation_criteria": {"fail_conditions": ["Invents an answer"]}},
+]
 SESSION = JudgeInput(
     query="List all Kubernetes clusters in Delhi",
     final_response="Found 2 clusters in Delhi: prod-01 (running) and dev-02 (stopped).",
-    tool_calls=(JudgeToolCall("list_k8s_clusters", {"datacenter": "Delhi"},
-                              [{"name": "prod-01", "status": "running"}, {"name": "dev-02", "status": "stopped"}]),),
-    intent="list_k8s_cluster", resource_type="k8s_cluster", operation="list", success=True,
+    tool_calls=(
+        JudgeToolCall(
+            "list_k8s_clusters",
+            {"datacenter": "Delhi"},
+            [{"name": "prod-01", "status": "running"}, {"name": "dev-02", "status": "stopped"}],
+        ),
+    ),
+    intent="list_k8s_cluster",
+    resource_type="k8s_cluster",
+    operation="list",
+    success=True,
 )
-DOCUMENTS = (BotDocument(knowledge_base="kb", title="PTO Policy",
-                         text="Employees accrue 1.25 PTO days per month.\n\nUp to 5 days carry over."),
-             BotDocument(knowledge_base="kb", title="Expense Policy", text="Hotels are reimbursed up to $250."))
+DOCUMENTS = (
+    BotDocument(
+        knowledge_base="kb",
+        title="PTO Policy",
+        text="Employees accrue 1.25 PTO days per month.\n\nUp to 5 days carry over.",
+    ),
+    BotDocument(knowledge_base="kb", title="Expense Policy", text="Hotels are reimbursed up to $250."),
+)
 # Nothing like any judge's version: whitespace tokens, upper case, "PTO" a stop word, two-letter stems.
-UNLIKE_ANY_JUDGE = TextVersion(name="retrieval:test", word=re.compile(r"\S+"), fold=str.upper,
-                               stopwords=frozenset({"PTO", "DAYS"}), stem=lambda word: word[:2])
+UNLIKE_ANY_JUDGE = TextVersion(
+    name="retrieval:test",
+    word=re.compile(r"\S+"),
+    fold=str.upper,
+    stopwords=frozenset({"PTO", "DAYS"}),
+    stem=lambda word: word[:2],
+)
 
 
 def every_verdict() -> dict:
@@ -62,13 +101,22 @@ def every_verdict() -> dict:
         "criteria": [dataclasses.asdict(heuristic.judge_criterion(c, TRANSCRIPT)) for c in CRITERIA],
         "rules": [dataclasses.asdict(heuristic.judge_rule(r, TRANSCRIPT)) for r in RULES],
         # V1 correctness is what still tokenises with CRITERIA_V1 (the criteria judge no longer does).
-        "answers": [dataclasses.asdict(answers.judge_answer(SimpleNamespace(client=None, label="heuristic:v1"),
-                                                            question="How many PTO days?", answer=ANSWER,
-                                                            expected=expected))
-                    for expected in ("15 days per year, 1.25 days per month", "Parental leave is 16 weeks")],
+        "answers": [
+            dataclasses.asdict(
+                answers.judge_answer(
+                    SimpleNamespace(client=None, label="heuristic:v1"),
+                    question="How many PTO days?",
+                    answer=ANSWER,
+                    expected=expected,
+                )
+            )
+            for expected in ("15 days per year, 1.25 days per month", "Parental leave is 16 weeks")
+        ],
         "agentic": dataclasses.asdict(HeuristicAgenticJudge().evaluate(SESSION)),
-        "lexical": [lexical.faithfulness(contexts=[d.text for d in DOCUMENTS], answer=ANSWER),
-                    lexical.answer_relevancy(question="How many PTO days do I accrue?", answer=ANSWER)],
+        "lexical": [
+            lexical.faithfulness(contexts=[d.text for d in DOCUMENTS], answer=ANSWER),
+            lexical.answer_relevancy(question="How many PTO days do I accrue?", answer=ANSWER),
+        ],
     }
 
 

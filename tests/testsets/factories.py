@@ -33,14 +33,31 @@ def make_test_set_payload(agent_id: str, **overrides) -> dict:
         "name": "Support test set",
         "description": "Questions",
         "items": [
-            {"type": "single_turn", "name": "PTO Policy Inquiry", "inputs": {"message": "What is our PTO policy?"},
-             "expected": {"success_criteria": ["Mentions 15 days"], "should_use_tools": ["search_kb"],
-                          "should_not_use_tools": ["live_handoff"], "expected_outcome": "PTO info"},
-             "tags": ["hr", "policy"], "priority": "high"},
-            {"type": "scenario", "name": "Carry-over chat",
-             "inputs": {"persona": "An employee", "initial_message": "Hi, about PTO…",
-                        "scripted_turns": ["How many days carry over?", "Merci — and the rest?"]},
-             "expected": {"success_criteria": ["Says 5 days"]}, "tags": [], "priority": "medium"},
+            {
+                "type": "single_turn",
+                "name": "PTO Policy Inquiry",
+                "inputs": {"message": "What is our PTO policy?"},
+                "expected": {
+                    "success_criteria": ["Mentions 15 days"],
+                    "should_use_tools": ["search_kb"],
+                    "should_not_use_tools": ["live_handoff"],
+                    "expected_outcome": "PTO info",
+                },
+                "tags": ["hr", "policy"],
+                "priority": "high",
+            },
+            {
+                "type": "scenario",
+                "name": "Carry-over chat",
+                "inputs": {
+                    "persona": "An employee",
+                    "initial_message": "Hi, about PTO…",
+                    "scripted_turns": ["How many days carry over?", "Merci — and the rest?"],
+                },
+                "expected": {"success_criteria": ["Says 5 days"]},
+                "tags": [],
+                "priority": "medium",
+            },
         ],
     }
     body.update(overrides)
@@ -63,8 +80,12 @@ class SuiteFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *, agent, changelog, author, test_set_id=None, **content):
-        return testset_create(content=TestSetContent.model_validate({"agent_id": agent.agent_id, **content}),
-                               changelog=changelog, author=author, test_set_id=test_set_id)
+        return testset_create(
+            content=TestSetContent.model_validate({"agent_id": agent.agent_id, **content}),
+            changelog=changelog,
+            author=author,
+            test_set_id=test_set_id,
+        )
 
 
 class SuiteVersionFactory(factory.django.DjangoModelFactory):
@@ -83,8 +104,9 @@ class SuiteVersionFactory(factory.django.DjangoModelFactory):
     @classmethod
     def _create(cls, model_class, *, test_set, changelog, author, **changes):
         content = TestSetContent.model_validate({**snapshot_content(version_get(test_set).snapshot), **changes})
-        test_set, _published = testset_publish_version(test_set=test_set, content=content, changelog=changelog,
-                                                        author=author)
+        test_set, _published = testset_publish_version(
+            test_set=test_set, content=content, changelog=changelog, author=author
+        )
         return test_set.versions.get(version=test_set.current_version)
 
 
@@ -97,8 +119,9 @@ class DatasetFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Question set {n}")
     description = ""
     agent = None
-    questions = factory.LazyFunction(lambda: [{"question": "How much PTO carries over?",
-                                               "expected_answer": "Up to 5 days carry over"}])
+    questions = factory.LazyFunction(
+        lambda: [{"question": "How much PTO carries over?", "expected_answer": "Up to 5 days carry over"}]
+    )
 
     @classmethod
     def _create(cls, model_class, *, agent, dataset_id=None, **data):

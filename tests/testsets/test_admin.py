@@ -60,17 +60,31 @@ def test_admin_export_and_import(admin_client, test_set):
 
     csv_file = admin_client.get(f"/admin/testsets/testset/{test_set.pk}/export/csv/").content
     assert admin_client.get("/admin/testsets/testset/import/").status_code == 200
-    response = admin_client.post("/admin/testsets/testset/import/", {
-        "file": SimpleUploadedFile("set.csv", csv_file), "format": "csv", "agent": test_set.agent.pk,
-        "name": "From CSV"})
+    response = admin_client.post(
+        "/admin/testsets/testset/import/",
+        {
+            "file": SimpleUploadedFile("set.csv", csv_file),
+            "format": "csv",
+            "agent": test_set.agent.pk,
+            "name": "From CSV",
+        },
+    )
     assert response.status_code == 302
     copy = TestSet.objects.get(name="From CSV")
-    assert TestSetVersion.objects.get(test_set=copy).snapshot["items"] == \
-        TestSetVersion.objects.get(test_set=test_set, version=2).snapshot["items"]
+    assert (
+        TestSetVersion.objects.get(test_set=copy).snapshot["items"]
+        == TestSetVersion.objects.get(test_set=test_set, version=2).snapshot["items"]
+    )
 
-    bad = admin_client.post("/admin/testsets/testset/import/", {
-        "file": SimpleUploadedFile("x.csv", b"type,name\nsingle_turn,a\n"), "format": "csv",
-        "agent": test_set.agent.pk, "name": "Bad"})
+    bad = admin_client.post(
+        "/admin/testsets/testset/import/",
+        {
+            "file": SimpleUploadedFile("x.csv", b"type,name\nsingle_turn,a\n"),
+            "format": "csv",
+            "agent": test_set.agent.pk,
+            "name": "Bad",
+        },
+    )
     assert bad.status_code == 200 and b"needs inputs.message" in bad.content
     assert not TestSet.objects.filter(name="Bad").exists()
     assert b"Import from a file" in admin_client.get("/admin/testsets/testset/").content
@@ -92,8 +106,10 @@ def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_cl
     real_publish = services.testset_publish_version
 
     def publish_after_someone_else(**kwargs):
-        real_publish(test_set=kwargs["test_set"], content=TestSetContent.model_validate(
-            make_test_set_payload(test_set.agent.agent_id, name="Elsewhere")))
+        real_publish(
+            test_set=kwargs["test_set"],
+            content=TestSetContent.model_validate(make_test_set_payload(test_set.agent.agent_id, name="Elsewhere")),
+        )
         return real_publish(**kwargs)
 
     monkeypatch.setattr(services, "testset_publish_version", publish_after_someone_else)

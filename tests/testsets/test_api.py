@@ -32,10 +32,18 @@ def test_create_in_the_contract_shape(api, test_set):
     single, scenario = test_set["items"]
     assert set(single) == ITEM_KEYS and uuid.UUID(single["item_id"])
     assert single["inputs"] == {"message": "What is our PTO policy?"}
-    assert scenario["inputs"] == {"persona": "An employee", "initial_message": "Hi, about PTO…", "max_turns": 8,
-                                  "scripted_turns": ["How many days carry over?", "Merci — and the rest?"]}
-    assert single["expected"] == {"success_criteria": ["Mentions 15 days"], "should_use_tools": ["search_kb"],
-                                  "should_not_use_tools": ["live_handoff"], "expected_outcome": "PTO info"}
+    assert scenario["inputs"] == {
+        "persona": "An employee",
+        "initial_message": "Hi, about PTO…",
+        "max_turns": 8,
+        "scripted_turns": ["How many days carry over?", "Merci — and the rest?"],
+    }
+    assert single["expected"] == {
+        "success_criteria": ["Mentions 15 days"],
+        "should_use_tools": ["search_kb"],
+        "should_not_use_tools": ["live_handoff"],
+        "expected_outcome": "PTO info",
+    }
     got = api.get(f"/api/v1/test-sets/{test_set['test_set_id']}")
     assert got.status_code == 200 and got["ETag"] == '"v1"'
     assert got.json() == {k: v for k, v in test_set.items() if k != "warnings"}
@@ -84,8 +92,12 @@ def test_noop_put_and_stale_put(api, bot, test_set):
     assert changed.json()["version"] == 2
     stale = api.put(f"/api/v1/test-sets/{tid}", {**test_set, "name": "Other"}, format="json")
     assert stale.status_code == 409
-    stale = api.put(f"/api/v1/test-sets/{tid}", {**test_set, "name": "Other", "version": None}, format="json",
-                    HTTP_IF_MATCH='W/"v1"')
+    stale = api.put(
+        f"/api/v1/test-sets/{tid}",
+        {**test_set, "name": "Other", "version": None},
+        format="json",
+        HTTP_IF_MATCH='W/"v1"',
+    )
     assert stale.status_code == 409
     assert api.get(f"/api/v1/test-sets/{tid}").json()["name"] == "New"
 
@@ -96,22 +108,32 @@ def _item(**change):
     return item
 
 
-@pytest.mark.parametrize("items, fragment", [
-    ([_item(type="multi_turn")], "type"),
-    ([_item(inputs={})], "needs inputs.message"),
-    ([_item(inputs={"message": "   "})], "needs inputs.message"),
-    ([_item(type="scenario", inputs={"persona": "p"})], "needs inputs.initial_message"),
-    ([_item(type="scenario", inputs={"initial_message": "m"})], "needs inputs.persona"),
-    ([_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "max_turns": 51})], "max_turns"),
-    ([_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "max_turns": 0})], "max_turns"),
-    ([_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "scripted_turns": "hi"})],
-     "scripted_turns"),
-    ([_item(priority="urgent")], "priority"),
-    ([_item(item_id="5b0c2f0e-3d4a-4c52-9a51-0c0000000001"), _item(item_id="5b0c2f0e-3d4a-4c52-9a51-0c0000000001")],
-     "duplicate item_id"),
-    ([_item(item_id="not-a-uuid")], "item_id"),
-    ([_item(expected={"success_criteria": [""]})], "success_criteria"),
-])
+@pytest.mark.parametrize(
+    "items, fragment",
+    [
+        ([_item(type="multi_turn")], "type"),
+        ([_item(inputs={})], "needs inputs.message"),
+        ([_item(inputs={"message": "   "})], "needs inputs.message"),
+        ([_item(type="scenario", inputs={"persona": "p"})], "needs inputs.initial_message"),
+        ([_item(type="scenario", inputs={"initial_message": "m"})], "needs inputs.persona"),
+        ([_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "max_turns": 51})], "max_turns"),
+        ([_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "max_turns": 0})], "max_turns"),
+        (
+            [_item(type="scenario", inputs={"persona": "p", "initial_message": "m", "scripted_turns": "hi"})],
+            "scripted_turns",
+        ),
+        ([_item(priority="urgent")], "priority"),
+        (
+            [
+                _item(item_id="5b0c2f0e-3d4a-4c52-9a51-0c0000000001"),
+                _item(item_id="5b0c2f0e-3d4a-4c52-9a51-0c0000000001"),
+            ],
+            "duplicate item_id",
+        ),
+        ([_item(item_id="not-a-uuid")], "item_id"),
+        ([_item(expected={"success_criteria": [""]})], "success_criteria"),
+    ],
+)
 def test_bad_items_are_422_and_write_nothing(api, bot, items, fragment):
     response = api.post("/api/v1/test-sets", make_test_set_payload(bot.agent_id, items=items), format="json")
     assert response.status_code == 422, response.json()
@@ -124,11 +146,18 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
     assert response.status_code == 422 and "does not name a bot" in response.json()["detail"]
     assert not TestSet.objects.exclude(pk=test_set["test_set_id"]).exists()
     unknown = "00000000-0000-0000-0000-000000000000"
-    for path in (f"/api/v1/test-sets/{unknown}", f"/api/v1/test-sets/{unknown}/versions", "/api/v1/test-sets/x",
-                 f"/api/v1/test-sets/{test_set['test_set_id']}/versions/5", f"/api/v1/test-sets/{unknown}/export",
-                 "/api/v1/test-sets?agent_id=64f1c0ffee0000000000dead"):
+    for path in (
+        f"/api/v1/test-sets/{unknown}",
+        f"/api/v1/test-sets/{unknown}/versions",
+        "/api/v1/test-sets/x",
+        f"/api/v1/test-sets/{test_set['test_set_id']}/versions/5",
+        f"/api/v1/test-sets/{unknown}/export",
+        "/api/v1/test-sets?agent_id=64f1c0ffee0000000000dead",
+    ):
         assert api.get(path).status_code == 404, path
-    assert api.put(f"/api/v1/test-sets/{unknown}", make_test_set_payload(bot.agent_id), format="json").status_code == 404
+    assert (
+        api.put(f"/api/v1/test-sets/{unknown}", make_test_set_payload(bot.agent_id), format="json").status_code == 404
+    )
     assert staff_api.delete(f"/api/v1/test-sets/{unknown}").status_code == 404
     with pytest.raises(NotFoundError):
         testset_version_items(unknown, None)
@@ -138,8 +167,9 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
 
 def test_bad_put_writes_nothing(api, bot, test_set):
     tid = test_set["test_set_id"]
-    response = api.put(f"/api/v1/test-sets/{tid}", make_test_set_payload(bot.agent_id, items=[_item(inputs={})]),
-                       format="json")
+    response = api.put(
+        f"/api/v1/test-sets/{tid}", make_test_set_payload(bot.agent_id, items=[_item(inputs={})]), format="json"
+    )
     assert response.status_code == 422
     assert TestItem.objects.count() == 2 and TestSetVersion.objects.count() == 1
 

@@ -9,9 +9,14 @@ pytestmark = pytest.mark.django_db
 
 
 def body(**change):
-    data = {"name": "Handbook questions", "description": "V1",
-            "questions": [{"question": "How many PTO days?", "expected_answer": "15"},
-                          {"question": "Meal allowance?", "expected_answer": "$75"}]}
+    data = {
+        "name": "Handbook questions",
+        "description": "V1",
+        "questions": [
+            {"question": "How many PTO days?", "expected_answer": "15"},
+            {"question": "Meal allowance?", "expected_answer": "$75"},
+        ],
+    }
     data.update(change)
     return data
 
@@ -29,8 +34,11 @@ def test_crud(api, staff_api):
     assert [d["dataset_id"] for d in api.get("/api/v1/datasets").json()] == [did]
     assert dataset_questions(did) == data["questions"]
 
-    updated = api.put(f"/api/v1/datasets/{did}", body(questions=[
-        {"question": "Meal allowance?", "expected_answer": "$75 per day"}, {"question": "New?"}]), format="json")
+    updated = api.put(
+        f"/api/v1/datasets/{did}",
+        body(questions=[{"question": "Meal allowance?", "expected_answer": "$75 per day"}, {"question": "New?"}]),
+        format="json",
+    )
     assert updated.status_code == 200
     questions = updated.json()["questions"]
     assert questions[0]["question_id"] == ids[1] and questions[1]["question_id"] not in ids
@@ -43,14 +51,24 @@ def test_crud(api, staff_api):
         dataset_questions(did)
 
 
-@pytest.mark.parametrize("change, status", [
-    ({"questions": [{"expected_answer": "x"}]}, 422),
-    ({"questions": [{"question": " "}]}, 422),
-    ({"name": ""}, 422),
-    ({"agent_id": "64f1c0ffee0000000000dead"}, 422),
-    ({"questions": [{"question": "a", "question_id": "5b0c2f0e-3d4a-4c52-9a51-0c0000000001"},
-                    {"question": "b", "question_id": "5b0c2f0e-3d4a-4c52-9a51-0c0000000001"}]}, 422),
-])
+@pytest.mark.parametrize(
+    "change, status",
+    [
+        ({"questions": [{"expected_answer": "x"}]}, 422),
+        ({"questions": [{"question": " "}]}, 422),
+        ({"name": ""}, 422),
+        ({"agent_id": "64f1c0ffee0000000000dead"}, 422),
+        (
+            {
+                "questions": [
+                    {"question": "a", "question_id": "5b0c2f0e-3d4a-4c52-9a51-0c0000000001"},
+                    {"question": "b", "question_id": "5b0c2f0e-3d4a-4c52-9a51-0c0000000001"},
+                ]
+            },
+            422,
+        ),
+    ],
+)
 def test_bad_input(api, change, status):
     assert api.post("/api/v1/datasets", body(**change), format="json").status_code == status
     assert not Dataset.objects.exists()

@@ -25,8 +25,9 @@ def test_set(api, bot):
     return api.get(f"/api/v1/test-sets/{SuiteFactory(agent=bot, items=items).test_set_id}").json()
 
 
-@pytest.mark.parametrize("fmt, media", [("json", "application/json"), ("jsonl", "application/x-ndjson"),
-                                        ("csv", "text/csv")])
+@pytest.mark.parametrize(
+    "fmt, media", [("json", "application/json"), ("jsonl", "application/x-ndjson"), ("csv", "text/csv")]
+)
 def test_export_import_round_trip(api, bot, test_set, fmt, media):
     tid = test_set["test_set_id"]
     exported = api.get(f"/api/v1/test-sets/{tid}/export?format={fmt}")
@@ -38,8 +39,11 @@ def test_export_import_round_trip(api, bot, test_set, fmt, media):
     assert same.status_code == 200 and same.json()["version"] == 1
 
     # Imported as a new test set, the items are identical, ids included.
-    created = api.post(f"/api/v1/test-sets/import?format={fmt}&agent_id={bot.agent_id}&name=Copy",
-                       data=exported.content, content_type=media)
+    created = api.post(
+        f"/api/v1/test-sets/import?format={fmt}&agent_id={bot.agent_id}&name=Copy",
+        data=exported.content,
+        content_type=media,
+    )
     assert created.status_code == 201, created.json()
     assert created.json()["items"] == test_set["items"] and created.json()["name"] == "Copy"
 
@@ -80,19 +84,26 @@ def test_older_version_export(api, bot, test_set):
     assert api.get(f"/api/v1/test-sets/{tid}/export?version=x").status_code == 422
 
 
-@pytest.mark.parametrize("query, body, media, fragment", [
-    ("format=xml", b"<a/>", "application/xml", "format must be one of"),
-    ("", b"[]", "application/octet-stream", "Name the file format"),
-    ("format=json", b"{broken", "application/json", "Not valid JSON"),
-    ("format=json", b'{"no": "items"}', "application/json", "items"),
-    ("format=jsonl", b'{"type": "single_turn", "name": "a", "inputs": {"message": "m"}}\nnot json\n',
-     "application/x-ndjson", "JSONL line 2"),
-    ("format=csv", b"type,name,colour\nsingle_turn,a,red\n", "text/csv", "Unknown CSV columns: colour"),
-    ("format=csv", b"type,name,max_turns\nscenario,a,many\n", "text/csv", "max_turns: not a whole number"),
-    ("format=csv", b"type,name,message\nsingle_turn,a,\n", "text/csv", "needs inputs.message"),
-    ("format=csv", b"\xff\xfe", "text/csv", "UTF-8"),
-    ("format=csv", b"", "text/csv", "empty"),
-])
+@pytest.mark.parametrize(
+    "query, body, media, fragment",
+    [
+        ("format=xml", b"<a/>", "application/xml", "format must be one of"),
+        ("", b"[]", "application/octet-stream", "Name the file format"),
+        ("format=json", b"{broken", "application/json", "Not valid JSON"),
+        ("format=json", b'{"no": "items"}', "application/json", "items"),
+        (
+            "format=jsonl",
+            b'{"type": "single_turn", "name": "a", "inputs": {"message": "m"}}\nnot json\n',
+            "application/x-ndjson",
+            "JSONL line 2",
+        ),
+        ("format=csv", b"type,name,colour\nsingle_turn,a,red\n", "text/csv", "Unknown CSV columns: colour"),
+        ("format=csv", b"type,name,max_turns\nscenario,a,many\n", "text/csv", "max_turns: not a whole number"),
+        ("format=csv", b"type,name,message\nsingle_turn,a,\n", "text/csv", "needs inputs.message"),
+        ("format=csv", b"\xff\xfe", "text/csv", "UTF-8"),
+        ("format=csv", b"", "text/csv", "empty"),
+    ],
+)
 def test_bad_files_are_422_and_write_nothing(api, bot, test_set, query, body, media, fragment):
     tid = test_set["test_set_id"]
     response = api.post(f"/api/v1/test-sets/{tid}/import?{query}", data=body, content_type=media)
@@ -105,14 +116,22 @@ def test_new_import_needs_agent_and_name(api, bot):
     body = b'[{"type": "single_turn", "name": "a", "inputs": {"message": "m"}}]'
     response = api.post("/api/v1/test-sets/import?format=json", data=body, content_type="application/json")
     assert response.status_code == 422 and "agent_id and name" in response.json()["detail"]
-    response = api.post(f"/api/v1/test-sets/import?format=json&agent_id={bot.agent_id}&name=N", data=body,
-                        content_type="application/json")
+    response = api.post(
+        f"/api/v1/test-sets/import?format=json&agent_id={bot.agent_id}&name=N",
+        data=body,
+        content_type="application/json",
+    )
     assert response.status_code == 201
     assert TestSet.objects.count() == 1
 
 
-FORMULAS = {"name": "=HYPERLINK(\"http://evil.example\",\"x\")", "message": "+1+cmd|' /C calc'!A0",
-            "expected_outcome": "-2 days", "persona": "@SUM(A1)", "initial_message": "\tleading tab"}
+FORMULAS = {
+    "name": '=HYPERLINK("http://evil.example","x")',
+    "message": "+1+cmd|' /C calc'!A0",
+    "expected_outcome": "-2 days",
+    "persona": "@SUM(A1)",
+    "initial_message": "\tleading tab",
+}
 
 
 def test_csv_cells_cannot_start_a_spreadsheet_formula_and_still_round_trip(api, bot):
@@ -123,18 +142,24 @@ def test_csv_cells_cannot_start_a_spreadsheet_formula_and_still_round_trip(api, 
     body["items"][0]["inputs"]["message"] = FORMULAS["message"]
     body["items"][0]["expected"]["expected_outcome"] = FORMULAS["expected_outcome"]
     scenario = body["items"][1]
-    scenario["inputs"]["persona"], scenario["inputs"]["initial_message"] = FORMULAS["persona"], FORMULAS["initial_message"]
+    scenario["inputs"]["persona"], scenario["inputs"]["initial_message"] = (
+        FORMULAS["persona"],
+        FORMULAS["initial_message"],
+    )
     body["items"][1]["name"] = "'=already quoted"
     created = api.post("/api/v1/test-sets", body, format="json").json()
 
     text = api.get(f"/api/v1/test-sets/{created['test_set_id']}/export?format=csv").content.decode()
     for row in csv.DictReader(io.StringIO(text)):
         for column, cell in row.items():
-            assert not cell[:1] in ("=", "+", "-", "@", "\t", "\r"), (column, cell)
+            assert cell[:1] not in ("=", "+", "-", "@", "\t", "\r"), (column, cell)
     rows = list(csv.DictReader(io.StringIO(text)))
     assert rows[0]["name"] == "'" + FORMULAS["name"] and rows[1]["persona"] == "'@SUM(A1)"
 
-    copy = api.post(f"/api/v1/test-sets/import?format=csv&agent_id={bot.agent_id}&name=Copy",
-                    data=text.encode(), content_type="text/csv")
+    copy = api.post(
+        f"/api/v1/test-sets/import?format=csv&agent_id={bot.agent_id}&name=Copy",
+        data=text.encode(),
+        content_type="text/csv",
+    )
     assert copy.status_code == 201, copy.json()
     assert copy.json()["items"] == created["items"]

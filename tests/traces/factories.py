@@ -25,17 +25,26 @@ class AgentTraceFactory(factory.django.DjangoModelFactory):
     operation = "list"
     final_response = "Found 2 clusters in Delhi: prod-01 and dev-02."
     success = True
-    status = factory.LazyAttribute(lambda o: (AgentTrace.Status.ACTIVE if o.success is None else
-                                              AgentTrace.Status.COMPLETED if o.success else AgentTrace.Status.FAILED))
+    status = factory.LazyAttribute(
+        lambda o: (
+            AgentTrace.Status.ACTIVE
+            if o.success is None
+            else AgentTrace.Status.COMPLETED
+            if o.success
+            else AgentTrace.Status.FAILED
+        )
+    )
     start_time = factory.LazyFunction(lambda: timezone.now() - timedelta(seconds=2))
     end_time = factory.LazyAttribute(lambda o: None if o.success is None else o.start_time + timedelta(seconds=1.5))
     duration_seconds = factory.LazyAttribute(
-        lambda o: None if o.end_time is None else (o.end_time - o.start_time).total_seconds())
+        lambda o: None if o.end_time is None else (o.end_time - o.start_time).total_seconds()
+    )
 
     class Params:
         # An agent still working: no answer, no end.
-        active = factory.Trait(success=None, final_response=None, intent_detected=None, resource_type=None,
-                               operation=None)
+        active = factory.Trait(
+            success=None, final_response=None, intent_detected=None, resource_type=None, operation=None
+        )
 
     @factory.post_generation
     def tool_calls(self, create, extracted, **kwargs):

@@ -6,32 +6,57 @@ BASE = "/api/v1/metrics"
 
 
 def start(client, session_id="s1", **extra):
-    body = {"session_id": session_id, "user_query": "List clusters in Delhi", "agent_name": "OrchestratorAgent", **extra}
+    body = {
+        "session_id": session_id,
+        "user_query": "List clusters in Delhi",
+        "agent_name": "OrchestratorAgent",
+        **extra,
+    }
     return client.post(f"{BASE}/traces", body, format="json")
 
 
 def tool_call(**extra):
-    return {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"},
-            "tool_result": [{"name": "prod-01"}], "success": True, **extra}
+    return {
+        "tool_name": "list_k8s_clusters",
+        "tool_args": {"datacenter": "Delhi"},
+        "tool_result": [{"name": "prod-01"}],
+        "success": True,
+        **extra,
+    }
 
 
 @pytest.mark.django_db
 class TestLifecycle:
     def test_full_lifecycle_gives_the_contract_trace_shape(self, api):
         assert start(api).status_code == 201
-        r = api.post(f"{BASE}/traces/s1/intent",
-                     {"intent": "list_k8s_cluster", "resource_type": "k8s_cluster", "operation": "list"}, format="json")
+        r = api.post(
+            f"{BASE}/traces/s1/intent",
+            {"intent": "list_k8s_cluster", "resource_type": "k8s_cluster", "operation": "list"},
+            format="json",
+        )
         assert r.status_code == 200
         r = api.post(f"{BASE}/traces/s1/tool-calls", tool_call(call_id="c1", duration_ms=12.5), format="json")
         assert r.status_code == 201
         assert r.json()["tool_calls"][0]["seq"] == 1 and r.json()["tool_calls"][0]["created"] is True
-        r = api.post(f"{BASE}/traces/s1/complete", {"final_response": "Found 1 cluster: prod-01", "success": True},
-                     format="json")
+        r = api.post(
+            f"{BASE}/traces/s1/complete", {"final_response": "Found 1 cluster: prod-01", "success": True}, format="json"
+        )
         assert r.status_code == 200
 
         body = api.get(f"{BASE}/trace/s1").json()
-        contract_fields = {"session_id", "user_query", "agent_name", "intent_detected", "resource_type", "operation",
-                           "tool_calls", "final_response", "success", "start_time", "end_time"}
+        contract_fields = {
+            "session_id",
+            "user_query",
+            "agent_name",
+            "intent_detected",
+            "resource_type",
+            "operation",
+            "tool_calls",
+            "final_response",
+            "success",
+            "start_time",
+            "end_time",
+        }
         assert contract_fields <= set(body)
         assert body["intent_detected"] == "list_k8s_cluster"
         assert body["operation"] == "list"
@@ -46,8 +71,11 @@ class TestLifecycle:
 
     def test_failed_completion_marks_the_trace_failed(self, api):
         start(api)
-        r = api.post(f"{BASE}/traces/s1/complete", {"final_response": None, "success": False, "error": "LLM timeout"},
-                     format="json")
+        r = api.post(
+            f"{BASE}/traces/s1/complete",
+            {"final_response": None, "success": False, "error": "LLM timeout"},
+            format="json",
+        )
         assert r.status_code == 200
         assert r.json()["status"] == "failed" and r.json()["error"] == "LLM timeout"
 
@@ -62,14 +90,19 @@ class TestLifecycle:
     def test_unicode_round_trips(self, api):
         query = "Liste les clusters à Delhi 🚀 — 集群 दिल्ली"
         assert start(api, user_query=query).status_code == 201
-        api.post(f"{BASE}/traces/s1/tool-calls", tool_call(tool_args={"ville": "Zürich", "标签": "生产"}), format="json")
+        api.post(
+            f"{BASE}/traces/s1/tool-calls", tool_call(tool_args={"ville": "Zürich", "标签": "生产"}), format="json"
+        )
         body = api.get(f"{BASE}/trace/s1").json()
         assert body["user_query"] == query
         assert body["tool_calls"][0]["tool_args"] == {"ville": "Zürich", "标签": "生产"}
 
     def test_unknown_session_is_404_everywhere(self, api):
-        for path, body in [("intent", {"intent": "x"}), ("tool-calls", tool_call()),
-                           ("complete", {"final_response": "x", "success": True})]:
+        for path, body in [
+            ("intent", {"intent": "x"}),
+            ("tool-calls", tool_call()),
+            ("complete", {"final_response": "x", "success": True}),
+        ]:
             r = api.post(f"{BASE}/traces/ghost/{path}", body, format="json")
             assert r.status_code == 404, path
             assert r.json() == {"detail": "No trace found for session ghost"}
@@ -106,8 +139,9 @@ class TestIdempotency:
     def test_same_call_id_with_different_content_conflicts(self, api):
         start(api)
         api.post(f"{BASE}/traces/s1/tool-calls", tool_call(call_id="abc"), format="json")
-        r = api.post(f"{BASE}/traces/s1/tool-calls", tool_call(call_id="abc", tool_args={"datacenter": "Pune"}),
-                     format="json")
+        r = api.post(
+            f"{BASE}/traces/s1/tool-calls", tool_call(call_id="abc", tool_args={"datacenter": "Pune"}), format="json"
+        )
         assert r.status_code == 409
         assert ToolCall.objects.count() == 1
 
@@ -133,16 +167,19 @@ class TestIdempotency:
 
 @pytest.mark.django_db
 class TestBadInput:
-    @pytest.mark.parametrize("body, field", [
-        ({"user_query": "q", "agent_name": "a"}, "session_id"),
-        ({"session_id": "s", "agent_name": "a"}, "user_query"),
-        ({"session_id": 123, "user_query": "q", "agent_name": "a"}, "session_id"),
-        ({"session_id": "s", "user_query": ["q"], "agent_name": "a"}, "user_query"),
-        ({"session_id": "   ", "user_query": "q", "agent_name": "a"}, "session_id"),
-        ({"session_id": "s" * 256, "user_query": "q", "agent_name": "a"}, "session_id"),
-        ({"session_id": "s", "user_query": "q", "agent_name": "a", "metadata": "not an object"}, "metadata"),
-        ({"session_id": "s", "user_query": "q\u0000", "agent_name": "a"}, "user_query"),
-    ])
+    @pytest.mark.parametrize(
+        "body, field",
+        [
+            ({"user_query": "q", "agent_name": "a"}, "session_id"),
+            ({"session_id": "s", "agent_name": "a"}, "user_query"),
+            ({"session_id": 123, "user_query": "q", "agent_name": "a"}, "session_id"),
+            ({"session_id": "s", "user_query": ["q"], "agent_name": "a"}, "user_query"),
+            ({"session_id": "   ", "user_query": "q", "agent_name": "a"}, "session_id"),
+            ({"session_id": "s" * 256, "user_query": "q", "agent_name": "a"}, "session_id"),
+            ({"session_id": "s", "user_query": "q", "agent_name": "a", "metadata": "not an object"}, "metadata"),
+            ({"session_id": "s", "user_query": "q\u0000", "agent_name": "a"}, "user_query"),
+        ],
+    )
     def test_start_rejects_with_422_and_field_errors(self, api, body, field):
         r = api.post(f"{BASE}/traces", body, format="json")
         assert r.status_code == 422
@@ -152,14 +189,17 @@ class TestBadInput:
     def test_body_that_is_not_an_object_is_422(self, api):
         assert api.post(f"{BASE}/traces", [1, 2], format="json").status_code == 422
 
-    @pytest.mark.parametrize("call", [
-        {"tool_args": {}},
-        {"tool_name": "t", "success": "yes"},
-        {"tool_name": "t", "tool_args": [1, 2]},
-        {"tool_name": "t", "duration_ms": -1},
-        {"tool_name": "t", "tool_result": {"k": "nul\u0000byte"}},
-        {"tool_name": "t", "timestamp": "yesterday-ish"},
-    ])
+    @pytest.mark.parametrize(
+        "call",
+        [
+            {"tool_args": {}},
+            {"tool_name": "t", "success": "yes"},
+            {"tool_name": "t", "tool_args": [1, 2]},
+            {"tool_name": "t", "duration_ms": -1},
+            {"tool_name": "t", "tool_result": {"k": "nul\u0000byte"}},
+            {"tool_name": "t", "timestamp": "yesterday-ish"},
+        ],
+    )
     def test_bad_tool_calls_are_422_and_write_nothing(self, api, call):
         start(api)
         r = api.post(f"{BASE}/traces/s1/tool-calls", call, format="json")
@@ -229,11 +269,18 @@ class TestAuth:
 
 def batch_item(session_id, n_calls=2, **extra):
     return {
-        "session_id": session_id, "user_query": "List clusters", "agent_name": "OrchestratorAgent",
-        "intent_detected": "list_k8s_cluster", "resource_type": "k8s_cluster", "operation": "list",
+        "session_id": session_id,
+        "user_query": "List clusters",
+        "agent_name": "OrchestratorAgent",
+        "intent_detected": "list_k8s_cluster",
+        "resource_type": "k8s_cluster",
+        "operation": "list",
         "tool_calls": [tool_call(tool_name=f"t{i}") for i in range(n_calls)],
-        "final_response": "Found prod-01", "success": True,
-        "start_time": "2026-01-08T10:29:55Z", "end_time": "2026-01-08T10:30:00Z", **extra,
+        "final_response": "Found prod-01",
+        "success": True,
+        "start_time": "2026-01-08T10:29:55Z",
+        "end_time": "2026-01-08T10:30:00Z",
+        **extra,
     }
 
 
@@ -251,8 +298,13 @@ class TestBatch:
         assert stored.duration_seconds == 5.0 and stored.tool_call_count == 3 and stored.status == "completed"
 
     def test_partial_success_reports_index_and_reason(self, api):
-        items = [batch_item("ok1"), {"session_id": "bad", "agent_name": "a"}, "not an object",
-                 batch_item("late", end_time="2026-01-08T10:00:00Z"), batch_item("ok2")]
+        items = [
+            batch_item("ok1"),
+            {"session_id": "bad", "agent_name": "a"},
+            "not an object",
+            batch_item("late", end_time="2026-01-08T10:00:00Z"),
+            batch_item("ok2"),
+        ]
         r = api.post(f"{BASE}/traces/batch", {"traces": items}, format="json")
         body = r.json()
         assert r.status_code == 200
@@ -304,16 +356,19 @@ DONE = {"final_response": "Found 1 cluster: prod-01", "success": True}
 class TestIntentAndComplete:
     """The intent and complete endpoints get the same bad-input, unicode and retry checks as the others."""
 
-    @pytest.mark.parametrize("body, field", [
-        ({}, "intent"),
-        ({"resource_type": "k8s_cluster", "operation": "list"}, "intent"),
-        ({"intent": 5}, "intent"),
-        ({"intent": "   "}, "intent"),
-        ({"intent": "i\u0000x"}, "intent"),
-        ({"intent": "i" * 256}, "intent"),
-        ({"intent": "i", "operation": ["list"]}, "operation"),
-        ({"intent": "i", "resource_type": "r" * 256}, "resource_type"),
-    ])
+    @pytest.mark.parametrize(
+        "body, field",
+        [
+            ({}, "intent"),
+            ({"resource_type": "k8s_cluster", "operation": "list"}, "intent"),
+            ({"intent": 5}, "intent"),
+            ({"intent": "   "}, "intent"),
+            ({"intent": "i\u0000x"}, "intent"),
+            ({"intent": "i" * 256}, "intent"),
+            ({"intent": "i", "operation": ["list"]}, "operation"),
+            ({"intent": "i", "resource_type": "r" * 256}, "resource_type"),
+        ],
+    )
     def test_intent_bad_input_is_422_and_changes_nothing(self, api, body, field):
         start(api)
         r = api.post(f"{BASE}/traces/s1/intent", body, format="json")
@@ -325,15 +380,18 @@ class TestIntentAndComplete:
         start(api)
         assert api.post(f"{BASE}/traces/s1/intent", ["list_k8s_cluster"], format="json").status_code == 422
 
-    @pytest.mark.parametrize("body, field", [
-        ({}, "final_response"),
-        ({"success": True}, "final_response"),
-        ({"final_response": "x"}, "success"),
-        ({"final_response": 5, "success": True}, "final_response"),
-        ({"final_response": "x", "success": 1}, "success"),
-        ({"final_response": "x", "success": False, "error": {"code": 1}}, "error"),
-        ({"final_response": "nul\u0000", "success": True}, "final_response"),
-    ])
+    @pytest.mark.parametrize(
+        "body, field",
+        [
+            ({}, "final_response"),
+            ({"success": True}, "final_response"),
+            ({"final_response": "x"}, "success"),
+            ({"final_response": 5, "success": True}, "final_response"),
+            ({"final_response": "x", "success": 1}, "success"),
+            ({"final_response": "x", "success": False, "error": {"code": 1}}, "error"),
+            ({"final_response": "nul\u0000", "success": True}, "final_response"),
+        ],
+    )
     def test_complete_bad_input_is_422_and_leaves_the_trace_active(self, api, body, field):
         start(api)
         r = api.post(f"{BASE}/traces/s1/complete", body, format="json")
@@ -346,11 +404,18 @@ class TestIntentAndComplete:
         intent = {"intent": "列出_集群", "resource_type": "कुबेरनेट्स", "operation": "liste"}
         answer = "Trouvé 1 cluster à Delhi 🚀 — 集群 prod-01"
         assert api.post(f"{BASE}/traces/s1/intent", intent, format="json").status_code == 200
-        assert api.post(f"{BASE}/traces/s1/complete", {"final_response": answer, "success": True},
-                        format="json").status_code == 200
+        assert (
+            api.post(
+                f"{BASE}/traces/s1/complete", {"final_response": answer, "success": True}, format="json"
+            ).status_code
+            == 200
+        )
         body = api.get(f"{BASE}/trace/s1").json()
         assert (body["intent_detected"], body["resource_type"], body["operation"]) == (
-            intent["intent"], intent["resource_type"], intent["operation"])
+            intent["intent"],
+            intent["resource_type"],
+            intent["operation"],
+        )
         assert body["final_response"] == answer
 
     def test_intent_retry_is_a_no_op_even_after_completion(self, api):
@@ -367,13 +432,16 @@ class TestIntentAndComplete:
 class TestOversizedBodies:
     """413 on every ingestion endpoint, before anything is parsed or written."""
 
-    @pytest.mark.parametrize("path, body", [
-        ("traces", {"session_id": "big", "user_query": "x" * 5000, "agent_name": "a"}),
-        ("traces/s1/intent", {**INTENT, "intent": "i" * 5000}),
-        ("traces/s1/tool-calls", tool_call(tool_result="x" * 5000)),
-        ("traces/s1/complete", {"final_response": "x" * 5000, "success": True}),
-        ("traces/batch", {"traces": [batch_item(f"b{i}") for i in range(20)]}),
-    ])
+    @pytest.mark.parametrize(
+        "path, body",
+        [
+            ("traces", {"session_id": "big", "user_query": "x" * 5000, "agent_name": "a"}),
+            ("traces/s1/intent", {**INTENT, "intent": "i" * 5000}),
+            ("traces/s1/tool-calls", tool_call(tool_result="x" * 5000)),
+            ("traces/s1/complete", {"final_response": "x" * 5000, "success": True}),
+            ("traces/batch", {"traces": [batch_item(f"b{i}") for i in range(20)]}),
+        ],
+    )
     def test_oversized_body_is_413_and_writes_nothing(self, api, settings, path, body):
         start(api)
         settings.EVALSITE_MAX_BODY_BYTES = 2000
@@ -386,14 +454,17 @@ class TestOversizedBodies:
 
 @pytest.mark.django_db
 class TestBatchItems:
-    @pytest.mark.parametrize("change, field", [
-        ({"success": "yes"}, "success"),
-        ({"session_id": 5}, "session_id"),
-        ({"tool_calls": "list_k8s_clusters"}, "tool_calls"),
-        ({"tool_calls": [{"tool_name": "t", "duration_ms": "fast"}]}, "tool_calls.0.duration_ms"),
-        ({"start_time": "yesterday-ish"}, "start_time"),
-        ({"final_response": "nul\u0000"}, "final_response"),
-    ])
+    @pytest.mark.parametrize(
+        "change, field",
+        [
+            ({"success": "yes"}, "success"),
+            ({"session_id": 5}, "session_id"),
+            ({"tool_calls": "list_k8s_clusters"}, "tool_calls"),
+            ({"tool_calls": [{"tool_name": "t", "duration_ms": "fast"}]}, "tool_calls.0.duration_ms"),
+            ({"start_time": "yesterday-ish"}, "start_time"),
+            ({"final_response": "nul\u0000"}, "final_response"),
+        ],
+    )
     def test_a_badly_typed_item_is_rejected_alone(self, api, change, field):
         items = [batch_item("good"), {**batch_item("bad"), **change}]
         body = api.post(f"{BASE}/traces/batch", {"traces": items}, format="json").json()
@@ -403,9 +474,12 @@ class TestBatchItems:
         assert list(AgentTrace.objects.values_list("session_id", flat=True)) == ["good"]
 
     def test_unicode_round_trips(self, api):
-        item = batch_item("unicode-1", user_query="दिल्ली के क्लस्टर दिखाओ 🚀",
-                          final_response="Trouvé: prod-01 — 集群",
-                          tool_calls=[tool_call(tool_args={"ville": "Zürich", "标签": "生产"})])
+        item = batch_item(
+            "unicode-1",
+            user_query="दिल्ली के क्लस्टर दिखाओ 🚀",
+            final_response="Trouvé: prod-01 — 集群",
+            tool_calls=[tool_call(tool_args={"ville": "Zürich", "标签": "生产"})],
+        )
         body = api.post(f"{BASE}/traces/batch", {"traces": [item]}, format="json").json()
         assert body["accepted"][0]["status"] == "created"
         trace = api.get(f"{BASE}/trace/unicode-1").json()
@@ -431,8 +505,11 @@ class TestPostgresEdges:
 
     def test_duplicate_call_id_in_one_tool_calls_request_is_422_naming_it(self, api):
         start(api)
-        r = api.post(f"{BASE}/traces/s1/tool-calls", [tool_call(call_id="a"), tool_call(call_id="dup-7"),
-                                                       tool_call(call_id="dup-7")], format="json")
+        r = api.post(
+            f"{BASE}/traces/s1/tool-calls",
+            [tool_call(call_id="a"), tool_call(call_id="dup-7"), tool_call(call_id="dup-7")],
+            format="json",
+        )
         assert r.status_code == 422
         assert "dup-7" in str(r.json()["detail"])
         assert ToolCall.objects.count() == 0

@@ -22,27 +22,41 @@ def announced():
 
 
 def _batch_item(session_id):
-    return {"session_id": session_id, "user_query": "List clusters", "agent_name": "A", "final_response": "none",
-            "success": True, "tool_calls": [{"tool_name": "t", "tool_args": {}, "tool_result": [], "success": True}]}
+    return {
+        "session_id": session_id,
+        "user_query": "List clusters",
+        "agent_name": "A",
+        "final_response": "none",
+        "success": True,
+        "tool_calls": [{"tool_name": "t", "tool_args": {}, "tool_result": [], "success": True}],
+    }
 
 
 @pytest.mark.django_db
-def test_rest_completion_is_announced_once_and_an_identical_retry_is_not(api, announced,
-                                                                         django_capture_on_commit_callbacks):
+def test_rest_completion_is_announced_once_and_an_identical_retry_is_not(
+    api, announced, django_capture_on_commit_callbacks
+):
     api.post(f"{BASE}/traces", {"session_id": "s1", "user_query": "q", "agent_name": "A"}, format="json")
     with django_capture_on_commit_callbacks(execute=True):
-        assert api.post(f"{BASE}/traces/s1/complete", {"final_response": "done", "success": True},
-                        format="json").status_code == 200
-        assert api.post(f"{BASE}/traces/s1/complete", {"final_response": "done", "success": True},
-                        format="json").status_code == 200
+        assert (
+            api.post(
+                f"{BASE}/traces/s1/complete", {"final_response": "done", "success": True}, format="json"
+            ).status_code
+            == 200
+        )
+        assert (
+            api.post(
+                f"{BASE}/traces/s1/complete", {"final_response": "done", "success": True}, format="json"
+            ).status_code
+            == 200
+        )
     trace = AgentTrace.objects.get(session_id="s1")
     assert announced == [[trace.pk]]
     assert trace.source == AgentTrace.Source.REST
 
 
 @pytest.mark.django_db
-def test_batch_announces_the_created_traces_and_marks_their_source(api, announced,
-                                                                    django_capture_on_commit_callbacks):
+def test_batch_announces_the_created_traces_and_marks_their_source(api, announced, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         r = api.post(f"{BASE}/traces/batch", {"traces": [_batch_item("b1"), _batch_item("b2")]}, format="json")
         assert r.status_code in (200, 201, 207), r.content

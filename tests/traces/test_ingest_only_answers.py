@@ -17,10 +17,16 @@ SECRETS = (SECRET_QUERY, "classified-figure-4242", "hr_lookup", "OtherAgent")
 
 @pytest.fixture
 def their_trace(api):
-    api.post(f"{BASE}/traces", {"session_id": "theirs", "user_query": SECRET_QUERY, "agent_name": "OtherAgent"},
-             format="json")
-    api.post(f"{BASE}/traces/theirs/tool-calls", {"tool_name": "hr_lookup", "call_id": "c1",
-                                                  "tool_result": SECRET_RESULT}, format="json")
+    api.post(
+        f"{BASE}/traces",
+        {"session_id": "theirs", "user_query": SECRET_QUERY, "agent_name": "OtherAgent"},
+        format="json",
+    )
+    api.post(
+        f"{BASE}/traces/theirs/tool-calls",
+        {"tool_name": "hr_lookup", "call_id": "c1", "tool_result": SECRET_RESULT},
+        format="json",
+    )
     return AgentTrace.objects.get(session_id="theirs")
 
 
@@ -44,22 +50,26 @@ def test_ingest_only_intent_on_another_trace_is_acknowledged_without_its_content
     assert ingest_only.get(f"{BASE}/trace/theirs").status_code == 403
 
 
-@pytest.mark.parametrize("path, body", [
-    ("traces", {"session_id": "theirs", "user_query": SECRET_QUERY.upper(), "agent_name": "Mine"}),
-    ("traces/theirs/complete", {"final_response": "mine", "success": False}),
-    ("traces/theirs/tool-calls", {"tool_name": "mine", "call_id": "c9", "tool_result": {"x": 1}}),
-])
-def test_every_trace_write_of_an_ingest_only_key_answers_only_an_acknowledgement(their_trace, ingest_only,
-                                                                                 path, body):
+@pytest.mark.parametrize(
+    "path, body",
+    [
+        ("traces", {"session_id": "theirs", "user_query": SECRET_QUERY.upper(), "agent_name": "Mine"}),
+        ("traces/theirs/complete", {"final_response": "mine", "success": False}),
+        ("traces/theirs/tool-calls", {"tool_name": "mine", "call_id": "c9", "tool_result": {"x": 1}}),
+    ],
+)
+def test_every_trace_write_of_an_ingest_only_key_answers_only_an_acknowledgement(their_trace, ingest_only, path, body):
     assert_nothing_of_theirs(ingest_only.post(f"{BASE}/{path}", body, format="json"))
 
 
 def test_the_acknowledgements_say_what_was_recorded(ingest_only):
-    started = ingest_only.post(f"{BASE}/traces", {"session_id": "mine", "user_query": "q", "agent_name": "Me"},
-                               format="json")
+    started = ingest_only.post(
+        f"{BASE}/traces", {"session_id": "mine", "user_query": "q", "agent_name": "Me"}, format="json"
+    )
     assert started.status_code == 201 and started.json() == {"session_id": "mine", "status": "active"}
-    again = ingest_only.post(f"{BASE}/traces", {"session_id": "mine", "user_query": "q", "agent_name": "Me"},
-                             format="json")
+    again = ingest_only.post(
+        f"{BASE}/traces", {"session_id": "mine", "user_query": "q", "agent_name": "Me"}, format="json"
+    )
     assert again.status_code == 200 and again.json() == started.json()
     calls = [{"tool_name": "t", "call_id": "c1"}, {"tool_name": "t", "call_id": "c2"}]
     first = ingest_only.post(f"{BASE}/traces/mine/tool-calls", calls, format="json")

@@ -6,7 +6,7 @@ same selector the API and the console use, and checks it against the rows that w
 
 import json
 import threading
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.db import connections
@@ -41,49 +41,63 @@ def start_body(session_id="s1", **extra):
 
 
 def batch_item(session_id, **extra):
-    return {"session_id": session_id, "user_query": "q", "agent_name": "Agent", "final_response": "done",
-            "success": True, "tool_calls": [dict(CALL, call_id=f"{session_id}-1")], **extra}
+    return {
+        "session_id": session_id,
+        "user_query": "q",
+        "agent_name": "Agent",
+        "final_response": "done",
+        "success": True,
+        "tool_calls": [dict(CALL, call_id=f"{session_id}-1")],
+        **extra,
+    }
 
 
 # --- REST: lifecycle records --------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_rest_lifecycle_balances_with_retries_and_every_kind_of_refusal(api):
-    assert post(api, BASE, start_body()).status_code == 201                          # stored
-    assert post(api, BASE, start_body()).status_code == 200                          # duplicate
-    assert post(api, BASE, start_body(user_query="other")).status_code == 409        # rejected: conflict
-    assert post(api, BASE, start_body("s\u0000x")).status_code == 422                 # rejected: nul_character
+    assert post(api, BASE, start_body()).status_code == 201  # stored
+    assert post(api, BASE, start_body()).status_code == 200  # duplicate
+    assert post(api, BASE, start_body(user_query="other")).status_code == 409  # rejected: conflict
+    assert post(api, BASE, start_body("s\u0000x")).status_code == 422  # rejected: nul_character
     intent = {"intent": "list", "resource_type": "k8s", "operation": "list"}
-    assert post(api, f"{BASE}/s1/intent", intent).status_code == 200                  # stored
-    assert post(api, f"{BASE}/s1/intent", intent).status_code == 200                  # duplicate (same intent)
-    assert post(api, f"{BASE}/nope/intent", intent).status_code == 404                # rejected: not_found
-    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="c1")).status_code == 201   # stored
-    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="c1")).status_code == 200   # duplicate
+    assert post(api, f"{BASE}/s1/intent", intent).status_code == 200  # stored
+    assert post(api, f"{BASE}/s1/intent", intent).status_code == 200  # duplicate (same intent)
+    assert post(api, f"{BASE}/nope/intent", intent).status_code == 404  # rejected: not_found
+    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="c1")).status_code == 201  # stored
+    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="c1")).status_code == 200  # duplicate
     # A list: two new calls and a retried one, three items.
     calls = [dict(CALL, call_id="c1"), dict(CALL, call_id="c2"), dict(CALL, call_id="c3")]
-    assert post(api, f"{BASE}/s1/tool-calls", calls).status_code == 201               # 2 stored, 1 duplicate
+    assert post(api, f"{BASE}/s1/tool-calls", calls).status_code == 201  # 2 stored, 1 duplicate
     # Two calls, one with a number past 64 bits: the request is refused whole, both items rejected.
     bad = [dict(CALL, call_id="c4"), dict(CALL, call_id="c5", tool_args={"n": 10**20})]
-    assert post(api, f"{BASE}/s1/tool-calls", bad).status_code == 422                 # 2 rejected
+    assert post(api, f"{BASE}/s1/tool-calls", bad).status_code == 422  # 2 rejected
     deep = {"a": None}
     for _ in range(100):
         deep = {"a": deep}
-    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, tool_args=deep)).status_code == 422   # too_deep
+    assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, tool_args=deep)).status_code == 422  # too_deep
     assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="c1", tool_result="changed")).status_code == 409
     done = {"final_response": "prod-01", "success": True}
-    assert post(api, f"{BASE}/s1/complete", done).status_code == 200                 # stored
-    assert post(api, f"{BASE}/s1/complete", done).status_code == 200                 # duplicate
+    assert post(api, f"{BASE}/s1/complete", done).status_code == 200  # stored
+    assert post(api, f"{BASE}/s1/complete", done).status_code == 200  # duplicate
     assert post(api, f"{BASE}/s1/complete", {"final_response": "x", "success": False}).status_code == 409
     assert post(api, f"{BASE}/s1/tool-calls", dict(CALL, call_id="late")).status_code == 409  # finished trace
-    assert post(api, f"{BASE}/s1/intent", {"intent": "other"}).status_code == 409      # finished trace
+    assert post(api, f"{BASE}/s1/intent", {"intent": "other"}).status_code == 409  # finished trace
     assert api.post(f"{BASE}/s1/complete", data="{not json", content_type="application/json").status_code == 422
 
     rest = totals("rest")
     assert rest.balanced
     assert rest.stored == 1 + 1 + 1 + 2 + 1  # start, intent, c1, c2+c3, complete
     assert rest.duplicate == 1 + 1 + 1 + 1 + 1  # start, intent, c1, c1 in the list, complete
-    assert rest.rejected == {"conflict": 1 + 1 + 1 + 1 + 1, "nul_character": 1, "not_found": 1,
-                             "integer_out_of_range": 2, "too_deep": 1, "invalid": 1}
+    assert rest.rejected == {
+        "conflict": 1 + 1 + 1 + 1 + 1,
+        "nul_character": 1,
+        "not_found": 1,
+        "integer_out_of_range": 2,
+        "too_deep": 1,
+        "invalid": 1,
+    }
     assert rest.received == rest.stored + rest.duplicate + sum(rest.rejected.values())
     # What the ledger calls stored is what the tables hold.
     assert AgentTrace.objects.count() == 1 and ToolCall.objects.count() == 3
@@ -107,17 +121,20 @@ def test_in_process_lifecycle_is_counted_with_rest():
 
 # --- batch: traces ------------------------------------------------------------------------------
 
+
 @pytest.mark.django_db
 def test_batch_counts_each_trace_with_its_rejection_reason_and_retries_as_duplicates(api):
-    first = {"traces": [
-        batch_item("b1"),
-        batch_item("b2"),
-        batch_item("b3", user_query="has a \u0000 NUL"),                       # nul_character
-        batch_item("b1"),                                                       # same as item 0: unchanged
-        batch_item("b4", start_time="2026-01-02T00:00:00Z", end_time="2026-01-01T00:00:00Z"),  # invalid
-        batch_item("b5", tool_calls=[dict(CALL, tool_args={"n": 1e20})]),      # integer_out_of_range
-        "not an object",                                                        # invalid
-    ]}
+    first = {
+        "traces": [
+            batch_item("b1"),
+            batch_item("b2"),
+            batch_item("b3", user_query="has a \u0000 NUL"),  # nul_character
+            batch_item("b1"),  # same as item 0: unchanged
+            batch_item("b4", start_time="2026-01-02T00:00:00Z", end_time="2026-01-01T00:00:00Z"),  # invalid
+            batch_item("b5", tool_calls=[dict(CALL, tool_args={"n": 1e20})]),  # integer_out_of_range
+            "not an object",  # invalid
+        ]
+    }
     body = post(api, f"{BASE}/batch", first).json()
     assert (body["accepted_count"], body["rejected_count"]) == (3, 4)
     # The retry of the whole request: what was stored is unchanged, what was refused is refused again.
@@ -155,8 +172,20 @@ def test_a_batch_that_is_rolled_back_leaves_no_ledger_entry(api, monkeypatch):
 @pytest.mark.postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_the_same_batch_from_8_threads_is_stored_once_and_counted_exactly(on_postgres):
-    items = [(i, services.BatchTrace(session_id=f"race-{i}", user_query="q", agent_name="A", final_response="ok",
-                                     success=True, canonical={"i": i})) for i in range(20)]
+    items = [
+        (
+            i,
+            services.BatchTrace(
+                session_id=f"race-{i}",
+                user_query="q",
+                agent_name="A",
+                final_response="ok",
+                success=True,
+                canonical={"i": i},
+            ),
+        )
+        for i in range(20)
+    ]
     barrier = threading.Barrier(8)
     errors = []
 
@@ -190,8 +219,9 @@ def test_the_same_call_id_from_16_threads_is_one_stored_and_15_duplicates(on_pos
     def worker():
         try:
             barrier.wait()
-            services.trace_tool_call_record(session_id="race", tool_name="tool", tool_args={"a": 1},
-                                            tool_result=None, success=True, call_id="dup")
+            services.trace_tool_call_record(
+                session_id="race", tool_name="tool", tool_args={"a": 1}, tool_result=None, success=True, call_id="dup"
+            )
         except Exception as exc:  # asserted below
             errors.append(exc)
         finally:
@@ -210,14 +240,22 @@ def test_the_same_call_id_from_16_threads_is_one_stored_and_15_duplicates(on_pos
 
 # --- the API --------------------------------------------------------------------------------------
 
+
 def _at(text: str) -> datetime:
-    return datetime.fromisoformat(text).replace(tzinfo=dt_timezone.utc)
+    return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
 @pytest.fixture
 def entries(db):
-    ingestion_record(source="otlp", received=10, stored=7, duplicate=1, rejected={"too_deep": 1},
-                     dropped={"orphan": 1}, at=_at("2026-03-01T10:00:00"))
+    ingestion_record(
+        source="otlp",
+        received=10,
+        stored=7,
+        duplicate=1,
+        rejected={"too_deep": 1},
+        dropped={"orphan": 1},
+        at=_at("2026-03-01T10:00:00"),
+    )
     ingestion_record(source="otlp", received=5, stored=5, at=_at("2026-03-02T10:00:00"))
     ingestion_record(source="rest", received=3, stored=2, rejected={"conflict": 1}, at=_at("2026-03-01T11:00:00"))
     ingestion_record(source="online_evaluation", sampled=4, evaluated=2, errored=1, at=_at("2026-03-01T12:00:00"))
@@ -226,11 +264,23 @@ def entries(db):
 def test_ledger_window_and_totals(api, entries):
     body = api.get(f"{LEDGER}?since=2026-03-01T00:00:00Z&until=2026-03-02T00:00:00Z").json()
     assert body["since"].startswith("2026-03-01T00:00:00") and body["until"].startswith("2026-03-02T00:00:00")
-    assert body["sources"]["otlp"] == {"received": 10, "stored": 7, "duplicate": 1, "rejected": {"too_deep": 1},
-                                       "dropped": {"orphan": 1}, "balanced": True}
+    assert body["sources"]["otlp"] == {
+        "received": 10,
+        "stored": 7,
+        "duplicate": 1,
+        "rejected": {"too_deep": 1},
+        "dropped": {"orphan": 1},
+        "balanced": True,
+    }
     assert body["sources"]["rest"]["rejected"] == {"conflict": 1}
-    assert body["sources"]["batch"] == {"received": 0, "stored": 0, "duplicate": 0, "rejected": {}, "dropped": {},
-                                        "balanced": True}
+    assert body["sources"]["batch"] == {
+        "received": 0,
+        "stored": 0,
+        "duplicate": 0,
+        "rejected": {},
+        "dropped": {},
+        "balanced": True,
+    }
     assert body["online_evaluation"] == {"sampled": 4, "evaluated": 2, "skipped": 0, "errored": 1, "pending": 1}
     # until is excluded, since included.
     body = api.get(f"{LEDGER}?since=2026-03-01T10:00:00Z&until=2026-03-02T10:00:00Z").json()
@@ -263,8 +313,15 @@ def test_an_unbalanced_window_says_so(api, db):
     assert api.get(LEDGER).json()["sources"]["rest"]["balanced"] is False
 
 
-@pytest.mark.parametrize("query", ["since=yesterday", "until=2026-13-01T00:00:00Z", "source=ftp",
-                                   "since=2026-03-02T00:00:00Z&until=2026-03-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "since=yesterday",
+        "until=2026-13-01T00:00:00Z",
+        "source=ftp",
+        "since=2026-03-02T00:00:00Z&until=2026-03-01T00:00:00Z",
+    ],
+)
 def test_ledger_bad_queries_are_422_with_detail(api, query):
     response = api.get(f"{LEDGER}?{query}")
     assert response.status_code == 422 and "detail" in response.json()
@@ -278,6 +335,7 @@ def test_ledger_needs_the_read_scope(db):
 
 # --- per day and compaction -----------------------------------------------------------------------
 
+
 def test_days_are_newest_first_and_each_says_whether_it_balances(entries):
     IngestionEntry.objects.create(source="batch", received=4, stored=1, at=_at("2026-03-02T12:00:00"))
     days = ingestion_ledger_days(since=_at("2026-02-28T00:00:00"), until=_at("2026-03-03T00:00:00"))
@@ -290,8 +348,13 @@ def test_days_are_newest_first_and_each_says_whether_it_balances(entries):
 def test_compaction_keeps_every_total_and_reason(monkeypatch):
     old = timezone.now() - timedelta(days=5)
     for i in range(30):
-        ingestion_record(source="rest", received=2, stored=1, rejected={"conflict": 1} if i % 3 else {"nul_character": 1},
-                         at=old + timedelta(minutes=i * 7))
+        ingestion_record(
+            source="rest",
+            received=2,
+            stored=1,
+            rejected={"conflict": 1} if i % 3 else {"nul_character": 1},
+            at=old + timedelta(minutes=i * 7),
+        )
         ingestion_record(source="otlp", received=3, stored=2, dropped={"orphan": 1}, at=old + timedelta(minutes=i * 7))
     ingestion_record(source="online_evaluation", sampled=2, evaluated=1, skipped=1, at=old)
     ingestion_record(source="rest", received=1, stored=1)  # recent: left as it is
@@ -323,11 +386,14 @@ def test_the_hourly_task_compacts_and_beat_schedules_it(settings):
     assert compact_ingestion_ledger() >= 1
     assert totals("batch").received == 0  # older than the window read by `totals`
     assert IngestionEntry.objects.aggregate(n=Sum("received"))["n"] == 3
-    assert any(entry["task"] == "apps.traces.tasks.compact_ingestion_ledger"
-               for entry in settings.CELERY_BEAT_SCHEDULE.values())
+    assert any(
+        entry["task"] == "apps.traces.tasks.compact_ingestion_ledger"
+        for entry in settings.CELERY_BEAT_SCHEDULE.values()
+    )
 
 
 # --- Prometheus -----------------------------------------------------------------------------------
+
 
 @pytest.mark.django_db
 def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
@@ -335,8 +401,9 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
     post(api, BASE, start_body())
     post(api, BASE, start_body("s\u0000"))
     post(api, f"{BASE}/batch", {"traces": [batch_item("b1"), batch_item("b2", user_query="")]})
-    ingestion_record(source="otlp", received=4, stored=1, rejected={"too_deep": 1, "made_up_reason": 1},
-                     dropped={"orphan": 1})
+    ingestion_record(
+        source="otlp", received=4, stored=1, rejected={"too_deep": 1, "made_up_reason": 1}, dropped={"orphan": 1}
+    )
     for n in range(50):  # fifty different unknown reasons still make one series
         ingestion_record(source="otlp", received=1, rejected={f"novel_{n}": 1})
     ingestion_record(source="online_evaluation", sampled=3, evaluated=2, errored=1)
@@ -366,8 +433,9 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
     assert sample(after, name, source="rest", outcome="received", reason="") == 3
 
 
-@pytest.mark.parametrize("query", ["until=0001-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z",
-                                   "since=2026-01-01T00:00:00%2B25:00"])
+@pytest.mark.parametrize(
+    "query", ["until=0001-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z", "since=2026-01-01T00:00:00%2B25:00"]
+)
 def test_ledger_times_at_the_ends_of_the_calendar_are_422_not_500(api, query):
     response = api.get(f"{LEDGER}?{query}")
     assert response.status_code == 422 and "detail" in response.json()
@@ -391,10 +459,21 @@ def test_a_batch_whose_connection_is_killed_mid_write_leaves_neither_rows_nor_en
         written.set()
         release.wait(10)
 
-    items = [(i, services.BatchTrace(session_id=f"killed-{i}", user_query="q", agent_name="A", final_response="ok",
-                                     success=True, canonical={"i": i},
-                                     tool_calls=[services.ToolCallInput(tool_name="t", call_id="c")]))
-             for i in range(5)]
+    items = [
+        (
+            i,
+            services.BatchTrace(
+                session_id=f"killed-{i}",
+                user_query="q",
+                agent_name="A",
+                final_response="ok",
+                success=True,
+                canonical={"i": i},
+                tool_calls=[services.ToolCallInput(tool_name="t", call_id="c")],
+            ),
+        )
+        for i in range(5)
+    ]
     monkeypatch.setattr(batch_door, "tool_calls_insert", insert_then_wait)
     errors = []
 

@@ -20,8 +20,10 @@ def test_prometheus_metrics_follow_the_lifecycle(client):
     assert sample(text, "vayu_agent_active_sessions", agent_name="AgentA") == 1
     assert sample(text, "vayu_agent_active_sessions", agent_name="AgentB") is None
     assert sample(text, "vayu_agent_execution_duration_seconds_count", agent_name="AgentA", operation="list") == 1
-    assert sample(text, "vayu_agent_execution_duration_seconds_bucket", agent_name="AgentA", operation="list",
-                  le="+Inf") == 1
+    assert (
+        sample(text, "vayu_agent_execution_duration_seconds_bucket", agent_name="AgentA", operation="list", le="+Inf")
+        == 1
+    )
 
     services.trace_complete(session_id="m1", final_response="ok", success=True)
     text = client.get("/metrics").content.decode()

@@ -29,12 +29,15 @@ def test_only_the_writer_bulk_inserts_traces_and_tool_calls():
     for path in _modules():
         source = path.read_text()
         for node in ast.walk(ast.parse(source)):
-            bulk = (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "bulk_create"
-                    and _receiver(node.func.value) in ("AgentTrace.objects", "ToolCall.objects"))
+            bulk = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "bulk_create"
+                and _receiver(node.func.value) in ("AgentTrace.objects", "ToolCall.objects")
+            )
             if bulk and path != WRITER:
                 offenders.append(f"{path.relative_to(APP)}:{node.lineno}")
-        if path != WRITER and ".copy(f\"COPY {" in source and ("ToolCall" in source or "_TRACE_TABLE" in source):
+        if path != WRITER and '.copy(f"COPY {' in source and ("ToolCall" in source or "_TRACE_TABLE" in source):
             offenders.append(f"{path.relative_to(APP)}: COPY")
     assert offenders == []
 
@@ -51,8 +54,11 @@ def test_no_module_of_the_app_imports_a_private_name():
 @pytest.mark.parametrize("door", [rest, batch, assembly])
 def test_each_door_stores_through_the_writer(door):
     # The doors hold the writer's functions themselves, not copies of them.
-    used = {name for name in ("tool_calls_insert", "tool_calls_create", "traces_insert", "traces_completed_announce")
-            if getattr(door, name, None) is getattr(writer, name)}
+    used = {
+        name
+        for name in ("tool_calls_insert", "tool_calls_create", "traces_insert", "traces_completed_announce")
+        if getattr(door, name, None) is getattr(writer, name)
+    }
     assert used
 
 
@@ -60,8 +66,11 @@ def test_raw_sql_is_fenced_in_the_fast_path_module():
     # The app's hand-written SQL goes through apps.traces.fastpath: the one check of the database
     # vendor and the one cursor, so the ORM paths beside each fast path stay the rule.
     fastpath = APP / "fastpath.py"
-    offenders = [f"{path.relative_to(APP)}" for path in _modules() if path != fastpath
-                 and (".vendor" in path.read_text() or ".cursor()" in path.read_text())]
+    offenders = [
+        f"{path.relative_to(APP)}"
+        for path in _modules()
+        if path != fastpath and (".vendor" in path.read_text() or ".cursor()" in path.read_text())
+    ]
     assert offenders == []
     assert fastpath.read_text().count("connection.vendor") == 1
     assert fastpath.read_text().count(".cursor()") == 1

@@ -23,9 +23,9 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 from opentelemetry.trace import Status, StatusCode
 
 from apps.core.services import api_key_create
-from apps.traces.models import AgentTrace, OtlpSpan, ToolCall
 from apps.traces.ingestion.otlp import services as otlp_services
 from apps.traces.ingestion.otlp.mapping import export_records
+from apps.traces.models import AgentTrace, OtlpSpan, ToolCall
 from apps.traces.signals import trace_completed
 from apps.traces.tasks import prune_otlp_spans
 
@@ -38,8 +38,7 @@ def _messages(role: str, text: str) -> str:
     return json.dumps([{"role": role, "parts": [{"type": "text", "content": text}]}])
 
 
-def run_agent(agent: Agent, *, conversation: str | None = "conv-1", failing_tool: bool = True,
-              tools: int = 3) -> None:
+def run_agent(agent: Agent, *, conversation: str | None = "conv-1", failing_tool: bool = True, tools: int = 3) -> None:
     """What an agent instrumented by hand with the GenAI conventions records for one user query."""
     with agent.tracer.start_as_current_span("invoke_agent K8sAgent") as root:
         root.set_attribute("gen_ai.operation.name", "invoke_agent")
@@ -93,19 +92,30 @@ def test_spans_in_two_exports_root_last_make_one_trace(otlp_env):
     assert trace.user_query == "List the clusters in Delhi"
     assert trace.final_response == "Delhi runs 3 clusters."
     assert (trace.intent_detected, trace.operation, trace.status, trace.success) == (
-        "list_k8s_cluster", "list", "completed", True)
+        "list_k8s_cluster",
+        "list",
+        "completed",
+        True,
+    )
     assert trace.duration_seconds > 0
     otel = trace.metadata["otel"]
     assert otel["models"] == ["gpt-4o"] and otel["usage"] == {"input_tokens": 120, "output_tokens": 30}
     assert otel["service_name"] == "k8s-agent"
     # An attribute no mapping knows is kept, with the span it came from.
-    assert {"span_id": spans[-1].context.span_id.to_bytes(8, "big").hex(), "name": "invoke_agent K8sAgent",
-            "kind": "agent", "attributes": {"deployment.team": "platform"}} in otel["spans"]
+    assert {
+        "span_id": spans[-1].context.span_id.to_bytes(8, "big").hex(),
+        "name": "invoke_agent K8sAgent",
+        "kind": "agent",
+        "attributes": {"deployment.team": "platform"},
+    } in otel["spans"]
 
     calls = list(trace.tool_calls.order_by("seq"))
     # seq is a sort key (with gaps for late calls), not a position.
     assert [(c.tool_name, c.call_id) for c in calls] == [
-        ("list_clusters_0", "call_0"), ("list_clusters_1", "call_1"), ("list_clusters_2", "call_2")]
+        ("list_clusters_0", "call_0"),
+        ("list_clusters_1", "call_1"),
+        ("list_clusters_2", "call_2"),
+    ]
     assert calls[0].tool_args == {"datacenter": "Delhi", "page": 0}
     assert calls[0].tool_result == "no json"  # not JSON: kept as the string it was
     assert calls[1].tool_result == [{"name": "prod-1"}]
@@ -178,26 +188,54 @@ def _protobuf_body() -> bytes:
 
 
 def _json_body(trace_id="5b8efff798038103d269b633813fc60c") -> dict:
-    return {"resourceSpans": [{
-        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
-        "scopeSpans": [{"scope": {"name": "manual"}, "spans": [
-            {"traceId": trace_id, "spanId": "eee19b7ec3c1b174", "parentSpanId": "eee19b7ec3c1b173",
-             "name": "execute_tool search", "kind": 1, "startTimeUnixNano": "1544712660300000000",
-             "endTimeUnixNano": "1544712660400000000",
-             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
-                            {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
-                            {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": "{\"q\": \"pods\"}"}}],
-             "status": {"code": 2, "message": "timeout"}},
-            {"traceId": trace_id, "spanId": "eee19b7ec3c1b173", "name": "invoke_agent",
-             "kind": "SPAN_KIND_INTERNAL", "startTimeUnixNano": "1544712660000000000",
-             "endTimeUnixNano": "1544712661000000000",
-             "attributes": [{"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
-                            {"key": "session.id", "value": {"stringValue": "json-session"}},
-                            {"key": "gen_ai.input.messages", "value": {"stringValue": json.dumps(
-                                [{"role": "user", "content": "find pods"}])}},
-                            {"key": "retries", "value": {"intValue": "3"}}]},
-        ]}],
-    }]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "json-agent"}}]},
+                "scopeSpans": [
+                    {
+                        "scope": {"name": "manual"},
+                        "spans": [
+                            {
+                                "traceId": trace_id,
+                                "spanId": "eee19b7ec3c1b174",
+                                "parentSpanId": "eee19b7ec3c1b173",
+                                "name": "execute_tool search",
+                                "kind": 1,
+                                "startTimeUnixNano": "1544712660300000000",
+                                "endTimeUnixNano": "1544712660400000000",
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+                                    {"key": "gen_ai.tool.name", "value": {"stringValue": "search"}},
+                                    {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": '{"q": "pods"}'}},
+                                ],
+                                "status": {"code": 2, "message": "timeout"},
+                            },
+                            {
+                                "traceId": trace_id,
+                                "spanId": "eee19b7ec3c1b173",
+                                "name": "invoke_agent",
+                                "kind": "SPAN_KIND_INTERNAL",
+                                "startTimeUnixNano": "1544712660000000000",
+                                "endTimeUnixNano": "1544712661000000000",
+                                "attributes": [
+                                    {"key": "gen_ai.operation.name", "value": {"stringValue": "invoke_agent"}},
+                                    {"key": "session.id", "value": {"stringValue": "json-session"}},
+                                    {
+                                        "key": "gen_ai.input.messages",
+                                        "value": {
+                                            "stringValue": json.dumps([{"role": "user", "content": "find pods"}])
+                                        },
+                                    },
+                                    {"key": "retries", "value": {"intValue": "3"}},
+                                ],
+                            },
+                        ],
+                    }
+                ],
+            }
+        ]
+    }
 
 
 def test_json_encoding_by_hand(key_client):
@@ -208,7 +246,12 @@ def test_json_encoding_by_hand(key_client):
     assert (trace.session_id, trace.agent_name, trace.user_query) == ("json-session", "json-agent", "find pods")
     call = trace.tool_calls.get()
     assert (call.tool_name, call.tool_args, call.success, call.error, call.duration_ms) == (
-        "search", {"q": "pods"}, False, "timeout", 100.0)
+        "search",
+        {"q": "pods"},
+        False,
+        "timeout",
+        100.0,
+    )
     assert trace.metadata["otel"]["spans"][0]["attributes"] == {"retries": 3}
 
 
@@ -216,8 +259,12 @@ def test_json_gzip_and_partial_success(key_client):
     body = _json_body()
     bad = dict(body["resourceSpans"][0]["scopeSpans"][0]["spans"][0], spanId="0000000000000000")
     body["resourceSpans"][0]["scopeSpans"][0]["spans"].append(bad)
-    response = key_client.post("/v1/traces", gzip.compress(json.dumps(body).encode()),
-                               content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
+    response = key_client.post(
+        "/v1/traces",
+        gzip.compress(json.dumps(body).encode()),
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
     assert partial["rejectedSpans"] == "1" and "span_id" in partial["errorMessage"]
@@ -247,8 +294,15 @@ def test_undecodable_protobuf_is_400_with_a_status(key_client, body):
     assert "protobuf" in _status(response).message
 
 
-@pytest.mark.parametrize("body", [b"{not json", b"[1, 2]", b'{"resourceSpans": 5}',
-                                  b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}'])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"{not json",
+        b"[1, 2]",
+        b'{"resourceSpans": 5}',
+        b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+    ],
+)
 def test_undecodable_json_is_400(key_client, body):
     response = key_client.post("/v1/traces", body, content_type="application/json")
     assert response.status_code == 400
@@ -315,9 +369,11 @@ def test_nul_characters_reject_the_spans_holding_them(key_client):
     """As REST answers 422 for a NUL, OTLP rejects each span that would store one (issue 21)."""
     body = _json_body()
     body["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"][2]["value"]["stringValue"] = json.dumps(
-        [{"role": "user", "content": "find\u0000 pods"}])
+        [{"role": "user", "content": "find\u0000 pods"}]
+    )
     body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"][2]["value"]["stringValue"] = (
-        '{"q": "a\\u0000b"}')
+        '{"q": "a\\u0000b"}'
+    )
     response = key_client.post("/v1/traces", json.dumps(body), content_type="application/json")
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
@@ -349,10 +405,27 @@ def test_children_stored_while_their_trace_was_being_created_are_settled(key_cli
     assert trace.tool_calls.count() == 0
     # What the other request committed: the child, waiting, as if no trace had existed.
     request = ExportTraceServiceRequest()
-    json_format.ParseDict({"resourceSpans": [{"scopeSpans": [{"spans": [dict(
-        tool_span, traceId=base64.b64encode(bytes.fromhex(tool_span["traceId"])).decode(),
-        spanId=base64.b64encode(bytes.fromhex(tool_span["spanId"])).decode(),
-        parentSpanId=base64.b64encode(bytes.fromhex(tool_span["parentSpanId"])).decode())]}]}]}, request)
+    json_format.ParseDict(
+        {
+            "resourceSpans": [
+                {
+                    "scopeSpans": [
+                        {
+                            "spans": [
+                                dict(
+                                    tool_span,
+                                    traceId=base64.b64encode(bytes.fromhex(tool_span["traceId"])).decode(),
+                                    spanId=base64.b64encode(bytes.fromhex(tool_span["spanId"])).decode(),
+                                    parentSpanId=base64.b64encode(bytes.fromhex(tool_span["parentSpanId"])).decode(),
+                                )
+                            ]
+                        }
+                    ]
+                }
+            ]
+        },
+        request,
+    )
     (record,), _, _ = export_records(request)
     OtlpSpan.objects.create(otel_trace_id=record.trace_id, span_id=record.span_id, payload=record.to_payload())
     assert otlp_services._settle({record.trace_id}) == [trace.pk]
@@ -365,7 +438,8 @@ def test_nul_in_attribute_keys_rejects_the_span_that_keeps_them(key_client):
     body = _json_body()
     body["resourceSpans"][0]["resource"]["attributes"].append({"key": "host\u0000name", "value": {"stringValue": "x"}})
     body["resourceSpans"][0]["scopeSpans"][0]["spans"][1]["attributes"].append(
-        {"key": "odd\u0000key", "value": {"kvlistValue": {"values": [{"key": "a\u0000", "value": {"intValue": "1"}}]}}})
+        {"key": "odd\u0000key", "value": {"kvlistValue": {"values": [{"key": "a\u0000", "value": {"intValue": "1"}}]}}}
+    )
     response = key_client.post("/v1/traces", json.dumps(body), content_type="application/json")
     assert response.status_code == 200
     partial = response.json()["partialSuccess"]
@@ -409,8 +483,9 @@ def test_root_and_children_sent_at_the_same_moment_make_whole_traces(on_postgres
     failures = []
 
     def send(part):
-        with httpx.Client(base_url=otlp_env.url, headers={"Authorization": f"Bearer {key}",
-                                                          "Content-Type": PROTOBUF}) as client:
+        with httpx.Client(
+            base_url=otlp_env.url, headers={"Authorization": f"Bearer {key}", "Content-Type": PROTOBUF}
+        ) as client:
             for trace_spans in by_trace.values():
                 chosen = [s for s in trace_spans if (s.parent is None) == (part == "root")]
                 barrier.wait(timeout=30)
@@ -426,8 +501,10 @@ def test_root_and_children_sent_at_the_same_moment_make_whole_traces(on_postgres
     assert failures == []
     assert AgentTrace.objects.count() == 12
     assert all(t.tool_calls.count() == 4 for t in AgentTrace.objects.all())
-    assert all([c.tool_name for c in t.tool_calls.order_by("seq")] == [f"list_clusters_{i}" for i in range(4)]
-               for t in AgentTrace.objects.all())
+    assert all(
+        [c.tool_name for c in t.tool_calls.order_by("seq")] == [f"list_clusters_{i}" for i in range(4)]
+        for t in AgentTrace.objects.all()
+    )
     assert not OtlpSpan.objects.filter(payload__isnull=False).exists()
 
 

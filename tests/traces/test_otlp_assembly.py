@@ -25,8 +25,8 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from apps.core.services import api_key_create
-from apps.traces.models import AgentTrace, IngestionEntry, OtlpSpan, ToolCall
 from apps.traces.ingestion.otlp import services as otlp_services
+from apps.traces.models import AgentTrace, IngestionEntry, OtlpSpan, ToolCall
 from apps.traces.tasks import prune_otlp_spans, settle_otlp_traces
 
 PROTOBUF = "application/x-protobuf"
@@ -52,18 +52,36 @@ class FakeTrace:
         return self.trace_id.hex()
 
     def root(self, **attributes) -> Span:
-        attrs = [_attr("gen_ai.operation.name", "invoke_agent"), _attr("gen_ai.agent.name", "Agent"),
-                 *(_attr(k, v) for k, v in attributes.items())]
-        return Span(trace_id=self.trace_id, span_id=self.root_id, name="invoke_agent",
-                    start_time_unix_nano=BASE_NS, end_time_unix_nano=BASE_NS + 10**12, attributes=attrs)
+        attrs = [
+            _attr("gen_ai.operation.name", "invoke_agent"),
+            _attr("gen_ai.agent.name", "Agent"),
+            *(_attr(k, v) for k, v in attributes.items()),
+        ]
+        return Span(
+            trace_id=self.trace_id,
+            span_id=self.root_id,
+            name="invoke_agent",
+            start_time_unix_nano=BASE_NS,
+            end_time_unix_nano=BASE_NS + 10**12,
+            attributes=attrs,
+        )
 
     def tool(self, name: str, start_us: int, **attributes) -> Span:
         start = BASE_NS + start_us * 1000
-        attrs = [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", name),
-                 *(_attr(k, v) for k, v in attributes.items())]
-        return Span(trace_id=self.trace_id, span_id=self._rng.randbytes(8), parent_span_id=self.root_id,
-                    name=f"execute_tool {name}", start_time_unix_nano=start, end_time_unix_nano=start + 500,
-                    attributes=attrs)
+        attrs = [
+            _attr("gen_ai.operation.name", "execute_tool"),
+            _attr("gen_ai.tool.name", name),
+            *(_attr(k, v) for k, v in attributes.items()),
+        ]
+        return Span(
+            trace_id=self.trace_id,
+            span_id=self._rng.randbytes(8),
+            parent_span_id=self.root_id,
+            name=f"execute_tool {name}",
+            start_time_unix_nano=start,
+            end_time_unix_nano=start + 500,
+            attributes=attrs,
+        )
 
     def tools(self, n: int, *, every_us: int = 1000, first_us: int = 1000) -> list[Span]:
         return [self.tool(f"tool_{i}", first_us + i * every_us) for i in range(n)]
@@ -103,8 +121,12 @@ def _tool_names(trace: AgentTrace) -> list[str]:
 
 def ledger_totals() -> dict:
     totals = IngestionEntry.objects.filter(source="otlp").aggregate(
-        received=Sum("received"), stored=Sum("stored"), duplicate=Sum("duplicate"), rejected=Sum("rejected"),
-        dropped=Sum("dropped"))
+        received=Sum("received"),
+        stored=Sum("stored"),
+        duplicate=Sum("duplicate"),
+        rejected=Sum("rejected"),
+        dropped=Sum("dropped"),
+    )
     return {k: v or 0 for k, v in totals.items()}
 
 
@@ -130,6 +152,7 @@ def dropped_reasons() -> dict:
 
 # --- 1. assembly that cannot be lost ---------------------------------------------------------------
 
+
 def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
     """The race the audit ran: while the root's export is storing its trace, another export stores
     the trace's children (it sees no trace yet, so they wait); the root's export commits and is then
@@ -138,6 +161,7 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
 
     def insert_then_children_arrive(new_traces):
         real_insert(new_traces)
+
         def children_export():
             try:
                 results.append(_client(raw_key).post("/v1/traces", children_body, content_type=PROTOBUF).status_code)
@@ -162,8 +186,9 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
     return results
 
 
-def test_retry_of_an_interrupted_root_export_assembles_every_tool_call(on_postgres, transactional_db, raw_key,
-                                                                       monkeypatch):
+def test_retry_of_an_interrupted_root_export_assembles_every_tool_call(
+    on_postgres, transactional_db, raw_key, monkeypatch
+):
     trace = FakeTrace(seed=1)
     root_body, children_body = body([trace.root()]), body(trace.tools(5))
     with monkeypatch.context() as patch:
@@ -220,12 +245,20 @@ def test_the_prune_settles_before_it_deletes(db, settings, exporter):
     # Children stored waiting by a request that did not see the trace, and never settled since.
     hours_ago = timezone.now() - timedelta(hours=30)
     for span in kept.tools(2):
-        record = otlp_services.SpanRecord(trace_id=kept.hex, span_id=span.span_id.hex(), parent_id=kept.root_id.hex(),
-                                          name=span.name, kind="tool", is_root=False,
-                                          start_ns=span.start_time_unix_nano, end_ns=span.end_time_unix_nano,
-                                          tool_name=span.name.split()[-1])
-        OtlpSpan.objects.create(otel_trace_id=kept.hex, span_id=record.span_id, payload=record.to_payload(),
-                                received_at=hours_ago)
+        record = otlp_services.SpanRecord(
+            trace_id=kept.hex,
+            span_id=span.span_id.hex(),
+            parent_id=kept.root_id.hex(),
+            name=span.name,
+            kind="tool",
+            is_root=False,
+            start_ns=span.start_time_unix_nano,
+            end_ns=span.end_time_unix_nano,
+            tool_name=span.name.split()[-1],
+        )
+        OtlpSpan.objects.create(
+            otel_trace_id=kept.hex, span_id=record.span_id, payload=record.to_payload(), received_at=hours_ago
+        )
         otlp_services.ingestion_record(source="otlp", received=1, stored=1, at=hours_ago)
     OtlpSpan.objects.filter(otel_trace_id=orphan.hex).update(received_at=hours_ago)
 
@@ -236,8 +269,11 @@ def test_the_prune_settles_before_it_deletes(db, settings, exporter):
     assert dropped_reasons() == {"orphan": 3}
     assert totals["stored"] == 3  # the root and the two children merged into it
     correction = IngestionEntry.objects.get(reasons__dropped__orphan=3)
-    assert (correction.received, correction.stored, correction.at) == (0, -3, hours_ago.replace(
-        minute=0, second=0, microsecond=0))
+    assert (correction.received, correction.stored, correction.at) == (
+        0,
+        -3,
+        hours_ago.replace(minute=0, second=0, microsecond=0),
+    )
 
 
 _GUNICORN_CONFIG = '''
@@ -287,8 +323,9 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def test_a_web_worker_killed_between_commit_and_assembly_loses_nothing(on_postgres, transactional_db, raw_key,
-                                                                       tmp_path):
+def test_a_web_worker_killed_between_commit_and_assembly_loses_nothing(
+    on_postgres, transactional_db, raw_key, tmp_path
+):
     """A real gunicorn worker process dies (os._exit) right after the root's commit; the master
     starts another; the exporter's retry of the same bytes yields every tool call."""
     trace = FakeTrace(seed=6)
@@ -298,13 +335,36 @@ def test_a_web_worker_killed_between_commit_and_assembly_loses_nothing(on_postgr
     port = _free_port()
     url = f"http://127.0.0.1:{port}"
     db = connection.settings_dict
-    env = {**os.environ, "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "DEBUG": "0", "SECURE_SSL_REDIRECT": "0", "SECRET_KEY": "assembly-test-secret-key-not-for-production", "ALLOWED_HOSTS": "127.0.0.1,localhost",
-           "TEST_CHILDREN_SENT": str(tmp_path / "children-sent"), "TEST_KILLED": str(tmp_path / "killed"),
-           "TEST_CHILDREN_BODY": str(tmp_path / "children.bin"), "TEST_URL": url, "TEST_KEY": raw_key}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "DEBUG": "0",
+        "SECURE_SSL_REDIRECT": "0",
+        "SECRET_KEY": "assembly-test-secret-key-not-for-production",
+        "ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "TEST_CHILDREN_SENT": str(tmp_path / "children-sent"),
+        "TEST_KILLED": str(tmp_path / "killed"),
+        "TEST_CHILDREN_BODY": str(tmp_path / "children.bin"),
+        "TEST_URL": url,
+        "TEST_KEY": raw_key,
+    }
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "evalsite.wsgi", "-c", str(tmp_path / "gunicorn.conf.py"),
-         "-b", f"127.0.0.1:{port}", "--log-level", "warning"], cwd=ROOT, env=env, start_new_session=True)
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "evalsite.wsgi",
+            "-c",
+            str(tmp_path / "gunicorn.conf.py"),
+            "-b",
+            f"127.0.0.1:{port}",
+            "--log-level",
+            "warning",
+        ],
+        cwd=ROOT,
+        env=env,
+        start_new_session=True,
+    )
     headers = {"Content-Type": PROTOBUF, "Authorization": f"Bearer {raw_key}"}
     try:
         deadline = time.monotonic() + 60
@@ -342,6 +402,7 @@ def test_a_web_worker_killed_between_commit_and_assembly_loses_nothing(on_postgr
 
 
 # --- 2. late spans placed without rewriting the trace ----------------------------------------------
+
 
 def _table_writes(table: str) -> tuple[int, int]:
     """Rows inserted and updated in `table` by the current transaction (PostgreSQL statistics)."""
@@ -394,6 +455,7 @@ def test_late_spans_in_one_export_share_a_gap_and_appends_leave_the_rest_alone(d
 
 # --- 3. per-trace caps ----------------------------------------------------------------------------
 
+
 def test_tool_calls_beyond_the_cap_are_dropped_and_counted(db, settings, exporter):
     settings.EVALSITE_OTLP_MAX_TOOL_CALLS_PER_TRACE = 5
     trace = FakeTrace(seed=10)
@@ -419,7 +481,7 @@ def test_a_root_after_many_waiting_children_is_assembled_in_chunks_up_to_the_cap
     children = trace.tools(55)
     random.Random(0).shuffle(children)
     for start in range(0, 55, 10):
-        assert exporter(body(children[start:start + 10])) == 200
+        assert exporter(body(children[start : start + 10])) == 200
     # Beyond the waiting cap only ids are kept (re-sends stay duplicates).
     marks = OtlpSpan.objects.filter(payload__dropped="spans").values_list("payload__count", flat=True)
     assert sum(marks) == 15 and OtlpSpan.objects.filter(payload__isnull=False).count() == 40 + len(marks)
@@ -450,8 +512,9 @@ def test_waiting_tool_calls_dropped_at_assembly_are_corrected_at_their_arrival(d
     assert (correction.received, correction.stored, correction.reasons) == (0, -2, {"dropped": {"trace_cap": 2}})
     assert correction.at == arrived.replace(minute=0, second=0, microsecond=0)
     # The day the children arrived balances on its own: 4 received, 2 stored, 2 dropped.
-    day = IngestionEntry.objects.filter(at__date=arrived.date()).aggregate(r=Sum("received"), s=Sum("stored"),
-                                                                           d=Sum("dropped"))
+    day = IngestionEntry.objects.filter(at__date=arrived.date()).aggregate(
+        r=Sum("received"), s=Sum("stored"), d=Sum("dropped")
+    )
     assert day == {"r": 4, "s": 2, "d": 2}
 
 
@@ -470,10 +533,16 @@ def test_unmapped_attributes_beyond_the_budget_are_counted_in_bytes(db, settings
 
 # --- 4. the ledger ----------------------------------------------------------------------------------
 
+
 def test_rejected_spans_alone_are_recorded(db):
     otlp_services.otlp_spans_ingest(records=[], rejected={"too_deep": 2, "nul_character": 0})
     entry = IngestionEntry.objects.get()
-    assert (entry.source, entry.received, entry.rejected, entry.reasons) == ("otlp", 2, 2, {"rejected": {"too_deep": 2}})
+    assert (entry.source, entry.received, entry.rejected, entry.reasons) == (
+        "otlp",
+        2,
+        2,
+        {"rejected": {"too_deep": 2}},
+    )
 
 
 def test_rejected_spans_join_the_request_entry(db):
@@ -502,7 +571,7 @@ def test_concurrent_overlapping_exports_account_for_every_span(on_postgres, tran
         mine = list(spans)
         rng.shuffle(mine)
         size = rng.randint(5, 25)
-        bodies_per_thread.append([body(mine[i:i + size]) for i in range(0, len(mine), size)])
+        bodies_per_thread.append([body(mine[i : i + size]) for i in range(0, len(mine), size)])
     failures: list = []
     retried: list = []  # 503 (a lock wait past its bound) and 429 are answers an exporter retries
     barrier = threading.Barrier(8)
@@ -541,8 +610,11 @@ def test_concurrent_overlapping_exports_account_for_every_span(on_postgres, tran
         assert _tool_names(t) == [f"tool_{i}" for i in range(6)], t.otel_trace_id
     assert not OtlpSpan.objects.filter(payload__isnull=False).exists()
     totals = assert_ledger_balances()
-    sent = sum(len(ExportTraceServiceRequest.FromString(b).resource_spans[0].scope_spans[0].spans)
-               for bodies in bodies_per_thread for b in bodies)
+    sent = sum(
+        len(ExportTraceServiceRequest.FromString(b).resource_spans[0].scope_spans[0].spans)
+        for bodies in bodies_per_thread
+        for b in bodies
+    )
     assert totals["received"] == sent == 8 * len(spans)
     assert totals["stored"] == len(spans) == OtlpSpan.objects.count()
     assert totals["duplicate"] == sent - len(spans) and totals["dropped"] == 0

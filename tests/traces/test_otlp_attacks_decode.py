@@ -19,10 +19,10 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
 
 from apps.core.services import api_key_create
-from apps.traces.models import AgentTrace, OtlpSpan
 from apps.traces.ingestion.otlp import decode, mapping
 from apps.traces.ingestion.otlp import services as otlp_services
 from apps.traces.ingestion.otlp.mapping import ExportTooLarge, export_records
+from apps.traces.models import AgentTrace, OtlpSpan
 
 PROTOBUF = "application/x-protobuf"
 EMPTY_GZIP_MEMBER = gzip.compress(b"", mtime=0)
@@ -64,25 +64,54 @@ def _trace(trace_id: str, *, session: str, tools: list[dict]) -> list[dict]:
     root_id = trace_id[:16]
     messages_in = json.dumps([{"role": "user", "content": "list pods"}])
     messages_out = json.dumps([{"role": "assistant", "content": "3 pods"}])
-    spans = [{"traceId": trace_id, "spanId": root_id, "name": "invoke_agent",
-              "startTimeUnixNano": "1700000000000000000", "endTimeUnixNano": "1700000001000000000",
-              "attributes": [_attr("gen_ai.operation.name", "invoke_agent"), _attr("session.id", session),
-                             _attr("gen_ai.agent.name", "K8sAgent"), _attr("gen_ai.input.messages", messages_in),
-                             _attr("gen_ai.output.messages", messages_out)]}]
+    spans = [
+        {
+            "traceId": trace_id,
+            "spanId": root_id,
+            "name": "invoke_agent",
+            "startTimeUnixNano": "1700000000000000000",
+            "endTimeUnixNano": "1700000001000000000",
+            "attributes": [
+                _attr("gen_ai.operation.name", "invoke_agent"),
+                _attr("session.id", session),
+                _attr("gen_ai.agent.name", "K8sAgent"),
+                _attr("gen_ai.input.messages", messages_in),
+                _attr("gen_ai.output.messages", messages_out),
+            ],
+        }
+    ]
     for i, extra in enumerate(tools, start=1):
-        attributes = [_attr("gen_ai.operation.name", "execute_tool"), _attr("gen_ai.tool.name", f"tool_{i}"),
-                      _attr("gen_ai.tool.call.arguments", json.dumps({"page": i}))]
+        attributes = [
+            _attr("gen_ai.operation.name", "execute_tool"),
+            _attr("gen_ai.tool.name", f"tool_{i}"),
+            _attr("gen_ai.tool.call.arguments", json.dumps({"page": i})),
+        ]
         attributes = [a for a in attributes if a["key"] not in extra] + [
-            _attr(key, value) for key, value in extra.items()]
-        spans.append({"traceId": trace_id, "spanId": f"{root_id[:14]}{i:02x}", "parentSpanId": root_id,
-                      "name": f"execute_tool tool_{i}", "startTimeUnixNano": str(1700000000000000000 + i * 1000),
-                      "endTimeUnixNano": str(1700000000000000000 + i * 1000 + 500), "attributes": attributes})
+            _attr(key, value) for key, value in extra.items()
+        ]
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": f"{root_id[:14]}{i:02x}",
+                "parentSpanId": root_id,
+                "name": f"execute_tool tool_{i}",
+                "startTimeUnixNano": str(1700000000000000000 + i * 1000),
+                "endTimeUnixNano": str(1700000000000000000 + i * 1000 + 500),
+                "attributes": attributes,
+            }
+        )
     return spans
 
 
 def _body(*spans_lists) -> dict:
-    return {"resourceSpans": [{"resource": {"attributes": [_attr("service.name", "attack")]},
-                               "scopeSpans": [{"spans": [s for spans in spans_lists for s in spans]}]}]}
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": [_attr("service.name", "attack")]},
+                "scopeSpans": [{"spans": [s for spans in spans_lists for s in spans]}],
+            }
+        ]
+    }
 
 
 def _as_protobuf(body: dict) -> bytes:
@@ -90,6 +119,7 @@ def _as_protobuf(body: dict) -> bytes:
 
 
 # --- 1. bounded decoding -------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("members", [65, 485_000], ids=["just-over-the-limit", "9.7MB"])
 def test_a_body_of_many_empty_gzip_members_is_refused(key_client, members):
@@ -131,11 +161,20 @@ def test_inflating_across_chunk_boundaries_gives_the_exact_body():
 
 # --- 2. bounded attributes -----------------------------------------------------------------------
 
+
 def _span_with_attributes(n: int) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
-    span = request.resource_spans.add().scope_spans.add().spans.add(
-        trace_id=bytes.fromhex("cd" * 16), span_id=bytes.fromhex("cd" * 8), name="invoke_agent",
-        start_time_unix_nano=1700000000000000000, end_time_unix_nano=1700000001000000000)
+    span = (
+        request.resource_spans.add()
+        .scope_spans.add()
+        .spans.add(
+            trace_id=bytes.fromhex("cd" * 16),
+            span_id=bytes.fromhex("cd" * 8),
+            name="invoke_agent",
+            start_time_unix_nano=1700000000000000000,
+            end_time_unix_nano=1700000001000000000,
+        )
+    )
     span.attributes.extend(KeyValue(key=f"k{i}", value=AnyValue(int_value=i)) for i in range(n))
     return request
 
@@ -168,7 +207,8 @@ def test_one_attribute_holding_a_huge_array_counts_its_items(key_client, setting
     settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST = 10_000
     request = _span_with_attributes(1)
     request.resource_spans[0].scope_spans[0].spans[0].attributes.add(
-        key="huge", value=AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1)] * 20_000)))
+        key="huge", value=AnyValue(array_value=ArrayValue(values=[AnyValue(int_value=1)] * 20_000))
+    )
     with pytest.raises(ExportTooLarge):
         export_records(request, max_attributes=10_000)
     response = key_client.post("/v1/traces", request.SerializeToString(), content_type=PROTOBUF)
@@ -188,8 +228,12 @@ def test_json_text_that_would_decode_into_millions_of_values_rejects_its_span(ke
     assert partial.rejected_spans == 1 and "too_large" in partial.error_message
     assert AgentTrace.objects.get(session_id="json-bomb").tool_calls.count() == 1
     # As OTLP JSON the braces of that text count as objects: the body is refused whole, unparsed.
-    response = key_client.post("/v1/traces", gzip.compress(json.dumps(body).encode()),
-                               content_type="application/json", HTTP_CONTENT_ENCODING="gzip")
+    response = key_client.post(
+        "/v1/traces",
+        gzip.compress(json.dumps(body).encode()),
+        content_type="application/json",
+        HTTP_CONTENT_ENCODING="gzip",
+    )
     assert response.status_code == 413
 
 
@@ -210,6 +254,7 @@ def test_an_export_with_too_many_spans_is_413(key_client, settings):
 
 
 # --- 3. nesting ------------------------------------------------------------------------------------
+
 
 def test_json_nested_a_thousand_arrays_deep_is_400(key_client):
     """A RecursionError (500) before; the specification asks 400 for a body that cannot be decoded."""
@@ -245,10 +290,10 @@ def test_lone_surrogates_in_otlp_json_are_still_refused_and_pairs_accepted():
     span = {"traceId": "ab" * 16, "spanId": "ab" * 8, "name": "n\ud800x"}
     with pytest.raises(json_format.ParseError):
         json_format.ParseDict({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}, ExportTraceServiceRequest())
-    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [dict(span, name="é\U0001F600")]}]}]})
+    body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [dict(span, name="é\U0001f600")]}]}]})
     assert "\\ud83d\\ude00" in body  # an escaped pair, one character once decoded
     request = decode.parse_request(body.encode(), decode.JSON)
-    assert request.resource_spans[0].scope_spans[0].spans[0].name == "é\U0001F600"
+    assert request.resource_spans[0].scope_spans[0].spans[0].name == "é\U0001f600"
 
 
 def test_protobuf_attribute_values_nested_deep_are_400_not_a_crash(key_client):
@@ -264,8 +309,10 @@ def test_protobuf_attribute_values_nested_deep_are_400_not_a_crash(key_client):
 
 # --- 4. the storage checks REST applies ----------------------------------------------------------
 
+
 def test_tool_arguments_past_64_bits_reject_that_span_and_the_trace_still_evaluates(
-        on_postgres, key_client, ingest_calls):
+    on_postgres, key_client, ingest_calls
+):
     """`{"n": 1e20}` was stored, then /evaluate/session answered 500 (Integer exceeds 64-bit range in
     the fingerprint). The span is rejected with its reason; its trace and sibling are stored."""
     trace_id = "1e20" * 8
@@ -278,8 +325,9 @@ def test_tool_arguments_past_64_bits_reject_that_span_and_the_trace_still_evalua
     trace = AgentTrace.objects.get(session_id="big-number")
     assert list(trace.tool_calls.values_list("tool_name", flat=True)) == ["tool_2"]
     assert ingest_calls[0]["rejected"] == {"integer_out_of_range": 1}
-    evaluated = key_client.post("/api/v1/metrics/evaluate/session", {"session_id": "big-number"},
-                                content_type="application/json")
+    evaluated = key_client.post(
+        "/api/v1/metrics/evaluate/session", {"session_id": "big-number"}, content_type="application/json"
+    )
     assert evaluated.status_code == 200, evaluated.content
 
 
@@ -288,8 +336,7 @@ def _deep_json(levels: int) -> str:
 
 
 @pytest.mark.parametrize("encoding", ["json", "protobuf"])
-def test_deep_tool_arguments_reject_that_span_not_the_innocent_trace(on_postgres, key_client, ingest_calls,
-                                                                     encoding):
+def test_deep_tool_arguments_reject_that_span_not_the_innocent_trace(on_postgres, key_client, ingest_calls, encoding):
     """Arguments nested 300 levels deep answered 500 and rolled back an innocent trace sent with them."""
     bad = _trace("de" * 16, session="deep-args", tools=[{"gen_ai.tool.call.arguments": _deep_json(300)}])
     innocent = _trace("be" * 16, session="innocent", tools=[{}, {}])
@@ -297,8 +344,10 @@ def test_deep_tool_arguments_reject_that_span_not_the_innocent_trace(on_postgres
     if encoding == "json":
         response = key_client.post("/v1/traces", json.dumps(body), content_type="application/json")
         assert response.status_code == 200, response.content
-        rejected, message = int(response.json()["partialSuccess"]["rejectedSpans"]), \
-            response.json()["partialSuccess"]["errorMessage"]
+        rejected, message = (
+            int(response.json()["partialSuccess"]["rejectedSpans"]),
+            response.json()["partialSuccess"]["errorMessage"],
+        )
     else:
         response = key_client.post("/v1/traces", _as_protobuf(body), content_type=PROTOBUF)
         assert response.status_code == 200 and response["Content-Type"] == PROTOBUF
@@ -314,11 +363,15 @@ def test_deep_tool_arguments_reject_that_span_not_the_innocent_trace(on_postgres
 
 def test_nul_anywhere_a_span_stores_rejects_that_span(on_postgres, key_client, ingest_calls):
     """REST answers 422 for a NUL; OTLP rejects the span that holds one, naming the reason."""
-    spans = _trace("00ab" * 8, session="nul", tools=[
-        {"gen_ai.tool.call.arguments": '{"q": "a\\u0000b"}'},  # escaped inside the JSON text
-        {"deployment.note": "x\u0000y"},  # an unmapped attribute, kept in the trace's metadata
-        {"gen_ai.tool.name": "ok"},
-    ])
+    spans = _trace(
+        "00ab" * 8,
+        session="nul",
+        tools=[
+            {"gen_ai.tool.call.arguments": '{"q": "a\\u0000b"}'},  # escaped inside the JSON text
+            {"deployment.note": "x\u0000y"},  # an unmapped attribute, kept in the trace's metadata
+            {"gen_ai.tool.name": "ok"},
+        ],
+    )
     response = key_client.post("/v1/traces", json.dumps(_body(spans)), content_type="application/json")
     assert response.status_code == 200, response.content
     partial = response.json()["partialSuccess"]
@@ -339,11 +392,22 @@ def test_nul_in_the_root_span_rejects_it_and_its_children_wait(on_postgres, key_
 
 
 def test_rejections_are_counted_by_reason():
-    body = _body(_trace("ca" * 16, session="reasons", tools=[
-        {"gen_ai.tool.call.arguments": '{"n": 1e20}'}, {"gen_ai.tool.call.arguments": '{"n": -1e30}'},
-        {"gen_ai.tool.call.result": _deep_json(100)}, {"x": "\u0000"}, {}]))
+    body = _body(
+        _trace(
+            "ca" * 16,
+            session="reasons",
+            tools=[
+                {"gen_ai.tool.call.arguments": '{"n": 1e20}'},
+                {"gen_ai.tool.call.arguments": '{"n": -1e30}'},
+                {"gen_ai.tool.call.result": _deep_json(100)},
+                {"x": "\u0000"},
+                {},
+            ],
+        )
+    )
     body["resourceSpans"][0]["scopeSpans"][0]["spans"].append(
-        {"traceId": "ca" * 16, "spanId": "0000000000000000", "name": "bad id"})
+        {"traceId": "ca" * 16, "spanId": "0000000000000000", "name": "bad id"}
+    )
     records, rejections, message = export_records(decode.parse_request(json.dumps(body).encode(), decode.JSON))
     assert len(records) == 2
     assert rejections.by_reason == {"integer_out_of_range": 2, "too_deep": 1, "nul_character": 1, "invalid": 1}

@@ -44,9 +44,9 @@ def test_openinference_langgraph_agent(otlp_env, openai_server, langchain_agent)
     kinds = {s.attributes.get("openinference.span.kind") for s in spans}
     assert {"CHAIN", "LLM", "TOOL"} <= kinds
     # Children first and the root last, in two exports, as a BatchSpanProcessor may send them.
-    assert langchain_agent.export(spans[:len(spans) // 2]) is SpanExportResult.SUCCESS
+    assert langchain_agent.export(spans[: len(spans) // 2]) is SpanExportResult.SUCCESS
     assert not AgentTrace.objects.exists()
-    assert langchain_agent.export(spans[len(spans) // 2:]) is SpanExportResult.SUCCESS
+    assert langchain_agent.export(spans[len(spans) // 2 :]) is SpanExportResult.SUCCESS
 
     trace = AgentTrace.objects.get()
     assert trace.source == "otlp" and trace.status == "completed"
@@ -84,7 +84,8 @@ def test_openai_v2_instrumentation_inside_an_agent_span(otlp_env, openai_server,
         root.set_attribute("gen_ai.agent.name", "SupportBot")
         root.set_attribute("gen_ai.conversation.id", "support-42")
         reply = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "Is my cluster healthy?"}])
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Is my cluster healthy?"}]
+        )
     assert reply.choices[0].message.content == "Your cluster is healthy."
 
     spans = agent.spans()
@@ -106,8 +107,7 @@ def test_openai_v2_instrumentation_alone(otlp_env, openai_server, openai_instrum
     agent = openai_instrumented
     openai_server.push_text("Restarting pods drains them first.")
     client = OpenAI(base_url=openai_server.url, api_key="test-key", max_retries=0)
-    client.chat.completions.create(model="gpt-4o-mini",
-                                   messages=[{"role": "user", "content": "How do restarts work?"}])
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "How do restarts work?"}])
     assert agent.export(agent.spans()) is SpanExportResult.SUCCESS
     trace = AgentTrace.objects.get()
     assert trace.agent_name == "support-bot" and trace.status == "completed"

@@ -15,8 +15,13 @@ from apps.traces import services
 from apps.traces.models import AgentTrace, ToolCall
 
 BASE = "/api/v1/metrics/traces"
-CALL = {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"}, "tool_result": [{"name": "prod-01"}],
-        "success": True, "duration_ms": 12.5}
+CALL = {
+    "tool_name": "list_k8s_clusters",
+    "tool_args": {"datacenter": "Delhi"},
+    "tool_result": [{"name": "prod-01"}],
+    "success": True,
+    "duration_ms": 12.5,
+}
 
 
 def _post(api, path, body, headers=None):
@@ -77,8 +82,10 @@ class TestPerCallQueries:
     def test_finished_trace_still_refuses_calls(self):
         _post(self.api, f"{BASE}/s1/complete", {"final_response": "done", "success": True})
         assert _post(self.api, f"{BASE}/s1/tool-calls", CALL).status_code == 409
-        assert _post(self.api, f"{BASE}/s1/intent", {"intent": "x", "resource_type": None,
-                                                     "operation": None}).status_code == 409
+        assert (
+            _post(self.api, f"{BASE}/s1/intent", {"intent": "x", "resource_type": None, "operation": None}).status_code
+            == 409
+        )
         assert _post(self.api, f"{BASE}/nope/tool-calls", CALL).status_code == 404
 
 
@@ -94,8 +101,16 @@ def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
     def worker():
         try:
             barrier.wait()
-            results.append(services.trace_tool_call_record(session_id="race", tool_name="tool", tool_args={"a": 1},
-                                                           tool_result=None, success=True, call_id="dup").seq)
+            results.append(
+                services.trace_tool_call_record(
+                    session_id="race",
+                    tool_name="tool",
+                    tool_args={"a": 1},
+                    tool_result=None,
+                    success=True,
+                    call_id="dup",
+                ).seq
+            )
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
         finally:
@@ -114,5 +129,9 @@ def test_the_same_call_id_from_16_threads_at_once_is_stored_once(on_postgres):
     assert list(ToolCall.objects.filter(trace__session_id="race").values_list("seq", flat=True)) == [1]
     # A refused statement must not have bumped the count: the next call is seq 2, with no gap.
     assert AgentTrace.objects.get(session_id="race").tool_call_count == 1
-    assert services.trace_tool_call_record(session_id="race", tool_name="tool", tool_args={}, tool_result=None,
-                                           success=True).seq == 2
+    assert (
+        services.trace_tool_call_record(
+            session_id="race", tool_name="tool", tool_args={}, tool_result=None, success=True
+        ).seq
+        == 2
+    )

@@ -17,8 +17,13 @@ def test_contract_in_process_usage():
     """The calls exactly as the contract's "How Tracing Works" shows them."""
     tracing.start_trace("openwebui_abc123", "List clusters in Delhi", "OrchestratorAgent")
     tracing.record_intent("openwebui_abc123", "list_k8s_cluster", "k8s_cluster", "list")
-    tracing.record_tool_call("openwebui_abc123", "list_k8s_clusters", {"datacenter": "Delhi"},
-                             [{"name": "prod-01"}, {"name": "dev-02"}], True)
+    tracing.record_tool_call(
+        "openwebui_abc123",
+        "list_k8s_clusters",
+        {"datacenter": "Delhi"},
+        [{"name": "prod-01"}, {"name": "dev-02"}],
+        True,
+    )
     tracing.complete_trace("openwebui_abc123", "Found 2 clusters in Delhi...", True)
 
     trace = AgentTrace.objects.get(session_id="openwebui_abc123")
@@ -68,11 +73,23 @@ def test_32_threads_recording_on_one_session_lose_and_duplicate_nothing(on_postg
         try:
             barrier.wait()
             for i in range(calls_each):
-                services.trace_tool_call_record(session_id="busy", tool_name="tool", tool_args={"thread": t, "i": i},
-                                                tool_result=None, success=True, call_id=f"{t}-{i}")
+                services.trace_tool_call_record(
+                    session_id="busy",
+                    tool_name="tool",
+                    tool_args={"thread": t, "i": i},
+                    tool_result=None,
+                    success=True,
+                    call_id=f"{t}-{i}",
+                )
             # A retry of an already-recorded call from every thread at once must not duplicate.
-            services.trace_tool_call_record(session_id="busy", tool_name="tool", tool_args={"thread": t, "i": 0},
-                                            tool_result=None, success=True, call_id=f"{t}-0")
+            services.trace_tool_call_record(
+                session_id="busy",
+                tool_name="tool",
+                tool_args={"thread": t, "i": 0},
+                tool_result=None,
+                success=True,
+                call_id=f"{t}-0",
+            )
         except Exception as exc:  # collected and asserted below
             errors.append(exc)
         finally:
@@ -97,8 +114,14 @@ def test_32_threads_recording_on_one_session_lose_and_duplicate_nothing(on_postg
 # transaction=True: the racing threads each use their own connection, which sees only committed rows.
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_batches_with_the_same_sessions_store_each_once(on_postgres):
-    item = services.BatchTrace(session_id="", user_query="q", agent_name="a", final_response="r", success=True,
-                               tool_calls=[services.ToolCallInput(tool_name="t")])
+    item = services.BatchTrace(
+        session_id="",
+        user_query="q",
+        agent_name="a",
+        final_response="r",
+        success=True,
+        tool_calls=[services.ToolCallInput(tool_name="t")],
+    )
     barrier = threading.Barrier(8)
     results = []
 

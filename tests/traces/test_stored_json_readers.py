@@ -9,8 +9,8 @@ import pytest
 from apps.agentic.models import AgentEvaluation
 from apps.traces.models import AgentTrace, ToolCall
 from tests.agentic.factories import AgentEvaluationFactory
-from tests.traces.factories import AgentTraceFactory
 from tests.stored_json import STORED
+from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -24,8 +24,9 @@ def stored(request):
     ToolCall.objects.filter(trace=trace).update(tool_args=value, tool_result=value)
     AgentTrace.objects.filter(pk=trace.pk).update(metadata={"deep": value})
     evaluation = AgentEvaluationFactory(trace=trace)
-    AgentEvaluation.objects.filter(pk=evaluation.pk).update(judge_fingerprint={"judge": "x", "odd": value},
-                                                            manual_input={"tool_calls": [{"tool_args": value}]})
+    AgentEvaluation.objects.filter(pk=evaluation.pk).update(
+        judge_fingerprint={"judge": "x", "odd": value}, manual_input={"tool_calls": [{"tool_args": value}]}
+    )
     assert ToolCall.objects.get(trace=trace).tool_args == value
     return trace, evaluation, value
 
@@ -40,8 +41,12 @@ def test_get_trace_answers_the_stored_value(api, stored):
 
 def test_admin_pages(admin_client, stored):
     trace, evaluation, _ = stored
-    for url in ("/admin/traces/agenttrace/", f"/admin/traces/agenttrace/{trace.pk}/change/",
-                "/admin/agentic/agentevaluation/", f"/admin/agentic/agentevaluation/{evaluation.pk}/change/"):
+    for url in (
+        "/admin/traces/agenttrace/",
+        f"/admin/traces/agenttrace/{trace.pk}/change/",
+        "/admin/agentic/agentevaluation/",
+        f"/admin/agentic/agentevaluation/{evaluation.pk}/change/",
+    ):
         response = admin_client.get(url)
         assert response.status_code == 200, url
     page = admin_client.get(f"/admin/traces/agenttrace/{trace.pk}/change/").content.decode()

@@ -20,11 +20,19 @@ def _trace_with_seqs(session_id, seqs, **extra):
     """A trace whose calls are stored with these order keys (as the OTLP receiver leaves them)."""
     trace = AgentTraceFactory(session_id=session_id, **extra)
     start = timezone.now()
-    ToolCall.objects.bulk_create([
-        ToolCall(trace=trace, seq=seq, call_id=f"c{seq}", tool_name=f"tool_{seq}", tool_args={"n": seq},
-                 timestamp=start + timedelta(milliseconds=seq))
-        for seq in seqs
-    ])
+    ToolCall.objects.bulk_create(
+        [
+            ToolCall(
+                trace=trace,
+                seq=seq,
+                call_id=f"c{seq}",
+                tool_name=f"tool_{seq}",
+                tool_args={"n": seq},
+                timestamp=start + timedelta(milliseconds=seq),
+            )
+            for seq in seqs
+        ]
+    )
     trace.tool_call_count = len(seqs)
     trace.save(update_fields=["tool_call_count"])
     return trace
@@ -66,7 +74,10 @@ class TestTraceDetail:
         _trace_with_seqs("gaps", [2048, 1024, 1536])
         body = api.get(f"{BASE}/trace/gaps").json()
         assert [(c["seq"], c["tool_name"]) for c in body["tool_calls"]] == [
-            (1, "tool_1024"), (2, "tool_1536"), (3, "tool_2048")]
+            (1, "tool_1024"),
+            (2, "tool_1536"),
+            (3, "tool_2048"),
+        ]
         page = api.get(f"{BASE}/trace/gaps/tool-calls").json()
         assert [(c["seq"], c["call_id"]) for c in page["tool_calls"]] == [(1, "c1024"), (2, "c1536"), (3, "c2048")]
 

@@ -15,11 +15,15 @@ MAX_MANUAL_TOOL_CALLS = 1000
 ShortText = Annotated[Text, Field(max_length=255)]
 JudgeChoice = Annotated[
     Literal["heuristic", "llm"] | None,
-    Field(description="Which judge scores: `heuristic` (heuristic:v1) or `llm` (openai:<model>). "
-                      "Default: the LLM judge when one is configured, else the heuristic judge."),
+    Field(
+        description="Which judge scores: `heuristic` (heuristic:v1) or `llm` (openai:<model>). "
+        "Default: the LLM judge when one is configured, else the heuristic judge."
+    ),
 ]
-Force = Annotated[StrictBool, Field(description="Judge again even when this trace, unchanged, was already "
-                                                "evaluated by the same judge.")]
+Force = Annotated[
+    StrictBool,
+    Field(description="Judge again even when this trace, unchanged, was already evaluated by the same judge."),
+]
 
 
 class SessionEvaluateIn(BaseModel):
@@ -82,8 +86,9 @@ class MetricOut(BaseModel):
 
     model_config = FROM_MODELS
 
-    score: float | None = Field(validation_alias="value",
-                                description="0..1; null when the metric was skipped or could not be scored.")
+    score: float | None = Field(
+        validation_alias="value", description="0..1; null when the metric was skipped or could not be scored."
+    )
     reasoning: str
     status: JudgeStatus
 
@@ -108,7 +113,8 @@ class _EvaluationOut(BaseModel):
     token_usage: TokenUsageOut
     # The model's own `fingerprint` is the judged input's hash; the contract's is what judged.
     fingerprint: Annotated[JudgeFingerprintOut | None, Field(validation_alias="judge_fingerprint")] = absent_if_none(
-        "what judged; absent on evaluations stored before judges were fingerprinted")
+        "what judged; absent on evaluations stored before judges were fingerprinted"
+    )
 
 
 class SessionEvaluationOut(_EvaluationOut):
@@ -163,7 +169,8 @@ class SummaryOut(BaseModel):
     average_scores: dict[str, float | None]
     score_distribution: dict[str, int]
     coverage: dict[str, MetricCoverageOut] = Field(
-        description="per metric, the denominators of its average: scored, skipped and errored evaluations")
+        description="per metric, the denominators of its average: scored, skipped and errored evaluations"
+    )
     by_agent: dict[str, AgentStatsOut]
     by_operation: dict[str, AgentStatsOut]
 
@@ -203,8 +210,9 @@ class RuleRefOut(BaseModel):
 
 
 class HistoryRecordOut(EvaluationRecordOut):
-    rule: RuleRefOut | None = Field(description="The online evaluation rule that asked for this verdict; "
-                                                "null when someone requested it.")
+    rule: RuleRefOut | None = Field(
+        description="The online evaluation rule that asked for this verdict; null when someone requested it."
+    )
 
 
 class HistoryOut(BaseModel):

@@ -52,8 +52,16 @@ def _spends_llm(judge: str | None) -> bool:
 def _unhealthy() -> Response:
     # The driver's message can name hosts and users; it goes to the log, not to the client.
     logger.warning("agentic health check: database unavailable", exc_info=True)
-    return respond(HealthOut, {"status": "unhealthy", "service": "agentic_metrics", "evaluations_count": None,
-                               "database": {"status": "disconnected"}}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
+    return respond(
+        HealthOut,
+        {
+            "status": "unhealthy",
+            "service": "agentic_metrics",
+            "evaluations_count": None,
+            "database": {"status": "disconnected"},
+        },
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+    )
 
 
 class HealthView(APIView):
@@ -73,12 +81,15 @@ class HealthView(APIView):
             traces = selectors.trace_count()
         except DatabaseError:
             return _unhealthy()
-        return respond(HealthOut, {
-            "status": "healthy",
-            "service": "agentic_metrics",
-            "evaluations_count": evaluations,
-            "database": {"status": "connected", "evaluations_stored": evaluations, "traces_stored": traces},
-        })
+        return respond(
+            HealthOut,
+            {
+                "status": "healthy",
+                "service": "agentic_metrics",
+                "evaluations_count": evaluations,
+                "database": {"status": "connected", "evaluations_stored": evaluations, "traces_stored": traces},
+            },
+        )
 
 
 class EvaluateSessionView(APIView):
@@ -86,14 +97,16 @@ class EvaluateSessionView(APIView):
     # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
     llm_spending_methods = {"POST"}
 
-    @extend_schema(tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut},
-                   summary="Evaluate a traced session")
+    @extend_schema(
+        tags=TAG, request=SessionEvaluateIn, responses={200: SessionEvaluationOut}, summary="Evaluate a traced session"
+    )
     def post(self, request):
         body = validate_body(SessionEvaluateIn, request.data)
         if _spends_llm(body.judge):
             llm_rate_check(request, self)
-        outcome = services.evaluation_create_for_session(session_id=body.session_id, judge_name=body.judge,
-                                                         force=body.force)
+        outcome = services.evaluation_create_for_session(
+            session_id=body.session_id, judge_name=body.judge, force=body.force
+        )
         return respond(SessionEvaluationOut, outcome)
 
 
@@ -102,8 +115,12 @@ class EvaluateManualView(APIView):
     # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
     llm_spending_methods = {"POST"}
 
-    @extend_schema(tags=TAG, request=ManualEvaluateIn, responses={200: ManualEvaluationOut},
-                   summary="Evaluate an interaction that was not traced")
+    @extend_schema(
+        tags=TAG,
+        request=ManualEvaluateIn,
+        responses={200: ManualEvaluationOut},
+        summary="Evaluate an interaction that was not traced",
+    )
     def post(self, request):
         body = validate_body(ManualEvaluateIn, request.data)
         if _spends_llm(body.judge):
@@ -111,16 +128,20 @@ class EvaluateManualView(APIView):
         data = JudgeInput(
             query=body.user_query,
             final_response=body.agent_response,
-            tool_calls=tuple(JudgeToolCall(c.tool_name, c.tool_args, c.tool_result, c.success, c.error)
-                             for c in body.tool_calls),
+            tool_calls=tuple(
+                JudgeToolCall(c.tool_name, c.tool_args, c.tool_result, c.success, c.error) for c in body.tool_calls
+            ),
             intent=body.detected_intent,
             resource_type=body.resource_type,
             operation=body.operation,
             success=body.success,
         )
         evaluation = services.evaluation_create_manual(
-            data=data, agent_name=body.agent_name, judge_name=body.judge,
-            manual_input=body.model_dump(mode="json", exclude={"judge"}))
+            data=data,
+            agent_name=body.agent_name,
+            judge_name=body.judge,
+            manual_input=body.model_dump(mode="json", exclude={"judge"}),
+        )
         return respond(ManualEvaluationOut, evaluation)
 
 
@@ -129,16 +150,21 @@ class EvaluateBatchView(APIView):
     # Counted against the key's EVALSITE_LLM_RATE when it uses the platform's LLM (429 in the schema).
     llm_spending_methods = {"POST"}
 
-    @extend_schema(tags=TAG, request=BatchEvaluateIn, responses={200: BatchEvaluationOut},
-                   summary="Evaluate up to 500 traced sessions")
+    @extend_schema(
+        tags=TAG,
+        request=BatchEvaluateIn,
+        responses={200: BatchEvaluationOut},
+        summary="Evaluate up to 500 traced sessions",
+    )
     def post(self, request):
         body = validate_body(BatchEvaluateIn, request.data)
         if _spends_llm(body.judge):
             # Counted before any reuse of stored verdicts: the bound holds whatever `force` says.
             llm_evaluations_check(count=len(set(body.session_ids)))
             llm_rate_check(request, self)
-        batch = services.evaluations_create_for_sessions(session_ids=body.session_ids, judge_name=body.judge,
-                                                         force=body.force)
+        batch = services.evaluations_create_for_sessions(
+            session_ids=body.session_ids, judge_name=body.judge, force=body.force
+        )
         return respond(BatchEvaluationOut, batch)
 
 
@@ -158,7 +184,9 @@ class HistoryView(APIView):
     required_scopes = {"GET": "read"}
 
     @extend_schema(
-        tags=TAG, responses={200: HistoryOut}, summary="Stored evaluations, newest first",
+        tags=TAG,
+        responses={200: HistoryOut},
+        summary="Stored evaluations, newest first",
         operation_id="v1_metrics_history_list",
         parameters=[
             OpenApiParameter("limit", int, description="1-500, default 50"),
@@ -170,15 +198,23 @@ class HistoryView(APIView):
     )
     def get(self, request):
         query = _query(HistoryQuery, request)
-        page = selectors.evaluation_history(limit=query.limit, offset=query.offset, agent_name=query.agent_name,
-                                            operation=query.operation, min_score=query.min_score)
-        return respond(HistoryOut, {
-            "count": len(page.evaluations),
-            "limit": query.limit,
-            "offset": query.offset,
-            "has_more": page.has_more,
-            "evaluations": page.evaluations,
-        })
+        page = selectors.evaluation_history(
+            limit=query.limit,
+            offset=query.offset,
+            agent_name=query.agent_name,
+            operation=query.operation,
+            min_score=query.min_score,
+        )
+        return respond(
+            HistoryOut,
+            {
+                "count": len(page.evaluations),
+                "limit": query.limit,
+                "offset": query.offset,
+                "has_more": page.has_more,
+                "evaluations": page.evaluations,
+            },
+        )
 
 
 class HistoryDetailView(APIView):
@@ -195,6 +231,11 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
+    # Fenced fast path (issue 22 item 3 allows one for bulk export; this is agentic's only vendor
+    # branch, its only cursor() is in selectors.evaluation_export_jsonl_postgres): on PostgreSQL the
+    # database writes the JSON Lines itself with COPY, several times the rows/s of the ORM path a
+    # million-row export would otherwise take. The ORM path below gives the same records, in the
+    # same order, on every database; the contract tests compare the two.
     if connection.vendor == "postgresql":
         yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
         return
@@ -226,7 +267,7 @@ def _stream_lines(fmt: str, blocks):
             pending = data
             continue
         yield separator + data[:cut].replace(b"\n", b",")
-        separator, pending = b",", data[cut + 1:]
+        separator, pending = b",", data[cut + 1 :]
     if pending:
         yield separator + pending
     yield b"]"
@@ -246,9 +287,12 @@ class ExportView(APIView):
     content_negotiation_class = ExportNegotiation
 
     @extend_schema(
-        tags=TAG, summary="Export every evaluation as JSON or JSONL",
-        responses={(200, "application/json"): OpenApiResponse(ExportJsonOut, description="{format, data}, or the file"),
-                   (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="download=true&format=jsonl")},
+        tags=TAG,
+        summary="Export every evaluation as JSON or JSONL",
+        responses={
+            (200, "application/json"): OpenApiResponse(ExportJsonOut, description="{format, data}, or the file"),
+            (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="download=true&format=jsonl"),
+        },
         description="Without `download`, the contract's `{format, data}` with the export as a string. With "
         "`download=true`, the file itself (a JSON array, or one JSON object per line), streamed from a "
         "database cursor so the server's memory does not grow with the number of evaluations.",
@@ -262,14 +306,16 @@ class ExportView(APIView):
         if query.download:
             response = StreamingHttpResponse(
                 _stream(query.format),
-                content_type="application/json" if query.format == "json" else "application/x-ndjson")
+                content_type="application/json" if query.format == "json" else "application/x-ndjson",
+            )
             response["Content-Disposition"] = f'attachment; filename="agentic-evaluations.{query.format}"'
             return response
         total = selectors.evaluation_count()
         if total > settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS:
             raise InvalidInputError(
                 f"{total} evaluations are more than the {settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS} an inline "
-                f"export holds; stream them with download=true")
+                f"export holds; stream them with download=true"
+            )
         data = b"".join(_stream(query.format)).decode()
         return respond(ExportJsonOut, {"format": query.format, "data": data})
 

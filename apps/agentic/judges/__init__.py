@@ -13,8 +13,18 @@ from .llm_agentic import LLMAgenticJudge
 
 JUDGE_CHOICES = ("heuristic", "llm")
 
-__all__ = ["AGENTIC_METRICS", "AgenticJudge", "AgenticVerdict", "JUDGE_CHOICES", "JudgeInput", "JudgeToolCall",
-           "MetricResult", "TokenUsage", "HeuristicAgenticJudge", "get_agentic_judge"]
+__all__ = [
+    "AGENTIC_METRICS",
+    "AgenticJudge",
+    "AgenticVerdict",
+    "JUDGE_CHOICES",
+    "JudgeInput",
+    "JudgeToolCall",
+    "MetricResult",
+    "TokenUsage",
+    "HeuristicAgenticJudge",
+    "get_agentic_judge",
+]
 
 
 def get_agentic_judge(name: str | None = None) -> AgenticJudge:

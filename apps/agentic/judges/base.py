@@ -38,8 +38,13 @@ class JudgeInput:
             "operation": self.operation,
             "success": self.success,
             "tool_calls": [
-                {"tool_name": c.tool_name, "tool_args": c.tool_args, "tool_result": c.tool_result,
-                 "success": c.success, "error": c.error}
+                {
+                    "tool_name": c.tool_name,
+                    "tool_args": c.tool_args,
+                    "tool_result": c.tool_result,
+                    "success": c.success,
+                    "error": c.error,
+                }
                 for c in self.tool_calls
             ],
         }

@@ -50,8 +50,22 @@ RESOURCE_ALIASES: dict[str, set[str]] = {
     "storage": {"volume", "disk", "storage", "bucket"},
 }
 
-FAILURE_PHRASES = ("could not", "couldn't", "can't", "cannot", "unable", "failed", "error", "not able",
-                   "denied", "forbidden", "was not", "wasn't", "did not", "didn't")
+FAILURE_PHRASES = (
+    "could not",
+    "couldn't",
+    "can't",
+    "cannot",
+    "unable",
+    "failed",
+    "error",
+    "not able",
+    "denied",
+    "forbidden",
+    "was not",
+    "wasn't",
+    "did not",
+    "didn't",
+)
 
 # Only the operations that change something can be falsely claimed as done.
 MUTATING = {"create", "delete", "update", "start", "stop", "restart"}
@@ -171,8 +185,11 @@ class _Session:
         earlier = " ".join(" ".join(_scalars(c.tool_result)) for c in self.calls[:index] if c.success).lower()
         earlier_words = words(earlier)
         values = _scalars(self.calls[index].tool_args)
-        ungrounded = [v for v in values
-                      if not (_appears(v, self.query_lower, self.query_words) or _appears(v, earlier, earlier_words))]
+        ungrounded = [
+            v
+            for v in values
+            if not (_appears(v, self.query_lower, self.query_words) or _appears(v, earlier, earlier_words))
+        ]
         return len(values) - len(ungrounded), len(values), ungrounded
 
     def matching_calls(self) -> list[int]:
@@ -190,7 +207,8 @@ class _Session:
                 continue
             recovered = any(
                 later.success and (later.tool_name == call.tool_name or self.fits[i + 1 + j] == (True, True))
-                for j, later in enumerate(self.calls[i + 1:]))
+                for j, later in enumerate(self.calls[i + 1 :])
+            )
             if not recovered:
                 out.append(call)
         return out
@@ -206,8 +224,11 @@ class _Session:
         """Argument values the user named in the query (a datacenter, a VM name)."""
         values = []
         for call in self.calls:
-            values.extend(v for v in _scalars(call.tool_args)
-                          if not _is_bare_number(v) and _appears(v, self.query_lower, self.query_words))
+            values.extend(
+                v
+                for v in _scalars(call.tool_args)
+                if not _is_bare_number(v) and _appears(v, self.query_lower, self.query_words)
+            )
         return list(dict.fromkeys(values))
 
     def admits_failure(self) -> bool:
@@ -238,31 +259,49 @@ class HeuristicAgenticJudge:
             return MetricResult.skipped("No user query to resolve.")
         c = _Checks()
         if s.data.intent or s.data.operation:
-            c.check(bool(s.op_words & s.query_words), 0.15,
-                    f"the operation '{s.operation}' matches the query",
-                    f"the operation '{s.operation}' is not what the query asks for")
+            c.check(
+                bool(s.op_words & s.query_words),
+                0.15,
+                f"the operation '{s.operation}' matches the query",
+                f"the operation '{s.operation}' is not what the query asks for",
+            )
         else:
             c.check(False, 0.15, "", "no intent was detected")
         if s.resource_words:
-            c.check(bool(s.resource_words & _expand(s.query_words)), 0.15,
-                    f"the resource '{s.data.resource_type}' matches the query",
-                    f"the resource '{s.data.resource_type}' is not mentioned in the query")
+            c.check(
+                bool(s.resource_words & _expand(s.query_words)),
+                0.15,
+                f"the resource '{s.data.resource_type}' matches the query",
+                f"the resource '{s.data.resource_type}' is not mentioned in the query",
+            )
         else:
             c.check(False, 0.15, "", "no resource type was detected")
         matching_ok = [i for i in s.matching_calls() if s.calls[i].success]
         if s.operation or s.resource_words:
-            c.check(bool(matching_ok), 0.3, "a successful tool call carried out the intent",
-                    "no successful tool call carried out the intent")
+            c.check(
+                bool(matching_ok),
+                0.3,
+                "a successful tool call carried out the intent",
+                "no successful tool call carried out the intent",
+            )
         else:
             c.check(False, 0.3, "", "without a detected intent no tool call can be tied to it")
         c.check(bool(s.answer.strip()), 0.15, "the agent gave a final answer", "the agent gave no final answer")
         entities = s.query_entities()
         target = s.resource_words | {w for e in entities for w in words(e)}
-        c.check(bool(target & s.answer_words) if target else bool(s.answer_words & (s.query_words - TEXT.stopwords)),
-                0.15, "the answer is about what was asked", "the answer does not mention what was asked about")
+        c.check(
+            bool(target & s.answer_words) if target else bool(s.answer_words & (s.query_words - TEXT.stopwords)),
+            0.15,
+            "the answer is about what was asked",
+            "the answer does not mention what was asked about",
+        )
         if s.data.success is None:
-            c.check(not s.unrecovered_failures(), 0.1, "no tool call failed without recovery",
-                    "a tool call failed without recovery")
+            c.check(
+                not s.unrecovered_failures(),
+                0.1,
+                "no tool call failed without recovery",
+                "a tool call failed without recovery",
+            )
         else:
             c.check(s.data.success, 0.1, "the agent reported success", "the agent reported failure")
         return c.result()
@@ -270,32 +309,49 @@ class HeuristicAgenticJudge:
     def _tool_call_accuracy(self, s: _Session) -> MetricResult:
         if not s.calls:
             if s.data.operation or s.data.intent:
-                return MetricResult.ok(0.0, f"Failed: no tool was called although the intent "
-                                            f"'{s.data.intent or s.operation}' needs one.")
+                return MetricResult.ok(
+                    0.0, f"Failed: no tool was called although the intent '{s.data.intent or s.operation}' needs one."
+                )
             return MetricResult.skipped("No tool calls and no detected intent that would need one.")
         c = _Checks()
         matching = s.matching_calls()
         partial = [i for i, (op, res) in enumerate(s.fits) if op or res]
         best = 1.0 if matching else (0.5 if partial else 0.0)
         names = ", ".join(dict.fromkeys(call.tool_name for call in s.calls))
-        c.check(best, 0.35, f"a tool fits the operation and resource ({s.calls[matching[0]].tool_name})" if matching
-                else "", f"no tool fits both the operation '{s.operation}' and the resource "
-                f"'{s.data.resource_type or 'of the query'}' (called: {names})")
+        c.check(
+            best,
+            0.35,
+            f"a tool fits the operation and resource ({s.calls[matching[0]].tool_name})" if matching else "",
+            f"no tool fits both the operation '{s.operation}' and the resource "
+            f"'{s.data.resource_type or 'of the query'}' (called: {names})",
+        )
         grounded = sum(g for g, _, _ in s.grounding)
         total = sum(t for _, t, _ in s.grounding)
         ungrounded = [v for _, _, vs in s.grounding for v in vs]
-        c.check(grounded / total if total else 1.0, 0.25,
-                "every argument value comes from the query or an earlier result" if total
-                else "the calls take no arguments that could be invented",
-                f"argument values not found in the query or earlier results: {', '.join(ungrounded[:5])}")
+        c.check(
+            grounded / total if total else 1.0,
+            0.25,
+            "every argument value comes from the query or an earlier result"
+            if total
+            else "the calls take no arguments that could be invented",
+            f"argument values not found in the query or earlier results: {', '.join(ungrounded[:5])}",
+        )
         irrelevant = [s.calls[i].tool_name for i in range(len(s.calls)) if not s.relevant(i)]
-        c.check(1.0 - len(irrelevant) / len(s.calls), 0.2, "every call is relevant to the request",
-                f"calls unrelated to the request: {', '.join(irrelevant)}")
+        c.check(
+            1.0 - len(irrelevant) / len(s.calls),
+            0.2,
+            "every call is relevant to the request",
+            f"calls unrelated to the request: {', '.join(irrelevant)}",
+        )
         failures = s.unrecovered_failures()
-        c.check(1.0 - len(failures) / len(s.calls), 0.2,
-                "no failed call was left unrecovered" if not any(not x.success for x in s.calls)
-                else "every failed call was recovered by a later successful call",
-                f"failed calls not recovered: {', '.join(f.tool_name for f in failures)}")
+        c.check(
+            1.0 - len(failures) / len(s.calls),
+            0.2,
+            "no failed call was left unrecovered"
+            if not any(not x.success for x in s.calls)
+            else "every failed call was recovered by a later successful call",
+            f"failed calls not recovered: {', '.join(f.tool_name for f in failures)}",
+        )
         return c.result()
 
     def _task_adherence(self, s: _Session) -> MetricResult:
@@ -306,33 +362,60 @@ class HeuristicAgenticJudge:
         resource_hit = bool(s.resource_words & s.answer_words) if s.resource_words else None
         entity_hits = [e for e in entities if _appears(e, s.answer_lower, s.answer_words)]
         parts = [x for x in (resource_hit, len(entity_hits) / len(entities) if entities else None) if x is not None]
-        goal = sum(float(x) for x in parts) / len(parts) if parts else float(
-            bool((s.query_words - TEXT.stopwords - s.op_words) & s.answer_words))
+        goal = (
+            sum(float(x) for x in parts) / len(parts)
+            if parts
+            else float(bool((s.query_words - TEXT.stopwords - s.op_words) & s.answer_words))
+        )
         missing = [e for e in entities if e not in entity_hits]
-        c.check(goal, 0.3, "the answer addresses the requested resource and names from the query",
-                "the answer misses the requested " + (
-                    f"names ({', '.join(missing)})" if missing else f"resource ({s.data.resource_type or 'topic'})"))
+        c.check(
+            goal,
+            0.3,
+            "the answer addresses the requested resource and names from the query",
+            "the answer misses the requested "
+            + (f"names ({', '.join(missing)})" if missing else f"resource ({s.data.resource_type or 'topic'})"),
+        )
         values = s.result_values()
         if values:
             shown = [v for v in values if _appears(v, s.answer_lower, s.answer_words)]
-            c.check(len(shown) / len(values), 0.25, "the answer reports what the tools returned",
-                    "tool results missing from the answer: " + ", ".join(v for v in values if v not in shown)[:200])
+            c.check(
+                len(shown) / len(values),
+                0.25,
+                "the answer reports what the tools returned",
+                "tool results missing from the answer: " + ", ".join(v for v in values if v not in shown)[:200],
+            )
         elif s.calls and not any(call.success for call in s.calls):
-            c.check(s.admits_failure(), 0.25, "the answer reports that the tools failed",
-                    "every tool call failed but the answer does not say so")
+            c.check(
+                s.admits_failure(),
+                0.25,
+                "the answer reports that the tools failed",
+                "every tool call failed but the answer does not say so",
+            )
         else:
             c.check(True, 0.25, "no tool results needed reporting", "")
         matching_ok = [i for i in s.matching_calls() if s.calls[i].success]
-        c.check(bool(matching_ok), 0.25, "a successful tool call backs the answer",
-                "no successful tool call that fits the request backs the answer")
+        c.check(
+            bool(matching_ok),
+            0.25,
+            "a successful tool call backs the answer",
+            "no successful tool call that fits the request backs the answer",
+        )
         if s.operation in MUTATING and not matching_ok:
-            c.check(s.admits_failure(), 0.1, "the answer does not claim an action that did not happen",
-                    f"the answer claims a '{s.operation}' that no successful tool call performed")
+            c.check(
+                s.admits_failure(),
+                0.1,
+                "the answer does not claim an action that did not happen",
+                f"the answer claims a '{s.operation}' that no successful tool call performed",
+            )
         else:
             c.check(True, 0.1, "the answer claims nothing the tool calls contradict", "")
         if s.data.success is not None:
             c.check(s.data.success, 0.1, "the agent completed the task", "the agent reported the task as failed")
         else:
-            c.check(not s.unrecovered_failures(), 0.1, "no unrecovered tool failure",
-                    "an unrecovered tool failure left the task incomplete")
+            c.check(
+                not s.unrecovered_failures(),
+                0.1,
+                "no unrecovered tool failure",
+                "an unrecovered tool failure left the task incomplete",
+            )
         return c.result()

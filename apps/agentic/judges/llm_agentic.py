@@ -14,8 +14,8 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field
 
-from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.client import LLMClient, LLMError, LLMUsage
+from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.prompting import json_for_tag
 
 from .base import AgenticVerdict, JudgeInput, MetricResult, TokenUsage
@@ -131,9 +131,13 @@ def session_message(data: JudgeInput) -> str:
         "resource_type": data.resource_type,
         "operation": data.operation,
         "tool_calls": [
-            {"tool_name": c.tool_name, "tool_args": c.tool_args,
-             "tool_result": _clip(json.dumps(c.tool_result, ensure_ascii=False, default=str)),
-             "success": c.success, "error": _clip(c.error)}
+            {
+                "tool_name": c.tool_name,
+                "tool_args": c.tool_args,
+                "tool_result": _clip(json.dumps(c.tool_result, ensure_ascii=False, default=str)),
+                "success": c.success,
+                "error": _clip(c.error),
+            }
             for c in data.tool_calls
         ],
         "final_response": _clip(data.final_response),
@@ -170,9 +174,12 @@ class LLMAgenticJudge:
         return AgenticVerdict(
             judge=self.label,
             usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
-            fingerprint=judge_fingerprint(judge="llm", model=self.client.model,
-                                          server_model=", ".join(sorted(server_models)) or None,
-                                          template=_template()),
+            fingerprint=judge_fingerprint(
+                judge="llm",
+                model=self.client.model,
+                server_model=", ".join(sorted(server_models)) or None,
+                template=_template(),
+            ),
             **results,
         )
 
@@ -187,6 +194,8 @@ class LLMAgenticJudge:
         usage.completion_tokens += result.usage.completion_tokens
         usage.total_tokens += result.usage.total_tokens
         grade: Grade = result.data
-        return MetricResult.ok((grade.score - 1) / 4, f"[{grade.score}/5] {grade.explanation}",
-                               usage=TokenUsage(result.usage.prompt_tokens, result.usage.completion_tokens,
-                                                result.usage.total_tokens))
+        return MetricResult.ok(
+            (grade.score - 1) / 4,
+            f"[{grade.score}/5] {grade.explanation}",
+            usage=TokenUsage(result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens),
+        )

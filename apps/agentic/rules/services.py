@@ -3,21 +3,20 @@
 A finished trace is announced once (apps.traces.signals.trace_completed, after commit); every
 enabled rule that matches it and samples it queues a Celery task, which judges it with the
 rule's judge. The usual re-use applies (same judge, same content: the stored verdict is returned),
-and it holds across workers too: on PostgreSQL an advisory lock per (trace, judge) makes a second
-worker wait for the first one's verdict instead of judging in parallel, and the
-agenteval_online_once constraint refuses a second stored verdict on any database.
+and it holds across workers too: a JudgingClaim row per (trace, judge) makes a second worker wait
+for the first one's verdict instead of judging in parallel, and the agenteval_online_once
+constraint refuses a second stored verdict.
 """
 
-import hashlib
 import logging
 import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 from kombu.exceptions import OperationalError
@@ -31,7 +30,7 @@ from apps.traces.models import AgentTrace
 
 from ..judges import JUDGE_CHOICES, AgenticJudge, get_agentic_judge
 from ..judges.llm_agentic import LLMAgenticJudge
-from ..models import EvaluationRule, OnlineEvaluationCount
+from ..models import EvaluationRule, JudgingClaim, OnlineEvaluationCount
 from ..services import evaluations_create_for_traces
 from . import tasks
 
@@ -42,8 +41,10 @@ EVALUATED, REUSED, ERROR, SKIPPED = "evaluated", "reused", "error", "skipped"
 ONLINE_OUTCOMES = (EVALUATED, REUSED, ERROR, SKIPPED)
 # Traces per queued task: large enough that a backfill of a day is a few hundred messages.
 TASK_CHUNK = 200
-# Namespace of our pg_advisory_lock(int, int) keys, so they cannot meet another feature's.
-_LOCK_NAMESPACE = 0x4F4E4C  # "ONL"
+# How long a judging claim holds (an LLM judge's slowest answer, retries included, is well under it)
+# and how often a worker waiting for another's verdict looks again.
+JUDGING_LEASE = timedelta(minutes=10)
+JUDGING_POLL_SECONDS = 0.1
 
 
 class EnabledRulesCache:
@@ -87,8 +88,9 @@ class RuleData:
 
 def rule_judge_check(*, judge: str) -> None:
     if judge != "heuristic" and not llm_configured():
-        raise InvalidInputError(f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, "
-                                f"or use the heuristic judge")
+        raise InvalidInputError(
+            f"judge {judge!r} needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL, or use the heuristic judge"
+        )
     if judge not in JUDGE_CHOICES:
         judge_model_check(model=judge)
 
@@ -151,7 +153,7 @@ def _send_accounted(rule_id: int, trace_ids: list[int], countdown: float | None)
 
 def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False) -> None:
     for start in range(0, len(trace_ids), TASK_CHUNK):
-        chunk = trace_ids[start:start + TASK_CHUNK]
+        chunk = trace_ids[start : start + TASK_CHUNK]
 
         # A function, not a functools.partial: a robust on_commit logs a failure by the
         # callback's __qualname__, which a partial lacks.
@@ -169,8 +171,11 @@ def online_evaluations_queue(*, trace_ids: list[int]) -> int:
     rules = enabled_rules.get()
     if not rules or not trace_ids:
         return 0
-    traces = list(AgentTrace.objects.filter(pk__in=trace_ids).exclude(status=AgentTrace.Status.ACTIVE)
-                  .values_list("pk", "session_id", "agent_name", "source"))
+    traces = list(
+        AgentTrace.objects.filter(pk__in=trace_ids)
+        .exclude(status=AgentTrace.Status.ACTIVE)
+        .values_list("pk", "session_id", "agent_name", "source")
+    )
     settle = settings.EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS or None
     queued = 0
     for rule in rules:
@@ -195,14 +200,20 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
         raise InvalidInputError("since must be earlier than until")
     if not rule.enabled:
         raise ConflictError(f"Evaluation rule {rule.name!r} is disabled; enable it before a backfill")
-    traces = (AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
-              .filter(end_time__gte=since, end_time__lt=until).order_by("pk"))
+    traces = (
+        AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
+        .filter(end_time__gte=since, end_time__lt=until)
+        .order_by("pk")
+    )
     if rule.agent_name:
         traces = traces.filter(agent_name=rule.agent_name)
     if rule.source != EvaluationRule.Source.ANY:
         traces = traces.filter(source=rule.source)
-    picked = [pk for pk, session_id in traces.values_list("pk", "session_id").iterator(chunk_size=2000)
-              if rule.samples(session_id)]
+    picked = [
+        pk
+        for pk, session_id in traces.values_list("pk", "session_id").iterator(chunk_size=2000)
+        if rule.samples(session_id)
+    ]
     try:
         _enqueue(rule.pk, picked)
     except OperationalError:
@@ -213,22 +224,35 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
 
 @contextmanager
 def _judging_lock(trace_id: int, judge_label: str):
-    """On PostgreSQL, one judge at a time per (trace, judge) across every worker: the second waits,
-    then finds the first one's verdict and re-uses it. A session lock, not a transaction: judging
-    may take seconds and happens outside any transaction. SQLite has no such lock; there the unique
-    constraint still keeps a second verdict from being stored."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    digest = hashlib.sha256(f"{trace_id}:{judge_label}".encode()).digest()
-    key = (_LOCK_NAMESPACE, int.from_bytes(digest[:4], "big", signed=True))
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_lock(%s, %s)", key)
+    """One judge at a time per (trace, judge) across every worker, on any database: a JudgingClaim
+    row inserted before judging and deleted after. A second worker's insert fails on the unique
+    constraint; it polls until the row is gone, then judges itself, which finds the first one's
+    verdict and re-uses it. Nothing holds a transaction open while the judge (an LLM call) runs. A
+    claim older than its lease (a worker that died mid-judgement) is deleted and taken over, so a
+    crash delays that trace's verdict by at most JUDGING_LEASE instead of blocking it for ever."""
+    claim = _claim(trace_id, judge_label)
     try:
         yield
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_unlock(%s, %s)", key)
+        # By pk: if our lease ran out and another worker took the trace over, its claim stays.
+        JudgingClaim.objects.filter(pk=claim.pk).delete()
+
+
+def _claim(trace_id: int, judge_label: str) -> JudgingClaim:
+    while True:
+        now = timezone.now()
+        try:
+            with transaction.atomic():
+                return JudgingClaim.objects.create(
+                    trace_id=trace_id, judge=judge_label, claimed_at=now, expires_at=now + JUDGING_LEASE
+                )
+        except IntegrityError:
+            pass
+        stale = JudgingClaim.objects.filter(trace_id=trace_id, judge=judge_label, expires_at__lte=now)
+        if stale.delete()[0]:
+            logger.warning("judging claim on trace %s by %s outlived its lease: taken over", trace_id, judge_label)
+            continue
+        time.sleep(JUDGING_POLL_SECONDS)
 
 
 def _evaluate_one(*, rule: EvaluationRule, judge: AgenticJudge, trace: AgentTrace) -> str:
@@ -251,7 +275,8 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
         # Made if missing, then incremented in place (F keeps a concurrent worker's increments).
         OnlineEvaluationCount.objects.bulk_create(
             [OnlineEvaluationCount(rule_name=rule_name, outcome=outcome) for _, outcome, _ in rows],
-            ignore_conflicts=True)
+            ignore_conflicts=True,
+        )
         for _, outcome, n in rows:
             OnlineEvaluationCount.objects.filter(rule_name=rule_name, outcome=outcome).update(count=F("count") + n)
         _record_outcomes(outcomes)
@@ -259,9 +284,12 @@ def _count(rule_name: str, outcomes: dict[str, int]) -> None:
 
 def _record_outcomes(outcomes: dict[str, int]) -> None:
     # A re-used verdict is an evaluation too: the trace has its verdict from this judge.
-    ingestion_record(source=LedgerSource.ONLINE_EVALUATION,
-                     evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
-                     skipped=outcomes.get(SKIPPED, 0), errored=outcomes.get(ERROR, 0))
+    ingestion_record(
+        source=LedgerSource.ONLINE_EVALUATION,
+        evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
+        skipped=outcomes.get(SKIPPED, 0),
+        errored=outcomes.get(ERROR, 0),
+    )
 
 
 def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, int]:
@@ -275,8 +303,12 @@ def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, i
     outcomes = dict.fromkeys(ONLINE_OUTCOMES, 0)
     traces = []
     if rule.enabled:
-        traces = list(AgentTrace.objects.with_tool_calls().filter(pk__in=trace_ids)
-                      .exclude(status=AgentTrace.Status.ACTIVE).order_by("pk"))
+        traces = list(
+            AgentTrace.objects.with_tool_calls()
+            .filter(pk__in=trace_ids)
+            .exclude(status=AgentTrace.Status.ACTIVE)
+            .order_by("pk")
+        )
     outcomes[SKIPPED] = len(set(trace_ids)) - len(traces)
     judge = None
     if traces:

@@ -17,5 +17,14 @@ def get_adapter(name: str) -> BotAdapter:
         raise BotError(f"unknown bot adapter {name!r}; known: {', '.join(sorted(ADAPTERS))}") from None
 
 
-__all__ = ["ADAPTERS", "BotAdapter", "BotDocument", "BotError", "BotSpec", "BotTool", "BotTurn", "ToolCallRecord",
-           "get_adapter"]
+__all__ = [
+    "ADAPTERS",
+    "BotAdapter",
+    "BotDocument",
+    "BotError",
+    "BotSpec",
+    "BotTool",
+    "BotTurn",
+    "ToolCallRecord",
+    "get_adapter",
+]

@@ -64,8 +64,13 @@ class ToolCallRecord:
     error: str | None = None
 
     def as_dict(self) -> dict:
-        return {"name": self.name, "arguments": self.arguments, "result": self.result, "success": self.success,
-                "error": self.error}
+        return {
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "success": self.success,
+            "error": self.error,
+        }
 
 
 @dataclass

@@ -33,17 +33,20 @@ from functools import lru_cache
 from .base import BotSpec, BotTurn, ToolCallRecord
 from .retrieval import TEXT, Passage, PassageIndex
 
-HUMAN_REQUEST = re.compile(r"\b(human|real person|live agent|representative|speak to (an? )?(agent|person|someone))\b",
-                           re.IGNORECASE)
+HUMAN_REQUEST = re.compile(
+    r"\b(human|real person|live agent|representative|speak to (an? )?(agent|person|someone))\b", re.IGNORECASE
+)
 # A passage must share at least this much BM25 weight with the question to be used as an answer.
 MIN_SCORE = 1.0
 # How many of the best passages a temperature above 0 may draw from.
 DRAW_FROM = 3
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-NOTHING_FOUND = ("I couldn't find anything about that in our knowledge base. Would you like me to connect you with "
-                 "a person?")
-NOTHING_FOUND_HANDOFF = ("I couldn't find anything about that in our knowledge base, so I'm connecting you with a live "
-                         "agent who can help.")
+NOTHING_FOUND = (
+    "I couldn't find anything about that in our knowledge base. Would you like me to connect you with a person?"
+)
+NOTHING_FOUND_HANDOFF = (
+    "I couldn't find anything about that in our knowledge base, so I'm connecting you with a live agent who can help."
+)
 
 
 @lru_cache(maxsize=32)
@@ -72,7 +75,7 @@ def choose_passage(candidates: list[Passage], *, temperature: float, draw: float
     best = candidates[0].score
     weights = [math.exp((c.score - best) / temperature) for c in candidates]
     point, total = draw * sum(weights), 0.0
-    for candidate, weight in zip(candidates, weights):
+    for candidate, weight in zip(candidates, weights, strict=True):
         total += weight
         if point < total:
             return candidate
@@ -99,15 +102,22 @@ class DemoBotAdapter:
         question = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         handoff_tool = spec.tool(lambda t: t.is_handoff)
         if handoff_tool and HUMAN_REQUEST.search(question):
-            call = ToolCallRecord(name=handoff_tool.tool_name, arguments={"reason": question[:200]},
-                                  result={"status": "transferred"})
-            return BotTurn(reply="I'm connecting you with a live agent now; they will pick up this conversation.",
-                           tool_calls=[call], handoff=True, latency_ms=(time.perf_counter() - started) * 1000)
+            call = ToolCallRecord(
+                name=handoff_tool.tool_name, arguments={"reason": question[:200]}, result={"status": "transferred"}
+            )
+            return BotTurn(
+                reply="I'm connecting you with a live agent now; they will pick up this conversation.",
+                tool_calls=[call],
+                handoff=True,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
 
         search_tool = spec.tool(lambda t: t.is_search)
         if search_tool is None:
-            return BotTurn(reply="I don't have a knowledge base to look that up in.",
-                           latency_ms=(time.perf_counter() - started) * 1000)
+            return BotTurn(
+                reply="I don't have a knowledge base to look that up in.",
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
         parameters = spec.llm_parameters or {}
         index = _index(spec.documents)
         passages = index.search(question, limit=DRAW_FROM)
@@ -118,16 +128,26 @@ class DemoBotAdapter:
         )
         candidates = [p for p in passages if p.score >= _setting(parameters, "min_score", MIN_SCORE)]
         if not candidates and handoff_tool and parameters.get("handoff_when_nothing_found") is True:
-            handoff = ToolCallRecord(name=handoff_tool.tool_name, result={"status": "transferred"},
-                                     arguments={"reason": "nothing found in the knowledge base"})
-            return BotTurn(reply=NOTHING_FOUND_HANDOFF, tool_calls=[call, handoff], handoff=True,
-                           latency_ms=(time.perf_counter() - started) * 1000)
+            handoff = ToolCallRecord(
+                name=handoff_tool.tool_name,
+                result={"status": "transferred"},
+                arguments={"reason": "nothing found in the knowledge base"},
+            )
+            return BotTurn(
+                reply=NOTHING_FOUND_HANDOFF,
+                tool_calls=[call, handoff],
+                handoff=True,
+                latency_ms=(time.perf_counter() - started) * 1000,
+            )
         if not candidates:
             reply = NOTHING_FOUND
         else:
             turn = sum(1 for m in messages if m["role"] == "user")
-            chosen = choose_passage(candidates, temperature=_setting(parameters, "temperature", 0.0),
-                                    draw=seeded_draw(conversation_id, turn))
+            chosen = choose_passage(
+                candidates,
+                temperature=_setting(parameters, "temperature", 0.0),
+                draw=seeded_draw(conversation_id, turn),
+            )
             text = chosen.text
             max_sentences = _setting(parameters, "max_sentences", 0, int)
             if max_sentences > 0:

@@ -34,8 +34,9 @@ def _tool_call(raw) -> ToolCallRecord:
     if not isinstance(arguments, dict):
         raise BotError(f"bot answered non-object arguments for tool call {raw['name']}")
     success = raw.get("success", True)
-    return ToolCallRecord(name=raw["name"], arguments=arguments, result=raw.get("result"),
-                          success=bool(success), error=raw.get("error"))
+    return ToolCallRecord(
+        name=raw["name"], arguments=arguments, result=raw.get("result"), success=bool(success), error=raw.get("error")
+    )
 
 
 class HttpBotAdapter:

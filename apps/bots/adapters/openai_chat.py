@@ -12,22 +12,27 @@ import time
 
 from apps.core.llm.client import LLMError, bot_endpoint_llm_client, get_llm_client
 
-from .retrieval import PassageIndex
 from .base import BotError, BotSpec, BotTool, BotTurn, ToolCallRecord
+from .retrieval import PassageIndex
 
 MAX_TOOL_ROUNDS = 4
 
 
 def tool_definition(tool: BotTool) -> dict:
     if tool.is_search:
-        parameters = {"type": "object", "properties": {"query": {"type": "string", "description": "what to look up"}},
-                      "required": ["query"]}
+        parameters = {
+            "type": "object",
+            "properties": {"query": {"type": "string", "description": "what to look up"}},
+            "required": ["query"],
+        }
     elif tool.is_handoff:
         parameters = {"type": "object", "properties": {"reason": {"type": "string"}}}
     else:
         parameters = {"type": "object", "properties": {}, "additionalProperties": True}
-    return {"type": "function",
-            "function": {"name": tool.tool_name, "description": tool.description or tool.name, "parameters": parameters}}
+    return {
+        "type": "function",
+        "function": {"name": tool.tool_name, "description": tool.description or tool.name, "parameters": parameters},
+    }
 
 
 def _execute(spec: BotSpec, name: str, arguments: dict) -> ToolCallRecord:
@@ -36,12 +41,19 @@ def _execute(spec: BotSpec, name: str, arguments: dict) -> ToolCallRecord:
         return ToolCallRecord(name=name, arguments=arguments, success=False, error=f"the bot has no tool named {name}")
     if tool.is_search:
         passages = PassageIndex(spec.documents).search(str(arguments.get("query", "")), limit=3)
-        return ToolCallRecord(name=name, arguments=arguments,
-                              result=[{"document": p.document.title, "text": p.text, "score": p.score} for p in passages])
+        return ToolCallRecord(
+            name=name,
+            arguments=arguments,
+            result=[{"document": p.document.title, "text": p.text, "score": p.score} for p in passages],
+        )
     if tool.is_handoff:
         return ToolCallRecord(name=name, arguments=arguments, result={"status": "transferred"})
-    return ToolCallRecord(name=name, arguments=arguments, success=False,
-                          error=f"evalsite does not execute {tool.type or 'custom'} tools; the call was recorded")
+    return ToolCallRecord(
+        name=name,
+        arguments=arguments,
+        success=False,
+        error=f"evalsite does not execute {tool.type or 'custom'} tools; the call was recorded",
+    )
 
 
 class OpenAIBotAdapter:
@@ -51,8 +63,9 @@ class OpenAIBotAdapter:
         started = time.perf_counter()
         try:
             if spec.endpoint_url:
-                client = bot_endpoint_llm_client(endpoint_url=spec.endpoint_url, secret=spec.secret,
-                                                 model=spec.llm_model or None)
+                client = bot_endpoint_llm_client(
+                    endpoint_url=spec.endpoint_url, secret=spec.secret, model=spec.llm_model or None
+                )
             else:
                 client = get_llm_client(model=spec.llm_model or None)
         except LLMError as exc:
@@ -71,20 +84,48 @@ class OpenAIBotAdapter:
             for key in usage:
                 usage[key] += getattr(result.usage, key)
             if not result.tool_calls:
-                return BotTurn(reply=result.content or "", tool_calls=records, handoff=False,
-                               latency_ms=(time.perf_counter() - started) * 1000, usage=usage)
-            chat.append({"role": "assistant", "content": result.content, "tool_calls": [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in result.tool_calls
-            ]})
+                return BotTurn(
+                    reply=result.content or "",
+                    tool_calls=records,
+                    handoff=False,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                    usage=usage,
+                )
+            chat.append(
+                {
+                    "role": "assistant",
+                    "content": result.content,
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                        }
+                        for c in result.tool_calls
+                    ],
+                }
+            )
             handed_off = False
             for call in result.tool_calls:
                 record = _execute(spec, call["name"], call["arguments"])
                 records.append(record)
-                handed_off |= record.success and bool(spec.tool(lambda t: t.tool_name == call["name"] and t.is_handoff))
-                chat.append({"role": "tool", "tool_call_id": call["id"],
-                             "content": json.dumps(record.result if record.success else {"error": record.error})})
+                name = call["name"]
+                handed_off |= record.success and bool(
+                    spec.tool(lambda t, name=name: t.tool_name == name and t.is_handoff)
+                )
+                chat.append(
+                    {
+                        "role": "tool",
+                        "tool_call_id": call["id"],
+                        "content": json.dumps(record.result if record.success else {"error": record.error}),
+                    }
+                )
             if handed_off:
-                return BotTurn(reply=result.content or "I'm transferring you to a live agent.", tool_calls=records,
-                               handoff=True, latency_ms=(time.perf_counter() - started) * 1000, usage=usage)
+                return BotTurn(
+                    reply=result.content or "I'm transferring you to a live agent.",
+                    tool_calls=records,
+                    handoff=True,
+                    latency_ms=(time.perf_counter() - started) * 1000,
+                    usage=usage,
+                )
         raise BotError(f"the bot kept calling tools for {MAX_TOOL_ROUNDS} rounds without answering")

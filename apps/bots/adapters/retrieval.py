@@ -48,7 +48,12 @@ class PassageIndex:
             for term in terms:
                 tf = counts.get(term, 0)
                 if tf:
-                    score += self.idf[term] * tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * length / self.avg_len))
+                    score += (
+                        self.idf[term]
+                        * tf
+                        * (self.k1 + 1)
+                        / (tf + self.k1 * (1 - self.b + self.b * length / self.avg_len))
+                    )
             if score > 0:
                 scored.append(Passage(doc, text, round(score, 4)))
         scored.sort(key=lambda p: (-p.score, p.document.title, p.text))

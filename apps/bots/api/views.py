@@ -5,9 +5,9 @@ from rest_framework.views import APIView
 
 from apps.bots import selectors, services
 from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
+from apps.core.api.openapi import CONFLICT
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.api.openapi import CONFLICT
 
 TAG = ["bots"]
 
@@ -19,8 +19,14 @@ class BotListView(APIView):
     def get(self, request):
         return respond(BotListOut, list(selectors.bot_list()))
 
-    @extend_schema(tags=TAG, request=BotIn, responses={201: BotOut, 409: CONFLICT}, operation_id="bots_create", summary="Create a bot",
-                   description="agent_id (24 hex characters) is generated when omitted; the secret is write-only.")
+    @extend_schema(
+        tags=TAG,
+        request=BotIn,
+        responses={201: BotOut, 409: CONFLICT},
+        operation_id="bots_create",
+        summary="Create a bot",
+        description="agent_id (24 hex characters) is generated when omitted; the secret is write-only.",
+    )
     def post(self, request):
         body = validate_body(BotIn, request.data)
         bot = services.bot_create(data=body)
@@ -34,17 +40,25 @@ class BotDetailView(APIView):
     def get(self, request, agent_id):
         return respond(BotOut, selectors.bot_get(agent_id))
 
-    @extend_schema(tags=TAG, request=BotIn, responses={200: BotOut, 409: CONFLICT}, operation_id="bots_update", summary="Replace a bot",
-                   description="Omit secret to keep the stored one, unless adapter or endpoint_url changes: then the "
-                               "stored secret is dropped unless sent again. Omit a knowledge base's documents to "
-                               "keep them.")
+    @extend_schema(
+        tags=TAG,
+        request=BotIn,
+        responses={200: BotOut, 409: CONFLICT},
+        operation_id="bots_update",
+        summary="Replace a bot",
+        description="Omit secret to keep the stored one, unless adapter or endpoint_url changes: then the "
+        "stored secret is dropped unless sent again. Omit a knowledge base's documents to "
+        "keep them.",
+    )
     def put(self, request, agent_id):
         bot = selectors.bot_get(agent_id)
         body = validate_body(BotIn, request.data)
         services.bot_update(bot=bot, data=body)
         return respond(BotOut, selectors.bot_get(agent_id))
 
-    @extend_schema(tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (admin scope)")
+    @extend_schema(
+        tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (admin scope)"
+    )
     def delete(self, request, agent_id):
         services.bot_delete(bot=selectors.bot_get(agent_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -53,7 +67,9 @@ class BotDetailView(APIView):
 class BotContextView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)")
+    @extend_schema(
+        tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)"
+    )
     def get(self, request, agent_id):
         return respond(BotContextOut, selectors.bot_get(agent_id))
 
@@ -61,7 +77,11 @@ class BotContextView(APIView):
 class KnowledgeBaseDocumentsView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: KnowledgeBaseDocumentsOut},
-                   operation_id="bots_knowledge_base_documents", summary="A knowledge base with its documents")
+    @extend_schema(
+        tags=TAG,
+        responses={200: KnowledgeBaseDocumentsOut},
+        operation_id="bots_knowledge_base_documents",
+        summary="A knowledge base with its documents",
+    )
     def get(self, request, agent_id, kb_id):
         return respond(KnowledgeBaseDocumentsOut, selectors.knowledge_base_get(agent_id, kb_id))

@@ -18,8 +18,9 @@ def _queues_of_kind(request, kind: str) -> list:
 
 
 @register.inclusion_tag("console/_add_to_queue.html", takes_context=True)
-def add_to_queue(context, kind: str, target_id, label: str = "", next: str = "", compact: bool = False,
-                 menu: bool = False):
+def add_to_queue(
+    context, kind: str, target_id, label: str = "", next: str = "", compact: bool = False, menu: bool = False
+):
     """`label` names the row for screen readers (several forms on a page); `next` is where to come
     back to, when that is not the page being rendered (a row rendered for the live endpoint);
     `compact` for a table cell under a column that says what the button does; `menu` folds the form
@@ -29,9 +30,17 @@ def add_to_queue(context, kind: str, target_id, label: str = "", next: str = "",
     # (the live endpoint) has no page context, and the view refuses the same users anyway.
     if request is None or "configure" not in scopes_of(request):
         return {"can_review": False}
-    return {"can_review": True, "queues": _queues_of_kind(request, kind), "kind": kind, "target_id": target_id,
-            "label": label, "next": next or request.get_full_path(), "compact": compact, "menu": menu,
-            "csrf_token": context.get("csrf_token")}
+    return {
+        "can_review": True,
+        "queues": _queues_of_kind(request, kind),
+        "kind": kind,
+        "target_id": target_id,
+        "label": label,
+        "next": next or request.get_full_path(),
+        "compact": compact,
+        "menu": menu,
+        "csrf_token": context.get("csrf_token"),
+    }
 
 
 @register.simple_tag(takes_context=True)

@@ -24,6 +24,13 @@ def sort_header(label: str, column: str, sort, query: str = "", first: str = "as
     else:
         state, arrow = "none", ""
     link_title = f"Sort by {label.lower()}, {'descending' if descending else 'ascending'}"
-    return format_html('<th scope="col" aria-sort="{}"{}><a class="sort{}" href="{}" title="{}">{}{}</a></th>',
-                       state, format_html(' title="{}"', title) if title else "", " sorted" if current else "",
-                       href, link_title, label, arrow)
+    return format_html(
+        '<th scope="col" aria-sort="{}"{}><a class="sort{}" href="{}" title="{}">{}{}</a></th>',
+        state,
+        format_html(' title="{}"', title) if title else "",
+        " sorted" if current else "",
+        href,
+        link_title,
+        label,
+        arrow,
+    )

@@ -28,8 +28,13 @@ def locked_out(request, original_response=None, credentials=None):
     admin's: a 429 page in the console's layout that says why and for how long. Retry-After is the
     whole cool-off, the longest the wait can be."""
     minutes = settings.EVALSITE_LOGIN_COOLOFF_MINUTES
-    response = render(request, "console/lockout.html", console_context(
-        request, title="Login refused", failure_limit=settings.EVALSITE_LOGIN_FAILURE_LIMIT,
-        cooloff_minutes=minutes), status=429)
+    response = render(
+        request,
+        "console/lockout.html",
+        console_context(
+            request, title="Login refused", failure_limit=settings.EVALSITE_LOGIN_FAILURE_LIMIT, cooloff_minutes=minutes
+        ),
+        status=429,
+    )
     response["Retry-After"] = str(minutes * 60)
     return response

@@ -7,8 +7,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from apps.core.errors import NotFoundError
 from apps.core.auth.permissions import scopes_of
+from apps.core.errors import NotFoundError
 
 from ..context import console_context
 
@@ -26,29 +26,42 @@ def scope_required(scope: str, *, methods: tuple[str, ...] | None = None):
     layout and with a way back, before it runs. With `methods`, only those methods need the scope
     (a page everyone reads whose POST acts). Put it below @login_required, so that an anonymous
     visitor is sent to sign in rather than refused."""
+
     def decorator(view):
         @wraps(view)
         def guarded(request, *args, **kwargs):
             if (methods is None or request.method in methods) and scope not in scopes_of(request):
                 return forbidden(request, scope)
             return view(request, *args, **kwargs)
+
         return guarded
+
     return decorator
 
 
 def _way_back(request) -> str:
     """The page the user came from when it is one of ours (and not this one), else the dashboard."""
     referer = request.headers.get("referer", "")
-    if referer and referer != request.build_absolute_uri() and url_has_allowed_host_and_scheme(
-            referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if (
+        referer
+        and referer != request.build_absolute_uri()
+        and url_has_allowed_host_and_scheme(
+            referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+        )
+    ):
         return referer
     return reverse("console:dashboard")
 
 
 def forbidden(request, scope: str):
-    return render(request, "console/forbidden.html", console_context(
-        request, title="Not allowed", scope=scope, action=SCOPE_ACTIONS.get(scope, ""), back_url=_way_back(request)),
-        status=403)
+    return render(
+        request,
+        "console/forbidden.html",
+        console_context(
+            request, title="Not allowed", scope=scope, action=SCOPE_ACTIONS.get(scope, ""), back_url=_way_back(request)
+        ),
+        status=403,
+    )
 
 
 def found_or_404(read, /, *args, **kwargs):

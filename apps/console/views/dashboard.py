@@ -18,15 +18,23 @@ def dashboard(request):
     distribution = selectors.agentic_score_distribution()
     # Charts are built by apps.core.charts, which escapes every text it draws.
     run_trend = mark_safe(line_chart(selectors.run_pass_rate_trend(runs=runs), title="Run pass rate per test set"))
-    return render(request, "console/dashboard.html", console_context(request, title="Dashboard", **{
-        "bots": bots,
-        "run_trend_chart": run_trend,
-        "agentic_chart": mark_safe(line_chart(agentic, title="Agentic overall score per agent")),
-        "distribution_chart": mark_safe(column_chart(distribution, title="Agentic evaluations per rating")),
-        "distribution_total": sum(n for _, n in distribution),
-        "failed_results": selectors.result_failed_list(),
-        "unassessed_results": selectors.result_unassessed_list(),
-        "outcome_totals": selectors.result_outcome_totals(),
-        "poor_evaluations": selectors.evaluation_poor_list(),
-        "run_counts": selectors.run_counts(),
-    }))
+    return render(
+        request,
+        "console/dashboard.html",
+        console_context(
+            request,
+            title="Dashboard",
+            **{
+                "bots": bots,
+                "run_trend_chart": run_trend,
+                "agentic_chart": mark_safe(line_chart(agentic, title="Agentic overall score per agent")),
+                "distribution_chart": mark_safe(column_chart(distribution, title="Agentic evaluations per rating")),
+                "distribution_total": sum(n for _, n in distribution),
+                "failed_results": selectors.result_failed_list(),
+                "unassessed_results": selectors.result_unassessed_list(),
+                "outcome_totals": selectors.result_outcome_totals(),
+                "poor_evaluations": selectors.evaluation_poor_list(),
+                "run_counts": selectors.run_counts(),
+            },
+        ),
+    )

@@ -20,10 +20,12 @@ MAX_DAYS = 366
 
 
 class LedgerFilterForm(forms.Form):
-    since = forms.DateField(required=False, label="From",
-                            widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
-    until = forms.DateField(required=False, label="To (included)",
-                            widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"))
+    since = forms.DateField(
+        required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
+    until = forms.DateField(
+        required=False, label="To (included)", widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d")
+    )
 
     def clean(self):
         data = super().clean()
@@ -60,13 +62,30 @@ def ingestion_page(request):
     rows = []
     for day in days:
         doors = [day.sources[source] for source in DOORS if not day.sources[source].is_empty]
-        rows.append({"day": day.day, "balanced": day.balanced, "doors": doors,
-                     "online": day.sources[IngestionEntry.Source.ONLINE_EVALUATION]})
+        rows.append(
+            {
+                "day": day.day,
+                "balanced": day.balanced,
+                "doors": doors,
+                "online": day.sources[IngestionEntry.Source.ONLINE_EVALUATION],
+            }
+        )
     if valid:
         # The inputs show the window on screen, the default one included.
         form = LedgerFilterForm(initial={"since": since_day, "until": until_day})
-    return render(request, "console/ingestion.html", console_context(
-        request, title="Ingestion", form=form, since_day=since_day, until_day=until_day, rows=rows,
-        totals=[totals[source] for source in DOORS], online=totals[IngestionEntry.Source.ONLINE_EVALUATION],
-        unbalanced_days=[row["day"] for row in rows if not row["balanced"]],
-        filtered=bool(request.GET.get("since") or request.GET.get("until"))))
+    return render(
+        request,
+        "console/ingestion.html",
+        console_context(
+            request,
+            title="Ingestion",
+            form=form,
+            since_day=since_day,
+            until_day=until_day,
+            rows=rows,
+            totals=[totals[source] for source in DOORS],
+            online=totals[IngestionEntry.Source.ONLINE_EVALUATION],
+            unbalanced_days=[row["day"] for row in rows if not row["balanced"]],
+            filtered=bool(request.GET.get("since") or request.GET.get("until")),
+        ),
+    )

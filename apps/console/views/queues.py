@@ -12,8 +12,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.agentic.judges.base import AGENTIC_METRICS
-from apps.core.errors import DomainError
 from apps.core.auth.permissions import scopes_of
+from apps.core.errors import DomainError
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind, rate_from_per_cent
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
@@ -61,8 +61,11 @@ def queue_list(request):
                 entered = services.queue_fill(queue=queue)
                 messages.success(request, f"Queue created; {entered} item(s) entered by its rule.")
                 return redirect("console:queue", queue_id=queue.pk)
-    return render(request, "console/queue_list.html", console_context(
-        request, title="Review queues", queues=list(selectors.queue_list()), form=form))
+    return render(
+        request,
+        "console/queue_list.html",
+        console_context(request, title="Review queues", queues=list(selectors.queue_list()), form=form),
+    )
 
 
 @login_required
@@ -74,13 +77,33 @@ def queue_page(request, queue_id):
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     threshold = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}.get(queue.kind)
     # Who items can be assigned to: the accounts that may review (staff), one query.
-    reviewers = list(get_user_model().objects.filter(is_staff=True, is_active=True).order_by("username")
-                     .values_list("username", flat=True)) if "configure" in scopes_of(request) else []
-    return render(request, "console/queue_detail.html", console_context(
-        request, title=f"Queue: {queue.name}", queue=queue, page=page, state=state, query=f"state={state}",
-        assignable=reviewers,
-        left=selectors.queue_left(queue=queue), reviewers=selectors.queue_reviewer_progress(queue=queue),
-        agreement=selectors.queue_agreement(queue=queue), threshold=threshold))
+    reviewers = (
+        list(
+            get_user_model()
+            .objects.filter(is_staff=True, is_active=True)
+            .order_by("username")
+            .values_list("username", flat=True)
+        )
+        if "configure" in scopes_of(request)
+        else []
+    )
+    return render(
+        request,
+        "console/queue_detail.html",
+        console_context(
+            request,
+            title=f"Queue: {queue.name}",
+            queue=queue,
+            page=page,
+            state=state,
+            query=f"state={state}",
+            assignable=reviewers,
+            left=selectors.queue_left(queue=queue),
+            reviewers=selectors.queue_reviewer_progress(queue=queue),
+            agreement=selectors.queue_agreement(queue=queue),
+            threshold=threshold,
+        ),
+    )
 
 
 @login_required
@@ -96,7 +119,7 @@ def queue_fill(request, queue_id):
 @require_POST
 @scope_required("configure")
 def queue_item_add(request):
-    """"Add to queue" from any list: a queue and a target id; back to where the form was."""
+    """ "Add to queue" from any list: a queue and a target id; back to where the form was."""
     queue = _queue_or_404(request.POST.get("queue") or "")
     # The list forms say what kind of object they send; the queue page's "Add by hand" box does not
     # need to (its queue is the one the id is meant for).
@@ -112,11 +135,16 @@ def queue_item_add(request):
         messages.error(request, str(exc.detail))
     else:
         if len(target_ids) == 1:
-            messages.success(request, f"Added to {queue.name}." if entered
-                             else f"Already in the queue {queue.name}; not added twice.")
+            messages.success(
+                request,
+                f"Added to {queue.name}." if entered else f"Already in the queue {queue.name}; not added twice.",
+            )
         else:
-            messages.success(request, f"Added {entered} to {queue.name}"
-                             + (f"; {already} already in the queue, not added twice." if already else "."))
+            messages.success(
+                request,
+                f"Added {entered} to {queue.name}"
+                + (f"; {already} already in the queue, not added twice." if already else "."),
+            )
     return _back(request, queue)
 
 
@@ -178,16 +206,26 @@ def _verdict_rows(item, kinds) -> list[dict]:
     """The judge's verdicts on the item's subject beside the human score in force on each: both are
     Score rows of the subject, joined on (kind, key)."""
     judged = selectors.judge_scores(subject_kind=item.subject_kind, subject_id=item.subject_id, kinds=kinds)
-    reviews = {(row.kind, row.key): row for row in human_in_force(item.subject_kind, [item.subject_id])
-               .filter(kind__in=kinds)}
+    reviews = {
+        (row.kind, row.key): row for row in human_in_force(item.subject_kind, [item.subject_id]).filter(kind__in=kinds)
+    }
     rows = []
     for (kind, key), judge in judged.items():
         label = key
         if kind == ScoreKind.RULE:
             label = f"{(judge.detail or {}).get('rule_name') or key} ({judge.severity})"
-        rows.append({"kind": kind, "key": key, "label": label, "judge_passed": judge.passed,
-                     "judge_score": judge.value, "status": judge.status, "reasoning": judge.reasoning,
-                     "review": reviews.get((kind, key))})
+        rows.append(
+            {
+                "kind": kind,
+                "key": key,
+                "label": label,
+                "judge_passed": judge.passed,
+                "judge_score": judge.value,
+                "status": judge.status,
+                "reasoning": judge.reasoning,
+                "review": reviews.get((kind, key)),
+            }
+        )
     return rows
 
 
@@ -196,10 +234,15 @@ def _run_result_context(item) -> dict:
     item_def = result.item or {}
     messages_ = (result.output or {}).get("messages") or []
     answer = next((m.get("content") for m in reversed(messages_) if m.get("role") == "assistant"), None)
-    return {"rows": _verdict_rows(item, (ScoreKind.CRITERION, ScoreKind.RULE)), "result": result, "run": result.run,
-            "transcript": messages_, "answer": answer,
-            "question": (result.input or {}).get("message") or (item_def.get("inputs") or {}).get("message"),
-            "expected": (item_def.get("expected") or {}).get("success_criteria") or []}
+    return {
+        "rows": _verdict_rows(item, (ScoreKind.CRITERION, ScoreKind.RULE)),
+        "result": result,
+        "run": result.run,
+        "transcript": messages_,
+        "answer": answer,
+        "question": (result.input or {}).get("message") or (item_def.get("inputs") or {}).get("message"),
+        "expected": (item_def.get("expected") or {}).get("success_criteria") or [],
+    }
 
 
 def _agentic_context(item) -> dict:
@@ -210,38 +253,69 @@ def _agentic_context(item) -> dict:
     rows = []
     for metric in AGENTIC_METRICS:
         judge = judged.get((ScoreKind.METRIC, metric))
-        rows.append({"kind": ScoreKind.METRIC, "key": metric, "label": metric.replace("_", " "),
-                     "judge_score": judge.value if judge else None, "status": judge.status if judge else "not judged",
-                     "reasoning": judge.reasoning if judge else "", "review": latest.get(metric), "scored": True})
+        rows.append(
+            {
+                "kind": ScoreKind.METRIC,
+                "key": metric,
+                "label": metric.replace("_", " "),
+                "judge_score": judge.value if judge else None,
+                "status": judge.status if judge else "not judged",
+                "reasoning": judge.reasoning if judge else "",
+                "review": latest.get(metric),
+                "scored": True,
+            }
+        )
     trace = evaluation.trace
     manual = evaluation.manual_input or {}
     # The first page only: a trace may hold tens of thousands of calls; the trace page has the rest.
     calls = trace_tool_call_page(trace=trace) if trace is not None else None
-    return {"rows": rows, "evaluation": evaluation, "trace": trace, "calls": calls.calls if calls else [],
-            "calls_total": calls.total if calls else 0,
-            "question": trace.user_query if trace is not None else manual.get("user_query"),
-            "answer": trace.final_response if trace is not None else manual.get("agent_response"),
-            "threshold": AGENTIC_PASS}
+    return {
+        "rows": rows,
+        "evaluation": evaluation,
+        "trace": trace,
+        "calls": calls.calls if calls else [],
+        "calls_total": calls.total if calls else 0,
+        "question": trace.user_query if trace is not None else manual.get("user_query"),
+        "answer": trace.final_response if trace is not None else manual.get("agent_response"),
+        "threshold": AGENTIC_PASS,
+    }
 
 
 def _rag_context(item) -> dict:
     evaluation = item.subject
     judged = selectors.judge_scores(subject_kind=item.subject_kind, subject_id=evaluation.pk)
     latest = selectors.metric_reviews_in_force(subject_kind=item.subject_kind, subject_id=evaluation.pk)
-    rows = [{"kind": ScoreKind.METRIC, "key": judge.key, "label": judge.key.replace("_", " "), "judge_score": judge.value,
-             "judge_passed": None if judge.value is None else judge.value >= RAG_PASS,
-             # The reason says more than "skipped" where there is one (input missing, not run).
-             "status": judge.reason or judge.status,
-             "reasoning": (judge.detail or {}).get("method") or judge.reasoning, "review": latest.get(judge.key)}
-            for judge in judged.values()]
+    rows = [
+        {
+            "kind": ScoreKind.METRIC,
+            "key": judge.key,
+            "label": judge.key.replace("_", " "),
+            "judge_score": judge.value,
+            "judge_passed": None if judge.value is None else judge.value >= RAG_PASS,
+            # The reason says more than "skipped" where there is one (input missing, not run).
+            "status": judge.reason or judge.status,
+            "reasoning": (judge.detail or {}).get("method") or judge.reasoning,
+            "review": latest.get(judge.key),
+        }
+        for judge in judged.values()
+    ]
     payload = evaluation.payload or {}
-    return {"rows": rows, "evaluation": evaluation, "question": payload.get("question"), "answer": payload.get("answer"),
-            "ground_truth": payload.get("ground_truth"), "contexts": payload.get("contexts") or [],
-            "threshold": RAG_PASS}
+    return {
+        "rows": rows,
+        "evaluation": evaluation,
+        "question": payload.get("question"),
+        "answer": payload.get("answer"),
+        "ground_truth": payload.get("ground_truth"),
+        "contexts": payload.get("contexts") or [],
+        "threshold": RAG_PASS,
+    }
 
 
-CONTEXTS = {QueueKind.RUN_RESULT: _run_result_context, QueueKind.AGENTIC_EVALUATION: _agentic_context,
-            QueueKind.RAG_EVALUATION: _rag_context}
+CONTEXTS = {
+    QueueKind.RUN_RESULT: _run_result_context,
+    QueueKind.AGENTIC_EVALUATION: _agentic_context,
+    QueueKind.RAG_EVALUATION: _rag_context,
+}
 
 
 def _posted_verdicts(post) -> list[dict]:
@@ -268,8 +342,12 @@ def queue_item_page(request, queue_id, item_id):
     item = _item_or_404(queue, item_id)
     if request.method == "POST":
         try:
-            services.queue_item_review(item=item, reviewer=request.user, verdicts=_posted_verdicts(request.POST),
-                                       note=request.POST.get("note", ""))
+            services.queue_item_review(
+                item=item,
+                reviewer=request.user,
+                verdicts=_posted_verdicts(request.POST),
+                note=request.POST.get("note", ""),
+            )
         except DomainError as exc:
             messages.error(request, str(exc.detail))
             return redirect("console:queue-item", queue_id=queue.pk, item_id=item.pk)
@@ -281,6 +359,17 @@ def queue_item_page(request, queue_id, item_id):
         return redirect("console:queue-item", queue_id=queue.pk, item_id=following)
     previous, following = selectors.queue_item_neighbours(item=item)
     left = selectors.queue_left(queue=queue)
-    return render(request, "console/queue_review.html", console_context(
-        request, title=f"{queue.name}: item {item.pk}", queue=queue, item=item, previous=previous,
-        following=following, left=left, **CONTEXTS[queue.kind](item)))
+    return render(
+        request,
+        "console/queue_review.html",
+        console_context(
+            request,
+            title=f"{queue.name}: item {item.pk}",
+            queue=queue,
+            item=item,
+            previous=previous,
+            following=following,
+            left=left,
+            **CONTEXTS[queue.kind](item),
+        ),
+    )

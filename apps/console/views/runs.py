@@ -5,9 +5,9 @@ writes (launch, cancel, review) through the services, exactly as the API does.""
 import uuid
 from urllib.parse import urlencode
 
-from django.core.exceptions import ValidationError
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -18,13 +18,13 @@ from django.utils.dateparse import parse_datetime
 from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.core.auth.permissions import scopes_of
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
 from apps.core.models import SCOPE_ADMIN
-from apps.core.auth.permissions import scopes_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
-from apps.runs import selectors, services, sources
+from apps.runs import display, selectors, services, sources
 from apps.runs.attempts import DEFAULT_SORT, SORTS, sort_param
 from apps.runs.forms import RunLaunchForm
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
@@ -54,22 +54,37 @@ def _bool_param(value: str | None) -> bool | None:
 @login_required
 @require_GET
 def run_list(request):
-    filters = {"agent_id": request.GET.get("agent_id") or "", "test_set_id": request.GET.get("test_set_id") or "",
-               "status": request.GET.get("status") or ""}
+    filters = {
+        "agent_id": request.GET.get("agent_id") or "",
+        "test_set_id": request.GET.get("test_set_id") or "",
+        "status": request.GET.get("status") or "",
+    }
     # An unknown ?sort is the default order (newest first); pages keep the sort and the filters.
     sort = console_selectors.run_sort(request.GET.get("sort"))
     try:
         runs = console_selectors.run_list_sorted(
-            selectors.run_named_list(**{k: v or None for k, v in filters.items()}), sort=sort)
+            selectors.run_named_list(**{k: v or None for k, v in filters.items()}), sort=sort
+        )
         page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     except ValidationError:  # a test set id that is not a UUID names no run
         page = Paginator(EvaluationRun.objects.none(), RUNS_PER_PAGE).get_page(1)
     sorted_query = {**filters, **({"sort": sort.param} if sort.param != console_selectors.RUN_DEFAULT_SORT else {})}
-    return render(request, "console/run_list.html", console_context(
-        request, title="Evaluation runs", page=page, filters=filters, filter_query=urlencode(sorted_query),
-        sort_query=urlencode({k: v for k, v in filters.items() if v}), sort=sort,
-        default_order=sort.param == console_selectors.RUN_DEFAULT_SORT,
-        statuses=EvaluationRun.Status.values, **run_filter_choices()))
+    return render(
+        request,
+        "console/run_list.html",
+        console_context(
+            request,
+            title="Evaluation runs",
+            page=page,
+            filters=filters,
+            filter_query=urlencode(sorted_query),
+            sort_query=urlencode({k: v for k, v in filters.items() if v}),
+            sort=sort,
+            default_order=sort.param == console_selectors.RUN_DEFAULT_SORT,
+            statuses=EvaluationRun.Status.values,
+            **run_filter_choices(),
+        ),
+    )
 
 
 @login_required
@@ -118,9 +133,18 @@ def run_cancel(request, run_id):
 def run_progress(request, run_id):
     """A run's progress in a few numbers (the run page itself polls run_live, which adds cards and rows)."""
     run = _run_or_404(run_id)
-    return JsonResponse({"status": run.status, "total": run.total, "completed": run.completed,
-                         "passed": run.passed, "failed": run.failed, "unassessed": run.unassessed,
-                         "coverage": run.coverage, "finished": run.is_finished})
+    return JsonResponse(
+        {
+            "status": run.status,
+            "total": run.total,
+            "completed": run.completed,
+            "passed": run.passed,
+            "failed": run.failed,
+            "unassessed": run.unassessed,
+            "coverage": run.coverage,
+            "finished": run.is_finished,
+        }
+    )
 
 
 FILTER_NAMES = ("item_type", "q", "tag", "priority", "failed_severity")
@@ -148,26 +172,45 @@ def run_detail(request, run_id):
     figures = selectors.run_review_figures(digest=digest, reviews=reviews)
     filters = _row_filters(request)
     sort = sort_param(request.GET.get("sort"))
-    page = selectors.result_table_page(run=run, digest=digest, reviews=reviews, number=request.GET.get("page"),
-                                       sort=sort, **filters)
+    page = selectors.result_table_page(
+        run=run, digest=digest, reviews=reviews, number=request.GET.get("page"), sort=sort, **filters
+    )
     scores = selectors.run_live_component_scores(run=run, digest=digest) or {}
-    chart = bar_chart([(scope, v["score"], f"({v['passed']}/{v['total']})") for scope, v in scores.items()],
-                      title="Rubric pass rate per component scope")
+    chart = bar_chart(
+        [(scope, v["score"], f"({v['passed']}/{v['total']})") for scope, v in scores.items()],
+        title="Rubric pass rate per component scope",
+    )
     query = request.GET.copy()
     query.pop("page", None)
     # A finished run is not polled, so it needs no cursor.
     cursor = None if run.is_finished else digest.newest
-    return render(request, "console/run_detail.html", console_context(
-        request, title=f"Run {run.label or run.run_id}", run=run, figures=figures,
-        trials=selectors.run_trial_figures(run=run),
-        judge_fingerprints=digest.judge_fingerprints(),
-        page=page, shown_count=page.paginator.count, filters=filters, filter_query=query.urlencode(),
-        sort=sort, sorts=_sort_links(query, sort), default_sort=sort == DEFAULT_SORT,
-        live_cursor=cursor.isoformat() if cursor else "", unclaimed=selectors.run_unclaimed(run=run),
-        worker_command=WORKER_COMMAND, **digest.filter_choices(),
-        component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
-        previous=selectors.run_previous_find(run=run), comparable=selectors.run_comparable_list(run=run),
-        admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk])))
+    return render(
+        request,
+        "console/run_detail.html",
+        console_context(
+            request,
+            title=f"Run {run.label or run.run_id}",
+            run=run,
+            figures=figures,
+            trials=selectors.run_trial_figures(run=run),
+            judge_fingerprints=digest.judge_fingerprints(),
+            page=page,
+            shown_count=page.paginator.count,
+            filters=filters,
+            filter_query=query.urlencode(),
+            sort=sort,
+            sorts=_sort_links(query, sort),
+            default_sort=sort == DEFAULT_SORT,
+            live_cursor=cursor.isoformat() if cursor else "",
+            unclaimed=selectors.run_unclaimed(run=run),
+            worker_command=WORKER_COMMAND,
+            **digest.filter_choices(),
+            component_chart=mark_safe(chart),  # every text in it is escaped by apps.core.charts
+            previous=selectors.run_previous_find(run=run),
+            comparable=selectors.run_comparable_list(run=run),
+            admin_url=reverse("admin:runs_evaluationrun_change", args=[run.pk]),
+        ),
+    )
 
 
 def _sort_links(query, sort: str) -> dict[str, dict]:
@@ -200,16 +243,28 @@ def run_live(request, run_id):
     query = request.GET.copy()
     query.pop("after", None)
     row_back = reverse("console:run-detail", args=[run.run_id]) + (f"?{query.urlencode()}" if query else "")
-    return JsonResponse({
-        "status": run.status, "total": run.total, "completed": run.completed, "passed": run.passed,
-        "failed": run.failed, "unassessed": run.unassessed, "finished": run.is_finished, "unclaimed": selectors.run_unclaimed(run=run),
-        "cursor": cursor.isoformat() if cursor else (after.isoformat() if after else ""),
-        "cards": render_to_string("console/_run_cards.html",
-                                  {"run": run, "figures": figures, "trials": selectors.run_trial_figures(run=run)},
-                                  request=request),
-        "rows": [render_to_string("console/_result_row.html", {"row": row, "row_back": row_back}, request=request)
-                 for row in fresh],
-    })
+    return JsonResponse(
+        {
+            "status": run.status,
+            "total": run.total,
+            "completed": run.completed,
+            "passed": run.passed,
+            "failed": run.failed,
+            "unassessed": run.unassessed,
+            "finished": run.is_finished,
+            "unclaimed": selectors.run_unclaimed(run=run),
+            "cursor": cursor.isoformat() if cursor else (after.isoformat() if after else ""),
+            "cards": render_to_string(
+                "console/_run_cards.html",
+                {"run": run, "figures": figures, "trials": selectors.run_trial_figures(run=run)},
+                request=request,
+            ),
+            "rows": [
+                render_to_string("console/_result_row.html", {"row": row, "row_back": row_back}, request=request)
+                for row in fresh
+            ],
+        }
+    )
 
 
 def _datetime_param(value: str | None):
@@ -244,7 +299,7 @@ def result_detail(request, result_id):
     latest = in_force(reviews)
     criteria, rules = reviewed_verdicts(result.criteria_scores, result.rubric_scores, latest)
     definitions = _rule_definitions(run)
-    failures, warnings = selectors.reviewed_failures(result.criteria_scores, result.rubric_scores, latest)
+    failures, warnings = display.reviewed_failures(result.criteria_scores, result.rubric_scores, latest)
     flagged = {anchor for anchor, _ in failures + warnings}
     for n, criterion in enumerate(criteria):
         criterion["anchor"] = f"criterion-{n}"
@@ -255,17 +310,31 @@ def result_detail(request, result_id):
         rule["flagged"] = rule["anchor"] in flagged
     conversation = (result.output or {}).get("messages") or []
     previous_result, next_result = result_neighbours(result=result)
-    return render(request, "console/result_detail.html", console_context(
-        request, title=result.item_name or str(result.test_case_id), result=result, run=run,
-        item=selectors.result_item_view(result=result), final_answer=selectors.final_answer(result.output),
-        attempts=selectors.result_attempt_list(result=result),
-        messages_=conversation, tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
-        criteria=criteria, rules=rules, reviews=reviews,
-        failures=failures, warnings=warnings,
-        human_outcome=human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores, latest=latest),
-        correctness=(result.scores or {}).get("correctness"),
-        previous_result=previous_result, next_result=next_result,
-        admin_url=reverse("admin:runs_evaluationresult_change", args=[result.pk])))
+    return render(
+        request,
+        "console/result_detail.html",
+        console_context(
+            request,
+            title=result.item_name or str(result.test_case_id),
+            result=result,
+            run=run,
+            item=display.result_item_view(result=result),
+            final_answer=display.final_answer(result.output),
+            attempts=selectors.result_attempt_list(result=result),
+            messages_=conversation,
+            tool_calls=[call for m in conversation for call in m.get("tool_calls") or []],
+            criteria=criteria,
+            rules=rules,
+            reviews=reviews,
+            failures=failures,
+            warnings=warnings,
+            human_outcome=human_outcome(criteria=result.criteria_scores, rules=result.rubric_scores, latest=latest),
+            correctness=(result.scores or {}).get("correctness"),
+            previous_result=previous_result,
+            next_result=next_result,
+            admin_url=reverse("admin:runs_evaluationresult_change", args=[result.pk]),
+        ),
+    )
 
 
 def _review(request, result):
@@ -274,9 +343,14 @@ def _review(request, result):
         messages.error(request, "Choose pass or fail.")
     else:
         try:
-            services.verdict_review_create(result=result, kind=request.POST.get("kind", ""),
-                                           key=request.POST.get("key", ""), passed=passed,
-                                           note=request.POST.get("note", ""), reviewer=request.user)
+            services.verdict_review_create(
+                result=result,
+                kind=request.POST.get("kind", ""),
+                key=request.POST.get("key", ""),
+                passed=passed,
+                note=request.POST.get("note", ""),
+                reviewer=request.user,
+            )
         except DomainError as exc:
             messages.error(request, str(exc.detail))
         else:
@@ -303,20 +377,45 @@ def run_compare(request):
     """Two runs side by side; without both (or with one) a page to pick them."""
     base_id, head_id = _run_id_param(request, "base"), _run_id_param(request, "head")
     if base_id is None or head_id is None:
-        return render(request, "console/run_compare_pick.html", console_context(
-            request, title="Compare runs", runs=console_selectors.compare_choices(),
-            base_id=base_id, head_id=head_id))
+        return render(
+            request,
+            "console/run_compare_pick.html",
+            console_context(
+                request,
+                title="Compare runs",
+                runs=console_selectors.compare_choices(),
+                base_id=base_id,
+                head_id=head_id,
+            ),
+        )
     base, head = _run_or_404(base_id), _run_or_404(head_id)
     try:
         comparison = selectors.run_comparison(base=base, head=head)
     except DomainError as exc:
-        return render(request, "console/run_compare.html", console_context(
-            request, title="Compare runs", base=selectors.run_named_get(run=base), head=selectors.run_named_get(run=head),
-            problem=exc.detail), status=422)
+        return render(
+            request,
+            "console/run_compare.html",
+            console_context(
+                request,
+                title="Compare runs",
+                base=selectors.run_named_get(run=base),
+                head=selectors.run_named_get(run=head),
+                problem=exc.detail,
+            ),
+            status=422,
+        )
     interval = comparison["statistics"]["pass_rate_diff_ci"]
-    return render(request, "console/run_compare.html", console_context(
-        request, title="Compare runs", **comparison, verdict_text=VERDICT_WORDS[comparison["statistics"]["verdict"]],
-        diff_ci_text=f"[{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else ""))
+    return render(
+        request,
+        "console/run_compare.html",
+        console_context(
+            request,
+            title="Compare runs",
+            **comparison,
+            verdict_text=VERDICT_WORDS[comparison["statistics"]["verdict"]],
+            diff_ci_text=f"[{interval[0]:+.1%}, {interval[1]:+.1%}]" if interval else "",
+        ),
+    )
 
 
 @login_required
@@ -327,8 +426,17 @@ def rubric_page(request, rubric_id):
     agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
     by_rule = {row.key: row for row in agreement["rules"]}
     rules = [{**rule, "agreement": by_rule.get(rule["id"])} for rule in current.get("rules") or []]
-    return render(request, "console/rubric.html", console_context(
-        request, title=f"Rubric: {rubric.name}", rubric=current, rules=rules, agreement=agreement,
-        # Rules reviewed in runs of older versions that the current version no longer has.
-        retired=[row for row in agreement["rules"] if row.key not in {r["id"] for r in rules}],
-        admin_url=reverse("admin:rubrics_rubric_change", args=[rubric.pk])))
+    return render(
+        request,
+        "console/rubric.html",
+        console_context(
+            request,
+            title=f"Rubric: {rubric.name}",
+            rubric=current,
+            rules=rules,
+            agreement=agreement,
+            # Rules reviewed in runs of older versions that the current version no longer has.
+            retired=[row for row in agreement["rules"] if row.key not in {r["id"] for r in rules}],
+            admin_url=reverse("admin:rubrics_rubric_change", args=[rubric.pk]),
+        ),
+    )

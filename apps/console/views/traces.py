@@ -26,9 +26,11 @@ def trace_list(request):
     left out, rather than answering with no traces; an unknown sort is the default order."""
     sort = selectors.trace_sort(request.GET.get("sort"))
     page = selectors.trace_list_page(
-        filters=request.GET, sort=sort,
+        filters=request.GET,
+        sort=sort,
         after=selectors.TraceCursor.decode(request.GET.get("after", ""), sort=sort),
-        before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort))
+        before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort),
+    )
     # Pages keep the filters and the sort; a sort link keeps the filters and starts at the first page.
     query = request.GET.copy()
     for key in ("after", "before", "sort"):
@@ -36,11 +38,22 @@ def trace_list(request):
     sort_query = query.urlencode()
     if sort.param != selectors.TRACE_DEFAULT_SORT:
         query["sort"] = sort.param
-    return render(request, "console/trace_list.html", console_context(
-        request, title="Traces", form=page.filterset.form, page=page, filter_query=query.urlencode(),
-        sort_query=sort_query, sort=sort, default_order=sort.param == selectors.TRACE_DEFAULT_SORT,
-        filtered=page.filterset.filtered,
-        text_window=trace_filters.TRACE_TEXT_SEARCH_WINDOW))
+    return render(
+        request,
+        "console/trace_list.html",
+        console_context(
+            request,
+            title="Traces",
+            form=page.filterset.form,
+            page=page,
+            filter_query=query.urlencode(),
+            sort_query=sort_query,
+            sort=sort,
+            default_order=sort.param == selectors.TRACE_DEFAULT_SORT,
+            filtered=page.filterset.filtered,
+            text_window=trace_filters.TRACE_TEXT_SEARCH_WINDOW,
+        ),
+    )
 
 
 @login_required
@@ -58,13 +71,23 @@ def trace_page(request, session_id):
     page = trace_tool_call_page(trace=trace, after=_after(request))
     for call in page.calls:
         call.offset_ms = (call.timestamp - trace.start_time).total_seconds() * 1000 if call.timestamp else None
-    return render(request, "console/trace.html", console_context(
-        request, title=f"Trace {trace.session_id}", trace=trace, calls=page.calls, page=page,
-        later_page=page.first_position is not None and page.first_position > 1,
-        remaining=page.total - (page.last_position or 0), page_size=len(page.calls),
-        dropped=_dropped(trace),
-        evaluations=evaluation_list(session_id=trace.session_id),
-        admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk])))
+    return render(
+        request,
+        "console/trace.html",
+        console_context(
+            request,
+            title=f"Trace {trace.session_id}",
+            trace=trace,
+            calls=page.calls,
+            page=page,
+            later_page=page.first_position is not None and page.first_position > 1,
+            remaining=page.total - (page.last_position or 0),
+            page_size=len(page.calls),
+            dropped=_dropped(trace),
+            evaluations=evaluation_list(session_id=trace.session_id),
+            admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk]),
+        ),
+    )
 
 
 # The order the truncated banner names what was dropped in (jsonb keeps its own key order).
@@ -93,10 +116,14 @@ def _evaluate_now(request, trace):
     else:
         evaluation = outcome.evaluation
         if outcome.reused:
-            messages.info(request, f"Already evaluated by {evaluation.judge} with this trace as it is now: that "
-                                   f"evaluation stands ({evaluation.rating or 'not rated'}).")
+            messages.info(
+                request,
+                f"Already evaluated by {evaluation.judge} with this trace as it is now: that "
+                f"evaluation stands ({evaluation.rating or 'not rated'}).",
+            )
         else:
             overall = "—" if evaluation.overall_score is None else f"{evaluation.overall_score:.2f}"
-            messages.success(request, f"Evaluated by {evaluation.judge}: {evaluation.rating or 'not rated'}, "
-                                      f"overall {overall}.")
+            messages.success(
+                request, f"Evaluated by {evaluation.judge}: {evaluation.rating or 'not rated'}, overall {overall}."
+            )
     return redirect(reverse("console:trace", args=[trace.session_id]) + "#evaluations")

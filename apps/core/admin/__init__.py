@@ -7,8 +7,11 @@ from apps.core.services import api_key_revoke, api_key_scopes_clean, api_key_upd
 
 
 class ApiKeyForm(forms.ModelForm):
-    scopes = forms.MultipleChoiceField(choices=[(s, s) for s in ALL_SCOPES], widget=forms.CheckboxSelectMultiple,
-                                       help_text="admin only for a staff user's key; see Authentication in docs/api.md.")
+    scopes = forms.MultipleChoiceField(
+        choices=[(s, s) for s in ALL_SCOPES],
+        widget=forms.CheckboxSelectMultiple,
+        help_text="admin only for a staff user's key; see Authentication in docs/api.md.",
+    )
 
     class Meta:
         model = ApiKey

@@ -25,5 +25,7 @@ class LinesField(forms.CharField):
 
 def pydantic_messages(exc) -> list[str]:
     """Readable one-line messages for an admin form error from a pydantic ValidationError."""
-    return [f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
-            for err in pydantic_error_detail(exc)]
+    return [
+        f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else err["msg"]
+        for err in pydantic_error_detail(exc)
+    ]

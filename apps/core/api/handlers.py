@@ -20,7 +20,8 @@ logger = logging.getLogger(__name__)
 # our code's insides (and a memory address), not a place in the client's body: those parts are left out.
 _SCHEMA_LOC_PART = re.compile(
     r"^(function-(after|before|wrap|plain)|json-or-python|lax-or-strict|tagged-union|chain|nullable|default"
-    r"|definitions|definition-ref|model|dataclass|is-instance|custom-error)\[|<function |<bound method | at 0x[0-9a-f]+")
+    r"|definitions|definition-ref|model|dataclass|is-instance|custom-error)\[|<function |<bound method | at 0x[0-9a-f]+"
+)
 _ADDRESS = re.compile(r" at 0x[0-9a-f]+")
 
 

@@ -13,8 +13,12 @@ class ApiContentNegotiation(DefaultContentNegotiation):
     ingestion call. Anything else (browsers, explicit formats, 406s) goes through DRF unchanged."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
-        if (renderers and renderers[0].media_type == JSON and format_suffix is None
-                and request.META.get("HTTP_ACCEPT") in _ANY_OR_JSON
-                and self.settings.URL_FORMAT_OVERRIDE not in request.query_params):
+        if (
+            renderers
+            and renderers[0].media_type == JSON
+            and format_suffix is None
+            and request.META.get("HTTP_ACCEPT") in _ANY_OR_JSON
+            and self.settings.URL_FORMAT_OVERRIDE not in request.query_params
+        ):
             return renderers[0], JSON
         return super().select_renderer(request, renderers, format_suffix)

@@ -46,7 +46,8 @@ class BadRequestOut(BaseModel):
 
     detail: str = Field(description="What cannot be understood, for a person to read.")
     errors: list[FieldErrorOut] | None = Field(
-        default=None, description="The field errors, when the request parsed but failed validation.")
+        default=None, description="The field errors, when the request parsed but failed validation."
+    )
 
 
 CONFLICT = OpenApiResponse(ErrorOut, description="Conflicts with the current state (see the operation's description).")
@@ -58,12 +59,17 @@ _NOT_FOUND = OpenApiResponse(ErrorOut, description="An id in the path, query or 
 _TOO_LARGE = OpenApiResponse(ErrorOut, description="The body is over EVALSITE_MAX_BODY_BYTES.")
 _UNSUPPORTED = OpenApiResponse(ErrorOut, description="The body's Content-Type is not application/json.")
 _INVALID = OpenApiResponse(ValidationErrorOut, description="The body or a query parameter is invalid.")
-_RATE_LIMITED = OpenApiResponse(ErrorOut, description="Too many LLM-spending requests for this key (EVALSITE_LLM_RATE); "
-                                                      "the Retry-After header gives the seconds to wait.")
+_RATE_LIMITED = OpenApiResponse(
+    ErrorOut,
+    description="Too many LLM-spending requests for this key (EVALSITE_LLM_RATE); "
+    "the Retry-After header gives the seconds to wait.",
+)
 # Answered by gunicorn before the request reaches evalsite (its limit_request_line, 4,094 bytes), as
 # an HTML page: no body is declared. Long free text belongs in a body.
-_URI_TOO_LONG = OpenApiResponse(description="The request line (path and query string) is over the server's limit "
-                                            "(gunicorn's 4,094 bytes); send long text in the body.")
+_URI_TOO_LONG = OpenApiResponse(
+    description="The request line (path and query string) is over the server's limit "
+    "(gunicorn's 4,094 bytes); send long text in the body."
+)
 
 
 def _names_a_resource(name: str) -> bool:
@@ -83,8 +89,11 @@ class ApiAutoSchema(AutoSchema):
         body = operation.get("requestBody")
 
         errors = {"401": _UNAUTHORIZED, "403": _FORBIDDEN}
-        if (any(p["in"] == "path" for p in parameters) or any(map(_names_a_resource, in_query))
-                or any(map(_names_a_resource, self._body_fields()))):
+        if (
+            any(p["in"] == "path" for p in parameters)
+            or any(map(_names_a_resource, in_query))
+            or any(map(_names_a_resource, self._body_fields()))
+        ):
             errors["404"] = _NOT_FOUND
         if body is not None:
             errors["413"] = _TOO_LARGE

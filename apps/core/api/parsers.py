@@ -53,8 +53,17 @@ class OrjsonParser(BaseParser):
                 location = _nul_location(data, [])
                 if location is not None:
                     # A pydantic error, so the handler answers it exactly as a schema's own.
-                    raise ValidationError.from_exception_data("body", [{
-                        "type": "value_error", "loc": tuple(location), "input": None,
-                        "ctx": {"error": ValueError("contains a NUL character (\\u0000), which cannot be stored")},
-                    }])
+                    raise ValidationError.from_exception_data(
+                        "body",
+                        [
+                            {
+                                "type": "value_error",
+                                "loc": tuple(location),
+                                "input": None,
+                                "ctx": {
+                                    "error": ValueError("contains a NUL character (\\u0000), which cannot be stored")
+                                },
+                            }
+                        ],
+                    )
         return data

@@ -12,6 +12,8 @@ Literal field becomes an enum; an optional field (`X | None = None`) an optional
 path parameters are not query models: declare those with OpenApiParameter as before.
 """
 
+from typing import TypeVar
+
 from drf_spectacular.utils import OpenApiParameter
 from pydantic import BaseModel
 
@@ -47,6 +49,15 @@ def query_parameters(model: type[BaseModel]) -> list[OpenApiParameter]:
         description = schema.pop("description", None)
         if schema.get("default", ...) is None:
             schema.pop("default")
-        parameters.append(OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=name in required,
-                                           description=description))
+        parameters.append(
+            OpenApiParameter(name, schema, OpenApiParameter.QUERY, required=name in required, description=description)
+        )
     return parameters
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def query_of(model: type[M], request) -> M:
+    """The request's query parameters as `model`; a ValidationError becomes the API's 422."""
+    return model.model_validate(dict(request.query_params.items()))

@@ -19,8 +19,9 @@ class AnswerShapeError(Exception):
     """The data a view answers with does not fit its Out model: a server bug, so a 500."""
 
 
-def respond(model: type[BaseModel], data, *, status: int = http_status.HTTP_200_OK,
-            headers: dict[str, str] | None = None) -> Response:
+def respond(
+    model: type[BaseModel], data, *, status: int = http_status.HTTP_200_OK, headers: dict[str, str] | None = None
+) -> Response:
     try:
         answer = model.model_validate(data)
     except ValidationError as exc:

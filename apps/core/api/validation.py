@@ -6,9 +6,16 @@ import re
 from typing import Annotated, Any, ClassVar, TypeVar
 
 import orjson
-
-from pydantic import (AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr, ValidationError,
-                      model_validator)
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictStr,
+    ValidationError,
+    model_validator,
+)
 
 from apps.core.api.handlers import pydantic_error_detail
 
@@ -37,8 +44,10 @@ def _walk(value: Any, where: str, depth: int) -> None:
         _check_text(value, where)
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         if not JSON_INT_MIN <= value <= JSON_INT_MAX:
-            raise ValueError(f"{where} holds the number {value:g}, outside the 64-bit integer range "
-                             f"that can be stored and read back; send it as a string")
+            raise ValueError(
+                f"{where} holds the number {value:g}, outside the 64-bit integer range "
+                f"that can be stored and read back; send it as a string"
+            )
     elif isinstance(value, dict):
         for key, item in value.items():
             _check_text(str(key), f"a key in {where}")
@@ -79,8 +88,9 @@ def _reject_blank(value: str) -> str:
 
 Text = Annotated[StrictStr, AfterValidator(_storable_text)]
 NonBlankText = Annotated[StrictStr, AfterValidator(_storable_text), AfterValidator(_reject_blank)]
-Identifier = Annotated[StrictStr, Field(min_length=1, max_length=255), AfterValidator(_storable_text),
-                       AfterValidator(_reject_blank)]
+Identifier = Annotated[
+    StrictStr, Field(min_length=1, max_length=255), AfterValidator(_storable_text), AfterValidator(_reject_blank)
+]
 StorableJson = Annotated[Any, AfterValidator(check_storable_json)]
 
 

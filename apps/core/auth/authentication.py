@@ -9,8 +9,8 @@ from django.db.models.signals import post_delete, post_save
 from django.utils import timezone
 from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 
-from apps.core.models import ApiKey, hash_api_key
 from apps.core.llm.usage import attribute_to_key
+from apps.core.models import ApiKey, hash_api_key
 
 # last_used_at is a hint for key owners, not an audit log: refresh it at most this often so a
 # busy ingestion client does not turn every request into an extra UPDATE.

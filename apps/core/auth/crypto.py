@@ -28,8 +28,9 @@ class SecretUnreadable(ConflictError):
 def derived_key(secret_key: str) -> bytes:
     """A Fernet key from Django's SECRET_KEY, for this purpose only (HKDF with its own label, so it
     says nothing about the session-signing key and vice versa)."""
-    raw = HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
-               info=b"evalsite secrets at rest v1").derive(secret_key.encode())
+    raw = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"evalsite secrets at rest v1").derive(
+        secret_key.encode()
+    )
     return base64.urlsafe_b64encode(raw)
 
 
@@ -47,8 +48,9 @@ def _keys(entries: tuple[str, ...], secret_key: str) -> list[bytes]:
             # The entry itself is not repeated: it may be a real key with a typo.
             raise ImproperlyConfigured(
                 f"EVALSITE_SECRET_KEY_ENCRYPTION entry {position} is not a Fernet key (32 url-safe base64-encoded "
-                f"bytes; generate one with `python -c \"from cryptography.fernet import Fernet; "
-                f"print(Fernet.generate_key().decode())\"`)") from None
+                f'bytes; generate one with `python -c "from cryptography.fernet import Fernet; '
+                f'print(Fernet.generate_key().decode())"`)'
+            ) from None
         keys.append(entry.encode())
     return keys
 
@@ -80,9 +82,11 @@ def decrypt(token: str) -> str:
     try:
         return _fernet().decrypt(token.encode()).decode()
     except InvalidToken:
-        raise SecretUnreadable("a stored secret cannot be decrypted with the configured keys "
-                               "(EVALSITE_SECRET_KEY_ENCRYPTION / SECRET_KEY changed?); store the secret again "
-                               "or restore the old key") from None
+        raise SecretUnreadable(
+            "a stored secret cannot be decrypted with the configured keys "
+            "(EVALSITE_SECRET_KEY_ENCRYPTION / SECRET_KEY changed?); store the secret again "
+            "or restore the old key"
+        ) from None
 
 
 def reencrypt(token: str) -> str:

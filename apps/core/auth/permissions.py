@@ -66,4 +66,3 @@ class ApiAccess(BasePermission):
         holder = "API key" if isinstance(request.auth, ApiKey) else "account"
         self.message = f"This {holder} lacks the '{scope}' scope."
         return False
-

@@ -61,8 +61,9 @@ class NulCharacterMiddleware:
         # pass the NUL on. JSON bodies are the validation layer's (apps/core/api/validation.py).
         # Multipart only off the API: parsing it here consumes the stream, and API views that read
         # request.body raw (test set import) still need it; DRF parses API forms itself.
-        if request.method == "POST" and (request.content_type == _URLENCODED
-                                         or (request.content_type == _MULTIPART and not is_api)):
+        if request.method == "POST" and (
+            request.content_type == _URLENCODED or (request.content_type == _MULTIPART and not is_api)
+        ):
             refused = self._refuse(request.POST, "body", is_api)
             if refused:
                 return refused
@@ -74,13 +75,22 @@ class NulCharacterMiddleware:
         if name is None:
             return None
         if is_api:
-            return JsonResponse({"detail": [{
-                "loc": [where, name.replace("\x00", "\\u0000")],
-                "msg": "contains a NUL character (\\u0000), which cannot be stored",
-                "type": "value_error",
-            }]}, status=422)
-        return HttpResponseBadRequest(f"A {'query parameter' if where == 'query' else 'form field'} contains a NUL "
-                                      "character.", content_type="text/plain")
+            return JsonResponse(
+                {
+                    "detail": [
+                        {
+                            "loc": [where, name.replace("\x00", "\\u0000")],
+                            "msg": "contains a NUL character (\\u0000), which cannot be stored",
+                            "type": "value_error",
+                        }
+                    ]
+                },
+                status=422,
+            )
+        return HttpResponseBadRequest(
+            f"A {'query parameter' if where == 'query' else 'form field'} contains a NUL character.",
+            content_type="text/plain",
+        )
 
 
 class LLMUsageMiddleware:

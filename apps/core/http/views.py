@@ -10,9 +10,8 @@ from django.views.defaults import server_error as html_server_error
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions
 
-from evalsite.celery import app as celery_app
-
 from apps.core.http.middleware import is_api_path
+from evalsite.celery import app as celery_app
 
 logger = logging.getLogger(__name__)
 
@@ -75,8 +74,9 @@ def _database_ready() -> None:
 
 def _broker_ready() -> None:
     with celery_app.connection_for_write(connect_timeout=READINESS_TIMEOUT_SECONDS) as connection:
-        connection.ensure_connection(max_retries=1, interval_start=0, interval_step=0,
-                                     timeout=READINESS_TIMEOUT_SECONDS)
+        connection.ensure_connection(
+            max_retries=1, interval_start=0, interval_step=0, timeout=READINESS_TIMEOUT_SECONDS
+        )
 
 
 READINESS_CHECKS = {"database": _database_ready, "broker": _broker_ready}

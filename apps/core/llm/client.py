@@ -60,8 +60,11 @@ class LLMUsage:
             self.total_tokens += getattr(usage, "total_tokens", 0) or 0
 
     def as_dict(self) -> dict:
-        return {"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens,
-                "total_tokens": self.total_tokens}
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.total_tokens,
+        }
 
 
 @dataclass
@@ -92,6 +95,7 @@ _lock = threading.Lock()
 
 def _openai(base_url: str | None, api_key: str, timeout: float) -> openai.OpenAI:
     import openai  # lazy: see the module docstring
+
     key = (base_url, api_key, timeout)
     with _lock:
         if key not in _clients:
@@ -106,7 +110,7 @@ def reset_clients() -> None:
         _no_json_schema.clear()
 
 
-def get_llm_client(model: str | None = None) -> "LLMClient":
+def get_llm_client(model: str | None = None) -> LLMClient:
     """A client for `model` (default EVALSITE_JUDGE_MODEL) on the operator's server: OPENAI_BASE_URL
     and OPENAI_API_KEY, only ever together. Raises LLMNotConfigured when there is no server.
     A bot's own endpoint goes through bot_endpoint_llm_client instead, never through here."""
@@ -119,7 +123,7 @@ def get_llm_client(model: str | None = None) -> "LLMClient":
     return LLMClient(client, model or settings.EVALSITE_JUDGE_MODEL, base_url or "https://api.openai.com/v1")
 
 
-def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None) -> "LLMClient":
+def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None) -> LLMClient:
     """A client for a bot's own OpenAI-compatible endpoint, with the bot's own secret.
 
     The address is user-supplied, so this never falls back to the platform's OPENAI_API_KEY (it
@@ -127,18 +131,22 @@ def bot_endpoint_llm_client(*, endpoint_url: str, secret: str, model: str | None
     Requests go through the outbound guard, and errors describe the server's answer instead of
     quoting it."""
     import openai  # lazy: see the module docstring
+
     if not endpoint_url:
         raise LLMNotConfigured("the bot has no endpoint_url")
     if not secret:
-        raise LLMNotConfigured("a bot with its own endpoint_url needs its own secret (the platform's "
-                               "OPENAI_API_KEY is only sent to OPENAI_BASE_URL); for a server that takes "
-                               "no key, store any placeholder")
+        raise LLMNotConfigured(
+            "a bot with its own endpoint_url needs its own secret (the platform's "
+            "OPENAI_API_KEY is only sent to OPENAI_BASE_URL); for a server that takes "
+            "no key, store any placeholder"
+        )
     timeout = float(settings.EVALSITE_BOT_TIMEOUT_SECONDS)
     key = ("bot", endpoint_url, secret, timeout)
     with _lock:
         if key not in _clients:
-            _clients[key] = openai.OpenAI(api_key=secret, base_url=endpoint_url, timeout=timeout, max_retries=0,
-                                          http_client=outbound.client())
+            _clients[key] = openai.OpenAI(
+                api_key=secret, base_url=endpoint_url, timeout=timeout, max_retries=0, http_client=outbound.client()
+            )
         client = _clients[key]
     return LLMClient(client, model or settings.EVALSITE_JUDGE_MODEL, endpoint_url, untrusted_server=True)
 
@@ -153,6 +161,7 @@ def _outbound_refusal(exc: Exception):
 
 def _retryable(exc: Exception) -> bool:
     import openai  # lazy: see the module docstring
+
     if _outbound_refusal(exc) is not None:
         return False  # the same address or answer would be refused again
     if isinstance(exc, (openai.APITimeoutError, openai.APIConnectionError, openai.RateLimitError)):
@@ -164,6 +173,7 @@ def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | Non
     """The reason for a failed request. With quote_server off (a user-supplied server, which may be
     an internal service) nothing the server wrote is repeated: only status, content type and size."""
     import openai  # lazy: see the module docstring
+
     refusal = _outbound_refusal(exc)
     if refusal is not None:
         return refusal.reason
@@ -172,8 +182,9 @@ def _describe(exc: Exception, *, quote_server: bool = True, timeout: float | Non
     if isinstance(exc, openai.APIConnectionError):
         return "server unreachable"
     if isinstance(exc, openai.APIStatusError) and not quote_server:
-        return outbound.describe_response(exc.status_code, exc.response.headers.get("content-type", ""),
-                                 len(exc.response.content))
+        return outbound.describe_response(
+            exc.status_code, exc.response.headers.get("content-type", ""), len(exc.response.content)
+        )
     if not quote_server:
         return type(exc).__name__
     if isinstance(exc, openai.APIStatusError):
@@ -222,6 +233,7 @@ def _json_schema(response_model: type[BaseModel]) -> dict:
 
 def _rejects_json_schema(exc: Exception) -> bool:
     import openai  # lazy: see the module docstring
+
     if not isinstance(exc, openai.BadRequestError):
         return False
     text = str(exc).lower()
@@ -246,8 +258,10 @@ class LLMClient:
             return
         meter = usage.current_meter() or self._meter
         if meter is not None:
-            meter.add(input_tokens=getattr(spent, "prompt_tokens", 0) or 0,
-                      output_tokens=getattr(spent, "completion_tokens", 0) or 0)
+            meter.add(
+                input_tokens=getattr(spent, "prompt_tokens", 0) or 0,
+                output_tokens=getattr(spent, "completion_tokens", 0) or 0,
+            )
 
     def _reason(self, exc: Exception) -> str:
         return _describe(exc, quote_server=self._quote_server, timeout=self._client.timeout)
@@ -269,6 +283,7 @@ class LLMClient:
     def _call(self, what: str, fn):
         """Run one request with the retry policy. Returns fn's result; raises LLMError."""
         import openai  # lazy: see the module docstring
+
         last: Exception | None = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
@@ -283,19 +298,29 @@ class LLMClient:
 
     def _create_completion(self, **body) -> ChatCompletion:
         from openai.types.chat import ChatCompletion  # lazy: see the module docstring
+
         # chat.completions.create() first walks its typed-dict annotations over the whole body to
         # transform it: about 2 ms of CPU per call (measured), a fifth of a run worker's CPU. Our
         # bodies are plain JSON already, so they are posted as they are, through the same client
         # (same timeout, errors and response parsing).
         return self._client.post("/chat/completions", body=body, cast_to=ChatCompletion)
 
-    def complete_structured(self, *, system: str, user: str, response_model: type[BaseModel], name: str,
-                            temperature: float = 0.0, max_tokens: int | None = None,
-                            retry_unusable_reply: bool = True) -> StructuredResult:
+    def complete_structured(
+        self,
+        *,
+        system: str,
+        user: str,
+        response_model: type[BaseModel],
+        name: str,
+        temperature: float = 0.0,
+        max_tokens: int | None = None,
+        retry_unusable_reply: bool = True,
+    ) -> StructuredResult:
         """One structured answer. retry_unusable_reply=False: the first answer the model gives is the
         only one asked for (requests that fail in transport are still retried), so an unusable
         answer raises LLMError at once."""
         import openai  # lazy: see the module docstring
+
         schema = _json_schema(response_model)
         spent = LLMUsage()
         problems: list[str] = []
@@ -305,8 +330,12 @@ class LLMClient:
             messages, response_format = self._structured_request(system, user, schema, name)
             try:
                 completion = self._create_completion(
-                    model=self.model, messages=messages, response_format=response_format, temperature=temperature,
-                    **({"max_tokens": max_tokens} if max_tokens else {}))
+                    model=self.model,
+                    messages=messages,
+                    response_format=response_format,
+                    temperature=temperature,
+                    **({"max_tokens": max_tokens} if max_tokens else {}),
+                )
             except openai.OpenAIError as exc:
                 if _rejects_json_schema(exc) and self.base_url not in _no_json_schema:
                     # Not the model's fault: ask again in the older format, without spending an attempt.
@@ -336,16 +365,23 @@ class LLMClient:
 
     def _structured_request(self, system: str, user: str, schema: dict, name: str) -> tuple[list[dict], dict]:
         if self.base_url in _no_json_schema:
-            system = (f"{system}\n\nReply with one JSON object only, matching this JSON Schema:\n"
-                      f"{json.dumps(schema)}")
+            system = f"{system}\n\nReply with one JSON object only, matching this JSON Schema:\n{json.dumps(schema)}"
             response_format = {"type": "json_object"}
         else:
             response_format = {"type": "json_schema", "json_schema": {"name": name, "schema": schema}}
         return [{"role": "system", "content": system}, {"role": "user", "content": user}], response_format
 
-    def chat(self, *, messages: list[dict], tools: list[dict] | None = None, temperature: float | None = None,
-             max_tokens: int | None = None, **params) -> ChatResult:
+    def chat(
+        self,
+        *,
+        messages: list[dict],
+        tools: list[dict] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        **params,
+    ) -> ChatResult:
         from openai.types.chat import ChatCompletion  # lazy: see the module docstring
+
         kwargs = {"model": self.model, "messages": messages, **params}
         if tools:
             kwargs["tools"] = tools
@@ -368,12 +404,18 @@ class LLMClient:
                 arguments = json.loads(call.function.arguments or "{}")
             except json.JSONDecodeError:
                 arguments = {"_unparsed": call.function.arguments}
-            calls.append({"id": call.id, "name": call.function.name,
-                          "arguments": arguments if isinstance(arguments, dict) else {"value": arguments}})
+            calls.append(
+                {
+                    "id": call.id,
+                    "name": call.function.name,
+                    "arguments": arguments if isinstance(arguments, dict) else {"value": arguments},
+                }
+            )
         return ChatResult(content=message.content, tool_calls=calls, usage=spent, model=completion.model or self.model)
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        response, _attempts = self._call("embeddings", lambda: self._client.embeddings.create(
-            model=settings.EVALSITE_EMBEDDING_MODEL, input=texts))
+        response, _attempts = self._call(
+            "embeddings", lambda: self._client.embeddings.create(model=settings.EVALSITE_EMBEDDING_MODEL, input=texts)
+        )
         self._spent(getattr(response, "usage", None))
         return [item.embedding for item in sorted(response.data, key=lambda d: d.index)]

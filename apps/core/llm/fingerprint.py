@@ -17,13 +17,18 @@ def template_hash(template: str) -> str:
     return hashlib.sha256(template.encode()).hexdigest()[:HASH_CHARS]
 
 
-def judge_fingerprint(*, judge: str, model: str | None = None, server_model: str | None = None,
-                      template: str | None = None) -> dict:
+def judge_fingerprint(
+    *, judge: str, model: str | None = None, server_model: str | None = None, template: str | None = None
+) -> dict:
     """judge kind ("llm"; "llm-batch", the run judge asking for all of an item's verdicts in one
     request; or the deterministic judge's label), model, the model the server says answered (only
     when it differs), the prompt template's short sha256 and evalsite's judge version."""
-    fingerprint = {"judge": judge, "model": model, "prompt_template": template_hash(template) if template else None,
-                   "judge_version": JUDGE_VERSION}
+    fingerprint = {
+        "judge": judge,
+        "model": model,
+        "prompt_template": template_hash(template) if template else None,
+        "judge_version": JUDGE_VERSION,
+    }
     if server_model and server_model != model:
         fingerprint["server_model"] = server_model
     return fingerprint

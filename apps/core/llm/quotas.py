@@ -37,8 +37,10 @@ def allowed_judge_models() -> list[str]:
 def judge_model_check(*, model: str) -> None:
     allowed = allowed_judge_models()
     if model not in allowed:
-        raise InvalidInputError(f"The judge model {model!r} is not one this platform allows: "
-                                f"{', '.join(allowed)} (EVALSITE_JUDGE_MODELS), or heuristic.")
+        raise InvalidInputError(
+            f"The judge model {model!r} is not one this platform allows: "
+            f"{', '.join(allowed)} (EVALSITE_JUDGE_MODELS), or heuristic."
+        )
 
 
 def llm_evaluations_check(*, count: int) -> None:
@@ -46,7 +48,8 @@ def llm_evaluations_check(*, count: int) -> None:
     if count > limit:
         raise InvalidInputError(
             f"{count} sessions to evaluate with the LLM judge in one request; the limit is {limit} "
-            f"(EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST). Send them in smaller batches.")
+            f"(EVALSITE_LLM_MAX_EVALUATIONS_PER_REQUEST). Send them in smaller batches."
+        )
 
 
 def parse_rate(rate: str | None) -> tuple[int, int, str] | None:
@@ -118,6 +121,10 @@ def llm_rate_check(request, view=None) -> None:
     throttle = LLMRateThrottle()
     if not throttle.allow_request(request, view):
         limit, _period, name = throttle.rate
-        raise Throttled(wait=throttle.wait(), detail=(
-            f"Too many LLM-spending requests: this key may make {limit} per {name} "
-            f"(EVALSITE_LLM_RATE={settings.EVALSITE_LLM_RATE})."))
+        raise Throttled(
+            wait=throttle.wait(),
+            detail=(
+                f"Too many LLM-spending requests: this key may make {limit} per {name} "
+                f"(EVALSITE_LLM_RATE={settings.EVALSITE_LLM_RATE})."
+            ),
+        )

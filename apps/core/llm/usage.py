@@ -46,8 +46,13 @@ class UsageMeter:
         if self.api_key_id is None or not calls:
             return
         try:
-            key_usage_add(api_key_id=self.api_key_id, day=timezone.now().date(), llm_calls=calls,
-                          input_tokens=tokens_in, output_tokens=tokens_out)
+            key_usage_add(
+                api_key_id=self.api_key_id,
+                day=timezone.now().date(),
+                llm_calls=calls,
+                input_tokens=tokens_in,
+                output_tokens=tokens_out,
+            )
         except DatabaseError:
             # Accounting must not turn an answered request into an error.
             logger.warning("LLM usage of key %s not recorded (%d calls)", self.api_key_id, calls, exc_info=True)
@@ -82,14 +87,22 @@ def key_usage_add(*, api_key_id: int, day: date, llm_calls: int, input_tokens: i
     """Add to a key's day. Concurrent writers (web processes, workers) each add their part: the
     UPDATE adds in the database (F), and when the day's row does not exist yet, the INSERT races the
     other writers under a savepoint; the loser's unique violation sends it back to the UPDATE."""
-    increments = {"llm_calls": F("llm_calls") + llm_calls, "input_tokens": F("input_tokens") + input_tokens,
-                  "output_tokens": F("output_tokens") + output_tokens}
+    increments = {
+        "llm_calls": F("llm_calls") + llm_calls,
+        "input_tokens": F("input_tokens") + input_tokens,
+        "output_tokens": F("output_tokens") + output_tokens,
+    }
     day_row = KeyUsageDay.objects.filter(api_key_id=api_key_id, day=day)
     if day_row.update(**increments):
         return
     try:
         with transaction.atomic():
-            KeyUsageDay.objects.create(api_key_id=api_key_id, day=day, llm_calls=llm_calls,
-                                       input_tokens=input_tokens, output_tokens=output_tokens)
+            KeyUsageDay.objects.create(
+                api_key_id=api_key_id,
+                day=day,
+                llm_calls=llm_calls,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+            )
     except IntegrityError:
         day_row.update(**increments)

@@ -66,12 +66,17 @@ def scrape_allowed(request) -> bool:
 def metrics_view(request):
     if not scrape_allowed(request):
         if settings.EVALSITE_METRICS_TOKEN:
-            response = HttpResponse("Metrics need Authorization: Bearer <EVALSITE_METRICS_TOKEN>.\n", status=401,
-                                    content_type="text/plain")
+            response = HttpResponse(
+                "Metrics need Authorization: Bearer <EVALSITE_METRICS_TOKEN>.\n", status=401, content_type="text/plain"
+            )
             response["WWW-Authenticate"] = 'Bearer realm="metrics"'
             return response
-        return HttpResponse("Metrics are served to the networks in EVALSITE_METRICS_ALLOW (default: loopback) "
-                            "or with EVALSITE_METRICS_TOKEN.\n", status=403, content_type="text/plain")
+        return HttpResponse(
+            "Metrics are served to the networks in EVALSITE_METRICS_ALLOW (default: loopback) "
+            "or with EVALSITE_METRICS_TOKEN.\n",
+            status=403,
+            content_type="text/plain",
+        )
     return ExportToDjangoView(request)
 
 

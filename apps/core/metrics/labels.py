@@ -33,9 +33,14 @@ def most_frequent(queryset: QuerySet, field: str, *, weight=None, limit: int | N
     limit = max_label_values() if limit is None else limit
     if limit <= 0:
         return []
-    rows = (queryset.order_by().filter(**{f"{field}__isnull": False}).exclude(**{field: OTHER})
-            .values(field).annotate(_weight=weight if weight is not None else Count("*"))
-            .order_by("-_weight", field)[:limit])
+    rows = (
+        queryset.order_by()
+        .filter(**{f"{field}__isnull": False})
+        .exclude(**{field: OTHER})
+        .values(field)
+        .annotate(_weight=weight if weight is not None else Count("*"))
+        .order_by("-_weight", field)[:limit]
+    )
     return [row[field] for row in rows]
 
 
@@ -49,7 +54,7 @@ def kept_pairs(rows: list[dict], first: str, second: str, *, weight: str, limit:
     limit = PAIRS_PER_KEPT_VALUE * max_label_values() if limit is None else limit
     candidates = [row for row in rows if row[first] != OTHER and row[second] != OTHER]
     candidates.sort(key=lambda row: (-row[weight], row[first], row[second]))
-    return {(row[first], row[second]) for row in candidates[:max(limit, 0)]}
+    return {(row[first], row[second]) for row in candidates[: max(limit, 0)]}
 
 
 def folded(field: str, kept: list[str]) -> Case:

@@ -1,5 +1,6 @@
-import apps.core.models
 from django.db import migrations, models
+
+import apps.core.models
 
 # Spelled out rather than imported: this migration must keep meaning what it meant when it ran.
 STAFF_SCOPES = ["read", "ingest", "evaluate", "configure", "admin"]

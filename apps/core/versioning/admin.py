@@ -28,8 +28,11 @@ class VersionedHeadForm(forms.ModelForm):
     """The head's own fields, plus the changelog of the version a save publishes and the version
     the editor started from (a save based on an older one is refused)."""
 
-    changelog = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
-                                help_text="What this change does; kept with the version it publishes.")
+    changelog = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="What this change does; kept with the version it publishes.",
+    )
     based_on_version = forms.IntegerField(required=False, widget=forms.HiddenInput)
 
     def __init__(self, *args, **kwargs):
@@ -43,12 +46,17 @@ class VersionedHeadForm(forms.ModelForm):
         cleaned = super().clean()
         based_on = cleaned.get("based_on_version")
         if not self.instance._state.adding and based_on is not None:
-            current = (type(self.instance).objects.filter(pk=self.instance.pk)
-                       .values_list("current_version", flat=True).first())
+            current = (
+                type(self.instance)
+                .objects.filter(pk=self.instance.pk)
+                .values_list("current_version", flat=True)
+                .first()
+            )
             if current is not None and current != based_on:
                 raise forms.ValidationError(
                     f"Someone published version {current} while you edited version {based_on}. "
-                    "Reload the page and apply your change again.")
+                    "Reload the page and apply your change again."
+                )
         return cleaned
 
 
@@ -133,8 +141,13 @@ class VersionHistoryAdminMixin:
                 created = self.create_head(head=head, content=content, changelog=head._changelog, author=author)
                 request._version_published = created.current_version
                 return
-            saved, published = self.publish_head(head=head, content=content, changelog=head._changelog,
-                                                 author=author, expected_version=head._based_on_version)
+            saved, published = self.publish_head(
+                head=head,
+                content=content,
+                changelog=head._changelog,
+                author=author,
+                expected_version=head._based_on_version,
+            )
         except DomainError as exc:
             self.publish_failed(request, exc.detail)
             return
@@ -145,8 +158,9 @@ class VersionHistoryAdminMixin:
 
     def restore_version(self, obj, version: int, author: str):
         content_schema = next(i.formset.content_schema for i in self.inlines if issubclass(i.formset, ContentFormSet))
-        return version_restore(head=obj, version=version, author=author, content_schema=content_schema,
-                               publish=self.publish_head)
+        return version_restore(
+            head=obj, version=version, author=author, content_schema=content_schema, publish=self.publish_head
+        )
 
     def publish_failed(self, request, detail) -> None:
         """The publishing service refused the save (e.g. a version was published meanwhile): say so,
@@ -187,10 +201,16 @@ class VersionHistoryAdminMixin:
     def get_urls(self):
         info = self.model._meta.app_label, self.model._meta.model_name
         return [
-            path("<path:object_id>/versions/", self.admin_site.admin_view(self.versions_view),
-                 name="%s_%s_versions" % info),
-            path("<path:object_id>/versions/<int:version>/restore/", self.admin_site.admin_view(self.restore_view),
-                 name="%s_%s_restore" % info),
+            path(
+                "<path:object_id>/versions/",
+                self.admin_site.admin_view(self.versions_view),
+                name="%s_%s_versions" % info,
+            ),
+            path(
+                "<path:object_id>/versions/<int:version>/restore/",
+                self.admin_site.admin_view(self.restore_view),
+                name="%s_%s_restore" % info,
+            ),
         ] + super().get_urls()
 
     @property
@@ -201,8 +221,9 @@ class VersionHistoryAdminMixin:
         if obj is None or obj.pk is None or not getattr(obj, "current_version", 0):
             return "—"
         url = reverse(f"{self._url_prefix}_versions", args=[obj.pk])
-        return format_html('<a href="{}">Version history, diff and restore</a> (current: v{})', url,
-                           obj.current_version)
+        return format_html(
+            '<a href="{}">Version history, diff and restore</a> (current: v{})', url, obj.current_version
+        )
 
     version_history_link.short_description = "versions"
 
@@ -224,8 +245,9 @@ class VersionHistoryAdminMixin:
         a = chosen("a", max(newest - 1, 1))
         diff, changes = None, []
         if a in by_number and b in by_number:
-            diff = snapshot_diff(by_number[a].snapshot, by_number[b].snapshot, old_label=f"version {a}",
-                                 new_label=f"version {b}")
+            diff = snapshot_diff(
+                by_number[a].snapshot, by_number[b].snapshot, old_label=f"version {a}", new_label=f"version {b}"
+            )
             changes = self.version_changes(by_number[a].snapshot, by_number[b].snapshot)
         context = {
             **self.admin_site.each_context(request),
@@ -258,12 +280,12 @@ class VersionHistoryAdminMixin:
             messages.error(request, exc.detail)
         else:
             if published:
-                self.log_change(request, restored,
-                                f"Restored version {version} as version {restored.current_version}.")
+                self.log_change(request, restored, f"Restored version {version} as version {restored.current_version}.")
                 messages.success(request, f"Version {version} restored as version {restored.current_version}.")
             else:
-                messages.info(request, f"Version {version} has the same content as the current version; "
-                              "nothing was published.")
+                messages.info(
+                    request, f"Version {version} has the same content as the current version; nothing was published."
+                )
         return HttpResponseRedirect(history_url)
 
     def restore_confirm_page(self, request, obj, version: int, history_url: str):
@@ -271,9 +293,12 @@ class VersionHistoryAdminMixin:
         if version not in versions:
             raise Http404(f"No version {version}.")
         current = versions.get(obj.current_version)
-        diff = snapshot_diff(current.snapshot if current else {}, versions[version].snapshot,
-                             old_label=f"version {obj.current_version} (current)",
-                             new_label=f"version {version}")
+        diff = snapshot_diff(
+            current.snapshot if current else {},
+            versions[version].snapshot,
+            old_label=f"version {obj.current_version} (current)",
+            new_label=f"version {version}",
+        )
         changes = self.version_changes(current.snapshot if current else {}, versions[version].snapshot)
         context = {
             **self.admin_site.each_context(request),
@@ -324,8 +349,20 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
         self.list_display = ["name", "bot", "current_version", "row_count", "updated_at"]
         self.readonly_fields = [pk, "current_version", "version_history_link", *self.more_fields]
         self.fieldsets = [
-            (None, {"fields": [pk, "agent", "name", "description", "current_version", "version_history_link",
-                               *self.more_fields]}),
+            (
+                None,
+                {
+                    "fields": [
+                        pk,
+                        "agent",
+                        "name",
+                        "description",
+                        "current_version",
+                        "version_history_link",
+                        *self.more_fields,
+                    ]
+                },
+            ),
             *self.more_fieldsets,
             ("Publish", {"fields": ["changelog", "based_on_version"]}),
         ]

@@ -19,8 +19,13 @@ from .selectors import version_data, version_get, version_list
 _ETAG = re.compile(r'^\s*(?:W/)?"?v?(\d+)"?\s*$')
 
 # The header of a PUT, for the OpenAPI document.
-IF_MATCH = OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=False,
-                            description='The ETag of the version this edit is based on (e.g. "v3"); stale is 409.')
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    str,
+    OpenApiParameter.HEADER,
+    required=False,
+    description='The ETag of the version this edit is based on (e.g. "v3"); stale is 409.',
+)
 
 
 def version_etag(version: int) -> str:
@@ -33,7 +38,7 @@ def parse_if_match(header: str | None) -> int | None:
         return None
     match = _ETAG.match(header.split(",")[0])
     if match is None:
-        raise InvalidInputError(f"If-Match must name a version such as \"v3\", got {header!r}")
+        raise InvalidInputError(f'If-Match must name a version such as "v3", got {header!r}')
     return int(match.group(1))
 
 
@@ -58,9 +63,17 @@ def with_etag(model: type[BaseModel], data: dict, **kwargs) -> Response:
     return respond(model, data, headers={"ETag": version_etag(data["version"])}, **kwargs)
 
 
-def version_views(model: type[VersionedHead], *, list_out: type[RootModel], version_out: type[BaseModel],
-                  rows: str, row_count: str, noun: str, operation_prefix: str,
-                  tags: list[str]) -> tuple[type[APIView], type[APIView]]:
+def version_views(
+    model: type[VersionedHead],
+    *,
+    list_out: type[RootModel],
+    version_out: type[BaseModel],
+    rows: str,
+    row_count: str,
+    noun: str,
+    operation_prefix: str,
+    tags: list[str],
+) -> tuple[type[APIView], type[APIView]]:
     """The views of a head's history, for the app's urls: its versions newest first, each counting
     the snapshot's `rows` under `row_count` (e.g. rules, rule_count), and the head at one version
     with its changelog and author. The URL names the head by its primary key's name (rubric_id);
@@ -70,8 +83,12 @@ def version_views(model: type[VersionedHead], *, list_out: type[RootModel], vers
     class VersionListView(APIView):
         required_scopes = {"GET": "read"}
 
-        @extend_schema(tags=tags, responses={200: list_out}, operation_id=f"{operation_prefix}_versions_list",
-                       summary=f"List a {noun}'s versions")
+        @extend_schema(
+            tags=tags,
+            responses={200: list_out},
+            operation_id=f"{operation_prefix}_versions_list",
+            summary=f"List a {noun}'s versions",
+        )
         def get(self, request, **url):
             head = object_get(model.objects, url[pk])
             return respond(list_out, version_list(head, count_key=row_count, children_key=rows))
@@ -79,8 +96,12 @@ def version_views(model: type[VersionedHead], *, list_out: type[RootModel], vers
     class VersionDetailView(APIView):
         required_scopes = {"GET": "read"}
 
-        @extend_schema(tags=tags, responses={200: version_out}, operation_id=f"{operation_prefix}_versions_get",
-                       summary=f"Get a {noun} at one version")
+        @extend_schema(
+            tags=tags,
+            responses={200: version_out},
+            operation_id=f"{operation_prefix}_versions_get",
+            summary=f"Get a {noun} at one version",
+        )
         def get(self, request, version, **url):
             head = object_get(model.objects, url[pk])
             return with_etag(version_out, version_data(head, version_get(head, version), with_history=True))

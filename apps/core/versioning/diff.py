@@ -12,8 +12,9 @@ def snapshot_diff(old: dict, new: dict, *, old_label: str, new_label: str) -> li
     """A unified diff of two snapshots' indented JSON, as (kind, line) pairs where kind is
     "add", "remove", "hunk" or "context", so a template can colour it."""
     lines = []
-    for line in difflib.unified_diff(snapshot_lines(old), snapshot_lines(new), fromfile=old_label,
-                                     tofile=new_label, lineterm="", n=3):
+    for line in difflib.unified_diff(
+        snapshot_lines(old), snapshot_lines(new), fromfile=old_label, tofile=new_label, lineterm="", n=3
+    ):
         if line.startswith(("---", "+++")):
             kind = "header"
         elif line.startswith("@@"):

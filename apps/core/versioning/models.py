@@ -55,14 +55,22 @@ def snapshot_version_model(head_model: type[VersionedHead], *, field: str) -> ty
     migrations find it there. Newest first within a head, one row per (head, version)."""
     name = f"{head_model.__name__}Version"
     noun = head_model._meta.verbose_name
-    meta = type("Meta", (), {
-        "ordering": [f"{field}_id", "-version"],
-        "constraints": [models.UniqueConstraint(fields=[field, "version"], name=f"{name.lower()}_unique_version")],
-    })
-    return type(name, (SnapshotVersion,), {
-        "__module__": head_model.__module__,
-        "__doc__": f"The {noun} at one published version, in the contract's shape.",
-        "__qualname__": name,
-        field: models.ForeignKey(head_model, on_delete=models.CASCADE, related_name="versions"),
-        "Meta": meta,
-    })
+    meta = type(
+        "Meta",
+        (),
+        {
+            "ordering": [f"{field}_id", "-version"],
+            "constraints": [models.UniqueConstraint(fields=[field, "version"], name=f"{name.lower()}_unique_version")],
+        },
+    )
+    return type(
+        name,
+        (SnapshotVersion,),
+        {
+            "__module__": head_model.__module__,
+            "__doc__": f"The {noun} at one published version, in the contract's shape.",
+            "__qualname__": name,
+            field: models.ForeignKey(head_model, on_delete=models.CASCADE, related_name="versions"),
+            "Meta": meta,
+        },
+    )

@@ -21,8 +21,11 @@ class CreateFields(BaseModel):
 
 
 class UpdateFields(BaseModel):
-    version: int | None = Field(default=None, description="The version this edit is based on; a stale one is 409. "
-                                "The If-Match header (ETag of GET) does the same.")
+    version: int | None = Field(
+        default=None,
+        description="The version this edit is based on; a stale one is 409. "
+        "The If-Match header (ETag of GET) does the same.",
+    )
     changelog: Changelog = ""
 
 
@@ -35,5 +38,7 @@ def input_schemas(content: type[ConfigurationIn]) -> tuple[type[ConfigurationIn]
     def schema(name: str, fields: type[BaseModel], **namespace) -> type[ConfigurationIn]:
         return type(name, (fields, content), {"__module__": content.__module__, "__qualname__": name, **namespace})
 
-    return (schema(f"{head}CreateIn", CreateFields, read_only=content.read_only | {"version"}),
-            schema(f"{head}UpdateIn", UpdateFields))
+    return (
+        schema(f"{head}CreateIn", CreateFields, read_only=content.read_only | {"version"}),
+        schema(f"{head}UpdateIn", UpdateFields),
+    )

@@ -18,8 +18,12 @@ def version_get(head: VersionedHead, version: int | None = None) -> SnapshotVers
 
 
 def version_data(head: VersionedHead, version: SnapshotVersion, *, with_history: bool = False) -> dict:
-    data = {**version.snapshot, "version": version.version, "created_at": head.created_at,
-            "updated_at": version.created_at}
+    data = {
+        **version.snapshot,
+        "version": version.version,
+        "created_at": head.created_at,
+        "updated_at": version.created_at,
+    }
     if with_history:
         data["changelog"] = version.changelog
         data["author"] = version.author
@@ -50,7 +54,13 @@ def version_list(head: VersionedHead, *, count_key: str, children_key: str) -> l
     snapshot, e.g. rules) it has under `count_key`."""
     head_id_key = head._meta.pk.name
     return [
-        {head_id_key: str(head.pk), "version": v.version, "changelog": v.changelog, "author": v.author,
-         count_key: len(v.snapshot.get(children_key, [])), "created_at": v.created_at}
+        {
+            head_id_key: str(head.pk),
+            "version": v.version,
+            "changelog": v.changelog,
+            "author": v.author,
+            count_key: len(v.snapshot.get(children_key, [])),
+            "created_at": v.created_at,
+        }
         for v in head.versions.order_by("-version")
     ]

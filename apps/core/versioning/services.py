@@ -26,9 +26,16 @@ def snapshot_content(snapshot: dict) -> dict:
     return {k: v for k, v in snapshot.items() if k not in _VERSION_KEYS}
 
 
-def version_publish(*, head: VersionedHead, snapshot_of: SnapshotOf, head_fields: HeadFields, write_rows: WriteRows,
-                    changelog: str = "", author: str = "",
-                    expected_version: int | None = None) -> tuple[VersionedHead, bool]:
+def version_publish(
+    *,
+    head: VersionedHead,
+    snapshot_of: SnapshotOf,
+    head_fields: HeadFields,
+    write_rows: WriteRows,
+    changelog: str = "",
+    author: str = "",
+    expected_version: int | None = None,
+) -> tuple[VersionedHead, bool]:
     """Make the content `snapshot_of` describes the head's (its columns from `head_fields`, its rows
     written by `write_rows`) and publish it as the next version.
 
@@ -45,7 +52,8 @@ def version_publish(*, head: VersionedHead, snapshot_of: SnapshotOf, head_fields
         if expected_version is not None and expected_version != locked.current_version:
             raise ConflictError(
                 f"{noun.capitalize()} {locked.pk} is at version {locked.current_version}; this edit is based on "
-                f"version {expected_version}. Reload it and apply your change again.")
+                f"version {expected_version}. Reload it and apply your change again."
+            )
         snapshot = snapshot_of(locked)
         if locked.current_version and snapshot_content(version_get(locked).snapshot) == snapshot:
             return locked, False
@@ -58,30 +66,55 @@ def version_publish(*, head: VersionedHead, snapshot_of: SnapshotOf, head_fields
             # The row lock already serialises publishers; the unique (head, version) constraint is
             # the backstop if a head is ever saved without taking it.
             with transaction.atomic():
-                locked.versions.create(version=locked.current_version,
-                                       snapshot={**snapshot, "version": locked.current_version},
-                                       changelog=changelog, author=author)
+                locked.versions.create(
+                    version=locked.current_version,
+                    snapshot={**snapshot, "version": locked.current_version},
+                    changelog=changelog,
+                    author=author,
+                )
         except IntegrityError:
-            raise ConflictError(f"Version {locked.current_version} of {noun} {locked.pk} was published "
-                                "concurrently; reload and try again.") from None
+            raise ConflictError(
+                f"Version {locked.current_version} of {noun} {locked.pk} was published "
+                "concurrently; reload and try again."
+            ) from None
     return locked, True
 
 
 @transaction.atomic
-def version_head_create(*, model: type[VersionedHead], pk=None, snapshot_of: SnapshotOf, head_fields: HeadFields,
-                        write_rows: WriteRows, changelog: str = "", author: str = "") -> VersionedHead:
+def version_head_create(
+    *,
+    model: type[VersionedHead],
+    pk=None,
+    snapshot_of: SnapshotOf,
+    head_fields: HeadFields,
+    write_rows: WriteRows,
+    changelog: str = "",
+    author: str = "",
+) -> VersionedHead:
     """Insert a new head of `model` with primary key `pk` and publish its version 1."""
     # A pk of None is given the model's default (a fresh uuid) when the row is inserted.
     head = model(pk=pk, **head_fields())
     head.save(force_insert=True)
-    version_publish(head=head, snapshot_of=snapshot_of, head_fields=head_fields, write_rows=write_rows,
-                    changelog=changelog or "Created", author=author)
+    version_publish(
+        head=head,
+        snapshot_of=snapshot_of,
+        head_fields=head_fields,
+        write_rows=write_rows,
+        changelog=changelog or "Created",
+        author=author,
+    )
     head.refresh_from_db()
     return head
 
 
-def version_restore(*, head: VersionedHead, version: int, author: str = "", content_schema: type[BaseModel],
-                    publish: Callable[..., tuple[VersionedHead, bool]]) -> tuple[VersionedHead, bool]:
+def version_restore(
+    *,
+    head: VersionedHead,
+    version: int,
+    author: str = "",
+    content_schema: type[BaseModel],
+    publish: Callable[..., tuple[VersionedHead, bool]],
+) -> tuple[VersionedHead, bool]:
     """Publish an old version's content as a new version (history is never rewritten). `publish` is
     the app's publishing service, called with head, content, changelog and author."""
     old = version_get(head, version)

@@ -1,6 +1,6 @@
 """Request and response models of POST /api/v1/metrics-query."""
 
-from typing import Annotated, Optional
+from typing import Annotated
 
 from pydantic import BaseModel, Field
 
@@ -16,7 +16,7 @@ class MetricsQueryIn(BaseModel):
 
 class MetricsQueryStateOut(BaseModel):
     user_query: str
-    parsed_query: Optional[MetricsQuery]
-    result: Optional[MetricsQueryResult]
-    error: Optional[QueryError]
+    parsed_query: MetricsQuery | None
+    result: MetricsQueryResult | None
+    error: QueryError | None
     processing_time_ms: float

@@ -21,12 +21,18 @@ class QueueIn(BaseModel):
     description: Annotated[Text, Field(max_length=5000)] = ""
     include_unassessed: StrictBool = Field(default=False, description="judge errors and skipped verdicts enter")
     score_below: Annotated[float, Field(ge=0, le=1)] | None = Field(
-        default=None, description="objects whose overall score (0..1) is below this enter")
+        default=None, description="objects whose overall score (0..1) is below this enter"
+    )
     disagreement_prone: StrictBool = Field(
-        default=False, description="objects judged on a rule or metric whose human reviews disagreed with the judge")
-    sample_percent: Annotated[float, Field(ge=0, le=100)] = Field(default=0.0, description=(
-        "a random sample of every object, in per cent (0..100); kept as a 0..1 sample rate, the unit "
-        "online evaluation rules use"))
+        default=False, description="objects judged on a rule or metric whose human reviews disagreed with the judge"
+    )
+    sample_percent: Annotated[float, Field(ge=0, le=100)] = Field(
+        default=0.0,
+        description=(
+            "a random sample of every object, in per cent (0..100); kept as a 0..1 sample rate, the unit "
+            "online evaluation rules use"
+        ),
+    )
 
     def rule(self) -> dict:
         """The queue's fields as the services take them: the sample as a 0..1 rate."""
@@ -63,11 +69,21 @@ class QueueFillOut(BaseModel):
 class QueueItemAddIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    target_id: Annotated[Text, Field(min_length=1, max_length=64, description=(
-        "a run result's result_id, or an agentic or RAG evaluation's id, as the queue's kind says"))]
-    kind: Kind | None = Field(default=None, description=(
-        "what target_id names; when given, a queue of another kind answers 422 (agentic and RAG "
-        "evaluation ids overlap, so this keeps one from being added as the other)"))
+    target_id: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=64,
+            description=("a run result's result_id, or an agentic or RAG evaluation's id, as the queue's kind says"),
+        ),
+    ]
+    kind: Kind | None = Field(
+        default=None,
+        description=(
+            "what target_id names; when given, a queue of another kind answers 422 (agentic and RAG "
+            "evaluation ids overlap, so this keeps one from being added as the other)"
+        ),
+    )
 
 
 class QueueItemOut(BaseModel):
@@ -96,15 +112,22 @@ class QueueAssignIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     username: Annotated[Text, Field(min_length=1, max_length=150)] | None = Field(
-        description="the reviewer, or null to unassign")
+        description="the reviewer, or null to unassign"
+    )
 
 
 class QueueVerdictIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: Literal["criterion", "rule", "metric"] = "metric"
-    key: Annotated[Text, Field(min_length=1, max_length=1000, description=(
-        "a criterion's text or a rule's rule_id (run results), or a metric's name"))]
+    key: Annotated[
+        Text,
+        Field(
+            min_length=1,
+            max_length=1000,
+            description=("a criterion's text or a rule's rule_id (run results), or a metric's name"),
+        ),
+    ]
     passed: StrictBool | None = Field(default=None, description="run results and RAG metrics")
     score: Annotated[float, Field(ge=0, le=1)] | None = Field(default=None, description="agentic metrics, 0..1")
 

@@ -9,14 +9,24 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.openapi import CONFLICT
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.errors import NotFoundError
 from apps.core.auth.permissions import ApiAccess
-from apps.core.api.openapi import CONFLICT
+from apps.core.errors import NotFoundError
 
 from .. import selectors, services
-from .schemas import QueueAssignIn, QueueFillOut, QueueItemAddIn, QueueItemList, QueueItemOut, QueueItemReviewIn, QueueIn, QueueList, QueueOut
+from .schemas import (
+    QueueAssignIn,
+    QueueFillOut,
+    QueueIn,
+    QueueItemAddIn,
+    QueueItemList,
+    QueueItemOut,
+    QueueItemReviewIn,
+    QueueList,
+    QueueOut,
+)
 from .serializers import item_data, queue_data
 
 TAG = ["queues"]
@@ -51,8 +61,9 @@ def _item(queue_id, item_id):
 class QueuesView(QueueView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
-    @extend_schema(tags=TAG, responses={200: QueueList}, summary="Review queues with their progress",
-                   operation_id="queues_list")
+    @extend_schema(
+        tags=TAG, responses={200: QueueList}, summary="Review queues with their progress", operation_id="queues_list"
+    )
     def get(self, request):
         return respond(QueueList, [queue_data(q) for q in selectors.queue_list()])
 
@@ -72,8 +83,12 @@ class QueueDetailView(QueueView):
     def get(self, request, queue_id):
         return respond(QueueOut, queue_data(selectors.queue_get(queue_id=queue_id)))
 
-    @extend_schema(tags=TAG, request=QueueIn, responses={200: QueueOut, 409: CONFLICT},
-                   summary="Replace a review queue's name, description and rule")
+    @extend_schema(
+        tags=TAG,
+        request=QueueIn,
+        responses={200: QueueOut, 409: CONFLICT},
+        summary="Replace a review queue's name, description and rule",
+    )
     def put(self, request, queue_id):
         body = validate_body(QueueIn, request.data)
         queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.rule())
@@ -88,8 +103,12 @@ class QueueDetailView(QueueView):
 class QueueFillView(QueueView):
     required_scopes = {"POST": "configure"}
 
-    @extend_schema(tags=TAG, request=None, responses={200: QueueFillOut},
-                   summary="Apply the queue's rule to what exists now (idempotent)")
+    @extend_schema(
+        tags=TAG,
+        request=None,
+        responses={200: QueueFillOut},
+        summary="Apply the queue's rule to what exists now (idempotent)",
+    )
     def post(self, request, queue_id):
         queue = selectors.queue_get(queue_id=queue_id)
         entered = services.queue_fill(queue=queue)
@@ -99,29 +118,43 @@ class QueueFillView(QueueView):
 class QueueItemsView(QueueView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
-    @extend_schema(tags=TAG, responses={200: QueueItemList}, summary="A queue's items in queue order",
-                   parameters=[OpenApiParameter("state", str, enum=["left", "done"]),
-                               OpenApiParameter("limit", int), OpenApiParameter("offset", int)],
-                   operation_id="queue_items_list")
+    @extend_schema(
+        tags=TAG,
+        responses={200: QueueItemList},
+        summary="A queue's items in queue order",
+        parameters=[
+            OpenApiParameter("state", str, enum=["left", "done"]),
+            OpenApiParameter("limit", int),
+            OpenApiParameter("offset", int),
+        ],
+        operation_id="queue_items_list",
+    )
     def get(self, request, queue_id):
         query = ItemQuery.model_validate(request.query_params.dict())
         items = selectors.queue_item_list(queue=selectors.queue_get(queue_id=queue_id), state=query.state)
-        page = items[query.offset:query.offset + query.limit]
+        page = items[query.offset : query.offset + query.limit]
         return respond(QueueItemList, {"count": items.count(), "results": [item_data(i) for i in page]})
 
-    @extend_schema(tags=TAG, request=QueueItemAddIn, responses={201: QueueItemOut, 200: QueueItemOut},
-                   summary="Add an object to the queue by hand (200 when it already is in it)")
+    @extend_schema(
+        tags=TAG,
+        request=QueueItemAddIn,
+        responses={201: QueueItemOut, 200: QueueItemOut},
+        summary="Add an object to the queue by hand (200 when it already is in it)",
+    )
     def post(self, request, queue_id):
         body = validate_body(QueueItemAddIn, request.data)
-        item, created = services.queue_item_add(queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id,
-                                                kind=body.kind)
+        item, created = services.queue_item_add(
+            queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id, kind=body.kind
+        )
         return respond(QueueItemOut, item_data(item), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
 
 
 class ItemAssignView(QueueView):
     required_scopes = {"POST": "configure"}
 
-    @extend_schema(tags=TAG, request=QueueAssignIn, responses={200: QueueItemOut}, summary="Assign an item to a reviewer")
+    @extend_schema(
+        tags=TAG, request=QueueAssignIn, responses={200: QueueItemOut}, summary="Assign an item to a reviewer"
+    )
     def post(self, request, queue_id, item_id):
         body = validate_body(QueueAssignIn, request.data)
         user = None
@@ -135,19 +168,30 @@ class ItemAssignView(QueueView):
 class ItemClaimView(QueueView):
     required_scopes = {"POST": "configure"}
 
-    @extend_schema(tags=TAG, request=None, responses={200: QueueItemOut, 409: CONFLICT},
-                   summary="Claim an item for yourself")
+    @extend_schema(
+        tags=TAG, request=None, responses={200: QueueItemOut, 409: CONFLICT}, summary="Claim an item for yourself"
+    )
     def post(self, request, queue_id, item_id):
-        return respond(QueueItemOut, item_data(services.queue_item_claim(item=_item(queue_id, item_id), user=request.user)))
+        return respond(
+            QueueItemOut, item_data(services.queue_item_claim(item=_item(queue_id, item_id), user=request.user))
+        )
 
 
 class ItemReviewView(QueueView):
     required_scopes = {"POST": "configure"}
 
-    @extend_schema(tags=TAG, request=QueueItemReviewIn, responses={200: QueueItemOut},
-                   summary="Review an item's verdicts; the item is then done")
+    @extend_schema(
+        tags=TAG,
+        request=QueueItemReviewIn,
+        responses={200: QueueItemOut},
+        summary="Review an item's verdicts; the item is then done",
+    )
     def post(self, request, queue_id, item_id):
         body = validate_body(QueueItemReviewIn, request.data)
-        item = services.queue_item_review(item=_item(queue_id, item_id), reviewer=request.user,
-                                          verdicts=[v.model_dump() for v in body.verdicts], note=body.note)
+        item = services.queue_item_review(
+            item=_item(queue_id, item_id),
+            reviewer=request.user,
+            verdicts=[v.model_dump() for v in body.verdicts],
+            note=body.note,
+        )
         return respond(QueueItemOut, item_data(item))

@@ -27,8 +27,10 @@ class TraceQueryIn(BaseModel):
     query: Annotated[
         Annotated[NonBlankText, Field(max_length=MAX_QUERY_CHARS)]
         | Annotated[dict[str, Any], AfterValidator(check_storable_json), AfterValidator(_bounded_object)],
-        Field(description="The TRACE payload as a JSON string (or, leniently, as a JSON object), or natural "
-                          "language such as 'Evaluate context_recall. Question: … Context ctx1: … Relevant: ctx1'."),
+        Field(
+            description="The TRACE payload as a JSON string (or, leniently, as a JSON object), or natural "
+            "language such as 'Evaluate context_recall. Question: … Context ctx1: … Relevant: ctx1'."
+        ),
     ]
 
 
@@ -66,8 +68,10 @@ class ProvidedParameters(BaseModel):
     ground_truth: str | list[str] | None
     relevant_context_ids: list[str]
     extra: dict[str, Any]
-    parsing: dict[str, Any] = Field(description="source (json, natural_language:rules, natural_language:llm) and "
-                                                "notes on what was assumed, e.g. ids given to contexts by position")
+    parsing: dict[str, Any] = Field(
+        description="source (json, natural_language:rules, natural_language:llm) and "
+        "notes on what was assumed, e.g. ids given to contexts by position"
+    )
 
 
 # Read from the stored TraceEvaluation and its metric Score rows (models.TraceEvaluation); a comment,
@@ -78,11 +82,14 @@ class TraceAnswerOut(BaseModel):
     provided_parameters: ProvidedParameters
     tests: list[str]
     missing: dict[str, list[str] | bool] = Field(
-        description="Per test: the missing parameter names, [\"unsupported_test\"], or false")
+        description='Per test: the missing parameter names, ["unsupported_test"], or false'
+    )
     evaluation_scores: dict[str, float | None] = Field(
-        description="0..1 per scored test; null when the metric failed (its details say why)")
-    details: dict[str, dict[str, Any]] = Field(description="Per scored test: method, judge, status and the numbers "
-                                                           "behind the score")
+        description="0..1 per scored test; null when the metric failed (its details say why)"
+    )
+    details: dict[str, dict[str, Any]] = Field(
+        description="Per scored test: method, judge, status and the numbers behind the score"
+    )
 
 
 # One requested test (apps.rag.scoring.TestResult).

@@ -2,16 +2,16 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.core.api.openapi import BAD_REQUEST
+from apps.core.api.pagination import LimitOffset
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.llm.client import llm_configured
-from apps.core.api.pagination import LimitOffset
 from apps.core.llm.quotas import llm_rate_check
-from apps.core.api.openapi import BAD_REQUEST
 
 from .. import selectors, services
 from ..query_object import QueryParseError
-from .query import query_of, query_parameters
 from .schemas import (
     LimitOffsetQuery,
     TraceAnswerOut,
@@ -40,7 +40,8 @@ class TraceView(APIView):
         "scores the requested metrics (answer_accuracy, context_recall, context_precision, faithfulness, "
         "answer_relevancy, context_utilisation). When any test misses a parameter nothing is scored unless "
         "?partial=true. A query that is neither JSON nor understandable text is 400; a body without query, or "
-        "a field past its size limit (docs/rag.md), is 422. The stored evaluation's id is in the X-Trace-Evaluation-Id header.",
+        "a field past its size limit (docs/rag.md), is 422. The stored evaluation's id is in the "
+        "X-Trace-Evaluation-Id header.",
     )
     def post(self, request):
         body = validate_body(TraceQueryIn, request.data)
@@ -61,7 +62,7 @@ class TraceHistoryView(APIView):
         tags=TAG,
         operation_id="trace_history_list",
         responses={200: TraceHistoryOut},
-        parameters=query_parameters(TraceHistoryQuery, LimitOffsetQuery),
+        parameters=query_parameters(TraceHistoryQuery) + query_parameters(LimitOffsetQuery),
         summary="Stored TRACE evaluations, newest first",
     )
     def get(self, request):
@@ -69,15 +70,25 @@ class TraceHistoryView(APIView):
         queryset = selectors.trace_evaluation_list(test=params.test, outcome=params.outcome)
         paginator = LimitOffset()
         page = paginator.paginate_queryset(queryset, request, view=self)
-        return respond(TraceHistoryOut, {"count": paginator.count, "next": paginator.get_next_link(),
-                                         "previous": paginator.get_previous_link(),
-                                         "results": selectors.trace_evaluations_with_scores(page)})
+        return respond(
+            TraceHistoryOut,
+            {
+                "count": paginator.count,
+                "next": paginator.get_next_link(),
+                "previous": paginator.get_previous_link(),
+                "results": selectors.trace_evaluations_with_scores(page),
+            },
+        )
 
 
 class TraceEvaluationDetailView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, operation_id="trace_history_retrieve", responses={200: TraceEvaluationOut},
-                   summary="One stored TRACE evaluation")
+    @extend_schema(
+        tags=TAG,
+        operation_id="trace_history_retrieve",
+        responses={200: TraceEvaluationOut},
+        summary="One stored TRACE evaluation",
+    )
     def get(self, request, evaluation_id: int):
         return respond(TraceEvaluationOut, selectors.trace_evaluation_get(evaluation_id=evaluation_id))

@@ -52,17 +52,21 @@ def _texts(payload: TracePayload) -> list[str]:
 
 # --- deterministic -------------------------------------------------------------------------------
 
+
 async def context_recall(p: TracePayload) -> MetricOutcome:
     retrieved = _ids(p)
     found = [i for i in p.relevant_context_ids if i in set(retrieved)]
     score = await rb.id_based_context_recall(retrieved_ids=retrieved, reference_ids=p.relevant_context_ids)
-    return MetricOutcome(score, {
-        "method": "ragas:IDBasedContextRecall",
-        "relevant_context_ids": p.relevant_context_ids,
-        "found_relevant_count": len(found),
-        "total_relevant_count": len(p.relevant_context_ids),
-        "found_relevant_ids": found,
-    })
+    return MetricOutcome(
+        score,
+        {
+            "method": "ragas:IDBasedContextRecall",
+            "relevant_context_ids": p.relevant_context_ids,
+            "found_relevant_count": len(found),
+            "total_relevant_count": len(p.relevant_context_ids),
+            "found_relevant_ids": found,
+        },
+    )
 
 
 async def context_precision(p: TracePayload) -> MetricOutcome:
@@ -70,14 +74,17 @@ async def context_precision(p: TracePayload) -> MetricOutcome:
     relevant = set(p.relevant_context_ids)
     relevant_retrieved = [i for i in retrieved if i in relevant]
     score = await rb.id_based_context_precision(retrieved_ids=retrieved, reference_ids=p.relevant_context_ids)
-    return MetricOutcome(score, {
-        "method": "ragas:IDBasedContextPrecision",
-        "retrieved_context_ids": retrieved,
-        "relevant_context_ids": p.relevant_context_ids,
-        "relevant_retrieved_count": len(relevant_retrieved),
-        "total_retrieved_count": len(retrieved),
-        "relevant_retrieved_ids": relevant_retrieved,
-    })
+    return MetricOutcome(
+        score,
+        {
+            "method": "ragas:IDBasedContextPrecision",
+            "retrieved_context_ids": retrieved,
+            "relevant_context_ids": p.relevant_context_ids,
+            "relevant_retrieved_count": len(relevant_retrieved),
+            "total_retrieved_count": len(retrieved),
+            "relevant_retrieved_ids": relevant_retrieved,
+        },
+    )
 
 
 async def answer_accuracy(p: TracePayload) -> MetricOutcome:
@@ -85,8 +92,15 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
     normalised strings; the best ground truth wins."""
     answer = lexical.normalise_answer(p.answer)
     if not answer:
-        return MetricOutcome(None, {"method": "exact_match", "status": JudgeStatus.SKIPPED, "normalised_answer": answer,
-                                    "reason": "the answer has no word characters to compare"})
+        return MetricOutcome(
+            None,
+            {
+                "method": "exact_match",
+                "status": JudgeStatus.SKIPPED,
+                "normalised_answer": answer,
+                "reason": "the answer has no word characters to compare",
+            },
+        )
     candidates = []
     for truth in p.ground_truths:
         normalised = lexical.normalise_answer(truth)
@@ -97,22 +111,47 @@ async def answer_accuracy(p: TracePayload) -> MetricOutcome:
         elif len(answer) * len(normalised) > MAX_LEVENSHTEIN_CELLS:
             # Levenshtein is quadratic: the payload limits keep API requests under this, an
             # in-process caller past it gets a reason rather than a worker busy for a minute.
-            candidates.append({"ground_truth": truth, "normalised": normalised, "score": None, "status": JudgeStatus.SKIPPED,
-                               "reason": f"answer and ground truth too long to compare ({len(answer)} x "
-                                         f"{len(normalised)} characters, limit {MAX_LEVENSHTEIN_CELLS} cells)"})
+            candidates.append(
+                {
+                    "ground_truth": truth,
+                    "normalised": normalised,
+                    "score": None,
+                    "status": JudgeStatus.SKIPPED,
+                    "reason": f"answer and ground truth too long to compare ({len(answer)} x "
+                    f"{len(normalised)} characters, limit {MAX_LEVENSHTEIN_CELLS} cells)",
+                }
+            )
         else:
             similarity = await rb.string_similarity(response=answer, reference=normalised)
-            candidates.append({"ground_truth": truth, "normalised": normalised,
-                               "method": "ragas:NonLLMStringSimilarity(levenshtein)", "score": similarity})
+            candidates.append(
+                {
+                    "ground_truth": truth,
+                    "normalised": normalised,
+                    "method": "ragas:NonLLMStringSimilarity(levenshtein)",
+                    "score": similarity,
+                }
+            )
     scored = [c for c in candidates if c["score"] is not None]
     if not scored:
-        return MetricOutcome(None, {"method": "ragas:NonLLMStringSimilarity(levenshtein)", "status": JudgeStatus.SKIPPED,
-                                    "reason": candidates[0]["reason"], "candidates": candidates})
+        return MetricOutcome(
+            None,
+            {
+                "method": "ragas:NonLLMStringSimilarity(levenshtein)",
+                "status": JudgeStatus.SKIPPED,
+                "reason": candidates[0]["reason"],
+                "candidates": candidates,
+            },
+        )
     best = max(scored, key=lambda c: c["score"])
-    return MetricOutcome(best["score"], {
-        "method": best["method"], "normalised_answer": answer, "best_ground_truth": best["ground_truth"],
-        "candidates": candidates,
-    })
+    return MetricOutcome(
+        best["score"],
+        {
+            "method": best["method"],
+            "normalised_answer": answer,
+            "best_ground_truth": best["ground_truth"],
+            "candidates": candidates,
+        },
+    )
 
 
 def _lexical(fn: Callable[..., tuple[float | None, dict]], **kwargs) -> MetricOutcome:
@@ -134,12 +173,15 @@ async def context_utilisation(p: TracePayload) -> MetricOutcome:
 
 # --- with an LLM ---------------------------------------------------------------------------------
 
+
 async def _ragas_llm(name: str, metric, fallback, p: TracePayload, **inputs) -> MetricOutcome:
     value, log = await rb.with_call_log(metric.ascore(**inputs))
     details = {"method": f"ragas:{type(metric).__name__}", "llm_calls": log.calls, "usage": log.usage.as_dict()}
     if math.isnan(value):
         reason = "; ".join(log.errors) or "the LLM gave no usable verdict"
-        return MetricOutcome(None, {**details, "status": JudgeStatus.ERROR, "reason": reason}, usage=log.usage.as_dict())
+        return MetricOutcome(
+            None, {**details, "status": JudgeStatus.ERROR, "reason": reason}, usage=log.usage.as_dict()
+        )
     if not 0.0 <= value <= 1.0:
         details["raw_score"] = value
         value = min(max(value, 0.0), 1.0)
@@ -162,8 +204,9 @@ async def answer_accuracy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcom
         return outcome
     best = None
     for truth in p.ground_truths:
-        outcome = await _ragas_llm("answer_accuracy", m.answer_accuracy, None, p,
-                                   user_input=p.question, response=p.answer, reference=truth)
+        outcome = await _ragas_llm(
+            "answer_accuracy", m.answer_accuracy, None, p, user_input=p.question, response=p.answer, reference=truth
+        )
         outcome.details["ground_truth"] = truth
         if best is None or _rank(outcome) > _rank(best):
             best = outcome
@@ -175,8 +218,9 @@ async def faithfulness_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcome:
         outcome = await faithfulness(p)
         outcome.details["note"] = "Ragas Faithfulness needs the question; none was given, so the LLM was not used"
         return outcome
-    return await _ragas_llm("faithfulness", m.faithfulness, None, p,
-                            user_input=p.question, response=p.answer, retrieved_contexts=_texts(p))
+    return await _ragas_llm(
+        "faithfulness", m.faithfulness, None, p, user_input=p.question, response=p.answer, retrieved_contexts=_texts(p)
+    )
 
 
 async def answer_relevancy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcome:
@@ -186,12 +230,21 @@ async def answer_relevancy_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutco
 async def context_utilisation_llm(p: TracePayload, m: rb.LLMMetrics) -> MetricOutcome:
     if len(p.contexts) > MAX_LLM_CONTEXTS:
         outcome = await context_utilisation(p)
-        outcome.details["note"] = (f"{len(p.contexts)} contexts: more than the {MAX_LLM_CONTEXTS} Ragas "
-                                   "ContextUtilization judges one LLM call each, so the LLM was not used")
+        outcome.details["note"] = (
+            f"{len(p.contexts)} contexts: more than the {MAX_LLM_CONTEXTS} Ragas "
+            "ContextUtilization judges one LLM call each, so the LLM was not used"
+        )
         return outcome
     lexical_result = lexical.context_utilisation(contexts=_texts(p), answer=p.answer)
-    return await _ragas_llm("context_utilisation", m.context_utilisation, lexical_result, p,
-                            user_input=p.question, response=p.answer, retrieved_contexts=_texts(p))
+    return await _ragas_llm(
+        "context_utilisation",
+        m.context_utilisation,
+        lexical_result,
+        p,
+        user_input=p.question,
+        response=p.answer,
+        retrieved_contexts=_texts(p),
+    )
 
 
 DeterministicFn = Callable[[TracePayload], Awaitable[MetricOutcome]]
@@ -233,7 +286,7 @@ async def _score_all(names: list[str], payload: TracePayload, use_llm: bool) -> 
             logger.warning("TRACE LLM metrics unavailable: %s", llm_problem)
     outcomes = await asyncio.gather(*(_one(n, payload, llm_metrics) for n in names))
     if llm_problem:
-        for name, outcome in zip(names, outcomes):
+        for name, outcome in zip(names, outcomes, strict=True):
             if REGISTRY[name][1]:
                 outcome.details["note"] = f"LLM unavailable ({llm_problem}); deterministic method used"
     return list(outcomes)
@@ -246,7 +299,7 @@ def score_metrics(names: list[str], payload: TracePayload, *, use_llm: bool | No
     scoring = Scoring()
     usage = llm.LLMUsage()
     judges = set()
-    for name, outcome in zip(names, outcomes):
+    for name, outcome in zip(names, outcomes, strict=True):
         outcome.details.setdefault("status", TestStatus.SCORED)
         outcome.details["judge"] = outcome.judge
         scoring.scores[name] = outcome.score

@@ -56,8 +56,12 @@ def context_utilisation(*, contexts: list[str], answer: str) -> tuple[float | No
     for text in contexts:
         context_set |= content_tokens(text)
     overlap = context_set & content_tokens(answer)
-    details = {"method": VERSION, "overlap_tokens": len(overlap), "context_tokens_total": len(context_set),
-               "overlap": sorted(overlap)}
+    details = {
+        "method": VERSION,
+        "overlap_tokens": len(overlap),
+        "context_tokens_total": len(context_set),
+        "overlap": sorted(overlap),
+    }
     if not context_set:
         return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the contexts contain no content tokens"}
     return len(overlap) / len(context_set), details
@@ -79,18 +83,29 @@ def faithfulness(*, contexts: list[str], answer: str) -> tuple[float | None, dic
             continue
         supported_tokens = sentence_tokens & context_set
         coverage = len(supported_tokens) / len(sentence_tokens)
-        verdicts.append({
-            "sentence": sentence,
-            "supported_tokens": sorted(supported_tokens),
-            "unsupported_tokens": sorted(sentence_tokens - context_set),
-            "coverage": coverage,
-            "supported": coverage >= SUPPORT_THRESHOLD,
-        })
+        verdicts.append(
+            {
+                "sentence": sentence,
+                "supported_tokens": sorted(supported_tokens),
+                "unsupported_tokens": sorted(sentence_tokens - context_set),
+                "coverage": coverage,
+                "supported": coverage >= SUPPORT_THRESHOLD,
+            }
+        )
     supported = sum(1 for v in verdicts if v["supported"])
-    details = {"method": VERSION, "threshold": SUPPORT_THRESHOLD, "supported_sentences": supported,
-               "judged_sentences": len(verdicts), "sentences": verdicts}
+    details = {
+        "method": VERSION,
+        "threshold": SUPPORT_THRESHOLD,
+        "supported_sentences": supported,
+        "judged_sentences": len(verdicts),
+        "sentences": verdicts,
+    }
     if not verdicts:
-        return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the answer has no sentence with content tokens"}
+        return None, {
+            **details,
+            "status": JudgeStatus.SKIPPED,
+            "reason": "the answer has no sentence with content tokens",
+        }
     return supported / len(verdicts), details
 
 
@@ -102,8 +117,12 @@ def answer_relevancy(*, question: str, answer: str) -> tuple[float | None, dict]
     question_set = content_tokens(question)
     matched = question_set & content_tokens(answer)
     noncommittal = bool(NONCOMMITTAL.search(answer))
-    details = {"method": VERSION, "question_tokens": sorted(question_set), "matched_tokens": sorted(matched),
-               "noncommittal": noncommittal}
+    details = {
+        "method": VERSION,
+        "question_tokens": sorted(question_set),
+        "matched_tokens": sorted(matched),
+        "noncommittal": noncommittal,
+    }
     if not question_set:
         return None, {**details, "status": JudgeStatus.SKIPPED, "reason": "the question has no content tokens"}
     if noncommittal:

@@ -86,6 +86,7 @@ async def string_similarity(*, response: str, reference: str) -> float:
 
 # --- LLM metrics -------------------------------------------------------------------------------
 
+
 @dataclass
 class LLMCallLog:
     """What one metric's LLM calls cost and answered, for its details."""
@@ -115,8 +116,9 @@ def _adapter_classes():
         def generate(self, prompt, response_model):
             log = _call_log.get()
             try:
-                result = self.client.complete_structured(system=RAGAS_SYSTEM, user=prompt, response_model=response_model,
-                                                         name=response_model.__name__)
+                result = self.client.complete_structured(
+                    system=RAGAS_SYSTEM, user=prompt, response_model=response_model, name=response_model.__name__
+                )
             except llm.LLMError as exc:
                 if log is not None:
                     log.errors.append(exc.reason)

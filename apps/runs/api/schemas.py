@@ -22,17 +22,21 @@ class RunCreateIn(BaseModel):
     rubric_version: Annotated[StrictInt, Field(ge=1)] | None = None
     concurrency: Annotated[StrictInt, Field(ge=1, le=MAX_CONCURRENCY)] = 3
     repeats: Annotated[StrictInt, Field(ge=1, le=MAX_REPEATS)] = Field(
-        default=1, description="how many times each item runs (attempts 1..repeats; never served from a cache)")
+        default=1, description="how many times each item runs (attempts 1..repeats; never served from a cache)"
+    )
     component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
     component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
     judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
     label: Annotated[Text, Field(max_length=LABEL_MAX_LENGTH)] = Field(
-        default="", description='what to call the run ("after removing the PTO doc"); optional')
+        default="", description='what to call the run ("after removing the PTO doc"); optional'
+    )
 
 
-LLM_USAGE = ("Tokens the LLM judge spent on this verdict; absent for the heuristic judge. A batched judge "
-             "(fingerprint judge llm-batch) spends one request on all of an item's verdicts: each carries that "
-             "request's tokens and verdicts_in_request, how many verdicts share them.")
+LLM_USAGE = (
+    "Tokens the LLM judge spent on this verdict; absent for the heuristic judge. A batched judge "
+    "(fingerprint judge llm-batch) spends one request on all of an item's verdicts: each carries that "
+    "request's tokens and verdicts_in_request, how many verdicts share them."
+)
 
 
 class ComponentScore(BaseModel):
@@ -95,15 +99,19 @@ class RunOut(BaseModel):
     completed: int = Field(description="attempts finished")
     passed: int = Field(description="attempts passed")
     failed: int = Field(description="attempts failed")
-    unassessed: int = Field(description="attempts a high-severity rule of which was skipped or errored: neither "
-                                        "passed nor failed, never counted as a pass")
+    unassessed: int = Field(
+        description="attempts a high-severity rule of which was skipped or errored: neither "
+        "passed nor failed, never counted as a pass"
+    )
     coverage: Coverage
     repeats: int = Field(description="how many times each item runs (attempts 1..repeats)")
     pass_rate: float | None = Field(description="mean pass rate: passed / completed attempts; null before any")
     pass_rate_ci: list[float] | None = Field(
-        description="[low, high]: 95% Wilson interval of pass_rate over the attempts; null before any")
+        description="[low, high]: 95% Wilson interval of pass_rate over the attempts; null before any"
+    )
     pass_hat_k: float | None = Field(
-        description="pass^k: share of judged items every attempt of which passed (the items' canonical verdict)")
+        description="pass^k: share of judged items every attempt of which passed (the items' canonical verdict)"
+    )
     pass_at_k: float | None = Field(description="pass@k: share of judged items some attempt of which passed")
     flaky_items: int = Field(description="items whose attempts disagree (one passed, another failed)")
     concurrency: int
@@ -126,9 +134,11 @@ class RunOut(BaseModel):
     bot_llm_model: str
     judge: str
     bot_snapshot: BotSnapshot | None = Field(
-        description="the bot's configuration when the run was created (no secret); null for runs older than snapshots")
+        description="the bot's configuration when the run was created (no secret); null for runs older than snapshots"
+    )
     judge_fingerprints: list[JudgeFingerprint] = Field(
-        description="the distinct judges of the run's verdicts so far (criterion texts left out)")
+        description="the distinct judges of the run's verdicts so far (criterion texts left out)"
+    )
     created_at: datetime
 
 
@@ -168,10 +178,14 @@ class ResultOut(BaseModel):
     scores: dict[str, Any] | None
     item_name: str
     item_type: str
-    attempt: int = Field(description="which attempt of the item this is, 1..the run's repeats; in a run's results "
-                                     "list with repeats, the deciding attempt's")
-    fingerprint: str = Field(description="short hash of the distinct judges of this result's verdicts: equal "
-                                         "hashes, same judge; empty until done or for verdicts without fingerprints")
+    attempt: int = Field(
+        description="which attempt of the item this is, 1..the run's repeats; in a run's results "
+        "list with repeats, the deciding attempt's"
+    )
+    fingerprint: str = Field(
+        description="short hash of the distinct judges of this result's verdicts: equal "
+        "hashes, same judge; empty until done or for verdicts without fingerprints"
+    )
     criteria_scores: list[CriterionScore] | None
     criteria_passed: bool | None
     rubric_scores: list[RubricScore] | None
@@ -179,7 +193,8 @@ class ResultOut(BaseModel):
     passed: bool | None = Field(description="true only when outcome is passed")
     outcome: Literal["passed", "failed", "unassessed"] | None = Field(
         description="unassessed: a criterion was skipped, or a high-severity rule skipped or errored, and none "
-                    "failed; null until done")
+        "failed; null until done"
+    )
     duration_ms: int | None
     error: str | None
     created_at: datetime
@@ -209,12 +224,15 @@ class RunResultOut(ResultOut):
 
     flaky: bool | None = absent_if_none("with repeats: the item's attempts disagree (one passed, another failed)")
     attempts: list[ResultAttemptOut] | None = absent_if_none(
-        "with repeats: the item's finished attempts in attempt order; absent for a run without repeats")
+        "with repeats: the item's finished attempts in attempt order; absent for a run without repeats"
+    )
 
 
 class ReviewIn(BaseModel):
     kind: Literal["criterion", "rule"]
-    key: Annotated[Text, Field(min_length=1, max_length=1000, description="the criterion's text, or the rule's rule_id")]
+    key: Annotated[
+        Text, Field(min_length=1, max_length=1000, description="the criterion's text, or the rule's rule_id")
+    ]
     passed: bool = Field(strict=True)
     note: Annotated[Text, Field(max_length=MAX_REVIEW_NOTE)] = ""
 
@@ -239,11 +257,14 @@ class ReviewList(RootModel[list[ReviewOut]]):
 
 
 class ResultDetailOut(ResultOut):
-    human_passed: bool | None = Field(description=(
-        "The human verdict: the item's pass logic over its verdicts with the reviews in force applied; "
-        "verdicts nobody reviewed keep the judge's. null until a person reviewed a verdict of this result, "
-        "and null while the reviewed item stays unassessed (a high-severity rule neither judge nor reviewer "
-        "assessed). Never the judge's verdict copied: that is `passed`."))
+    human_passed: bool | None = Field(
+        description=(
+            "The human verdict: the item's pass logic over its verdicts with the reviews in force applied; "
+            "verdicts nobody reviewed keep the judge's. null until a person reviewed a verdict of this result, "
+            "and null while the reviewed item stays unassessed (a high-severity rule neither judge nor reviewer "
+            "assessed). Never the judge's verdict copied: that is `passed`."
+        )
+    )
     reviews: list[ReviewOut]
 
 
@@ -268,7 +289,8 @@ class RunItemOut(BaseModel):
     item_type: str
     outcome: Literal["passed", "failed", "unassessed"] | None = Field(
         description="the item's canonical verdict: passed only if every attempt passed, failed if any failed, "
-                    "else unassessed; null until all its attempts are done")
+        "else unassessed; null until all its attempts are done"
+    )
     attempts_done: int
     attempts_passed: int
     pass_rate: float | None = Field(description="attempts passed / attempts done")
@@ -327,23 +349,29 @@ class ComparisonOut(BaseModel):
     head_pass_rate: float | None
     paired_items: int = Field(description="items (by test case id) finished in both runs, assessed or not")
     assessed_items: int = Field(
-        description="items assessed (passed or failed) in both runs, out of paired_items: "
-                    "the statistics are over these")
+        description="items assessed (passed or failed) in both runs, out of paired_items: the statistics are over these"
+    )
     changes: ChangeCounts
     buckets: BucketCounts
-    mcnemar_p: float = Field(description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed")
+    mcnemar_p: float = Field(
+        description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed"
+    )
     pass_rate_diff_ci: list[float] | None = Field(
         description="[low, high]: Tango's 95% score interval (Tango 1998) of head's pass rate minus base's over the "
-                    "assessed items; null when no item is assessed in both")
+        "assessed items; null when no item is assessed in both"
+    )
     verdict: Literal["worse", "better", "within_noise"] = Field(
         description="worse or better only when McNemar p < 0.05 and the interval excludes 0 on that side, "
-                    "else within_noise")
+        "else within_noise"
+    )
     verdict_text: str
     disagreement: str | None = Field(
         description="where the test and the interval disagree (the verdict is then within_noise), what they disagree "
-                    "on; null when they agree")
+        "on; null when they agree"
+    )
     regressions: list[RegressionOut] = Field(
-        description="the first `limit` regressed items in test set order: passed in a, failed in b")
+        description="the first `limit` regressed items in test set order: passed in a, failed in b"
+    )
     regressions_total: int = Field(description="every regressed item, listed or not")
     new_items: int
     dropped_items: int

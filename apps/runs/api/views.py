@@ -7,21 +7,40 @@ from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.views import APIView
 
-from apps.core.api.responses import respond
-from apps.core.api.renderers import OrjsonRenderer
-from apps.core.api.validation import validate_body
-from apps.core.llm.client import llm_configured
-from apps.core.models import SCOPE_ADMIN, ApiKey
-from apps.core.auth.permissions import scopes_of
-from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.api.openapi import CONFLICT, ValidationErrorOut
+from apps.core.api.renderers import OrjsonRenderer
+from apps.core.api.responses import respond
+from apps.core.api.validation import validate_body
+from apps.core.auth.permissions import scopes_of
+from apps.core.llm.client import llm_configured
+from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
+from apps.core.models import SCOPE_ADMIN, ApiKey
 from apps.runs import selectors, services
 from apps.runs.comparison import REGRESSED
+from apps.runs.models import iter_with_verdicts
 
-from .schemas import (ComparisonOut, ResultDetailOut, ResultList, ReviewIn, ReviewList, ReviewOut,
-                      RunCreateIn, RunItemList, RunList, RunOut, RunResultOut)
-from .serializers import (comparison_data, item_result_data, result_data, result_detail_data, review_data, reviews_data,
-                          run_data)
+from .schemas import (
+    ComparisonOut,
+    ResultDetailOut,
+    ResultList,
+    ReviewIn,
+    ReviewList,
+    ReviewOut,
+    RunCreateIn,
+    RunItemList,
+    RunList,
+    RunOut,
+    RunResultOut,
+)
+from .serializers import (
+    comparison_data,
+    item_result_data,
+    result_data,
+    result_detail_data,
+    review_data,
+    reviews_data,
+    run_data,
+)
 
 TAG = ["runs"]
 
@@ -76,15 +95,20 @@ class RunsView(APIView):
         body = validate_body(RunCreateIn, request.data)
         if body.judge_model not in HEURISTIC_JUDGES and llm_configured():
             llm_rate_check(request, self)
-        run = services.run_create(created_by=request.user if request.user.is_authenticated else None,
-                                  api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-                                  **body.model_dump())
+        run = services.run_create(
+            created_by=request.user if request.user.is_authenticated else None,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+            **body.model_dump(),
+        )
         return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
 
-    @extend_schema(tags=TAG, responses={200: RunList},
-                   parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str),
-                               OpenApiParameter("limit", int)],
-                   summary="List runs, newest first", operation_id="runs_list")
+    @extend_schema(
+        tags=TAG,
+        responses={200: RunList},
+        parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str), OpenApiParameter("limit", int)],
+        summary="List runs, newest first",
+        operation_id="runs_list",
+    )
     def get(self, request):
         query = RunListQuery.model_validate(request.query_params.dict())
         runs = list(selectors.run_list(**query.model_dump()))
@@ -101,18 +125,27 @@ class RunDetailView(APIView):
 
 
 # A message when the runs cannot be compared, the field errors when `limit` is invalid.
-NOT_COMPARABLE = OpenApiResponse(ValidationErrorOut, description="`limit` is invalid, or the runs are not of the same "
-                                                                 "test set (or question set).")
+NOT_COMPARABLE = OpenApiResponse(
+    ValidationErrorOut, description="`limit` is invalid, or the runs are not of the same test set (or question set)."
+)
 
 
 class RunCompareView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: ComparisonOut, 422: NOT_COMPARABLE},
-                   parameters=[OpenApiParameter(
-                       "limit", int, description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
-                                                 f"{selectors.COMPARE_SHOWN}; regressions_total counts them all")],
-                   summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes")
+    @extend_schema(
+        tags=TAG,
+        responses={200: ComparisonOut, 422: NOT_COMPARABLE},
+        parameters=[
+            OpenApiParameter(
+                "limit",
+                int,
+                description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
+                f"{selectors.COMPARE_SHOWN}; regressions_total counts them all",
+            )
+        ],
+        summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes",
+    )
     def get(self, request, run_id, other_run_id):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
         query = CompareQuery.model_validate(request.query_params.dict())
@@ -124,7 +157,9 @@ class RunResultsView(APIView):
     required_scopes = {"GET": "read"}
 
     @extend_schema(
-        tags=TAG, responses={200: ResultList}, summary="Results of a run, one per finished test item",
+        tags=TAG,
+        responses={200: ResultList},
+        summary="Results of a run, one per finished test item",
         description="In test set order, one entry per test item with a finished attempt. For a run with repeats "
         "(each item run several times), an entry carries the item's verdict (`passed` only if every attempt "
         "passed), the contract's other fields from its deciding attempt (its first failed attempt, else its first "
@@ -134,16 +169,32 @@ class RunResultsView(APIView):
         f"(default {RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether "
         "more follow (then `Link` names the next page).",
         parameters=[
-            OpenApiParameter("passed", bool, description="the item's verdict: true, passed (every attempt passed); "
-                             "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)"),
+            OpenApiParameter(
+                "passed",
+                bool,
+                description="the item's verdict: true, passed (every attempt passed); "
+                "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)",
+            ),
             OpenApiParameter("item_type", str),
             OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"),
             OpenApiParameter("offset", int, description="items to skip (0 and up); pages the list"),
-            OpenApiParameter("X-Has-More", str, location=OpenApiParameter.HEADER, response=[200], enum=["true", "false"],
-                             description="with limit or offset: whether items follow this page"),
-            OpenApiParameter("Link", str, location=OpenApiParameter.HEADER, response=[200],
-                             description='with limit or offset, when more follow: <the next page>; rel="next"'),
-        ])
+            OpenApiParameter(
+                "X-Has-More",
+                str,
+                location=OpenApiParameter.HEADER,
+                response=[200],
+                enum=["true", "false"],
+                description="with limit or offset: whether items follow this page",
+            ),
+            OpenApiParameter(
+                "Link",
+                str,
+                location=OpenApiParameter.HEADER,
+                response=[200],
+                description='with limit or offset, when more follow: <the next page>; rel="next"',
+            ),
+        ],
+    )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
         query = ResultQuery.model_validate(request.query_params.dict())
@@ -164,9 +215,9 @@ class RunResultsView(APIView):
             results = selectors.result_list(run=run, **filters)
         if run.total > RESULTS_INLINE_MAX:
             if run.repeats == 1:
-                results = results.iterator(chunk_size=500)
+                results = iter_with_verdicts(results, chunk_size=500)
             return StreamingHttpResponse(_stream_results(results, run, entry), content_type="application/json")
-        return respond(ResultList, [entry(r, run) for r in results])
+        return respond(ResultList, [entry(r, run) for r in (results.with_verdicts() if run.repeats == 1 else results)])
 
 
 def _result_entry(run):
@@ -195,10 +246,12 @@ def _stream_results(results, run, entry):
 class RunItemsView(APIView):
     required_scopes = {"GET": "read"}
 
-    @extend_schema(tags=TAG, responses={200: RunItemList},
-                   parameters=[OpenApiParameter("flaky", bool), OpenApiParameter("offset", int),
-                               OpenApiParameter("limit", int)],
-                   summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky")
+    @extend_schema(
+        tags=TAG,
+        responses={200: RunItemList},
+        parameters=[OpenApiParameter("flaky", bool), OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+        summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky",
+    )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
         query = ItemQuery.model_validate(request.query_params.dict())
@@ -208,12 +261,18 @@ class RunItemsView(APIView):
 class RunCancelView(APIView):
     required_scopes = {"POST": "evaluate"}
 
-    @extend_schema(tags=TAG, request=None, responses={200: RunOut, 409: CONFLICT},
-                   summary="Cancel a pending or running run (its creator, or the admin scope)")
+    @extend_schema(
+        tags=TAG,
+        request=None,
+        responses={200: RunOut, 409: CONFLICT},
+        summary="Cancel a pending or running run (its creator, or the admin scope)",
+    )
     def post(self, request, run_id):
-        run = services.run_cancel(run=_run_or_404(run_id),
-                                  requested_by=request.user if request.user.is_authenticated else None,
-                                  admin=SCOPE_ADMIN in scopes_of(request))
+        run = services.run_cancel(
+            run=_run_or_404(run_id),
+            requested_by=request.user if request.user.is_authenticated else None,
+            admin=SCOPE_ADMIN in scopes_of(request),
+        )
         return respond(RunOut, run_data(run))
 
 
@@ -232,18 +291,30 @@ class ResultReviewsView(APIView):
 
     required_scopes = {"GET": "read", "POST": "configure"}
 
-    @extend_schema(tags=TAG, responses={200: ReviewList}, summary="Reviews of a result, oldest first",
-                   operation_id="result_reviews_list")
+    @extend_schema(
+        tags=TAG,
+        responses={200: ReviewList},
+        summary="Reviews of a result, oldest first",
+        operation_id="result_reviews_list",
+    )
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
-        return respond(ReviewList,
-                       reviews_data(selectors.verdict_review_list(result=result), result_id=result.result_id))
+        return respond(
+            ReviewList, reviews_data(selectors.verdict_review_list(result=result), result_id=result.result_id)
+        )
 
-    @extend_schema(tags=TAG, request=ReviewIn, responses={201: ReviewOut, 409: CONFLICT},
-                   summary="Override one criterion or rule verdict (the judge's verdict is kept)")
+    @extend_schema(
+        tags=TAG,
+        request=ReviewIn,
+        responses={201: ReviewOut, 409: CONFLICT},
+        summary="Override one criterion or rule verdict (the judge's verdict is kept)",
+    )
     def post(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
         body = validate_body(ReviewIn, request.data)
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
-        return respond(ReviewOut, review_data(review, result_id=result.result_id, current=True),
-                       status=status.HTTP_201_CREATED)
+        return respond(
+            ReviewOut,
+            review_data(selectors.review_view(review=review, result=result), result_id=result.result_id, current=True),
+            status=status.HTTP_201_CREATED,
+        )

@@ -69,8 +69,10 @@ def stored_outcome(*, passed: bool | None, criteria: list[dict] | None, rules: l
         return None
     if criteria is None:
         return PASSED if passed else FAILED
-    outcome = item_outcome(Verdict.list_from_json(criteria, kind=CRITERION),
-                           None if rules is None else Verdict.list_from_json(rules, kind=RULE)).outcome
+    outcome = item_outcome(
+        Verdict.list_from_json(criteria, kind=CRITERION),
+        None if rules is None else Verdict.list_from_json(rules, kind=RULE),
+    ).outcome
     return FAILED if outcome == PASSED and passed is False else outcome
 
 

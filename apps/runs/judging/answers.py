@@ -48,16 +48,22 @@ def judge_answer(judge, *, question: str, answer: str, expected: str) -> Verdict
     if not expected.strip():
         return Verdict.skipped(judge.label, "The question has no expected answer to compare with.")
     if judge.client is not None:
-        transcript = Transcript(messages=[{"role": "user", "content": question},
-                                          {"role": "assistant", "content": answer}], tool_calls=[])
+        transcript = Transcript(
+            messages=[{"role": "user", "content": question}, {"role": "assistant", "content": answer}], tool_calls=[]
+        )
         return llm.judge_criterion(judge.client, f"The answer agrees with the expected answer: {expected}", transcript)
     if _normalise(answer) == _normalise(expected):
-        return Verdict.of(passed=True, score=1.0, reasoning="The answer matches the expected answer exactly "
-                                                           "(after normalising case and punctuation).",
-                          judge=JUDGE_HEURISTIC)
+        return Verdict.of(
+            passed=True,
+            score=1.0,
+            reasoning="The answer matches the expected answer exactly (after normalising case and punctuation).",
+            judge=JUDGE_HEURISTIC,
+        )
     terms = _content_terms(expected)
     if not terms:
-        return Verdict.skipped(JUDGE_HEURISTIC, "The expected answer has no content words the heuristic judge can look for.")
+        return Verdict.skipped(
+            JUDGE_HEURISTIC, "The expected answer has no content words the heuristic judge can look for."
+        )
     found, missing = _coverage(terms, answer)
     share = len(found) / len(terms)
     reasoning = f"The answer contains {len(found)} of the expected answer's {len(terms)} key terms"

@@ -28,9 +28,14 @@ def judge_changes(base: list[dict], head: list[dict]) -> list[str]:
     if base == head:
         return []
     changes = []
-    for key, words in (("judge", "judge"), ("model", "model"), ("server_model", "server model"),
-                       ("prompt_template", "prompt template"), ("rubric_version", "rubric version"),
-                       ("judge_version", "judge version")):
+    for key, words in (
+        ("judge", "judge"),
+        ("model", "model"),
+        ("server_model", "server model"),
+        ("prompt_template", "prompt template"),
+        ("rubric_version", "rubric version"),
+        ("judge_version", "judge version"),
+    ):
         before = sorted({str(f.get(key)) for f in base if f.get(key) is not None})
         after = sorted({str(f.get(key)) for f in head if f.get(key) is not None})
         if before != after:
@@ -38,7 +43,6 @@ def judge_changes(base: list[dict], head: list[dict]) -> list[str]:
                 before, after = [v[:4] + "…" for v in before], [v[:4] + "…" for v in after]
             changes.append(f"{words} {', '.join(before) or 'none'} → {', '.join(after) or 'none'}")
     return changes or ["fingerprints differ"]
-
 
 
 def judges_hash(judges: list[dict]) -> str:

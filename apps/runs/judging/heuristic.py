@@ -40,14 +40,22 @@ class Unchecked:
 QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”|‘([^’]+)’|(?<![\w\'])\'([^\']+)\'(?![\w\'])')
 TERM = r"\x01\d+\x02"
 TERM_LIST = rf"(?P<terms>{TERM}(?:\s*(?:,\s*(?:and\s+|or\s+)?|and\s+|or\s+){TERM})*)"
-SUBJECT = re.compile(r"^(?:the\s+)?(?:agent|bot|assistant|chatbot|response|answer|reply|model)(?:'s\s+(?:answer|reply|"
-                     r"response))?\s+|^(?:it|they)\s+")
+SUBJECT = re.compile(
+    r"^(?:the\s+)?(?:agent|bot|assistant|chatbot|response|answer|reply|model)(?:'s\s+(?:answer|reply|"
+    r"response))?\s+|^(?:it|they)\s+"
+)
 MODAL = r"(?:should\s+|must\s+|always\s+)?"
-NEG = r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|never|should\s+not|shouldn't|must\s+not|mustn't|" \
-      r"will\s+not|won't|is\s+not|isn't)"
-NUMBER_WORDS = {w: n for n, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
-    "seventeen eighteen nineteen twenty".split())}
+NEG = (
+    r"(?:does\s+not|doesn't|do\s+not|don't|did\s+not|didn't|never|should\s+not|shouldn't|must\s+not|mustn't|"
+    r"will\s+not|won't|is\s+not|isn't)"
+)
+NUMBER_WORDS = {
+    w: n
+    for n, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
 NUMBER = r"(?P<n>\d+|" + "|".join(NUMBER_WORDS) + r")"
 
 TOOL_VERB = r"(?:uses?|calls?|invokes?|runs?|triggers?|(?:makes?\s+)?(?:a\s+)?calls?\s+to)"
@@ -60,19 +68,25 @@ TOOL_SHAPES = [
 ]
 
 HANDOFF_OBJECT = r"(?:(?:the\s+)?(?:conversation|chat|employee|user|customer|caller|request)\s+|it\s+|them\s+)?"
-HANDOFF_TARGET = r"(?:to\s+(?:a\s+|an\s+|the\s+)?(?:live\s+(?:agent|person|chat)|human(?:\s+agent)?|real\s+person|" \
-                 r"person|representative|colleague|support\s+agent|live\s+support))"
-HANDOFF_ACT = rf"(?:hands?\s+{HANDOFF_OBJECT}(?:off|over)(?:\s+{HANDOFF_TARGET})?|" \
-              rf"hands?\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|" \
-              rf"(?:transfers?|escalates?)\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|escalates?)"
+HANDOFF_TARGET = (
+    r"(?:to\s+(?:a\s+|an\s+|the\s+)?(?:live\s+(?:agent|person|chat)|human(?:\s+agent)?|real\s+person|"
+    r"person|representative|colleague|support\s+agent|live\s+support))"
+)
+HANDOFF_ACT = (
+    rf"(?:hands?\s+{HANDOFF_OBJECT}(?:off|over)(?:\s+{HANDOFF_TARGET})?|"
+    rf"hands?\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|"
+    rf"(?:transfers?|escalates?)\s+{HANDOFF_OBJECT}{HANDOFF_TARGET}|escalates?)"
+)
 HANDOFF_SHAPES = [
     (True, re.compile(rf"^{MODAL}{HANDOFF_ACT}$")),
     (True, re.compile(r"^(?:a\s+)?hand\s+off\s+(?:happens|occurs|takes\s+place)$")),
     (False, re.compile(rf"^{NEG}\s+{HANDOFF_ACT}$")),
 ]
 
-TERM_VERB = r"(?:mentions?|says?|states?|includes?|contains?|gives?|tells\s+(?:the\s+)?(?:user|employee|customer)|" \
-            r"answers?\s+with|replies\s+with|uses?)"
+TERM_VERB = (
+    r"(?:mentions?|says?|states?|includes?|contains?|gives?|tells\s+(?:the\s+)?(?:user|employee|customer)|"
+    r"answers?\s+with|replies\s+with|uses?)"
+)
 TERM_NOUN = r"(?:(?:the\s+)?(?:key\s+)?(?:words?|phrases?|terms?|figures?|numbers?)\s+)?"
 TERM_SHAPES = [
     (True, re.compile(rf"^{MODAL}{TERM_VERB}\s+{TERM_NOUN}{TERM_LIST}$")),
@@ -90,30 +104,70 @@ LOOKUP_SHAPES = [
     (False, None, re.compile(rf"^{NEG}\s+(?:search(?:es)?|looks?\s+up|consults?|query|queries|checks?)\s+{KB}$")),
 ]
 
-LIMIT_OPS = {"under": "<", "fewer than": "<", "less than": "<", "at most": "<=", "no more than": "<=",
-             "a maximum of": "<=", "maximum of": "<=", "max": "<=", "at least": ">=", "no fewer than": ">=",
-             "no less than": ">=", "more than": ">", "exactly": "=="}
+LIMIT_OPS = {
+    "under": "<",
+    "fewer than": "<",
+    "less than": "<",
+    "at most": "<=",
+    "no more than": "<=",
+    "a maximum of": "<=",
+    "maximum of": "<=",
+    "max": "<=",
+    "at least": ">=",
+    "no fewer than": ">=",
+    "no less than": ">=",
+    "more than": ">",
+    "exactly": "==",
+}
 LIMIT_OP = r"(?P<op>" + "|".join(sorted((re.escape(op) for op in LIMIT_OPS), key=len, reverse=True)) + ")"
-LENGTH_VERB = r"(?:answers?|replies|reply|responds?|is|are|has|have|stays?|" \
-              r"keeps?\s+(?:it|each\s+reply|answers|replies)|uses?|contains?|is\s+written)"
+LENGTH_VERB = (
+    r"(?:answers?|replies|reply|responds?|is|are|has|have|stays?|"
+    r"keeps?\s+(?:it|each\s+reply|answers|replies)|uses?|contains?|is\s+written)"
+)
 LENGTH_SHAPES = [
-    re.compile(rf"^{MODAL}{LENGTH_VERB}\s+(?:in\s+|within\s+|to\s+)?{LIMIT_OP}\s+{NUMBER}\s+(?P<unit>sentences?|words?)"
-               r"(?:\s+long|\s+each|\s+per\s+reply)?$"),
+    re.compile(
+        rf"^{MODAL}{LENGTH_VERB}\s+(?:in\s+|within\s+|to\s+)?{LIMIT_OP}\s+{NUMBER}\s+(?P<unit>sentences?|words?)"
+        r"(?:\s+long|\s+each|\s+per\s+reply)?$"
+    ),
     re.compile(rf"^{MODAL}{LENGTH_VERB}\s+in\s+(?P<single>one|a\s+single)\s+(?P<unit>sentence)$"),
 ]
 
 LIST_KIND = r"(?P<kind>bulleted|bullet(?:-?\s*point)?|numbered)"
 FORMAT_SHAPES = [
-    ("list", True, re.compile(rf"^{MODAL}(?:uses?|gives?|includes?|contains?|answers?\s+(?:with|in)|formats?\s+"
-                              rf"(?:it|the\s+answer)\s+as)\s+(?:a\s+)?{LIST_KIND}\s+list$")),
+    (
+        "list",
+        True,
+        re.compile(
+            rf"^{MODAL}(?:uses?|gives?|includes?|contains?|answers?\s+(?:with|in)|formats?\s+"
+            rf"(?:it|the\s+answer)\s+as)\s+(?:a\s+)?{LIST_KIND}\s+list$"
+        ),
+    ),
     ("list", True, re.compile(rf"^{MODAL}(?:uses?|answers?\s+(?:with|in))\s+(?P<kind>bullet)\s+points$")),
     ("list", False, re.compile(rf"^{NEG}\s+(?:use|give|include|contain)\s+(?:a\s+|any\s+)?{LIST_KIND}\s+lists?$")),
-    ("link", True, re.compile(rf"^{MODAL}(?:includes?|contains?|gives?|provides?|shares?|has)\s+"
-                              r"(?:a|an|at\s+least\s+one)\s+(?:link|url|hyperlink|web\s+address)$")),
-    ("link", False, re.compile(rf"^{NEG}\s+(?:include|contain|give|provide|share|have)\s+(?:a|an|any)\s+"
-                               r"(?:links?|urls?|hyperlinks?|web\s+address(?:es)?)$")),
-    ("question", True, re.compile(rf"^{MODAL}ends?\s+(?:its\s+(?:last\s+)?(?:reply|answer)\s+)?with\s+a\s+"
-                                  r"(?:(?:follow-up|clarifying)\s+)?question$")),
+    (
+        "link",
+        True,
+        re.compile(
+            rf"^{MODAL}(?:includes?|contains?|gives?|provides?|shares?|has)\s+"
+            r"(?:a|an|at\s+least\s+one)\s+(?:link|url|hyperlink|web\s+address)$"
+        ),
+    ),
+    (
+        "link",
+        False,
+        re.compile(
+            rf"^{NEG}\s+(?:include|contain|give|provide|share|have)\s+(?:a|an|any)\s+"
+            r"(?:links?|urls?|hyperlinks?|web\s+address(?:es)?)$"
+        ),
+    ),
+    (
+        "question",
+        True,
+        re.compile(
+            rf"^{MODAL}ends?\s+(?:its\s+(?:last\s+)?(?:reply|answer)\s+)?with\s+a\s+"
+            r"(?:(?:follow-up|clarifying)\s+)?question$"
+        ),
+    ),
 ]
 
 SPLIT = re.compile(r"\s*;\s*|\s*,?\s+and\s+(?:then\s+)?|\s*,\s+then\s+")
@@ -167,9 +221,12 @@ def _term_list(group: str, terms: list[str]) -> tuple[list[str], bool] | None:
 
 # -- Reading the transcript ------------------------------------------------------------------------------------------
 
-NEGATION = re.compile(r"\b(?:not|no|never|none|nor|neither|cannot|can't|won't|without|nothing|nobody|"
-                      r"false|untrue|incorrect|wrong|myth|instead\s+of|rather\s+than|no\s+longer)\b|n't\b|"
-                      r"\b(?:dont|doesnt|isnt|arent|wont|cant|didnt|wasnt|werent)\b", re.I)
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nor|neither|cannot|can't|won't|without|nothing|nobody|"
+    r"false|untrue|incorrect|wrong|myth|instead\s+of|rather\s+than|no\s+longer)\b|n't\b|"
+    r"\b(?:dont|doesnt|isnt|arent|wont|cant|didnt|wasnt|werent)\b",
+    re.I,
+)
 # Phrases with a negative word that negate nothing in the clause ("no more than 5 days carry over").
 NOT_NEGATION = re.compile(r"\b(?:no\s+(?:more|fewer|less|later|earlier)\s+than|not\s+only|no\s+matter)\b", re.I)
 # Clauses end at sentence punctuation and at a comma before a contrast ("15 days, not 20"); a term
@@ -180,9 +237,12 @@ CONTRAST = re.compile(r"\b(?:but|whereas)\b", re.I)
 # Words that make a clause other than a statement of the term ("whether you accrue 15 days").
 NOT_ASSERTED = re.compile(r"\bwhether\b", re.I)
 SENTENCE_END = re.compile(r"[!?;\n]|\.(?!\d)|:(?!\d)")
-ATTRIBUTION = re.compile(r"\b(?:you\s+asked|you're\s+asking|you\s+are\s+asking|your\s+question|you\s+wrote|you\s+said|"
-                         r"you\s+mentioned|you\s+want\s+to\s+know|you're\s+wondering|you\s+are\s+wondering|"
-                         r"you\s+wonder|you'd\s+like\s+to\s+know|you\s+would\s+like\s+to\s+know)\b", re.I)
+ATTRIBUTION = re.compile(
+    r"\b(?:you\s+asked|you're\s+asking|you\s+are\s+asking|your\s+question|you\s+wrote|you\s+said|"
+    r"you\s+mentioned|you\s+want\s+to\s+know|you're\s+wondering|you\s+are\s+wondering|"
+    r"you\s+wonder|you'd\s+like\s+to\s+know|you\s+would\s+like\s+to\s+know)\b",
+    re.I,
+)
 REPLY_QUOTE = re.compile(r'"([^"]+)"|“([^”]+)”|«([^»]+)»|(?<![\w\'])\'([^\']+)\'(?![\w\'])')
 REFUSAL = re.compile(
     r"\b(?:i|we)(?:'m|'re|\s+am|\s+are)?\s+(?:can\s*not|can't|cannot|unable\s+to|not\s+able\s+to|won't|will\s+not|"
@@ -192,7 +252,9 @@ REFUSAL = re.compile(
     r"\bi(?:'m|\s+am)\s+(?:sorry|afraid),?\s+(?:but\s+)?(?:i|we)\s+(?:can't|cannot|can\s+not|won't|am\s+unable|"
     r"'m\s+unable|am\s+not\s+able|'m\s+not\s+able)\b|"
     r"\b(?:that's|that\s+is)\s+not\s+something\s+(?:i|we)\s+can\b|"
-    r"\bi\s+(?:don't|do\s+not)\s+(?:know|have\s+(?:any\s+)?(?:information|details|access))\b", re.I)
+    r"\bi\s+(?:don't|do\s+not)\s+(?:know|have\s+(?:any\s+)?(?:information|details|access))\b",
+    re.I,
+)
 
 
 def _words(text: str) -> list[str]:
@@ -213,13 +275,15 @@ def _user_quotes(reply: str, user_texts: list[str]) -> list[tuple[int, int]]:
     a sentence of theirs, and a sentence from "you asked" (or alike) on."""
     user_words = set(_words(" ".join(user_texts)))
     user_flat = " ".join(" ".join(_words(u)) for u in user_texts)
-    user_sentences = {" ".join(_words(reply_part)) for u in user_texts
-                      for reply_part in (u[a:b] for a, b in _spans(u, SENTENCE_END))}
+    user_sentences = {
+        " ".join(_words(reply_part)) for u in user_texts for reply_part in (u[a:b] for a, b in _spans(u, SENTENCE_END))
+    }
     spans = []
     for match in REPLY_QUOTE.finditer(reply):
         words = _words(next(g for g in match.groups() if g is not None))
-        if words and (" ".join(words) in user_flat
-                      or len(words) >= 3 and sum(w in user_words for w in words) >= 0.8 * len(words)):
+        if words and (
+            " ".join(words) in user_flat or len(words) >= 3 and sum(w in user_words for w in words) >= 0.8 * len(words)
+        ):
             spans.append(match.span())
     for start, end in _spans(reply, SENTENCE_END):
         sentence = reply[start:end]
@@ -263,20 +327,26 @@ def _term_status(term: str, transcript: Transcript) -> tuple[bool, str]:
                 quoted += 1
                 continue
             start, end = next(((a, b) for a, b in clauses if a <= match.start() < b), (0, len(reply)))
-            if reply[end:end + 1] == "?":
+            if reply[end : end + 1] == "?":
                 asked += 1
                 continue
             start = max([start] + [c.end() for c in CONTRAST.finditer(reply, start, match.start())])
             # The term's own words ("does not cover") negate nothing.
-            clause = reply[start:match.start()] + " " + reply[match.end():end]
+            clause = reply[start : match.start()] + " " + reply[match.end() : end]
             if _is_negated(clause) or NOT_ASSERTED.search(clause):
                 negated += 1
                 continue
             return True, f'"{term}" affirmed in reply {n}'
-    found = [f"{k} time(s) {what}" for k, what in ((negated, "negated (or not asserted) in its clause"),
-                                                   (asked, "in a question"),
-                                                   (quoted, "inside a quote of the user's words"),
-                                                   (refused, "in a reply that refuses")) if k]
+    found = [
+        f"{k} time(s) {what}"
+        for k, what in (
+            (negated, "negated (or not asserted) in its clause"),
+            (asked, "in a question"),
+            (quoted, "inside a quote of the user's words"),
+            (refused, "in a reply that refuses"),
+        )
+        if k
+    ]
     return False, f'"{term}" ' + ("found only " + " and ".join(found) if found else "not in any reply")
 
 
@@ -300,11 +370,13 @@ def _list_lines(text: str, kind: str) -> int:
 
 
 def _compare(value: int, op: str, limit: int) -> bool:
-    return {"<": value < limit, "<=": value <= limit, ">=": value >= limit, ">": value > limit,
-            "==": value == limit}[op]
+    return {"<": value < limit, "<=": value <= limit, ">=": value >= limit, ">": value > limit, "==": value == limit}[
+        op
+    ]
 
 
 # -- The checks ------------------------------------------------------------------------------------------------------
+
 
 def _resolve_tool(text: str, terms: list[str], transcript: Transcript) -> str | None:
     """The tool a phrase names: a bot tool by tool_name or display name, or an identifier such as
@@ -323,9 +395,11 @@ def _tool_check(part: str, terms: list[str], transcript: Transcript) -> Check | 
     for expected, shape in TOOL_SHAPES:
         if (match := shape.match(part)) and (tool := _resolve_tool(match.group("tool"), terms, transcript)):
             calls = sum(1 for name in transcript.tools_used() if name.lower() == tool.lower())
-            return Check(holds=(calls > 0) == expected,
-                         what=f"tool log: `{tool}` called {calls} time(s) (asked: "
-                              f"{'at least one call' if expected else 'no call'})")
+            return Check(
+                holds=(calls > 0) == expected,
+                what=f"tool log: `{tool}` called {calls} time(s) (asked: "
+                f"{'at least one call' if expected else 'no call'})",
+            )
     return None
 
 
@@ -337,9 +411,11 @@ def _check_part(part: str, terms: list[str], transcript: Transcript) -> Check | 
         for expected, shape in HANDOFF_SHAPES:
             if shape.match(candidate):
                 happened = transcript.handed_off
-                return Check(holds=happened == expected,
-                             what=f"hand-off {'happened' if happened else 'did not happen'} "
-                                  f"(asked: {'a hand-off' if expected else 'none'})")
+                return Check(
+                    holds=happened == expected,
+                    what=f"hand-off {'happened' if happened else 'did not happen'} "
+                    f"(asked: {'a hand-off' if expected else 'none'})",
+                )
         for expected, shape in TERM_SHAPES:
             if (match := shape.match(candidate)) and (listed := _term_list(match.group("terms"), terms)):
                 return _terms_check(*listed, expected=expected, transcript=transcript)
@@ -360,8 +436,11 @@ def _check_part(part: str, terms: list[str], transcript: Transcript) -> Check | 
 def _terms_check(listed: list[str], any_of: bool, *, expected: bool, transcript: Transcript) -> Check:
     if not expected:
         present = [t for t in listed if _present_anywhere(t, transcript)]
-        return Check(holds=not present, what="key terms absent from every reply: " + (
-            "yes" if not present else "no, found " + ", ".join(f'"{t}"' for t in present)))
+        return Check(
+            holds=not present,
+            what="key terms absent from every reply: "
+            + ("yes" if not present else "no, found " + ", ".join(f'"{t}"' for t in present)),
+        )
     statuses = [_term_status(t, transcript) for t in listed]
     affirmed = [ok for ok, _ in statuses]
     holds = any(affirmed) if any_of else all(affirmed)
@@ -376,17 +455,24 @@ def _lookup_check(expected: bool, where: str | None, listed: list[str], any_of: 
     if not expected:
         return Check(holds=not lookups, what=f"tool log: {len(lookups)} knowledge-base look-up(s) (asked: none)")
     if where is None:
-        return Check(holds=bool(done), what=f"tool log: {len(done)} successful knowledge-base look-up(s) "
-                                            f"({len(with_results)} with results) (asked: at least one)")
+        return Check(
+            holds=bool(done),
+            what=f"tool log: {len(done)} successful knowledge-base look-up(s) "
+            f"({len(with_results)} with results) (asked: at least one)",
+        )
     if not listed:
-        return Check(holds=bool(with_results), what=f"tool log: {len(with_results)} knowledge-base look-up(s) with "
-                                                     "results (asked: at least one)")
+        return Check(
+            holds=bool(with_results),
+            what=f"tool log: {len(with_results)} knowledge-base look-up(s) with results (asked: at least one)",
+        )
     pool = [str(c.get("arguments") if where == "arguments" else c.get("result")) for c in done]
     found = [t for t in listed if any(_term_pattern(t).search(_normalise(text)) for text in pool)]
     holds = bool(found) if any_of else len(found) == len(listed)
-    return Check(holds=holds, what=f"tool log: look-up {'queries' if where == 'arguments' else 'results'} contain "
-                                   f"{len(found)} of {len(listed)} listed term(s)"
-                                   + (f" ({', '.join(repr(t) for t in found)})" if found else ""))
+    return Check(
+        holds=holds,
+        what=f"tool log: look-up {'queries' if where == 'arguments' else 'results'} contain "
+        f"{len(found)} of {len(listed)} listed term(s)" + (f" ({', '.join(repr(t) for t in found)})" if found else ""),
+    )
 
 
 def _length_check(match: re.Match, transcript: Transcript) -> Check:
@@ -435,8 +521,10 @@ def _why_not(text: str, template: str, terms: list[str], transcript: Transcript)
         return "its quoted terms come with words the offline judge cannot check"
     if FACT_LIKE.search(template):
         return 'its facts are not listed as key terms in double quotes (e.g. Mentions "15 days")'
-    return "it matches no shape the offline judge checks: a tool used or not, a hand-off, quoted key terms, " \
-           "a length or format rule"
+    return (
+        "it matches no shape the offline judge checks: a tool used or not, a hand-off, quoted key terms, "
+        "a length or format rule"
+    )
 
 
 def evaluate(text: str, transcript: Transcript) -> Check | Unchecked:
@@ -447,11 +535,14 @@ def evaluate(text: str, transcript: Transcript) -> Check | Unchecked:
     if all(checks) and checks:
         if len(checks) == 1:
             return checks[0]
-        return Check(holds=all(c.holds for c in checks),
-                     what="; ".join(f"({n}) {c.what}: {'holds' if c.holds else 'does NOT hold'}"
-                                    for n, c in enumerate(checks, 1)))
+        return Check(
+            holds=all(c.holds for c in checks),
+            what="; ".join(
+                f"({n}) {c.what}: {'holds' if c.holds else 'does NOT hold'}" for n, c in enumerate(checks, 1)
+            ),
+        )
     if any(checks):
-        unchecked = [p for p, c in zip(parts, checks) if c is None]
+        unchecked = [p for p, c in zip(parts, checks, strict=True) if c is None]
         shown = ", ".join(f"'{re.sub(TERM, lambda m: repr_term(m, terms), p)}'" for p in unchecked)
         return Unchecked(f"only part of it is checkable ({shown} is not), and checking one part would be a proxy")
     return Unchecked(_why_not(text, template, terms, transcript))
@@ -463,23 +554,33 @@ def repr_term(match: re.Match, terms: list[str]) -> str:
 
 # -- The judge's API -------------------------------------------------------------------------------------------------
 
+
 def tool_verdicts(*, expected: dict, transcript: Transcript) -> list[Verdict]:
     """should_use_tools / should_not_use_tools, checked against the tool log, reported as criteria."""
     used = transcript.tools_used()
     verdicts = []
     for tool in expected.get("should_use_tools") or []:
         ok = tool in used
-        verdicts.append(Verdict.of(
-            passed=ok, judge=JUDGE_HEURISTIC,
-            reasoning=f"Tool `{tool}` was called {used.count(tool)} time(s)." if ok else
-            f"Tool `{tool}` was never called (tools called: {', '.join(sorted(set(used))) or 'none'}).",
-        ).for_criterion(f"Uses tool {tool}", kind="should_use_tools"))
+        verdicts.append(
+            Verdict.of(
+                passed=ok,
+                judge=JUDGE_HEURISTIC,
+                reasoning=f"Tool `{tool}` was called {used.count(tool)} time(s)."
+                if ok
+                else f"Tool `{tool}` was never called (tools called: {', '.join(sorted(set(used))) or 'none'}).",
+            ).for_criterion(f"Uses tool {tool}", kind="should_use_tools")
+        )
     for tool in expected.get("should_not_use_tools") or []:
         ok = tool not in used
-        verdicts.append(Verdict.of(
-            passed=ok, judge=JUDGE_HEURISTIC,
-            reasoning=f"Tool `{tool}` was not called." if ok else f"Tool `{tool}` was called {used.count(tool)} time(s).",
-        ).for_criterion(f"Does not use tool {tool}", kind="should_not_use_tools"))
+        verdicts.append(
+            Verdict.of(
+                passed=ok,
+                judge=JUDGE_HEURISTIC,
+                reasoning=f"Tool `{tool}` was not called."
+                if ok
+                else f"Tool `{tool}` was called {used.count(tool)} time(s).",
+            ).for_criterion(f"Does not use tool {tool}", kind="should_not_use_tools")
+        )
     return verdicts
 
 
@@ -487,8 +588,11 @@ def judge_criterion(criterion: str, transcript: Transcript) -> Verdict:
     result = evaluate(criterion, transcript)
     if isinstance(result, Unchecked):
         return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: {result.why}.")
-    return Verdict.of(passed=result.holds, judge=JUDGE_HEURISTIC,
-                      reasoning=f"{'Passed' if result.holds else 'Failed'}. Checked {result.what}.")
+    return Verdict.of(
+        passed=result.holds,
+        judge=JUDGE_HEURISTIC,
+        reasoning=f"{'Passed' if result.holds else 'Failed'}. Checked {result.what}.",
+    )
 
 
 def judge_rule(rule: dict, transcript: Transcript) -> Verdict:
@@ -497,8 +601,10 @@ def judge_rule(rule: dict, transcript: Transcript) -> Verdict:
     otherwise skipped."""
     criteria = rule.get("evaluation_criteria") or {}
     checked, unchecked, broken = [], [], []
-    for kind, conditions in (("fail", criteria.get("fail_conditions") or []),
-                             ("pass", criteria.get("pass_conditions") or [])):
+    for kind, conditions in (
+        ("fail", criteria.get("fail_conditions") or []),
+        ("pass", criteria.get("pass_conditions") or []),
+    ):
         for condition in conditions:
             result = evaluate(condition, transcript)
             if isinstance(result, Unchecked):
@@ -511,12 +617,19 @@ def judge_rule(rule: dict, transcript: Transcript) -> Verdict:
                 broken.append(condition)
     not_checked = f" Not checked (needs an LLM judge): {'; '.join(unchecked)}." if unchecked else ""
     if broken:
-        return Verdict.of(passed=False, score=1.0 - len(broken) / len(checked), judge=JUDGE_HEURISTIC,
-                          reasoning=f"Failed. Checked {'; '.join(checked)}.{not_checked}")
+        return Verdict.of(
+            passed=False,
+            score=1.0 - len(broken) / len(checked),
+            judge=JUDGE_HEURISTIC,
+            reasoning=f"Failed. Checked {'; '.join(checked)}.{not_checked}",
+        )
     if not checked and not unchecked:
         return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: the rule has no pass or fail conditions to check.")
     if unchecked:
         held = f" The checked ones hold ({'; '.join(checked)}) but do not decide it alone." if checked else ""
-        return Verdict.skipped(JUDGE_HEURISTIC, f"{NEEDS_LLM}: {len(unchecked)} of its conditions cannot be checked "
-                                                f"mechanically: {'; '.join(unchecked)}.{held}")
+        return Verdict.skipped(
+            JUDGE_HEURISTIC,
+            f"{NEEDS_LLM}: {len(unchecked)} of its conditions cannot be checked "
+            f"mechanically: {'; '.join(unchecked)}.{held}",
+        )
     return Verdict.of(passed=True, judge=JUDGE_HEURISTIC, reasoning=f"Passed. Checked {'; '.join(checked)}.")

@@ -7,8 +7,8 @@ close the block; the instructions say that nothing inside the delimiters is an i
 
 from pydantic import BaseModel, Field
 
-from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.client import LLMClient, LLMError
+from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.prompting import data_block
 
 from .types import Transcript, Verdict
@@ -53,13 +53,22 @@ def _ask(client: LLMClient, system: str, user: str, name: str, *, template: str)
         return Verdict.error(client.judge_label, f"LLM judge failed: {exc.reason}", fingerprint=fingerprint)
     answer: JudgeAnswer = result.data
     fingerprint = judge_fingerprint(judge="llm", model=client.model, server_model=result.model, template=template)
-    return Verdict.of(passed=answer.passed, score=answer.score, reasoning=answer.reasoning, judge=client.judge_label,
-                      usage=result.usage.as_dict(), fingerprint=fingerprint)
+    return Verdict.of(
+        passed=answer.passed,
+        score=answer.score,
+        reasoning=answer.reasoning,
+        judge=client.judge_label,
+        usage=result.usage.as_dict(),
+        fingerprint=fingerprint,
+    )
 
 
-def judge_criterion(client: LLMClient, criterion: str, transcript: Transcript, *, expected_outcome: str = "") -> Verdict:
-    user = CRITERION_INSTRUCTIONS + data_block(criterion=criterion, expected_outcome=expected_outcome,
-                                               conversation=transcript.as_text())
+def judge_criterion(
+    client: LLMClient, criterion: str, transcript: Transcript, *, expected_outcome: str = ""
+) -> Verdict:
+    user = CRITERION_INSTRUCTIONS + data_block(
+        criterion=criterion, expected_outcome=expected_outcome, conversation=transcript.as_text()
+    )
     system = SYSTEM.format(subject="success criterion")
     return _ask(client, system, user, "criterion_verdict", template=system + CRITERION_INSTRUCTIONS)
 
@@ -68,18 +77,24 @@ def rule_text(rule: dict) -> str:
     """A rubric rule as the judge reads it: id, name, severity, description, conditions, examples."""
     criteria = rule.get("evaluation_criteria") or {}
     examples = rule.get("examples") or {}
-    return "\n".join(filter(None, [
-        f"Rule {rule['id']}: {rule.get('name', '')} (severity {rule.get('severity', 'medium')})",
-        rule.get("description", ""),
-        "Pass conditions:\n" + "\n".join(f"- {c}" for c in criteria.get("pass_conditions") or []),
-        "Fail conditions:\n" + "\n".join(f"- {c}" for c in criteria.get("fail_conditions") or []),
-        f"Example of a violation: {examples['violation']}" if examples.get("violation") else "",
-        f"Example of correct behaviour: {examples['correct']}" if examples.get("correct") else "",
-    ]))
+    return "\n".join(
+        filter(
+            None,
+            [
+                f"Rule {rule['id']}: {rule.get('name', '')} (severity {rule.get('severity', 'medium')})",
+                rule.get("description", ""),
+                "Pass conditions:\n" + "\n".join(f"- {c}" for c in criteria.get("pass_conditions") or []),
+                "Fail conditions:\n" + "\n".join(f"- {c}" for c in criteria.get("fail_conditions") or []),
+                f"Example of a violation: {examples['violation']}" if examples.get("violation") else "",
+                f"Example of correct behaviour: {examples['correct']}" if examples.get("correct") else "",
+            ],
+        )
+    )
 
 
 def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str) -> Verdict:
-    user = RULE_INSTRUCTIONS + data_block(rule=rule_text(rule), bot_context=bot_context,
-                                          conversation=transcript.as_text())
+    user = RULE_INSTRUCTIONS + data_block(
+        rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text()
+    )
     system = SYSTEM.format(subject="rubric rule")
     return _ask(client, system, user, "rule_verdict", template=system + RULE_INSTRUCTIONS)

@@ -16,8 +16,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
-from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.client import LLMClient, LLMError
+from apps.core.llm.fingerprint import judge_fingerprint
 from apps.core.llm.prompting import data_block
 
 from .llm import DATA_RULE, EVALUATOR, EVIDENCE, VERDICT_FIELDS, rule_text
@@ -111,8 +111,15 @@ def _single_entries(raw_entries: list, entry_model: type[_Entry], key: str, subj
     return {name: entry for name, entry in valid.items() if named[name] == 1}
 
 
-def judge_item(client: LLMClient, *, criteria: list[str], rules: list[dict], transcript: Transcript,
-               expected_outcome: str = "", bot_context: str = "") -> list[Verdict | None]:
+def judge_item(
+    client: LLMClient,
+    *,
+    criteria: list[str],
+    rules: list[dict],
+    transcript: Transcript,
+    expected_outcome: str = "",
+    bot_context: str = "",
+) -> list[Verdict | None]:
     """Verdicts for `criteria` then `rules`, in their order, from one request; None where the answer
     gave no usable verdict for that subject (the caller judges those one by one)."""
     subjects = len(criteria) + len(rules)
@@ -121,7 +128,8 @@ def judge_item(client: LLMClient, *, criteria: list[str], rules: list[dict], tra
         expected_outcome=expected_outcome if criteria else "",
         rules="\n\n".join(rule_text(rule) for rule in rules),
         bot_context=bot_context if rules else "",
-        conversation=transcript.as_text())
+        conversation=transcript.as_text(),
+    )
     try:
         result = client.complete_structured(system=SYSTEM, user=user, response_model=BatchAnswer, name=NAME)
     except LLMError as exc:
@@ -135,12 +143,22 @@ def judge_item(client: LLMClient, *, criteria: list[str], rules: list[dict], tra
     usage = {**result.usage.as_dict(), "verdicts_in_request": subjects}
     by_number = _single_entries(answer.criteria, CriterionEntry, "criterion", _criterion_number)
     by_rule_id = _single_entries(answer.rules, RuleEntry, "rule_id", str)
-    entries = ([by_number.get(str(n)) for n in range(1, len(criteria) + 1)]
-               + [by_rule_id.get(rule["id"]) for rule in rules])
+    entries = [by_number.get(str(n)) for n in range(1, len(criteria) + 1)] + [
+        by_rule_id.get(rule["id"]) for rule in rules
+    ]
     missing = sum(entry is None for entry in entries)
     if missing:
         logger.warning("the batched judge answer has no usable verdict for %d of %d subjects", missing, subjects)
-    return [None if entry is None else
-            Verdict.of(passed=entry.passed, score=entry.score, reasoning=entry.reasoning, judge=client.judge_label,
-                       usage=usage, fingerprint=fingerprint)
-            for entry in entries]
+    return [
+        None
+        if entry is None
+        else Verdict.of(
+            passed=entry.passed,
+            score=entry.score,
+            reasoning=entry.reasoning,
+            judge=client.judge_label,
+            usage=usage,
+            fingerprint=fingerprint,
+        )
+        for entry in entries
+    ]

@@ -1,9 +1,17 @@
+import json
 from dataclasses import dataclass, field, replace
 
-JUDGE_HEURISTIC = "heuristic:v1"
+from apps.scores.models import Score
+from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
 
-CRITERION = "criterion"
-RULE = "rule"
+JUDGE_HEURISTIC = "heuristic:v1"
+# How the heuristic judge begins the reasoning of a verdict it skips because only an LLM could give
+# it; such a Score carries Reason.NEEDS_LLM_JUDGE.
+NEEDS_LLM = "needs an LLM judge"
+
+CRITERION = ScoreKind.CRITERION.value
+RULE = ScoreKind.RULE.value
+CORRECTNESS = ScoreKind.CORRECTNESS.value
 SEVERITY_ORDER = {"high": 0, "medium": 1, "low": 2}
 
 
@@ -14,14 +22,15 @@ class Verdict:
 
     A judge returns a verdict on nothing in particular (`kind` None); `for_criterion` / `for_rule`
     attach it to what it judged. `to_json` and `from_json` are the only code that knows the stored
-    shape (EvaluationResult.criteria_scores and rubric_scores, and the API, which returns them as stored).
+    shape the API answers (criteria_scores and rubric_scores); `to_score` and `from_score` the only code
+    that knows how a verdict is stored (a Score row of subject kind run_result).
     """
 
     passed: bool | None
     score: float | None
     reasoning: str
     judge: str
-    status: str = "ok"
+    status: str = JudgeStatus.OK.value
     usage: dict = field(default_factory=dict)
     kind: str | None = None  # CRITERION or RULE, as VerdictReview.Kind names them
     # The criterion's text, or the rule's id: what a review names the verdict by.
@@ -37,28 +46,49 @@ class Verdict:
     fingerprint: dict | None = None
 
     @classmethod
-    def of(cls, *, passed: bool, reasoning: str, judge: str, score: float | None = None, usage: dict | None = None,
-           fingerprint: dict | None = None):
-        return cls(passed=passed, score=(1.0 if passed else 0.0) if score is None else round(score, 4),
-                   reasoning=reasoning, judge=judge, usage=usage or {}, fingerprint=fingerprint)
+    def of(
+        cls,
+        *,
+        passed: bool,
+        reasoning: str,
+        judge: str,
+        score: float | None = None,
+        usage: dict | None = None,
+        fingerprint: dict | None = None,
+    ):
+        return cls(
+            passed=passed,
+            score=(1.0 if passed else 0.0) if score is None else round(score, 4),
+            reasoning=reasoning,
+            judge=judge,
+            usage=usage or {},
+            fingerprint=fingerprint,
+        )
 
     @classmethod
     def skipped(cls, judge: str, reason: str):
-        return cls(passed=None, score=None, reasoning=reason, judge=judge, status="skipped")
+        return cls(passed=None, score=None, reasoning=reason, judge=judge, status=JudgeStatus.SKIPPED.value)
 
     @classmethod
     def error(cls, judge: str, reason: str, fingerprint: dict | None = None):
-        return cls(passed=None, score=None, reasoning=reason, judge=judge, status="error", fingerprint=fingerprint)
+        return cls(
+            passed=None,
+            score=None,
+            reasoning=reason,
+            judge=judge,
+            status=JudgeStatus.ERROR.value,
+            fingerprint=fingerprint,
+        )
 
     @property
     def counts_as_passed(self) -> bool:
-        return self.status == "ok" and bool(self.passed)
+        return self.status == JudgeStatus.OK and bool(self.passed)
 
     @property
     def assessed(self) -> bool:
         """A rule the judge says it cannot assess is reported, and counted apart, but neither
         passes nor fails anything."""
-        return self.status != "skipped"
+        return self.status != JudgeStatus.SKIPPED
 
     @property
     def failed(self) -> bool:
@@ -74,9 +104,15 @@ class Verdict:
 
     def for_rule(self, rule: dict, rubric_version: int | None = None) -> "Verdict":
         fingerprint = {**self.fingerprint, "rubric_version": rubric_version} if self.fingerprint is not None else None
-        return replace(self, kind=RULE, key=rule["id"], rule_name=rule.get("name", ""),
-                       severity=rule.get("severity", "medium"), component_scope=rule.get("component_scope"),
-                       fingerprint=fingerprint)
+        return replace(
+            self,
+            kind=RULE,
+            key=rule["id"],
+            rule_name=rule.get("name", ""),
+            severity=rule.get("severity", "medium"),
+            component_scope=rule.get("component_scope"),
+            fingerprint=fingerprint,
+        )
 
     def with_fingerprint(self, fingerprint: dict) -> "Verdict":
         """The verdict with `fingerprint`, unless its judge recorded one already (the LLM judge
@@ -85,16 +121,27 @@ class Verdict:
 
     def with_review(self, passed: bool) -> "Verdict":
         # A human verdict is a verdict: it is assessed ("ok") even where the judge errored or skipped.
-        return replace(self, passed=passed, status="ok")
+        return replace(self, passed=passed, status=JudgeStatus.OK.value)
 
     def to_json(self) -> dict:
         """The stored shape, key order included (the API returns it as stored)."""
-        common = {"passed": self.passed, "score": self.score, "reasoning": self.reasoning, "status": self.status,
-                  "judge": self.judge, **({"usage": self.usage} if self.usage else {}),
-                  **({"fingerprint": self.fingerprint} if self.fingerprint is not None else {})}
+        common = {
+            "passed": self.passed,
+            "score": self.score,
+            "reasoning": self.reasoning,
+            "status": self.status,
+            "judge": self.judge,
+            **({"usage": self.usage} if self.usage else {}),
+            **({"fingerprint": self.fingerprint} if self.fingerprint is not None else {}),
+        }
         if self.kind == RULE:
-            return {"rule_id": self.key, "rule_name": self.rule_name, "severity": self.severity, **common,
-                    "component_scope": self.component_scope}
+            return {
+                "rule_id": self.key,
+                "rule_name": self.rule_name,
+                "severity": self.severity,
+                **common,
+                "component_scope": self.component_scope,
+            }
         if self.kind == CRITERION:
             return {"criterion": self.key, **common, "kind": self.criterion_kind}
         raise ValueError("A verdict is stored only once it is attached to a criterion or a rule.")
@@ -105,12 +152,24 @@ class Verdict:
         ok (skipped and error came later), no judge is "", no usage is {}, no fingerprint is None.
         `kind` defaults to what the dict names (a rule_id makes a rule)."""
         kind = kind or (RULE if "rule_id" in data else CRITERION)
-        common = {"passed": data.get("passed"), "score": data.get("score"), "reasoning": data.get("reasoning", ""),
-                  "judge": data.get("judge", ""), "status": data.get("status", "ok"), "usage": data.get("usage") or {},
-                  "kind": kind, "fingerprint": data.get("fingerprint")}
+        common = {
+            "passed": data.get("passed"),
+            "score": data.get("score"),
+            "reasoning": data.get("reasoning", ""),
+            "judge": data.get("judge", ""),
+            "status": data.get("status", JudgeStatus.OK.value),
+            "usage": data.get("usage") or {},
+            "kind": kind,
+            "fingerprint": data.get("fingerprint"),
+        }
         if kind == RULE:
-            return cls(**common, key=data.get("rule_id", ""), rule_name=data.get("rule_name", ""),
-                       severity=data.get("severity"), component_scope=data.get("component_scope"))
+            return cls(
+                **common,
+                key=data.get("rule_id", ""),
+                rule_name=data.get("rule_name", ""),
+                severity=data.get("severity"),
+                component_scope=data.get("component_scope"),
+            )
         return cls(**common, key=data.get("criterion", ""), criterion_kind=data.get("kind"))
 
     @classmethod
@@ -118,9 +177,123 @@ class Verdict:
         """A stored column (criteria_scores or rubric_scores); None, for a result without one, is []."""
         return [cls.from_json(item, kind=kind) for item in data or []]
 
+    def to_score(self, *, result_pk: int, run_pk: int, attempt: int, position: int) -> Score:
+        """The verdict as the row that stores it (unsaved): criteria keyed by their text with their kind
+        in `detail`, rules by their id with severity, scope and name. A verdict with no severity or
+        scope stores "" (the columns are not null) and reads back as None."""
+        if self.kind not in (CRITERION, RULE):
+            raise ValueError("A verdict is stored only once it is attached to a criterion or a rule.")
+        rule = self.kind == RULE
+        return Score(
+            subject_kind=SubjectKind.RUN_RESULT,
+            subject_id=result_pk,
+            parent_id=run_pk,
+            attempt=attempt,
+            kind=self.kind,
+            key=self.key,
+            position=position,
+            source=judge_source(self.judge),
+            status=self.status,
+            reason=skip_reason(self.status, self.reasoning),
+            passed=self.passed,
+            value=self.score,
+            reasoning=self.reasoning or "",
+            judge=self.judge or "",
+            fingerprint=self.fingerprint,
+            usage=self.usage or None,
+            severity=(self.severity or "") if rule else "",
+            scope=(self.component_scope or "") if rule else "",
+            detail={"rule_name": self.rule_name} if rule else {"kind": self.criterion_kind},
+        )
+
+    @classmethod
+    def from_score(cls, score: Score) -> "Verdict":
+        """The verdict a stored row holds (to_score's inverse)."""
+        detail = score.detail or {}
+        common = {
+            "passed": score.passed,
+            "score": score.value,
+            "reasoning": score.reasoning,
+            "judge": score.judge,
+            "status": score.status,
+            "usage": score.usage or {},
+            "kind": score.kind,
+            "key": score.key,
+            "fingerprint": score.fingerprint,
+        }
+        if score.kind == RULE:
+            return cls(
+                **common,
+                rule_name=detail.get("rule_name", ""),
+                severity=score.severity or None,
+                component_scope=score.scope or None,
+            )
+        return cls(**common, criterion_kind=detail.get("kind"))
+
+
+def judge_source(judge: str) -> str:
+    """Who gave a verdict: an LLM judge (its label is `openai:<model>`) or code (the heuristic judge)."""
+    return ScoreSource.LLM if (judge or "").startswith("openai:") else ScoreSource.CODE
+
+
+def skip_reason(status: str, reasoning: str) -> str:
+    return Reason.NEEDS_LLM_JUDGE if status == JudgeStatus.SKIPPED and (reasoning or "").startswith(NEEDS_LLM) else ""
+
 
 def verdicts_to_json(verdicts: list[Verdict] | None) -> list[dict] | None:
     return None if verdicts is None else [v.to_json() for v in verdicts]
+
+
+def correctness_to_score(scores: dict | None, *, result_pk: int, run_pk: int, attempt: int) -> Score | None:
+    """A V1 result's `scores` ({"correctness": {"score", "comment"}}, the comment a JSON string of the
+    judge's passed, status, judge and reasoning, or of the bot's error) as its row; None for none."""
+    entry = (scores or {}).get("correctness")
+    if entry is None:
+        return None
+    comment = entry.get("comment")
+    try:
+        parsed = json.loads(comment) if isinstance(comment, str) else None
+    except ValueError:
+        parsed = None
+    parsed = parsed if isinstance(parsed, dict) else {}
+    row = Score(
+        subject_kind=SubjectKind.RUN_RESULT,
+        subject_id=result_pk,
+        parent_id=run_pk,
+        attempt=attempt,
+        kind=CORRECTNESS,
+        key=CORRECTNESS,
+        value=entry.get("score"),
+    )
+    if "error" in parsed:  # the bot failed: nothing was judged
+        row.status, row.source, row.detail = JudgeStatus.ERROR, ScoreSource.CODE, {"error": parsed["error"]}
+    else:
+        row.status = parsed.get("status") or JudgeStatus.OK
+        row.passed, row.judge, row.reasoning = (
+            parsed.get("passed"),
+            parsed.get("judge") or "",
+            parsed.get("reasoning") or "",
+        )
+        row.source, row.reason = judge_source(row.judge), skip_reason(row.status, row.reasoning)
+    # What the stored comment was, where the fields above do not rebuild it exactly (rows older than
+    # the comment's present shape): the API answers it as it was.
+    if correctness_from_score(row)["correctness"]["comment"] != comment:
+        row.detail = {**(row.detail or {}), "comment": comment}
+    return row
+
+
+def correctness_from_score(score: Score) -> dict:
+    """The V1 `scores` dict a correctness row stands for (correctness_to_score's inverse)."""
+    detail = score.detail or {}
+    if "comment" in detail:
+        comment = detail["comment"]
+    elif "error" in detail:
+        comment = json.dumps({"error": detail["error"]})
+    else:
+        comment = json.dumps(
+            {"passed": score.passed, "status": score.status, "judge": score.judge, "reasoning": score.reasoning}
+        )
+    return {"correctness": {"score": score.value, "comment": comment}}
 
 
 @dataclass
@@ -144,8 +317,11 @@ class Transcript:
         return [c["name"] for c in self.tool_calls]
 
     def search_calls(self) -> list[dict]:
-        search_names = {t["tool_name"] for t in self.bot_tools
-                        if t.get("type") in {"knowledge_base", "kb_search", "search"} or "search" in t["tool_name"]}
+        search_names = {
+            t["tool_name"]
+            for t in self.bot_tools
+            if t.get("type") in {"knowledge_base", "kb_search", "search"} or "search" in t["tool_name"]
+        }
         return [c for c in self.tool_calls if c["name"] in search_names or "search" in c["name"]]
 
     def tool_names_in(self, text: str) -> list[str]:
@@ -163,6 +339,8 @@ class Transcript:
         for m in self.messages:
             lines.append(f"{m['role'].upper()}: {m['content']}")
             for call in m.get("tool_calls") or []:
-                lines.append(f"  TOOL CALL {call['name']}({call.get('arguments')}) -> "
-                             f"{'ok' if call.get('success', True) else 'FAILED'}: {str(call.get('result'))[:500]}")
+                lines.append(
+                    f"  TOOL CALL {call['name']}({call.get('arguments')}) -> "
+                    f"{'ok' if call.get('success', True) else 'FAILED'}: {str(call.get('result'))[:500]}"
+                )
         return "\n".join(lines)

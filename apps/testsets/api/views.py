@@ -1,7 +1,7 @@
-from django.http import HttpResponse
-from drf_spectacular.types import OpenApiTypes
 from typing import Annotated, Literal
 
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from pydantic import BaseModel, BeforeValidator, Field
 from rest_framework import status
@@ -10,10 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.bots.selectors import bot_get
+from apps.core.api.openapi import CONFLICT
 from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
-from apps.core.api.openapi import CONFLICT
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
@@ -61,7 +61,8 @@ class DatasetListQuery(BaseModel):
 class ExportQuery(BaseModel):
     format: FileFormat = Field(default=None, description=_FORMAT_DOC)
     version: Annotated[int | None, BeforeValidator(_blank_as_absent)] = Field(
-        default=None, description="Defaults to the current version.")
+        default=None, description="Defaults to the current version."
+    )
 
 
 class ImportVersionQuery(BaseModel):
@@ -95,15 +96,25 @@ def _saved(test_set, warnings: list[str], **kwargs) -> Response:
 class TestSetListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
-    @extend_schema(tags=TAG, responses={200: TestSetListOut}, operation_id="test_sets_list", summary="List test sets (current versions)",
-                   parameters=query_parameters(TestSetListQuery))
+    @extend_schema(
+        tags=TAG,
+        responses={200: TestSetListOut},
+        operation_id="test_sets_list",
+        summary="List test sets (current versions)",
+        parameters=query_parameters(TestSetListQuery),
+    )
     def get(self, request):
         test_sets = selectors.testset_list(agent_id=_agent_filter(request, TestSetListQuery))
         return respond(TestSetListOut, head_list_data(test_sets))
 
-    @extend_schema(tags=TAG, request=TestSetCreateIn, responses={201: TestSetSavedOut},
-                   operation_id="test_sets_create", summary="Create a test set (version 1)",
-                   description="`warnings` lists expected tools the bot does not have; they do not block saving.")
+    @extend_schema(
+        tags=TAG,
+        request=TestSetCreateIn,
+        responses={201: TestSetSavedOut},
+        operation_id="test_sets_create",
+        summary="Create a test set (version 1)",
+        description="`warnings` lists expected tools the bot does not have; they do not block saving.",
+    )
     def post(self, request):
         body = validate_body(TestSetCreateIn, request.data)
         warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
@@ -114,27 +125,46 @@ class TestSetListView(APIView):
 class TestSetDetailView(APIView):
     required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
-    @extend_schema(tags=TAG, responses={200: TestSetOut}, operation_id="test_sets_get", summary="Get a test set at its current version")
+    @extend_schema(
+        tags=TAG,
+        responses={200: TestSetOut},
+        operation_id="test_sets_get",
+        summary="Get a test set at its current version",
+    )
     def get(self, request, test_set_id):
         return with_etag(TestSetOut, head_data(selectors.testset_get(test_set_id)))
 
-    @extend_schema(tags=TAG, request=TestSetUpdateIn, responses={200: TestSetSavedOut, 409: CONFLICT},
-                   parameters=[IF_MATCH],
-                   operation_id="test_sets_update", summary="Publish a new version of a test set",
-                   description="Earlier versions are kept; item_id stays stable (items sent without one keep the "
-                   "id of the item with the same name). A stale body `version` or If-Match is 409; a PUT that "
-                   "changes nothing publishes nothing.")
+    @extend_schema(
+        tags=TAG,
+        request=TestSetUpdateIn,
+        responses={200: TestSetSavedOut, 409: CONFLICT},
+        parameters=[IF_MATCH],
+        operation_id="test_sets_update",
+        summary="Publish a new version of a test set",
+        description="Earlier versions are kept; item_id stays stable (items sent without one keep the "
+        "id of the item with the same name). A stale body `version` or If-Match is 409; a PUT that "
+        "changes nothing publishes nothing.",
+    )
     def put(self, request, test_set_id):
         test_set = selectors.testset_get(test_set_id)
         body = validate_body(TestSetUpdateIn, request.data)
         expected = expected_version(request, body.version)
         warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
         test_set, _published = services.testset_publish_version(
-            test_set=test_set, content=body, changelog=body.changelog, author=author_of(request),
-            expected_version=expected)
+            test_set=test_set,
+            content=body,
+            changelog=body.changelog,
+            author=author_of(request),
+            expected_version=expected,
+        )
         return _saved(test_set, warnings)
 
-    @extend_schema(tags=TAG, responses={204: None}, operation_id="test_sets_delete", summary="Delete a test set and its versions (admin scope)")
+    @extend_schema(
+        tags=TAG,
+        responses={204: None},
+        operation_id="test_sets_delete",
+        summary="Delete a test set and its versions (admin scope)",
+    )
     def delete(self, request, test_set_id):
         services.testset_delete(test_set=selectors.testset_get(test_set_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -145,25 +175,34 @@ class TestSetExportView(APIView):
 
     content_negotiation_class = _FileFormatNegotiation
 
-    @extend_schema(tags=TAG, operation_id="test_sets_export", summary="Export a test set as JSON, JSONL or CSV",
-                   parameters=query_parameters(ExportQuery),
-                   responses={(200, "application/json"): OpenApiResponse(TestSetOut, description="The file: the test set version"),
-                              (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a line"),
-                              (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a row")})
+    @extend_schema(
+        tags=TAG,
+        operation_id="test_sets_export",
+        summary="Export a test set as JSON, JSONL or CSV",
+        parameters=query_parameters(ExportQuery),
+        responses={
+            (200, "application/json"): OpenApiResponse(TestSetOut, description="The file: the test set version"),
+            (200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a line"),
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="The file: one item a row"),
+        },
+    )
     def get(self, request, test_set_id):
         query = ExportQuery.model_validate(request.query_params.dict())
         fmt = query.format or "json"
         test_set = selectors.testset_get(test_set_id)
         found = version_get(test_set, query.version)
         data = version_data(test_set, found)
-        response = HttpResponse(transfer.export_test_set(data, fmt),
-                                content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8")
+        response = HttpResponse(
+            transfer.export_test_set(data, fmt), content_type=f"{transfer.FORMATS[fmt]}; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="test-set-{test_set.pk}-v{found.version}.{fmt}"'
         return response
 
 
-_IMPORT_DOC = ("The request body is the file itself (raw JSON, JSONL or CSV, the formats export writes). Items "
-               "are validated like a PUT; nothing is written if any is invalid.")
+_IMPORT_DOC = (
+    "The request body is the file itself (raw JSON, JSONL or CSV, the formats export writes). Items "
+    "are validated like a PUT; nothing is written if any is invalid."
+)
 
 
 class TestSetImportView(APIView):
@@ -171,16 +210,26 @@ class TestSetImportView(APIView):
 
     content_negotiation_class = _FileFormatNegotiation
 
-    @extend_schema(tags=TAG, operation_id="test_sets_import", summary="Create a test set from a JSON, JSONL or CSV file", description=_IMPORT_DOC,
-                   request={"application/octet-stream": OpenApiTypes.BINARY},
-                   parameters=query_parameters(ImportQuery),
-                   responses={201: TestSetSavedOut})
+    @extend_schema(
+        tags=TAG,
+        operation_id="test_sets_import",
+        summary="Create a test set from a JSON, JSONL or CSV file",
+        description=_IMPORT_DOC,
+        request={"application/octet-stream": OpenApiTypes.BINARY},
+        parameters=query_parameters(ImportQuery),
+        responses={201: TestSetSavedOut},
+    )
     def post(self, request):
         query = ImportQuery.model_validate(request.query_params.dict())
         fmt = transfer.format_for(query.format, request.content_type)
         test_set, _published, warnings = services.testset_import(
-            raw=request.body, fmt=fmt, agent_id=query.agent_id, name=query.name, description=query.description,
-            author=author_of(request))
+            raw=request.body,
+            fmt=fmt,
+            agent_id=query.agent_id,
+            name=query.name,
+            description=query.description,
+            author=author_of(request),
+        )
         return _saved(test_set, warnings, status=status.HTTP_201_CREATED)
 
 
@@ -189,58 +238,95 @@ class TestSetImportVersionView(APIView):
 
     content_negotiation_class = _FileFormatNegotiation
 
-    @extend_schema(tags=TAG, operation_id="test_sets_import_version", summary="Publish a file's items as the next version of a test set",
-                   description=_IMPORT_DOC + " A file equal to the current version publishes nothing.",
-                   request={"application/octet-stream": OpenApiTypes.BINARY},
-                   parameters=query_parameters(ImportVersionQuery),
-                   responses={200: TestSetSavedOut, 409: CONFLICT})
+    @extend_schema(
+        tags=TAG,
+        operation_id="test_sets_import_version",
+        summary="Publish a file's items as the next version of a test set",
+        description=_IMPORT_DOC + " A file equal to the current version publishes nothing.",
+        request={"application/octet-stream": OpenApiTypes.BINARY},
+        parameters=query_parameters(ImportVersionQuery),
+        responses={200: TestSetSavedOut, 409: CONFLICT},
+    )
     def post(self, request, test_set_id):
         test_set = selectors.testset_get(test_set_id)
         query = ImportVersionQuery.model_validate(request.query_params.dict())
         fmt = transfer.format_for(query.format, request.content_type)
-        test_set, _published, warnings = services.testset_import(raw=request.body, fmt=fmt, test_set=test_set,
-                                                                  author=author_of(request))
+        test_set, _published, warnings = services.testset_import(
+            raw=request.body, fmt=fmt, test_set=test_set, author=author_of(request)
+        )
         return _saved(test_set, warnings)
 
 
 TestSetVersionListView, TestSetVersionDetailView = version_views(
-    TestSet, list_out=TestSetVersionListOut, version_out=TestSetVersionOut, rows="items", row_count="item_count",
-    noun="test set", operation_prefix="test_sets", tags=TAG)
+    TestSet,
+    list_out=TestSetVersionListOut,
+    version_out=TestSetVersionOut,
+    rows="items",
+    row_count="item_count",
+    noun="test set",
+    operation_prefix="test_sets",
+    tags=TAG,
+)
 
 
 class DatasetListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
-    @extend_schema(tags=DATASET_TAG, responses={200: DatasetListOut}, operation_id="datasets_list", summary="List V1 question sets",
-                   parameters=query_parameters(DatasetListQuery))
+    @extend_schema(
+        tags=DATASET_TAG,
+        responses={200: DatasetListOut},
+        operation_id="datasets_list",
+        summary="List V1 question sets",
+        parameters=query_parameters(DatasetListQuery),
+    )
     def get(self, request):
         datasets = selectors.dataset_list(agent_id=_agent_filter(request, DatasetListQuery))
         return respond(DatasetListOut, [selectors.dataset_data(d) for d in datasets])
 
-    @extend_schema(tags=DATASET_TAG, request=DatasetIn, responses={201: DatasetOut}, operation_id="datasets_create", summary="Create a question set")
+    @extend_schema(
+        tags=DATASET_TAG,
+        request=DatasetIn,
+        responses={201: DatasetOut},
+        operation_id="datasets_create",
+        summary="Create a question set",
+    )
     def post(self, request):
         body = validate_body(DatasetIn, request.data)
         dataset = services.dataset_create(data=body)
-        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset.pk)),
-                       status=status.HTTP_201_CREATED)
+        return respond(
+            DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset.pk)), status=status.HTTP_201_CREATED
+        )
 
 
 class DatasetDetailView(APIView):
     required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
-    @extend_schema(tags=DATASET_TAG, responses={200: DatasetOut}, operation_id="datasets_get", summary="Get a question set")
+    @extend_schema(
+        tags=DATASET_TAG, responses={200: DatasetOut}, operation_id="datasets_get", summary="Get a question set"
+    )
     def get(self, request, dataset_id):
         return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
 
-    @extend_schema(tags=DATASET_TAG, request=DatasetIn, responses={200: DatasetOut}, operation_id="datasets_update", summary="Replace a question set",
-                   description="Questions keep their question_id when sent with it or with unchanged text.")
+    @extend_schema(
+        tags=DATASET_TAG,
+        request=DatasetIn,
+        responses={200: DatasetOut},
+        operation_id="datasets_update",
+        summary="Replace a question set",
+        description="Questions keep their question_id when sent with it or with unchanged text.",
+    )
     def put(self, request, dataset_id):
         dataset = selectors.dataset_get(dataset_id)
         body = validate_body(DatasetIn, request.data)
         services.dataset_update(dataset=dataset, data=body)
         return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
 
-    @extend_schema(tags=DATASET_TAG, responses={204: None}, operation_id="datasets_delete", summary="Delete a question set (admin scope)")
+    @extend_schema(
+        tags=DATASET_TAG,
+        responses={204: None},
+        operation_id="datasets_delete",
+        summary="Delete a question set (admin scope)",
+    )
     def delete(self, request, dataset_id):
         services.dataset_delete(dataset=selectors.dataset_get(dataset_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

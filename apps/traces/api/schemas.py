@@ -1,6 +1,6 @@
 """Request and response models of the trace ingestion API (validation and OpenAPI in one place)."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,7 +26,7 @@ MAX_IDEMPOTENCY_KEY_LENGTH = 200
 def _aware(value: datetime | None) -> datetime | None:
     # Timestamps without an offset are taken as UTC, as most agent SDKs mean them.
     if value is not None and value.tzinfo is None:
-        return value.replace(tzinfo=timezone.utc)
+        return value.replace(tzinfo=UTC)
     return value
 
 
@@ -96,8 +96,11 @@ class ToolCallOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     # A call read for an answer carries `position`, its place in the trace (the stored seq, an order
     # key, may have gaps); a call just recorded through the per-step endpoint has its position as seq.
-    seq: int = Field(validation_alias=AliasChoices("position", "seq"), description="The call's position in the trace, 1 to n in order, worked out when read (the "
-                     "stored order key of an OpenTelemetry trace may have gaps)")
+    seq: int = Field(
+        validation_alias=AliasChoices("position", "seq"),
+        description="The call's position in the trace, 1 to n in order, worked out when read (the "
+        "stored order key of an OpenTelemetry trace may have gaps)",
+    )
     call_id: str | None
     tool_name: str
     tool_args: dict
@@ -121,11 +124,15 @@ class TraceOut(BaseModel):
     intent_detected: str | None
     resource_type: str | None
     operation: str | None
-    tool_calls: list[ToolCallOut] = Field(description="The first page of the tool calls, in order (all of them "
-                                          "when there are no more than a page's worth)")
+    tool_calls: list[ToolCallOut] = Field(
+        description="The first page of the tool calls, in order (all of them "
+        "when there are no more than a page's worth)"
+    )
     tool_calls_total: int = Field(description="How many tool calls the trace holds")
-    tool_calls_next: str | None = Field(description="The URL of the next page of tool calls "
-                                        "(GET /trace/{session_id}/tool-calls?after=…), null when all are shown")
+    tool_calls_next: str | None = Field(
+        description="The URL of the next page of tool calls "
+        "(GET /trace/{session_id}/tool-calls?after=…), null when all are shown"
+    )
     final_response: str | None
     success: bool | None
     status: str
@@ -136,14 +143,17 @@ class TraceOut(BaseModel):
     source: str = Field(description="How the trace arrived: rest (per-step calls), batch or otlp (OpenTelemetry)")
     truncated: bool = Field(description="Whether a per-trace cap refused part of what arrived for this trace")
     dropped: Annotated[dict[str, int], BeforeValidator(_no_drops)] = Field(
-        description="What the caps refused, by kind: tool_calls, spans, attribute_bytes")
+        description="What the caps refused, by kind: tool_calls, spans, attribute_bytes"
+    )
 
 
 class ToolCallPageQuery(BaseModel):
     after: Annotated[int, Field(ge=0, le=2**63 - 1)] = Field(
-        default=0, description="The cursor from tool_calls_next: the page starts after this call (0, the first page)")
+        default=0, description="The cursor from tool_calls_next: the page starts after this call (0, the first page)"
+    )
     limit: Annotated[int, Field(ge=1)] | None = Field(
-        default=None, description="Calls per page, at most (and by default) EVALSITE_TRACE_TOOL_CALLS_PAGE")
+        default=None, description="Calls per page, at most (and by default) EVALSITE_TRACE_TOOL_CALLS_PAGE"
+    )
 
 
 class ToolCallPageOut(BaseModel):
@@ -226,7 +236,7 @@ def _query_time(value):
     return value
 
 
-_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=timezone.utc), datetime(9000, 1, 1, tzinfo=timezone.utc)
+_EARLIEST, _LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)
 
 
 def _in_range(value: datetime) -> datetime:
@@ -240,8 +250,11 @@ QueryTime = Annotated[datetime, BeforeValidator(_query_time), AfterValidator(_aw
 
 
 class LedgerQuery(BaseModel):
-    since: QueryTime | None = Field(default=None, description="ISO 8601 instant (an offset or Z; without one, UTC); "
-                                    f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours.")
+    since: QueryTime | None = Field(
+        default=None,
+        description="ISO 8601 instant (an offset or Z; without one, UTC); "
+        f"default `until` minus {LEDGER_DEFAULT_WINDOW_HOURS} hours.",
+    )
     until: QueryTime | None = Field(default=None, description="ISO 8601 instant, excluded; default now.")
     source: LedgerSourceName | None = Field(default=None, description="Only this source; default every one.")
 
@@ -252,8 +265,9 @@ class DoorLedgerOut(BaseModel):
     stored: int
     duplicate: int = Field(description="Identical retries of what was already stored, stored once.")
     rejected: dict[str, int] = Field(description="Items refused, by reason.")
-    dropped: dict[str, int] = Field(description="Items taken and later discarded (orphan children, over a "
-                                                "per-trace cap, expired), by reason.")
+    dropped: dict[str, int] = Field(
+        description="Items taken and later discarded (orphan children, over a per-trace cap, expired), by reason."
+    )
     balanced: bool = Field(description="received = stored + duplicate + rejected + dropped over the window.")
 
 
@@ -270,5 +284,4 @@ class LedgerOut(BaseModel):
     since: datetime
     until: datetime
     sources: dict[str, DoorLedgerOut] = Field(description="Per door (rest, batch, otlp), or the one asked for.")
-    online_evaluation: OnlineEvaluationLedgerOut | None = absent_if_none(
-        "Left out when `source` names a door.")
+    online_evaluation: OnlineEvaluationLedgerOut | None = absent_if_none("Left out when `source` names a door.")

@@ -1,9 +1,9 @@
 import logging
 from collections.abc import Callable
-from urllib.parse import urlencode
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from django.core.exceptions import RequestDataTooBig
 from django.db import DatabaseError, transaction
@@ -17,32 +17,32 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.attributes import with_attributes
+from apps.core.api.openapi import CONFLICT
 from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
+from apps.core.auth.permissions import scopes_of
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
 from apps.core.models import SCOPE_READ
-from apps.core.auth.permissions import scopes_of
-from apps.core.api.openapi import CONFLICT
 from apps.traces import ledger, ledger_selectors, selectors, services
 
 from .schemas import (
+    LEDGER_DEFAULT_WINDOW_HOURS,
+    MAX_IDEMPOTENCY_KEY_LENGTH,
+    MAX_TOOL_CALLS_PER_REQUEST,
     BatchIn,
     BatchOut,
     BatchTraceIn,
     CompleteIn,
     IdempotencyKey,
     IntentIn,
-    LEDGER_DEFAULT_WINDOW_HOURS,
     LedgerOut,
     LedgerQuery,
-    MAX_IDEMPOTENCY_KEY_LENGTH,
-    MAX_TOOL_CALLS_PER_REQUEST,
     ToolCallIn,
-    ToolCallsAnswer,
-    ToolCallsOut,
     ToolCallPageOut,
     ToolCallPageQuery,
+    ToolCallsAnswer,
+    ToolCallsOut,
     ToolCallsWrittenOut,
     TraceAnswer,
     TraceOut,
@@ -68,10 +68,13 @@ def _header_idempotency_key(request) -> str | None:
     try:
         return _idempotency_key.validate_python(raw)
     except ValidationError as exc:
-        raise ValidationError.from_exception_data(exc.title, [
-            {"type": err["type"], "loc": ("header", "Idempotency-Key"), "input": raw, "ctx": err.get("ctx", {})}
-            for err in exc.errors()
-        ]) from None
+        raise ValidationError.from_exception_data(
+            exc.title,
+            [
+                {"type": err["type"], "loc": ("header", "Idempotency-Key"), "input": raw, "ctx": err.get("ctx", {})}
+                for err in exc.errors()
+            ],
+        ) from None
 
 
 def _refusal_reason(exc: Exception) -> str:
@@ -121,25 +124,30 @@ def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Call
                 ledger.ingestion_record(source=source, received=count, rejected={reason: count})
         except DatabaseError:
             # The database that refused the item may refuse its ledger entry too; the answer still goes out.
-            logger.warning("ingestion ledger: could not record %s %s item(s) rejected (%s)", count, source, reason,
-                           exc_info=True)
+            logger.warning(
+                "ingestion ledger: could not record %s %s item(s) rejected (%s)", count, source, reason, exc_info=True
+            )
         raise
 
 
-def _tool_calls_next_url(trace, page: selectors.ToolCallPage, limit: int | None = None,
-                         absolute: Callable[[str], str] = str) -> str | None:
+def _tool_calls_next_url(
+    trace, page: selectors.ToolCallPage, limit: int | None = None, absolute: Callable[[str], str] = str
+) -> str | None:
     if page.next_after is None:
         return None
     query = {"after": page.next_after, **({"limit": limit} if limit else {})}
     return absolute(f"{reverse('trace-tool-call-page', args=[trace.session_id])}?{urlencode(query)}")
 
 
-def _with_page(trace, page: selectors.ToolCallPage, *, limit: int | None = None,
-               absolute: Callable[[str], str] = str):
+def _with_page(trace, page: selectors.ToolCallPage, *, limit: int | None = None, absolute: Callable[[str], str] = str):
     """The trace as TraceOut and ToolCallPageOut read it: with one page of its calls, their total
     and the next page's URL (`absolute` makes it a full URL)."""
-    return with_attributes(trace, tool_calls=page.calls, tool_calls_total=page.total,
-                           tool_calls_next=_tool_calls_next_url(trace, page, limit=limit, absolute=absolute))
+    return with_attributes(
+        trace,
+        tool_calls=page.calls,
+        tool_calls_total=page.total,
+        tool_calls_next=_tool_calls_next_url(trace, page, limit=limit, absolute=absolute),
+    )
 
 
 def _written(request, trace, *, status=200, tool_calls=None):
@@ -149,8 +157,11 @@ def _written(request, trace, *, status=200, tool_calls=None):
     trace's answer stays one page."""
     if SCOPE_READ not in scopes_of(request):
         return respond(TraceWrittenOut, trace, status=status)
-    page = (selectors.tool_call_first_page(tool_calls) if tool_calls is not None
-            else selectors.trace_tool_call_page(trace=trace))
+    page = (
+        selectors.tool_call_first_page(tool_calls)
+        if tool_calls is not None
+        else selectors.trace_tool_call_page(trace=trace)
+    )
     return respond(TraceOut, _with_page(trace, page), status=status)
 
 
@@ -170,26 +181,41 @@ def _tool_call_input(call: ToolCallIn, call_id: str | None = None) -> services.T
 class TraceStartView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=TraceStartIn, responses={201: TraceAnswer, 200: TraceAnswer, 409: CONFLICT},
-                   summary="Start a trace (idempotent on session_id)")
+    @extend_schema(
+        tags=TAG,
+        request=TraceStartIn,
+        responses={201: TraceAnswer, 200: TraceAnswer, 409: CONFLICT},
+        summary="Start a trace (idempotent on session_id)",
+    )
     def post(self, request):
         with _refusals_recorded(request):
             body = validate_body(TraceStartIn, request.data)
-            trace, created = services.trace_start(session_id=body.session_id, user_query=body.user_query,
-                                                  agent_name=body.agent_name, metadata=body.metadata)
-        return _written(request, trace, tool_calls=[] if created else None,
-                        status=status.HTTP_201_CREATED if created else status.HTTP_200_OK)
+            trace, created = services.trace_start(
+                session_id=body.session_id,
+                user_query=body.user_query,
+                agent_name=body.agent_name,
+                metadata=body.metadata,
+            )
+        return _written(
+            request,
+            trace,
+            tool_calls=[] if created else None,
+            status=status.HTTP_201_CREATED if created else status.HTTP_200_OK,
+        )
 
 
 class TraceIntentView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=IntentIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Record the detected intent")
+    @extend_schema(
+        tags=TAG, request=IntentIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Record the detected intent"
+    )
     def post(self, request, session_id):
         with _refusals_recorded(request):
             body = validate_body(IntentIn, request.data)
-            trace = services.trace_intent_record(session_id=session_id, intent=body.intent,
-                                                 resource_type=body.resource_type, operation=body.operation)
+            trace = services.trace_intent_record(
+                session_id=session_id, intent=body.intent, resource_type=body.resource_type, operation=body.operation
+            )
         return _written(request, trace)
 
 
@@ -200,9 +226,16 @@ class TraceToolCallsView(APIView):
         tags=TAG,
         request=ToolCallIn,
         responses={201: ToolCallsAnswer, 200: ToolCallsAnswer, 409: CONFLICT},
-        parameters=[OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                                     description="Makes a retried request safe for calls sent without call_id "
-                                     f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).")],
+        parameters=[
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="Makes a retried request safe for calls sent without call_id "
+                f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).",
+            )
+        ],
         summary="Record one tool call, or a list of them in order",
         description="The body is one tool call object or a JSON array of them. Calls carrying a call_id "
         "(or sent with an Idempotency-Key header) are recorded once however often the request is retried.",
@@ -221,20 +254,28 @@ class TraceToolCallsView(APIView):
         # Without the read scope only each call's place: a call already recorded under the same
         # call_id may be another agent's.
         schema = ToolCallsOut if SCOPE_READ in scopes_of(request) else ToolCallsWrittenOut
-        return respond(schema, {"session_id": session_id,
-                                "tool_calls": [with_attributes(call, created=created) for call, created in recorded]},
-                       status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK)
+        return respond(
+            schema,
+            {
+                "session_id": session_id,
+                "tool_calls": [with_attributes(call, created=created) for call, created in recorded],
+            },
+            status=status.HTTP_201_CREATED if any_created else status.HTTP_200_OK,
+        )
 
 
 class TraceCompleteView(APIView):
     required_scopes = {"POST": "ingest"}
 
-    @extend_schema(tags=TAG, request=CompleteIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Complete a trace")
+    @extend_schema(
+        tags=TAG, request=CompleteIn, responses={200: TraceAnswer, 409: CONFLICT}, summary="Complete a trace"
+    )
     def post(self, request, session_id):
         with _refusals_recorded(request):
             body = validate_body(CompleteIn, request.data)
-            trace = services.trace_complete(session_id=session_id, final_response=body.final_response,
-                                            success=body.success, error=body.error)
+            trace = services.trace_complete(
+                session_id=session_id, final_response=body.final_response, success=body.success, error=body.error
+            )
         return _written(request, trace)
 
 
@@ -262,41 +303,57 @@ class TraceBatchView(APIView):
                     item = _batch_item.validate_python(raw)
                 except ValidationError as exc:
                     session_id = raw.get("session_id") if isinstance(raw, dict) else None
-                    refused.reject(index, session_id if isinstance(session_id, str) else None, summarize_errors(exc),
-                                   code=ledger.validation_reason(exc))
+                    refused.reject(
+                        index,
+                        session_id if isinstance(session_id, str) else None,
+                        summarize_errors(exc),
+                        code=ledger.validation_reason(exc),
+                    )
                     continue
-                valid.append((index, services.BatchTrace(
-                    session_id=item.session_id,
-                    user_query=item.user_query,
-                    agent_name=item.agent_name,
-                    final_response=item.final_response,
-                    success=item.success,
-                    intent_detected=item.intent_detected,
-                    resource_type=item.resource_type,
-                    operation=item.operation,
-                    error=item.error,
-                    tool_calls=[_tool_call_input(c) for c in item.tool_calls],
-                    start_time=item.start_time,
-                    end_time=item.end_time,
-                    metadata=item.metadata,
-                    canonical=raw,
-                )))
+                valid.append(
+                    (
+                        index,
+                        services.BatchTrace(
+                            session_id=item.session_id,
+                            user_query=item.user_query,
+                            agent_name=item.agent_name,
+                            final_response=item.final_response,
+                            success=item.success,
+                            intent_detected=item.intent_detected,
+                            resource_type=item.resource_type,
+                            operation=item.operation,
+                            error=item.error,
+                            tool_calls=[_tool_call_input(c) for c in item.tool_calls],
+                            start_time=item.start_time,
+                            end_time=item.end_time,
+                            metadata=item.metadata,
+                            canonical=raw,
+                        ),
+                    )
+                )
             outcome = services.traces_ingest_batch(items=valid, refused=refused)
-        return respond(BatchOut, {
-            "accepted_count": len(outcome.accepted),
-            "rejected_count": len(outcome.rejected),
-            "accepted": outcome.accepted,
-            "rejected": outcome.rejected,
-        })
+        return respond(
+            BatchOut,
+            {
+                "accepted_count": len(outcome.accepted),
+                "rejected_count": len(outcome.rejected),
+                "accepted": outcome.accepted,
+                "rejected": outcome.rejected,
+            },
+        )
 
 
 class TraceDetailView(APIView):
     required_scopes = {"GET": "read", "DELETE": "admin"}
 
-    @extend_schema(tags=TAG, responses={200: TraceOut}, summary="Get the trace of a session",
-                   description="The trace with its tool calls, at most EVALSITE_TRACE_TOOL_CALLS_PAGE (default 500) "
-                   "of them: `tool_calls_total` says how many there are and `tool_calls_next` links the next page "
-                   "(GET /trace/{session_id}/tool-calls). A call's `seq` is its position in the trace, 1 to n.")
+    @extend_schema(
+        tags=TAG,
+        responses={200: TraceOut},
+        summary="Get the trace of a session",
+        description="The trace with its tool calls, at most EVALSITE_TRACE_TOOL_CALLS_PAGE (default 500) "
+        "of them: `tool_calls_total` says how many there are and `tool_calls_next` links the next page "
+        "(GET /trace/{session_id}/tool-calls). A call's `seq` is its position in the trace, 1 to n.",
+    )
     def get(self, request, session_id):
         trace = selectors.trace_get(session_id=session_id)
         page = selectors.trace_tool_call_page(trace=trace)
@@ -312,17 +369,21 @@ class TraceToolCallPageView(APIView):
     required_scopes = {"GET": "read"}
 
     @extend_schema(
-        tags=TAG, responses={200: ToolCallPageOut}, summary="Page through the tool calls of a trace",
+        tags=TAG,
+        responses={200: ToolCallPageOut},
+        summary="Page through the tool calls of a trace",
         parameters=query_parameters(ToolCallPageQuery),
         description="The calls after the cursor in order, each `seq` its position in the whole trace; follow "
-        "`tool_calls_next` until it is null. A keyset on the stored order: every page costs the same.")
+        "`tool_calls_next` until it is null. A keyset on the stored order: every page costs the same.",
+    )
     def get(self, request, session_id):
         query = ToolCallPageQuery.model_validate(request.query_params.dict())
         trace = selectors.trace_get(session_id=session_id)
         limit = min(query.limit or selectors.tool_call_page_size(), selectors.tool_call_page_size())
         page = selectors.trace_tool_call_page(trace=trace, after=query.after, limit=limit)
-        return respond(ToolCallPageOut, _with_page(trace, page, limit=query.limit and limit,
-                                                   absolute=request.build_absolute_uri))
+        return respond(
+            ToolCallPageOut, _with_page(trace, page, limit=query.limit and limit, absolute=request.build_absolute_uri)
+        )
 
 
 class IngestionLedgerView(APIView):

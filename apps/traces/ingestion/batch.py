@@ -59,8 +59,13 @@ class BatchOutcome:
         """The request's ledger entry, one per batch: call it in the transaction that stores the
         created traces. Everything not created was a duplicate (`unchanged`) or rejected."""
         unchanged = sum(1 for entry in self.accepted if entry["status"] == "unchanged")
-        ingestion_record(source=LedgerSource.BATCH, received=created + unchanged + len(self.rejected),
-                         stored=created, duplicate=unchanged, rejected=self.rejected_reasons)
+        ingestion_record(
+            source=LedgerSource.BATCH,
+            received=created + unchanged + len(self.rejected),
+            stored=created,
+            duplicate=unchanged,
+            rejected=self.rejected_reasons,
+        )
 
 
 def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTrace:
@@ -90,8 +95,18 @@ def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTra
 def _tool_call_rows(traces: list[AgentTrace], items: list[BatchTrace]):
     for trace, item in zip(traces, items, strict=True):
         for seq, c in enumerate(item.tool_calls, start=1):
-            yield (trace.pk, seq, c.call_id, c.tool_name, c.tool_args, c.tool_result, c.success, c.error,
-                   c.timestamp or trace.start_time, c.duration_ms)
+            yield (
+                trace.pk,
+                seq,
+                c.call_id,
+                c.tool_name,
+                c.tool_args,
+                c.tool_result,
+                c.success,
+                c.error,
+                c.timestamp or trace.start_time,
+                c.duration_ms,
+            )
 
 
 def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
@@ -119,8 +134,9 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
             continue
         repeated = repeated_call_id(item.tool_calls)
         if repeated:
-            outcome.reject(index, item.session_id, f"tool_calls: call_id {repeated!r} appears more than once",
-                           code="invalid")
+            outcome.reject(
+                index, item.session_id, f"tool_calls: call_id {repeated!r} appears more than once", code="invalid"
+            )
             continue
         hashes[index] = item.content_hash
         if item.session_id in first_in_request:
@@ -128,8 +144,9 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
             if hashes[earlier] == hashes[index]:
                 outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
             else:
-                outcome.reject(index, item.session_id, f"session_id repeats item {earlier} with different content",
-                               code="conflict")
+                outcome.reject(
+                    index, item.session_id, f"session_id repeats item {earlier} with different content", code="conflict"
+                )
             continue
         first_in_request[item.session_id] = index
         fresh.append((index, item))
@@ -146,8 +163,12 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
         elif existing[item.session_id] == hashes[index]:
             outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
         else:
-            outcome.reject(index, item.session_id, f"Session {item.session_id} already exists with different content",
-                           code="conflict")
+            outcome.reject(
+                index,
+                item.session_id,
+                f"Session {item.session_id} already exists with different content",
+                code="conflict",
+            )
 
     try:
         with transaction.atomic():
@@ -167,18 +188,25 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
                     outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
                     created += 1
                 except IntegrityError as exc:
-                    stored = (AgentTrace.objects.filter(session_id=item.session_id)
-                              .values_list("content_hash", flat=True).first())
+                    stored = (
+                        AgentTrace.objects.filter(session_id=item.session_id)
+                        .values_list("content_hash", flat=True)
+                        .first()
+                    )
                     if stored == hashes[index]:
                         outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})
                     elif stored is not None:
-                        outcome.reject(index, item.session_id,
-                                       f"Session {item.session_id} already exists with different content",
-                                       code="conflict")
+                        outcome.reject(
+                            index,
+                            item.session_id,
+                            f"Session {item.session_id} already exists with different content",
+                            code="conflict",
+                        )
                     else:
                         # Not a race: the item itself breaks a constraint the checks above do not know.
-                        outcome.reject(index, item.session_id, f"could not be stored: {str(exc).splitlines()[0]}",
-                                       code="invalid")
+                        outcome.reject(
+                            index, item.session_id, f"could not be stored: {str(exc).splitlines()[0]}", code="invalid"
+                        )
             outcome.record(created=created)
     outcome.accepted.sort(key=lambda entry: entry["index"])
     outcome.rejected.sort(key=lambda entry: entry["index"])

@@ -85,8 +85,9 @@ def trace_start(
     try:
         # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
         return (
-            _insert_started(AgentTrace(session_id=session_id, user_query=user_query, agent_name=agent_name,
-                                       metadata=metadata)),
+            _insert_started(
+                AgentTrace(session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata)
+            ),
             True,
         )
     except IntegrityError:
@@ -100,8 +101,9 @@ def trace_start(
     return existing, False
 
 
-def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sql: str | None = None,
-                         same_params: tuple = ()) -> AgentTrace | None:
+def _update_active_trace(
+    session_id: str, set_sql: str, params: list, *, same_sql: str | None = None, same_params: tuple = ()
+) -> AgentTrace | None:
     """The hot path of intent and complete on PostgreSQL: one UPDATE … RETURNING of an active trace,
     which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT, and
     appends its ledger entry in the same statement. Returns None when no active trace has that
@@ -117,10 +119,15 @@ def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sq
         before = f"old AS (SELECT id, ({same_sql}) AS same FROM {table} WHERE session_id = %s), "
         rows_from = "t LEFT JOIN old ON old.id = t.id"
         stored, duplicate = "CASE WHEN old.same THEN 0 ELSE 1 END", "CASE WHEN old.same THEN 1 ELSE 0 END"
-    sql = (f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
-           f"RETURNING {select_columns(AgentTrace)}), "
-           f"{ingestion_entry_cte(source=LedgerSource.REST, rows_from=rows_from, at='%s', stored=stored, duplicate=duplicate)} "
-           f"SELECT * FROM t")
+    ledger_cte = ingestion_entry_cte(
+        source=LedgerSource.REST, rows_from=rows_from, at="%s", stored=stored, duplicate=duplicate
+    )
+    sql = (
+        f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+        f"RETURNING {select_columns(AgentTrace)}), "
+        f"{ledger_cte} "
+        f"SELECT * FROM t"
+    )
     now = timezone.now()
     before_params = [*same_params, session_id] if same_sql else []
 
@@ -132,14 +139,18 @@ def _update_active_trace(session_id: str, set_sql: str, params: list, *, same_sq
     return rows[0] if rows else None
 
 
-def trace_intent_record(*, session_id: str, intent: str, resource_type: str | None,
-                        operation: str | None) -> AgentTrace:
+def trace_intent_record(
+    *, session_id: str, intent: str, resource_type: str | None, operation: str | None
+) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
-    trace = _update_active_trace(session_id, "intent_detected = %s, resource_type = %s, operation = %s",
-                                 [intent, resource_type, operation],
-                                 same_sql="intent_detected IS NOT DISTINCT FROM %s AND resource_type IS NOT DISTINCT "
-                                          "FROM %s AND operation IS NOT DISTINCT FROM %s",
-                                 same_params=(intent, resource_type, operation))
+    trace = _update_active_trace(
+        session_id,
+        "intent_detected = %s, resource_type = %s, operation = %s",
+        [intent, resource_type, operation],
+        same_sql="intent_detected IS NOT DISTINCT FROM %s AND resource_type IS NOT DISTINCT "
+        "FROM %s AND operation IS NOT DISTINCT FROM %s",
+        same_params=(intent, resource_type, operation),
+    )
     return trace if trace is not None else _intent_record_locked(session_id, intent, resource_type, operation)
 
 
@@ -270,10 +281,10 @@ def _tool_calls_record_locked(session_id: str, calls: list[ToolCallInput]) -> li
 
 # One tool call in one statement: the UPDATE takes the trace's row lock and bumps the count, the
 # INSERT uses the bumped count as seq, the ledger entry counts the stored call, and all commit
-# together, so seq stays distinct and gap-free exactly as under select_for_update. It only handles the common case: an active trace and a call_id
-# not stored yet. Anything else matches no row (or, when a concurrent request stores the same
-# call_id first, breaks the unique constraint) and goes through the locked path, which answers
-# retries, 404 and 409.
+# together, so seq stays distinct and gap-free exactly as under select_for_update. It only handles
+# the common case: an active trace and a call_id not stored yet. Anything else matches no row (or,
+# when a concurrent request stores the same call_id first, breaks the unique constraint) and goes
+# through the locked path, which answers retries, 404 and 409.
 _APPEND_TOOL_CALL_SQL = f"""
 WITH trace AS (
     UPDATE {AgentTrace._meta.db_table} AS t
@@ -298,10 +309,19 @@ SELECT id, trace_id, seq FROM inserted
 def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall | None:
     now = timezone.now()
     timestamp = call.timestamp or now
-    params = {"now": now, "session_id": session_id, "active": AgentTrace.Status.ACTIVE, "call_id": call.call_id,
-              "tool_name": call.tool_name, "tool_args": json_text(call.tool_args),
-              "tool_result": json_text(call.tool_result), "success": call.success, "error": call.error,
-              "timestamp": timestamp, "duration_ms": call.duration_ms}
+    params = {
+        "now": now,
+        "session_id": session_id,
+        "active": AgentTrace.Status.ACTIVE,
+        "call_id": call.call_id,
+        "tool_name": call.tool_name,
+        "tool_args": json_text(call.tool_args),
+        "tool_result": json_text(call.tool_result),
+        "success": call.success,
+        "error": call.error,
+        "timestamp": timestamp,
+        "duration_ms": call.duration_ms,
+    }
 
     def execute():
         return fastpath.fetch_one(_APPEND_TOOL_CALL_SQL, params)
@@ -313,9 +333,19 @@ def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall |
     if row is None:
         return None
     pk, trace_id, seq = row
-    stored = ToolCall(id=pk, trace_id=trace_id, seq=seq, call_id=call.call_id, tool_name=call.tool_name,
-                      tool_args=call.tool_args, tool_result=call.tool_result, success=call.success,
-                      error=call.error, duration_ms=call.duration_ms, timestamp=timestamp)
+    stored = ToolCall(
+        id=pk,
+        trace_id=trace_id,
+        seq=seq,
+        call_id=call.call_id,
+        tool_name=call.tool_name,
+        tool_args=call.tool_args,
+        tool_result=call.tool_result,
+        success=call.success,
+        error=call.error,
+        duration_ms=call.duration_ms,
+        timestamp=timestamp,
+    )
     stored._state.adding, stored._state.db = False, connection.alias
     return stored
 
@@ -325,8 +355,9 @@ def finish_fields(trace: AgentTrace, end_time: datetime) -> None:
     trace.duration_seconds = max((end_time - trace.start_time).total_seconds(), 0.0)
 
 
-def trace_complete(*, session_id: str, final_response: str | None, success: bool,
-                   error: str | None = None) -> AgentTrace:
+def trace_complete(
+    *, session_id: str, final_response: str | None, success: bool, error: str | None = None
+) -> AgentTrace:
     status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     end_time = timezone.now()
     trace = _update_active_trace(
@@ -342,8 +373,9 @@ def trace_complete(*, session_id: str, final_response: str | None, success: bool
 
 
 @transaction.atomic
-def _complete_locked(session_id: str, final_response: str | None, success: bool, *,
-                           error: str | None = None) -> AgentTrace:
+def _complete_locked(
+    session_id: str, final_response: str | None, success: bool, *, error: str | None = None
+) -> AgentTrace:
     trace = _locked_trace(session_id)
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
@@ -357,8 +389,9 @@ def _complete_locked(session_id: str, final_response: str | None, success: bool,
     trace.status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     finish_fields(trace, timezone.now())
     # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
-    trace.save(update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds",
-                              "updated_at"])
+    trace.save(
+        update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds", "updated_at"]
+    )
     _record_rest(stored=1)
     traces_completed_announce(trace_ids=[trace.pk])
     return trace

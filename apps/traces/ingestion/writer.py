@@ -22,8 +22,18 @@ from apps.traces import fastpath
 from apps.traces.models import AgentTrace, ToolCall
 from apps.traces.signals import trace_completed
 
-TOOL_CALL_COLUMNS = ("trace_id", "seq", "call_id", "tool_name", "tool_args", "tool_result", "success", "error",
-                     "timestamp", "duration_ms")
+TOOL_CALL_COLUMNS = (
+    "trace_id",
+    "seq",
+    "call_id",
+    "tool_name",
+    "tool_args",
+    "tool_result",
+    "success",
+    "error",
+    "timestamp",
+    "duration_ms",
+)
 
 _TRACE_TABLE = AgentTrace._meta.db_table
 _TRACE_COPY_FIELDS = list(AgentTrace._meta.concrete_fields)
@@ -38,15 +48,23 @@ def _traces_copy(traces: list[AgentTrace]) -> None:
     """PostgreSQL: ids reserved from the sequence, rows streamed by COPY (bulk_create adapts every
     value of every field through the ORM, a tenth of an OTLP request's CPU)."""
     now = timezone.now()
-    ids = fastpath.fetch_all(f"SELECT nextval(pg_get_serial_sequence('{_TRACE_TABLE}', 'id')) "
-                             "FROM generate_series(1, %s)", [len(traces)])
+    ids = fastpath.fetch_all(
+        f"SELECT nextval(pg_get_serial_sequence('{_TRACE_TABLE}', 'id')) FROM generate_series(1, %s)", [len(traces)]
+    )
     for trace, (pk,) in zip(traces, ids, strict=True):
         trace.pk = pk
         trace.created_at = trace.updated_at = now
     columns = ", ".join(f.column for f in _TRACE_COPY_FIELDS)
-    fastpath.copy_rows(f"COPY {_TRACE_TABLE} ({columns}) FROM STDIN", (
-        [json_text(getattr(trace, f.attname)) if isinstance(f, JSONField) else getattr(trace, f.attname)
-         for f in _TRACE_COPY_FIELDS] for trace in traces))
+    fastpath.copy_rows(
+        f"COPY {_TRACE_TABLE} ({columns}) FROM STDIN",
+        (
+            [
+                json_text(getattr(trace, f.attname)) if isinstance(f, JSONField) else getattr(trace, f.attname)
+                for f in _TRACE_COPY_FIELDS
+            ]
+            for trace in traces
+        ),
+    )
 
 
 def traces_insert(*, traces: list[AgentTrace]) -> list[AgentTrace]:
@@ -69,11 +87,14 @@ def tool_calls_insert(*, rows) -> None:
     if fastpath.enabled():
         # COPY inside the current transaction: adapting tens of thousands of INSERT parameters
         # costs several times more than streaming the rows.
-        fastpath.copy_rows(f"COPY {ToolCall._meta.db_table} ({', '.join(TOOL_CALL_COLUMNS)}) FROM STDIN",
-                           ((*row[:4], json_text(row[4]), json_text(row[5]), *row[6:]) for row in rows))
+        fastpath.copy_rows(
+            f"COPY {ToolCall._meta.db_table} ({', '.join(TOOL_CALL_COLUMNS)}) FROM STDIN",
+            ((*row[:4], json_text(row[4]), json_text(row[5]), *row[6:]) for row in rows),
+        )
     else:
-        ToolCall.objects.bulk_create([ToolCall(**dict(zip(TOOL_CALL_COLUMNS, row))) for row in rows],
-                                     batch_size=500)
+        ToolCall.objects.bulk_create(
+            [ToolCall(**dict(zip(TOOL_CALL_COLUMNS, row, strict=False))) for row in rows], batch_size=500
+        )
 
 
 def tool_calls_create(*, calls: list[ToolCall]) -> list[ToolCall]:

@@ -18,14 +18,33 @@ class EvaluationRuleIn(ConfigurationIn):
     enabled: StrictBool = True
     agent_name: Annotated[Text, Field(max_length=255, description="Only this agent's traces; blank: every agent.")] = ""
     source: Literal["any", "rest", "batch", "otlp"] = Field(
-        default="any", description="Only traces that came in this way: the REST lifecycle, POST /traces/batch, "
-                                   "or OTLP spans.")
-    sample_rate: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False, description=(
-        "Share of matching traces judged. The choice is a hash of the rule and the session, so a trace "
-        "is always in or always out for a rule."))] = 1.0
-    judge: Annotated[str, Field(min_length=1, max_length=100, pattern=JUDGE_PATTERN, description=(
-        "`heuristic`, `llm` (EVALSITE_JUDGE_MODEL on the configured server), or a model name on that server. "
-        "Anything but heuristic needs OPENAI_API_KEY or OPENAI_BASE_URL (422 otherwise)."))] = "heuristic"
+        default="any",
+        description="Only traces that came in this way: the REST lifecycle, POST /traces/batch, or OTLP spans.",
+    )
+    sample_rate: Annotated[
+        float,
+        Field(
+            ge=0,
+            le=1,
+            allow_inf_nan=False,
+            description=(
+                "Share of matching traces judged. The choice is a hash of the rule and the session, so a trace "
+                "is always in or always out for a rule."
+            ),
+        ),
+    ] = 1.0
+    judge: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=100,
+            pattern=JUDGE_PATTERN,
+            description=(
+                "`heuristic`, `llm` (EVALSITE_JUDGE_MODEL on the configured server), or a model name on that server. "
+                "Anything but heuristic needs OPENAI_API_KEY or OPENAI_BASE_URL (422 otherwise)."
+            ),
+        ),
+    ] = "heuristic"
 
 
 class EvaluationRuleOut(BaseModel):
@@ -51,5 +70,7 @@ class EvaluationRuleBackfillIn(BaseModel):
 
 class EvaluationRuleBackfillOut(BaseModel):
     rule_id: int
-    queued: int = Field(description="Traces queued for evaluation (matching and sampled). Those already judged by "
-                                    "this judge on the same content re-use that verdict.")
+    queued: int = Field(
+        description="Traces queued for evaluation (matching and sampled). Those already judged by "
+        "this judge on the same content re-use that verdict."
+    )

@@ -10,11 +10,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--user", required=True, help="username that owns the key")
-        parser.add_argument("--staff", action="store_true",
-                            help="make the user staff; the key then gets every scope unless --scopes says otherwise")
-        parser.add_argument("--scopes", default=None,
-                            help=f"comma-separated, from {', '.join(ALL_SCOPES)} "
-                                 f"(default: {','.join(DEFAULT_KEY_SCOPES)}; admin needs a staff user)")
+        parser.add_argument(
+            "--staff",
+            action="store_true",
+            help="make the user staff; the key then gets every scope unless --scopes says otherwise",
+        )
+        parser.add_argument(
+            "--scopes",
+            default=None,
+            help=f"comma-separated, from {', '.join(ALL_SCOPES)} "
+            f"(default: {','.join(DEFAULT_KEY_SCOPES)}; admin needs a staff user)",
+        )
         parser.add_argument("--name", default="", help="a label for the key")
 
     def handle(self, *args, user, staff, scopes, name, **options):

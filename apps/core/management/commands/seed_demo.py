@@ -40,4 +40,3 @@ class Command(BaseCommand):
         for label, count in loaded.items():
             self.stdout.write(f"  demo {label}: {count} new")
         self.stdout.write("")
-

@@ -40,57 +40,110 @@ FAILED_SHOWN = 20
 
 
 class Command(BaseCommand):
-    help = ("Run a test set (or V1 question set) against a bot; with --wait, follow it, print a summary with a "
-            "console link for each failed item, and exit 1 when the gate fails. The CI gate is documented in "
-            "docs/runs.md. Defaults in brackets.")
+    help = (
+        "Run a test set (or V1 question set) against a bot; with --wait, follow it, print a summary with a "
+        "console link for each failed item, and exit 1 when the gate fails. The CI gate is documented in "
+        "docs/runs.md. Defaults in brackets."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--agent", required=True, metavar="AGENT_ID", help="the bot to evaluate: its agent_id")
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--test-set", type=uuid.UUID, metavar="ID", help="the test set to run (its id)")
         source.add_argument("--dataset", type=uuid.UUID, metavar="ID", help="or a V1 question set to run (its id)")
-        parser.add_argument("--test-set-version", type=int, metavar="N",
-                            help="the test set version to run [its current version]")
-        parser.add_argument("--rubric", type=uuid.UUID, metavar="ID",
-                            help="the rubric whose rules judge every item [none: success criteria only]")
+        parser.add_argument(
+            "--test-set-version", type=int, metavar="N", help="the test set version to run [its current version]"
+        )
+        parser.add_argument(
+            "--rubric",
+            type=uuid.UUID,
+            metavar="ID",
+            help="the rubric whose rules judge every item [none: success criteria only]",
+        )
         parser.add_argument("--rubric-version", type=int, metavar="N", help="the rubric version [its current version]")
-        parser.add_argument("--concurrency", type=int, default=3, metavar="N",
-                            help="items in flight at once, 1 to 32 [%(default)s]")
-        parser.add_argument("--repeats", type=int, default=1, metavar="K",
-                            help="run every item K times, 1 to 10; an item passes only if every attempt passes "
-                                 "[%(default)s]")
-        parser.add_argument("--scope", dest="component_scope_filter", metavar="SCOPE",
-                            help="judge only rubric rules of this component scope: prompt, knowledge_base, function "
-                                 "or general [all rules]")
-        parser.add_argument("--judge-model", metavar="MODEL",
-                            help='"heuristic" for the offline judge, or a model name on the configured LLM server '
-                                 "[the configured judge: an LLM when OPENAI_* is set, else heuristic]")
-        parser.add_argument("--label", default="", metavar="TEXT",
-                            help="what to call the run, e.g. the commit it tests (at most 200 characters)")
-        parser.add_argument("--wait", action="store_true",
-                            help="wait for the run to finish, print its summary and apply the gate")
-        parser.add_argument("--fail-under", type=float, metavar="RATE",
-                            help="with --wait: exit 1 if the pass rate (0 to 1) is below this")
-        parser.add_argument("--confidence", type=float, metavar="LEVEL",
-                            help="with --fail-under: compare the lower bound of the pass rate's Wilson interval at "
-                                 "this level (e.g. 0.95) instead of the pass rate itself")
-        parser.add_argument("--junit", metavar="PATH",
-                            help="with --wait: write a JUnit XML report, one testcase per item")
-        parser.add_argument("--json", metavar="PATH",
-                            help="with --wait: write the run, its items and the comparison as JSON")
-        parser.add_argument("--baseline", metavar="RUN_ID|latest",
-                            help='with --wait: compare with this run, or "latest" (the newest earlier completed run '
-                                 "of the test set); exit 1 only on a significant regression")
-        parser.add_argument("--allow-judge-change", action="store_true",
-                            help="with --baseline: compare even when the judge's fingerprints differ")
-        parser.add_argument("--max-errors", type=float, default=0.0, metavar="FRACTION",
-                            help="with --wait: exit 1 if the share of errored verdicts is above this, 0 to 1 "
-                                 "[%(default)s: any judge error fails]")
-        parser.add_argument("--allow-unassessed", action="store_true",
-                            help="with --wait: do not fail on unassessed items (a criterion or a high-severity "
-                                 "rule the judge could not assess)")
-        parser.add_argument("--timeout", type=float, default=3600, metavar="SECONDS",
-                            help="with --wait: give up after this many seconds [%(default)s]")
+        parser.add_argument(
+            "--concurrency", type=int, default=3, metavar="N", help="items in flight at once, 1 to 32 [%(default)s]"
+        )
+        parser.add_argument(
+            "--repeats",
+            type=int,
+            default=1,
+            metavar="K",
+            help="run every item K times, 1 to 10; an item passes only if every attempt passes [%(default)s]",
+        )
+        parser.add_argument(
+            "--scope",
+            dest="component_scope_filter",
+            metavar="SCOPE",
+            help="judge only rubric rules of this component scope: prompt, knowledge_base, function "
+            "or general [all rules]",
+        )
+        parser.add_argument(
+            "--judge-model",
+            metavar="MODEL",
+            help='"heuristic" for the offline judge, or a model name on the configured LLM server '
+            "[the configured judge: an LLM when OPENAI_* is set, else heuristic]",
+        )
+        parser.add_argument(
+            "--label",
+            default="",
+            metavar="TEXT",
+            help="what to call the run, e.g. the commit it tests (at most 200 characters)",
+        )
+        parser.add_argument(
+            "--wait", action="store_true", help="wait for the run to finish, print its summary and apply the gate"
+        )
+        parser.add_argument(
+            "--fail-under",
+            type=float,
+            metavar="RATE",
+            help="with --wait: exit 1 if the pass rate (0 to 1) is below this",
+        )
+        parser.add_argument(
+            "--confidence",
+            type=float,
+            metavar="LEVEL",
+            help="with --fail-under: compare the lower bound of the pass rate's Wilson interval at "
+            "this level (e.g. 0.95) instead of the pass rate itself",
+        )
+        parser.add_argument(
+            "--junit", metavar="PATH", help="with --wait: write a JUnit XML report, one testcase per item"
+        )
+        parser.add_argument(
+            "--json", metavar="PATH", help="with --wait: write the run, its items and the comparison as JSON"
+        )
+        parser.add_argument(
+            "--baseline",
+            metavar="RUN_ID|latest",
+            help='with --wait: compare with this run, or "latest" (the newest earlier completed run '
+            "of the test set); exit 1 only on a significant regression",
+        )
+        parser.add_argument(
+            "--allow-judge-change",
+            action="store_true",
+            help="with --baseline: compare even when the judge's fingerprints differ",
+        )
+        parser.add_argument(
+            "--max-errors",
+            type=float,
+            default=0.0,
+            metavar="FRACTION",
+            help="with --wait: exit 1 if the share of errored verdicts is above this, 0 to 1 "
+            "[%(default)s: any judge error fails]",
+        )
+        parser.add_argument(
+            "--allow-unassessed",
+            action="store_true",
+            help="with --wait: do not fail on unassessed items (a criterion or a high-severity "
+            "rule the judge could not assess)",
+        )
+        parser.add_argument(
+            "--timeout",
+            type=float,
+            default=3600,
+            metavar="SECONDS",
+            help="with --wait: give up after this many seconds [%(default)s]",
+        )
         parser.add_argument("--poll", type=float, default=2.0, help=argparse_hidden())
 
     def handle(self, *args, **o):
@@ -110,15 +163,25 @@ class Command(BaseCommand):
             raise CommandError("--max-errors is a share of verdicts between 0 and 1")
         try:
             run = services.run_create(
-                agent_id=o["agent"], test_set_id=o["test_set"], test_set_version=o["test_set_version"],
-                dataset_id=o["dataset"], rubric_id=o["rubric"], rubric_version=o["rubric_version"],
-                concurrency=o["concurrency"], component_scope_filter=o["component_scope_filter"],
-                judge_model=o["judge_model"], label=o["label"], repeats=o["repeats"],
+                agent_id=o["agent"],
+                test_set_id=o["test_set"],
+                test_set_version=o["test_set_version"],
+                dataset_id=o["dataset"],
+                rubric_id=o["rubric"],
+                rubric_version=o["rubric_version"],
+                concurrency=o["concurrency"],
+                component_scope_filter=o["component_scope_filter"],
+                judge_model=o["judge_model"],
+                label=o["label"],
+                repeats=o["repeats"],
             )
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
-        self.stdout.write(f"run {run.run_id}: {run.total // run.repeats} items"
-                          + (f" x {run.repeats} attempts" if run.repeats > 1 else "") + f", judge {run.judge}")
+        self.stdout.write(
+            f"run {run.run_id}: {run.total // run.repeats} items"
+            + (f" x {run.repeats} attempts" if run.repeats > 1 else "")
+            + f", judge {run.judge}"
+        )
         if not o["wait"]:
             return
         deadline = time.monotonic() + o["timeout"]
@@ -130,9 +193,10 @@ class Command(BaseCommand):
             progress = (run.status, run.completed, run.passed, run.failed, run.unassessed)
             if progress != last:
                 counted = "attempts" if run.repeats > 1 else "items"
-                self.stdout.write(f"  {run.status}: {run.completed}/{run.total} {counted} done, {run.passed} passed, "
-                                  f"{run.failed} failed"
-                                  + (f", {run.unassessed} unassessed" if run.unassessed else ""))
+                self.stdout.write(
+                    f"  {run.status}: {run.completed}/{run.total} {counted} done, {run.passed} passed, "
+                    f"{run.failed} failed" + (f", {run.unassessed} unassessed" if run.unassessed else "")
+                )
                 last = progress
             if run.is_finished:
                 break
@@ -157,16 +221,22 @@ class Command(BaseCommand):
             low, high = wilson_interval(run.passed, run.completed, confidence=o["confidence"]) or (0.0, 0.0)
             self.stdout.write(f"  pass rate {rate:.1%}, {o['confidence']:.0%} interval [{low:.1%}, {high:.1%}]")
             if low < o["fail_under"]:
-                reasons.append(f"the pass rate's {o['confidence']:.0%} lower bound {low:.1%} is below {o['fail_under']:.1%}")
+                reasons.append(
+                    f"the pass rate's {o['confidence']:.0%} lower bound {low:.1%} is below {o['fail_under']:.1%}"
+                )
         elif o["fail_under"] is not None and rate < o["fail_under"]:
             reasons.append(f"pass rate {rate:.1%} is below {o['fail_under']:.1%}")
         if run.errored_share > o["max_errors"]:
-            reasons.append(f"{run.verdicts_errored} errored verdicts ({run.errored_share:.1%}) is above --max-errors "
-                           f"{o['max_errors']:.1%}")
+            reasons.append(
+                f"{run.verdicts_errored} errored verdicts ({run.errored_share:.1%}) is above --max-errors "
+                f"{o['max_errors']:.1%}"
+            )
         unassessed_items = selectors.item_outcome_counts(run=run)["unassessed"] if run.unassessed else 0
         if unassessed_items and not o["allow_unassessed"]:
-            reasons.append(f"{unassessed_items} items unassessed (a high-severity rule skipped or errored; "
-                           "--allow-unassessed to accept)")
+            reasons.append(
+                f"{unassessed_items} items unassessed (a high-severity rule skipped or errored; "
+                "--allow-unassessed to accept)"
+            )
         self._reports(run, comparison, reasons, o)
         if reasons:
             raise CommandError("; ".join(reasons))
@@ -177,16 +247,24 @@ class Command(BaseCommand):
             name = run.label or f"run {run.run_id}"
             named = selectors.run_named_get(run=run)
             test_set = named.test_set_name_value or str(run.test_set_id or run.dataset_id)
-            self._write(o["junit"], reports.junit_xml(run=run, suite_name=name, test_set_name=test_set,
-                                                      allow_unassessed=o["allow_unassessed"]))
+            self._write(
+                o["junit"],
+                reports.junit_xml(
+                    run=run, suite_name=name, test_set_name=test_set, allow_unassessed=o["allow_unassessed"]
+                ),
+            )
         if o["json"]:
             items = selectors.run_item_list(run=run, limit=max(run.total, 1))
             report = reports.json_report(
                 run=RunOut.model_validate(run_data(run)).model_dump(mode="json"),
                 items=RunItemList.model_validate(items).model_dump(mode="json")["items"],
-                comparison=(ComparisonOut.model_validate(comparison_data(comparison)).model_dump(mode="json")
-                            if comparison else None),
-                gate={"passed": not reasons, "reasons": reasons})
+                comparison=(
+                    ComparisonOut.model_validate(comparison_data(comparison)).model_dump(mode="json")
+                    if comparison
+                    else None
+                ),
+                gate={"passed": not reasons, "reasons": reasons},
+            )
             self._write(o["json"], report.encode())
 
     def _write(self, path: str, content: bytes) -> None:
@@ -217,54 +295,74 @@ class Command(BaseCommand):
         if comparison["judge_changed"]:
             changes = "; ".join(comparison["judge_changes"])
             if not allow_judge_change:
-                reasons.append(f"the judge changed since baseline {baseline.run_id} ({changes}): pass rates are "
-                               "not comparable; rerun the baseline with this judge, or pass --allow-judge-change")
+                reasons.append(
+                    f"the judge changed since baseline {baseline.run_id} ({changes}): pass rates are "
+                    "not comparable; rerun the baseline with this judge, or pass --allow-judge-change"
+                )
                 return comparison
             self.stdout.write(f"warning: the judge changed since the baseline: {changes}")
         statistics = comparison["statistics"]
         changes = statistics["changes"]
         interval = statistics["pass_rate_diff_ci"]
-        self.stdout.write(f"compared with baseline {baseline.run_id}: {VERDICT_WORDS[statistics['verdict']]}"
-                          + (f" (the test and the interval disagree: {statistics['disagreement']})"
-                             if statistics["disagreement"] else ""))
-        self.stdout.write(f"  {statistics['assessed_items']} of {statistics['paired_items']} paired items assessed in "
-                          f"both: {changes['both_passed']} both passed, "
-                          f"{changes['both_failed']} both failed, {changes['pass_to_fail']} pass→fail, "
-                          f"{changes['fail_to_pass']} fail→pass; McNemar p = {statistics['mcnemar_p']:.3g}"
-                          + (f"; pass rate difference 95% CI [{interval[0]:+.1%}, {interval[1]:+.1%}] (Tango)"
-                             if interval else ""))
-        for base, head in comparison["regressions"]:
-            self.stdout.write(f"  REGRESSED {head['item_name']}" + (f": {head['failure_reason']}" if head["failure_reason"] else ""))
+        self.stdout.write(
+            f"compared with baseline {baseline.run_id}: {VERDICT_WORDS[statistics['verdict']]}"
+            + (
+                f" (the test and the interval disagree: {statistics['disagreement']})"
+                if statistics["disagreement"]
+                else ""
+            )
+        )
+        self.stdout.write(
+            f"  {statistics['assessed_items']} of {statistics['paired_items']} paired items assessed in "
+            f"both: {changes['both_passed']} both passed, "
+            f"{changes['both_failed']} both failed, {changes['pass_to_fail']} pass→fail, "
+            f"{changes['fail_to_pass']} fail→pass; McNemar p = {statistics['mcnemar_p']:.3g}"
+            + (f"; pass rate difference 95% CI [{interval[0]:+.1%}, {interval[1]:+.1%}] (Tango)" if interval else "")
+        )
+        for _base, head in comparison["regressions"]:
+            self.stdout.write(
+                f"  REGRESSED {head['item_name']}" + (f": {head['failure_reason']}" if head["failure_reason"] else "")
+            )
             self.stdout.write(f"    {console_url('console:result-detail', head['result_id'])}")
         if statistics["verdict"] == WORSE:
-            reasons.append(f"significant regression against baseline {baseline.run_id}: "
-                           f"{changes['pass_to_fail']} items went from pass to fail "
-                           f"(McNemar p = {statistics['mcnemar_p']:.3g})")
+            reasons.append(
+                f"significant regression against baseline {baseline.run_id}: "
+                f"{changes['pass_to_fail']} items went from pass to fail "
+                f"(McNemar p = {statistics['mcnemar_p']:.3g})"
+            )
         return comparison
 
     def _summary(self, run):
         self.stdout.write(f"run {run.run_id} {run.status}")
         items = selectors.item_outcome_counts(run=run)
         # Items by their verdict over attempts; an unassessed item is neither passed nor failed.
-        self.stdout.write(f"  items       : {items['passed']} passed, {items['failed']} failed, {items['unassessed']} "
-                          f"unassessed of {items['items']}"
-                          + (f" ({items['attempts']} attempts)" if run.repeats > 1 else ""))
+        self.stdout.write(
+            f"  items       : {items['passed']} passed, {items['failed']} failed, {items['unassessed']} "
+            f"unassessed of {items['items']}" + (f" ({items['attempts']} attempts)" if run.repeats > 1 else "")
+        )
         if run.repeats > 1:
-            self.stdout.write(f"  attempts    : {run.passed}/{run.completed} passed"
-                              + (f" = {run.pass_rate:.1%}" if run.completed else "")
-                              + f", {run.failed} failed, {run.unassessed} unassessed")
+            self.stdout.write(
+                f"  attempts    : {run.passed}/{run.completed} passed"
+                + (f" = {run.pass_rate:.1%}" if run.completed else "")
+                + f", {run.failed} failed, {run.unassessed} unassessed"
+            )
         else:
-            self.stdout.write(f"  pass rate   : {run.passed}/{run.completed}"
-                              + (f" = {run.pass_rate:.1%}" if run.completed else ""))
+            self.stdout.write(
+                f"  pass rate   : {run.passed}/{run.completed}" + (f" = {run.pass_rate:.1%}" if run.completed else "")
+            )
         if run.repeats > 1:
             trials = selectors.run_trial_figures(run=run)
-            self.stdout.write(f"  repeats     : pass^{run.repeats} {_percent(trials['pass_hat_k'])} "
-                              "(every attempt passed), "
-                              f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
-                              f"{trials['flaky_items']} flaky")
+            self.stdout.write(
+                f"  repeats     : pass^{run.repeats} {_percent(trials['pass_hat_k'])} "
+                "(every attempt passed), "
+                f"pass@{run.repeats} {_percent(trials['pass_at_k'])} (some attempt passed), "
+                f"{trials['flaky_items']} flaky"
+            )
         if run.unassessed:
-            self.stdout.write(f"  unassessed  : {items['unassessed']} items (neither passed nor failed: the judge "
-                              "could not assess a criterion or a high-severity rule)")
+            self.stdout.write(
+                f"  unassessed  : {items['unassessed']} items (neither passed nor failed: the judge "
+                "could not assess a criterion or a high-severity rule)"
+            )
         cov = run.coverage
         self.stdout.write(f"  verdicts    : {cov['scored']} scored, {cov['skipped']} skipped, {cov['errored']} errored")
         self.stdout.write(f"  criteria    : {run.criteria_passed}/{run.criteria_total} passed")
@@ -273,13 +371,17 @@ class Command(BaseCommand):
             for scope, score in (run.component_scores or {}).items():
                 self.stdout.write(f"    {scope:<15} {score['passed']}/{score['total']} = {score['score']:.0%}")
         failed = selectors.result_list(run=run, passed=False)
-        for result in failed[:FAILED_SHOWN]:
-            self._failed_result(result, ("UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
-                                + (f" (attempt {result.attempt})" if run.repeats > 1 else ""))
+        for result in failed.with_verdicts()[:FAILED_SHOWN]:
+            self._failed_result(
+                result,
+                ("UNASSESSED" if result.outcome == UNASSESSED else "FAILED")
+                + (f" (attempt {result.attempt})" if run.repeats > 1 else ""),
+            )
         if (more := failed.count() - FAILED_SHOWN) > 0:
             counted = "attempts" if run.repeats > 1 else "items"
-            self.stdout.write(f"  … and {more} more failed or unassessed {counted}: "
-                              f"{console_url('console:run-detail', run.run_id)}")
+            self.stdout.write(
+                f"  … and {more} more failed or unassessed {counted}: {console_url('console:run-detail', run.run_id)}"
+            )
 
     def _failed_result(self, result, label: str = "FAILED"):
         """A failed or unassessed item: why (reports.failure_lines) and where to read and review it."""

@@ -10,8 +10,7 @@ time under the trace's row lock (see services.py for the whole protocol).
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 
 import orjson
 from django.conf import settings
@@ -35,7 +34,6 @@ def _seq_gap(count: int = 0) -> int:
     below the column's limit: a renumbering first moves the rows above the highest seq."""
     most = max(int(settings.EVALSITE_OTLP_MAX_TOOL_CALLS_PER_TRACE), count)
     return max(1, min(1 << 16, _SEQ_LIMIT // (2 * (most + 2))))
-
 
 
 def _first(values):
@@ -98,7 +96,8 @@ def _otel_metadata(root: SpanRecord, records: list[SpanRecord], conversation_id:
     if root.resource:
         otel["resource"] = root.resource
     spans, dropped, dropped_bytes = _bounded_spans_metadata(
-        sorted(records, key=lambda r: (r.start_ns, r.span_id)), settings.EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES)
+        sorted(records, key=lambda r: (r.start_ns, r.span_id)), settings.EVALSITE_OTLP_MAX_ATTRIBUTES_BYTES
+    )
     if spans:
         otel["spans"] = spans
     if dropped:
@@ -135,8 +134,7 @@ def build_trace(root: SpanRecord, records: list[SpanRecord], *, marked: int = 0)
         session_id=session_base[:_MAX_SESSION_ID],
         agent_name=_first(r.agent_name for r in primary) or root.service_name or root.name or "otel-agent",
         user_query=_first(r.user_query for r in primary) or _first(r.user_query for r in llms) or "",
-        final_response=(_first(r.final_response for r in primary)
-                        or _first(r.final_response for r in reversed(llms))),
+        final_response=(_first(r.final_response for r in primary) or _first(r.final_response for r in reversed(llms))),
         intent_detected=_first(r.intent for r in primary),
         resource_type=_first(r.resource_type for r in primary),
         operation=_first(r.operation for r in primary),
@@ -152,12 +150,13 @@ def build_trace(root: SpanRecord, records: list[SpanRecord], *, marked: int = 0)
         otel_trace_id=root.trace_id,
     )
     _add_dropped(trace, {"tool_calls": len(tools_dropped), "spans": marked, "attribute_bytes": attribute_bytes})
-    return NewTrace(root=root, records=records, tools=tools, trace=trace, session_base=session_base,
-                     tools_dropped=tools_dropped)
+    return NewTrace(
+        root=root, records=records, tools=tools, trace=trace, session_base=session_base, tools_dropped=tools_dropped
+    )
 
 
 def _suffixed(base: str, trace_id: str) -> str:
-    return f"{base[:_MAX_SESSION_ID - 33]}-{trace_id}"
+    return f"{base[: _MAX_SESSION_ID - 33]}-{trace_id}"
 
 
 def _assign_session_ids(new_traces: list[NewTrace]) -> None:
@@ -172,8 +171,18 @@ def _assign_session_ids(new_traces: list[NewTrace]) -> None:
 
 
 def _call_row(trace_pk: int, seq: int, call_id: str | None, r: SpanRecord) -> tuple:
-    return (trace_pk, seq, call_id, (r.tool_name or "tool")[:255], r.tool_args or {}, r.tool_result,
-            not r.failed, r.error, r.start_time, r.duration_ms)
+    return (
+        trace_pk,
+        seq,
+        call_id,
+        (r.tool_name or "tool")[:255],
+        r.tool_args or {},
+        r.tool_result,
+        not r.failed,
+        r.error,
+        r.start_time,
+        r.duration_ms,
+    )
 
 
 def _tool_call_rows(new_traces: list[NewTrace]):
@@ -210,7 +219,7 @@ def insert_traces(new_traces: list[NewTrace]) -> None:
 
 # --- spans arriving after their trace ------------------------------------------------------------
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=dt_timezone.utc)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _micros(at: datetime) -> int:
@@ -281,9 +290,12 @@ def _call_keys(trace_pk: int, *, last_only: bool = False) -> list[tuple[int, int
     """(id, seq, start in µs) of the trace's calls in seq order (only the last one if asked)."""
     if fastpath.enabled():
         # Microseconds computed by PostgreSQL: parsing 10K timestamps in Python cost more than the query.
-        return fastpath.fetch_all(f"SELECT id, seq, (extract(epoch FROM timestamp) * 1000000)::bigint "
-                                  f"FROM {_CALL_TABLE} WHERE trace_id = %s "
-                                  f"ORDER BY seq {'DESC LIMIT 1' if last_only else ''}", [trace_pk])
+        return fastpath.fetch_all(
+            f"SELECT id, seq, (extract(epoch FROM timestamp) * 1000000)::bigint "
+            f"FROM {_CALL_TABLE} WHERE trace_id = %s "
+            f"ORDER BY seq {'DESC LIMIT 1' if last_only else ''}",
+            [trace_pk],
+        )
     calls = ToolCall.objects.filter(trace_id=trace_pk).order_by("-seq" if last_only else "seq")
     rows = calls.values_list("id", "seq", "timestamp")
     return [(pk, seq, _micros(ts)) for pk, seq, ts in (rows[:1] if last_only else rows)]
@@ -322,8 +334,11 @@ def _fill_trace_fields(trace: AgentTrace, records: list[SpanRecord]) -> list[str
     if answer and not trace.final_response:
         trace.final_response = answer
         changed.append("final_response")
-    for attr, record_attr in (("intent_detected", "intent"), ("resource_type", "resource_type"),
-                              ("operation", "operation")):
+    for attr, record_attr in (
+        ("intent_detected", "intent"),
+        ("resource_type", "resource_type"),
+        ("operation", "operation"),
+    ):
         value = _first(getattr(r, record_attr) for r in agents)
         if value and not getattr(trace, attr):
             setattr(trace, attr, value)
@@ -331,14 +346,17 @@ def _fill_trace_fields(trace: AgentTrace, records: list[SpanRecord]) -> list[str
     return changed
 
 
-def merge_into_trace(trace_pk: int, records: list[SpanRecord], *, marked: int = 0,
-                      fill_fields: bool = False) -> list[int]:
+def merge_into_trace(
+    trace_pk: int, records: list[SpanRecord], *, marked: int = 0, fill_fields: bool = False
+) -> list[int]:
     """Merge spans into an existing trace under its row lock: tool calls placed by start time
     without moving the others, model usage and unmapped attributes joined to the metadata. Returns
     the indexes (in `records`) of the tool spans the cap dropped."""
     trace = AgentTrace.objects.select_for_update().get(pk=trace_pk)
-    indexed_tools = sorted(((i, r) for i, r in enumerate(records) if r.kind == "tool"),
-                           key=lambda item: (item[1].start_ns, item[1].span_id))
+    indexed_tools = sorted(
+        ((i, r) for i, r in enumerate(records) if r.kind == "tool"),
+        key=lambda item: (item[1].start_ns, item[1].span_id),
+    )
     room = max(int(settings.EVALSITE_OTLP_MAX_TOOL_CALLS_PER_TRACE) - trace.tool_call_count, 0)
     kept, refused = indexed_tools[:room], indexed_tools[room:]
     tools = [r for _, r in kept]
@@ -350,8 +368,11 @@ def merge_into_trace(trace_pk: int, records: list[SpanRecord], *, marked: int = 
                 existing = _call_keys(trace_pk)
             seqs = _renumber(trace_pk, existing, tools)
         wanted = [r.call_id for r in tools if r.call_id]
-        used_call_ids = set(ToolCall.objects.filter(trace_id=trace_pk, call_id__in=wanted)
-                            .values_list("call_id", flat=True)) if wanted else set()
+        used_call_ids = (
+            set(ToolCall.objects.filter(trace_id=trace_pk, call_id__in=wanted).values_list("call_id", flat=True))
+            if wanted
+            else set()
+        )
         rows = []
         for seq, r in zip(seqs, tools, strict=True):
             call_id = r.call_id

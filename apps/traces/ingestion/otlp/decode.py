@@ -88,13 +88,14 @@ def decompress(body: bytes, content_encoding: str, *, limit: int, max_members: i
         # Concatenated gzip members are one body (RFC 1952); an exporter sends one, so a few suffice.
         members += 1
         if members > max_members:
-            raise BodyError(400, f"Body has more than {max_members} concatenated {coding} members; "
-                                 "send the export as one.")
+            raise BodyError(
+                400, f"Body has more than {max_members} concatenated {coding} members; send the export as one."
+            )
         decompressor = zlib.decompressobj(wbits)
         while not decompressor.eof:
             if position >= len(body):
                 raise BodyError(400, f"Body is truncated {coding} data.")
-            chunk = view[position:position + _INFLATE_CHUNK]
+            chunk = view[position : position + _INFLATE_CHUNK]
             try:
                 # max_length bounds what one call may inflate: a small bomb never grows past the limit.
                 out += decompressor.decompress(chunk, limit + 1 - len(out))
@@ -136,8 +137,9 @@ def _ids_to_base64(data) -> None:
             stack.extend((item, depth + 1) for item in node if isinstance(item, (dict, list)))
 
 
-def parse_request(body: bytes | bytearray, encoding: str, *, max_json_objects: int | None = None
-                  ) -> ExportTraceServiceRequest:
+def parse_request(
+    body: bytes | bytearray, encoding: str, *, max_json_objects: int | None = None
+) -> ExportTraceServiceRequest:
     """The export in `body`. OTLP JSON goes through protobuf's pure-Python JSON parser, ~5 µs an
     object (an attribute is two): `max_json_objects` bounds that work, counted in C before parsing."""
     request = ExportTraceServiceRequest()
@@ -149,8 +151,11 @@ def parse_request(body: bytes | bytearray, encoding: str, *, max_json_objects: i
         return request
     # Braces inside strings count too: an upper bound, which is all a limit needs.
     if max_json_objects is not None and body.count(b"{") > max_json_objects:
-        raise BodyError(413, f"OTLP JSON body holds more than {max_json_objects} objects; send smaller "
-                             "batches (or protobuf, which costs far less to read).")
+        raise BodyError(
+            413,
+            f"OTLP JSON body holds more than {max_json_objects} objects; send smaller "
+            "batches (or protobuf, which costs far less to read).",
+        )
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError as exc:

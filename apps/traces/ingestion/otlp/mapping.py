@@ -14,7 +14,7 @@ import base64
 import re
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Any
 
@@ -52,23 +52,61 @@ _AGENT_OPERATIONS = frozenset({"invoke_agent", "create_agent"})
 _LLM_OPERATIONS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
 
 # Attributes each kind maps (anything else is kept as unmapped).
-_TRACE_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.agent.name", "gen_ai.conversation.id", "session.id",
-    "gen_ai.input.messages", "gen_ai.output.messages", "evalsite.intent", "evalsite.resource_type",
-    "evalsite.operation", "openinference.span.kind", "input.value", "output.value", "input.mime_type",
-    "output.mime_type", "agent.name", "error.type",
-})
-_TOOL_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.tool.name", "gen_ai.tool.call.id", "gen_ai.tool.call.arguments",
-    "gen_ai.tool.call.result", "openinference.span.kind", "tool.name", "tool_call.id", "input.value",
-    "output.value", "input.mime_type", "output.mime_type", "error.type",
-})
-_LLM_KEYS = frozenset({
-    "gen_ai.operation.name", "gen_ai.request.model", "gen_ai.response.model", "gen_ai.usage.input_tokens",
-    "gen_ai.usage.output_tokens", "gen_ai.usage.prompt_tokens", "gen_ai.usage.completion_tokens",
-    "gen_ai.input.messages", "gen_ai.output.messages", "openinference.span.kind", "llm.model_name",
-    "llm.token_count.prompt", "llm.token_count.completion", "llm.token_count.total",
-})
+_TRACE_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.agent.name",
+        "gen_ai.conversation.id",
+        "session.id",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "evalsite.intent",
+        "evalsite.resource_type",
+        "evalsite.operation",
+        "openinference.span.kind",
+        "input.value",
+        "output.value",
+        "input.mime_type",
+        "output.mime_type",
+        "agent.name",
+        "error.type",
+    }
+)
+_TOOL_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "openinference.span.kind",
+        "tool.name",
+        "tool_call.id",
+        "input.value",
+        "output.value",
+        "input.mime_type",
+        "output.mime_type",
+        "error.type",
+    }
+)
+_LLM_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.usage.input_tokens",
+        "gen_ai.usage.output_tokens",
+        "gen_ai.usage.prompt_tokens",
+        "gen_ai.usage.completion_tokens",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "openinference.span.kind",
+        "llm.model_name",
+        "llm.token_count.prompt",
+        "llm.token_count.completion",
+        "llm.token_count.total",
+    }
+)
 _OTHER_KEYS = frozenset({"openinference.span.kind"})
 _SKIPPED_RESOURCE_PREFIXES = ("telemetry.sdk.", "service.name")
 
@@ -158,7 +196,7 @@ class SpanRecord:
 
 
 def ns_to_datetime(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC)
 
 
 def any_value(value, budget: _Budget | None = None) -> Any:
@@ -209,8 +247,11 @@ def decode_json_text(value: Any) -> Any:
         # Every value but the first follows a comma or opens a container: an upper bound, counted in C.
         values = value.count(",") + value.count("[") + value.count("{")
         if values > budget.left:
-            raise InvalidSpan(f"its attributes hold more JSON values than this export may still decode "
-                              f"({budget.limit} in all); send fewer spans per export", REASON_TOO_LARGE)
+            raise InvalidSpan(
+                f"its attributes hold more JSON values than this export may still decode "
+                f"({budget.limit} in all); send fewer spans per export",
+                REASON_TOO_LARGE,
+            )
         budget.left -= values
     try:
         # orjson stops at 1,024 levels; what it yields is checked against the storage limits later.
@@ -237,6 +278,7 @@ def _int(value: Any) -> int | None:
 
 
 # --- messages ------------------------------------------------------------------------------------
+
 
 def _message_list(value: Any) -> list:
     """Messages from a GenAI messages attribute or an OpenInference input/output value."""
@@ -326,13 +368,14 @@ def _flattened_messages(attrs: dict, prefix: str) -> list[dict]:
     found: dict[int, dict] = {}
     for key, value in attrs.items():
         if key.startswith(prefix):
-            index, _, rest = key[len(prefix):].partition(".")
+            index, _, rest = key[len(prefix) :].partition(".")
             if index.isdigit() and rest in ("message.role", "message.content"):
                 found.setdefault(int(index), {})[rest.removeprefix("message.")] = value
     return [found[i] for i in sorted(found)]
 
 
 # --- spans ---------------------------------------------------------------------------------------
+
 
 def _kind(attrs: dict) -> str:
     operation = attrs.get("gen_ai.operation.name")
@@ -369,8 +412,11 @@ def _error_of(span, attrs: dict) -> str | None:
         return _text(attrs["error.type"], limit=0)
     for event in span.events[:_MAX_EVENTS_READ]:
         if event.name == "exception":
-            event_attrs = {kv.key: kv.value.string_value for kv in event.attributes[:_MAX_EVENTS_READ]
-                           if kv.key in ("exception.type", "exception.message")}
+            event_attrs = {
+                kv.key: kv.value.string_value
+                for kv in event.attributes[:_MAX_EVENTS_READ]
+                if kv.key in ("exception.type", "exception.message")
+            }
             parts = [event_attrs.get("exception.type"), event_attrs.get("exception.message")]
             text = ": ".join(str(p) for p in parts if p)
             if text:
@@ -378,8 +424,14 @@ def _error_of(span, attrs: dict) -> str | None:
     return "error"
 
 
-def span_record(span, *, service_name: str | None, resource: dict | None, budget: _Budget | None = None,
-                max_attributes: int | None = None) -> SpanRecord:
+def span_record(
+    span,
+    *,
+    service_name: str | None,
+    resource: dict | None,
+    budget: _Budget | None = None,
+    max_attributes: int | None = None,
+) -> SpanRecord:
     """One protobuf Span as a SpanRecord; raises InvalidSpan for ids no trace can be keyed by, and
     for content the database cannot store (see `check_storable`). Only the first `max_attributes`
     attributes are read; how many were dropped is kept as `_dropped_attributes`."""
@@ -400,9 +452,17 @@ def span_record(span, *, service_name: str | None, resource: dict | None, budget
     end_ns = max(span.end_time_unix_nano, start_ns)
     failed = span.status.code == _STATUS_ERROR
     record = SpanRecord(
-        trace_id=trace_id.hex(), span_id=span_id.hex(), parent_id=parent.hex() if parent else None,
-        name=span.name[:MAX_SHORT_TEXT], kind=kind, is_root=is_root, start_ns=start_ns, end_ns=end_ns,
-        failed=failed, error=_error_of(span, attrs) if failed else None, service_name=service_name,
+        trace_id=trace_id.hex(),
+        span_id=span_id.hex(),
+        parent_id=parent.hex() if parent else None,
+        name=span.name[:MAX_SHORT_TEXT],
+        kind=kind,
+        is_root=is_root,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        failed=failed,
+        error=_error_of(span, attrs) if failed else None,
+        service_name=service_name,
     )
     if is_root or kind == "agent":
         _map_trace_fields(record, attrs)
@@ -430,10 +490,12 @@ def _map_trace_fields(record: SpanRecord, attrs: dict) -> None:
     record.agent_name = _text(attrs.get("gen_ai.agent.name") or attrs.get("agent.name"))
     record.conversation_id = _text(attrs.get("gen_ai.conversation.id"))
     record.session_key = _text(attrs.get("session.id"))
-    record.user_query = (first_user_text(attrs.get("gen_ai.input.messages"))
-                         or _plain_or_messages(attrs.get("input.value"), first_user_text))
-    record.final_response = (last_assistant_text(attrs.get("gen_ai.output.messages"))
-                             or _plain_or_messages(attrs.get("output.value"), last_assistant_text))
+    record.user_query = first_user_text(attrs.get("gen_ai.input.messages")) or _plain_or_messages(
+        attrs.get("input.value"), first_user_text
+    )
+    record.final_response = last_assistant_text(attrs.get("gen_ai.output.messages")) or _plain_or_messages(
+        attrs.get("output.value"), last_assistant_text
+    )
     record.intent = _text(attrs.get("evalsite.intent"))
     record.resource_type = _text(attrs.get("evalsite.resource_type"))
     record.operation = _text(attrs.get("evalsite.operation"))
@@ -461,27 +523,52 @@ def _first_present(attrs: dict, *keys: str):
 
 
 def _map_llm_fields(record: SpanRecord, attrs: dict) -> None:
-    record.model = _text(attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model")
-                         or attrs.get("llm.model_name"))
-    record.input_tokens = _int(_first_present(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens",
-                                              "llm.token_count.prompt"))
-    record.output_tokens = _int(_first_present(attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens",
-                                               "llm.token_count.completion"))
+    record.model = _text(
+        attrs.get("gen_ai.response.model") or attrs.get("gen_ai.request.model") or attrs.get("llm.model_name")
+    )
+    record.input_tokens = _int(
+        _first_present(attrs, "gen_ai.usage.input_tokens", "gen_ai.usage.prompt_tokens", "llm.token_count.prompt")
+    )
+    record.output_tokens = _int(
+        _first_present(
+            attrs, "gen_ai.usage.output_tokens", "gen_ai.usage.completion_tokens", "llm.token_count.completion"
+        )
+    )
     if record.user_query is None:
-        record.user_query = (first_user_text(attrs.get("gen_ai.input.messages"))
-                             or first_user_text(_flattened_messages(attrs, "llm.input_messages.")))
+        record.user_query = first_user_text(attrs.get("gen_ai.input.messages")) or first_user_text(
+            _flattened_messages(attrs, "llm.input_messages.")
+        )
     if record.final_response is None:
-        record.final_response = (last_assistant_text(attrs.get("gen_ai.output.messages"))
-                                 or last_assistant_text(_flattened_messages(attrs, "llm.output_messages.")))
+        record.final_response = last_assistant_text(attrs.get("gen_ai.output.messages")) or last_assistant_text(
+            _flattened_messages(attrs, "llm.output_messages.")
+        )
 
 
 # --- the storage limits REST applies ---------------------------------------------------------------
 
-_TEXT_FIELDS = ("name", "error", "service_name", "agent_name", "conversation_id", "session_key", "user_query",
-                "final_response", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
+_TEXT_FIELDS = (
+    "name",
+    "error",
+    "service_name",
+    "agent_name",
+    "conversation_id",
+    "session_key",
+    "user_query",
+    "final_response",
+    "intent",
+    "resource_type",
+    "operation",
+    "tool_name",
+    "call_id",
+    "model",
+)
 _SHORT_TEXT_FIELDS = ("name", "agent_name", "intent", "resource_type", "operation", "tool_name", "call_id", "model")
-_JSON_FIELDS = (("tool_args", "gen_ai.tool.call.arguments"), ("tool_result", "gen_ai.tool.call.result"),
-                ("attributes", "the attributes"), ("resource", "the resource attributes"))
+_JSON_FIELDS = (
+    ("tool_args", "gen_ai.tool.call.arguments"),
+    ("tool_result", "gen_ai.tool.call.result"),
+    ("attributes", "the attributes"),
+    ("resource", "the resource attributes"),
+)
 _texts_of, _short_texts_of = attrgetter(*_TEXT_FIELDS), attrgetter(*_SHORT_TEXT_FIELDS)
 _json_of = attrgetter(*(name for name, _ in _JSON_FIELDS))
 # What check_storable_json's pre-filter looks for (19+ digits, or a digit before a positive exponent),
@@ -521,9 +608,12 @@ def check_storable(record: SpanRecord) -> None:
     except orjson.JSONEncodeError:  # nested past 255 levels, an int past 64 bits, a surrogate
         encoded = None
     # The values sit one level deeper in the list: passing means each value passes on its own.
-    if (encoded is not None and b"\\u0000" not in encoded
-            and encoded.count(b"[") + encoded.count(b"{") <= MAX_JSON_DEPTH
-            and not _MAYBE_OUT_OF_RANGE.search(encoded)):
+    if (
+        encoded is not None
+        and b"\\u0000" not in encoded
+        and encoded.count(b"[") + encoded.count(b"{") <= MAX_JSON_DEPTH
+        and not _MAYBE_OUT_OF_RANGE.search(encoded)
+    ):
         return
     for name, where in _JSON_FIELDS:
         value = getattr(record, name)
@@ -533,8 +623,10 @@ def check_storable(record: SpanRecord) -> None:
             check_storable_json(value, where)
         except (ValueError, RecursionError) as exc:
             message = str(exc) if isinstance(exc, ValueError) else f"{where} is nested too deep"
-            reason = next((code for words, code in _JSON_REASONS if words in message),
-                          REASON_TOO_DEEP if isinstance(exc, RecursionError) else REASON_INVALID)
+            reason = next(
+                (code for words, code in _JSON_REASONS if words in message),
+                REASON_TOO_DEEP if isinstance(exc, RecursionError) else REASON_INVALID,
+            )
             raise InvalidSpan(message, reason) from None
 
 
@@ -587,17 +679,20 @@ def _check_size(request, *, max_spans: int, max_attributes: int, max_attributes_
                 attributes += min(len(span.attributes), max_attributes_per_span)
             if attributes > max_attributes:
                 raise ExportTooLarge(
-                    f"The export holds more than {max_attributes} attribute values; send smaller batches.")
+                    f"The export holds more than {max_attributes} attribute values; send smaller batches."
+                )
 
 
-def export_records(request, *, max_spans: int = 20_000, max_attributes: int = 250_000,
-                   max_attributes_per_span: int = 128) -> tuple[list[SpanRecord], Rejections, str | None]:
+def export_records(
+    request, *, max_spans: int = 20_000, max_attributes: int = 250_000, max_attributes_per_span: int = 128
+) -> tuple[list[SpanRecord], Rejections, str | None]:
     """Every span of an ExportTraceServiceRequest as a record. Returns (records, rejections, the
     partial-success message). A span repeated within the request is kept once; a span that cannot be
     stored is rejected alone, with its reason. Raises ExportTooLarge for an export holding more than
     `max_spans` spans or `max_attributes` attribute values (array and kvlist items included)."""
-    _check_size(request, max_spans=max_spans, max_attributes=max_attributes,
-                max_attributes_per_span=max_attributes_per_span)
+    _check_size(
+        request, max_spans=max_spans, max_attributes=max_attributes, max_attributes_per_span=max_attributes_per_span
+    )
     budget = _Budget(max_attributes)
     json_budget = _json_budget.set(_Budget(MAX_JSON_VALUES_PER_REQUEST))
     try:
@@ -622,8 +717,15 @@ def _map_export(request, budget: _Budget, max_attributes_per_span: int):
                     continue
                 seen.add(key)
                 try:
-                    records.append(span_record(span, service_name=service_name, resource=kept_resource,
-                                               budget=budget, max_attributes=max_attributes_per_span))
+                    records.append(
+                        span_record(
+                            span,
+                            service_name=service_name,
+                            resource=kept_resource,
+                            budget=budget,
+                            max_attributes=max_attributes_per_span,
+                        )
+                    )
                 except InvalidSpan as exc:
                     rejections.add(span.span_id, exc)
                 except (ValueError, TypeError, OverflowError, RecursionError) as exc:

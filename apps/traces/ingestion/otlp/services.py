@@ -41,8 +41,7 @@ tool calls on PostgreSQL), and no ORM object per span.
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime
 
 import orjson
 from django.conf import settings
@@ -111,34 +110,39 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
         # Ids are hex, so a comma-joined string is one cheap parameter; psycopg adapts a Python
         # list element by element, which cost more than the rest of the statement.
         if any(payloads):
-            values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), %s::text[])", [
-                trace_ids, span_ids, payloads])
+            values = (
+                "unnest(string_to_array(%s, ','), string_to_array(%s, ','), %s::text[])",
+                [trace_ids, span_ids, payloads],
+            )
         else:
-            values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), NULL::text[])", [
-                trace_ids, span_ids])
+            values = ("unnest(string_to_array(%s, ','), string_to_array(%s, ','), NULL::text[])", [trace_ids, span_ids])
         # Answers with the spans that were already there (usually none) rather than the new ones.
         # Inserted in key order: two exports sharing spans wait for each other in one order only,
         # never in a cycle (a deadlock, answered 503 and retried).
-        seen_before = set(fastpath.fetch_all(
-            f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
-            f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
-            "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
-            "RETURNING otel_trace_id, span_id) "
-            "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
-            [*values[1], now],
-        ))
+        seen_before = set(
+            fastpath.fetch_all(
+                f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
+                f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
+                "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
+                "RETURNING otel_trace_id, span_id) "
+                "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
+                [*values[1], now],
+            )
+        )
         return {(r.trace_id, r.span_id) for r in records} - seen_before
     for start in range(0, len(records), _SQLITE_ROWS_PER_INSERT):
         chunk = range(start, min(start + _SQLITE_ROWS_PER_INSERT, len(records)))
         params: list = []
         for i in chunk:
             params += [records[i].trace_id, records[i].span_id, now, payloads[i]]
-        new.update(fastpath.fetch_all(
-            f"INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) VALUES "
-            + ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
-            + " ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id",
-            params,
-        ))
+        new.update(
+            fastpath.fetch_all(
+                f"INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) VALUES "
+                + ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+                + " ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id",
+                params,
+            )
+        )
     return new
 
 
@@ -155,9 +159,13 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
         return {}
     cap = int(settings.EVALSITE_OTLP_MAX_SPANS_PER_TRACE)
     # One grouped count over the waiting spans' partial index (usually a trace or two per export).
-    counts = dict(OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False)
-                  .exclude(payload__has_key="dropped")
-                  .values("otel_trace_id").annotate(n=Count("*")).values_list("otel_trace_id", "n"))
+    counts = dict(
+        OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False)
+        .exclude(payload__has_key="dropped")
+        .values("otel_trace_id")
+        .annotate(n=Count("*"))
+        .values_list("otel_trace_id", "n")
+    )
     dropped: dict[str, int] = {}
     for trace_id, group in fresh_waiting.items():
         excess = min(counts.get(trace_id, 0) - cap, len(group))
@@ -167,7 +175,8 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
         victims = [r.span_id for r in sorted(group, key=lambda r: (r.start_ns, r.span_id))[-excess:]]
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id__in=victims[1:]).update(payload=None)
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id=victims[0]).update(
-            payload={"dropped": _DROPPED_MARK, "count": excess})
+            payload={"dropped": _DROPPED_MARK, "count": excess}
+        )
         dropped[trace_id] = excess
     return dropped
 
@@ -200,35 +209,43 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
             params.append(trace_ids)
         # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
         rows = fastpath.fetch_all(
-                f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT otel_trace_id, span_id, payload, "
-                f"received_at FROM {_SPAN_TABLE} WHERE {where} ORDER BY otel_trace_id, span_id LIMIT %s "
-                "FOR UPDATE) AS old WHERE s.otel_trace_id = old.otel_trace_id AND s.span_id = old.span_id "
-                # The arrival hour as epoch seconds: parsing 60K timestamps cost more than the claim.
-                "RETURNING old.otel_trace_id, old.payload, "
-                "extract(epoch FROM date_trunc('hour', old.received_at))::bigint", [*params, limit])
+            f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT otel_trace_id, span_id, payload, "
+            f"received_at FROM {_SPAN_TABLE} WHERE {where} ORDER BY otel_trace_id, span_id LIMIT %s "
+            "FOR UPDATE) AS old WHERE s.otel_trace_id = old.otel_trace_id AND s.span_id = old.span_id "
+            # The arrival hour as epoch seconds: parsing 60K timestamps cost more than the claim.
+            "RETURNING old.otel_trace_id, old.payload, "
+            "extract(epoch FROM date_trunc('hour', old.received_at))::bigint",
+            [*params, limit],
+        )
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
         waiting = OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids)
         if created_only:
-            waiting = waiting.filter(otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids)
-                                     .values("otel_trace_id"))
-        picked = list(waiting.order_by("otel_trace_id", "span_id")
-                      .values_list("otel_trace_id", "span_id", "payload", "received_at")[:limit])
+            waiting = waiting.filter(
+                otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id")
+            )
+        picked = list(
+            waiting.order_by("otel_trace_id", "span_id").values_list(
+                "otel_trace_id", "span_id", "payload", "received_at"
+            )[:limit]
+        )
         by_trace: dict[str, list[str]] = defaultdict(list)
         for trace_id, span_id, payload, received_at in picked:
             by_trace[trace_id].append(span_id)
             rows.append((trace_id, payload, received_at))
         for trace_id, span_ids in by_trace.items():
             for start in range(0, len(span_ids), _SQLITE_ROWS_PER_INSERT):
-                OtlpSpan.objects.filter(otel_trace_id=trace_id,
-                                        span_id__in=span_ids[start:start + _SQLITE_ROWS_PER_INSERT]).update(payload=None)
+                OtlpSpan.objects.filter(
+                    otel_trace_id=trace_id, span_id__in=span_ids[start : start + _SQLITE_ROWS_PER_INSERT]
+                ).update(payload=None)
     hours: dict[int, datetime] = {}
     for trace_id, payload, received_at in rows:
         if isinstance(payload, (str, bytes)):
             payload = orjson.loads(payload)
         if isinstance(received_at, int):
             received_at = hours.get(received_at) or hours.setdefault(
-                received_at, datetime.fromtimestamp(received_at, tz=dt_timezone.utc))
+                received_at, datetime.fromtimestamp(received_at, tz=UTC)
+            )
         elif isinstance(received_at, str):
             received_at = parse_datetime(received_at)
         entry = claimed[trace_id]
@@ -242,8 +259,10 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
 
 # --- the entry point -----------------------------------------------------------------------------
 
-def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | None = None,
-                      repeated: int = 0) -> IngestOutcome:
+
+def otlp_spans_ingest(
+    *, records: list[SpanRecord], rejected: dict[str, int] | None = None, repeated: int = 0
+) -> IngestOutcome:
     """Store the spans of one export request (already mapped), assembling traces as their roots
     arrive. `rejected`: per reason, the spans of the request refused before storage; with the
     records they make the request's ledger entry. `repeated`: spans the request held more than once,
@@ -264,8 +283,10 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
         known = dict(AgentTrace.objects.filter(otel_trace_id__in=list(by_trace)).values_list("otel_trace_id", "pk"))
         with_root = {t for t, group in by_trace.items() if t not in known and any(r.is_root for r in group)}
         # Only spans that will wait for their root keep their content in OtlpSpan.
-        payloads = [None if r.trace_id in known or r.trace_id in with_root else orjson.dumps(r.to_payload()).decode()
-                    for r in records]
+        payloads = [
+            None if r.trace_id in known or r.trace_id in with_root else orjson.dumps(r.to_payload()).decode()
+            for r in records
+        ]
         new_keys = _insert_spans(records, payloads, now)
         outcome.spans_new = len(new_keys)
         outcome.spans_duplicate = len(records) - len(new_keys)
@@ -289,8 +310,11 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
             elif trace_id in to_assemble:
                 claimed = waiting.get(trace_id) or _Claimed()
                 fresh_ids = {r.span_id for r in fresh}
-                stored = [(r, at) for r, at in zip(claimed.records, claimed.received, strict=True)
-                          if r.span_id not in fresh_ids]
+                stored = [
+                    (r, at)
+                    for r, at in zip(claimed.records, claimed.received, strict=True)
+                    if r.span_id not in fresh_ids
+                ]
                 roots = sorted((r for r in fresh if r.is_root), key=lambda r: (r.start_ns, r.span_id))
                 built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked)
                 received_at = {id(r): at for r, at in stored}
@@ -315,10 +339,14 @@ def otlp_spans_ingest(*, records: list[SpanRecord], rejected: dict[str, int] | N
             outcome.traces_created = [n.trace.pk for n in new_traces]
             traces_completed_announce(trace_ids=outcome.traces_created)
         outcome.spans_dropped = dropped_now
-        ingestion_record(source=_LEDGER_SOURCE, received=len(records) + repeated + sum(rejected.values()),
-                         stored=len(new_keys) - dropped_now, duplicate=outcome.spans_duplicate + repeated,
-                         rejected=rejected,
-                         dropped={"trace_cap": dropped_now})
+        ingestion_record(
+            source=_LEDGER_SOURCE,
+            received=len(records) + repeated + sum(rejected.values()),
+            stored=len(new_keys) - dropped_now,
+            duplicate=outcome.spans_duplicate + repeated,
+            rejected=rejected,
+            dropped={"trace_cap": dropped_now},
+        )
         _record_corrections(moved, "trace_cap")
     # Every trace this export touched, duplicates included: a retry of an export whose assembly was
     # interrupted (a 503 on a lock wait, a killed worker) repairs its traces.
@@ -340,14 +368,14 @@ def _settle(trace_ids: set[str]) -> list[int]:
             _bound_lock_waits()
             claimed, more = _claim_waiting(trace_ids, created_only=True, limit=_chunk())
             if claimed:
-                known = dict(AgentTrace.objects.filter(otel_trace_id__in=list(claimed))
-                             .values_list("otel_trace_id", "pk"))
+                known = dict(
+                    AgentTrace.objects.filter(otel_trace_id__in=list(claimed)).values_list("otel_trace_id", "pk")
+                )
                 moved: Counter = Counter()
                 # In trace id order: two settlers sharing traces take their row locks in the same order.
                 for trace_id in sorted(claimed):
                     spans = claimed[trace_id]
-                    refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked,
-                                                fill_fields=True)
+                    refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
                     for i in refused:
                         moved[_hour(spans.received[i])] += 1
                     updated.append(known[trace_id])
@@ -362,8 +390,10 @@ def _settle_needed(trace_ids) -> bool:
     if not trace_ids:
         return False
     trace_ids = sorted(set(trace_ids))
-    return OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=AgentTrace.objects.filter(
-        otel_trace_id__in=trace_ids).values("otel_trace_id")).exists()
+    return OtlpSpan.objects.filter(
+        payload__isnull=False,
+        otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
+    ).exists()
 
 
 def otlp_traces_settle(*, batch: int = 500) -> int:
@@ -373,10 +403,15 @@ def otlp_traces_settle(*, batch: int = 500) -> int:
     after = ""
     while True:
         trace_ids = list(
-            OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__gt=after,
-                                    otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__isnull=False)
-                                    .values("otel_trace_id"))
-            .order_by("otel_trace_id").values_list("otel_trace_id", flat=True).distinct()[:batch])
+            OtlpSpan.objects.filter(
+                payload__isnull=False,
+                otel_trace_id__gt=after,
+                otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__isnull=False).values("otel_trace_id"),
+            )
+            .order_by("otel_trace_id")
+            .values_list("otel_trace_id", flat=True)
+            .distinct()[:batch]
+        )
         if not trace_ids:
             return settled
         settled += len(_settle(set(trace_ids)))
@@ -392,17 +427,20 @@ def otlp_spans_prune(*, older_than) -> int:
     cutoff = timezone.now() - older_than
     with transaction.atomic():
         orphans: Counter = Counter()
-        not_marked = ("payload->>'dropped' IS NULL" if fastpath.enabled()
-                      else "json_extract(payload, '$.dropped') IS NULL")
+        not_marked = (
+            "payload->>'dropped' IS NULL" if fastpath.enabled() else "json_extract(payload, '$.dropped') IS NULL"
+        )
         # Counted from what the DELETE removed, not a count before it: a span claimed meanwhile
         # by a root's assembly is not an orphan.
         for (received_at,) in fastpath.fetch_all(
-                f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
-                f"AND {not_marked} RETURNING received_at", [cutoff]):
+            f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
+            f"AND {not_marked} RETURNING received_at",
+            [cutoff],
+        ):
             if isinstance(received_at, str):
                 received_at = parse_datetime(received_at)
             if timezone.is_naive(received_at):
-                received_at = timezone.make_aware(received_at, dt_timezone.utc)
+                received_at = timezone.make_aware(received_at, UTC)
             orphans[_hour(received_at)] += 1
         _record_corrections(orphans, "orphan")
         deleted, _ = OtlpSpan.objects.filter(received_at__lt=cutoff).delete()

@@ -55,6 +55,8 @@ class _InFlight:
 
 
 _in_flight = _InFlight()
+
+
 def _encoding_of(request) -> str | None:
     return decode.encoding_of(request.META.get("CONTENT_TYPE", ""))
 
@@ -91,17 +93,23 @@ class OtlpTracesView(APIView):
         except RequestDataTooBig:
             return _status_response(request, 413, "Request body too large.")
         try:
-            body = decode.decompress(raw, request.META.get("HTTP_CONTENT_ENCODING", ""),
-                                     limit=settings.EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES,
-                                     max_members=settings.EVALSITE_OTLP_MAX_GZIP_MEMBERS)
+            body = decode.decompress(
+                raw,
+                request.META.get("HTTP_CONTENT_ENCODING", ""),
+                limit=settings.EVALSITE_OTLP_MAX_DECOMPRESSED_BYTES,
+                max_members=settings.EVALSITE_OTLP_MAX_GZIP_MEMBERS,
+            )
             # An attribute is two objects in OTLP JSON: the attribute limit bounds them too.
-            export = decode.parse_request(body, encoding,
-                                          max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST)
+            export = decode.parse_request(
+                body, encoding, max_json_objects=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST
+            )
             del body
             records, rejections, reason = export_records(
-                export, max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
+                export,
+                max_spans=settings.EVALSITE_OTLP_MAX_SPANS_PER_REQUEST,
                 max_attributes=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_REQUEST,
-                max_attributes_per_span=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN)
+                max_attributes_per_span=settings.EVALSITE_OTLP_MAX_ATTRIBUTES_PER_SPAN,
+            )
         except decode.BodyError as exc:
             return _status_response(request, exc.status, exc.message)
         except ExportTooLarge as exc:
@@ -112,19 +120,18 @@ class OtlpTracesView(APIView):
         del export
         refused = rejections.count
         try:
-            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason,
-                                       repeated=rejections.repeated)
+            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason, repeated=rejections.repeated)
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
-            return _status_response(request, 503, "The database is unavailable or busy; retry later.",
-                                    retry_after=True)
+            return _status_response(request, 503, "The database is unavailable or busy; retry later.", retry_after=True)
         except (DataError, IntegrityError) as exc:
             return _status_response(request, 400, f"The spans could not be stored: {str(exc).splitlines()[0]}")
         except DatabaseError:
             return _status_response(request, 503, "The database failed; retry later.", retry_after=True)
         if encoding == decode.PROTOBUF:
-            return HttpResponse(decode.export_response_protobuf(rejected=refused, message=reason),
-                                content_type=decode.PROTOBUF)
+            return HttpResponse(
+                decode.export_response_protobuf(rejected=refused, message=reason), content_type=decode.PROTOBUF
+            )
         partial = PartialSuccessOut(rejected_spans=str(refused), error_message=reason or "") if refused else None
         out = ExportTraceServiceResponseOut(partial_success=partial)
         return HttpResponse(out.model_dump_json(by_alias=True, exclude_none=True), content_type=decode.JSON)
