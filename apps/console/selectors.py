@@ -6,9 +6,9 @@ import json
 from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, timedelta
 
-from django.db import connection
+import django_filters
 from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery, Sum
 from django.db.models.functions import Cast, NullIf, TruncDay, TruncHour
 from django.utils import timezone
@@ -21,7 +21,9 @@ from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationResult, EvaluationRun, verdict_columns
 from apps.runs.selectors import TABLE_FIELDS
 from apps.testsets.models import Dataset, TestSet
-from apps.traces.models import TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX, AgentTrace
+from apps.traces.filters import ANY, TraceFilter
+from apps.traces.models import AgentTrace
+from apps.traces.selectors import trace_filter
 
 from .sorting import Sort, sort_from_param
 
@@ -232,15 +234,7 @@ def compare_choices(limit: int = COMPARE_CHOICES) -> list[dict]:
 # --- the trace list -----------------------------------------------------------------------------
 
 TRACES_PER_PAGE = 50
-# Without the trigram indexes the query text, and any part of a session id, are searched in this
-# many newest traces only, so a search costs the same at a thousand traces as at a million (session
-# ids are also matched exactly and by their beginning on their unique index, at any depth).
-TRACE_TEXT_SEARCH_WINDOW = 20_000
-# Trigram indexes cannot serve shorter needles; the query text is searched for three characters or more.
-TRIGRAM_MIN_LENGTH = 3
-MAX_AGENT_CHOICES = 200
 UNRATED = "unrated"
-TRIGRAM_INDEXES = (TRACE_QUERY_TRGM_INDEX, TRACE_SESSION_TRGM_INDEX)
 
 # The trace list's sortable columns: ?sort=<column> or -<column>. Every order ends newest first
 # (start_time, id descending), which makes it total, so keyset pages neither skip nor repeat a trace.
@@ -255,39 +249,6 @@ TRACE_SORT_FIELDS = {
     "duration": "duration_seconds",
 }
 TRACE_DEFAULT_SORT = "-started"
-
-_AGENT_NAMES_SQL = """
-WITH RECURSIVE agents(name, n) AS (
-    SELECT MIN(agent_name), 1 FROM {table}
-    UNION ALL
-    SELECT (SELECT MIN(agent_name) FROM {table} WHERE agent_name > agents.name), n + 1
-    FROM agents WHERE agents.name IS NOT NULL AND n < %s
-)
-SELECT name FROM agents WHERE name IS NOT NULL
-"""
-_trigram_index: dict[str, bool] = {}
-
-
-def trace_agent_names(limit: int = MAX_AGENT_CHOICES) -> list[str]:
-    """The distinct agent names of all traces, at most `limit`: one index probe per name (a loose
-    index scan written as a recursive query), where SELECT DISTINCT would read every trace."""
-    with connection.cursor() as cursor:
-        cursor.execute(_AGENT_NAMES_SQL.format(table=AgentTrace._meta.db_table), [limit])
-        return [row[0] for row in cursor.fetchall()]
-
-
-def trace_text_search_indexed() -> bool:
-    """Whether the query text and the session id have the trigram indexes of migrations traces.0004
-    and 0005 (PostgreSQL with pg_trgm); asked once per process and database."""
-    alias = connection.alias
-    if alias not in _trigram_index:
-        found = False
-        if connection.vendor == "postgresql":
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT count(*) FROM pg_indexes WHERE indexname = ANY(%s)", [list(TRIGRAM_INDEXES)])
-                found = cursor.fetchone()[0] == len(TRIGRAM_INDEXES)
-        _trigram_index[alias] = found
-    return _trigram_index[alias]
 
 
 def trace_sort(value: str | None) -> Sort:
@@ -403,52 +364,64 @@ class TracePage:
     older: TraceCursor | None  # the cursor of the page after (None on the last page)
     text_search: str  # "trigram", "window" or "" (no text search made)
     sort: Sort = field(default_factory=lambda: trace_sort(None))
+    filterset: "ConsoleTraceFilter | None" = None  # the bound filters: their form, what they chose
 
 
-def _search(q: str, agent_names: list[str]) -> tuple[Q, str]:
-    """Traces whose session id contains `q`, whose agent name contains it in any case, or (three
-    characters or more) whose query text contains it in any case."""
-    needle = q.casefold()
-    agents = [name for name in agent_names if needle in name.casefold()]
-    matched = Q(agent_name__in=agents) if agents else Q(pk__in=[])
-    if trace_text_search_indexed():
-        found = Q(session_id__icontains=q)
-        if len(q) >= TRIGRAM_MIN_LENGTH:
-            found |= Q(user_query__icontains=q)
-        return matched | found, "trigram"
-    matched |= Q(session_id=q) | Q(session_id__startswith=q)
-    found = Q(session_id__icontains=q)
-    if len(q) >= TRIGRAM_MIN_LENGTH:
-        found |= Q(user_query__icontains=q)
-    window = AgentTrace.objects.order_by("-start_time", "-id").values("pk")[:TRACE_TEXT_SEARCH_WINDOW]
-    return matched | (found & Q(pk__in=window)), "window"
+class ConsoleTraceFilter(TraceFilter):
+    """The trace list's filters plus the rating of a trace's latest agentic evaluation, which the
+    traces app cannot know (agentic sits above it): the queryset carries it as `latest_rating`."""
+
+    rating = django_filters.ChoiceFilter(
+        method="filter_rating",
+        label="Latest rating",
+        empty_label=ANY,
+        choices=AgentEvaluation.Rating.choices + [(UNRATED, "not evaluated")],
+    )
+
+    # The form shows the rating beside the status, where it always was; the filters apply in the
+    # order they did before the FilterSet, so the page's SQL is the same statement as then.
+    FORM_ORDER = ("q", "agent", "status", "rating", "source", "date_from", "date_to")
+    FILTER_ORDER = ("q", "agent", "status", "source", "rating", "date_from", "date_to")
+
+    def get_form_class(self):
+        form = super().get_form_class()
+        form.field_order = self.FORM_ORDER
+        return form
+
+    def filter_queryset(self, queryset):
+        values = self.form.cleaned_data  # the values that validated
+        for name in self.FILTER_ORDER:
+            if name in values:
+                queryset = self.filters[name].filter(queryset, values[name])
+        return queryset
+
+    def filter_rating(self, queryset, name: str, value: str):
+        if value == UNRATED:
+            return queryset.filter(latest_rating__isnull=True)
+        return queryset.filter(latest_rating=value)
 
 
 def trace_list_page(
     *,
-    q: str = "",
-    agent: str = "",
-    status: str = "",
-    rating: str = "",
-    source: str = "",
-    date_from: date | None = None,
-    date_to: date | None = None,
+    filters=None,
     sort: Sort | None = None,
     after: TraceCursor | None = None,
     before: TraceCursor | None = None,
     per_page: int | None = None,
     agent_names: list[str] | None = None,
 ) -> TracePage:
-    """One page of traces, newest first unless `sort` says otherwise, by keyset: every page is one
+    """One page of the traces `filters` choose (ConsoleTraceFilter, through the traces app's
+    trace_filter), newest first unless `sort` says otherwise, by keyset: every page is one
     query reading about `per_page` index entries (plus what the filters skip) in the default order,
     however deep it is and however many traces are stored. `rating` is the rating of the trace's
-    latest agentic evaluation. `agent_names` are the names a search matches agents among
-    (trace_agent_names() when not given)."""
+    latest agentic evaluation. `agent_names` are the agents to choose among and the names a search
+    matches agents among (trace_agent_names() when not given). The page carries the bound FilterSet
+    (`filterset.form` shows the values that did not validate, which are left out)."""
     per_page = per_page or TRACES_PER_PAGE
     sort = sort or trace_sort(None)
     keys = _trace_keys(sort)
     latest = AgentEvaluation.objects.filter(session_id=OuterRef("session_id")).order_by("-created_at", "-id")
-    traces = AgentTrace.objects.annotate(
+    annotated = AgentTrace.objects.annotate(
         latest_rating=Subquery(latest.values("rating")[:1]),
         latest_score=Subquery(latest.values("overall_score")[:1]),
         # What the row's "add to queue" adds: the latest evaluation, the one whose rating it shows.
@@ -464,24 +437,9 @@ def trace_list_page(
         "tool_call_count",
         "success",
     )
-    text_search = ""
-    if q:
-        condition, text_search = _search(q, trace_agent_names() if agent_names is None else agent_names)
-        traces = traces.filter(condition)
-    if agent:
-        traces = traces.filter(agent_name=agent)
-    if status:
-        traces = traces.filter(status=status)
-    if source:
-        traces = traces.filter(source=source)
-    if rating == UNRATED:
-        traces = traces.filter(latest_rating__isnull=True)
-    elif rating:
-        traces = traces.filter(latest_rating=rating)
-    if date_from:
-        traces = traces.filter(start_time__gte=_day_start(date_from))
-    if date_to:
-        traces = traces.filter(start_time__lt=_day_start(date_to + timedelta(days=1)))
+    filterset = trace_filter(filters=filters, queryset=annotated, filterset=ConsoleTraceFilter, agent_names=agent_names)
+    traces = filterset.qs
+    found = {"filterset": filterset, "text_search": filterset.text_search, "sort": sort}
     if before is not None and before.sort == sort.param:
         # The page before: the `per_page` traces just before the cursor, read backwards.
         backwards = [key.reversed() for key in keys]
@@ -496,8 +454,7 @@ def trace_list_page(
             traces=rows,
             newer=_cursor(rows[0], keys, sort) if more_before and rows else None,
             older=_cursor(rows[-1], keys, sort) if rows else None,
-            text_search=text_search,
-            sort=sort,
+            **found,
         )
     paged = after is not None and after.sort == sort.param
     if paged:
@@ -509,14 +466,9 @@ def trace_list_page(
         traces=rows,
         newer=_cursor(rows[0], keys, sort) if paged and rows else None,
         older=_cursor(rows[-1], keys, sort) if more_after else None,
-        text_search=text_search,
-        sort=sort,
+        **found,
     )
 
 
 def _cursor(trace: AgentTrace, keys: list[_Key], sort: Sort) -> TraceCursor:
     return TraceCursor(sort.param, tuple(getattr(trace, key.field) for key in keys))
-
-
-def _day_start(day: date) -> datetime:
-    return timezone.make_aware(datetime.combine(day, time.min), UTC)

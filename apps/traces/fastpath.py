@@ -9,6 +9,11 @@ lock_timeout, and the trace reads that skip query compilation. Every caller asks
 keeps an ORM path for other databases (SQLite, the embedded default and the tests), so both stay
 exercised; the statements that run on both (the tool call reads, SQLite's span insert) go through
 the same helpers. Measured by bench/ingest.py and bench/otlp.py.
+
+The trace list's two statements go through here too (selectors.trace_agent_names, a loose index
+scan as WITH RECURSIVE, which both databases run; filters.trace_text_search_indexed, a probe of
+pg_indexes behind `enabled()`), so the traces app has one vendor check and one cursor in all.
+Measured by bench/trace_list.py.
 """
 
 from collections.abc import Iterable, Sequence

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.console import selectors
+from apps.traces import filters as trace_filters
 from apps.traces.models import AgentTrace
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.traces.factories import AgentTraceFactory
@@ -69,7 +70,7 @@ def test_a_substring_search_reads_the_trigram_index_on_postgresql(staff_client):
     plan itself is checked on a large table by hand (EXPLAIN), a test table is too small for the
     planner to prefer an index."""
     AgentTraceFactory(session_id="conv-7f3a9c21-checkout")
-    page = selectors.trace_list_page(q="9c21")
+    page = selectors.trace_list_page(filters={"q": "9c21"})
     assert [t.session_id for t in page.traces] == ["conv-7f3a9c21-checkout"]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -81,8 +82,8 @@ def test_a_substring_search_reads_the_trigram_index_on_postgresql(staff_client):
 
 
 def test_without_trigram_indexes_any_part_of_a_session_id_is_searched_in_the_newest_window(staff_client, monkeypatch):
-    monkeypatch.setattr(selectors, "trace_text_search_indexed", lambda: False)
-    monkeypatch.setattr(selectors, "TRACE_TEXT_SEARCH_WINDOW", 2)
+    monkeypatch.setattr(trace_filters, "trace_text_search_indexed", lambda: False)
+    monkeypatch.setattr(trace_filters, "TRACE_TEXT_SEARCH_WINDOW", 2)
     old = AgentTraceFactory(session_id="old-7f3a9c", start_time=timezone.now() - timedelta(days=2))
     make_traces(2)
     assert sessions(staff_client.get(URL, {"q": "7f3a9c"})) == []  # beyond the window

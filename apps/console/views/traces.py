@@ -1,6 +1,5 @@
 """The console's trace pages: the list (search, filters, keyset pages) and one session's timeline."""
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404
@@ -8,34 +7,15 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_list
 from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
-from apps.traces.models import AgentTrace
+from apps.traces import filters as trace_filters
 from apps.traces.selectors import FIRST_PAGE, trace_find, trace_tool_call_page
 
 from .. import selectors
 from ..context import console_context
 from .common import scope_required
-
-
-class TraceFilterForm(forms.Form):
-    q = forms.CharField(required=False, max_length=255, strip=True, label="Search")
-    agent = forms.ChoiceField(required=False)
-    status = forms.ChoiceField(required=False, choices=[("", "any")] + AgentTrace.Status.choices)
-    rating = forms.ChoiceField(
-        required=False,
-        label="Latest rating",
-        choices=[("", "any")] + AgentEvaluation.Rating.choices + [(selectors.UNRATED, "not evaluated")],
-    )
-    source = forms.ChoiceField(required=False, choices=[("", "any")] + AgentTrace.Source.choices)
-    date_from = forms.DateField(required=False, label="From", widget=forms.DateInput(attrs={"type": "date"}))
-    date_to = forms.DateField(required=False, label="To", widget=forms.DateInput(attrs={"type": "date"}))
-
-    def __init__(self, *args, agents: list[str], **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["agent"].choices = [("", "any")] + [(name, name or "(unnamed)") for name in agents]
 
 
 @login_required
@@ -44,15 +24,10 @@ def trace_list(request):
     """Agent sessions newest first, or sorted by a column (?sort=agent, ?sort=-duration). The filters
     that do not validate (an unknown agent, a date that is not one) are shown with their error and
     left out, rather than answering with no traces; an unknown sort is the default order."""
-    agent_names = selectors.trace_agent_names()
-    form = TraceFilterForm(request.GET, agents=agent_names)
-    form.is_valid()
-    filters = {name: value for name, value in form.cleaned_data.items() if value not in (None, "")}
     sort = selectors.trace_sort(request.GET.get("sort"))
     page = selectors.trace_list_page(
-        **filters,
+        filters=request.GET,
         sort=sort,
-        agent_names=agent_names,
         after=selectors.TraceCursor.decode(request.GET.get("after", ""), sort=sort),
         before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort),
     )
@@ -69,14 +44,14 @@ def trace_list(request):
         console_context(
             request,
             title="Traces",
-            form=form,
+            form=page.filterset.form,
             page=page,
             filter_query=query.urlencode(),
             sort_query=sort_query,
             sort=sort,
             default_order=sort.param == selectors.TRACE_DEFAULT_SORT,
-            filtered=bool(filters),
-            text_window=selectors.TRACE_TEXT_SEARCH_WINDOW,
+            filtered=page.filterset.filtered,
+            text_window=trace_filters.TRACE_TEXT_SEARCH_WINDOW,
         ),
     )
 
