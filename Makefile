@@ -28,7 +28,7 @@ run: install
 	DEBUG=$${DEBUG:-1} bin/run-local
 
 # The layer contract (.importlinter) first: an import against the layers fails the run before any test.
-# .ci/run calls lint-imports itself (via `make lint`) and then `make test-suite`, so it runs once per CI run.
+# .ci/run runs ruff and mypy itself, then `make test`: lint-imports runs once per CI run.
 test: install
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory test-suite
@@ -45,7 +45,7 @@ lint: install
 	$(BIN)/lint-imports
 	$(MAKE) --no-print-directory typecheck
 
-# mypy with django-stubs over the checked set in pyproject.toml [tool.mypy] files (apps/core, apps/scores so far).
+# mypy with django-stubs over the checked set in pyproject.toml [tool.mypy] files (apps/core, apps/scores, apps/rag so far).
 typecheck: install
 	$(BIN)/mypy
 
