@@ -25,12 +25,12 @@ from django.db.models import (
     Count,
     Exists,
     F,
+    FilteredRelation,
     FloatField,
     Func,
     Min,
     OuterRef,
     Q,
-    Subquery,
     Value,
     When,
     Window,
@@ -221,60 +221,71 @@ class CodePointOrder(Func):
         return f'({sql}) COLLATE "C"', params
 
 
+def _criteria() -> FilteredRelation:
+    """The judge's criterion verdicts of a result (not a reviewer's, not skipped or errored), as a
+    join (a new one each time: a FilteredRelation is bound to the query it joins)."""
+    return FilteredRelation(
+        "verdict_scores",
+        condition=Q(
+            verdict_scores__kind=CRITERION,
+            verdict_scores__status=JudgeStatus.OK,
+            verdict_scores__source__in=[source for source in ScoreSource if source != ScoreSource.HUMAN],
+        ),
+    )
+
+
 def _criterion_rows(run_pks: tuple[int, int]):
-    """The criterion verdicts the judge gave (status ok) in the two runs, with their result's test
-    case, name and position; one per criterion text within a result (the last, as a dict keyed by it
-    would keep)."""
-    result = EvaluationResult.objects.filter(pk=OuterRef("subject_id"))
+    """The two runs' finished results joined to their judge's criterion verdicts (status ok): one
+    row per verdict, `v` the Score row, one per criterion text within a result (the last, as a dict
+    keyed by it would keep). One JOIN over (run) x (subject_kind, subject_id, kind, position): no
+    subquery per row but the anti-join that drops an earlier verdict of the same text."""
     later = Score.objects.filter(
         subject_kind=SubjectKind.RUN_RESULT,
-        subject_id=OuterRef("subject_id"),
+        parent_id=OuterRef("run_id"),
+        subject_id=OuterRef("pk"),
         kind=CRITERION,
-        key=OuterRef("key"),
-        position__gt=OuterRef("position"),
+        key=OuterRef("criterion"),
+        position__gt=OuterRef("v_position"),
         status=JudgeStatus.OK,
     ).exclude(source=ScoreSource.HUMAN)
     return (
-        Score.objects.of(SubjectKind.RUN_RESULT)
-        .machine()
-        .filter(parent_id__in=run_pks, kind=CRITERION, status=JudgeStatus.OK)
+        EvaluationResult.objects.filter(run_id__in=run_pks)
+        .annotate(v=_criteria())
+        .filter(v__parent_id__in=run_pks)
+        .annotate(criterion=F("v__key"), v_position=F("v__position"))
         .exclude(Exists(later))
-        .annotate(
-            case_id=Subquery(result.values("test_case_id")[:1]),
-            item_name=Subquery(result.values("item_name")[:1]),
-            item_position=Subquery(result.values("position")[:1]),
-        )
     )
 
 
 def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[list[dict], int]:
     """Criteria (per item) whose pass/fail or score differs between the runs: the first `keep` by
     change (worst first), item and criterion, and how many there are. One ORM query over the runs'
-    Score rows grouped by (test case, criterion), each run's verdicts folded over the item's
-    attempts as the item's are (passed only if every attempt passed it; the score is their mean), so
-    each (item, criterion) is listed once."""
+    results joined to their criterion Score rows, grouped by (test case, criterion), each run's
+    verdicts folded over the item's attempts as the item's are (passed only if every attempt passed
+    it; the score is their mean), so each (item, criterion) is listed once. The total is a window
+    over the same groups, so the groups are computed once (not once to count, once for the rows)."""
 
     def of(run_pk):
-        return Q(parent_id=run_pk)
+        return Q(run_id=run_pk)
 
     def failed(run_pk):
-        return of(run_pk) & ~Q(passed=True)
+        return of(run_pk) & (Q(v__passed=False) | Q(v__passed__isnull=True))
 
-    value = Coalesce("value", Value(0.0), output_field=FloatField())
+    value = Coalesce("v__value", Value(0.0), output_field=FloatField())
     groups = (
         _criterion_rows((base_pk, head_pk))
         .order_by()
-        .values("case_id", "key")
+        .values("test_case_id", "criterion")
         .annotate(
-            base_n=Count("id", filter=of(base_pk)),
-            head_n=Count("id", filter=of(head_pk)),
-            base_failed=Count("id", filter=failed(base_pk)),
-            head_failed=Count("id", filter=failed(head_pk)),
+            base_n=Count("v__id", filter=of(base_pk)),
+            head_n=Count("v__id", filter=of(head_pk)),
+            base_failed=Count("v__id", filter=failed(base_pk)),
+            head_failed=Count("v__id", filter=failed(head_pk)),
             base_score=Round(Avg(value, filter=of(base_pk)), 4),
             head_score=Round(Avg(value, filter=of(head_pk)), 4),
             name=Min("item_name", filter=of(head_pk)),
-            first=Min("item_position", filter=of(head_pk)),
-            first_id=Min("subject_id", filter=of(head_pk)),
+            first=Min("position", filter=of(head_pk)),
+            first_id=Min("id", filter=of(head_pk)),
         )
         .filter(base_n__gt=0, head_n__gt=0)
         .annotate(
@@ -283,16 +294,20 @@ def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[
         )
         .filter(~Q(base_passed=F("head_passed")) | ~Q(base_score=F("head_score")))
     )
-    total = groups.count()
     ordered = groups.order_by(
-        F("head_score") - F("base_score"), CodePointOrder("name"), CodePointOrder("key"), "first", "first_id"
+        F("head_score") - F("base_score"), CodePointOrder("name"), CodePointOrder("criterion"), "first", "first_id"
     )
-    rows = ordered if keep is None else ordered[:keep]
+    if keep == 0:
+        return [], ordered.count()
+    # COUNT(...) OVER (): every group's row carries how many groups there are (before the LIMIT).
+    counted = ordered.annotate(total=Window(Count("test_case_id")))
+    rows = list(counted if keep is None else counted[:keep])
+    total = rows[0]["total"] if rows else 0
     return [
         _delta(
-            row["case_id"],
+            row["test_case_id"],
             row["name"],
-            row["key"],
+            row["criterion"],
             row["base_passed"],
             row["base_score"],
             row["head_passed"],

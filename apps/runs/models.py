@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
+from django.db.models.sql.where import AND, WhereNode
 
 from apps.bots.models import Bot
 from apps.rubrics.models import Rubric
@@ -88,10 +89,12 @@ class EvaluationResultQuerySet(models.QuerySet):
     def with_failed_rule(self, severity: str):
         """Results a rule verdict of this severity of which fails (Verdict.failed for a rule): judged
         and not passed, or errored; a rule the judge skipped fails nothing."""
+        # parent_id too: the run's rule rows are then one index-only range (score_parent_key_cover),
+        # a semi-join, rather than a probe per result.
         failed = (
             Score.objects.of(SubjectKind.RUN_RESULT)
             .machine()
-            .filter(subject_id=OuterRef("pk"), kind=RULE, severity=severity)
+            .filter(parent_id=OuterRef("run_id"), subject_id=OuterRef("pk"), kind=RULE, severity=severity)
             .exclude(status=JudgeStatus.SKIPPED)
             .exclude(status=JudgeStatus.OK, passed=True)
         )
@@ -229,6 +232,40 @@ class EvaluationRun(models.Model):
         return self.verdicts_errored / n if n else 0.0
 
 
+class VerdictScoresJoin(models.ForeignObject):
+    """Not a column: the join from a result to its Score rows (Score.subject_id = the result's pk,
+    subject kind run_result), as agentic.models.MetricScoresJoin joins an evaluation to its metrics.
+    It lets the reads that need a result's fields beside its verdicts (the comparison's changed
+    criteria, the failed-rule filter) be one JOIN on the scores' (subject_kind, subject_id, ...)
+    index instead of a correlated subquery per row. Never read as an attribute: a result has many
+    such rows (verdict_rows reads them)."""
+
+    # No column, so no foreign key constraint (the schema editors ask).
+    db_constraint = False
+
+    def __init__(self, **kwargs):
+        kwargs.update(
+            from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+", null=True
+        )
+        super().__init__("scores.Score", **kwargs)
+
+    def deconstruct(self):
+        name, path, args, kwargs = super().deconstruct()
+        for key in ("from_fields", "to_fields", "on_delete", "related_name", "null", "to"):
+            kwargs.pop(key, None)
+        return name, path, args, kwargs
+
+    def _check_unique_target(self):
+        # Score.subject_id is not unique, by design: the join is one-to-many, always narrowed by a
+        # FilteredRelation or aggregated.
+        return []
+
+    def get_extra_restriction(self, alias, related_alias):
+        score = self.remote_field.model._meta
+        field = score.get_field("subject_kind")
+        return WhereNode([field.get_lookup("exact")(field.get_col(alias), SubjectKind.RUN_RESULT.value)], connector=AND)
+
+
 class EvaluationResult(models.Model):
     """The verdict on one attempt of one test item of a run: one row per (run, test case, attempt),
     created when the run starts and written once when the attempt finishes."""
@@ -274,6 +311,8 @@ class EvaluationResult(models.Model):
     error = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Its Score rows as a join (VerdictScoresJoin): no column.
+    verdict_scores = VerdictScoresJoin()
 
     objects = EvaluationResultQuerySet.as_manager()
 

@@ -79,8 +79,25 @@ class Score(models.Model):
         indexes = [
             # A subject's scores, in the order the API shows them.
             models.Index(fields=["subject_kind", "subject_id", "kind", "position"], name="score_subject"),
-            # A run's verdicts (aggregates, filters, comparison) without touching its results.
-            models.Index(fields=["subject_kind", "parent_id", "kind", "key"], name="score_parent_key"),
+            # A run's verdicts (aggregates, filters, comparison) without touching its results. The
+            # columns after key are there so those reads are index-only scans on PostgreSQL (the
+            # table's rows are wide with reasoning and usage): not INCLUDE, which SQLite lacks.
+            models.Index(
+                fields=[
+                    "subject_kind",
+                    "parent_id",
+                    "kind",
+                    "key",
+                    "subject_id",
+                    "position",
+                    "status",
+                    "source",
+                    "passed",
+                    "value",
+                    "severity",
+                ],
+                name="score_parent_key_cover",
+            ),
             # Agreement: every score of one key, by source.
             models.Index(fields=["subject_kind", "kind", "key", "source"], name="score_key_source"),
         ]

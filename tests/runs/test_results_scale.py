@@ -459,3 +459,20 @@ def test_a_flaky_item_that_regressed_shows_the_attempt_that_failed():
     # Each side says how its item's attempts went, and that the head's disagree.
     assert (shown_head["attempts_passed"], shown_head["attempts_done"], shown_head["flaky"]) == (2, 3, True)
     assert (shown_base["attempts_passed"], shown_base["attempts_done"], shown_base["flaky"]) == (3, 3, False)
+
+
+def test_criterion_changes_are_one_query_whose_total_counts_past_the_kept_rows():
+    # The groups are computed once: the total is a window over them (not a second COUNT query), so
+    # it still counts the changes the LIMIT leaves out; keep=0 asks only for the count.
+    from apps.runs import comparison as pairing
+
+    base, head = EvaluationRunFactory(), EvaluationRunFactory()
+    for position in range(3):
+        EvaluationResultFactory(run=base, position=position, criteria_scores=[criterion("x", True)])
+        EvaluationResultFactory(run=head, position=position, criteria_scores=[criterion("x", position == 2)])
+    with CaptureQueriesContext(connection) as queries:
+        rows, total = pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=1)
+    assert len(queries.captured_queries) == 1
+    assert total == 2 and [row["item_name"] for row in rows] == ["item 0"]
+    assert pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=0) == ([], 2)
+    assert len(pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=None)[0]) == 2
