@@ -3,10 +3,10 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
-from django.db.models.sql.where import AND, WhereNode
 from django.utils import timezone
 
 from apps.core.sampling import sampled
+from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, SubjectKind
 from apps.traces.models import AgentTrace
@@ -71,44 +71,13 @@ class EvaluationRule(models.Model):
         return sampled(f"{self.pk}:{session_id}", self.sample_rate)
 
 
-class MetricScoresJoin(models.ForeignObject):
-    """Not a column: the join from an evaluation to its metric Score rows (Score.subject_id = the
-    evaluation's pk, subject kind agentic_evaluation, kind metric), the way GenericRelation joins
-    content types. It lets reads that need an evaluation's metrics beside its own fields (export,
-    Prometheus, the rollup rebuild) be one ORM query on SQLite and PostgreSQL alike: each metric is
-    a FilteredRelation on it (selectors.with_metric_columns). Never read as an attribute: an
-    evaluation has three such rows, not one."""
+class MetricScoresJoin(ScoresJoin):
+    """An evaluation's metric Score rows (subject kind agentic_evaluation, kind metric): each metric is
+    a FilteredRelation on it (selectors.with_metric_columns), so export, Prometheus and the rollup
+    rebuild read an evaluation's metrics beside its own fields in one query."""
 
-    # No column, so no foreign key constraint (the schema editors ask).
-    db_constraint = False
-
-    def __init__(self, **kwargs):
-        kwargs.update(
-            from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+", null=True
-        )
-        super().__init__("scores.Score", **kwargs)
-
-    def deconstruct(self):
-        name, path, args, kwargs = super().deconstruct()
-        for key in ("from_fields", "to_fields", "on_delete", "related_name", "null", "to"):
-            kwargs.pop(key, None)
-        return name, path, args, kwargs
-
-    def _check_unique_target(self):
-        # Score.subject_id is not unique, by design: the join is one-to-many, always narrowed to one
-        # key by a FilteredRelation or aggregated.
-        return []
-
-    def get_extra_restriction(self, alias, related_alias):
-        score = self.remote_field.model._meta
-        conditions = [
-            score.get_field(name).get_lookup("exact")(score.get_field(name).get_col(alias), value)
-            for name, value in (
-                ("subject_kind", SubjectKind.AGENTIC_EVALUATION.value),
-                ("kind", ScoreKind.METRIC.value),
-            )
-        ]
-        return WhereNode(conditions, connector=AND)
+    subject_kind = SubjectKind.AGENTIC_EVALUATION.value
+    score_kind = ScoreKind.METRIC.value
 
 
 class AgentEvaluation(models.Model):

@@ -4,10 +4,10 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
-from django.db.models.sql.where import AND, WhereNode
 
 from apps.bots.models import Bot
 from apps.rubrics.models import Rubric
+from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
 from apps.testsets.models import Dataset, TestSet
@@ -232,38 +232,13 @@ class EvaluationRun(models.Model):
         return self.verdicts_errored / n if n else 0.0
 
 
-class VerdictScoresJoin(models.ForeignObject):
-    """Not a column: the join from a result to its Score rows (Score.subject_id = the result's pk,
-    subject kind run_result), as agentic.models.MetricScoresJoin joins an evaluation to its metrics.
-    It lets the reads that need a result's fields beside its verdicts (the comparison's changed
-    criteria, the failed-rule filter) be one JOIN on the scores' (subject_kind, subject_id, ...)
-    index instead of a correlated subquery per row. Never read as an attribute: a result has many
-    such rows (verdict_rows reads them)."""
+class VerdictScoresJoin(ScoresJoin):
+    """A result's Score rows (subject kind run_result): the comparison's changed criteria and the
+    failed-rule filter join them to the result's own fields in one query on the scores'
+    (subject_kind, subject_id, ...) index instead of a correlated subquery per row. verdict_rows
+    reads them as attributes."""
 
-    # No column, so no foreign key constraint (the schema editors ask).
-    db_constraint = False
-
-    def __init__(self, **kwargs):
-        kwargs.update(
-            from_fields=["id"], to_fields=["subject_id"], on_delete=models.DO_NOTHING, related_name="+", null=True
-        )
-        super().__init__("scores.Score", **kwargs)
-
-    def deconstruct(self):
-        name, path, args, kwargs = super().deconstruct()
-        for key in ("from_fields", "to_fields", "on_delete", "related_name", "null", "to"):
-            kwargs.pop(key, None)
-        return name, path, args, kwargs
-
-    def _check_unique_target(self):
-        # Score.subject_id is not unique, by design: the join is one-to-many, always narrowed by a
-        # FilteredRelation or aggregated.
-        return []
-
-    def get_extra_restriction(self, alias, related_alias):
-        score = self.remote_field.model._meta
-        field = score.get_field("subject_kind")
-        return WhereNode([field.get_lookup("exact")(field.get_col(alias), SubjectKind.RUN_RESULT.value)], connector=AND)
+    subject_kind = SubjectKind.RUN_RESULT.value
 
 
 class EvaluationResult(models.Model):
