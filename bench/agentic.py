@@ -22,7 +22,17 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import psycopg
 
-from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, p50_p95, prepare, rss_mb
+from harness import (
+    PYTHON,
+    ROOT,
+    Gunicorn,
+    add_database_args,
+    copy_agentic_scores,
+    database_from_args,
+    p50_p95,
+    prepare,
+    rss_mb,
+)
 from ingest import copy_rows, make_traces
 
 AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "ComputeAgent"]
@@ -42,24 +52,6 @@ COLUMNS = (
     "total_tokens",
     "fingerprint",
     "has_error",
-    "created_at",
-)
-# Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
-SCORE_COLUMNS = (
-    "subject_kind",
-    "subject_id",
-    "kind",
-    "key",
-    "position",
-    "source",
-    "status",
-    "reason",
-    "value",
-    "label",
-    "reasoning",
-    "judge",
-    "severity",
-    "scope",
     "created_at",
 )
 
@@ -83,11 +75,10 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for i in range(rows):
-                scores = tuple(round(rnd.betavariate(5, 1.5), 4) for _ in METRICS)
-                metrics.append(scores)
-                task, tool, intent = scores
+                task, tool, intent = (round(rnd.betavariate(5, 1.5), 4) for _ in METRICS)
                 overall = round(0.4 * task + 0.3 * tool + 0.3 * intent, 4)
                 llm = i % 4 == 0
+                metrics.append((task, tool, intent, "openai:gpt-4o-mini" if llm else "heuristic:v1", start + step * i))
                 copy.write_row(
                     (
                         f"bench-eval-{i:08d}",
@@ -108,32 +99,7 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
         conn.commit()
         evaluations_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        # The table was empty, so the ids follow the COPY's order.
-        ids = [pk for (pk,) in cur.execute("SELECT id FROM agentic_agentevaluation ORDER BY id")]
-        with cur.copy(f"COPY scores_score ({', '.join(SCORE_COLUMNS)}) FROM STDIN") as copy:
-            for i, (pk, scores) in enumerate(zip(ids, metrics, strict=True)):
-                judge = "openai:gpt-4o-mini" if i % 4 == 0 else "heuristic:v1"
-                source = "llm" if i % 4 == 0 else "code"
-                for position, (name, value) in enumerate(zip(METRICS, scores, strict=True)):
-                    copy.write_row(
-                        (
-                            "agentic_evaluation",
-                            pk,
-                            "metric",
-                            name,
-                            position,
-                            source,
-                            "ok",
-                            "",
-                            value,
-                            "",
-                            reasoning,
-                            judge,
-                            "",
-                            "",
-                            start + step * i,
-                        )
-                    )
+        copy_agentic_scores(cur, after_id=0, metrics=metrics, reasoning=reasoning)
         conn.commit()
     scores_seconds = time.perf_counter() - started
     with psycopg.connect(dsn, autocommit=True) as conn:
