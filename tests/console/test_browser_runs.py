@@ -201,7 +201,7 @@ def test_a_repeated_run_shows_pass_hat_k_and_its_flaky_item(browser, live_server
     click_and_wait_for_new_page(browser, row.find_element(By.CSS_SELECTOR, ".queue-menu button"))
     assert "Added to Flaky answers to double-check." in find(By.CSS_SELECTOR, ".messagelist").text
     queue = ReviewQueue.objects.get()
-    assert queue.items.get().result_id == attempt_two.pk
+    assert queue.items.get().subject_id == attempt_two.pk
     # The queue says which run and which attempt each item is, and so does its review page.
     browser.get(f"{live_server.url}/console/queues/{queue.pk}/")
     assert "run three attempts each · attempt 2 of 3" in find(By.ID, "queue-items").text
@@ -225,7 +225,7 @@ def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, li
     from selenium.webdriver.common.by import By
 
     from tests.console.browser import wait_for
-    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, store_verdicts
 
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     run = EvaluationRunFactory(repeats=2, rubric_id=None, status=EvaluationRun.Status.RUNNING, total=4, completed=1)
@@ -268,14 +268,12 @@ def test_a_repeated_run_replaces_an_items_row_as_its_attempts_finish(browser, li
         return [[c.get_attribute("class").split()[1] for c in r.find_elements(By.CSS_SELECTOR, ".chip")] for r in rows]
 
     assert chips() == [["passed", "pending"]]
-    type(second).objects.filter(pk=second.pk).update(
-        state="done",
-        passed=False,
-        outcome="failed",
-        criteria_passed=False,
-        finished_at=timezone.now(),
-        criteria_scores=[criterion("Says 15 days", False)],
-    )
+    # The attempt finishes as the engine records it: the result's row, and its verdict as a Score row.
+    second.state, second.passed, second.outcome, second.criteria_passed = "done", False, "failed", False
+    second.finished_at = timezone.now()
+    second.criteria_scores = [criterion("Says 15 days", False)]
+    second.save(update_fields=["state", "passed", "outcome", "criteria_passed", "finished_at"])
+    store_verdicts([second])
     wait_for(lambda: chips() == [["passed", "failed"]], message="the item's row with its second attempt")
     row = browser.find_element(By.CSS_SELECTOR, "#results-table tbody tr[data-row-key]")
     assert "flaky" in row.text and "FAIL" in row.text
