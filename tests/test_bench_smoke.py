@@ -84,7 +84,7 @@ def default_pg(pg) -> dict:
 def test_every_bench_script_has_a_smoke_test():
     # A script added to bench/ without a run here would rot unnoticed: each one must be named in a bench() call.
     scripts = {path.name for path in (ROOT / "bench").glob("*.py")} - {"harness.py"}
-    smoked = set(re.findall(r'bench\("([\w.]+\.py)"', Path(__file__).read_text()))
+    smoked = set(re.findall(r'bench\(\s*"([\w.]+\.py)"', Path(__file__).read_text()))
     assert scripts - smoked == set(), f"bench/ scripts with no smoke test here: {sorted(scripts - smoked)}"
 
 

@@ -1,8 +1,13 @@
 import json
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
+
+if TYPE_CHECKING:
+    # The judges are plain logic that runs without Django set up (bench/judge_coverage.py): the
+    # model is imported only where a verdict becomes a row.
+    from apps.scores.models import Score
 
 JUDGE_HEURISTIC = "heuristic:v1"
 # How the heuristic judge begins the reasoning of a verdict it skips because only an LLM could give
@@ -177,13 +182,15 @@ class Verdict:
         """A stored column (criteria_scores or rubric_scores); None, for a result without one, is []."""
         return [cls.from_json(item, kind=kind) for item in data or []]
 
-    def to_score(self, *, result_pk: int, run_pk: int, attempt: int, position: int) -> Score:
+    def to_score(self, *, result_pk: int, run_pk: int, attempt: int, position: int) -> "Score":
         """The verdict as the row that stores it (unsaved): criteria keyed by their text with their kind
         in `detail`, rules by their id with severity, scope and name. A verdict with no severity or
         scope stores "" (the columns are not null) and reads back as None."""
         if self.kind not in (CRITERION, RULE):
             raise ValueError("A verdict is stored only once it is attached to a criterion or a rule.")
         rule = self.kind == RULE
+        from apps.scores.models import Score
+
         return Score(
             subject_kind=SubjectKind.RUN_RESULT,
             subject_id=result_pk,
@@ -207,7 +214,7 @@ class Verdict:
         )
 
     @classmethod
-    def from_score(cls, score: Score) -> "Verdict":
+    def from_score(cls, score: "Score") -> "Verdict":
         """The verdict a stored row holds (to_score's inverse)."""
         detail = score.detail or {}
         common = {
@@ -244,7 +251,7 @@ def verdicts_to_json(verdicts: list[Verdict] | None) -> list[dict] | None:
     return None if verdicts is None else [v.to_json() for v in verdicts]
 
 
-def correctness_to_score(scores: dict | None, *, result_pk: int, run_pk: int, attempt: int) -> Score | None:
+def correctness_to_score(scores: dict | None, *, result_pk: int, run_pk: int, attempt: int) -> "Score | None":
     """A V1 result's `scores` ({"correctness": {"score", "comment"}}, the comment a JSON string of the
     judge's passed, status, judge and reasoning, or of the bot's error) as its row; None for none."""
     entry = (scores or {}).get("correctness")
@@ -256,6 +263,8 @@ def correctness_to_score(scores: dict | None, *, result_pk: int, run_pk: int, at
     except ValueError:
         parsed = None
     parsed = parsed if isinstance(parsed, dict) else {}
+    from apps.scores.models import Score
+
     row = Score(
         subject_kind=SubjectKind.RUN_RESULT,
         subject_id=result_pk,
@@ -282,7 +291,7 @@ def correctness_to_score(scores: dict | None, *, result_pk: int, run_pk: int, at
     return row
 
 
-def correctness_from_score(score: Score) -> dict:
+def correctness_from_score(score: "Score") -> dict:
     """The V1 `scores` dict a correctness row stands for (correctness_to_score's inverse)."""
     detail = score.detail or {}
     if "comment" in detail:
