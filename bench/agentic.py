@@ -23,6 +23,7 @@ import httpx
 import psycopg
 
 from harness import (
+    AGENTIC_EVALUATION_COLUMNS,
     PYTHON,
     ROOT,
     Gunicorn,
@@ -39,21 +40,6 @@ AGENTS = ["OrchestratorAgent", "BillingAgent", "NetworkAgent", "StorageAgent", "
 OPERATIONS = ["list", "create", "delete", "update", "get"]
 RATINGS = [(0.90, "excellent"), (0.75, "good"), (0.60, "acceptable"), (0.40, "poor"), (0.0, "failed")]
 METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
-COLUMNS = (
-    "session_id",
-    "source",
-    "agent_name",
-    "operation",
-    "overall_score",
-    "rating",
-    "judge",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "fingerprint",
-    "has_error",
-    "created_at",
-)
 
 
 def rating(score: float) -> str:
@@ -73,7 +59,7 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
     started = time.perf_counter()
     metrics = []
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(COLUMNS)}) FROM STDIN") as copy:
+        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for i in range(rows):
                 task, tool, intent = (round(rnd.betavariate(5, 1.5), 4) for _ in METRICS)
                 overall = round(0.4 * task + 0.3 * tool + 0.3 * intent, 4)

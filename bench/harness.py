@@ -276,6 +276,22 @@ class Gunicorn:
 # Seeding.
 
 AGENTIC_METRICS = ("task_adherence", "tool_call_accuracy", "intent_resolution")
+# The columns a bench COPYs into agentic_agentevaluation (its metrics go to scores_score, below).
+AGENTIC_EVALUATION_COLUMNS = (
+    "session_id",
+    "source",
+    "agent_name",
+    "operation",
+    "overall_score",
+    "rating",
+    "judge",
+    "prompt_tokens",
+    "completion_tokens",
+    "total_tokens",
+    "fingerprint",
+    "has_error",
+    "created_at",
+)
 # Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
 SCORE_COLUMNS = (
     "subject_kind",

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from harness import (
+    AGENTIC_EVALUATION_COLUMNS,
     add_database_args,
     copy_agentic_scores,
     database_from_args,
@@ -54,21 +55,6 @@ TRACE_COLUMNS = (
     "dropped",
     "created_at",
     "updated_at",
-)
-EVALUATION_COLUMNS = (
-    "session_id",
-    "source",
-    "agent_name",
-    "operation",
-    "overall_score",
-    "rating",
-    "judge",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "fingerprint",
-    "has_error",
-    "created_at",
 )
 
 
@@ -127,7 +113,7 @@ def copy(dsn: str, first: int, count: int, naming) -> None:
             for i in range(first, first + count):
                 out.write_row(trace_row(i, *naming(i), now))
         after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
-        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(EVALUATION_COLUMNS)}) FROM STDIN") as out:
+        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as out:
             for i in range(first, first + count):
                 agent, operation = naming(i)
                 if agent not in AGENTS or i % 10 < 3:
