@@ -45,13 +45,15 @@ control_socket = str(_var_dir / "gunicorn.ctl")
 
 
 def post_worker_init(worker):
-    """Load every view (and what they import: scipy, pydantic models, ...) now, then freeze the
-    objects loading made (about 300,000) out of the garbage collector's sight. Otherwise each full
-    collection walks them all: a 200-300 ms pause every few requests that allocate much (a page of
-    100 results; bench/results.py measured it), on every worker."""
+    """Load what the first requests would (evalsite/warmup.py: every view, the URL reverse tables,
+    scipy, the project's templates), then freeze the objects loading made (about 300,000) out of
+    the garbage collector's sight. Otherwise each full collection walks them all: a 200-300 ms
+    pause every few requests that allocate much (a page of 100 results; bench/results.py measured
+    it), on every worker."""
     import gc
 
-    from django.urls import get_resolver
+    from evalsite.warmup import warm
 
-    _ = get_resolver().url_patterns  # imports the URLconf, and with it every view
+    for name in warm():
+        worker.log.warning("template %s does not compile; its page will fail", name)
     gc.freeze()
