@@ -374,7 +374,8 @@ if EVALSITE_LLM_RATE.lower() != "off":
 # processes run on more than one machine), or by default files under EVALSITE_VAR_DIR (one machine).
 EVALSITE_RATE_LIMIT_CACHE_URL = os.environ.get("EVALSITE_RATE_LIMIT_CACHE_URL", "").strip()
 CACHES = {
-    # What the project used before it configured caches: per-process memory (run digests).
+    # Per-process memory. evalsite keeps nothing of its own here: a finished run's figures and a
+    # comparison of two finished runs are stored in the database (EvaluationRun.digest, RunComparison).
     "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
     "quotas": (
         {

@@ -49,8 +49,6 @@ from .models import EvaluationResult, EvaluationRun
 # writes the run's counters, then commits): a live page asks again for what finished this long
 # before what it has seen.
 LIVE_OVERLAP = timedelta(seconds=10)
-CACHE_SECONDS = 24 * 3600
-CACHE_PREFIX = "evalsite:runs:digest"
 
 
 @dataclass

@@ -142,6 +142,32 @@ class Pairing:
         """Items finished in both runs, assessed or not."""
         return sum(n for (base, head), n in self.groups.items() if base is not None and head is not None)
 
+    def to_json(self) -> dict:
+        """The pairing as JSON (models.RunComparison keeps it): an item verdict is [n, ok, bad,
+        unassessed], a missing one null; from_json reads it back equal."""
+
+        def verdict(v: ItemVerdict | None) -> list[int] | None:
+            return None if v is None else [v.n, v.ok, v.bad, v.unassessed]
+
+        return {
+            "groups": [[verdict(base), verdict(head), n] for (base, head), n in self.groups.items()],
+            "counts": self.counts,
+            "first": {kind: [list(pair) for pair in pairs] for kind, pairs in self.first.items()},
+            "shown": [[pk, verdict(v)] for pk, v in self.shown.items()],
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Pairing":
+        def verdict(v: list[int] | None) -> ItemVerdict | None:
+            return None if v is None else ItemVerdict(*v)
+
+        return cls(
+            groups={(verdict(base), verdict(head)): n for base, head, n in data["groups"]},
+            counts=dict(data["counts"]),
+            first={kind: [tuple(pair) for pair in pairs] for kind, pairs in data["first"].items()},
+            shown={pk: verdict(v) for pk, v in data["shown"]},
+        )
+
     def pass_pairs(self) -> list[tuple[bool, bool]]:
         """(base passed, head passed) of every item assessed (passed or failed) in both runs, for
         stats.paired_statistics: an item unassessed in either run has no verdict to compare."""
@@ -319,7 +345,7 @@ def criterion_changes(*, base_pk: int, head_pk: int, keep: int | None) -> tuple[
 
 def _delta(case_id, item_name, criterion, b_passed, b_score, h_passed, h_score) -> dict:
     return {
-        "test_case_id": case_id,
+        "test_case_id": str(case_id),  # as text: a kept comparison (models.RunComparison) is JSON
         "criterion": criterion,
         "item_name": item_name,
         "base": {"item_name": item_name, "passed": bool(b_passed), "score": b_score},

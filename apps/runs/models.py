@@ -374,6 +374,26 @@ class EvaluationResult(models.Model):
         self._build_verdicts(CORRECTNESS, stored)
 
 
+class RunComparison(models.Model):
+    """A comparison's core of two finished runs (selectors.run_comparison: the item pairing, the
+    paired statistics and the changed criteria), computed once and kept here, so that no server
+    process computes it again: at 100,000 items it is seconds of SQL, the page from this row a few
+    milliseconds. A cache row, not a record: deleting it loses nothing. `state` is what the runs were
+    (status and completed of each) when it was computed; a row of another state is computed anew."""
+
+    base = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    head = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    state = models.CharField(max_length=120)
+    core = models.JSONField()
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["base", "head"], name="run_comparison_pair")]
+
+    def __str__(self) -> str:
+        return f"comparison of run {self.base_id} with run {self.head_id}"
+
+
 def verdict_rows_of(result_pks) -> dict[int, list[Score]]:
     """Per result pk, its judge's Score rows in order: one query however many results."""
     rows: dict[int, list[Score]] = {pk: [] for pk in result_pks}

@@ -1,6 +1,5 @@
 from datetime import datetime, timedelta
 
-from django.core.cache import cache
 from django.core.paginator import Page, Paginator
 from django.db.models import Q
 from django.utils import timezone
@@ -14,13 +13,13 @@ from apps.scores.vocabulary import SubjectKind
 
 from . import attempts
 from . import comparison as pairing
-from .aggregates import CACHE_PREFIX, CACHE_SECONDS, LIVE_OVERLAP, RunDigest, run_digest, run_digests
+from .aggregates import LIVE_OVERLAP, RunDigest, run_digest, run_digests
 from .display import conversation_turns, failures_and_warnings, final_answer
 from .jsonfilters import HasTag
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun, verdict_columns
+from .models import EvaluationResult, EvaluationRun, RunComparison, verdict_columns
 from .reviews import Review, apply_reviews, human_outcome, in_force
 from .stats import paired_statistics, wilson_interval
 
@@ -608,14 +607,14 @@ COMPARE_KEEP = 1000
 
 def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None) -> dict:
     """What a comparison reads from the results: the pairing, the statistics over all pairs and the
-    changed criteria. Two finished runs never change, so theirs is kept (CACHE_SECONDS)."""
-    key = (
-        f"{CACHE_PREFIX}:compare:v2:{base.run_id}:{base.status}:{base.completed}:"
-        f"{head.run_id}:{head.status}:{head.completed}"
-    )
+    changed criteria. Two finished runs never change, so theirs is computed once and kept in the
+    database (models.RunComparison), for every server process and across restarts."""
     cacheable = base.is_finished and head.is_finished and keep is not None and keep <= COMPARE_KEEP
-    if cacheable and (core := cache.get(key)) is not None:
-        return core
+    state = f"{base.status}:{base.completed}:{head.status}:{head.completed}"
+    if cacheable:
+        stored = RunComparison.objects.filter(base=base, head=head, state=state).values_list("core", flat=True).first()
+        if stored is not None:
+            return {**stored, "items": pairing.Pairing.from_json(stored["items"])}
     kept = COMPARE_KEEP if cacheable else keep
     items = pairing.pair_items(base_pk=base.pk, head_pk=head.pk, keep=kept if kept is not None else pairing.ALL)
     criterion_deltas, criterion_total = pairing.criterion_changes(base_pk=base.pk, head_pk=head.pk, keep=kept)
@@ -626,8 +625,19 @@ def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None)
         "criterion_deltas_total": criterion_total,
     }
     if cacheable:
-        cache.set(key, core, CACHE_SECONDS)
+        _comparison_keep(base, head, state, {**core, "items": items.to_json()})
     return core
+
+
+def _comparison_keep(base: EvaluationRun, head: EvaluationRun, state: str, core: dict) -> None:
+    """Stores a computed core (a cache write: the comparison itself is a read) in one upsert. Two
+    processes that computed the same pair at once both write the same figures; the last one stays."""
+    RunComparison.objects.bulk_create(
+        [RunComparison(base=base, head=head, state=state, core=core)],
+        update_conflicts=True,
+        unique_fields=["base", "head"],
+        update_fields=["state", "core", "computed_at"],
+    )
 
 
 def _rule_deltas(base: RunDigest, head: RunDigest) -> list[dict]:

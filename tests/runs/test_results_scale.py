@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.runs import aggregates, selectors, stats
 from apps.runs.api import views
-from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.models import EvaluationResult, EvaluationRun, RunComparison
 from tests.runs.factories import (
     EvaluationResultFactory,
     EvaluationRunFactory,
@@ -387,8 +387,46 @@ def test_a_comparison_of_finished_runs_is_kept():
     with CaptureQueriesContext(connection) as again:
         after = selectors.run_comparison(base=base, head=head)
     assert len(again) < len(first)
+    # Kept in the database, so a fresh server process reads it too: the second read pairs nothing.
+    stored = RunComparison.objects.get(base=base, head=head)
+    assert stored.state == f"{base.status}:{base.completed}:{head.status}:{head.completed}"
+    assert not any("GROUP BY" in q["sql"] for q in again.captured_queries)
     assert after["statistics"] == before["statistics"] and after["criterion_deltas"] == before["criterion_deltas"]
+    assert after["buckets"] == before["buckets"] and after["regressions_total"] == before["regressions_total"] == 1
     assert [h["result_id"] for _, h in after["regressions"]] == [h["result_id"] for _, h in before["regressions"]]
+    assert [(b["result_id"], h["result_id"]) for b, h in after["fixes"]] == [
+        (b["result_id"], h["result_id"]) for b, h in before["fixes"]
+    ]
+
+
+def test_a_kept_comparison_of_runs_that_changed_since_is_computed_again():
+    base, head = _pair([(True, False), (False, True)])
+    selectors.run_comparison(base=base, head=head)
+    # The head run gains a finished result (a repaired run, say): the kept core no longer describes it.
+    EvaluationResultFactory(run=head, position=2, criteria_scores=[criterion("c", False, score=0.0)])
+    head.refresh_from_db()
+    comparison = selectors.run_comparison(base=base, head=head)
+    assert comparison["new_items"] == 1 and comparison["regressions_total"] == 1
+    assert RunComparison.objects.filter(base=base, head=head).count() == 1
+    assert RunComparison.objects.get(base=base, head=head).state.endswith(f":{head.completed}")
+
+
+def test_a_running_runs_comparison_is_not_kept():
+    base, head = _pair([(True, False)])
+    EvaluationRun.objects.filter(pk=head.pk).update(status=EvaluationRun.Status.RUNNING)
+    head.refresh_from_db()
+    assert selectors.run_comparison(base=base, head=head)["regressions_total"] == 1
+    assert not RunComparison.objects.exists()
+
+
+def test_a_pairing_reads_back_from_json_equal():
+    from apps.runs import comparison as pairing
+
+    base, head = _pair([(True, False), (False, True), (True, True), (None, True), (True, None)])
+    items = pairing.pair_items(base_pk=base.pk, head_pk=head.pk, keep=10)
+    assert None in {v for pair in items.groups for v in pair}  # new and dropped items: a verdict missing
+    again = pairing.Pairing.from_json(json.loads(json.dumps(items.to_json())))
+    assert again == items
 
 
 # --- the interval at scale -------------------------------------------------------------------------
