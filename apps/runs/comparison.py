@@ -158,8 +158,17 @@ class Pairing:
 
     @classmethod
     def from_json(cls, data: dict) -> "Pairing":
+        # A kept pairing lists up to 9,000 shown results whose verdicts are a handful of distinct
+        # values: one ItemVerdict per distinct value, not one per result.
+        made: dict[tuple, ItemVerdict] = {}
+
         def verdict(v: list[int] | None) -> ItemVerdict | None:
-            return None if v is None else ItemVerdict(*v)
+            if v is None:
+                return None
+            key = tuple(v)
+            if key not in made:
+                made[key] = ItemVerdict(*key)
+            return made[key]
 
         return cls(
             groups={(verdict(base), verdict(head)): n for base, head, n in data["groups"]},

@@ -427,6 +427,46 @@ def iter_with_verdicts(results, chunk_size: int = 500):
     yield from attach_verdicts(chunk)
 
 
+# What a results table row reads of its verdicts: not their reasoning, token usage or judge
+# fingerprint, whose JSON decoding was most of the time a comparison page spent on its ~2,000 rows.
+_TABLE_VERDICT_FIELDS = ("subject_id", "kind", "key", "status", "passed", "value", "severity", "scope", "detail")
+
+
+def table_verdicts_of(result_pks) -> dict[int, dict[str, list[Verdict]]]:
+    """Per result pk, its judge's criterion and rule verdicts (by kind, in order) as a results table
+    shows them: pass/fail, score, status, severity and scope, without reasoning, usage or
+    fingerprint. One query of a few columns, however many results."""
+    found: dict[int, dict[str, list[Verdict]]] = {pk: {CRITERION: [], RULE: []} for pk in result_pks}
+    if not found:
+        return found
+    rows = (
+        Score.objects.of(SubjectKind.RUN_RESULT, list(found))
+        .machine()
+        .filter(kind__in=(CRITERION, RULE))
+        .order_by("subject_id", "kind", "position", "id")
+        .values_list(*_TABLE_VERDICT_FIELDS)
+    )
+    for subject_id, kind, key, status, passed, value, severity, scope, detail in rows:
+        detail = detail or {}
+        rule = kind == RULE
+        found[subject_id][kind].append(
+            Verdict(
+                passed=passed,
+                score=value,
+                reasoning="",
+                judge="",
+                status=status,
+                kind=kind,
+                key=key,
+                criterion_kind=None if rule else detail.get("kind"),
+                rule_name=detail.get("rule_name", "") if rule else "",
+                severity=(severity or None) if rule else None,
+                component_scope=(scope or None) if rule else None,
+            )
+        )
+    return found
+
+
 def verdict_columns(values: list[dict]) -> list[dict]:
     """values() rows of results (with pk, criteria_passed and rubric_passed) given the verdict
     columns the row-building code reads, criteria_scores, rubric_scores and scores, from their Score

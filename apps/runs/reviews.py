@@ -103,11 +103,19 @@ def human_outcome(*, criteria: list[dict] | None, rules: list[dict] | None, late
     V1 items (no criteria or rules to review) never have a human outcome. Takes the stored columns."""
     if not latest or criteria is None:
         return None
-    reviewed_criteria = [_overridden(c, latest) for c in Verdict.list_from_json(criteria, kind=CRITERION)]
-    reviewed_rules = (
-        None if rules is None else [_overridden(r, latest) for r in Verdict.list_from_json(rules, kind=RULE)]
+    return human_outcome_of(
+        criteria=Verdict.list_from_json(criteria, kind=CRITERION),
+        rules=None if rules is None else Verdict.list_from_json(rules, kind=RULE),
+        latest=latest,
     )
-    return item_outcome(reviewed_criteria, reviewed_rules).outcome
+
+
+def human_outcome_of(*, criteria: list[Verdict] | None, rules: list[Verdict] | None, latest: dict) -> str | None:
+    """human_outcome of verdicts already read (the results table reads them from their rows)."""
+    if not latest or criteria is None:
+        return None
+    reviewed_rules = None if rules is None else apply_reviews(rules, latest)
+    return item_outcome(apply_reviews(criteria, latest), reviewed_rules).outcome
 
 
 def human_passed(*, criteria: list[dict] | None, rules: list[dict] | None, latest: dict) -> bool | None:

@@ -18,9 +18,9 @@ from .display import conversation_turns, failures_and_warnings, final_answer
 from .jsonfilters import HasTag
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
-from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun, RunComparison, verdict_columns
-from .reviews import Review, apply_reviews, human_outcome, in_force
+from .judging.types import CRITERION, RULE
+from .models import EvaluationResult, EvaluationRun, RunComparison, table_verdicts_of
+from .reviews import Review, apply_reviews, human_outcome, human_outcome_of, in_force
 from .stats import paired_statistics, wilson_interval
 
 
@@ -347,15 +347,23 @@ def result_rows(results, reviews: dict[int, list[Score]]) -> list[dict]:
     """Results (TABLE_FIELDS values, at most a page of them) as table rows, with their human verdict.
     Rows carry what the console shows (tags, priority, the judge's verdict counts) and what fails the
     item, or only warns, once the reviews in force are applied (a criterion a reviewer passed no
-    longer fails it). Their verdicts are read in one query (models.verdict_columns)."""
+    longer fails it). Their verdicts are read in one query of the columns a table shows
+    (models.table_verdicts_of)."""
+    results = list(results)
+    verdicts = table_verdicts_of([values["pk"] for values in results])
     rows = []
-    for values in verdict_columns(list(results)):
+    for values in results:
         item = values["item"] or {}
-        criteria = Verdict.list_from_json(values["criteria_scores"], kind=CRITERION)
-        rules = Verdict.list_from_json(values["rubric_scores"], kind=RULE)
+        criteria, rules = verdicts[values["pk"]][CRITERION], verdicts[values["pk"]][RULE]
         latest = in_force(reviews.get(values["pk"], []))
         failures, warnings = failures_and_warnings(apply_reviews(criteria, latest), apply_reviews(rules, latest))
-        human = human_outcome(criteria=values["criteria_scores"], rules=values["rubric_scores"], latest=latest)
+        # As EvaluationResult.verdicts: a result judged by no criteria (or no rubric) has none, not an
+        # empty list: its flag is null and it has no rows.
+        has_criteria = values["criteria_passed"] is not None or bool(criteria)
+        has_rules = values["rubric_passed"] is not None or bool(rules)
+        human = human_outcome_of(
+            criteria=criteria if has_criteria else None, rules=rules if has_rules else None, latest=latest
+        )
         if not failures and values["outcome"] == FAILED and values["error"]:
             failures = [("", values["error"])]
         anchor, reason = (failures + warnings)[0] if failures or warnings else ("", "")
@@ -367,7 +375,7 @@ def result_rows(results, reviews: dict[int, list[Score]]) -> list[dict]:
                 "criteria_counts": verdict_counts(criteria),
                 "coverage": coverage(criteria + rules),
                 "rules_counts": verdict_counts(rules),
-                "has_rules": values["rubric_scores"] is not None,
+                "has_rules": has_rules,
                 "failed_severities": sorted({r.severity for r in rules if r.failed and r.severity}),
                 "failures": failures,
                 "warnings": warnings,
