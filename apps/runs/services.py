@@ -42,7 +42,7 @@ from .judging.aggregate import FAILED, PASSED, SCOPES, UNASSESSED, assessed, cov
 from .judging.fingerprint import distinct_judges, judges_hash
 from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
 from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun
-from .selectors import item_figures, run_get
+from .selectors import item_figures, run_comparison, run_get, run_previous_find
 
 logger = logging.getLogger(__name__)
 
@@ -498,6 +498,20 @@ def _finalize(run: EvaluationRun) -> None:
             "digest",
         ]
     )
+    transaction.on_commit(lambda: tasks.keep_comparison.delay(run.pk))
+
+
+def run_comparison_keep(*, run_pk: int) -> None:
+    """Computes and keeps (models.RunComparison) the comparison of a run that just finished with
+    the run its page offers to compare it with (selectors.run_previous_find), so the first look at
+    "what changed since last time" reads one row instead of pairing every item of both runs (seconds
+    at 100,000 items). Nothing to do when there is no finished earlier run."""
+    run = EvaluationRun.objects.filter(pk=run_pk).first()
+    if run is None or not run.is_finished:
+        return
+    previous = run_previous_find(run=run)
+    if previous is not None and previous.is_finished:
+        run_comparison(base=previous, head=run)
 
 
 ITEM_FIGURE_FIELDS = ("items_passed_all", "items_passed_any", "flaky_items")

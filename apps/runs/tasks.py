@@ -24,3 +24,10 @@ def reap_runs() -> int:
     from .services import runs_reap  # in the body: services imports this module
 
     return runs_reap()
+
+
+@shared_task(name="apps.runs.tasks.keep_comparison")
+def keep_comparison(run_pk: int) -> None:
+    from .services import run_comparison_keep  # in the body: services imports this module
+
+    run_comparison_keep(run_pk=run_pk)

@@ -5,8 +5,8 @@ from django.test import TestCase
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
-from apps.runs import services
-from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs import selectors, services
+from apps.runs.models import EvaluationResult, EvaluationRun, RunComparison
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer
 from tests.runs.factories import PLAN_AGENT, PLAN_DATASET, PLAN_RUBRIC, PLAN_TEST_SET
@@ -39,6 +39,19 @@ def test_run_completes_with_contract_aggregates(plan):
     )
     assert set(run.component_scores) == {"prompt", "knowledge_base", "function"}
     assert run.component_scores["function"] == {"score": 1.0, "total": 6, "passed": 6}
+
+
+def test_a_finished_runs_comparison_with_the_previous_run_is_kept_when_it_finishes(plan):
+    first = create(rubric_id=PLAN_RUBRIC)
+    assert not RunComparison.objects.exists()  # the first run of its test set: nothing to compare with
+    second = create(rubric_id=PLAN_RUBRIC)
+    second.refresh_from_db()
+    kept = RunComparison.objects.get()
+    assert (kept.base_id, kept.head_id) == (first.pk, second.pk)
+    assert kept.state == f"completed:6:completed:{second.completed}"
+    # What the page then reads is that row: the same figures as a comparison computed now.
+    assert kept.core["statistics"] == selectors.run_comparison(base=first, head=second)["statistics"]
+    assert kept.core["statistics"]["paired_items"] == 6
 
 
 def test_no_rubric_means_null_component_scores(plan):
