@@ -7,6 +7,7 @@ from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.views import APIView
 
+from apps.core.api.attributes import with_attributes
 from apps.core.api.openapi import CONFLICT, ValidationErrorOut
 from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import respond
@@ -16,8 +17,11 @@ from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.models import SCOPE_ADMIN, ApiKey
 from apps.runs import selectors, services
+from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
-from apps.runs.models import iter_with_verdicts
+from apps.runs.judging.aggregate import PASSED
+from apps.runs.models import EvaluationResult, EvaluationRun, iter_with_verdicts
+from apps.runs.reviews import Review, human_passed, in_force
 
 from .schemas import (
     ComparisonOut,
@@ -32,17 +36,50 @@ from .schemas import (
     RunOut,
     RunResultOut,
 )
-from .serializers import (
-    comparison_data,
-    item_result_data,
-    result_data,
-    result_detail_data,
-    review_data,
-    reviews_data,
-    run_data,
-)
 
 TAG = ["runs"]
+
+
+# What an answer shows beyond the row, added on top of it for the Out model to read
+# (apps.core.api.attributes.with_attributes): the row itself is left alone.
+
+
+def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
+    """The run with its trial figures, its component scores so far and its judges, as RunOut reads
+    it. judge_fingerprints: the run's, when the caller read them for many runs at once."""
+    if judge_fingerprints is None:
+        judge_fingerprints = selectors.run_judge_fingerprints(runs=[run])[run.pk]
+    return with_attributes(
+        run,
+        **selectors.run_trial_figures(run=run),
+        component_scores=selectors.run_live_component_scores(run=run),
+        judge_fingerprints=judge_fingerprints,
+    )
+
+
+def _result_answer(result: EvaluationResult, run: EvaluationRun):
+    """A results entry of a run without repeats. The run is the caller's: a page's rows are read
+    without it, so result.run would be a query each. No nested attempts: the row's own `attempts`
+    column counts executions, not the item's attempts, so it is hidden from the entry."""
+    return with_attributes(result, run=run, flaky=None, attempts=None)
+
+
+def _item_answer(item: ItemAttempts, run: EvaluationRun):
+    """A repeated run's results entry: the contract's fields from the deciding attempt, its passed and
+    outcome the item's verdict, its finished attempts nested."""
+    return with_attributes(
+        item.deciding,
+        run=run,
+        passed=item.outcome == PASSED,
+        outcome=item.outcome,
+        flaky=item.flaky,
+        attempts=item.attempts,
+    )
+
+
+def _reviews_answer(reviews: list[Review], *, result_id) -> list:
+    latest = {id(r) for r in in_force(reviews).values()}
+    return [with_attributes(r, result_id=result_id, in_force=id(r) in latest) for r in reviews]
 
 
 class RunListQuery(BaseModel):
@@ -100,7 +137,7 @@ class RunsView(APIView):
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
             **body.model_dump(),
         )
-        return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
+        return respond(RunOut, run_answer(run), status=status.HTTP_201_CREATED)
 
     @extend_schema(
         tags=TAG,
@@ -113,7 +150,7 @@ class RunsView(APIView):
         query = RunListQuery.model_validate(request.query_params.dict())
         runs = list(selectors.run_list(**query.model_dump()))
         fingerprints = selectors.run_judge_fingerprints(runs=runs)
-        return respond(RunList, [run_data(r, fingerprints[r.pk]) for r in runs])
+        return respond(RunList, [run_answer(r, fingerprints[r.pk]) for r in runs])
 
 
 class RunDetailView(APIView):
@@ -121,7 +158,7 @@ class RunDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
     def get(self, request, run_id):
-        return respond(RunOut, run_data(_run_or_404(run_id)))
+        return respond(RunOut, run_answer(_run_or_404(run_id)))
 
 
 # A message when the runs cannot be compared, the field errors when `limit` is invalid.
@@ -150,7 +187,7 @@ class RunCompareView(APIView):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
         query = CompareQuery.model_validate(request.query_params.dict())
         comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
-        return respond(ComparisonOut, comparison_data(comparison))
+        return respond(ComparisonOut, comparison)
 
 
 class RunResultsView(APIView):
@@ -222,7 +259,7 @@ class RunResultsView(APIView):
 
 def _result_entry(run):
     """How a results entry is built: one result per item, or a repeated run's item with its attempts."""
-    return item_result_data if run.repeats > 1 else result_data
+    return _item_answer if run.repeats > 1 else _result_answer
 
 
 def _stream_results(results, run, entry):
@@ -273,7 +310,7 @@ class RunCancelView(APIView):
             requested_by=request.user if request.user.is_authenticated else None,
             admin=SCOPE_ADMIN in scopes_of(request),
         )
-        return respond(RunOut, run_data(run))
+        return respond(RunOut, run_answer(run))
 
 
 class ResultDetailView(APIView):
@@ -282,7 +319,15 @@ class ResultDetailView(APIView):
     @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
-        return respond(ResultDetailOut, result_detail_data(result, selectors.verdict_review_list(result=result)))
+        reviews = selectors.verdict_review_list(result=result)
+        detail = with_attributes(
+            result,
+            human_passed=human_passed(
+                criteria=result.criteria_scores, rules=result.rubric_scores, latest=in_force(reviews)
+            ),
+            reviews=_reviews_answer(reviews, result_id=result.result_id),
+        )
+        return respond(ResultDetailOut, detail)
 
 
 class ResultReviewsView(APIView):
@@ -300,7 +345,7 @@ class ResultReviewsView(APIView):
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
         return respond(
-            ReviewList, reviews_data(selectors.verdict_review_list(result=result), result_id=result.result_id)
+            ReviewList, _reviews_answer(selectors.verdict_review_list(result=result), result_id=result.result_id)
         )
 
     @extend_schema(
@@ -315,6 +360,8 @@ class ResultReviewsView(APIView):
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
         return respond(
             ReviewOut,
-            review_data(selectors.review_view(review=review, result=result), result_id=result.result_id, current=True),
+            with_attributes(
+                selectors.review_view(review=review, result=result), result_id=result.result_id, in_force=True
+            ),
             status=status.HTTP_201_CREATED,
         )

@@ -31,7 +31,7 @@ from django.core.management.base import BaseCommand, CommandError
 from apps.core.errors import DomainError
 from apps.runs import reports, selectors, services
 from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
-from apps.runs.api.serializers import comparison_data, run_data
+from apps.runs.api.views import run_answer
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
@@ -256,13 +256,9 @@ class Command(BaseCommand):
         if o["json"]:
             items = selectors.run_item_list(run=run, limit=max(run.total, 1))
             report = reports.json_report(
-                run=RunOut.model_validate(run_data(run)).model_dump(mode="json"),
+                run=RunOut.model_validate(run_answer(run)).model_dump(mode="json"),
                 items=RunItemList.model_validate(items).model_dump(mode="json")["items"],
-                comparison=(
-                    ComparisonOut.model_validate(comparison_data(comparison)).model_dump(mode="json")
-                    if comparison
-                    else None
-                ),
+                comparison=(ComparisonOut.model_validate(comparison).model_dump(mode="json") if comparison else None),
                 gate={"passed": not reasons, "reasons": reasons},
             )
             self._write(o["json"], report.encode())
