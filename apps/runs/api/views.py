@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 
 from apps.core.api.attributes import with_attributes
 from apps.core.api.openapi import CONFLICT, ValidationErrorOut
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
@@ -98,10 +99,18 @@ STREAM_CHUNK_BYTES = 256 * 1024
 
 
 class ResultQuery(BaseModel):
-    passed: bool | None = None
+    passed: bool | None = Field(
+        default=None,
+        description="the item's verdict: true, passed (every attempt passed); "
+        "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)",
+    )
     item_type: Literal["single_turn", "scenario", "question"] | None = None
-    limit: int | None = Field(default=None, ge=1, le=RESULTS_PAGE_MAX)
-    offset: int | None = Field(default=None, ge=0, le=RESULTS_OFFSET_MAX)
+    limit: int | None = Field(
+        default=None, ge=1, le=RESULTS_PAGE_MAX, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"
+    )
+    offset: int | None = Field(
+        default=None, ge=0, le=RESULTS_OFFSET_MAX, description="items to skip (0 and up); pages the list"
+    )
 
     @property
     def paged(self) -> bool:
@@ -109,7 +118,12 @@ class ResultQuery(BaseModel):
 
 
 class CompareQuery(BaseModel):
-    limit: int = Field(default=selectors.COMPARE_SHOWN, ge=1, le=selectors.COMPARE_KEEP)
+    limit: int = Field(
+        default=selectors.COMPARE_SHOWN,
+        ge=1,
+        le=selectors.COMPARE_KEEP,
+        description="regressions listed; regressions_total counts them all",
+    )
 
 
 class ItemQuery(BaseModel):
@@ -142,12 +156,12 @@ class RunsView(APIView):
     @extend_schema(
         tags=TAG,
         responses={200: RunList},
-        parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str), OpenApiParameter("limit", int)],
+        parameters=query_parameters(RunListQuery),
         summary="List runs, newest first",
         operation_id="runs_list",
     )
     def get(self, request):
-        query = RunListQuery.model_validate(request.query_params.dict())
+        query = query_of(RunListQuery, request)
         runs = list(selectors.run_list(**query.model_dump()))
         fingerprints = selectors.run_judge_fingerprints(runs=runs)
         return respond(RunList, [run_answer(r, fingerprints[r.pk]) for r in runs])
@@ -173,19 +187,12 @@ class RunCompareView(APIView):
     @extend_schema(
         tags=TAG,
         responses={200: ComparisonOut, 422: NOT_COMPARABLE},
-        parameters=[
-            OpenApiParameter(
-                "limit",
-                int,
-                description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
-                f"{selectors.COMPARE_SHOWN}; regressions_total counts them all",
-            )
-        ],
+        parameters=query_parameters(CompareQuery),
         summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes",
     )
     def get(self, request, run_id, other_run_id):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
-        query = CompareQuery.model_validate(request.query_params.dict())
+        query = query_of(CompareQuery, request)
         comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
         return respond(ComparisonOut, comparison)
 
@@ -206,15 +213,8 @@ class RunResultsView(APIView):
         f"(default {RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether "
         "more follow (then `Link` names the next page).",
         parameters=[
-            OpenApiParameter(
-                "passed",
-                bool,
-                description="the item's verdict: true, passed (every attempt passed); "
-                "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)",
-            ),
-            OpenApiParameter("item_type", str),
-            OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"),
-            OpenApiParameter("offset", int, description="items to skip (0 and up); pages the list"),
+            *query_parameters(ResultQuery),
+            # Response headers, not query parameters: written here as drf-spectacular takes them.
             OpenApiParameter(
                 "X-Has-More",
                 str,
@@ -234,7 +234,7 @@ class RunResultsView(APIView):
     )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
-        query = ResultQuery.model_validate(request.query_params.dict())
+        query = query_of(ResultQuery, request)
         filters = {"passed": query.passed, "item_type": query.item_type}
         entry = _result_entry(run)
         if query.paged:
@@ -286,12 +286,12 @@ class RunItemsView(APIView):
     @extend_schema(
         tags=TAG,
         responses={200: RunItemList},
-        parameters=[OpenApiParameter("flaky", bool), OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+        parameters=query_parameters(ItemQuery),
         summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky",
     )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
-        query = ItemQuery.model_validate(request.query_params.dict())
+        query = query_of(ItemQuery, request)
         return respond(RunItemList, selectors.run_item_list(run=run, **query.model_dump()))
 
 
