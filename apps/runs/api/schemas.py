@@ -2,37 +2,15 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictInt, StrictStr
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.api.validation import Identifier, Text
-from apps.runs.models import LABEL_MAX_LENGTH
-from apps.runs.services import MAX_CONCURRENCY, MAX_REPEATS, MAX_REVIEW_NOTE
+from apps.core.api.validation import Text
+from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
+from apps.runs.services import MAX_REVIEW_NOTE
 from apps.runs.stats import VERDICT_WORDS
 from apps.scores.vocabulary import JudgeStatus
-
-AgentId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{24}$", description="mongodb-objectid: 24 hex characters")]
-
-
-class RunCreateIn(BaseModel):
-    agent_id: AgentId
-    test_set_id: uuid.UUID | None = None
-    test_set_version: Annotated[StrictInt, Field(ge=1)] | None = None
-    dataset_id: uuid.UUID | None = None
-    rubric_id: uuid.UUID | None = None
-    rubric_version: Annotated[StrictInt, Field(ge=1)] | None = None
-    concurrency: Annotated[StrictInt, Field(ge=1, le=MAX_CONCURRENCY)] = 3
-    repeats: Annotated[StrictInt, Field(ge=1, le=MAX_REPEATS)] = Field(
-        default=1, description="how many times each item runs (attempts 1..repeats; never served from a cache)"
-    )
-    component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
-    component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
-    judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
-    label: Annotated[Text, Field(max_length=LABEL_MAX_LENGTH)] = Field(
-        default="", description='what to call the run ("after removing the PTO doc"); optional'
-    )
-
 
 LLM_USAGE = (
     "Tokens the LLM judge spent on this verdict; absent for the heuristic judge. A batched judge "

@@ -147,9 +147,9 @@ class RunsView(APIView):
         if body.judge_model not in HEURISTIC_JUDGES and llm_configured():
             llm_rate_check(request, self)
         run = services.run_create(
+            data=body,
             created_by=request.user if request.user.is_authenticated else None,
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-            **body.model_dump(),
         )
         return respond(RunOut, run_answer(run), status=status.HTTP_201_CREATED)
 

@@ -34,6 +34,7 @@ from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
 from apps.runs.api.views import run_answer
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
+from apps.runs.schemas import RunCreateIn
 from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
 
 FAILED_SHOWN = 20
@@ -162,7 +163,7 @@ class Command(BaseCommand):
         if not 0 <= o["max_errors"] <= 1:
             raise CommandError("--max-errors is a share of verdicts between 0 and 1")
         try:
-            run = services.run_create(
+            data = RunCreateIn.of(
                 agent_id=o["agent"],
                 test_set_id=o["test_set"],
                 test_set_version=o["test_set_version"],
@@ -175,6 +176,7 @@ class Command(BaseCommand):
                 label=o["label"],
                 repeats=o["repeats"],
             )
+            run = services.run_create(data=data)
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
         self.stdout.write(
