@@ -4,9 +4,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
+from apps.core.api.attributes import with_attributes
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.api.validation import Text
+from apps.runs import selectors
+from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
 from apps.runs.services import MAX_REVIEW_NOTE
 from apps.runs.stats import VERDICT_WORDS
@@ -76,7 +79,8 @@ def _none_if_empty(value):
 
 # The answers read the rows (from_attributes): EvaluationRun, EvaluationResult, the Review of a human
 # score, with what an answer works out beside them (a run's trial figures, a result's run, whether a
-# review is in force) added by apps.core.api.attributes.with_attributes in the views.
+# review is in force) added by apps.core.api.attributes.with_attributes: run_answer below (the
+# views and evalrun's JSON report answer runs alike), the others in the views.
 
 
 class RunOut(BaseModel):
@@ -132,6 +136,19 @@ class RunOut(BaseModel):
         description="the distinct judges of the run's verdicts so far (criterion texts left out)"
     )
     created_at: datetime
+
+
+def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
+    """The run with its trial figures, its component scores so far and its judges, as RunOut reads
+    it. judge_fingerprints: the run's, when the caller read them for many runs at once."""
+    if judge_fingerprints is None:
+        judge_fingerprints = selectors.run_judge_fingerprints(runs=[run])[run.pk]
+    return with_attributes(
+        run,
+        **selectors.run_trial_figures(run=run),
+        component_scores=selectors.run_live_component_scores(run=run),
+        judge_fingerprints=judge_fingerprints,
+    )
 
 
 class CriterionScore(BaseModel):

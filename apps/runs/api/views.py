@@ -36,6 +36,7 @@ from .schemas import (
     RunList,
     RunOut,
     RunResultOut,
+    run_answer,
 )
 
 TAG = ["runs"]
@@ -43,19 +44,6 @@ TAG = ["runs"]
 
 # What an answer shows beyond the row, added on top of it for the Out model to read
 # (apps.core.api.attributes.with_attributes): the row itself is left alone.
-
-
-def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
-    """The run with its trial figures, its component scores so far and its judges, as RunOut reads
-    it. judge_fingerprints: the run's, when the caller read them for many runs at once."""
-    if judge_fingerprints is None:
-        judge_fingerprints = selectors.run_judge_fingerprints(runs=[run])[run.pk]
-    return with_attributes(
-        run,
-        **selectors.run_trial_figures(run=run),
-        component_scores=selectors.run_live_component_scores(run=run),
-        judge_fingerprints=judge_fingerprints,
-    )
 
 
 def _result_answer(result: EvaluationResult, run: EvaluationRun):

@@ -30,8 +30,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import DomainError
 from apps.runs import reports, selectors, services
-from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
-from apps.runs.api.views import run_answer
+from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut, run_answer
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.schemas import RunCreateIn
