@@ -93,9 +93,10 @@ def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> Evaluatio
     The bot is edited in place, so its configuration as it stands now is snapshot on the run
     (bot_snapshot). The platform LLM calls of its workers are billed to `api_key` (KeyUsageDay).
 
-    `data` is validated (bounds, choices, types); checked here are what it cannot check alone: which
-    of a test set or a question set it names (its own words since the API's first version), and what
-    needs the database (the bot, the versions, the run's size, the judge model allowed)."""
+    `data` is validated (bounds, choices, types). Checked here: how its fields go together (exactly
+    one of a test set and a question set, no rubric version without a rubric: the API answers these
+    in the service's words, a string detail, as it always has), and what needs the database (the bot,
+    the versions, the run's size, the judge model allowed)."""
     agent_id, test_set_id, dataset_id = data.agent_id, data.test_set_id, data.dataset_id
     rubric_id, rubric_version, repeats = data.rubric_id, data.rubric_version, data.repeats
     if (test_set_id is None) == (dataset_id is None):
