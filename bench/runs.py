@@ -126,6 +126,7 @@ def main():
     from apps.rubrics.services import rubric_create
     from apps.runs import services
     from apps.runs.models import EvaluationResult, EvaluationRun
+    from apps.runs.schemas import RunCreateIn
     from apps.runs.selectors import run_judge_fingerprints
     from apps.testsets.schemas import TestSetContent
     from apps.testsets.services import testset_create
@@ -205,10 +206,12 @@ def main():
         own_cpu = _own_cpu_seconds()
         started = time.perf_counter()
         run = services.run_create(
-            agent_id=bot.agent_id,
-            test_set_id=test_set.pk,
-            rubric_id=rubric.pk,
-            **{name: getattr(args, name) for name in RUN_CREATE_OPTIONS},
+            data=RunCreateIn(
+                agent_id=bot.agent_id,
+                test_set_id=test_set.pk,
+                rubric_id=rubric.pk,
+                **{name: getattr(args, name) for name in RUN_CREATE_OPTIONS},
+            )
         )
         last = -1
         while True:

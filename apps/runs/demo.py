@@ -19,6 +19,7 @@ from apps.testsets.demo import DEMO_TEST_SET, DEMO_TEST_SET_ID, load_demo_test_s
 from . import services, sources
 from .judging.types import JUDGE_HEURISTIC
 from .models import EvaluationResult, EvaluationRun
+from .schemas import RunCreateIn
 
 logger = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ def load_demo_runs() -> int:
         )
         return created
     for agent_id, label in missing:
-        run = services.run_create(
+        data = RunCreateIn(
             agent_id=agent_id,
             test_set_id=DEMO_TEST_SET_ID,
             rubric_id=DEMO_RUBRIC_ID,
@@ -59,6 +60,7 @@ def load_demo_runs() -> int:
             label=label,
             repeats=DEMO_REPEATS,
         )
+        run = services.run_create(data=data)
         run_execute_here(run)
         created += 1
     return created

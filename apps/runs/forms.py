@@ -10,6 +10,7 @@ from apps.testsets.models import Dataset, TestSet
 from . import services
 from .judging.aggregate import SCOPES
 from .models import LABEL_MAX_LENGTH
+from .schemas import RunCreateIn
 
 
 class OwnedSelect(forms.Select):
@@ -106,10 +107,10 @@ class RunLaunchForm(forms.Form):
     def launch(self, *, user):
         """The new run, or None with the service's refusal added to the form's errors."""
         data = {name: (value if value != "" else None) for name, value in self.cleaned_data.items()}
-        if data.get("repeats") is None:  # left blank: one attempt, the service's default
-            data.pop("repeats", None)
         try:
-            return services.run_create(created_by=user, **data)
+            # Blank fields (None) take the service's defaults; a refusal, of the input or of the
+            # service, is shown as the form's error.
+            return services.run_create(data=RunCreateIn.of(**data), created_by=user)
         except DomainError as exc:
             self.add_error(None, str(exc.detail))
             return None

@@ -38,17 +38,16 @@ from apps.scores.vocabulary import JudgeStatus, SubjectKind
 from . import sources, tasks
 from .aggregates import compute_digest
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
-from .judging.aggregate import FAILED, PASSED, SCOPES, UNASSESSED, assessed, coverage, stored_outcome
+from .judging.aggregate import FAILED, PASSED, UNASSESSED, assessed, coverage, stored_outcome
 from .judging.fingerprint import distinct_judges, judges_hash
 from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
-from .models import LABEL_MAX_LENGTH, EvaluationResult, EvaluationRun
+from .models import EvaluationResult, EvaluationRun
+from .schemas import MAX_CONCURRENCY, MAX_REPEATS, RunCreateIn  # noqa: F401 - the bounds, for the launch forms
 from .selectors import item_figures, run_comparison, run_get, run_previous_find
 
 logger = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-MAX_CONCURRENCY = 32
-MAX_REPEATS = 10
 
 State = EvaluationResult.State
 Status = EvaluationRun.Status
@@ -88,42 +87,25 @@ def _attempts_check(attempts: int) -> None:
 
 
 @transaction.atomic
-def run_create(
-    *,
-    agent_id: str,
-    test_set_id: uuid.UUID | None = None,
-    test_set_version: int | None = None,
-    dataset_id: uuid.UUID | None = None,
-    rubric_id: uuid.UUID | None = None,
-    rubric_version: int | None = None,
-    concurrency: int = 3,
-    component_scope_filter: str | None = None,
-    component_ids_filter: list[str] | None = None,
-    judge_model: str | None = None,
-    label: str | None = None,
-    repeats: int = 1,
-    created_by=None,
-    api_key=None,
-) -> EvaluationRun:
+def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> EvaluationRun:
     """Create a pending run pinned to the versions it will use, with one result row per item and
     attempt (`repeats` attempts of every item), and queue its start once the transaction commits.
     The bot is edited in place, so its configuration as it stands now is snapshot on the run
-    (bot_snapshot). The platform LLM calls of its workers are billed to `api_key` (KeyUsageDay)."""
-    label = (label or "").strip()
-    if len(label) > LABEL_MAX_LENGTH:
-        raise InvalidInputError(f"label is at most {LABEL_MAX_LENGTH} characters")
+    (bot_snapshot). The platform LLM calls of its workers are billed to `api_key` (KeyUsageDay).
+
+    `data` is validated (bounds, choices, types). Checked here: how its fields go together (exactly
+    one of a test set and a question set, no rubric version without a rubric: the API answers these
+    in the service's words, a string detail, as it always has), and what needs the database (the bot,
+    the versions, the run's size, the judge model allowed)."""
+    agent_id, test_set_id, dataset_id = data.agent_id, data.test_set_id, data.dataset_id
+    rubric_id, rubric_version, repeats = data.rubric_id, data.rubric_version, data.repeats
     if (test_set_id is None) == (dataset_id is None):
         raise InvalidInputError("Give exactly one of test_set_id (V2) or dataset_id (V1).")
-    if not 1 <= concurrency <= MAX_CONCURRENCY:
-        raise InvalidInputError(f"concurrency must be between 1 and {MAX_CONCURRENCY}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
-        raise InvalidInputError(f"repeats must be a whole number between 1 and {MAX_REPEATS}")
-    if component_scope_filter is not None and component_scope_filter not in SCOPES:
-        raise InvalidInputError(f"component_scope_filter must be one of {', '.join(SCOPES)}")
     if rubric_id is None and rubric_version is not None:
         raise InvalidInputError("rubric_version needs a rubric_id")
     bot = sources.bot_spec(agent_id)
-    judge = _judge_choice(judge_model)
+    judge = _judge_choice(data.judge_model)
+    test_set_version = data.test_set_version
 
     if test_set_id is not None:
         test_set_version, items = sources.testset_items(test_set_id, test_set_version)
@@ -146,15 +128,15 @@ def run_create(
         test_set_version=test_set_version,
         rubric_id=rubric_id,
         rubric_version=rubric_version,
-        concurrency=concurrency,
-        component_scope_filter=component_scope_filter,
-        component_ids_filter=component_ids_filter or [],
+        concurrency=data.concurrency,
+        component_scope_filter=data.component_scope_filter,
+        component_ids_filter=data.component_ids_filter or [],
         bot_llm_provider=bot.llm_provider,
         bot_llm_model=bot.llm_model,
         judge=judge.label,
         total=len(rows) * repeats,
         repeats=repeats,
-        label=label,
+        label=data.label.strip(),
         bot_snapshot=bot_config_snapshot(bot),
         created_by=created_by,
         api_key=api_key,
@@ -183,7 +165,7 @@ def run_create(
 def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) -> EvaluationRun:
     """The same test set and rubric versions, judge and settings again: the run to compare against.
     The bot is snapshot anew, so the comparison shows what changed in it since."""
-    return run_create(
+    data = RunCreateIn.of(
         agent_id=run.agent_id,
         test_set_id=run.test_set_id,
         test_set_version=run.test_set_version,
@@ -196,8 +178,8 @@ def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) 
         judge_model=JudgeChoice.model_of(run.judge) or JUDGE_HEURISTIC,
         label=label,
         repeats=run.repeats,
-        created_by=created_by,
     )
+    return run_create(data=data, created_by=created_by)
 
 
 def run_start(*, run_pk: int) -> None:

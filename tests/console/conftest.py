@@ -4,6 +4,7 @@ from apps.bots.demo import DEMO_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.core.factories import UserFactory
 
@@ -43,7 +44,9 @@ def demo_run(demo, django_capture_on_commit_callbacks):
     enqueued on commit, which the capture stands in for)."""
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
-            agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
+            data=RunCreateIn(
+                agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
+            )
         )
     run.refresh_from_db()
     return run

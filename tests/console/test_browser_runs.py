@@ -17,6 +17,7 @@ from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.console.browser import click_and_wait_for_new_page, needs_chromium, screenshot
 from tests.console.checkable_demo import publish_checkable_demo_test_set
@@ -49,11 +50,13 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     # Tasks run in-process (eager) once each run's transaction commits.
     first = services.run_create(
-        agent_id=DEMO_AGENT_ID,
-        test_set_id=DEMO_TEST_SET_ID,
-        rubric_id=DEMO_RUBRIC_ID,
-        concurrency=2,
-        label="baseline",
+        data=RunCreateIn(
+            agent_id=DEMO_AGENT_ID,
+            test_set_id=DEMO_TEST_SET_ID,
+            rubric_id=DEMO_RUBRIC_ID,
+            concurrency=2,
+            label="baseline",
+        ),
         created_by=reviewer,
     )
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()

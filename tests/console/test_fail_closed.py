@@ -10,6 +10,7 @@ from apps.rubrics.schemas import RubricContent
 from apps.rubrics.services import rubric_create
 from apps.runs import services
 from apps.runs.models import EvaluationResult
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.console.test_pages import text
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
@@ -48,7 +49,9 @@ def demo_run(demo, django_capture_on_commit_callbacks):
         author="t",
     )
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=rubric.pk)
+        run = services.run_create(
+            data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=rubric.pk)
+        )
     run.refresh_from_db()
     return run
 

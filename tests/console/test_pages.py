@@ -13,6 +13,7 @@ from apps.bots.demo import DEMO_AGENT_ID
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.rubrics.models import Rubric
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.scores.services import scores_store
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
@@ -158,7 +159,9 @@ def llm_demo_run(openai_server, demo, django_capture_on_commit_callbacks):
     openai_server.default = judge_reply()
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
-            agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
+            data=RunCreateIn(
+                agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
+            )
         )
     run.refresh_from_db()
     assert run.status == "completed" and run.rubric_rules_total == 25
@@ -190,7 +193,7 @@ def test_running_run_page_polls_and_offers_cancel(staff_client, demo, monkeypatc
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # items stay queued: the run is "running"
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+        run = services.run_create(data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID))
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert 'data-finished="0"' in page and "Cancel run" in page and "console/console.js" in page
     assert staff_client.get(f"/console/runs/{run.run_id}/progress/").json()["finished"] is False

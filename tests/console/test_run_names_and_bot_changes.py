@@ -13,6 +13,7 @@ from apps.bots.models import Bot, KnowledgeDocument
 from apps.console.selectors import run_pass_rate_trend
 from apps.runs import services
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.models import TestSet
 from tests.bots.factories import BotFactory
@@ -31,7 +32,7 @@ def checkable_demo_run(demo, django_capture_on_commit_callbacks):
     items would be unassessed before and after and nothing could regress)."""
     assert publish_checkable_demo_test_set() == 2
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=2)
+        run = services.run_create(data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=2))
     run.refresh_from_db()
     return run
 

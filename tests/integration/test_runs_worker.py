@@ -14,6 +14,7 @@ from apps.rubrics.services import rubric_create
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from apps.testsets.schemas import TestSetContent
 from apps.testsets.services import testset_create
@@ -124,7 +125,9 @@ def test_concurrency_limit_holds_across_two_workers(tmp_path, monkeypatch):
         celery_worker(broker_url, tmp_path, concurrency=2),
     ):
         run = services.run_create(
-            agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2, judge_model="heuristic"
+            data=RunCreateIn(
+                agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2, judge_model="heuristic"
+            )
         )
         app.send_task("apps.runs.tasks.start_run", args=[run.pk])
         assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
@@ -147,7 +150,9 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
         agent_id = http_bot(bot.url)
         with celery_worker(broker_url, tmp_path) as doomed:
             run = services.run_create(
-                agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1, judge_model="heuristic"
+                data=RunCreateIn(
+                    agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1, judge_model="heuristic"
+                )
             )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: run.results.filter(state="running").exists(), timeout=60)
@@ -241,11 +246,13 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
             celery_worker(broker_url, tmp_path, worker_env, concurrency=2),
         ):
             run = services.run_create(
-                agent_id=agent_id,
-                test_set_id=test_set.pk,
-                rubric_id=rubric.pk,
-                concurrency=2,
-                judge_model="judge-model",
+                data=RunCreateIn(
+                    agent_id=agent_id,
+                    test_set_id=test_set.pk,
+                    rubric_id=rubric.pk,
+                    concurrency=2,
+                    judge_model="judge-model",
+                )
             )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)

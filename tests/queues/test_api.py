@@ -121,3 +121,32 @@ def test_the_api_speaks_per_cent_and_the_queue_keeps_a_rate(staff_api):
     assert queue.sample_rate == 1.0
     refused = staff_api.post(QUEUES, {"name": "over", "kind": "run_result", "sample_percent": 101}, format="json")
     assert refused.status_code == 422 and not ReviewQueue.objects.filter(name="over").exists()
+
+
+def test_an_items_answer_alone_is_its_entry_in_the_list(staff_api):
+    """One item's answer (read from its subject) and its list entry (annotated by the list's query)
+    are the same fields and values, whatever the kind: the Out model reads both."""
+    from tests.runs.factories import EvaluationRunFactory
+
+    for queue, target in (
+        (
+            ReviewQueueFactory(kind="run_result"),
+            lambda: reviewable_result(run=EvaluationRunFactory(repeats=2)).result_id,
+        ),
+        (ReviewQueueFactory(kind="agentic_evaluation"), lambda: AgentEvaluationFactory().pk),
+    ):
+        added = staff_api.post(f"{QUEUES}/{queue.pk}/items", {"target_id": str(target())}, format="json").json()
+        claimed = staff_api.post(f"{QUEUES}/{queue.pk}/items/{added['id']}/claim").json()
+        assert claimed["assigned_to"] == "staff-user" and claimed["claimed_at"] is not None
+        [listed] = staff_api.get(f"{QUEUES}/{queue.pk}/items").json()["results"]
+        assert listed == claimed
+        assert {k: v for k, v in added.items() if k not in ("assigned_to", "claimed_at")} == {
+            k: v for k, v in listed.items() if k not in ("assigned_to", "claimed_at")
+        }
+
+
+def test_a_queues_answer_names_its_creator_and_progress(staff_api):
+    created = staff_api.post(QUEUES, {"name": "mine", "kind": "run_result", "sample_percent": 7}, format="json").json()
+    assert (created["created_by"], created["total"], created["done"], created["left"]) == ("staff-user", 0, 0, 0)
+    [listed] = staff_api.get(QUEUES).json()
+    assert listed == created == staff_api.get(f"{QUEUES}/{created['id']}").json()

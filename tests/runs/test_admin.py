@@ -1,6 +1,7 @@
 import pytest
 
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from tests.bots.factories import BotFactory
 from tests.rubrics.factories import RubricFactory
 from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, EvaluationRunFactory
@@ -66,7 +67,9 @@ def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic")
+        run = services.run_create(
+            data=RunCreateIn(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic")
+        )
     admin_client.post("/admin/runs/evaluationrun/", {"action": "cancel_runs", "_selected_action": [run.pk]})
     assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"
 

@@ -367,3 +367,54 @@ def test_comparison_api_reports_buckets_assessed_items_and_a_disagreement(api):
     assert body["pass_rate_diff_ci"] == [0.131, 1.0] and body["mcnemar_p"] == pytest.approx(0.0625)
     assert body["verdict"] == "within_noise" and "McNemar's exact test is not significant" in body["disagreement"]
     assert body["regressions"] == [] and body["regressions_total"] == 0
+
+
+@pytest.mark.django_db
+def test_comparison_api_answers_every_field_in_the_contracts_order(api):
+    """ComparisonOut reads run_comparison's answer (its runs, figures, statistics and the regressed
+    pairs) directly: every field, in order, with the values the runs give."""
+    base, head = _runs_with([("passed", "failed", "regressions"), ("passed", None, "dropped"), (None, "passed", "new")])
+    body = api.get(f"/api/v1/runs/{base.run_id}/compare/{head.run_id}").json()
+    assert list(body) == [
+        "base_run_id",
+        "head_run_id",
+        "base_pass_rate",
+        "head_pass_rate",
+        "paired_items",
+        "assessed_items",
+        "changes",
+        "buckets",
+        "mcnemar_p",
+        "pass_rate_diff_ci",
+        "verdict",
+        "verdict_text",
+        "disagreement",
+        "regressions",
+        "regressions_total",
+        "new_items",
+        "dropped_items",
+        "judge_changed",
+        "judge_changes",
+        "base_judge_fingerprints",
+        "head_judge_fingerprints",
+    ]
+    assert (body["base_run_id"], body["head_run_id"]) == (str(base.run_id), str(head.run_id))
+    assert (body["base_pass_rate"], body["head_pass_rate"]) == (1.0, 0.5)
+    assert (body["paired_items"], body["assessed_items"], body["new_items"], body["dropped_items"]) == (1, 1, 1, 1)
+    assert (body["verdict"], body["verdict_text"], body["disagreement"]) == ("within_noise", "within noise", None)
+    assert body["mcnemar_p"] == 1.0 and body["regressions_total"] == 1
+    [regression] = body["regressions"]
+    before, after = base.results.get(position=0), head.results.get(position=0)
+    [(base_row, head_row)] = run_comparison(base=base, head=head)["regressions"]
+    assert regression == {
+        "test_case_id": str(after.test_case_id),
+        "item_name": after.item_name,
+        "item_type": after.item_type,
+        "base_result_id": str(before.result_id),
+        "head_result_id": str(after.result_id),
+        "question": head_row["question"],
+        "base_answer": base_row["answer"],
+        "head_answer": head_row["answer"],
+        "failure_reason": head_row["failure_reason"],
+    }
+    assert regression["failure_reason"] and regression["question"]

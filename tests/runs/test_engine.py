@@ -7,6 +7,7 @@ from django.utils import timezone
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
 from apps.runs import selectors, services
 from apps.runs.models import EvaluationResult, EvaluationRun, RunComparison
+from apps.runs.schemas import RunCreateIn
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer
 from tests.runs.factories import PLAN_AGENT, PLAN_DATASET, PLAN_RUBRIC, PLAN_TEST_SET
@@ -19,7 +20,9 @@ def create(**extra):
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
-            **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+            data=RunCreateIn.of(
+                **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+            )
         )
 
 
@@ -63,7 +66,9 @@ def test_no_rubric_means_null_component_scores(plan):
 
 def test_v1_question_set_run(plan, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(agent_id=PLAN_AGENT, dataset_id=PLAN_DATASET, judge_model="heuristic")
+        run = services.run_create(
+            data=RunCreateIn.of(agent_id=PLAN_AGENT, dataset_id=PLAN_DATASET, judge_model="heuristic")
+        )
     run.refresh_from_db()
     result = run.results.get()
     assert run.status == "completed" and result.item_type == "question"

@@ -12,6 +12,7 @@ from apps.runs import services
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm_batch
 from apps.runs.judging.fingerprint import distinct_judges, judge_changes
+from apps.runs.schemas import RunCreateIn
 from apps.runs.selectors import run_judge_fingerprints
 from tests.bots.factories import make_bot_spec
 from tests.fakes.openai_server import completion_body, judge_reply
@@ -264,7 +265,9 @@ def test_a_run_judged_in_batches_stores_one_request_per_item_and_says_so_in_its_
     openai_server.default = judge_reply()
     with TestCase.captureOnCommitCallbacks(execute=True):
         run = services.run_create(
-            agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, rubric_id=PLAN_RUBRIC, judge_model="judge-model"
+            data=RunCreateIn(
+                agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, rubric_id=PLAN_RUBRIC, judge_model="judge-model"
+            )
         )
     run.refresh_from_db()
     assert run.status == "completed" and run.judge == "openai:judge-model"

@@ -14,6 +14,7 @@ from apps.core.errors import InvalidInputError
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.testsets.demo import DEMO_TEST_SET_ID
 from tests.bots.factories import HANDBOOK, SECRET, make_bot_spec
 from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, EvaluationRunFactory
@@ -42,7 +43,7 @@ def test_label_must_be_a_short_string(api, plan, label):
 
 def test_the_service_refuses_a_long_label_from_any_caller(plan):
     with pytest.raises(InvalidInputError, match="label"):
-        services.run_create(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, label="x" * 201)
+        services.run_create(data=RunCreateIn.of(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, label="x" * 201))
 
 
 def test_the_api_answers_the_bot_snapshot_without_the_secret(api, plan):
@@ -121,7 +122,9 @@ def test_run_create_snapshots_the_real_bot_and_rerun_takes_a_new_one(db, django_
     the same versions shows in their snapshots, the first run's snapshot unchanged."""
     load_demo_evaluation_data()
     with django_capture_on_commit_callbacks(execute=False):
-        first = services.run_create(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, label="baseline")
+        first = services.run_create(
+            data=RunCreateIn.of(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, label="baseline")
+        )
     titles = [d["title"] for d in first.bot_snapshot["documents"]]
     assert "PTO Policy" in titles and all(len(d["sha256"]) == 64 for d in first.bot_snapshot["documents"])
     KnowledgeDocument.objects.filter(title="PTO Policy").delete()

@@ -9,6 +9,7 @@ from apps.core.errors import InvalidInputError, NotFoundError
 from apps.runs import selectors, services
 from apps.runs.judging.types import RULE, Verdict
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from tests.bots.factories import BotFactory
 from tests.runs.factories import PLAN_AGENT as AGENT
 from tests.runs.factories import PLAN_RUBRIC as RUBRIC_ID
@@ -118,15 +119,17 @@ class TestRunRerun:
     ):
         user = django_user_model.objects.create_user("reviewer")
         first = services.run_create(
-            agent_id=AGENT,
-            test_set_id=TEST_SET,
-            test_set_version=1,
-            rubric_id=RUBRIC_ID,
-            rubric_version=1,
-            concurrency=2,
-            component_scope_filter="prompt",
-            component_ids_filter=["p1"],
-            judge_model="heuristic",
+            data=RunCreateIn(
+                agent_id=AGENT,
+                test_set_id=TEST_SET,
+                test_set_version=1,
+                rubric_id=RUBRIC_ID,
+                rubric_version=1,
+                concurrency=2,
+                component_scope_filter="prompt",
+                component_ids_filter=["p1"],
+                judge_model="heuristic",
+            )
         )
         with django_capture_on_commit_callbacks() as callbacks:
             again = services.run_rerun(run=first, created_by=user)

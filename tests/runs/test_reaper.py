@@ -10,6 +10,7 @@ from django.utils import timezone
 from apps.bots.adapters import get_adapter
 from apps.runs import executor, services
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +21,9 @@ def create(**extra):
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
-            **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+            data=RunCreateIn.of(
+                **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
+            )
         )
 
 

@@ -11,6 +11,7 @@ from django.test import TestCase
 from apps.core.errors import InvalidInputError
 from apps.runs import selectors, services
 from apps.runs.models import EvaluationResult, EvaluationRun
+from apps.runs.schemas import RunCreateIn
 from apps.runs.stats import tango_interval, wilson_interval
 from tests.bots.factories import make_bot_spec
 from tests.fakes.bot_server import FakeBotServer, knowledge_bot
@@ -24,13 +25,15 @@ pytestmark = pytest.mark.django_db
 def create(**extra):
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
-            **{
-                "agent_id": PLAN_AGENT,
-                "test_set_id": PLAN_TEST_SET,
-                "judge_model": "heuristic",
-                "concurrency": 2,
-                **extra,
-            }
+            data=RunCreateIn.of(
+                **{
+                    "agent_id": PLAN_AGENT,
+                    "test_set_id": PLAN_TEST_SET,
+                    "judge_model": "heuristic",
+                    "concurrency": 2,
+                    **extra,
+                }
+            )
         )
 
 

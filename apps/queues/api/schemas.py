@@ -2,13 +2,13 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, RootModel, StrictBool
+from pydantic import AliasChoices, AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel, StrictBool
 
 from apps.core.api.responses import absent_if_none
 from apps.core.api.validation import Text
 from apps.runs.services import MAX_REVIEW_NOTE
 
-from ..models import rate_from_per_cent
+from ..models import per_cent, rate_from_per_cent
 
 Kind = Literal["run_result", "agentic_evaluation", "rag_evaluation"]
 
@@ -41,7 +41,22 @@ class QueueIn(BaseModel):
         return fields
 
 
+def _username(user) -> str | None:
+    return user.get_username() if user is not None else None
+
+
+# A user foreign key, answered as the user's name.
+Username = Annotated[str | None, BeforeValidator(_username)]
+
+
+# The answers read the rows (from_attributes): a queue with its progress (queue_list's annotations
+# total, done, left), an item with what names its subject (annotated by queue_item_list, or added
+# from the subject by the view for a single item).
+
+
 class QueueOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     name: str
     kind: Kind
@@ -49,8 +64,11 @@ class QueueOut(BaseModel):
     include_unassessed: bool
     score_below: float | None
     disagreement_prone: bool
-    sample_percent: float = Field(description="the random sample, in per cent (0..100)")
-    created_by: str | None
+    # Stored as the 0..1 rate online evaluation rules use; the API speaks per cent.
+    sample_percent: Annotated[float, BeforeValidator(per_cent)] = Field(
+        validation_alias="sample_rate", description="the random sample, in per cent (0..100)"
+    )
+    created_by: Username
     created_at: datetime
     total: int
     done: int
@@ -87,19 +105,29 @@ class QueueItemAddIn(BaseModel):
 
 
 class QueueItemOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: int
     queue_id: int
-    kind: Kind
-    target_id: str
-    run_id: uuid.UUID | None = absent_if_none("run results: the run the result is of")
+    kind: Kind = Field(validation_alias=AliasPath("queue", "kind"))
+    # A run result is named by its public result_id; the other subjects by their primary key.
+    target_id: Annotated[str, BeforeValidator(str)] = Field(validation_alias=AliasChoices("result_uuid", "subject_id"))
+    # Read under the names queue_item_list annotates them with.
+    run_id: Annotated[uuid.UUID | None, Field(validation_alias="run_uuid")] = absent_if_none(
+        "run results: the run the result is of"
+    )
     run_label: str | None = absent_if_none("run results: the run's label (empty if it has none)")
-    attempt: int | None = absent_if_none("run results: which attempt of its item the result is, 1..repeats")
-    repeats: int | None = absent_if_none("run results: how many times the run ran every item")
+    attempt: Annotated[int | None, Field(validation_alias="result_attempt")] = absent_if_none(
+        "run results: which attempt of its item the result is, 1..repeats"
+    )
+    repeats: Annotated[int | None, Field(validation_alias="run_repeats")] = absent_if_none(
+        "run results: how many times the run ran every item"
+    )
     origin: Literal["rule", "hand"]
-    assigned_to: str | None
+    assigned_to: Username
     claimed_at: datetime | None
     done_at: datetime | None
-    reviewed_by: str | None
+    reviewed_by: Username
     created_at: datetime
 
 

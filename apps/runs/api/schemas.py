@@ -2,35 +2,18 @@ import uuid
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, RootModel, StrictInt, StrictStr
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
+from apps.core.api.attributes import with_attributes
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
-from apps.core.api.validation import Identifier, Text
-from apps.runs.models import LABEL_MAX_LENGTH
-from apps.runs.services import MAX_CONCURRENCY, MAX_REPEATS, MAX_REVIEW_NOTE
-
-AgentId = Annotated[StrictStr, Field(pattern=r"^[0-9a-f]{24}$", description="mongodb-objectid: 24 hex characters")]
-
-
-class RunCreateIn(BaseModel):
-    agent_id: AgentId
-    test_set_id: uuid.UUID | None = None
-    test_set_version: Annotated[StrictInt, Field(ge=1)] | None = None
-    dataset_id: uuid.UUID | None = None
-    rubric_id: uuid.UUID | None = None
-    rubric_version: Annotated[StrictInt, Field(ge=1)] | None = None
-    concurrency: Annotated[StrictInt, Field(ge=1, le=MAX_CONCURRENCY)] = 3
-    repeats: Annotated[StrictInt, Field(ge=1, le=MAX_REPEATS)] = Field(
-        default=1, description="how many times each item runs (attempts 1..repeats; never served from a cache)"
-    )
-    component_scope_filter: Literal["prompt", "knowledge_base", "function", "general"] | None = None
-    component_ids_filter: Annotated[list[Identifier], Field(max_length=100)] | None = None
-    judge_model: Identifier | None = Field(default=None, description='"heuristic", or an LLM model name')
-    label: Annotated[Text, Field(max_length=LABEL_MAX_LENGTH)] = Field(
-        default="", description='what to call the run ("after removing the PTO doc"); optional'
-    )
-
+from apps.core.api.validation import Text
+from apps.runs import selectors
+from apps.runs.models import EvaluationRun
+from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
+from apps.runs.services import MAX_REVIEW_NOTE
+from apps.runs.stats import VERDICT_WORDS
+from apps.scores.vocabulary import JudgeStatus
 
 LLM_USAGE = (
     "Tokens the LLM judge spent on this verdict; absent for the heuristic judge. A batched judge "
@@ -89,7 +72,20 @@ class Coverage(BaseModel):
     errored: int = Field(description="verdicts the judge failed to give")
 
 
+def _none_if_empty(value):
+    # Runs created before snapshots hold {}: no snapshot.
+    return value or None
+
+
+# The answers read the rows (from_attributes): EvaluationRun, EvaluationResult, the Review of a human
+# score, with what an answer works out beside them (a run's trial figures, a result's run, whether a
+# review is in force) added by apps.core.api.attributes.with_attributes: run_answer below (the
+# views and evalrun's JSON report answer runs alike), the others in the views.
+
+
 class RunOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     run_id: uuid.UUID
     label: str = Field(description="what the person who launched the run called it; empty if nothing")
     dataset_id: uuid.UUID | None
@@ -133,7 +129,7 @@ class RunOut(BaseModel):
     bot_llm_provider: str
     bot_llm_model: str
     judge: str
-    bot_snapshot: BotSnapshot | None = Field(
+    bot_snapshot: Annotated[BotSnapshot | None, BeforeValidator(_none_if_empty)] = Field(
         description="the bot's configuration when the run was created (no secret); null for runs older than snapshots"
     )
     judge_fingerprints: list[JudgeFingerprint] = Field(
@@ -142,12 +138,25 @@ class RunOut(BaseModel):
     created_at: datetime
 
 
+def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
+    """The run with its trial figures, its component scores so far and its judges, as RunOut reads
+    it. judge_fingerprints: the run's, when the caller read them for many runs at once."""
+    if judge_fingerprints is None:
+        judge_fingerprints = selectors.run_judge_fingerprints(runs=[run])[run.pk]
+    return with_attributes(
+        run,
+        **selectors.run_trial_figures(run=run),
+        component_scores=selectors.run_live_component_scores(run=run),
+        judge_fingerprints=judge_fingerprints,
+    )
+
+
 class CriterionScore(BaseModel):
     criterion: str
     passed: bool | None
     score: float | None
     reasoning: str
-    status: Literal["ok", "skipped", "error"]
+    status: JudgeStatus
     judge: str
     usage: dict[str, int] | None = absent_if_none(LLM_USAGE)
     fingerprint: VerdictFingerprint | None = absent_if_none(FINGERPRINT)
@@ -161,7 +170,7 @@ class RubricScore(BaseModel):
     passed: bool | None
     score: float | None
     reasoning: str
-    status: Literal["ok", "skipped", "error"]
+    status: JudgeStatus
     judge: str
     usage: dict[str, int] | None = absent_if_none(LLM_USAGE)
     fingerprint: VerdictFingerprint | None = absent_if_none(FINGERPRINT)
@@ -169,8 +178,11 @@ class RubricScore(BaseModel):
 
 
 class ResultOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     result_id: uuid.UUID
-    run_id: uuid.UUID
+    # The run's public id, not the result's run_id column (the run's primary key).
+    run_id: uuid.UUID = Field(validation_alias=AliasPath("run", "run_id"))
     test_case_id: uuid.UUID
     langsmith_run_id: str | None
     input: dict[str, Any]
@@ -203,6 +215,8 @@ class ResultOut(BaseModel):
 class ResultAttemptOut(BaseModel):
     """One finished attempt of an item, in a repeated run's results list; its whole verdicts are at
     GET /results/{result_id}."""
+
+    model_config = ConfigDict(from_attributes=True)
 
     result_id: uuid.UUID
     attempt: int = Field(description="1..the run's repeats")
@@ -238,6 +252,8 @@ class ReviewIn(BaseModel):
 
 
 class ReviewOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     review_id: uuid.UUID
     result_id: uuid.UUID
     kind: Literal["criterion", "rule"]
@@ -245,9 +261,9 @@ class ReviewOut(BaseModel):
     passed: bool
     note: str
     judge_passed: bool | None = Field(description="the judge's verdict when reviewed; null if it errored or skipped")
-    judge_status: Literal["ok", "skipped", "error"]
+    judge_status: JudgeStatus
     judge: str
-    reviewer: str
+    reviewer: str = Field(validation_alias="reviewer_name")
     in_force: bool = Field(description="the newest review of this verdict, the one the human figures use")
     created_at: datetime
 
@@ -330,51 +346,86 @@ class BucketCounts(BaseModel):
     dropped: int = Field(description="only in the base run")
 
 
+def _head(name: str) -> AliasPath:
+    return AliasPath("head", name)
+
+
+def _base(name: str) -> AliasPath:
+    return AliasPath("base", name)
+
+
+# Read from a regressed pair of comparison rows (selectors.run_comparison), as {"base", "head"}.
 class RegressionOut(BaseModel):
-    test_case_id: uuid.UUID
-    item_name: str
-    item_type: str
-    base_result_id: uuid.UUID
-    head_result_id: uuid.UUID
-    question: str
-    base_answer: str | None
-    head_answer: str | None
-    failure_reason: str = Field(description="what fails the item in the head run, first")
-
-
-class ComparisonOut(BaseModel):
-    base_run_id: uuid.UUID
-    head_run_id: uuid.UUID
-    base_pass_rate: float | None
-    head_pass_rate: float | None
-    paired_items: int = Field(description="items (by test case id) finished in both runs, assessed or not")
-    assessed_items: int = Field(
-        description="items assessed (passed or failed) in both runs, out of paired_items: the statistics are over these"
+    test_case_id: uuid.UUID = Field(validation_alias=_head("test_case_id"))
+    item_name: str = Field(validation_alias=_head("item_name"))
+    item_type: str = Field(validation_alias=_head("item_type"))
+    base_result_id: uuid.UUID = Field(validation_alias=_base("result_id"))
+    head_result_id: uuid.UUID = Field(validation_alias=_head("result_id"))
+    question: str = Field(validation_alias=_head("question"))
+    base_answer: str | None = Field(validation_alias=_base("answer"))
+    head_answer: str | None = Field(validation_alias=_head("answer"))
+    failure_reason: str = Field(
+        validation_alias=_head("failure_reason"), description="what fails the item in the head run, first"
     )
-    changes: ChangeCounts
+
+
+def _run_id(run) -> uuid.UUID:
+    return run.run_id
+
+
+def _pairs(pairs) -> list[dict]:
+    return [{"base": base, "head": head} for base, head in pairs]
+
+
+def _statistic(name: str) -> AliasPath:
+    return AliasPath("statistics", name)
+
+
+# Read from what selectors.run_comparison answers: its runs, statistics and counts.
+class ComparisonOut(BaseModel):
+    base_run_id: Annotated[uuid.UUID, BeforeValidator(_run_id)] = Field(validation_alias="base")
+    head_run_id: Annotated[uuid.UUID, BeforeValidator(_run_id)] = Field(validation_alias="head")
+    base_pass_rate: float | None = Field(validation_alias=AliasPath("base_figures", "judge_pass_rate"))
+    head_pass_rate: float | None = Field(validation_alias=AliasPath("head_figures", "judge_pass_rate"))
+    paired_items: int = Field(
+        validation_alias=_statistic("paired_items"),
+        description="items (by test case id) finished in both runs, assessed or not",
+    )
+    assessed_items: int = Field(
+        validation_alias=_statistic("assessed_items"),
+        description="items assessed (passed or failed) in both runs, out of paired_items: "
+        "the statistics are over these",
+    )
+    changes: ChangeCounts = Field(validation_alias=_statistic("changes"))
     buckets: BucketCounts
     mcnemar_p: float = Field(
-        description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed"
+        validation_alias=_statistic("mcnemar_p"),
+        description="exact McNemar test (two-sided binomial on pass→fail vs fail→pass); 1 when none changed",
     )
     pass_rate_diff_ci: list[float] | None = Field(
+        validation_alias=_statistic("pass_rate_diff_ci"),
         description="[low, high]: Tango's 95% score interval (Tango 1998) of head's pass rate minus base's over the "
-        "assessed items; null when no item is assessed in both"
+        "assessed items; null when no item is assessed in both",
     )
     verdict: Literal["worse", "better", "within_noise"] = Field(
+        validation_alias=_statistic("verdict"),
         description="worse or better only when McNemar p < 0.05 and the interval excludes 0 on that side, "
-        "else within_noise"
+        "else within_noise",
     )
-    verdict_text: str
+    verdict_text: Annotated[str, BeforeValidator(VERDICT_WORDS.__getitem__)] = Field(
+        validation_alias=_statistic("verdict")
+    )
     disagreement: str | None = Field(
+        validation_alias=_statistic("disagreement"),
         description="where the test and the interval disagree (the verdict is then within_noise), what they disagree "
-        "on; null when they agree"
+        "on; null when they agree",
     )
-    regressions: list[RegressionOut] = Field(
+    regressions: Annotated[list[RegressionOut], BeforeValidator(_pairs)] = Field(
         description="the first `limit` regressed items in test set order: passed in a, failed in b"
     )
     regressions_total: int = Field(description="every regressed item, listed or not")
     new_items: int
-    dropped_items: int
+    dropped_items: int = Field(validation_alias="dropped")
     judge_changed: bool
     judge_changes: list[str] = Field(description='what differs, e.g. "prompt template 3f2a… → 9c1d…"')
     base_judge_fingerprints: list[JudgeFingerprint]

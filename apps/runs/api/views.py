@@ -7,7 +7,9 @@ from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.views import APIView
 
+from apps.core.api.attributes import with_attributes
 from apps.core.api.openapi import CONFLICT, ValidationErrorOut
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
@@ -16,8 +18,11 @@ from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.models import SCOPE_ADMIN, ApiKey
 from apps.runs import selectors, services
+from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
-from apps.runs.models import iter_with_verdicts
+from apps.runs.judging.aggregate import PASSED
+from apps.runs.models import EvaluationResult, EvaluationRun, iter_with_verdicts
+from apps.runs.reviews import Review, human_passed, in_force
 
 from .schemas import (
     ComparisonOut,
@@ -31,18 +36,39 @@ from .schemas import (
     RunList,
     RunOut,
     RunResultOut,
-)
-from .serializers import (
-    comparison_data,
-    item_result_data,
-    result_data,
-    result_detail_data,
-    review_data,
-    reviews_data,
-    run_data,
+    run_answer,
 )
 
 TAG = ["runs"]
+
+
+# What an answer shows beyond the row, added on top of it for the Out model to read
+# (apps.core.api.attributes.with_attributes): the row itself is left alone.
+
+
+def _result_answer(result: EvaluationResult, run: EvaluationRun):
+    """A results entry of a run without repeats. The run is the caller's: a page's rows are read
+    without it, so result.run would be a query each. No nested attempts: the row's own `attempts`
+    column counts executions, not the item's attempts, so it is hidden from the entry."""
+    return with_attributes(result, run=run, flaky=None, attempts=None)
+
+
+def _item_answer(item: ItemAttempts, run: EvaluationRun):
+    """A repeated run's results entry: the contract's fields from the deciding attempt, its passed and
+    outcome the item's verdict, its finished attempts nested."""
+    return with_attributes(
+        item.deciding,
+        run=run,
+        passed=item.outcome == PASSED,
+        outcome=item.outcome,
+        flaky=item.flaky,
+        attempts=item.attempts,
+    )
+
+
+def _reviews_answer(reviews: list[Review], *, result_id) -> list:
+    latest = {id(r) for r in in_force(reviews).values()}
+    return [with_attributes(r, result_id=result_id, in_force=id(r) in latest) for r in reviews]
 
 
 class RunListQuery(BaseModel):
@@ -61,10 +87,18 @@ STREAM_CHUNK_BYTES = 256 * 1024
 
 
 class ResultQuery(BaseModel):
-    passed: bool | None = None
+    passed: bool | None = Field(
+        default=None,
+        description="the item's verdict: true, passed (every attempt passed); "
+        "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)",
+    )
     item_type: Literal["single_turn", "scenario", "question"] | None = None
-    limit: int | None = Field(default=None, ge=1, le=RESULTS_PAGE_MAX)
-    offset: int | None = Field(default=None, ge=0, le=RESULTS_OFFSET_MAX)
+    limit: int | None = Field(
+        default=None, ge=1, le=RESULTS_PAGE_MAX, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"
+    )
+    offset: int | None = Field(
+        default=None, ge=0, le=RESULTS_OFFSET_MAX, description="items to skip (0 and up); pages the list"
+    )
 
     @property
     def paged(self) -> bool:
@@ -72,7 +106,12 @@ class ResultQuery(BaseModel):
 
 
 class CompareQuery(BaseModel):
-    limit: int = Field(default=selectors.COMPARE_SHOWN, ge=1, le=selectors.COMPARE_KEEP)
+    limit: int = Field(
+        default=selectors.COMPARE_SHOWN,
+        ge=1,
+        le=selectors.COMPARE_KEEP,
+        description="regressions listed; regressions_total counts them all",
+    )
 
 
 class ItemQuery(BaseModel):
@@ -96,24 +135,24 @@ class RunsView(APIView):
         if body.judge_model not in HEURISTIC_JUDGES and llm_configured():
             llm_rate_check(request, self)
         run = services.run_create(
+            data=body,
             created_by=request.user if request.user.is_authenticated else None,
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-            **body.model_dump(),
         )
-        return respond(RunOut, run_data(run), status=status.HTTP_201_CREATED)
+        return respond(RunOut, run_answer(run), status=status.HTTP_201_CREATED)
 
     @extend_schema(
         tags=TAG,
         responses={200: RunList},
-        parameters=[OpenApiParameter("agent_id", str), OpenApiParameter("status", str), OpenApiParameter("limit", int)],
+        parameters=query_parameters(RunListQuery),
         summary="List runs, newest first",
         operation_id="runs_list",
     )
     def get(self, request):
-        query = RunListQuery.model_validate(request.query_params.dict())
+        query = query_of(RunListQuery, request)
         runs = list(selectors.run_list(**query.model_dump()))
         fingerprints = selectors.run_judge_fingerprints(runs=runs)
-        return respond(RunList, [run_data(r, fingerprints[r.pk]) for r in runs])
+        return respond(RunList, [run_answer(r, fingerprints[r.pk]) for r in runs])
 
 
 class RunDetailView(APIView):
@@ -121,7 +160,7 @@ class RunDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
     def get(self, request, run_id):
-        return respond(RunOut, run_data(_run_or_404(run_id)))
+        return respond(RunOut, run_answer(_run_or_404(run_id)))
 
 
 # A message when the runs cannot be compared, the field errors when `limit` is invalid.
@@ -136,21 +175,14 @@ class RunCompareView(APIView):
     @extend_schema(
         tags=TAG,
         responses={200: ComparisonOut, 422: NOT_COMPARABLE},
-        parameters=[
-            OpenApiParameter(
-                "limit",
-                int,
-                description=f"regressions listed, 1-{selectors.COMPARE_KEEP}, default "
-                f"{selectors.COMPARE_SHOWN}; regressions_total counts them all",
-            )
-        ],
+        parameters=query_parameters(CompareQuery),
         summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes",
     )
     def get(self, request, run_id, other_run_id):
         base, head = _run_or_404(run_id), _run_or_404(other_run_id)
-        query = CompareQuery.model_validate(request.query_params.dict())
+        query = query_of(CompareQuery, request)
         comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
-        return respond(ComparisonOut, comparison_data(comparison))
+        return respond(ComparisonOut, comparison)
 
 
 class RunResultsView(APIView):
@@ -169,15 +201,8 @@ class RunResultsView(APIView):
         f"(default {RESULTS_PAGE_DEFAULT}) from `offset` (default 0), and the `X-Has-More` header says whether "
         "more follow (then `Link` names the next page).",
         parameters=[
-            OpenApiParameter(
-                "passed",
-                bool,
-                description="the item's verdict: true, passed (every attempt passed); "
-                "false, not passed, that is failed or unassessed (each entry's `outcome` tells them apart)",
-            ),
-            OpenApiParameter("item_type", str),
-            OpenApiParameter("limit", int, description=f"1-{RESULTS_PAGE_MAX} items; pages the list"),
-            OpenApiParameter("offset", int, description="items to skip (0 and up); pages the list"),
+            *query_parameters(ResultQuery),
+            # Response headers, not query parameters: written here as drf-spectacular takes them.
             OpenApiParameter(
                 "X-Has-More",
                 str,
@@ -197,7 +222,7 @@ class RunResultsView(APIView):
     )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
-        query = ResultQuery.model_validate(request.query_params.dict())
+        query = query_of(ResultQuery, request)
         filters = {"passed": query.passed, "item_type": query.item_type}
         entry = _result_entry(run)
         if query.paged:
@@ -222,7 +247,7 @@ class RunResultsView(APIView):
 
 def _result_entry(run):
     """How a results entry is built: one result per item, or a repeated run's item with its attempts."""
-    return item_result_data if run.repeats > 1 else result_data
+    return _item_answer if run.repeats > 1 else _result_answer
 
 
 def _stream_results(results, run, entry):
@@ -249,12 +274,12 @@ class RunItemsView(APIView):
     @extend_schema(
         tags=TAG,
         responses={200: RunItemList},
-        parameters=[OpenApiParameter("flaky", bool), OpenApiParameter("offset", int), OpenApiParameter("limit", int)],
+        parameters=query_parameters(ItemQuery),
         summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky",
     )
     def get(self, request, run_id):
         run = _run_or_404(run_id)
-        query = ItemQuery.model_validate(request.query_params.dict())
+        query = query_of(ItemQuery, request)
         return respond(RunItemList, selectors.run_item_list(run=run, **query.model_dump()))
 
 
@@ -273,7 +298,7 @@ class RunCancelView(APIView):
             requested_by=request.user if request.user.is_authenticated else None,
             admin=SCOPE_ADMIN in scopes_of(request),
         )
-        return respond(RunOut, run_data(run))
+        return respond(RunOut, run_answer(run))
 
 
 class ResultDetailView(APIView):
@@ -282,7 +307,15 @@ class ResultDetailView(APIView):
     @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
-        return respond(ResultDetailOut, result_detail_data(result, selectors.verdict_review_list(result=result)))
+        reviews = selectors.verdict_review_list(result=result)
+        detail = with_attributes(
+            result,
+            human_passed=human_passed(
+                criteria=result.criteria_scores, rules=result.rubric_scores, latest=in_force(reviews)
+            ),
+            reviews=_reviews_answer(reviews, result_id=result.result_id),
+        )
+        return respond(ResultDetailOut, detail)
 
 
 class ResultReviewsView(APIView):
@@ -300,7 +333,7 @@ class ResultReviewsView(APIView):
     def get(self, request, result_id):
         result = selectors.result_get(result_id=result_id)
         return respond(
-            ReviewList, reviews_data(selectors.verdict_review_list(result=result), result_id=result.result_id)
+            ReviewList, _reviews_answer(selectors.verdict_review_list(result=result), result_id=result.result_id)
         )
 
     @extend_schema(
@@ -315,6 +348,8 @@ class ResultReviewsView(APIView):
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
         return respond(
             ReviewOut,
-            review_data(selectors.review_view(review=review, result=result), result_id=result.result_id, current=True),
+            with_attributes(
+                selectors.review_view(review=review, result=result), result_id=result.result_id, in_force=True
+            ),
             status=status.HTTP_201_CREATED,
         )

@@ -30,10 +30,10 @@ from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import DomainError
 from apps.runs import reports, selectors, services
-from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut
-from apps.runs.api.serializers import comparison_data, run_data
+from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut, run_answer
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
+from apps.runs.schemas import RunCreateIn
 from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
 
 FAILED_SHOWN = 20
@@ -162,7 +162,7 @@ class Command(BaseCommand):
         if not 0 <= o["max_errors"] <= 1:
             raise CommandError("--max-errors is a share of verdicts between 0 and 1")
         try:
-            run = services.run_create(
+            data = RunCreateIn.of(
                 agent_id=o["agent"],
                 test_set_id=o["test_set"],
                 test_set_version=o["test_set_version"],
@@ -175,6 +175,7 @@ class Command(BaseCommand):
                 label=o["label"],
                 repeats=o["repeats"],
             )
+            run = services.run_create(data=data)
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
         self.stdout.write(
@@ -256,13 +257,9 @@ class Command(BaseCommand):
         if o["json"]:
             items = selectors.run_item_list(run=run, limit=max(run.total, 1))
             report = reports.json_report(
-                run=RunOut.model_validate(run_data(run)).model_dump(mode="json"),
+                run=RunOut.model_validate(run_answer(run)).model_dump(mode="json"),
                 items=RunItemList.model_validate(items).model_dump(mode="json")["items"],
-                comparison=(
-                    ComparisonOut.model_validate(comparison_data(comparison)).model_dump(mode="json")
-                    if comparison
-                    else None
-                ),
+                comparison=(ComparisonOut.model_validate(comparison).model_dump(mode="json") if comparison else None),
                 gate={"passed": not reasons, "reasons": reasons},
             )
             self._write(o["json"], report.encode())
