@@ -45,7 +45,10 @@ def columns_to_scores(apps, schema_editor):
 def scores_to_columns(apps, schema_editor):
     Evaluation = apps.get_model("agentic", "AgentEvaluation")
     Score = apps.get_model("scores", "Score")
-    scores = (Score.objects.filter(subject_kind=SUBJECT_KIND, kind="metric", key__in=METRICS)
+    # The judge's rows only: a person's (source human) is a review, which queues 0005's reverse makes
+    # a MetricReview again; in the columns it would pass for the judge's score.
+    machine = Score.objects.filter(subject_kind=SUBJECT_KIND, kind="metric").exclude(source="human")
+    scores = (machine.filter(key__in=METRICS)
               .order_by("subject_id", "position", "id").values("subject_id", "key", "value", "reasoning", "status")
               .iterator(chunk_size=BATCH))
     fields = [f"{name}{part}" for name in METRICS for part in ("", "_reasoning", "_status")]
@@ -66,7 +69,7 @@ def scores_to_columns(apps, schema_editor):
         pending.setdefault(score["subject_id"], {}).update({
             name: score["value"], f"{name}_reasoning": score["reasoning"], f"{name}_status": score["status"]})
     flush()
-    Score.objects.filter(subject_kind=SUBJECT_KIND, kind="metric").delete()
+    machine.delete()
 
 
 class Migration(migrations.Migration):
