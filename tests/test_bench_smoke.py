@@ -404,3 +404,35 @@ def test_metrics_scrape(pg):
     assert_ran(
         result, r"^new names\s+limit 50: lines", r"^\s+200\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$"
     )
+
+
+def test_migrate_scores(pg):
+    result = bench(
+        "migrate_scores.py",
+        "--runs",
+        "2",
+        "--results",
+        "10",
+        "--agentic",
+        "30",
+        "--rag",
+        "10",
+        "--verdict-reviews",
+        "4",
+        "--metric-reviews",
+        "6",
+        "--queue-items",
+        "6",
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_migrate",
+    )
+    assert_ran(
+        result,
+        r"^loaded 2 runs x 10 results \(147 verdicts\)",
+        r"^forward : [\d,]+ Score rows in [\d.]+ s",
+        r"^checked forward: .*: ok$",
+        r"^backward: [\d,]+ Score rows in [\d.]+ s",
+        r"^checked backward: .*: ok$",
+    )

@@ -143,9 +143,10 @@ def test_old_stores_become_score_rows_and_come_back(api):
     assert answer["evaluation_scores"] == scores and answer["details"] == details
     assert answer["test_results"] == tests
 
-    # A person's review of a metric is a Score too: going back must leave it alone.
+    # A person's score of a metric is a Score too: going back must leave it alone. No pass/fail, so
+    # that it is not a review queues 0005's reverse (which runs first, after rag 0003) makes a MetricReview.
     Score.objects.create(
-        subject_kind="rag_evaluation", subject_id=pk, kind="metric", key="context_recall", source="human", passed=False
+        subject_kind="rag_evaluation", subject_id=pk, kind="metric", key="context_recall", source="human", passed=None
     )
     old_apps = _migrate(OLD)
     try:

@@ -82,6 +82,14 @@ def scores_to_reviews(apps, schema_editor):
 
 class Migration(migrations.Migration):
 
-    dependencies = [("queues", "0004_queue_item_drop_targets"), ("scores", "0001_initial")]
+    # After the judges' own rows exist (agentic 0005, rag 0003), so that going back this reverse runs
+    # first: it reads the judge's score and status from those rows, and agentic 0005's reverse would
+    # otherwise take the human rows for the judge's (bench/migrate_scores.py found both at scale).
+    dependencies = [
+        ("queues", "0004_queue_item_drop_targets"),
+        ("scores", "0001_initial"),
+        ("agentic", "0005_metric_scores"),
+        ("rag", "0003_metric_scores"),
+    ]
 
     operations = [migrations.RunPython(reviews_to_scores, scores_to_reviews)]
