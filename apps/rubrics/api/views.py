@@ -13,14 +13,9 @@ from apps.core.versioning.api import IF_MATCH, author_of, expected_version, vers
 from apps.core.versioning.selectors import head_data, head_list_data
 from apps.rubrics import selectors, services
 from apps.rubrics.models import Rubric
-from apps.rubrics.schemas import (
-    RubricCreateIn,
-    RubricListOut,
-    RubricOut,
-    RubricUpdateIn,
-    RubricVersionListOut,
-    RubricVersionOut,
-)
+from apps.rubrics.schemas import RubricCreateIn, RubricUpdateIn
+
+from .schemas import RubricListOut, RubricOut, RubricVersionListOut, RubricVersionOut
 
 TAG = ["rubrics"]
 

@@ -18,15 +18,14 @@ from apps.core.versioning.api import IF_MATCH, author_of, expected_version, vers
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
 from apps.testsets.models import TestSet
-from apps.testsets.schemas import (
-    DatasetIn,
+from apps.testsets.schemas import DatasetIn, TestSetCreateIn, TestSetUpdateIn
+
+from .schemas import (
     DatasetListOut,
     DatasetOut,
-    TestSetCreateIn,
     TestSetListOut,
     TestSetOut,
     TestSetSavedOut,
-    TestSetUpdateIn,
     TestSetVersionListOut,
     TestSetVersionOut,
 )
