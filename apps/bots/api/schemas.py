@@ -85,3 +85,11 @@ class KnowledgeBaseDocumentsOut(BaseModel):
 
 class BotListOut(RootModel[list[BotOut]]):
     pass
+
+
+class OfBotQuery(BaseModel):
+    """The query of a list of rows that belong to a bot (rubrics, test sets, question sets): it
+    validates and documents `agent_id`; apps.bots.filters.OfBotFilter filters by the validated
+    values (`model_dump(exclude_none=True)`). Each list's subclass says what it lists."""
+
+    agent_id: str | None = None

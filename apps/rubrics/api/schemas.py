@@ -1,4 +1,4 @@
-"""The rubric API's answers: the contract's Rubric shape for output and the OpenAPI schema. The
+"""The rubric API's answers and list query: the contract's Rubric shape for output and the OpenAPI schema. The
 input the services take (and the API validates) is apps.rubrics.schemas.
 
 The Out models take what a stored version holds with the types the document shows, not the input
@@ -7,6 +7,8 @@ limits: a limit tightened later must not make an older version unreadable."""
 from datetime import datetime
 
 from pydantic import BaseModel, Field, RootModel
+
+from apps.bots.api.schemas import OfBotQuery
 
 from ..schemas import ScopeName, SeverityName
 
@@ -69,3 +71,7 @@ class RubricListOut(RootModel[list[RubricOut]]):
 
 class RubricVersionListOut(RootModel[list[RubricVersionSummaryOut]]):
     pass
+
+
+class RubricListQuery(OfBotQuery):
+    agent_id: str | None = Field(default=None, description="Only this bot's rubrics.")

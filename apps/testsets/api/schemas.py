@@ -1,12 +1,15 @@
-"""The test set and question set API's answers: the contract's TestSet shape for output and the
+"""The test set and question set API's answers and query models: the contract's TestSet shape for output and the
 OpenAPI schema. The input the services take (and the API validates) is apps.testsets.schemas."""
 
 from datetime import datetime
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, BeforeValidator, Field, RootModel
 
+from apps.bots.api.schemas import OfBotQuery
 from apps.core.api.responses import absent_if_none
 
+from .. import transfer
 from ..schemas import ItemType, PriorityName
 
 
@@ -96,3 +99,43 @@ class TestSetVersionListOut(RootModel[list[TestSetVersionSummaryOut]]):
 
 class DatasetListOut(RootModel[list[DatasetOut]]):
     pass
+
+
+class TestSetListQuery(OfBotQuery):
+    agent_id: str | None = Field(default=None, description="Only this bot's test sets.")
+
+
+class DatasetListQuery(OfBotQuery):
+    agent_id: str | None = Field(default=None, description="Only this bot's question sets.")
+
+
+def _blank_as_absent(value):
+    # `?format=` or `?version=` with nothing after it means the default, as if left out.
+    return None if value == "" else value
+
+
+def _file_format(value):
+    # transfer's own refusal (a domain error, so not caught as a field error) names the formats.
+    value = _blank_as_absent(value)
+    return None if value is None else transfer.format_for(value)
+
+
+FileFormat = Annotated[Literal[tuple(transfer.FORMATS)] | None, BeforeValidator(_file_format)]
+_FORMAT_DOC = "File format; for import, defaults from the Content-Type."
+
+
+class ExportQuery(BaseModel):
+    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
+    version: Annotated[int | None, BeforeValidator(_blank_as_absent)] = Field(
+        default=None, description="Defaults to the current version."
+    )
+
+
+class ImportVersionQuery(BaseModel):
+    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
+
+
+class ImportQuery(ImportVersionQuery):
+    agent_id: str | None = Field(default=None, description="Required unless the JSON file names it.")
+    name: str | None = Field(default=None, description="Required unless the JSON file names it.")
+    description: str | None = None
