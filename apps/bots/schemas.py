@@ -1,22 +1,16 @@
-"""Validated input and output models of bots: used by the services, the API (and its OpenAPI
-schema) and the admin alike."""
+"""Validated input of bots, with the field types rubrics and test sets share: what the services take,
+the API validates and the admin fills in. The API's answers are apps.bots.api.schemas."""
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import (
     AfterValidator,
-    AliasChoices,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
-    RootModel,
     StringConstraints,
     model_validator,
 )
 
-from apps.core.api.attributes import RelatedRows
 from apps.core.api.validation import ConfigurationIn, Identifier, JsonObject, NonBlankText, Text
 
 
@@ -113,79 +107,3 @@ class BotIn(ConfigurationIn):
 
 # The answers read the rows (from_attributes): a Bot prefetched by selectors.bot_get / bot_list,
 # its tools, and its knowledge bases annotated with document_count.
-
-
-class LlmConfigOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    provider: str
-    model: str
-    parameters: dict
-
-
-class ToolOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    id: str
-    name: str
-    tool_name: str
-    type: str
-    description: str
-    output_instructions: str
-
-
-class KnowledgeBaseOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    id: str
-    name: str
-    type: str
-    document_count: int
-
-
-class BotOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    agent_id: str
-    name: str
-    organization_id: str
-    organization_name: str
-    system_prompt: str
-    llm_config: LlmConfigOut
-    harness_context: dict
-    adapter: AdapterName
-    endpoint_url: str
-    has_secret: bool = Field(description="Whether a secret is stored; the secret itself is never returned.")
-    tools: RelatedRows[ToolOut]
-    knowledge_bases: RelatedRows[KnowledgeBaseOut]
-    created_at: datetime
-    updated_at: datetime
-
-
-class BotContextOut(BaseModel):
-    """The contract's BotContext: the bot under the contract's names (bot_id, bot_name)."""
-
-    model_config = ConfigDict(from_attributes=True)
-    bot_id: str = Field(validation_alias=AliasChoices("bot_id", "agent_id"))
-    bot_name: str = Field(validation_alias=AliasChoices("bot_name", "name"))
-    organization_id: str
-    organization_name: str
-    system_prompt: str
-    llm_config: LlmConfigOut
-    tools: RelatedRows[ToolOut]
-    knowledge_bases: RelatedRows[KnowledgeBaseOut]
-    harness_context: dict
-
-
-class DocumentOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    title: str
-    text: str
-
-
-class KnowledgeBaseDocumentsOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
-    id: str
-    name: str
-    type: str
-    documents: RelatedRows[DocumentOut]
-
-
-class BotListOut(RootModel[list[BotOut]]):
-    pass

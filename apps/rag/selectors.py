@@ -1,16 +1,15 @@
+from django.db.models import QuerySet
+
 from apps.core.errors import NotFoundError
 
+from .filters import TraceEvaluationFilter
 from .models import TraceEvaluation, metric_scores_of
-from .payload import normalise_test_name
 
 
-def trace_evaluation_list(*, test: str | None = None, outcome: str | None = None):
-    queryset = TraceEvaluation.objects.select_related("created_by")
-    if test:
-        queryset = queryset.with_test(normalise_test_name(test))
-    if outcome:
-        queryset = queryset.filter(outcome=outcome)
-    return queryset
+def trace_evaluation_list(*, filters: dict | None = None) -> QuerySet[TraceEvaluation]:
+    """Stored evaluations with their author, as the API's history lists them: those the filters
+    choose (TraceEvaluationFilter; the history's query model gives test and outcome)."""
+    return TraceEvaluationFilter(filters or {}, TraceEvaluation.objects.select_related("created_by")).qs
 
 
 def trace_evaluation_get(*, evaluation_id: int) -> TraceEvaluation:
@@ -23,27 +22,18 @@ def trace_evaluation_get(*, evaluation_id: int) -> TraceEvaluation:
 def trace_evaluation_search(
     *, q: str = "", test: str = "", status: str = "", score_below: float | None = None, outcome: str = ""
 ):
-    """RAG evaluations newest first for the console's list: `q` is an evaluation id (`42` or `#42`)
-    or a piece of the question's text, in any case; the other filters are those of
-    TraceEvaluationQuerySet.with_test_matching.
+    """RAG evaluations newest first for the console's list, through the API's FilterSet
+    (TraceEvaluationFilter): `q` is an evaluation id (`42` or `#42`) or a piece of the question's
+    text, in any case; test, status and score_below are conditions on one metric row
+    (TraceEvaluationQuerySet.with_test_matching). Empty values are no filter.
     The payload stays unread (only its question); a page's scores come in one more query
     (trace_evaluations_with_scores)."""
     queryset = TraceEvaluation.objects.with_question().only(
         "pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms"
     )
-    q = q.strip()
-    if q:
-        number = q.removeprefix("#")
-        # A number is an id (at most 18 digits, so it fits the database's integer).
-        is_id = number.isdigit() and len(number) <= 18
-        queryset = queryset.filter(pk=int(number)) if is_id else queryset.filter(question__icontains=q)
-    if test or status or score_below is not None:
-        queryset = queryset.with_test_matching(
-            name=normalise_test_name(test) if test else "", status=status, score_below=score_below
-        )
-    if outcome:
-        queryset = queryset.filter(outcome=outcome)
-    return queryset.order_by("-created_at", "-id")
+    given = {"q": q, "test": test, "status": status, "score_below": score_below, "outcome": outcome}
+    filters = {name: value for name, value in given.items() if value not in ("", None)}
+    return TraceEvaluationFilter(filters, queryset).qs.order_by("-created_at", "-id")
 
 
 def trace_evaluations_with_scores(evaluations) -> list[TraceEvaluation]:

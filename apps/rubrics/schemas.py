@@ -1,9 +1,9 @@
-"""Validated rubric input, and the contract's Rubric shape for output and the OpenAPI schema."""
+"""Validated rubric input: what the services take, the API validates and the admin fills in. The
+API's answers (the contract's Rubric shape) are apps.rubrics.api.schemas."""
 
-from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, RootModel, StringConstraints
+from pydantic import BeforeValidator, Field, StringConstraints
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
 from apps.core.api.validation import ConfigurationIn, NonBlankText, unique_ids
@@ -81,63 +81,3 @@ class RubricContent(ConfigurationIn):
 
 
 RubricCreateIn, RubricUpdateIn = input_schemas(RubricContent)
-
-
-# The Out models take what a stored version holds with the types the document shows, not the
-# input limits: a limit tightened later must not make an older version unreadable.
-class EvaluationCriteriaOut(BaseModel):
-    pass_conditions: list[str] = Field(default_factory=list)
-    fail_conditions: list[str] = Field(default_factory=list)
-
-
-class ExamplesOut(BaseModel):
-    violation: str = ""
-    correct: str = ""
-
-
-class RuleOut(BaseModel):
-    id: str
-    name: str
-    severity: SeverityName
-    category: str = ""
-    description: str = ""
-    prompt_reference: str = ""
-    evaluation_criteria: EvaluationCriteriaOut = Field(default_factory=EvaluationCriteriaOut)
-    examples: ExamplesOut = Field(default_factory=ExamplesOut)
-    component_scope: ScopeName | None = None
-    component_ids: list[str] = Field(default_factory=list)
-    component_names: list[str] = Field(default_factory=list)
-
-
-class RubricOut(BaseModel):
-    rubric_id: str
-    agent_id: str
-    version: int
-    name: str
-    description: str
-    severity_definitions: dict[str, str]
-    rules: list[RuleOut]
-    created_at: datetime
-    updated_at: datetime
-
-
-class RubricVersionOut(RubricOut):
-    changelog: str
-    author: str
-
-
-class RubricVersionSummaryOut(BaseModel):
-    rubric_id: str
-    version: int
-    changelog: str
-    author: str
-    rule_count: int
-    created_at: datetime
-
-
-class RubricListOut(RootModel[list[RubricOut]]):
-    pass
-
-
-class RubricVersionListOut(RootModel[list[RubricVersionSummaryOut]]):
-    pass

@@ -5,6 +5,7 @@ version list by the views apps.core.versioning.api.version_views makes."""
 from apps.core.selectors import object_get
 from apps.core.versioning.selectors import version_data, version_get
 
+from .filters import RubricFilter
 from .models import Rubric
 
 
@@ -12,8 +13,9 @@ def rubric_get(rubric_id) -> Rubric:
     return object_get(Rubric.objects.select_related("agent"), rubric_id)
 
 
-def rubric_list(*, agent_id: str | None = None):
-    return Rubric.objects.of_bot(agent_id)
+def rubric_list(*, filters: dict | None = None):
+    """The rubrics the filters choose (RubricFilter: agent_id), with their bot."""
+    return RubricFilter(filters or {}, Rubric.objects.of_bot()).qs
 
 
 def rubric_version_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:

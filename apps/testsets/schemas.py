@@ -1,13 +1,12 @@
-"""Validated test set and question set input, and the contract's TestSet shape."""
+"""Validated test set and question set input: what the services take, the API validates and the
+admin fills in. The API's answers (the contract's TestSet shape) are apps.testsets.api.schemas."""
 
 import uuid
-from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, RootModel, model_validator
+from pydantic import BeforeValidator, Field, model_validator
 
 from apps.bots.schemas import Name, ObjectId, OptText, ShortText
-from apps.core.api.responses import absent_if_none
 from apps.core.api.validation import ConfigurationIn, Identifier, NonBlankText, unique_ids
 from apps.core.versioning.schemas import input_schemas
 
@@ -93,66 +92,6 @@ class TestSetContent(ConfigurationIn):
 TestSetCreateIn, TestSetUpdateIn = input_schemas(TestSetContent)
 
 
-class InputsOut(BaseModel):
-    """The inputs an item's type uses, and any other one that was filled in; the rest are absent."""
-
-    message: str | None = absent_if_none()
-    persona: str | None = absent_if_none()
-    initial_message: str | None = absent_if_none()
-    max_turns: int | None = absent_if_none()
-    scripted_turns: list[str] | None = absent_if_none()
-
-
-# Like InputsOut: the stored shape with the document's types, not the input limits (a limit
-# tightened later must not make an older version unreadable).
-class ExpectedOut(BaseModel):
-    success_criteria: list[str] = Field(default_factory=list)
-    should_use_tools: list[str] = Field(default_factory=list)
-    should_not_use_tools: list[str] = Field(default_factory=list)
-    expected_outcome: str = ""
-
-
-class ItemOut(BaseModel):
-    item_id: str
-    type: ItemType
-    name: str
-    inputs: InputsOut
-    expected: ExpectedOut
-    tags: list[str]
-    priority: PriorityName
-
-
-class TestSetOut(BaseModel):
-    test_set_id: str
-    agent_id: str
-    version: int
-    name: str
-    description: str
-    items: list[ItemOut]
-    created_at: datetime
-    updated_at: datetime
-
-
-class TestSetSavedOut(TestSetOut):
-    warnings: list[str] = Field(
-        description="Problems that do not block saving, e.g. should_use_tools naming a tool the bot does not have."
-    )
-
-
-class TestSetVersionOut(TestSetOut):
-    changelog: str
-    author: str
-
-
-class TestSetVersionSummaryOut(BaseModel):
-    test_set_id: str
-    version: int
-    changelog: str
-    author: str
-    item_count: int
-    created_at: datetime
-
-
 class QuestionIn(ConfigurationIn):
     question_id: uuid.UUID | None = None
     question: NonBlankText
@@ -167,31 +106,3 @@ class DatasetIn(ConfigurationIn):
     questions: Annotated[
         list[QuestionIn], Field(max_length=MAX_QUESTIONS), unique_ids("question_id", what="question_id")
     ] = Field(default_factory=list)
-
-
-class QuestionOut(BaseModel):
-    question_id: str
-    question: str
-    expected_answer: str
-
-
-class DatasetOut(BaseModel):
-    dataset_id: str
-    name: str
-    description: str
-    agent_id: str | None
-    questions: list[QuestionOut]
-    created_at: datetime
-    updated_at: datetime
-
-
-class TestSetListOut(RootModel[list[TestSetOut]]):
-    pass
-
-
-class TestSetVersionListOut(RootModel[list[TestSetVersionSummaryOut]]):
-    pass
-
-
-class DatasetListOut(RootModel[list[DatasetOut]]):
-    pass

@@ -5,6 +5,7 @@ head_list_data); its version list by the views apps.core.versioning.api.version_
 from apps.core.selectors import object_get
 from apps.core.versioning.selectors import version_get
 
+from .filters import DatasetFilter, TestSetFilter
 from .models import Dataset, TestSet
 
 
@@ -12,8 +13,9 @@ def testset_get(test_set_id) -> TestSet:
     return object_get(TestSet.objects.select_related("agent"), test_set_id)
 
 
-def testset_list(*, agent_id: str | None = None):
-    return TestSet.objects.of_bot(agent_id)
+def testset_list(*, filters: dict | None = None):
+    """The test sets the filters choose (TestSetFilter: agent_id), with their bot."""
+    return TestSetFilter(filters or {}, TestSet.objects.of_bot()).qs
 
 
 def testset_version_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
@@ -26,8 +28,9 @@ def dataset_get(dataset_id) -> Dataset:
     return object_get(Dataset.objects.select_related("agent"), dataset_id)
 
 
-def dataset_list(*, agent_id: str | None = None):
-    return Dataset.objects.of_bot(agent_id).prefetch_related("questions")
+def dataset_list(*, filters: dict | None = None):
+    """The question sets the filters choose (DatasetFilter: agent_id), with their bot and questions."""
+    return DatasetFilter(filters or {}, Dataset.objects.of_bot().prefetch_related("questions")).qs
 
 
 def dataset_data(dataset: Dataset) -> dict:

@@ -614,7 +614,7 @@ def test_respond_keeps_big_ints_of_json_columns_exact():
 
 @pytest.mark.django_db
 def test_out_schemas_read_rows_with_what_the_answer_adds():
-    from apps.bots.schemas import BotContextOut
+    from apps.bots.api.schemas import BotContextOut
     from apps.core.api.attributes import with_attributes
     from apps.traces.api.schemas import ToolCallPageOut
     from tests.bots.factories import BotFactory

@@ -4,7 +4,7 @@ call and two Prometheus queries, while the API (POST /api/v1/metrics-query) answ
 
 import pytest
 
-from apps.nlquery import views
+from apps.nlquery.page import views
 from tests.core.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -1,5 +1,7 @@
 import pytest
+from drf_spectacular.generators import SchemaGenerator
 
+from apps.traces.api.schemas import MAX_IDEMPOTENCY_KEY_LENGTH
 from apps.traces.models import AgentTrace, ToolCall
 
 BASE = "/api/v1/metrics"
@@ -539,3 +541,11 @@ class TestPostgresEdges:
         r = api.post(f"{BASE}/traces/s1/tool-calls", tool_call(), format="json", HTTP_IDEMPOTENCY_KEY=key)
         assert r.status_code == 422
         assert r.json()["detail"][0]["loc"] == ["header", "Idempotency-Key"]
+
+
+def test_the_idempotency_header_is_documented_from_the_model_that_parses_it():
+    document = SchemaGenerator().get_schema(request=None, public=True)
+    operation = document["paths"]["/api/v1/metrics/traces/{session_id}/tool-calls"]["post"]
+    (header,) = [p for p in operation["parameters"] if p["in"] == "header"]
+    assert header["name"] == "Idempotency-Key" and not header.get("required", False)
+    assert header["schema"] == {"type": "string", "minLength": 1, "maxLength": MAX_IDEMPOTENCY_KEY_LENGTH}

@@ -4,10 +4,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.bots import selectors, services
-from apps.bots.schemas import BotContextOut, BotIn, BotListOut, BotOut, KnowledgeBaseDocumentsOut
+from apps.bots.schemas import BotIn
 from apps.core.api.openapi import CONFLICT
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+
+from .schemas import BotContextOut, BotListOut, BotOut, KnowledgeBaseDocumentsOut
 
 TAG = ["bots"]
 

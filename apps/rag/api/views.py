@@ -67,7 +67,7 @@ class TraceHistoryView(APIView):
     )
     def get(self, request):
         params = query_of(TraceHistoryQuery, request)
-        queryset = selectors.trace_evaluation_list(test=params.test, outcome=params.outcome)
+        queryset = selectors.trace_evaluation_list(filters=params.model_dump(mode="json", exclude_none=True))
         paginator = LimitOffset()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return respond(

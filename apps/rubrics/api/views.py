@@ -1,32 +1,21 @@
 from drf_spectacular.utils import extend_schema
-from pydantic import BaseModel, Field
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.bots.selectors import bot_get
 from apps.core.api.openapi import CONFLICT
-from apps.core.api.query_params import query_parameters
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data
 from apps.rubrics import selectors, services
 from apps.rubrics.models import Rubric
-from apps.rubrics.schemas import (
-    RubricCreateIn,
-    RubricListOut,
-    RubricOut,
-    RubricUpdateIn,
-    RubricVersionListOut,
-    RubricVersionOut,
-)
+from apps.rubrics.schemas import RubricCreateIn, RubricUpdateIn
+
+from .schemas import RubricListOut, RubricListQuery, RubricOut, RubricVersionListOut, RubricVersionOut
 
 TAG = ["rubrics"]
-
-
-class RubricListQuery(BaseModel):
-    agent_id: str | None = Field(default=None, description="Only this bot's rubrics.")
 
 
 class RubricListView(APIView):
@@ -40,10 +29,8 @@ class RubricListView(APIView):
         parameters=query_parameters(RubricListQuery),
     )
     def get(self, request):
-        query = RubricListQuery.model_validate(request.query_params.dict())
-        if query.agent_id is not None:
-            bot_get(query.agent_id)  # a filter naming no bot is a 404, not an empty list
-        rubrics = selectors.rubric_list(agent_id=query.agent_id)
+        query = query_of(RubricListQuery, request)
+        rubrics = selectors.rubric_list(filters=query.model_dump(exclude_none=True))
         return respond(RubricListOut, head_list_data(rubrics))
 
     @extend_schema(

@@ -1,32 +1,32 @@
-from typing import Annotated, Literal
-
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from pydantic import BaseModel, BeforeValidator, Field
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.bots.selectors import bot_get
 from apps.core.api.openapi import CONFLICT
-from apps.core.api.query_params import query_parameters
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
 from apps.testsets.models import TestSet
-from apps.testsets.schemas import (
-    DatasetIn,
+from apps.testsets.schemas import DatasetIn, TestSetCreateIn, TestSetUpdateIn
+
+from .schemas import (
     DatasetListOut,
+    DatasetListQuery,
     DatasetOut,
-    TestSetCreateIn,
+    ExportQuery,
+    ImportQuery,
+    ImportVersionQuery,
     TestSetListOut,
+    TestSetListQuery,
     TestSetOut,
     TestSetSavedOut,
-    TestSetUpdateIn,
     TestSetVersionListOut,
     TestSetVersionOut,
 )
@@ -35,58 +35,11 @@ TAG = ["test sets"]
 DATASET_TAG = ["datasets"]
 
 
-def _blank_as_absent(value):
-    # `?format=` or `?version=` with nothing after it means the default, as if left out.
-    return None if value == "" else value
-
-
-def _file_format(value):
-    # transfer's own refusal (a domain error, so not caught as a field error) names the formats.
-    value = _blank_as_absent(value)
-    return None if value is None else transfer.format_for(value)
-
-
-FileFormat = Annotated[Literal[tuple(transfer.FORMATS)] | None, BeforeValidator(_file_format)]
-_FORMAT_DOC = "File format; for import, defaults from the Content-Type."
-
-
-class TestSetListQuery(BaseModel):
-    agent_id: str | None = Field(default=None, description="Only this bot's test sets.")
-
-
-class DatasetListQuery(BaseModel):
-    agent_id: str | None = Field(default=None, description="Only this bot's question sets.")
-
-
-class ExportQuery(BaseModel):
-    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
-    version: Annotated[int | None, BeforeValidator(_blank_as_absent)] = Field(
-        default=None, description="Defaults to the current version."
-    )
-
-
-class ImportVersionQuery(BaseModel):
-    format: FileFormat = Field(default=None, description=_FORMAT_DOC)
-
-
-class ImportQuery(ImportVersionQuery):
-    agent_id: str | None = Field(default=None, description="Required unless the JSON file names it.")
-    name: str | None = Field(default=None, description="Required unless the JSON file names it.")
-    description: str | None = None
-
-
 class _FileFormatNegotiation(DefaultContentNegotiation):
     """?format= names the test set file format here, not a DRF renderer."""
 
     def select_renderer(self, request, renderers, format_suffix=None):
         return renderers[0], renderers[0].media_type
-
-
-def _agent_filter(request, query_model: type[TestSetListQuery | DatasetListQuery]) -> str | None:
-    agent_id = query_model.model_validate(request.query_params.dict()).agent_id
-    if agent_id is not None:
-        bot_get(agent_id)  # a filter naming no bot is a 404, not an empty list
-    return agent_id
 
 
 def _saved(test_set, warnings: list[str], **kwargs) -> Response:
@@ -104,7 +57,7 @@ class TestSetListView(APIView):
         parameters=query_parameters(TestSetListQuery),
     )
     def get(self, request):
-        test_sets = selectors.testset_list(agent_id=_agent_filter(request, TestSetListQuery))
+        test_sets = selectors.testset_list(filters=query_of(TestSetListQuery, request).model_dump(exclude_none=True))
         return respond(TestSetListOut, head_list_data(test_sets))
 
     @extend_schema(
@@ -280,7 +233,7 @@ class DatasetListView(APIView):
         parameters=query_parameters(DatasetListQuery),
     )
     def get(self, request):
-        datasets = selectors.dataset_list(agent_id=_agent_filter(request, DatasetListQuery))
+        datasets = selectors.dataset_list(filters=query_of(DatasetListQuery, request).model_dump(exclude_none=True))
         return respond(DatasetListOut, [selectors.dataset_data(d) for d in datasets])
 
     @extend_schema(

@@ -67,6 +67,18 @@ class CompleteIn(BaseModel):
 IdempotencyKey = Annotated[Identifier, Field(max_length=MAX_IDEMPOTENCY_KEY_LENGTH)]
 
 
+class ToolCallHeaders(BaseModel):
+    """The tool-call door's optional header: parsed by this model, and documented from it as a header
+    parameter (views.header_parameters), as a query model is."""
+
+    idempotency_key: IdempotencyKey | None = Field(
+        default=None,
+        alias="Idempotency-Key",
+        description="Makes a retried request safe for calls sent without call_id "
+        f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).",
+    )
+
+
 class BatchTraceIn(BaseModel):
     session_id: Identifier
     user_query: NonBlankText

@@ -10,7 +10,7 @@ from django.db import DatabaseError, transaction
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from pydantic import Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, Field, TypeAdapter, ValidationError
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
 from rest_framework.response import Response
@@ -28,16 +28,15 @@ from apps.traces import ledger, ledger_selectors, selectors, services
 
 from .schemas import (
     LEDGER_DEFAULT_WINDOW_HOURS,
-    MAX_IDEMPOTENCY_KEY_LENGTH,
     MAX_TOOL_CALLS_PER_REQUEST,
     BatchIn,
     BatchOut,
     BatchTraceIn,
     CompleteIn,
-    IdempotencyKey,
     IntentIn,
     LedgerOut,
     LedgerQuery,
+    ToolCallHeaders,
     ToolCallIn,
     ToolCallPageOut,
     ToolCallPageQuery,
@@ -57,7 +56,15 @@ _tool_calls_body = TypeAdapter(
     ToolCallIn | Annotated[list[ToolCallIn], Field(min_length=1, max_length=MAX_TOOL_CALLS_PER_REQUEST)]
 )
 _batch_item = TypeAdapter(BatchTraceIn)
-_idempotency_key = TypeAdapter(IdempotencyKey)
+
+
+def header_parameters(model: type[BaseModel]) -> list[OpenApiParameter]:
+    """The OpenAPI header parameters of a header model: query_parameters' document of each field
+    (name from its alias, schema, description), sent in a header instead of the query string."""
+    parameters = query_parameters(model)
+    for parameter in parameters:
+        parameter.location = OpenApiParameter.HEADER
+    return parameters
 
 
 def _header_idempotency_key(request) -> str | None:
@@ -66,12 +73,13 @@ def _header_idempotency_key(request) -> str | None:
     if raw is None:
         return None
     try:
-        return _idempotency_key.validate_python(raw)
+        return ToolCallHeaders.model_validate({"Idempotency-Key": raw}).idempotency_key
     except ValidationError as exc:
+        # Located in the header, as a body field's error is in the body.
         raise ValidationError.from_exception_data(
             exc.title,
             [
-                {"type": err["type"], "loc": ("header", "Idempotency-Key"), "input": raw, "ctx": err.get("ctx", {})}
+                {"type": err["type"], "loc": ("header", *err["loc"]), "input": raw, "ctx": err.get("ctx", {})}
                 for err in exc.errors()
             ],
         ) from None
@@ -226,16 +234,7 @@ class TraceToolCallsView(APIView):
         tags=TAG,
         request=ToolCallIn,
         responses={201: ToolCallsAnswer, 200: ToolCallsAnswer, 409: CONFLICT},
-        parameters=[
-            OpenApiParameter(
-                "Idempotency-Key",
-                str,
-                OpenApiParameter.HEADER,
-                required=False,
-                description="Makes a retried request safe for calls sent without call_id "
-                f"(1 to {MAX_IDEMPOTENCY_KEY_LENGTH} characters).",
-            )
-        ],
+        parameters=header_parameters(ToolCallHeaders),
         summary="Record one tool call, or a list of them in order",
         description="The body is one tool call object or a JSON array of them. Calls carrying a call_id "
         "(or sent with an Idempotency-Key header) are recorded once however often the request is retried.",

@@ -8,9 +8,9 @@ from apps.core.charts import legend, metric_chart
 from apps.core.http.pages import layout_context
 from apps.core.models import SCOPE_EVALUATE
 
-from .api.schemas import MAX_QUERY_LENGTH
-from .backends import backend_config, get_backend
-from .selectors import example_questions, metrics_query_answer
+from ..api.schemas import MAX_QUERY_LENGTH
+from ..backends import backend_config, get_backend
+from ..selectors import example_questions, metrics_query_answer
 
 
 def scrape_snippet(request) -> str:
