@@ -15,6 +15,7 @@ from . import attempts
 from . import comparison as pairing
 from .aggregates import LIVE_OVERLAP, RunDigest, run_digest, run_digests
 from .display import conversation_turns, failures_and_warnings, final_answer
+from .filters import ResultFilter, RunFilter, filtered
 from .jsonfilters import HasTag
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
@@ -35,16 +36,10 @@ def run_get(*, run_id) -> EvaluationRun:
     return run
 
 
-def run_named_list(*, agent_id: str | None = None, test_set_id=None, status: str | None = None):
-    """Runs newest first, each with its bot's, test set's and rubric's names (one query)."""
-    runs = EvaluationRun.objects.with_names().newest_first()
-    if agent_id:
-        runs = runs.filter(agent_id=agent_id)
-    if test_set_id:
-        runs = runs.filter(Q(test_set_id=test_set_id) | Q(dataset_id=test_set_id))
-    if status:
-        runs = runs.filter(status=status)
-    return runs
+def run_named_list(*, filters: dict | None = None):
+    """Runs newest first, each with its bot's, test set's and rubric's names (one query), chosen by
+    RunFilter (agent_id, test_set_id, status)."""
+    return filtered(RunFilter, filters, EvaluationRun.objects.with_names().newest_first())
 
 
 def run_bot_choices() -> list[tuple[str, str]]:
@@ -62,13 +57,9 @@ def run_named_get(*, run: EvaluationRun) -> EvaluationRun:
     return EvaluationRun.objects.with_names().select_related("created_by").get(pk=run.pk)
 
 
-def run_list(*, agent_id: str | None = None, status: str | None = None, limit: int = 50):
-    runs = EvaluationRun.objects.newest_first()
-    if agent_id:
-        runs = runs.filter(agent_id=agent_id)
-    if status:
-        runs = runs.filter(status=status)
-    return runs[:limit]
+def run_list(*, filters: dict | None = None, limit: int = 50):
+    """The newest `limit` runs RunFilter chooses (agent_id, test_set_id, status)."""
+    return filtered(RunFilter, filters, EvaluationRun.objects.newest_first())[:limit]
 
 
 # Test set order; the id makes it total, so pages of equal positions (attempts of one item) never
@@ -76,14 +67,9 @@ def run_list(*, agent_id: str | None = None, status: str | None = None, limit: i
 RESULT_ORDER = ("position", "pk")
 
 
-def result_list(*, run: EvaluationRun, passed: bool | None = None, item_type: str | None = None):
-    """Finished results of a run, in test set order."""
-    results = run.results.done().order_by(*RESULT_ORDER)
-    if passed is not None:
-        results = results.filter(passed=passed)
-    if item_type:
-        results = results.filter(item_type=item_type)
-    return results
+def result_list(*, run: EvaluationRun, filters: dict | None = None):
+    """Finished results of a run, in test set order, chosen by ResultFilter (passed, item_type)."""
+    return filtered(ResultFilter, filters, run.results.done().order_by(*RESULT_ORDER))
 
 
 def _attempt_counts(run: EvaluationRun) -> dict:
@@ -217,16 +203,12 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
 
 
 def result_page(
-    *, run: EvaluationRun, limit: int, offset: int = 0, passed: bool | None = None, item_type: str | None = None
+    *, run: EvaluationRun, limit: int, offset: int = 0, filters: dict | None = None
 ) -> tuple[list[EvaluationResult], bool]:
     """(results, has_more): `limit` finished results of a run from `offset`, in test set order.
     The page's ids are found first (an index-only scan of results_run_done_order on PostgreSQL),
     then only its rows are read, so a deep offset does not read the rows it skips."""
-    ids = list(
-        result_list(run=run, passed=passed, item_type=item_type).values_list("pk", flat=True)[
-            offset : offset + limit + 1
-        ]
-    )
+    ids = list(result_list(run=run, filters=filters).values_list("pk", flat=True)[offset : offset + limit + 1])
     results = EvaluationResult.objects.filter(pk__in=ids[:limit]).order_by(*RESULT_ORDER).with_verdicts()
     return list(results), len(ids) > limit
 

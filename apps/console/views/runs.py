@@ -7,7 +7,6 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, JsonResponse
 from django.shortcuts import redirect, render
@@ -61,13 +60,9 @@ def run_list(request):
     }
     # An unknown ?sort is the default order (newest first); pages keep the sort and the filters.
     sort = console_selectors.run_sort(request.GET.get("sort"))
-    try:
-        runs = console_selectors.run_list_sorted(
-            selectors.run_named_list(**{k: v or None for k, v in filters.items()}), sort=sort
-        )
-        page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
-    except ValidationError:  # a test set id that is not a UUID names no run
-        page = Paginator(EvaluationRun.objects.none(), RUNS_PER_PAGE).get_page(1)
+    # A test set id that is not a UUID names no run (runs.filters.filtered).
+    runs = console_selectors.run_list_sorted(selectors.run_named_list(filters=filters), sort=sort)
+    page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     sorted_query = {**filters, **({"sort": sort.param} if sort.param != console_selectors.RUN_DEFAULT_SORT else {})}
     return render(
         request,

@@ -150,7 +150,7 @@ class RunsView(APIView):
     )
     def get(self, request):
         query = query_of(RunListQuery, request)
-        runs = list(selectors.run_list(**query.model_dump()))
+        runs = list(selectors.run_list(filters=query.model_dump(exclude={"limit"}), limit=query.limit))
         fingerprints = selectors.run_judge_fingerprints(runs=runs)
         return respond(RunList, [run_answer(r, fingerprints[r.pk]) for r in runs])
 
@@ -227,8 +227,10 @@ class RunResultsView(APIView):
         entry = _result_entry(run)
         if query.paged:
             limit, offset = query.limit or RESULTS_PAGE_DEFAULT, query.offset or 0
-            page = selectors.item_result_page if run.repeats > 1 else selectors.result_page
-            results, has_more = page(run=run, limit=limit, offset=offset, **filters)
+            if run.repeats > 1:
+                results, has_more = selectors.item_result_page(run=run, limit=limit, offset=offset, **filters)
+            else:
+                results, has_more = selectors.result_page(run=run, limit=limit, offset=offset, filters=filters)
             headers = {"X-Has-More": "true" if has_more else "false"}
             if has_more:
                 following = {**request.query_params.dict(), "limit": limit, "offset": offset + limit}
@@ -237,7 +239,7 @@ class RunResultsView(APIView):
         if run.repeats > 1:
             results = selectors.item_result_list(run=run, **filters)
         else:
-            results = selectors.result_list(run=run, **filters)
+            results = selectors.result_list(run=run, filters=filters)
         if run.total > RESULTS_INLINE_MAX:
             if run.repeats == 1:
                 results = iter_with_verdicts(results, chunk_size=500)

@@ -367,7 +367,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  rubric rules: {run.rubric_rules_passed}/{run.rubric_rules_total} passed")
             for scope, score in (run.component_scores or {}).items():
                 self.stdout.write(f"    {scope:<15} {score['passed']}/{score['total']} = {score['score']:.0%}")
-        failed = selectors.result_list(run=run, passed=False)
+        failed = selectors.result_list(run=run, filters={"passed": False})
         for result in failed.with_verdicts()[:FAILED_SHOWN]:
             self._failed_result(
                 result,

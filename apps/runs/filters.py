@@ -1,0 +1,47 @@
+"""The run lists' filters (HackSoft style: the selectors apply them, the API's query models and the
+console's query string feed them).
+
+RunFilter chooses runs for `GET /api/v1/runs` (selectors.run_list) and the console's run list
+(selectors.run_named_list); ResultFilter a run's finished results for the results API
+(selectors.result_list and result_page). The run page's table keeps its own filters
+(selectors.results_filtered): they read verdicts, the digest and the item's JSON."""
+
+import django_filters
+from django.db.models import Q
+
+from .models import EvaluationResult, EvaluationRun
+
+
+class RunFilter(django_filters.FilterSet):
+    """agent_id (the bot), status, and test_set_id, which names a test set or a question set (a V1
+    run's dataset): one id box in the console for both."""
+
+    agent_id = django_filters.CharFilter()
+    status = django_filters.ChoiceFilter(choices=EvaluationRun.Status.choices)
+    test_set_id = django_filters.UUIDFilter(method="of_test_set")
+
+    class Meta:
+        model = EvaluationRun
+        fields: list[str] = []
+
+    def of_test_set(self, queryset, name, value):
+        return queryset.filter(Q(test_set_id=value) | Q(dataset_id=value))
+
+
+class ResultFilter(django_filters.FilterSet):
+    """passed (the result's verdict: false is failed or unassessed) and item_type."""
+
+    passed = django_filters.BooleanFilter()
+    item_type = django_filters.ChoiceFilter(choices=[(t, t) for t in ("single_turn", "scenario", "question")])
+
+    class Meta:
+        model = EvaluationResult
+        fields: list[str] = []
+
+
+def filtered(filterset: type[django_filters.FilterSet], filters: dict | None, queryset):
+    """The rows of `queryset` the filters choose. A value that does not validate (a test set id that
+    is not a UUID, typed in the console's box) chooses no row: it names nothing, rather than being
+    dropped and showing everything. The API's query models reject such values before this."""
+    bound = filterset({k: v for k, v in (filters or {}).items() if v not in (None, "")}, queryset)
+    return bound.qs if bound.is_valid() else queryset.none()
