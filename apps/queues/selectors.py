@@ -16,6 +16,7 @@ from apps.scores.models import Score
 from apps.scores.selectors import human_in_force
 from apps.scores.vocabulary import ScoreKind
 
+from .filters import QueueItemFilter
 from .models import QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS
 
@@ -66,13 +67,10 @@ def _labelled(items, kind: str):
     return items.annotate(target_label=column(KeyTextTransform("question", "payload"), TextField()))
 
 
-def queue_item_list(*, queue: ReviewQueue, state: str | None = None):
+def queue_item_list(*, queue: ReviewQueue, filters: dict | None = None):
+    """The queue's items in order, with their subjects' labels, chosen by QueueItemFilter (state)."""
     items = _labelled(queue.items.select_related("assigned_to", "reviewed_by", "queue"), queue.kind)
-    if state == "left":
-        items = items.filter(done_at__isnull=True)
-    elif state == "done":
-        items = items.filter(done_at__isnull=False)
-    return items.order_by("id")
+    return QueueItemFilter(filters or {}, items.order_by("id")).qs
 
 
 def queue_item_get(*, queue: ReviewQueue, item_id) -> QueueItem:

@@ -73,7 +73,7 @@ def queue_list(request):
 def queue_page(request, queue_id):
     queue = _queue_or_404(queue_id)
     state = request.GET.get("state") or ""
-    items = selectors.queue_item_list(queue=queue, state=state or None)
+    items = selectors.queue_item_list(queue=queue, filters={"state": state})
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     threshold = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}.get(queue.kind)
     # Who items can be assigned to: the accounts that may review (staff), one query.

@@ -148,7 +148,9 @@ class QueueItemsView(QueueView):
     )
     def get(self, request, queue_id):
         query = query_of(ItemQuery, request)
-        items = selectors.queue_item_list(queue=selectors.queue_get(queue_id=queue_id), state=query.state)
+        items = selectors.queue_item_list(
+            queue=selectors.queue_get(queue_id=queue_id), filters=query.model_dump(include={"state"}, exclude_none=True)
+        )
         page = items[query.offset : query.offset + query.limit]
         return respond(QueueItemList, {"count": items.count(), "results": list(page)})
 
