@@ -231,8 +231,9 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
-    # Fenced fast path (issue 22 item 3 allows one for bulk export; this is agentic's only vendor
-    # branch, its only cursor() is in selectors.evaluation_export_jsonl_postgres): on PostgreSQL the
+    # Fenced fast path (issue 22 item 3 allows one for bulk export; with fastpath.enabled() for the
+    # batch's Score COPY, agentic's only vendor branches, and its only cursor()s are
+    # selectors.evaluation_export_jsonl_postgres and fastpath.scores_copy): on PostgreSQL the
     # database writes the JSON Lines itself with COPY, several times the rows/s of the ORM path a
     # million-row export would otherwise take. The ORM path below gives the same records, in the
     # same order, on every database; the contract tests compare the two.
