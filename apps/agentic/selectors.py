@@ -8,11 +8,12 @@ from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
 from apps.scores.models import Score
-from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
+from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
 from apps.traces.models import AgentTrace
 
+from .filters import EvaluationHistoryFilter
 from .judges import AGENTIC_METRICS
-from .models import AgentEvaluation, EvaluationRollup, metrics_attach
+from .models import AgentEvaluation, EvaluationRollup, MetricRead, metrics_attach
 from .scoring import RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
@@ -91,12 +92,29 @@ def _records() -> QuerySet:
     return AgentEvaluation.objects.select_related("rule").only(*RECORD_FIELDS)
 
 
+def _with_metrics(qs: QuerySet) -> list[AgentEvaluation]:
+    """The evaluations of `qs` with `metrics` set from the same query (with_metric_columns and each
+    metric's reason): one round trip for a whole page, which on a busy server costs more than the
+    page's rows do. A metric without a row reads as skipped, missing, as metrics_attach has it."""
+    reasons = {f"{name}_reason": F(f"_{name}_score__reason") for name in AGENTIC_METRICS}
+    evaluations = list(with_metric_columns(qs).annotate(**reasons))
+    for ev in evaluations:
+        row = ev.__dict__
+        ev.metrics = {
+            name: MetricRead(name, row[name], row[f"{name}_reasoning"], row[f"{name}_status"], row[f"{name}_reason"])
+            if row[f"{name}_status"] is not None
+            else MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
+            for name in AGENTIC_METRICS
+        }
+    return evaluations
+
+
 def evaluation_latest_get(*, session_id: str) -> AgentEvaluation:
     """The session's newest evaluation, with the fields of a history record (others load on access)."""
-    evaluation = _records().filter(session_id=session_id).order_by(*HISTORY_ORDER).first()
-    if evaluation is None:
+    found = _with_metrics(_records().filter(session_id=session_id).order_by(*HISTORY_ORDER)[:1])
+    if not found:
         raise NotFoundError(f"No evaluation found for session {session_id}")
-    return metrics_attach([evaluation])[0]
+    return found[0]
 
 
 @dataclass
@@ -105,28 +123,17 @@ class HistoryPage:
     has_more: bool
 
 
-def evaluation_history(
-    *,
-    limit: int,
-    offset: int,
-    agent_name: str | None = None,
-    operation: str | None = None,
-    min_score: float | None = None,
-) -> HistoryPage:
-    """Newest first. The page's ids are found first from the index alone and the rows fetched after,
-    so a deep offset walks index entries, not whole rows; one extra id says whether more follow."""
-    qs = AgentEvaluation.objects.all()
-    if agent_name is not None:
-        qs = qs.filter(agent_name=agent_name)
-    if operation is not None:
-        qs = qs.filter(operation=operation)
-    if min_score is not None:
-        qs = qs.filter(overall_score__gte=min_score)
-    ids = list(qs.order_by(*HISTORY_ORDER).values_list("id", flat=True)[offset : offset + limit + 1])
-    page_ids = ids[:limit]
-    rows = _records().in_bulk(page_ids)
-    # The page's metric scores are read only now, for its rows alone (one query on score_subject).
-    return HistoryPage(evaluations=metrics_attach([rows[i] for i in page_ids if i in rows]), has_more=len(ids) > limit)
+def evaluation_history(*, limit: int, offset: int, filters: dict | None = None) -> HistoryPage:
+    """Newest first, the evaluations EvaluationHistoryFilter chooses with `filters` (agent_name,
+    operation, min_score; an absent one is not applied). A deep offset walks index entries, not
+    whole rows; one extra row says whether more follow."""
+    qs = EvaluationHistoryFilter(filters or {}, AgentEvaluation.objects.all()).qs
+    # One query: the page's ids in a subquery (an index-only walk of agenteval_newest or the
+    # filter's index), then only those rows and their metric Score rows (three probes of
+    # score_subject each), so the joins never touch the rows the offset skips.
+    ids = qs.order_by(*HISTORY_ORDER).values("id")[offset : offset + limit + 1]
+    evaluations = _with_metrics(_records().filter(pk__in=ids).order_by(*HISTORY_ORDER))
+    return HistoryPage(evaluations=evaluations[:limit], has_more=len(evaluations) > limit)
 
 
 def evaluation_summary() -> dict:

@@ -192,9 +192,7 @@ class HistoryView(APIView):
         page = selectors.evaluation_history(
             limit=query.limit,
             offset=query.offset,
-            agent_name=query.agent_name,
-            operation=query.operation,
-            min_score=query.min_score,
+            filters=query.model_dump(include={"agent_name", "operation", "min_score"}, exclude_none=True),
         )
         return respond(
             HistoryOut,
