@@ -235,22 +235,9 @@ def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
 EXPORT_BLOCK_BYTES = 256 * 1024
 
 
-def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
-    """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
-    evaluation as JSON Lines, newest first, in blocks of bytes. The
-    database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
-    "timestamp", the same records as the values() path) and sends them with COPY, so no Python
-    object is made per row and the export runs at the database's pace.
-
-    The metrics come from one LATERAL aggregate per evaluation (one probe of the score_subject index
-    for its three rows), not from three joins: with joins PostgreSQL hashes three scans of
-    scores_score and sorts every wide row on disk before the first record leaves (1.6 s of a 200,000
-    row export before any output, and growing faster than the rows); with the lateral probe it walks
-    agenteval_newest in order and streams, as it did when the metrics were columns.
-
-    COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
-    the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
-    line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
+def _export_select() -> tuple[str, list]:
+    """The SELECT of evaluation_export_jsonl_postgres (one JSON text per evaluation, newest first)
+    and its parameters."""
     quote = connection.ops.quote_name
     metric_columns = {"": "value", "_reasoning": "reasoning", "_status": "status"}
     from_metrics = {name + suffix for name in AGENTIC_METRICS for suffix in metric_columns}
@@ -275,6 +262,26 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
         f"ORDER BY {order}"
     )
     params += [SubjectKind.AGENTIC_EVALUATION.value, ScoreKind.METRIC.value, ScoreSource.HUMAN.value]
+    return select, params
+
+
+def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
+    """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
+    evaluation as JSON Lines, newest first, in blocks of bytes. The
+    database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
+    "timestamp", the same records as the values() path) and sends them with COPY, so no Python
+    object is made per row and the export runs at the database's pace.
+
+    The metrics come from one LATERAL aggregate per evaluation (one probe of the score_subject index
+    for its three rows), not from three joins: with joins PostgreSQL hashes three scans of
+    scores_score and sorts every wide row on disk before the first record leaves (1.6 s of a 200,000
+    row export before any output, and growing faster than the rows); with the lateral probe it walks
+    agenteval_newest in order and streams, as it did when the metrics were columns.
+
+    COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
+    the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
+    line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
+    select, params = _export_select()
     sql = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
     buffer = bytearray()
     with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
