@@ -193,6 +193,8 @@ def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
     rows = (
         Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
         .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
+        # The judge's rows: a reviewer's human Score on a metric sits beside the judge's.
+        .machine()
         .order_by()
         .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
     )

@@ -24,6 +24,7 @@ from apps.traces.models import AgentTrace
 from apps.traces.selectors import trace_get
 from apps.traces.services import traces_clear
 
+from . import fastpath
 from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
 from .judges.base import MetricResult
 from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, metrics_attach
@@ -151,7 +152,11 @@ def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
     for ev in evaluations:
         for score in ev.metrics.values():
             score.subject_id = ev.pk
-    scores_store(rows=[score for ev in evaluations for score in ev.metrics.values()])
+    scores = [score for ev in evaluations for score in ev.metrics.values()]
+    if fastpath.enabled():
+        fastpath.scores_copy(scores)
+    else:
+        scores_store(rows=scores)
     _rollup_add(evaluations)
 
 

@@ -61,3 +61,47 @@ def test_a_batch_of_reused_evaluations_reads_their_metrics_in_one_query(api, dem
         response = api.post(f"{BASE}/evaluate/batch", {"session_ids": ids, "judge": "heuristic"}, format="json")
     assert all(r["reused"] for r in response.json()["results"])
     assert len(four) == len(one)
+
+
+@pytest.mark.django_db
+def test_a_reviewers_human_score_leaves_the_judges_metric_and_the_export_rows_alone(api):
+    from apps.agentic import selectors
+    from apps.scores.services import human_score_record
+
+    evaluation = AgentEvaluationFactory(task_adherence=0.9)
+    human_score_record(
+        subject_kind="agentic_evaluation", subject_id=evaluation.pk, kind="metric", key="task_adherence", value=0.1
+    )
+    record = api.get(f"{BASE}/history/{evaluation.session_id}").json()
+    assert record["task_adherence"] == 0.9
+    assert api.get(f"{BASE}/history").json()["evaluations"][0]["task_adherence"] == 0.9
+    # One record per evaluation: the human row is not a second match of the metric's join.
+    rows = list(selectors.evaluation_export_rows())
+    assert [row["task_adherence"] for row in rows] == [0.9]
+    if connection.vendor == "postgresql":
+        lines = b"".join(selectors.evaluation_export_jsonl_postgres()).splitlines()
+        assert len(lines) == 1 and b'"task_adherence" : 0.9' in lines[0].replace(b'":', b'" :')
+
+
+@pytest.mark.django_db
+def test_a_batch_stores_each_metric_as_the_orm_would(api, demo_traces, monkeypatch):
+    """The batch's metric rows (COPY on PostgreSQL) are the rows scores_store writes on SQLite."""
+    from apps.agentic import fastpath
+
+    sessions = ["demo_k8s_list_delhi", "demo_vm_create_mumbai", "demo_k8s_delete_failed"]
+    fields = [f.attname for f in Score._meta.concrete_fields if f.attname not in ("id", "subject_id", "created_at")]
+
+    def stored():
+        before = set(AgentEvaluation.objects.values_list("pk", flat=True))
+        body = {"session_ids": sessions, "judge": "heuristic", "force": True}
+        assert api.post(f"{BASE}/evaluate/batch", body, format="json").status_code == 200
+        new = AgentEvaluation.objects.exclude(pk__in=before)
+        session_of = dict(new.values_list("pk", "session_id"))
+        rows = Score.objects.filter(subject_kind="agentic_evaluation", subject_id__in=session_of)
+        return sorted((session_of[row[0]], *row[1:]) for row in rows.values_list("subject_id", *fields))
+
+    copied = stored()
+    monkeypatch.setattr(fastpath, "enabled", lambda: False)
+    inserted = stored()
+    assert len(copied) == 9
+    assert copied == inserted

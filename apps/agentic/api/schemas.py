@@ -58,17 +58,24 @@ class BatchEvaluateIn(BaseModel):
     judge: JudgeChoice = None
 
 
+# The query models parse a view's query string (apps.core.api.query_params.query_of: a bad value is
+# the API's 422) and document its parameters (query_parameters), so the two cannot drift apart.
 class HistoryQuery(BaseModel):
-    limit: Annotated[int, Field(ge=1, le=500)] = 50
-    offset: Annotated[int, Field(ge=0, le=100_000_000)] = 0
-    agent_name: ShortText | None = None
-    operation: ShortText | None = None
-    min_score: Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None = None
+    limit: Annotated[int, Field(ge=1, le=500, description="Evaluations in the page, 1-500.")] = 50
+    offset: Annotated[int, Field(ge=0, le=100_000_000, description="Evaluations skipped, newest first.")] = 0
+    agent_name: Annotated[ShortText | None, Field(description="Only this agent's evaluations.")] = None
+    operation: Annotated[ShortText | None, Field(description="Only evaluations of this detected operation.")] = None
+    min_score: Annotated[
+        Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
+        Field(description="Minimum overall score, 0-1."),
+    ] = None
 
 
 class ExportQuery(BaseModel):
-    format: Literal["json", "jsonl"] = "json"
-    download: bool = False
+    format: Annotated[Literal["json", "jsonl"], Field(description="The records as a JSON array or JSON Lines.")] = (
+        "json"
+    )
+    download: Annotated[bool, Field(description="Stream the file instead of wrapping it in JSON.")] = False
 
 
 # The Out models read the models (from_attributes): an AgentEvaluation, whose `metrics` holds its

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 
 from apps.agentic import selectors, services
 from apps.agentic.judges import JudgeInput, JudgeToolCall
+from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
@@ -176,10 +177,6 @@ class SummaryView(APIView):
         return respond(SummaryOut, selectors.evaluation_summary())
 
 
-def _query(model, request):
-    return model.model_validate(request.query_params.dict())
-
-
 class HistoryView(APIView):
     required_scopes = {"GET": "read"}
 
@@ -188,22 +185,14 @@ class HistoryView(APIView):
         responses={200: HistoryOut},
         summary="Stored evaluations, newest first",
         operation_id="v1_metrics_history_list",
-        parameters=[
-            OpenApiParameter("limit", int, description="1-500, default 50"),
-            OpenApiParameter("offset", int, description="default 0"),
-            OpenApiParameter("agent_name", str),
-            OpenApiParameter("operation", str),
-            OpenApiParameter("min_score", float, description="Minimum overall score, 0-1"),
-        ],
+        parameters=query_parameters(HistoryQuery),
     )
     def get(self, request):
-        query = _query(HistoryQuery, request)
+        query = query_of(HistoryQuery, request)
         page = selectors.evaluation_history(
             limit=query.limit,
             offset=query.offset,
-            agent_name=query.agent_name,
-            operation=query.operation,
-            min_score=query.min_score,
+            filters=query.model_dump(include={"agent_name", "operation", "min_score"}, exclude_none=True),
         )
         return respond(
             HistoryOut,
@@ -231,8 +220,9 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
-    # Fenced fast path (issue 22 item 3 allows one for bulk export; this is agentic's only vendor
-    # branch, its only cursor() is in selectors.evaluation_export_jsonl_postgres): on PostgreSQL the
+    # Fenced fast path (issue 22 item 3 allows one for bulk export; with fastpath.enabled() for the
+    # batch's Score COPY, agentic's only vendor branches, and its only cursor()s are
+    # selectors.evaluation_export_jsonl_postgres and fastpath.scores_copy): on PostgreSQL the
     # database writes the JSON Lines itself with COPY, several times the rows/s of the ORM path a
     # million-row export would otherwise take. The ORM path below gives the same records, in the
     # same order, on every database; the contract tests compare the two.
@@ -296,13 +286,10 @@ class ExportView(APIView):
         description="Without `download`, the contract's `{format, data}` with the export as a string. With "
         "`download=true`, the file itself (a JSON array, or one JSON object per line), streamed from a "
         "database cursor so the server's memory does not grow with the number of evaluations.",
-        parameters=[
-            OpenApiParameter("format", str, enum=["json", "jsonl"], description="default json"),
-            OpenApiParameter("download", bool, description="Stream the file instead of wrapping it in JSON."),
-        ],
+        parameters=query_parameters(ExportQuery),
     )
     def get(self, request):
-        query = _query(ExportQuery, request)
+        query = query_of(ExportQuery, request)
         if query.download:
             response = StreamingHttpResponse(
                 _stream(query.format),
