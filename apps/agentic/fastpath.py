@@ -16,7 +16,8 @@ _FIELDS = [field for field in Score._meta.concrete_fields if not field.primary_k
 
 
 def enabled() -> bool:
-    """The app's one vendor check for its writes."""
+    """The app's one vendor check: the batch's Score COPY here, and the export's COPY
+    (api.views._stream, selectors.evaluation_export_jsonl_postgres)."""
     return connection.vendor == "postgresql"
 
 

@@ -3,7 +3,7 @@ from itertools import islice
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, connection
+from django.db import DatabaseError
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -12,7 +12,7 @@ from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.agentic import selectors, services
+from apps.agentic import fastpath, selectors, services
 from apps.agentic.judges import JudgeInput, JudgeToolCall
 from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
@@ -220,13 +220,13 @@ def _chunks(rows):
 
 
 def _stream(fmt: str):
-    # Fenced fast path (issue 22 item 3 allows one for bulk export; with fastpath.enabled() for the
-    # batch's Score COPY, agentic's only vendor branches, and its only cursor()s are
+    # Fenced fast path (issue 22 item 3 allows one for bulk export; fastpath.enabled() is agentic's
+    # one vendor check, for this and the batch's Score COPY, and its only cursor()s are
     # selectors.evaluation_export_jsonl_postgres and fastpath.scores_copy): on PostgreSQL the
     # database writes the JSON Lines itself with COPY, several times the rows/s of the ORM path a
     # million-row export would otherwise take. The ORM path below gives the same records, in the
     # same order, on every database; the contract tests compare the two.
-    if connection.vendor == "postgresql":
+    if fastpath.enabled():
         yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
         return
     rows = (orjson.dumps(selectors.export_record(row), default=str) for row in selectors.evaluation_export_rows())
