@@ -12,7 +12,7 @@ class OfBotFilter(django_filters.FilterSet):
     an empty list; a blank `agent_id` names none either, so it is checked on the data as given (the
     form would read a blank value as no filter at all)."""
 
-    agent_id = django_filters.CharFilter(field_name="agent__agent_id")
+    agent_id = django_filters.CharFilter(field_name="bot__agent_id")
 
     def filter_queryset(self, queryset):
         agent_id = self.data.get("agent_id")

@@ -11,13 +11,13 @@ def new_object_id() -> str:
 
 
 class OfBotQuerySet(models.QuerySet):
-    """For the rows that belong to a bot through a foreign key named `agent` (rubrics, test sets,
+    """For the rows that belong to a bot through a foreign key named `bot` (rubrics, test sets,
     question sets), read with their bot."""
 
     def of_bot(self, agent_id: str | None = None):
         """The rows of the bot `agent_id`, every row when None."""
-        rows = self.select_related("agent")
-        return rows if agent_id is None else rows.filter(agent__agent_id=agent_id)
+        rows = self.select_related("bot")
+        return rows if agent_id is None else rows.filter(bot__agent_id=agent_id)
 
 
 class Bot(models.Model):

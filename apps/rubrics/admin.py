@@ -73,7 +73,7 @@ class RubricRuleFormSet(ContentFormSet):
 
     def content_data(self, head, rows):
         return {
-            "agent_id": head.agent.agent_id if head.agent_id else "",
+            "agent_id": head.bot.agent_id if head.bot_id else "",
             "name": head.name,
             "description": head.description,
             "severity_definitions": head.severity_definitions,
@@ -111,7 +111,7 @@ class RubricAdmin(VersionedHeadAdmin):
     inlines = [RubricRuleInline]
     rows = "rules"
     more_fieldsets = [("Severity definitions", {"fields": ["severity_high", "severity_medium", "severity_low"]})]
-    search_fields = ["name", "description", "agent__name", "agent__agent_id", "rules__rule_id"]
+    search_fields = ["name", "description", "bot__name", "bot__agent_id", "rules__rule_id"]
 
     def save_form(self, request, form, change):
         rubric = super().save_form(request, form, change)

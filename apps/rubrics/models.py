@@ -23,7 +23,7 @@ class Rubric(VersionedHead):
     """The editable head of a rubric; every change is published as an immutable RubricVersion."""
 
     rubric_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="rubrics")
+    bot = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="rubrics")
     severity_definitions = models.JSONField(default=dict, blank=True)
 
     objects = OfBotQuerySet.as_manager()

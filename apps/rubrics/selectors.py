@@ -10,7 +10,7 @@ from .models import Rubric
 
 
 def rubric_get(rubric_id) -> Rubric:
-    return object_get(Rubric.objects.select_related("agent"), rubric_id)
+    return object_get(Rubric.objects.select_related("bot"), rubric_id)
 
 
 def rubric_list(*, filters: dict | None = None):

@@ -50,7 +50,7 @@ def _publishing(content: RubricContent) -> dict:
     return {
         "snapshot_of": lambda rubric: rubric_content_snapshot(rubric.pk, content),
         "head_fields": lambda: {
-            "agent": bot_named_in_body(content.agent_id),
+            "bot": bot_named_in_body(content.agent_id),
             "name": content.name,
             "description": content.description,
             "severity_definitions": dict(content.severity_definitions),

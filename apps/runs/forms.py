@@ -31,7 +31,7 @@ def _by_bot(rows, label) -> list:
     """Choices grouped under their bot's name (what a browser without the script shows)."""
     groups: dict[str, list] = {}
     for row in rows:
-        groups.setdefault(f"{row.agent.name} ({row.agent.agent_id})", []).append((str(row.pk), label(row)))
+        groups.setdefault(f"{row.bot.name} ({row.bot.agent_id})", []).append((str(row.pk), label(row)))
     return list(groups.items())
 
 
@@ -70,13 +70,13 @@ class RunLaunchForm(forms.Form):
         self.fields["agent_id"].choices = [
             (b.agent_id, f"{b.name} ({b.adapter})") for b in Bot.objects.order_by("name")
         ]
-        test_sets = list(TestSet.objects.of_bot().order_by("agent__name", "name"))
-        rubrics = list(Rubric.objects.of_bot().order_by("agent__name", "name"))
+        test_sets = list(TestSet.objects.of_bot().order_by("bot__name", "name"))
+        rubrics = list(Rubric.objects.of_bot().order_by("bot__name", "name"))
         # Which bot each test set and rubric belongs to: the form refuses another bot's (clean), and
         # the page's script (static/console/launch.js) shows only the chosen bot's options.
         self.owners = {
-            "test_set_id": {str(t.pk): t.agent for t in test_sets},
-            "rubric_id": {str(r.pk): r.agent for r in rubrics},
+            "test_set_id": {str(t.pk): t.bot for t in test_sets},
+            "rubric_id": {str(r.pk): r.bot for r in rubrics},
         }
         self.fields["test_set_id"].choices = [("", "—")] * (not self.fields["test_set_id"].required) + _by_bot(
             test_sets, lambda t: f"{t.name} (v{t.current_version})"

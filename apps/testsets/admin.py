@@ -92,7 +92,7 @@ class TestItemFormSet(ContentFormSet):
 
     def content_data(self, head, rows):
         return {
-            "agent_id": head.agent.agent_id if head.agent_id else "",
+            "agent_id": head.bot.agent_id if head.bot_id else "",
             "name": head.name,
             "description": head.description,
             "items": [item_data(f) for f in rows],
@@ -112,7 +112,7 @@ class ImportForm(forms.Form):
 
 
 class NewTestSetImportForm(ImportForm):
-    agent = forms.ModelChoiceField(
+    bot = forms.ModelChoiceField(
         label="Bot",
         queryset=Bot.objects.all(),
         required=False,
@@ -127,7 +127,7 @@ class TestSetAdmin(VersionedHeadAdmin):
     rows = "items"
     more_fields = ["files"]
     change_list_template = "admin/testsets/testset/change_list.html"
-    search_fields = ["name", "description", "agent__name", "agent__agent_id", "items__name"]
+    search_fields = ["name", "description", "bot__name", "bot__agent_id", "items__name"]
 
     @admin.display(description="files")
     def files(self, obj):
@@ -178,13 +178,13 @@ class TestSetAdmin(VersionedHeadAdmin):
         form_class = ImportForm if test_set else NewTestSetImportForm
         form = form_class(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
-            agent = form.cleaned_data.get("agent")
+            bot = form.cleaned_data.get("bot")
             try:
                 imported, published, warnings = services.testset_import(
                     raw=form.cleaned_data["file"].read(),
                     fmt=form.cleaned_data["format"],
                     test_set=test_set,
-                    agent_id=agent.agent_id if agent else None,
+                    agent_id=bot.agent_id if bot else None,
                     name=form.cleaned_data.get("name") or None,
                     author=request.user.get_username(),
                 )
@@ -232,8 +232,8 @@ class DatasetQuestionInline(admin.TabularInline):
 
 @admin.register(Dataset)
 class DatasetAdmin(admin.ModelAdmin):
-    list_display = ["name", "agent", "question_count", "updated_at"]
-    list_select_related = ["agent"]
+    list_display = ["name", "bot", "question_count", "updated_at"]
+    list_select_related = ["bot"]
     search_fields = ["name", "questions__question"]
     readonly_fields = ["dataset_id"]
     inlines = [DatasetQuestionInline]

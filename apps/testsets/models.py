@@ -12,7 +12,7 @@ class TestSet(VersionedHead):
     """The editable head of a test set; every change is published as an immutable TestSetVersion."""
 
     test_set_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
-    agent = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
+    bot = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
 
     objects = OfBotQuerySet.as_manager()
 
@@ -65,9 +65,7 @@ class Dataset(models.Model):
     dataset_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
-    agent = models.ForeignKey(
-        Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets", verbose_name="bot"
-    )
+    bot = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -10,7 +10,7 @@ from .models import Dataset, TestSet
 
 
 def testset_get(test_set_id) -> TestSet:
-    return object_get(TestSet.objects.select_related("agent"), test_set_id)
+    return object_get(TestSet.objects.select_related("bot"), test_set_id)
 
 
 def testset_list(*, filters: dict | None = None):
@@ -25,7 +25,7 @@ def testset_version_items(test_set_id, version: int | None) -> tuple[int, list[d
 
 
 def dataset_get(dataset_id) -> Dataset:
-    return object_get(Dataset.objects.select_related("agent"), dataset_id)
+    return object_get(Dataset.objects.select_related("bot"), dataset_id)
 
 
 def dataset_list(*, filters: dict | None = None):
@@ -38,7 +38,7 @@ def dataset_data(dataset: Dataset) -> dict:
         "dataset_id": str(dataset.pk),
         "name": dataset.name,
         "description": dataset.description,
-        "agent_id": dataset.agent.agent_id if dataset.agent else None,
+        "agent_id": dataset.bot.agent_id if dataset.bot else None,
         "questions": [
             {"question_id": str(q.question_id), "question": q.question, "expected_answer": q.expected_answer}
             for q in dataset.questions.all()

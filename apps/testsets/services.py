@@ -123,7 +123,7 @@ def _publishing(content: TestSetContent) -> dict:
             test_set.pk, content, _assign_item_ids(test_set, content.items)
         ),
         "head_fields": lambda: {
-            "agent": bot_named_in_body(content.agent_id),
+            "bot": bot_named_in_body(content.agent_id),
             "name": content.name,
             "description": content.description,
         },
@@ -185,7 +185,7 @@ def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
 
 @transaction.atomic
 def dataset_create(*, data: DatasetIn, dataset_id=None) -> Dataset:
-    dataset = Dataset(name=data.name, description=data.description, agent=_optional_bot(data.agent_id))
+    dataset = Dataset(name=data.name, description=data.description, bot=_optional_bot(data.agent_id))
     if dataset_id is not None:
         dataset.dataset_id = dataset_id
     dataset.save(force_insert=True)
@@ -197,7 +197,7 @@ def dataset_create(*, data: DatasetIn, dataset_id=None) -> Dataset:
 def dataset_update(*, dataset: Dataset, data: DatasetIn) -> Dataset:
     """Replace a question set; questions keep their ids when sent with them or with the same text."""
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
-    dataset.name, dataset.description, dataset.agent = data.name, data.description, _optional_bot(data.agent_id)
+    dataset.name, dataset.description, dataset.bot = data.name, data.description, _optional_bot(data.agent_id)
     dataset.save()
     _write_questions(dataset, data)
     return dataset
@@ -223,7 +223,7 @@ def testset_import(
     says; an existing test set keeps its bot."""
     parsed = parse_test_set_file(raw, fmt)
     if test_set is not None:
-        agent_id = test_set.agent.agent_id
+        agent_id = test_set.bot.agent_id
         name = name or parsed.meta.get("name") or test_set.name
         description = description if description is not None else parsed.meta.get("description", test_set.description)
     else:

@@ -132,7 +132,7 @@ def test_delete_is_staff_only_and_protected_by_rubrics(api, staff_api):
     bot = BotFactory()
     agent_id = bot.agent_id
     assert api.delete(f"/api/v1/bots/{agent_id}").status_code == 403
-    rubric_id = RubricFactory(agent=bot).rubric_id
+    rubric_id = RubricFactory(bot=bot).rubric_id
     response = staff_api.delete(f"/api/v1/bots/{agent_id}")
     assert response.status_code == 409 and "rubrics" in response.json()["detail"]
     assert staff_api.delete(f"/api/v1/rubrics/{rubric_id}").status_code == 204

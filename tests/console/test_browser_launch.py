@@ -28,10 +28,10 @@ def test_launch_form_offers_only_the_chosen_bots_test_sets_and_rubrics(browser, 
     from selenium.webdriver.support.ui import Select
 
     alpha, beta = BotFactory(name="Alpha"), BotFactory(name="Beta")
-    SuiteFactory(agent=alpha, name="Alpha set")
-    SuiteFactory(agent=beta, name="Beta set")
-    RubricFactory(agent=alpha, name="Alpha rubric")
-    RubricFactory(agent=beta, name="Beta rubric")
+    SuiteFactory(bot=alpha, name="Alpha set")
+    SuiteFactory(bot=beta, name="Beta set")
+    RubricFactory(bot=alpha, name="Alpha rubric")
+    RubricFactory(bot=beta, name="Beta rubric")
     client = Client()
     client.force_login(UserFactory(username="launcher", is_staff=True))
     browser.get(f"{live_server.url}/static/console/console.css")

@@ -240,10 +240,10 @@ def two_bots(db):
     return {
         "mine": mine,
         "other": other,
-        "mine_set": SuiteFactory(agent=mine, name="Mine set"),
-        "other_set": SuiteFactory(agent=other, name="Other set"),
-        "mine_rubric": RubricFactory(agent=mine, name="Mine rubric"),
-        "other_rubric": RubricFactory(agent=other, name="Other rubric"),
+        "mine_set": SuiteFactory(bot=mine, name="Mine set"),
+        "other_set": SuiteFactory(bot=other, name="Other set"),
+        "mine_rubric": RubricFactory(bot=mine, name="Mine rubric"),
+        "other_rubric": RubricFactory(bot=other, name="Other rubric"),
     }
 
 

@@ -58,7 +58,7 @@ def test_run_export_quotes_cr_and_lf_and_guards_formulas_after_spaces(reader_cli
 def test_test_set_csv_export_quotes_cr_and_lf_guards_formulas_and_imports_back_exactly(api):
     bot = BotFactory()
     items = make_test_set_payload(bot.agent_id)["items"][:1]
-    tid = SuiteFactory(agent=bot, items=items).test_set_id
+    tid = SuiteFactory(bot=bot, items=items).test_set_id
     for value in HOSTILE:
         before = api.get(f"/api/v1/test-sets/{tid}").json()
         before["items"][0]["name"] = value

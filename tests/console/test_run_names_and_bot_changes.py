@@ -92,7 +92,7 @@ def test_runs_without_snapshots_are_unknown_not_unchanged(staff_client, db):
 
 def test_run_list_names_and_dropdown_filters(staff_client, db):
     hr, it = BotFactory(name="HR bot"), BotFactory(name="IT bot")
-    onboarding, payroll = SuiteFactory(name="Onboarding", agent=hr), SuiteFactory(name="Payroll", agent=hr)
+    onboarding, payroll = SuiteFactory(name="Onboarding", bot=hr), SuiteFactory(name="Payroll", bot=hr)
     labelled = EvaluationRunFactory(
         agent_id=hr.agent_id, test_set_id=onboarding.pk, test_set_version=3, rubric_id=None, label="after the PTO fix"
     )
@@ -133,7 +133,7 @@ def test_launch_form_takes_a_label(staff_client, demo, django_capture_on_commit_
 
 def test_dashboard_trend_has_one_line_per_test_set(staff_client, db):
     bot = BotFactory(name="HR bot")
-    onboarding, payroll = SuiteFactory(name="Onboarding", agent=bot), SuiteFactory(name="Payroll", agent=bot)
+    onboarding, payroll = SuiteFactory(name="Onboarding", bot=bot), SuiteFactory(name="Payroll", bot=bot)
     for test_set, passed in ((onboarding, 8), (onboarding, 9), (payroll, 2), (payroll, 3)):
         EvaluationRunFactory(
             agent_id=bot.agent_id,
@@ -184,14 +184,14 @@ def _runs(n, bots, test_sets):
 
 def test_run_list_and_compare_queries_do_not_grow(staff_client, db):
     bots = [BotFactory(name=f"bot {n}") for n in range(3)]
-    test_sets = [SuiteFactory(name=f"set {n}", agent=bots[0]) for n in range(3)]
+    test_sets = [SuiteFactory(name=f"set {n}", bot=bots[0]) for n in range(3)]
     _runs(5, bots, test_sets)
     small = _count_queries(staff_client, "/console/runs/")
     small_filtered = _count_queries(staff_client, f"/console/runs/?agent_id={bots[0].agent_id}")
     _runs(
         120,
         bots + [BotFactory(name=f"more {n}") for n in range(5)],
-        test_sets + [SuiteFactory(name=f"more {n}", agent=bots[0]) for n in range(5)],
+        test_sets + [SuiteFactory(name=f"more {n}", bot=bots[0]) for n in range(5)],
     )
     assert _count_queries(staff_client, "/console/runs/") == small <= 10
     assert _count_queries(staff_client, f"/console/runs/?agent_id={bots[0].agent_id}") == small_filtered
@@ -236,7 +236,7 @@ def test_compare_with_regressions_and_answers_reads_constant_queries(staff_clien
 
 def test_runs_of_two_test_sets_are_refused_by_name(staff_client, db):
     bot = BotFactory(name="HR bot")
-    onboarding, payroll = SuiteFactory(name="Onboarding", agent=bot), SuiteFactory(name="Payroll", agent=bot)
+    onboarding, payroll = SuiteFactory(name="Onboarding", bot=bot), SuiteFactory(name="Payroll", bot=bot)
     base = EvaluationRunFactory(agent_id=bot.agent_id, test_set_id=onboarding.pk, rubric_id=None)
     head = EvaluationRunFactory(agent_id=bot.agent_id, test_set_id=payroll.pk, rubric_id=None)
     response = staff_client.get(f"/console/runs/compare/?base={base.run_id}&head={head.run_id}")

@@ -71,10 +71,10 @@ def test_ui_names_say_bot_question_set_and_rag_evaluation(admin_client):
     assert "RAG evaluations" in index and "Trace evaluations" not in index
     rubric = RubricFactory()
     change = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/change/").content.decode()
-    assert '<label class="required" for="id_agent">Bot:</label>' in change
-    bot_page = admin_client.get(f"/admin/bots/bot/{rubric.agent.pk}/change/").content.decode()
+    assert '<label class="required" for="id_bot">Bot:</label>' in change
+    bot_page = admin_client.get(f"/admin/bots/bot/{rubric.bot.pk}/change/").content.decode()
     assert "Bot id:" in bot_page
-    EvaluationRunFactory(agent_id=rubric.agent.agent_id)
+    EvaluationRunFactory(agent_id=rubric.bot.agent_id)
     runs = admin_client.get("/admin/runs/evaluationrun/").content.decode()
     assert "By bot" in runs and "By bot id" not in runs  # bots offered by name (BotNameFilter)
 
@@ -146,14 +146,14 @@ def test_test_set_restore_is_confirmed_and_logged_too(admin_client):
 
 def test_admin_and_console_launch_forms_share_the_choices():
     test_set = SuiteFactory(name="Onboarding")
-    rubric = RubricFactory(agent=test_set.agent, name="Tone")
+    rubric = RubricFactory(bot=test_set.bot, name="Tone")
     dataset = DatasetFactory(name="Old questions")
     admin_form, console_form = AdminRunLaunchForm(), RunLaunchForm()
     assert isinstance(admin_form, RunLaunchForm)
     for form in (admin_form, console_form):
-        assert dict(form.fields["agent_id"].choices)[test_set.agent.agent_id] == f"{test_set.agent.name} (demo)"
+        assert dict(form.fields["agent_id"].choices)[test_set.bot.agent_id] == f"{test_set.bot.name} (demo)"
         # Grouped under their bot (the launch form offers only the chosen bot's).
-        bot_group = f"{test_set.agent.name} ({test_set.agent.agent_id})"
+        bot_group = f"{test_set.bot.name} ({test_set.bot.agent_id})"
         assert dict(dict(form.fields["test_set_id"].choices)[bot_group])[str(test_set.pk)] == "Onboarding (v1)"
         assert dict(dict(form.fields["rubric_id"].choices)[bot_group])[str(rubric.pk)] == "Tone (v1)"
     assert dict(admin_form.fields["dataset_id"].choices)[str(dataset.pk)] == "Old questions"
@@ -163,8 +163,8 @@ def test_admin_and_console_launch_forms_share_the_choices():
 def test_admin_launch_page_offers_choices_and_launches(admin_client):
     test_set = SuiteFactory(name="Onboarding")
     page = admin_client.get("/admin/runs/evaluationrun/launch/").content.decode()
-    assert f'<option value="{test_set.pk}" data-bot="{test_set.agent.agent_id}">Onboarding (v1)</option>' in page
-    assert f'<option value="{test_set.agent.agent_id}">' in page
+    assert f'<option value="{test_set.pk}" data-bot="{test_set.bot.agent_id}">Onboarding (v1)</option>' in page
+    assert f'<option value="{test_set.bot.agent_id}">' in page
     assert 'name="agent_id" maxlength' not in page
 
 

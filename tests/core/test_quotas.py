@@ -92,8 +92,8 @@ def test_a_run_launched_with_the_llm_judge_counts(api, llm, settings):
     from tests.testsets.factories import SuiteFactory
 
     settings.EVALSITE_LLM_RATE = "1/day"
-    suite = SuiteFactory(agent=BotFactory())
-    body = {"agent_id": suite.agent.agent_id, "test_set_id": str(suite.pk)}
+    suite = SuiteFactory(bot=BotFactory())
+    body = {"agent_id": suite.bot.agent_id, "test_set_id": str(suite.pk)}
     with TestCase.captureOnCommitCallbacks(execute=False):
         assert api.post("/api/v1/runs", body, format="json").status_code == 201
         # The heuristic judge spends nothing: not counted, not refused.

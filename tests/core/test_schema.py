@@ -141,7 +141,7 @@ def test_test_set_export_documents_each_file_format(schema):
 
 @pytest.mark.django_db
 def test_test_set_json_export_matches_its_declaration(api, schema):
-    test_set = SuiteFactory(agent=BotFactory(tool_names=["search_kb", "live_handoff"]))
+    test_set = SuiteFactory(bot=BotFactory(tool_names=["search_kb", "live_handoff"]))
     exported = api.get(f"/api/v1/test-sets/{test_set.test_set_id}/export?format=json")
     assert exported.status_code == 200
     body = exported.json()

@@ -58,7 +58,7 @@ def bot():
 
 @pytest.fixture
 def rubric(bot):
-    return RubricFactory(agent=bot)
+    return RubricFactory(bot=bot)
 
 
 # --- the attacks, with a key made with the defaults -------------------------------------------------
@@ -67,7 +67,7 @@ def rubric(bot):
 def test_default_key_cannot_empty_a_rubric(default_key_api, rubric):
     url = f"/api/v1/rubrics/{rubric.rubric_id}"
     response = default_key_api.put(
-        url, {**rubric_body(rubric.agent.agent_id), "rules": []}, format="json", HTTP_IF_MATCH='"v1"'
+        url, {**rubric_body(rubric.bot.agent_id), "rules": []}, format="json", HTTP_IF_MATCH='"v1"'
     )
     assert lacks(response, "configure")
     # A PUT publishes a version: a refused one must leave exactly the version the rubric had.
@@ -202,7 +202,7 @@ def test_reading_needs_read(method, path):
 def test_configure_key_may_publish_a_rubric_version(api, rubric):
     response = api.put(
         f"/api/v1/rubrics/{rubric.rubric_id}",
-        {**rubric_body(rubric.agent.agent_id), "rules": []},
+        {**rubric_body(rubric.bot.agent_id), "rules": []},
         format="json",
         HTTP_IF_MATCH='"v1"',
     )

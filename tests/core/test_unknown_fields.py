@@ -116,14 +116,14 @@ def test_free_form_json_fields_keep_any_key(api):
 
 def test_what_get_returns_can_be_put_back(api, bot):
     # Read-only fields of the GET shape are ignored, so a client may edit the object it fetched.
-    test_set = SuiteFactory(agent=bot)
+    test_set = SuiteFactory(bot=bot)
     fetched = api.get(f"/api/v1/test-sets/{test_set.test_set_id}").json()
     fetched["name"] = "Renamed"
     response = api.put(f"/api/v1/test-sets/{test_set.test_set_id}", fetched, format="json")
     assert response.status_code == 200, response.content
     assert response.json()["version"] == 2
 
-    rubric = RubricFactory(agent=bot)
+    rubric = RubricFactory(bot=bot)
     fetched = api.get(f"/api/v1/rubrics/{rubric.rubric_id}").json()
     fetched["description"] = "Edited"
     response = api.put(f"/api/v1/rubrics/{rubric.rubric_id}", fetched, format="json")

@@ -124,12 +124,12 @@ def test_of_bot_reads_one_bots_rows_with_their_bot(heads, django_assert_num_quer
     rubric, test_set = heads
     other = BotFactory()
     testset_services.testset_create(content=TestSetContent.model_validate(make_test_set_payload(other.agent_id)))
-    assert list(TestSet.objects.of_bot(test_set.agent.agent_id)) == [test_set]
+    assert list(TestSet.objects.of_bot(test_set.bot.agent_id)) == [test_set]
     assert TestSet.objects.of_bot().count() == 2 and list(Rubric.objects.of_bot(other.agent_id)) == []
     assert list(Dataset.objects.of_bot(other.agent_id)) == []
-    expected = [rubric.agent.agent_id]
+    expected = [rubric.bot.agent_id]
     with django_assert_num_queries(1):
-        assert [r.agent.agent_id for r in Rubric.objects.of_bot()] == expected
+        assert [r.bot.agent_id for r in Rubric.objects.of_bot()] == expected
 
 
 @pytest.mark.parametrize("app, model, title", [("rubrics", "rubric", "Rules"), ("testsets", "testset", "Items")])

@@ -66,18 +66,18 @@ class RubricFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = Rubric
 
-    agent = factory.SubFactory(BotFactory)
+    bot = factory.SubFactory(BotFactory)
     name = "Support rubric"
     description = "How support answers are judged"
     severity_definitions = factory.LazyFunction(lambda: {"high": "Critical", "medium": "Moderate", "low": "Minor"})
-    rules = factory.LazyAttribute(lambda o: rubric_body(o.agent.agent_id)["rules"])
+    rules = factory.LazyAttribute(lambda o: rubric_body(o.bot.agent_id)["rules"])
     changelog = "Created"
     author = ""
 
     @classmethod
-    def _create(cls, model_class, *, agent, changelog, author, rubric_id=None, **content):
+    def _create(cls, model_class, *, bot, changelog, author, rubric_id=None, **content):
         return rubric_create(
-            content=RubricContent.model_validate({"agent_id": agent.agent_id, **content}),
+            content=RubricContent.model_validate({"agent_id": bot.agent_id, **content}),
             changelog=changelog,
             author=author,
             rubric_id=rubric_id,

@@ -73,7 +73,7 @@ def test_admin_refuses_invalid_and_stale_edits(admin_client, rubric):
     assert response.status_code == 200 and RubricVersion.objects.filter(rubric=rubric).count() == 1
     # Someone else publishes while this editor has the page open.
     services.rubric_publish_version(
-        rubric=rubric, content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Elsewhere"))
+        rubric=rubric, content=RubricContent.model_validate(rubric_body(rubric.bot.agent_id, name="Elsewhere"))
     )
     response = admin_client.post(change_url(rubric), {**data, "name": "Mine"})
     assert response.status_code == 200 and b"Reload the page" in response.content
@@ -86,7 +86,7 @@ def test_admin_add_creates_version_one(admin_client):
     data = admin_form_data(page)
     data.update(
         {
-            "agent": bot.pk,
+            "bot": bot.pk,
             "name": "New rubric",
             "severity_high": "Critical",
             "rules-TOTAL_FORMS": "1",
@@ -109,7 +109,7 @@ def test_admin_add_creates_version_one(admin_client):
 def test_version_history_diff_and_restore(admin_client, rubric):
     services.rubric_publish_version(
         rubric=rubric,
-        content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Second name")),
+        content=RubricContent.model_validate(rubric_body(rubric.bot.agent_id, name="Second name")),
         changelog="rename",
     )
     history = admin_client.get(f"/admin/rubrics/rubric/{rubric.pk}/versions/?a=1&b=2")
@@ -141,7 +141,7 @@ def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_cl
     def publish_after_someone_else(**kwargs):
         real_publish(
             rubric=kwargs["rubric"],
-            content=RubricContent.model_validate(rubric_body(rubric.agent.agent_id, name="Elsewhere")),
+            content=RubricContent.model_validate(rubric_body(rubric.bot.agent_id, name="Elsewhere")),
         )
         return real_publish(**kwargs)
 

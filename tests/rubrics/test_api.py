@@ -107,7 +107,7 @@ def test_stale_put_is_409_by_body_version_or_if_match(api, bot, rubric):
 
 def test_list_by_agent(api, bot, rubric):
     other = BotFactory()
-    RubricFactory(agent=other, name="Other")
+    RubricFactory(bot=other, name="Other")
     assert [r["name"] for r in api.get(f"/api/v1/rubrics?agent_id={bot.agent_id}").json()] == ["Support rubric"]
     assert len(api.get("/api/v1/rubrics").json()) == 2
     assert api.get("/api/v1/rubrics?agent_id=64f1c0ffee0000000000dead").status_code == 404
@@ -190,6 +190,6 @@ def test_nulls_are_accepted_as_empty(api, bot):
 
 def test_list_query_count_does_not_grow_with_rubrics(api, bot, django_assert_max_num_queries):
     for n in range(6):
-        RubricFactory(agent=bot, name=f"R{n}")
+        RubricFactory(bot=bot, name=f"R{n}")
     with django_assert_max_num_queries(6):
         assert len(api.get("/api/v1/rubrics").json()) == 6

@@ -16,7 +16,7 @@ from tests.rubrics.factories import RubricFactory, rubric_body
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_publishes_get_consecutive_versions(on_postgres):
     rubric = RubricFactory()
-    bot = rubric.agent
+    bot = rubric.bot
 
     def publish(index):
         content = RubricContent.model_validate(rubric_body(bot.agent_id, name=f"Edit {index}"))
@@ -35,7 +35,7 @@ def test_concurrent_publishes_get_consecutive_versions(on_postgres):
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_edits_of_the_same_version_one_wins(on_postgres):
     rubric = RubricFactory()
-    bot = rubric.agent
+    bot = rubric.bot
 
     def publish(index):
         content = RubricContent.model_validate(rubric_body(bot.agent_id, name=f"Edit {index}"))

@@ -15,8 +15,8 @@ def plan_choices(plan):
     """Rows under the plan's ids: the launch form offers the bots, test sets and rubrics that exist
     (the run itself still reads the plan's fakes)."""
     bot = BotFactory(agent_id=PLAN_AGENT)
-    SuiteFactory(agent=bot, test_set_id=PLAN_TEST_SET)
-    RubricFactory(agent=bot, rubric_id=PLAN_RUBRIC)
+    SuiteFactory(bot=bot, test_set_id=PLAN_TEST_SET)
+    RubricFactory(bot=bot, rubric_id=PLAN_RUBRIC)
     return plan
 
 
@@ -53,7 +53,7 @@ def test_launch_from_the_admin_then_drill_down(admin_client, plan_choices, djang
 def test_launch_form_shows_service_errors(admin_client, plan_choices):
     bot = BotFactory(agent_id="b" * 24)  # offered by the form; the plan's bot source does not know it
     # A test set of that bot: the form refuses another bot's before the service is asked.
-    own_test_set = SuiteFactory(agent=bot)
+    own_test_set = SuiteFactory(bot=bot)
     response = admin_client.post(
         "/admin/runs/evaluationrun/launch/",
         {"agent_id": "b" * 24, "test_set_id": str(own_test_set.pk), "concurrency": 3},
@@ -76,7 +76,7 @@ def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit
 
 def test_the_run_list_names_runs_test_sets_and_bots_and_filters_by_bot_name(admin_client):
     hr, sales = BotFactory(name="HR assistant"), BotFactory(name="Sales bot")
-    onboarding = SuiteFactory(agent=hr, name="Onboarding questions")
+    onboarding = SuiteFactory(bot=hr, name="Onboarding questions")
     labelled = EvaluationRunFactory(
         agent_id=hr.agent_id,
         test_set_id=onboarding.pk,

@@ -26,11 +26,11 @@ def _items(n: int) -> list[dict]:
 @pytest.fixture
 def big_test_set():
     bot = BotFactory()
-    return SuiteFactory(agent=bot, items=_items(5000))
+    return SuiteFactory(bot=bot, items=_items(5000))
 
 
 def launch(client, test_set, **extra):
-    body = {"agent_id": test_set.agent.agent_id, "test_set_id": str(test_set.pk), "judge_model": "heuristic", **extra}
+    body = {"agent_id": test_set.bot.agent_id, "test_set_id": str(test_set.pk), "judge_model": "heuristic", **extra}
     with TestCase.captureOnCommitCallbacks(execute=False):
         return client.post("/api/v1/runs", body, format="json")
 
@@ -58,7 +58,7 @@ def test_a_run_at_the_limit_is_accepted(default_key_api, big_test_set, settings)
 
 @pytest.fixture
 def small_test_set():
-    return SuiteFactory(agent=BotFactory(), items=_items(2))
+    return SuiteFactory(bot=BotFactory(), items=_items(2))
 
 
 def test_a_judge_model_the_platform_does_not_allow_is_refused(default_key_api, small_test_set, openai_server):
@@ -94,7 +94,7 @@ def test_the_admin_launch_form_names_the_limit(small_test_set, settings):
     user = UserFactory(is_staff=True)
     form = AdminRunLaunchForm(
         {
-            "agent_id": small_test_set.agent.agent_id,
+            "agent_id": small_test_set.bot.agent_id,
             "test_set_id": str(small_test_set.pk),
             "concurrency": 1,
             "repeats": 2,

@@ -71,17 +71,17 @@ class SuiteFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = TestSet
 
-    agent = factory.SubFactory(BotFactory)
+    bot = factory.SubFactory(BotFactory)
     name = "Support test set"
     description = "Questions"
-    items = factory.LazyAttribute(lambda o: make_test_set_payload(o.agent.agent_id)["items"])
+    items = factory.LazyAttribute(lambda o: make_test_set_payload(o.bot.agent_id)["items"])
     changelog = "Created"
     author = ""
 
     @classmethod
-    def _create(cls, model_class, *, agent, changelog, author, test_set_id=None, **content):
+    def _create(cls, model_class, *, bot, changelog, author, test_set_id=None, **content):
         return testset_create(
-            content=TestSetContent.model_validate({"agent_id": agent.agent_id, **content}),
+            content=TestSetContent.model_validate({"agent_id": bot.agent_id, **content}),
             changelog=changelog,
             author=author,
             test_set_id=test_set_id,
@@ -118,12 +118,12 @@ class DatasetFactory(factory.django.DjangoModelFactory):
 
     name = factory.Sequence(lambda n: f"Question set {n}")
     description = ""
-    agent = None
+    bot = None
     questions = factory.LazyFunction(
         lambda: [{"question": "How much PTO carries over?", "expected_answer": "Up to 5 days carry over"}]
     )
 
     @classmethod
-    def _create(cls, model_class, *, agent, dataset_id=None, **data):
-        agent_id = agent.agent_id if agent is not None else None
+    def _create(cls, model_class, *, bot, dataset_id=None, **data):
+        agent_id = bot.agent_id if bot is not None else None
         return dataset_create(data=DatasetIn.model_validate({"agent_id": agent_id, **data}), dataset_id=dataset_id)

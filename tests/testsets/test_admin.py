@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def test_set():
-    return SuiteFactory(agent=BotFactory(tool_names=["search_kb", "live_handoff"]))
+    return SuiteFactory(bot=BotFactory(tool_names=["search_kb", "live_handoff"]))
 
 
 def change_url(test_set):
@@ -65,7 +65,7 @@ def test_admin_export_and_import(admin_client, test_set):
         {
             "file": SimpleUploadedFile("set.csv", csv_file),
             "format": "csv",
-            "agent": test_set.agent.pk,
+            "bot": test_set.bot.pk,
             "name": "From CSV",
         },
     )
@@ -81,7 +81,7 @@ def test_admin_export_and_import(admin_client, test_set):
         {
             "file": SimpleUploadedFile("x.csv", b"type,name\nsingle_turn,a\n"),
             "format": "csv",
-            "agent": test_set.agent.pk,
+            "bot": test_set.bot.pk,
             "name": "Bad",
         },
     )
@@ -91,7 +91,7 @@ def test_admin_export_and_import(admin_client, test_set):
 
 
 def test_history_and_restore(admin_client, test_set):
-    content = make_test_set_payload(test_set.agent.agent_id, name="Renamed")
+    content = make_test_set_payload(test_set.bot.agent_id, name="Renamed")
     services.testset_publish_version(test_set=test_set, content=TestSetContent.model_validate(content))
     page = admin_client.get(f"/admin/testsets/testset/{test_set.pk}/versions/")
     assert page.status_code == 200 and b"&quot;Renamed&quot;" in page.content
@@ -108,7 +108,7 @@ def test_publish_refused_after_the_form_checks_is_not_reported_as_saved(admin_cl
     def publish_after_someone_else(**kwargs):
         real_publish(
             test_set=kwargs["test_set"],
-            content=TestSetContent.model_validate(make_test_set_payload(test_set.agent.agent_id, name="Elsewhere")),
+            content=TestSetContent.model_validate(make_test_set_payload(test_set.bot.agent_id, name="Elsewhere")),
         )
         return real_publish(**kwargs)
 

@@ -185,6 +185,6 @@ def test_list_and_delete(api, staff_api, bot, test_set):
 
 def test_list_query_count_does_not_grow_with_test_sets(api, bot, django_assert_max_num_queries):
     for n in range(6):
-        SuiteFactory(agent=bot, name=f"T{n}")
+        SuiteFactory(bot=bot, name=f"T{n}")
     with django_assert_max_num_queries(6):
         assert len(api.get("/api/v1/test-sets").json()) == 6

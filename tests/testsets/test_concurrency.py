@@ -13,7 +13,7 @@ from tests.testsets.factories import SuiteFactory, make_test_set_payload
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_test_set_publishes(on_postgres):
     test_set = SuiteFactory()
-    bot = test_set.agent
+    bot = test_set.bot
 
     def publish(index):
         content = TestSetContent.model_validate(make_test_set_payload(bot.agent_id, name=f"Edit {index}"))

@@ -20,14 +20,14 @@ LISTS = (
 @pytest.mark.parametrize(("path", "factory", "key"), LISTS)
 def test_each_list_answers_the_named_bots_rows(api, path, factory, key):
     bot, other = BotFactory(), BotFactory()
-    mine, theirs = factory(agent=bot), factory(agent=other)
+    mine, theirs = factory(bot=bot), factory(bot=other)
     assert [row[key] for row in api.get(path, {"agent_id": bot.agent_id}).json()] == [str(mine.pk)]
     assert {row[key] for row in api.get(path).json()} == {str(mine.pk), str(theirs.pk)}
 
 
 @pytest.mark.parametrize(("path", "factory", "key"), LISTS)
 def test_a_bot_that_does_not_exist_is_404_blank_included(api, path, factory, key):
-    factory(agent=BotFactory())
+    factory(bot=BotFactory())
     for agent_id in ("64f1c0ffee0000000000dead", ""):
         response = api.get(path, {"agent_id": agent_id})
         assert response.status_code == 404, agent_id

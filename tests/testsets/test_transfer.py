@@ -22,7 +22,7 @@ def test_set(api, bot):
     items = make_test_set_payload(bot.agent_id)["items"]
     items[0]["name"] = 'Quotes "and", commas'
     items[0]["inputs"]["message"] = "Line one\nLine two, with ünïcödé ✓"
-    return api.get(f"/api/v1/test-sets/{SuiteFactory(agent=bot, items=items).test_set_id}").json()
+    return api.get(f"/api/v1/test-sets/{SuiteFactory(bot=bot, items=items).test_set_id}").json()
 
 
 @pytest.mark.parametrize(

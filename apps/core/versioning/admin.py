@@ -49,9 +49,6 @@ class VersionedHeadForm(forms.ModelForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["based_on_version"].initial = self.instance.current_version
-        if "agent" in self.fields:
-            # The model field keeps its name (agent_id is the API's); people read "bot".
-            self.fields["agent"].label = "Bot"
 
     def clean(self):
         # ModelForm.clean returns its cleaned_data (never None; the stubs allow a None for overrides).
@@ -336,7 +333,7 @@ class ContentInline(CollapsibleStackedInline):
 
 
 class BotListFilter(admin.RelatedFieldListFilter):
-    """The `agent` foreign key, titled as the console and the rest of the admin call it."""
+    """The `bot` foreign key, titled as the console and the rest of the admin call it."""
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -344,7 +341,7 @@ class BotListFilter(admin.RelatedFieldListFilter):
 
 
 class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
-    """The changelist and editor of a head that belongs to a bot (its foreign key `agent`). The app
+    """The changelist and editor of a head that belongs to a bot (its foreign key `bot`). The app
     names the relation of the head's rows in `rows` (the changelist counts them) and may add fields
     to the head's fieldset (`more_fields`, read-only) and fieldsets of its own (`more_fieldsets`).
     Registering it registers the head's version model too, with SnapshotVersionAdmin."""
@@ -353,8 +350,8 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
     rows = ""
     more_fields: list[str] = []
     more_fieldsets: list = []
-    list_select_related = ["agent"]
-    list_filter = [("agent", BotListFilter)]
+    list_select_related = ["bot"]
+    list_filter = [("bot", BotListFilter)]
 
     def __init__(self, model, admin_site):
         pk = model._meta.pk.name
@@ -368,7 +365,7 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
                 {
                     "fields": [
                         pk,
-                        "agent",
+                        "bot",
                         "name",
                         "description",
                         "current_version",
@@ -387,9 +384,9 @@ class VersionedHeadAdmin(VersionHistoryAdminMixin, admin.ModelAdmin):
         if not admin_site.is_registered(model.version_model()):
             admin_site.register(model.version_model(), SnapshotVersionAdmin)
 
-    @admin.display(description="bot", ordering="agent__name")
+    @admin.display(description="bot", ordering="bot__name")
     def bot(self, obj):
-        return obj.agent
+        return obj.bot
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(row_total=Count(self.rows))
