@@ -182,30 +182,37 @@ class MetricRead:
     reason: str = ""
 
 
-def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
-    """Sets `metrics` ({name: MetricRead}) on each evaluation from one query over their Score rows,
-    the prefetch of a page: only the four columns shown, as tuples, unordered (the index
-    score_subject answers it; a 500-row history page makes 1,500 of them). A metric without a row
-    (none is stored that way) reads as skipped, missing."""
-    found: dict[int, dict[str, MetricRead]] = {ev.pk: {} for ev in evaluations}
-    if not found:
-        return evaluations
-    rows = (
-        Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
-        .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
-        # The judge's rows: a reviewer's human Score on a metric sits beside the judge's.
-        .machine()
-        .order_by()
-        .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
-    )
-    for subject_id, key, value, reasoning, status, reason in rows:
-        found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
-    for ev in evaluations:
-        metrics = found[ev.pk]
-        ev.metrics = {
+def metric_reads_of(evaluation_ids: list[int]) -> dict[int, dict[str, MetricRead]]:
+    """Per evaluation id, its judge's metrics ({name: MetricRead}) from one query over their Score
+    rows: only the four columns shown, as tuples, unordered (the index score_subject answers it; a
+    500-row history page makes 1,500 of them). A metric without a row (none is stored that way)
+    reads as skipped, missing. A reviewer's human Score on a metric sits beside the judge's and is
+    not read here."""
+    found: dict[int, dict[str, MetricRead]] = {pk: {} for pk in evaluation_ids}
+    if found:
+        rows = (
+            Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
+            .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
+            .machine()
+            .order_by()
+            .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
+        )
+        for subject_id, key, value, reasoning, status, reason in rows:
+            found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
+    return {
+        pk: {
             name: metrics.get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
             for name in AGENTIC_METRICS
         }
+        for pk, metrics in found.items()
+    }
+
+
+def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
+    """Sets `metrics` ({name: MetricRead}) on each evaluation (metric_reads_of), the prefetch of a page."""
+    found = metric_reads_of([ev.pk for ev in evaluations])
+    for ev in evaluations:
+        ev.metrics = found[ev.pk]
     return evaluations
 
 

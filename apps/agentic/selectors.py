@@ -9,12 +9,12 @@ from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
 from apps.scores.models import Score
-from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
+from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
 from apps.traces.models import AgentTrace
 
 from .filters import EvaluationHistoryFilter
 from .judges import AGENTIC_METRICS
-from .models import AgentEvaluation, EvaluationRollup, MetricRead, metrics_attach
+from .models import AgentEvaluation, EvaluationRollup, MetricRead, metric_reads_of, metrics_attach
 from .scoring import RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
@@ -118,30 +118,17 @@ def _records(qs: QuerySet) -> list[EvaluationRecord]:
     rows in a second (a plain scan of score_subject for the page's ids). Joining the three metrics
     into the first query costs more: planning six relations (0.6 ms) and compiling three
     FilteredRelations made a 50-row page 4.3 ms against 2.8 ms so, and a 500-row page no faster. A
-    metric without a row reads as skipped, missing, as metrics_attach has it."""
+    metric without a row reads as skipped, missing (models.metric_reads_of)."""
     rows = list(qs.values_list(*RECORD_FIELDS, "rule_id", "rule__name"))
     if not rows:
         return []
-    found: dict[int, dict[str, MetricRead]] = {row[0]: {} for row in rows}
-    scores = (
-        Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
-        .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
-        # The judge's rows: a reviewer's human Score on a metric sits beside the judge's.
-        .machine()
-        .order_by()
-        .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
-    )
-    for subject_id, key, value, reasoning, status, reason in scores:
-        found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
+    found = metric_reads_of([row[0] for row in rows])
     own = len(RECORD_FIELDS)
     return [
         EvaluationRecord(
             *row[:own],
             rule=RuleRef(row[own], row[own + 1]) if row[own] is not None else None,
-            metrics={
-                name: found[row[0]].get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
-                for name in AGENTIC_METRICS
-            },
+            metrics=found[row[0]],
         )
         for row in rows
     ]
