@@ -199,14 +199,11 @@ def _verdict_key(kind: str, rule_id, rule_name, severity, scope, status, passed)
 
 def _verdict(key: tuple) -> Verdict:
     kind, rule_id, rule_name, severity, scope, status, passed = key
-    return Verdict(
-        passed=passed,
-        score=None,
-        reasoning="",
-        judge="",
-        status=status,
+    return Verdict.bare(
         kind=kind,
         key=rule_id,
+        status=status,
+        passed=passed,
         rule_name=rule_name,
         severity=severity,
         component_scope=scope,

@@ -450,14 +450,12 @@ def table_verdicts_of(result_pks) -> dict[int, dict[str, list[Verdict]]]:
         detail = detail or {}
         rule = kind == RULE
         found[subject_id][kind].append(
-            Verdict(
-                passed=passed,
-                score=value,
-                reasoning="",
-                judge="",
-                status=status,
+            Verdict.bare(
                 kind=kind,
                 key=key,
+                status=status,
+                passed=passed,
+                score=value,
                 criterion_kind=None if rule else detail.get("kind"),
                 rule_name=detail.get("rule_name", "") if rule else "",
                 severity=(severity or None) if rule else None,

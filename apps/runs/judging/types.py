@@ -178,6 +178,36 @@ class Verdict:
         return cls(**common, key=data.get("criterion", ""), criterion_kind=data.get("kind"))
 
     @classmethod
+    def bare(
+        cls,
+        *,
+        kind: str,
+        key: str,
+        status: str,
+        passed: bool | None,
+        score: float | None = None,
+        criterion_kind: str | None = None,
+        rule_name: str = "",
+        severity: str | None = None,
+        component_scope: str | None = None,
+    ) -> "Verdict":
+        """A verdict as counted and tabled: what it judged and how it came out, without the judge's
+        reasoning, usage or fingerprint (the digest's groups, a results table's rows)."""
+        return cls(
+            passed=passed,
+            score=score,
+            reasoning="",
+            judge="",
+            status=status,
+            kind=kind,
+            key=key,
+            criterion_kind=criterion_kind,
+            rule_name=rule_name,
+            severity=severity,
+            component_scope=component_scope,
+        )
+
+    @classmethod
     def list_from_json(cls, data: list[dict] | None, *, kind: str) -> list["Verdict"]:
         """A stored column (criteria_scores or rubric_scores); None, for a result without one, is []."""
         return [cls.from_json(item, kind=kind) for item in data or []]
