@@ -1,7 +1,7 @@
 """Reads of agentic evaluations, shaped so the database does the work at a million rows."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 
 from django.db import connection
@@ -69,23 +69,6 @@ def evaluation_list(*, session_id: str) -> list[AgentEvaluation]:
     )
 
 
-# What a history record shows (api.schemas.HistoryRecordOut), and no more.
-RECORD_FIELDS = (
-    "id",
-    "session_id",
-    "agent_name",
-    "operation",
-    "source",
-    "overall_score",
-    "rating",
-    "judge",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "created_at",
-)
-
-
 @dataclass(frozen=True, slots=True)
 class RuleRef:
     id: int
@@ -111,6 +94,11 @@ class EvaluationRecord:
     created_at: datetime
     rule: RuleRef | None
     metrics: dict[str, MetricRead]
+
+
+# The evaluation's own columns a record reads, in its fields' order (the record is built from them
+# positionally): what a history record shows (api.schemas.HistoryRecordOut), and no more.
+RECORD_FIELDS = tuple(f.name for f in fields(EvaluationRecord) if f.name not in ("rule", "metrics"))
 
 
 def _records(qs: QuerySet) -> list[EvaluationRecord]:
