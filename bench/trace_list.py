@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 
 from harness import (
+    AGENTIC_EVALUATION_COLUMNS,
     add_database_args,
     copy_agentic_scores,
     database_from_args,
@@ -100,20 +101,6 @@ TRACE_COLUMNS = (
     "truncated",
     "dropped",
 )
-EVALUATION_COLUMNS = (
-    "session_id",
-    "source",
-    "agent_name",
-    "overall_score",
-    "rating",
-    "judge",
-    "prompt_tokens",
-    "completion_tokens",
-    "total_tokens",
-    "fingerprint",
-    "has_error",
-    "created_at",
-)
 
 
 def trace_rows(n: int, rng: random.Random, now: datetime):
@@ -156,6 +143,7 @@ def evaluation_rows(sessions: list[tuple[str, str, datetime]], rng: random.Rando
                 session_id,
                 "trace",
                 agent,
+                None,  # operation: these traces name none
                 score,
                 rating,
                 "heuristic:v1",
@@ -194,10 +182,10 @@ def load(n: int) -> None:
                     evaluated.append((row[0], row[1], row[8]))
         cur = conn.cursor()
         after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
-        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(EVALUATION_COLUMNS)}) FROM STDIN") as copy:
+        with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for row in evaluation_rows(evaluated, rng):
                 copy.write_row(row)
-                metrics.append((row[3], row[3], row[3], row[5], row[11]))
+                metrics.append((row[4], row[4], row[4], row[6], row[12]))
         copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()  # the deferred foreign-key checks run here, before indexes may be built
         print(f"loaded {n:,} traces and evaluations of {len(evaluated):,} in {time.perf_counter() - started:.0f} s")
