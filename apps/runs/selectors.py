@@ -619,6 +619,12 @@ def _comparison_core(base: EvaluationRun, head: EvaluationRun, keep: int | None)
     return core
 
 
+def run_comparison_prepare(*, base: EvaluationRun, head: EvaluationRun) -> None:
+    """Computes and keeps two finished runs' comparison core (what run_comparison reads first),
+    without reading the rows, reviews and digests a page of it shows."""
+    _comparison_core(base, head, COMPARE_SHOWN)
+
+
 def _comparison_keep(base: EvaluationRun, head: EvaluationRun, state: str, core: dict) -> None:
     """Stores a computed core (a cache write: the comparison itself is a read) in one upsert. Two
     processes that computed the same pair at once both write the same figures; the last one stays."""

@@ -43,7 +43,7 @@ from .judging.fingerprint import distinct_judges, judges_hash
 from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
 from .models import EvaluationResult, EvaluationRun
 from .schemas import MAX_CONCURRENCY, MAX_REPEATS, RunCreateIn  # noqa: F401 - the bounds, for the launch forms
-from .selectors import item_figures, run_comparison, run_get, run_previous_find
+from .selectors import item_figures, run_comparison_prepare, run_get, run_previous_find
 
 logger = logging.getLogger(__name__)
 
@@ -493,7 +493,7 @@ def run_comparison_keep(*, run_pk: int) -> None:
         return
     previous = run_previous_find(run=run)
     if previous is not None and previous.is_finished:
-        run_comparison(base=previous, head=run)
+        run_comparison_prepare(base=previous, head=run)
 
 
 ITEM_FIGURE_FIELDS = ("items_passed_all", "items_passed_any", "flaky_items")
