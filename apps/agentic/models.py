@@ -184,28 +184,34 @@ class MetricRead:
 
 def metric_reads_of(evaluation_ids: list[int]) -> dict[int, dict[str, MetricRead]]:
     """Per evaluation id, its judge's metrics ({name: MetricRead}) from one query over their Score
-    rows: only the four columns shown, as tuples, unordered (the index score_subject answers it; a
+    rows: only the columns shown, as tuples, unordered (the index score_subject answers it; a
     500-row history page makes 1,500 of them). A metric without a row (none is stored that way)
     reads as skipped, missing. A reviewer's human Score on a metric sits beside the judge's and is
-    not read here."""
+    not read here.
+
+    Every small history page pays this on top of its own query, so it stays lean: no filter on the
+    key (an evaluation's metric rows are its AGENTIC_METRICS; the dict below picks those by name),
+    and no default made for a metric that has its row."""
     found: dict[int, dict[str, MetricRead]] = {pk: {} for pk in evaluation_ids}
-    if found:
-        rows = (
-            Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
-            .filter(kind=ScoreKind.METRIC, key__in=AGENTIC_METRICS)
-            .machine()
-            .order_by()
-            .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
-        )
-        for subject_id, key, value, reasoning, status, reason in rows:
-            found[subject_id][key] = MetricRead(key, value, reasoning, status, reason)
-    return {
-        pk: {
-            name: metrics.get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
-            for name in AGENTIC_METRICS
-        }
-        for pk, metrics in found.items()
-    }
+    if not found:
+        return found
+    rows = (
+        Score.objects.of(SubjectKind.AGENTIC_EVALUATION, list(found))
+        .filter(kind=ScoreKind.METRIC)
+        .machine()
+        .order_by()
+        .values_list("subject_id", "key", "value", "reasoning", "status", "reason")
+    )
+    for row in rows:
+        found[row[0]][row[1]] = MetricRead(*row[1:])
+    for pk, metrics in found.items():
+        # The index gives a subject's rows in AGENTIC_METRICS order; any other order is rebuilt to it.
+        if tuple(metrics) != AGENTIC_METRICS:
+            found[pk] = {
+                name: metrics.get(name) or MetricRead(name, None, "", JudgeStatus.SKIPPED, Reason.MISSING)
+                for name in AGENTIC_METRICS
+            }
+    return found
 
 
 def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
