@@ -3,12 +3,14 @@ console's query string feed them).
 
 RunFilter chooses runs for `GET /api/v1/runs` (selectors.run_list) and the console's run list
 (selectors.run_named_list); ResultFilter a run's finished results for the results API
-(selectors.result_list and result_page). The run page's table keeps its own filters
-(selectors.results_filtered): they read verdicts, the digest and the item's JSON."""
+(selectors.result_list and result_page); ResultTableFilter those of the run page's table
+(selectors.results_filtered). A repeated run's verdict filters (passed, outcome over all of an
+item's attempts) are not row filters: attempts.item_positions applies them to the items."""
 
 import django_filters
 from django.db.models import Q
 
+from .jsonfilters import HasTag
 from .models import EvaluationResult, EvaluationRun
 
 
@@ -37,6 +39,30 @@ class ResultFilter(django_filters.FilterSet):
     class Meta:
         model = EvaluationResult
         fields: list[str] = []
+
+
+class ResultTableFilter(django_filters.FilterSet):
+    """The run page's table: the result's verdict (passed, outcome), its item's type, name (q), tag
+    and priority, and the severity of a rubric rule it failed."""
+
+    passed = django_filters.BooleanFilter()
+    outcome = django_filters.CharFilter()
+    item_type = django_filters.CharFilter()
+    q = django_filters.CharFilter(field_name="item_name", lookup_expr="icontains")
+    # Tags live in the item's JSON (jsonfilters.HasTag: one condition on either database).
+    tag = django_filters.CharFilter(method="with_tag")
+    priority = django_filters.CharFilter(field_name="item__priority")
+    failed_severity = django_filters.CharFilter(method="with_failed_rule")
+
+    class Meta:
+        model = EvaluationResult
+        fields: list[str] = []
+
+    def with_tag(self, queryset, name, value):
+        return queryset.filter(HasTag(value))
+
+    def with_failed_rule(self, queryset, name, value):
+        return queryset.with_failed_rule(value)
 
 
 def filtered(filterset: type[django_filters.FilterSet], filters: dict | None, queryset):

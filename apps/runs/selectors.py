@@ -15,8 +15,7 @@ from . import attempts
 from . import comparison as pairing
 from .aggregates import LIVE_OVERLAP, RunDigest, run_digest, run_digests
 from .display import conversation_turns, failures_and_warnings, final_answer
-from .filters import ResultFilter, RunFilter, filtered
-from .jsonfilters import HasTag
+from .filters import ResultFilter, ResultTableFilter, RunFilter, filtered
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
 from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE
@@ -383,24 +382,19 @@ def results_filtered(
     failed_severity: str | None = None,
     sort: str | None = None,
 ):
-    """The run page's table: finished results under its filters, in the order of `sort`
-    (attempts.sort_param; by default failed first, then test set order); filtered and ordered by
-    the database (jsonfilters for the JSON columns)."""
-    results = run.results.done()
-    if passed is not None:
-        results = results.filter(passed=passed)
-    if outcome:
-        results = results.filter(outcome=outcome)
-    if item_type:
-        results = results.filter(item_type=item_type)
-    if q:
-        results = results.filter(item_name__icontains=q)
-    if tag:
-        results = results.filter(HasTag(tag))
-    if priority:
-        results = results.filter(item__priority=priority)
-    if failed_severity:
-        results = results.with_failed_rule(failed_severity)
+    """The run page's table: finished results under its filters (ResultTableFilter), in the order
+    of `sort` (attempts.sort_param; by default failed first, then test set order); filtered and
+    ordered by the database."""
+    filters = {
+        "passed": passed,
+        "outcome": outcome,
+        "item_type": item_type,
+        "q": q,
+        "tag": tag,
+        "priority": priority,
+        "failed_severity": failed_severity,
+    }
+    results = filtered(ResultTableFilter, filters, run.results.done())
     sort = attempts.sort_param(sort)
     return results.order_by(*(TABLE_ORDER if sort == attempts.DEFAULT_SORT else attempts.attempt_order(sort)))
 
