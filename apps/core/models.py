@@ -92,3 +92,25 @@ class KeyUsageDay(models.Model):
 
     def __str__(self):
         return f"{self.api_key} {self.day}"
+
+
+class SsoIdentity(models.Model):
+    """The provider's stable name for a person, (issuer, subject), tied to one evalsite user. A login
+    finds its user through this row only, never by e-mail or username: those can change, or be
+    chosen by someone else, at the provider."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sso_identities")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+    # The groups claim of the last login, as sent: what the roles were derived from (admins ask).
+    last_groups = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        verbose_name = "single sign-on identity"
+        verbose_name_plural = "single sign-on identities"
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="ssoidentity_once_per_subject")]
+
+    def __str__(self):
+        return f"{self.user} ({self.subject} at {self.issuer})"
