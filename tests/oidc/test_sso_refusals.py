@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth import get_user_model
 
 from apps.core.auth.oidc.backend import OidcBackend
-from tests.oidc.conftest import CLIENT_ID, CLIENT_SECRET, sso_login
+from tests.oidc.conftest import CLIENT_ID, CLIENT_SECRET, provider_login, sso_login
 
 pytestmark = pytest.mark.subprocess
 
@@ -119,8 +119,6 @@ def test_a_callback_replayed_after_the_login_is_refused(sso, live_server):
         lambda request: callbacks.append(str(request.url)) if "/oidc/callback/" in request.url.path else None
     ]
     response = client.get(f"{live_server.url}/oidc/authenticate/")
-    from tests.oidc.conftest import provider_login
-
     assert provider_login(client, response, "mallory", "provider-pass-1").url.path == "/console/"
     # Another browser replaying the same callback URL (code and state, from a log or a referrer).
     other = httpx.Client(follow_redirects=True, timeout=30)
