@@ -200,3 +200,21 @@ class SsoIdentity(models.Model):
 
     def __str__(self):
         return f"{self.user} ({self.subject} at {self.issuer})"
+
+
+class SsoMembershipGrant(models.Model):
+    """Marks a membership that single sign-on granted from the groups claim (EVALSITE_OIDC_ROLE_MAP),
+    with the role it granted. Only marked memberships are changed or removed at a later SSO login;
+    one added by hand has no mark, and one whose role someone changed by hand (role no longer equal to
+    `role`) loses its mark at the next login: from then on it is a hand-made membership, left alone."""
+
+    membership = models.OneToOneField(Membership, on_delete=models.CASCADE, related_name="sso_grant")
+    role = models.CharField(max_length=10, choices=ProjectRole.choices)
+    granted_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name = "membership granted by single sign-on"
+        verbose_name_plural = "memberships granted by single sign-on"
+
+    def __str__(self):
+        return f"{self.membership} (single sign-on)"

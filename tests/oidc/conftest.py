@@ -18,6 +18,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from apps.core.auth.oidc import discovery
 from apps.core.auth.oidc.config import parse_role_map
+from apps.core.models import Project
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID = "evalsite-tests"
@@ -106,6 +107,8 @@ def sso(oidc_provider, settings, transactional_db):
         "django.contrib.auth.backends.ModelBackend",
         "apps.core.auth.oidc.backend.OidcBackend",
     ]
+    # Transactional tests empty the database after each test, the migrations' `default` with it.
+    Project.objects.get_or_create(slug="default", defaults={"name": "Default"})
     discovery.forget()
     yield oidc_provider
     discovery.forget()

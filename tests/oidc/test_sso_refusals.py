@@ -60,7 +60,7 @@ def test_an_id_token_signed_by_another_key_is_refused(sso, live_server, replace_
 
 
 def test_an_expired_id_token_is_refused(sso, live_server, replace_id_token):
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     kid = provider_kid(sso)
     hour_ago = int(time.time()) - 3600
     replace_id_token(
@@ -73,7 +73,7 @@ def test_an_expired_id_token_is_refused(sso, live_server, replace_id_token):
 
 def test_an_id_token_for_another_client_is_refused(sso, live_server, replace_id_token):
     # Signed by the provider itself, for another application: the library alone does not check `aud`.
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     kid = provider_kid(sso)
     replace_id_token(
         lambda claims: jwt.encode(
@@ -84,7 +84,7 @@ def test_an_id_token_for_another_client_is_refused(sso, live_server, replace_id_
 
 
 def test_an_id_token_from_another_issuer_is_refused(sso, live_server, replace_id_token):
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     kid = provider_kid(sso)
     replace_id_token(
         lambda claims: jwt.encode(
@@ -96,7 +96,7 @@ def test_an_id_token_from_another_issuer_is_refused(sso, live_server, replace_id
 
 def test_an_hs256_token_made_with_the_client_secret_is_refused(sso, live_server, replace_id_token):
     # Algorithm confusion: whoever knows (or guesses) the secret must not be able to mint logins.
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     replace_id_token(lambda claims: jwt.encode(claims, CLIENT_SECRET, algorithm="HS256"))
     assert_refused(*sso_login(live_server.url, "mallory"), live_server)
 
@@ -112,7 +112,7 @@ def test_a_callback_with_a_state_this_browser_was_not_given_is_refused(sso, live
 
 
 def test_a_callback_replayed_after_the_login_is_refused(sso, live_server):
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     client = httpx.Client(follow_redirects=True, timeout=30)
     callbacks = []
     client.event_hooks["request"] = [
@@ -129,7 +129,7 @@ def test_a_callback_replayed_after_the_login_is_refused(sso, live_server):
 
 
 def test_a_wrong_client_secret_fails_without_showing_either_secret(sso, live_server, settings, caplog):
-    sso.put_user("mallory")
+    sso.put_user("mallory", groups=["staff"])
     settings.OIDC_RP_CLIENT_SECRET = "wrong-secret-also-private-51e2"
     with caplog.at_level(logging.DEBUG):
         client, response = sso_login(live_server.url, "mallory")

@@ -23,6 +23,7 @@ class ConsoleLoginView(auth_views.LoginView):
             **login_context(),
             # The SSO callback's failure redirect (LOGIN_REDIRECT_URL_FAILURE) lands here.
             "sso_failed": self.request.GET.get("sso") == "failed",
+            "sso_no_project": self.request.GET.get("sso") == "no-project",
             **super().get_context_data(**kwargs),
         }
 

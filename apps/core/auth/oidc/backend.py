@@ -132,7 +132,13 @@ class OidcBackend(OIDCAuthenticationBackend):
         return {**payload, **userinfo}
 
     def get_or_create_user(self, access_token, id_token, payload):
-        from .services import sso_user_for_claims
+        from .services import has_project_access, sso_user_for_claims
 
         claims = self.get_userinfo(access_token, id_token, payload)
-        return sso_user_for_claims(issuer=discovery.provider_metadata().issuer, claims=claims)
+        user = sso_user_for_claims(issuer=discovery.provider_metadata().issuer, claims=claims)
+        if user.is_active and not has_project_access(user):
+            # The user row stays (committed above): a project admin can now add them by username, and
+            # their next login goes through. The login page says why this one did not.
+            self.request.sso_refusal = "no-project"
+            raise SsoRefused(f"{user.username}: no project (no mapped group, no membership added by hand)")
+        return user

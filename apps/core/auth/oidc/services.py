@@ -3,6 +3,7 @@ to date from the claims, and their SSO-granted project memberships."""
 
 import base64
 import hashlib
+import logging
 import re
 
 from django.conf import settings
@@ -10,8 +11,11 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.core.models import SsoIdentity
+from apps.core.models import Membership, Project, SsoIdentity, SsoMembershipGrant
 
+from .config import roles_from_groups
+
+logger = logging.getLogger(__name__)
 _USERNAME = re.compile(r"^[\w.@+-]{1,150}$")
 
 
@@ -73,4 +77,41 @@ def sso_user_for_claims(*, issuer: str, claims: dict):
 
 
 def sync_sso_memberships(*, user, groups) -> None:
-    """Placeholder until the projects foundation lands: memberships are synced here."""
+    """Make the user's SSO-granted memberships what the groups claim and the role map say now: for
+    each mapped project the highest role of the user's groups (created, or changed); an SSO-granted
+    membership whose groups the claim no longer holds is removed. A membership added by hand (no
+    SsoMembershipGrant), or whose role was changed by hand since SSO granted it, is never touched:
+    the hand grant wins over the map. Projects the map names that do not exist are skipped (logged)."""
+    wanted = roles_from_groups(settings.EVALSITE_OIDC_ROLE_MAP, groups)
+    projects = {project.slug: project for project in Project.objects.filter(slug__in=wanted)}
+    for slug in sorted(set(wanted) - set(projects)):
+        logger.warning("EVALSITE_OIDC_ROLE_MAP names project %r, which does not exist", slug)
+    held = {
+        membership.project.slug: membership
+        for membership in Membership.objects.filter(user=user).select_related("project", "sso_grant")
+    }
+    for slug, membership in held.items():
+        grant = getattr(membership, "sso_grant", None)
+        if grant is None:
+            continue
+        if grant.role != membership.role:
+            # Someone changed the role by hand: from now on it is theirs, not the map's.
+            grant.delete()
+            continue
+        if slug not in projects:
+            membership.delete()
+        elif membership.role != wanted[slug]:
+            membership.role = grant.role = wanted[slug]
+            membership.save(update_fields=["role"])
+            grant.save(update_fields=["role", "granted_at"])
+    for slug, project in projects.items():
+        if slug not in held:
+            membership = Membership.objects.create(user=user, project=project, role=wanted[slug])
+            SsoMembershipGrant.objects.create(membership=membership, role=wanted[slug])
+
+
+def has_project_access(user) -> bool:
+    """Whether a single-sign-on user may log in: a superuser, or a member of at least one project.
+    Someone whose groups map to no project and whom nobody added by hand is refused: logged in, they
+    would count as a user from before projects (apps.core.projects.access, read access to `default`)."""
+    return user.is_superuser or Membership.objects.filter(user=user).exists()

@@ -76,6 +76,13 @@ class SsoCallbackView(OIDCAuthenticationCallbackView):
     or replayed callback, or one from another browser) is a refused login like any other: back to the
     login page, nobody logged in."""
 
+    def login_failure(self):
+        # Why, when the backend knows and it is safe to say (a user without any project).
+        refusal = getattr(self.request, "sso_refusal", None)
+        if refusal:
+            return HttpResponseRedirect(f"{settings.LOGIN_URL}?sso={refusal}")
+        return super().login_failure()
+
     def get(self, request):
         if not sso_enabled():
             raise Http404("single sign-on is off")
