@@ -110,3 +110,6 @@ class ProjectAdmin(admin.ModelAdmin):
     @admin.display(description="members", ordering="member_count")
     def member_count(self, obj):
         return obj.member_count
+
+
+from apps.core.admin import sso  # noqa: E402,F401 (registers the single sign-on admins)
