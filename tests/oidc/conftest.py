@@ -127,9 +127,12 @@ def password_login_off(sso, settings):
 _HIDDEN = re.compile(r'<input name="(\w+)" type="hidden" value="([^"]*)"')
 
 
-def provider_login(client: httpx.Client, response: httpx.Response, username: str, password: str) -> httpx.Response:
+def provider_login(
+    client: httpx.Client, response: httpx.Response, username: str, password: str, *, allow: bool = True
+) -> httpx.Response:
     """From the provider's login page (where /oidc/authenticate/ leads), through its login form and its
-    consent form, following every redirect: back to evalsite's callback and where that leads."""
+    consent form (Authorize, or Decline with `allow=False`), following every redirect: back to
+    evalsite's callback and where that leads."""
     assert "/accounts/login/" in str(response.url), response.url
     response = client.post(
         str(response.url),
@@ -142,7 +145,8 @@ def provider_login(client: httpx.Client, response: httpx.Response, username: str
     assert "Request for Permission" in response.text, response.text[:500]
     form = {name: html.unescape(value) for name, value in _HIDDEN.findall(response.text)}
     form["csrfmiddlewaretoken"] = client.cookies.get("provider_csrftoken", domain="127.0.0.1")
-    form["allow"] = "Authorize"
+    if allow:
+        form["allow"] = "Authorize"
     return client.post(str(response.url).split("?")[0], data=form)
 
 

@@ -89,3 +89,15 @@ class TestSsoOff:
         assert 'id="sso-login"' not in client.get("/admin/login/").content.decode()
         assert client.get("/oidc/authenticate/").status_code == 404
         assert client.get("/oidc/callback/?code=x&state=y").status_code == 404
+
+
+def test_turning_password_login_off_ends_sessions_a_password_opened(client, settings, known_user, sso_configured):
+    assert client.post("/console/login/", {"username": "bob", "password": "right-pass-1"}).status_code == 302
+    assert client.get("/console/").status_code == 200
+    settings.EVALSITE_PASSWORD_LOGIN = False
+    settings.AUTHENTICATION_BACKENDS = [
+        "axes.backends.AxesStandaloneBackend",
+        "apps.core.auth.oidc.backend.OidcBackend",
+    ]
+    # The session names the password backend, which is no longer listed: it is anonymous now.
+    assert client.get("/console/")["Location"].startswith("/console/login/")

@@ -1,6 +1,7 @@
 """Single sign-on in headless Chromium: "Sign in with SSO" on the console's login page, through the
 real provider's login and consent pages, back to the console logged in. The login page is saved as
-screenshots (SSO beside the password form, and SSO only with EVALSITE_PASSWORD_LOGIN=0) under
+screenshots (SSO beside the password form, and SSO only with EVALSITE_PASSWORD_LOGIN=0, the admin's
+too) under
 var/shots/ for a person to look at."""
 
 import shutil
@@ -46,6 +47,10 @@ def test_sign_in_with_sso_from_the_console_login_page(browser, sso, live_server,
     browser.get(f"{live_server.url}/console/login/")
     assert not browser.find_elements(By.ID, "login-form")
     shoot(browser, "console-login-sso-only")
+    browser.get(f"{live_server.url}/admin/login/")
+    assert not browser.find_elements(By.ID, "login-form") and browser.find_elements(By.ID, "sso-login")
+    shoot(browser, "admin-login-sso-only")
+    browser.get(f"{live_server.url}/console/login/")
 
     click_and_wait_for_new_page(browser, browser.find_element(By.ID, "sso-login"))
     # The provider's own login page, on its own port.

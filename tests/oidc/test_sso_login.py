@@ -3,11 +3,12 @@ tests/oidc/provider) talk over HTTP on loopback; a client follows the redirects 
 login and consent forms as a browser would. Role map of these tests (conftest.ROLE_MAP):
 default:admin=evalsite-admins, default:viewer=staff, default:reviewer=reviewers."""
 
+import httpx
 import pytest
 from django.contrib.auth import get_user_model
 
 from apps.core.models import Membership, Project, SsoIdentity
-from tests.oidc.conftest import sso_login
+from tests.oidc.conftest import provider_login, sso_login
 
 pytestmark = pytest.mark.subprocess
 
@@ -68,3 +69,29 @@ def test_a_user_without_a_mapped_group_is_refused_but_can_be_placed_by_hand(sso,
     Membership.objects.create(user=user, project=Project.objects.get(slug="default"), role="viewer")
     client, response = sso_login(live_server.url, "chen")
     assert response.url.path == "/console/"
+
+
+def test_the_admin_through_sso_for_a_staff_user(sso, live_server):
+    # SSO never makes anyone staff; a superuser does, by hand, and later logins keep it.
+    sso.put_user("dora", groups=["evalsite-admins"])
+    sso_login(live_server.url, "dora")
+    get_user_model().objects.filter(username="dora").update(is_staff=True)
+
+    client = httpx.Client(follow_redirects=True, timeout=30)
+    admin_login = client.get(f"{live_server.url}/admin/login/", params={"next": "/admin/"})
+    assert 'id="sso-login"' in admin_login.text
+    response = client.get(f"{live_server.url}/oidc/authenticate/", params={"next": "/admin/"})
+    response = provider_login(client, response, "dora", "provider-pass-1")
+
+    assert response.url.path == "/admin/" and 'id="site-name"' in response.text
+    assert get_user_model().objects.get(username="dora").is_staff
+
+
+def test_declining_consent_at_the_provider_logs_nobody_in(sso, live_server):
+    sso.put_user("emil", groups=["staff"])
+    client = httpx.Client(follow_redirects=True, timeout=30)
+    response = client.get(f"{live_server.url}/oidc/authenticate/")
+    response = provider_login(client, response, "emil", "provider-pass-1", allow=False)
+
+    assert response.url.path == "/console/login/" and response.url.params["sso"] == "failed"
+    assert not get_user_model().objects.filter(username="emil").exists()
