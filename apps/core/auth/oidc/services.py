@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.core.models import Membership, Project, SsoIdentity, SsoMembershipGrant
+from apps.core.projects.services import membership_remove, membership_set
 
 from .config import roles_from_groups
 
@@ -90,6 +91,7 @@ def sync_sso_memberships(*, user, groups) -> None:
         membership.project.slug: membership
         for membership in Membership.objects.filter(user=user).select_related("project", "sso_grant")
     }
+    # Through the projects' membership services: one write path for members, whatever changes them.
     for slug, membership in held.items():
         grant = getattr(membership, "sso_grant", None)
         if grant is None:
@@ -99,14 +101,14 @@ def sync_sso_memberships(*, user, groups) -> None:
             grant.delete()
             continue
         if slug not in projects:
-            membership.delete()
+            membership_remove(project=membership.project, username=user.username)
         elif membership.role != wanted[slug]:
-            membership.role = grant.role = wanted[slug]
-            membership.save(update_fields=["role"])
+            membership_set(project=membership.project, username=user.username, role=wanted[slug])
+            grant.role = wanted[slug]
             grant.save(update_fields=["role", "granted_at"])
     for slug, project in projects.items():
         if slug not in held:
-            membership = Membership.objects.create(user=user, project=project, role=wanted[slug])
+            membership, _ = membership_set(project=project, username=user.username, role=wanted[slug])
             SsoMembershipGrant.objects.create(membership=membership, role=wanted[slug])
 
 
