@@ -150,7 +150,14 @@ def provider_login(
     return client.post(str(response.url).split("?")[0], data=form)
 
 
+def browser_like_client(*, follow_redirects: bool = True) -> httpx.Client:
+    """A client with its own cookie jar, as one browser. `Connection: close`: a kept-alive connection
+    would hold a live-server thread, and its database connection, open past the test (on PostgreSQL
+    the test database then cannot be dropped)."""
+    return httpx.Client(follow_redirects=follow_redirects, timeout=30, headers={"Connection": "close"})
+
+
 def sso_login(base_url: str, username: str, password: str = "provider-pass-1") -> tuple[httpx.Client, httpx.Response]:
-    client = httpx.Client(follow_redirects=True, timeout=30)
+    client = browser_like_client()
     response = client.get(f"{base_url}/oidc/authenticate/", params={"next": "/console/"})
     return client, provider_login(client, response, username, password)

@@ -3,12 +3,11 @@ tests/oidc/provider) talk over HTTP on loopback; a client follows the redirects 
 login and consent forms as a browser would. Role map of these tests (conftest.ROLE_MAP):
 default:admin=evalsite-admins, default:viewer=staff, default:reviewer=reviewers."""
 
-import httpx
 import pytest
 from django.contrib.auth import get_user_model
 
 from apps.core.models import Membership, Project, SsoIdentity
-from tests.oidc.conftest import provider_login, sso_login
+from tests.oidc.conftest import browser_like_client, provider_login, sso_login
 
 pytestmark = pytest.mark.subprocess
 
@@ -77,7 +76,7 @@ def test_the_admin_through_sso_for_a_staff_user(sso, live_server):
     sso_login(live_server.url, "dora")
     get_user_model().objects.filter(username="dora").update(is_staff=True)
 
-    client = httpx.Client(follow_redirects=True, timeout=30)
+    client = browser_like_client()
     admin_login = client.get(f"{live_server.url}/admin/login/", params={"next": "/admin/"})
     assert 'id="sso-login"' in admin_login.text
     response = client.get(f"{live_server.url}/oidc/authenticate/", params={"next": "/admin/"})
@@ -89,7 +88,7 @@ def test_the_admin_through_sso_for_a_staff_user(sso, live_server):
 
 def test_declining_consent_at_the_provider_logs_nobody_in(sso, live_server):
     sso.put_user("emil", groups=["staff"])
-    client = httpx.Client(follow_redirects=True, timeout=30)
+    client = browser_like_client()
     response = client.get(f"{live_server.url}/oidc/authenticate/")
     response = provider_login(client, response, "emil", "provider-pass-1", allow=False)
 

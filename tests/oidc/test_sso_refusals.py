@@ -14,7 +14,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth import get_user_model
 
 from apps.core.auth.oidc.backend import OidcBackend
-from tests.oidc.conftest import CLIENT_ID, CLIENT_SECRET, provider_login, sso_login
+from tests.oidc.conftest import CLIENT_ID, CLIENT_SECRET, browser_like_client, provider_login, sso_login
 
 pytestmark = pytest.mark.subprocess
 
@@ -102,7 +102,7 @@ def test_an_hs256_token_made_with_the_client_secret_is_refused(sso, live_server,
 
 
 def test_a_callback_with_a_state_this_browser_was_not_given_is_refused(sso, live_server):
-    client = httpx.Client(follow_redirects=False, timeout=30)
+    client = browser_like_client(follow_redirects=False)
     # The browser has a session with a real state in it (the login started), but the callback names another.
     started = client.get(f"{live_server.url}/oidc/authenticate/")
     assert started.status_code == 302 and "state=" in started.headers["location"]
@@ -113,7 +113,7 @@ def test_a_callback_with_a_state_this_browser_was_not_given_is_refused(sso, live
 
 def test_a_callback_replayed_after_the_login_is_refused(sso, live_server):
     sso.put_user("mallory", groups=["staff"])
-    client = httpx.Client(follow_redirects=True, timeout=30)
+    client = browser_like_client()
     callbacks = []
     client.event_hooks["request"] = [
         lambda request: callbacks.append(str(request.url)) if "/oidc/callback/" in request.url.path else None
@@ -121,7 +121,7 @@ def test_a_callback_replayed_after_the_login_is_refused(sso, live_server):
     response = client.get(f"{live_server.url}/oidc/authenticate/")
     assert provider_login(client, response, "mallory", "provider-pass-1").url.path == "/console/"
     # Another browser replaying the same callback URL (code and state, from a log or a referrer).
-    other = httpx.Client(follow_redirects=True, timeout=30)
+    other = browser_like_client()
     replay = other.get(callbacks[-1])
     assert (
         replay.url.path == "/console/login/" and other.get(f"{live_server.url}/console/").url.path == "/console/login/"
