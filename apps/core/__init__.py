@@ -6,7 +6,7 @@ packages here do not import each other in a cycle, which lint-imports checks):
               `responses` and `schemas` (answers built by Out models), DRF's `negotiation`,
               `parsers`, `renderers`, `pagination`;
 - auth/       who may do what: `authentication` (API keys, sessions), `permissions` (scopes),
-              `login_throttle`, `crypto` (credentials encrypted at rest);
+              `login_throttle`, `crypto` (credentials encrypted at rest), `oidc` (single sign-on);
 - admin/      the ApiKey admin, and `fields` / `utils` every app's admin uses;
 - http/       `middleware`, `views` (probes, API docs, error pages), `pages` (the console layout
               that pages of lower apps share);
