@@ -94,3 +94,11 @@ def test_declining_consent_at_the_provider_logs_nobody_in(sso, live_server):
 
     assert response.url.path == "/console/login/" and response.url.params["sso"] == "failed"
     assert not get_user_model().objects.filter(username="emil").exists()
+
+
+def test_deactivating_a_user_ends_their_sso_session(sso, live_server):
+    sso.put_user("fay", groups=["staff"])
+    client, response = sso_login(live_server.url, "fay")
+    assert response.url.path == "/console/"
+    get_user_model().objects.filter(username="fay").update(is_active=False)
+    assert client.get(f"{live_server.url}/console/").url.path == "/console/login/"

@@ -131,6 +131,12 @@ class OidcBackend(OIDCAuthenticationBackend):
         # The id token's claims under the userinfo ones: some providers put groups only in the token.
         return {**payload, **userinfo}
 
+    def get_user(self, user_id):
+        # Each request's session user. The library's version returns inactive users too; Django's
+        # ModelBackend does not, so deactivating someone ends their SSO sessions as it ends others.
+        user = super().get_user(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
     def get_or_create_user(self, access_token, id_token, payload):
         from .services import has_project_access, sso_user_for_claims
 
