@@ -59,3 +59,8 @@ def test_claims_of_the_wrong_type_are_not_stored():
 def test_no_subject_no_user():
     with pytest.raises(ValueError):
         sso_user_for_claims(issuer=ISSUER, claims={"preferred_username": "ivan"})
+
+
+def test_an_sso_user_has_no_password_to_log_in_with():
+    # With password login on, an SSO account still cannot be entered with a password (none was set).
+    assert not login(preferred_username="jo").has_usable_password()

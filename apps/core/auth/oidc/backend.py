@@ -9,6 +9,10 @@
   be able to set at the provider, a subject is not (services.sso_user_for_claims);
 - every failure is a refused login (the callback redirects to the login page), logged without the
   client secret, the tokens or a response body.
+
+The library's token and userinfo requests use `requests` directly, not the outbound guard
+(apps/core/outbound.py): their endpoints come from the operator-configured issuer's discovery
+document, which is trusted as OPENAI_BASE_URL is (discovery.py says why and what is checked).
 """
 
 import logging
