@@ -227,11 +227,65 @@ EVALSITE_LOGIN_COOLOFF_MINUTES = env_int("EVALSITE_LOGIN_COOLOFF_MINUTES", 15)
 # Reverse proxies in front that append the client's address to X-Forwarded-For. Behind one, the
 # connection's address is the proxy's: with 0 there, every failure would count against one address.
 EVALSITE_TRUSTED_PROXY_COUNT = env_int("EVALSITE_TRUSTED_PROXY_COUNT", 0)
+
+# Single sign-on (OpenID Connect, mozilla-django-oidc; apps/core/auth/oidc). On when an issuer is set.
+# The provider's endpoints and signing keys come from {issuer}/.well-known/openid-configuration,
+# fetched on the first SSO login and cached, so evalsite starts (and manage.py runs) while the
+# provider is down.
+EVALSITE_OIDC_ISSUER = os.environ.get("EVALSITE_OIDC_ISSUER", "").strip().rstrip("/")
+EVALSITE_OIDC_CLIENT_ID = os.environ.get("EVALSITE_OIDC_CLIENT_ID", "").strip()
+EVALSITE_OIDC_CLIENT_SECRET = os.environ.get("EVALSITE_OIDC_CLIENT_SECRET", "").strip()
+EVALSITE_OIDC_GROUPS_CLAIM = os.environ.get("EVALSITE_OIDC_GROUPS_CLAIM", "").strip() or "groups"
+# Some providers send the groups claim only for a scope of that name (Okta: "groups").
+EVALSITE_OIDC_SCOPES = os.environ.get("EVALSITE_OIDC_SCOPES", "").strip() or "openid email profile"
+# Off only when SSO is on: otherwise nobody could log in to the console or the admin. API keys are
+# not logins and keep working either way.
+EVALSITE_PASSWORD_LOGIN = env_bool("EVALSITE_PASSWORD_LOGIN", True)
+EVALSITE_SSO_ENABLED = bool(EVALSITE_OIDC_ISSUER)
+
+
+def _oidc_role_map():
+    # A pure parser (no models), so settings can use it: a typo stops evalsite here, naming the entry.
+    from apps.core.auth.oidc.config import RoleMapError, parse_role_map
+
+    try:
+        return parse_role_map(os.environ.get("EVALSITE_OIDC_ROLE_MAP", ""))
+    except RoleMapError as exc:
+        raise ImproperlyConfigured(f"EVALSITE_OIDC_ROLE_MAP: {exc}") from None
+
+
+EVALSITE_OIDC_ROLE_MAP = _oidc_role_map()
+if EVALSITE_SSO_ENABLED:
+    if not EVALSITE_OIDC_ISSUER.startswith(("https://", "http://")):
+        raise ImproperlyConfigured("EVALSITE_OIDC_ISSUER must be an http(s) URL")
+    _missing = [name for name in ("EVALSITE_OIDC_CLIENT_ID", "EVALSITE_OIDC_CLIENT_SECRET") if not globals()[name]]
+    if _missing:
+        raise ImproperlyConfigured(f"EVALSITE_OIDC_ISSUER is set, so {' and '.join(_missing)} must be set too")
+elif not EVALSITE_PASSWORD_LOGIN:
+    raise ImproperlyConfigured("EVALSITE_PASSWORD_LOGIN=0 needs EVALSITE_OIDC_ISSUER: nobody could log in")
+# mozilla-django-oidc's own settings; the endpoints are not among them (they come from discovery).
+OIDC_RP_CLIENT_ID = EVALSITE_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = EVALSITE_OIDC_CLIENT_SECRET
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = EVALSITE_OIDC_SCOPES
+OIDC_USE_PKCE = True
+# client_secret_basic, the token endpoint's default method (RFC 6749 2.3.1), keeps the secret out of
+# the request body.
+OIDC_TOKEN_USE_BASIC_AUTH = True
+OIDC_TIMEOUT = 10
+LOGIN_REDIRECT_URL = "/console/"
+LOGIN_REDIRECT_URL_FAILURE = "/console/login/?sso=failed"
+
 AUTHENTICATION_BACKENDS = [
     # First: refuses a locked-out login before the password is even checked.
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
 ]
+# Without the password backend no password authenticates anywhere, and sessions that a password
+# opened end at the switch (their backend is no longer listed).
+if EVALSITE_PASSWORD_LOGIN:
+    AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")
+if EVALSITE_SSO_ENABLED:
+    AUTHENTICATION_BACKENDS.append("apps.core.auth.oidc.backend.OidcBackend")
 AXES_FAILURE_LIMIT = EVALSITE_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=EVALSITE_LOGIN_COOLOFF_MINUTES)
 # Either one locks: a username (guessing one account's password from many addresses) or an address

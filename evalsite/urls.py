@@ -2,6 +2,7 @@ from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from apps.core.auth.oidc.views import admin_login
 from apps.core.http.views import ApiDocsView, ApiSchemaView, api_not_found, healthz, not_found, readyz, server_error
 from apps.core.metrics.access import metrics_view
 from apps.rag.api.views import TraceView
@@ -11,7 +12,11 @@ from apps.traces.ingestion.otlp.views import OtlpTracesView
 urlpatterns = [
     path("", RedirectView.as_view(url="/console/", permanent=False)),
     path("console/", include("apps.console.urls")),
+    # Before admin.site.urls: the admin's password login, refused while EVALSITE_PASSWORD_LOGIN=0.
+    path("admin/login/", admin_login),
     path("admin/", admin.site.urls),
+    # Single sign-on: /oidc/authenticate/ (to the provider) and /oidc/callback/ (back); 404 while off.
+    path("oidc/", include("apps.core.auth.oidc.urls")),
     path("api/schema/", ApiSchemaView.as_view(), name="schema"),
     path("api/docs/", ApiDocsView.as_view(url_name="schema"), name="swagger-ui"),
     path("api/v1/metrics/", include("apps.traces.api.urls")),
@@ -29,6 +34,7 @@ urlpatterns = [
     path("api/v1/", include("apps.runs.api.urls")),
     path("api/v1/", include("apps.queues.api.urls")),
     path("api/v1/", include("apps.agentic.rules.api.urls")),
+    path("api/v1/", include("apps.core.api.projects.urls")),
     path("metrics-query/", include("apps.nlquery.page.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -20,6 +20,12 @@ for name in (
     "GRAFANA_URL",
     "GRAFANA_DATASOURCE_UID",
     "GRAFANA_TOKEN",
+    # SSO is off in tests unless a test turns it on (tests/oidc, against its own provider).
+    "EVALSITE_OIDC_ISSUER",
+    "EVALSITE_OIDC_CLIENT_ID",
+    "EVALSITE_OIDC_CLIENT_SECRET",
+    "EVALSITE_OIDC_ROLE_MAP",
+    "EVALSITE_PASSWORD_LOGIN",
 ):
     os.environ.pop(name, None)
 

@@ -7,6 +7,8 @@ from django.contrib.auth import views as auth_views
 from django.shortcuts import render
 from django.urls import reverse_lazy
 
+from apps.core.auth.oidc.views import login_context, refuse_password_post
+
 from ..context import console_context
 
 
@@ -16,10 +18,18 @@ class ConsoleLoginView(auth_views.LoginView):
     next_page = reverse_lazy("console:dashboard")
 
     def get_context_data(self, **kwargs):
-        return {**console_context(self.request, title="Log in"), **super().get_context_data(**kwargs)}
+        return {
+            **console_context(self.request, title="Log in"),
+            **login_context(),
+            # The SSO callback's failure redirect (LOGIN_REDIRECT_URL_FAILURE) lands here.
+            "sso_failed": self.request.GET.get("sso") == "failed",
+            "sso_no_project": self.request.GET.get("sso") == "no-project",
+            **super().get_context_data(**kwargs),
+        }
 
 
-login = ConsoleLoginView.as_view()
+# A POST is a password: refused with 403 while EVALSITE_PASSWORD_LOGIN=0 (the page keeps the SSO button).
+login = refuse_password_post(ConsoleLoginView.as_view())
 logout = auth_views.LogoutView.as_view(next_page=reverse_lazy("console:login"))
 
 
