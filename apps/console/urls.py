@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, dashboard, exports, ingestion, queues, rag, runs, traces
+from .views import account, audit, dashboard, exports, ingestion, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
@@ -21,6 +21,7 @@ urlpatterns = [
     path("traces/", traces.trace_list, name="trace-list"),
     path("rag/", rag.rag_list, name="rag-list"),
     path("ingestion/", ingestion.ingestion_page, name="ingestion"),
+    path("audit/", audit.audit_page, name="audit"),
     path("rag/<int:evaluation_id>/", rag.rag_detail, name="rag-detail"),
     path("queues/", queues.queue_list, name="queue-list"),
     path("queues/add/", queues.queue_item_add, name="queue-item-add"),

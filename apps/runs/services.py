@@ -28,6 +28,7 @@ from django.db.models import Exists, F, OuterRef
 from django.utils import timezone
 
 from apps.bots.selectors import bot_config_snapshot
+from apps.core.audit.services import audit_record, fields_set
 from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
@@ -84,6 +85,20 @@ def _attempts_check(attempts: int) -> None:
             f"This run would make {attempts} attempts (items x repeats); the limit is {limit} "
             f"(EVALSITE_MAX_RUN_ATTEMPTS). Use fewer repeats or a smaller test set."
         )
+
+
+# What the audit trail says a launched run was given.
+AUDITED = (
+    "agent_id",
+    "test_set_id",
+    "test_set_version",
+    "dataset_id",
+    "rubric_id",
+    "rubric_version",
+    "judge",
+    "repeats",
+    "label",
+)
 
 
 @transaction.atomic
@@ -159,6 +174,9 @@ def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> Evaluatio
         batch_size=2000,
     )
     transaction.on_commit(lambda: tasks.start_run.delay(run.pk))
+    audit_record(
+        action="launch", obj=run, object_type="run", object_id=str(run.run_id), changes=fields_set(run, AUDITED)
+    )
     return run
 
 
@@ -518,10 +536,18 @@ def run_cancel(*, run: EvaluationRun, requested_by=None, admin: bool = True) -> 
         run = EvaluationRun.objects.select_for_update().get(pk=run.pk)
         if run.is_finished:
             raise ConflictError(f"Run {run.run_id} is already {run.status}")
+        before = run.status
         run.status = Status.CANCELLED
         run.completed_at = timezone.now()
         run.error = "Cancelled"
         run.save(update_fields=["status", "completed_at", "error"])
+        audit_record(
+            action="cancel",
+            obj=run,
+            object_type="run",
+            object_id=str(run.run_id),
+            changes={"status": [before, run.status]},
+        )
     return run
 
 

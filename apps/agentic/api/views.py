@@ -17,6 +17,7 @@ from apps.agentic.judges import JudgeInput, JudgeToolCall
 from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.audit.services import audit_record
 from apps.core.errors import InvalidInputError
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import llm_evaluations_check, llm_rate_check
@@ -312,5 +313,8 @@ class ClearView(APIView):
 
     @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (admin scope)")
     def delete(self, request):
-        services.evaluations_clear()
+        evaluations, traces = services.evaluations_clear()
+        audit_record(
+            action="clear", object_type="traces", changes={"evaluations": [evaluations, 0], "traces": [traces, 0]}
+        )
         return respond(ClearOut, {"message": "All traces and evaluation results cleared"})
