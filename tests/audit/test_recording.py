@@ -339,3 +339,20 @@ def test_django_test_case_capture_on_commit_is_unaffected():
     with TestCase.captureOnCommitCallbacks() as callbacks:
         Project.objects.create(name="X", slug="x")
     assert callbacks == []
+
+
+def test_create_api_key_command_is_its_own_actor(team, capsys):
+    from django.core.management import call_command
+
+    member(team, "frank", ProjectRole.EDITOR)
+    start = last_id()
+    call_command("create_api_key", "--user", "frank", "--project", "team")
+    raw_key = capsys.readouterr().out.strip()
+    event = one_event(start)
+    assert (event.action, event.object_type, event.actor, event.project) == (
+        "create",
+        "api_key",
+        "manage.py create_api_key",
+        team,
+    )
+    assert raw_key not in json.dumps(event.changes)
