@@ -41,9 +41,10 @@ def trace_evaluation_search(
     (TraceEvaluationQuerySet.with_test_matching). Empty values are no filter.
     The payload stays unread (only its question); a page's scores come in one more query
     (trace_evaluations_with_scores)."""
+    project = default_project_id() if project_id is None else project_id
     queryset = (
-        project_trace_evaluations(project_id)
-        .with_question()
+        TraceEvaluation.objects.with_question()
+        .filter(project_id=project)
         .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms")
     )
     given = {"q": q, "test": test, "status": status, "score_below": score_below, "outcome": outcome}
