@@ -356,3 +356,72 @@ def test_create_api_key_command_is_its_own_actor(team, capsys):
         team,
     )
     assert raw_key not in json.dumps(event.changes)
+
+
+class TestProjectsApi:
+    def test_a_superuser_creating_a_project_is_a_global_event(self, client, db):
+        root = UserFactory(username="root", is_staff=True, is_superuser=True)
+        client.force_login(root)
+        start = last_id()
+        response = client.post(
+            "/api/v1/projects", {"name": "Payments", "slug": "payments"}, content_type="application/json"
+        )
+        assert response.status_code == 201, response.content
+        event = one_event(start)
+        assert (event.action, event.object_type, event.object_id, event.project, event.actor) == (
+            "create",
+            "project",
+            "payments",
+            None,
+            "root",
+        )
+
+    def test_patch_settings_retention_and_redaction(self, team, admin_api):
+        start = last_id()
+        body = {
+            "retention_days": 30,
+            "run_retention_days": 90,
+            "redaction": {"enabled": True, "detectors": ["email"], "custom_patterns": []},
+        }
+        response = admin_api.patch("/api/v1/projects/team", body, format="json")
+        assert response.status_code == 200, response.content
+        event = one_event(start)
+        assert (event.action, event.object_type, event.project, event.actor) == (
+            "update",
+            "project",
+            team,
+            key_actor(admin_api),
+        )
+        assert event.changes["retention_days"] == [None, 30]
+        assert event.changes["run_retention_days"] == [None, 90]
+        assert event.changes["redaction"][0]["enabled"] is False and event.changes["redaction"][1]["enabled"] is True
+
+    def test_members_add_change_role_remove(self, team, admin_api):
+        UserFactory(username="carol")
+        members = "/api/v1/projects/team/members"
+        start = last_id()
+        assert admin_api.post(members, {"username": "carol", "role": "viewer"}, format="json").status_code == 201
+        event = one_event(start)
+        assert (event.action, event.object_id, event.actor, event.project) == (
+            "add_member",
+            "carol",
+            key_actor(admin_api),
+            team,
+        )
+
+        start = last_id()
+        assert admin_api.post(members, {"username": "carol", "role": "editor"}, format="json").status_code == 200
+        assert one_event(start).changes == {"role": ["viewer", "editor"]}
+
+        start = last_id()
+        assert admin_api.post(members, {"username": "carol", "role": "editor"}, format="json").status_code == 200
+        assert new_events(start) == []  # the same role again changes nothing
+
+        start = last_id()
+        assert admin_api.delete(f"{members}/carol").status_code == 204
+        assert one_event(start).action == "remove_member"
+
+    def test_a_refused_change_records_nothing(self, team, editor_api):
+        start = last_id()
+        assert editor_api.patch("/api/v1/projects/team", {"retention_days": 1}, format="json").status_code == 403
+        assert new_events(start) == []

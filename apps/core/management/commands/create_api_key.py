@@ -1,8 +1,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.audit.context import audit_actor
 from apps.core.errors import InvalidInputError
 from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, DEFAULT_PROJECT_SLUG, Project
-from apps.core.audit.context import audit_actor
 from apps.core.services import api_key_create
 
 
