@@ -196,3 +196,11 @@ class TestAdmin:
         client.force_login(olga)
         html = client.get("/admin/core/auditevent/").content.decode()
         assert "Other bot" in html and "Team bot" not in html
+
+
+def test_the_page_shows_a_change_to_a_field_named_items(client, team):
+    # A test set's content has "items": the template must not take it for dict.items.
+    client.force_login(member(team, "ann", ProjectRole.ADMIN))
+    event_in(team, object_type="test_set", changes={"items": [[{"name": "PTO"}], [{"name": "PTO v2"}]]})
+    html = client.get("/console/audit/").content.decode()
+    assert "PTO v2" in html and "&quot;name&quot;" in html

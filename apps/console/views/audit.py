@@ -1,6 +1,7 @@
 """The console's audit page: the project's audit trail, newest first, filtered and paged (the
 project's admins and superusers only, as GET /api/v1/audit)."""
 
+import json
 from datetime import UTC, datetime, time, timedelta
 
 from django import forms
@@ -44,6 +45,23 @@ class AuditFilterForm(forms.Form):
         return data
 
 
+# A value longer than this is cut on the page (the API answers it whole).
+VALUE_CHARS = 160
+
+
+def _shown(value) -> str | None:
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 1] + "…"
+
+
+def change_rows(changes: dict) -> list[tuple[str, str | None, str | None]]:
+    """(field, before, after) as the page shows them: JSON for what is not text. A list, not the
+    dict, for the template: a field named "items" (a test set's) would shadow dict.items there."""
+    return [(name, _shown(pair[0]), _shown(pair[1])) for name, pair in changes.items()]
+
+
 @login_required
 @scope_required(SCOPE_ADMIN)
 @require_GET
@@ -57,6 +75,7 @@ def audit_page(request):
     filters = form.filters() if form.is_valid() else {}
     events = selectors.audit_events_filtered(project=project, filters=filters)
     page = Paginator(events, EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    rows = [(event, change_rows(event.changes)) for event in page.object_list]
     query = request.GET.copy()
     query.pop("page", None)
     return render(
@@ -68,6 +87,7 @@ def audit_page(request):
             project=project,
             form=form,
             page=page,
+            rows=rows,
             query=query.urlencode(),
             filtered=any(request.GET.get(name) for name in form.fields),
         ),
