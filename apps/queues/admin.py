@@ -2,13 +2,18 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.bots.admin_scoping import ProjectScopedAdmin
+from apps.core.models import ProjectRole
+
 from . import services
 from .models import ReviewQueue
 
 
 @admin.register(ReviewQueue)
-class ReviewQueueAdmin(admin.ModelAdmin):
-    """Queues are worked in the console; the admin lists them and edits their rule."""
+class ReviewQueueAdmin(ProjectScopedAdmin, admin.ModelAdmin):
+    """Queues are worked in the console; the admin lists them and edits their rule (reviewers and up)."""
+
+    change_role = ProjectRole.REVIEWER
 
     list_display = ("name", "kind", "progress", "console_link", "created_at")
     list_filter = ("kind",)
