@@ -36,10 +36,15 @@ class ProjectScopedAdmin:
     def get_queryset(self, request):
         return super().get_queryset(request).filter(**{self.project_path: project_of(request)})
 
+    def get_list_filter(self, request):
+        # A related filter's choices are every row of the related model: another project's bot
+        # names would be listed in the sidebar.
+        return [_in_project_filter(entry, self.model) for entry in super().get_list_filter(request)]
+
     def formfield_for_foreignkey(self, db_field, request, **kwargs):
         # Only the project's bots (test sets, ...) to choose from: never another project's names.
         related = db_field.related_model
-        if any(f.name == "project" for f in related._meta.concrete_fields):
+        if _has_project(related):
             kwargs.setdefault("queryset", related._default_manager.filter(project=project_of(request)))
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
@@ -66,6 +71,25 @@ class ProjectScopedAdmin:
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and role_allows(request, self.delete_role)
+
+
+def _has_project(model) -> bool:
+    return any(f.name == "project" for f in model._meta.concrete_fields)
+
+
+def _in_project_filter(entry, model):
+    """`entry` of a list_filter, with the choices of a related filter limited to the session's project."""
+    if not (isinstance(entry, tuple) and issubclass(entry[1], admin.RelatedFieldListFilter)):
+        return entry
+    name, base = entry
+    if not _has_project(model._meta.get_field(name).related_model):
+        return entry
+
+    def field_choices(self, field, request, model_admin):
+        rows = field.related_model._default_manager.filter(project=project_of(request))
+        return [(row.pk, str(row)) for row in rows]
+
+    return name, type(f"InProject{base.__name__}", (base,), {"field_choices": field_choices})
 
 
 def _in_project(form_class, project):
@@ -97,22 +121,6 @@ def _in_project(form_class, project):
 
     InProject.__name__ = form_class.__name__
     return InProject
-
-
-class ProjectScopedInline:
-    """For an inline: rows of a parent are the parent's project's already; what it may do follows
-    the role as the parent's admin does."""
-
-    change_role = ProjectRole.EDITOR
-
-    def has_add_permission(self, request, obj=None):
-        return super().has_add_permission(request, obj) and role_allows(request, self.change_role)
-
-    def has_change_permission(self, request, obj=None):
-        return super().has_change_permission(request, obj) and role_allows(request, self.change_role)
-
-    def has_delete_permission(self, request, obj=None):
-        return super().has_delete_permission(request, obj) and role_allows(request, self.change_role)
 
 
 def scoped_version_admin(version_model, head_field: str, site=admin.site) -> None:

@@ -25,7 +25,7 @@ class ReviewQueueAdmin(ProjectScopedAdmin, admin.ModelAdmin):
         # Items hold targets of the queue's kind (queue_update refuses the change the same way).
         return (*self.readonly_fields, "kind") if obj is not None else self.readonly_fields
 
-    @admin.action(description="Fill the selected queues by their rule")
+    @admin.action(description="Fill the selected queues by their rule", permissions=["change"])
     def fill(self, request, queryset):
         entered = sum(services.queue_fill(queue=queue) for queue in queryset)
         self.message_user(request, f"{entered} item(s) entered.")

@@ -177,13 +177,15 @@ class EvaluationRunAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelAdmi
         return [launch, *super().get_urls()]
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "launch_url": reverse("admin:runs_evaluationrun_launch")}
+        # The launch link only for those who may launch (the view refuses the others anyway).
+        launch_url = reverse("admin:runs_evaluationrun_launch") if self.has_launch_permission(request) else None
+        extra_context = {**(extra_context or {}), "launch_url": launch_url}
         return super().changelist_view(request, extra_context)
 
     def launch_view(self, request):
         if not request.user.is_staff:
             return redirect("admin:login")
-        if not role_allows(request, ProjectRole.EDITOR):
+        if not self.has_launch_permission(request):
             raise PermissionDenied
         form = AdminRunLaunchForm(request.POST or None, initial=request.GET or None, project=project_of(request))
         if request.method == "POST" and form.is_valid():
@@ -218,7 +220,11 @@ class EvaluationRunAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelAdmi
             ((s, v["passed"], v["total"], f"{v['score']:.0%}") for s, v in scores.items()),
         )
 
-    @admin.action(description="Cancel selected runs")
+    def has_launch_permission(self, request) -> bool:
+        """Launching and cancelling are an editor's (the project's role), as in the console."""
+        return request.user.is_staff and role_allows(request, ProjectRole.EDITOR)
+
+    @admin.action(description="Cancel selected runs", permissions=["launch"])
     def cancel_runs(self, request, queryset):
         cancelled = 0
         for run in queryset:

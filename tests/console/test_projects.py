@@ -153,7 +153,9 @@ def test_an_editor_launches_in_the_session_s_project(client, a, b, django_captur
 def test_the_admin_lists_and_opens_only_the_session_s_project(client, a, b):
     user = UserFactory(username="beta-staff", is_staff=True, is_superuser=False)
     MembershipFactory(project=b["project"], user=user, role=ProjectRole.EDITOR)
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label__in=["bots", "runs", "queues"]))
+    user.user_permissions.set(
+        Permission.objects.filter(content_type__app_label__in=["bots", "rubrics", "runs", "queues"])
+    )
     client.force_login(user)
     page = client.get("/admin/bots/bot/").content.decode()
     assert "BetaBot" in page and "AlphaBot" not in page
@@ -164,6 +166,22 @@ def test_the_admin_lists_and_opens_only_the_session_s_project(client, a, b):
     assert "AlphaBot" not in client.get(response["Location"], follow=True).content.decode()
     runs = client.get("/admin/runs/evaluationrun/").content.decode()
     assert "beta-run" in runs and "alpha-run" not in runs
+    # The rubric list's bot filter, and the rubric versions, are the project's too.
+    RubricFactory(bot=b["bot"], name="Beta rubric")
+    rubrics = client.get("/admin/rubrics/rubric/").content.decode()
+    assert "Beta rubric" in rubrics and "BetaBot" in rubrics
+    assert "Alpha rubric" not in rubrics and "AlphaBot" not in rubrics
+    versions = client.get("/admin/rubrics/rubricversion/").content.decode()
+    assert "Beta rubric" in versions and "Alpha rubric" not in versions
+    # A viewer of the project reads its runs in the admin but neither launches nor cancels.
+    viewer = UserFactory(username="beta-viewer-staff", is_staff=True)
+    MembershipFactory(project=b["project"], user=viewer, role=ProjectRole.VIEWER)
+    viewer.user_permissions.set(Permission.objects.filter(content_type__app_label="runs"))
+    other = type(client)()
+    other.force_login(viewer)
+    listed = other.get("/admin/runs/evaluationrun/").content.decode()
+    assert "beta-run" in listed and "cancel_runs" not in listed and "Launch a run" not in listed
+    assert other.get("/admin/runs/evaluationrun/launch/").status_code == 403
     # An editor may not delete (admin's), and the delete page says so.
     b_bot = b["bot"]
     assert client.get(f"/admin/bots/bot/{b_bot.pk}/delete/").status_code == 403
