@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from apps.core.projects.resolution import project_of
 from apps.queues import selectors as queue_selectors
 from apps.queues.models import QueueKind
 from apps.queues.scoring import RAG_PASS
@@ -105,7 +106,9 @@ def rag_detail(request, evaluation_id):
             contexts=[c for c in payload.get("contexts") or [] if isinstance(c, dict)],
             relevant=set(payload.get("relevant_context_ids") or []),
             notes=(payload.get("parsing") or {}).get("notes") or [],
-            queue_items=queue_selectors.target_queue_items(kind=QueueKind.RAG_EVALUATION, target_pk=evaluation.pk),
+            queue_items=queue_selectors.target_queue_items(
+                kind=QueueKind.RAG_EVALUATION, target_pk=evaluation.pk, project=project_of(request)
+            ),
             threshold=RAG_PASS,
             admin_url=reverse("admin:rag_traceevaluation_change", args=[evaluation.pk]),
         ),
