@@ -184,6 +184,15 @@ class TestRunsAndClear:
         assert (event.action, event.changes) == ("cancel", {"status": ["pending", "cancelled"]})
         assert EvaluationRun.objects.get(run_id=run_id).status == "cancelled"
 
+    def test_a_console_cancel_is_the_signed_in_persons(self, client, team, editor_api, plan):  # noqa: F811
+        body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET)}
+        run_id = editor_api.post("/api/v1/runs", body, format="json").json()["run_id"]
+        client.force_login(member(team, "ann", ProjectRole.ADMIN))
+        start = last_id()
+        assert client.post(f"/console/runs/{run_id}/cancel/").status_code == 302
+        event = one_event(start)
+        assert (event.action, event.actor, event.actor_user.username, event.actor_key) == ("cancel", "ann", "ann", None)
+
     def test_a_refused_cancel_records_nothing(self, editor_api, plan):  # noqa: F811
         body = {"agent_id": PLAN_AGENT, "test_set_id": str(PLAN_TEST_SET)}
         run_id = editor_api.post("/api/v1/runs", body, format="json").json()["run_id"]
