@@ -210,12 +210,15 @@ def measure(repeat: int) -> bool:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from apps.core.models import Project
     from apps.queues.models import QueueKind, ReviewQueue
     from apps.traces.models import AgentTrace
 
     reader, _ = get_user_model().objects.get_or_create(username="bench-reader")
     reviewer, _ = get_user_model().objects.get_or_create(username="bench-reviewer", defaults={"is_staff": True})
-    ReviewQueue.objects.get_or_create(name="bench agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION)
+    ReviewQueue.objects.get_or_create(
+        project=Project.objects.default(), name="bench agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION
+    )
     middle = AgentTrace.objects.order_by("-start_time", "-id")[500_000 if AgentTrace.objects.count() > 500_000 else 0]
     sample = AgentTrace.objects.filter(agent_name=AGENTS[-1]).first()
     day = (datetime.now(UTC) - timedelta(days=30)).date().isoformat()

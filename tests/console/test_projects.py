@@ -12,12 +12,15 @@ from apps.bots.models import Bot
 from apps.core.models import ProjectRole
 from apps.queues.models import ReviewQueue
 from apps.runs.models import EvaluationRun
+from tests.agentic.factories import AgentEvaluationFactory
 from tests.bots.factories import BotFactory
 from tests.core.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.queues.factories import QueueItemFactory, ReviewQueueFactory, reviewable_result
+from tests.rag.factories import TraceEvaluationFactory
 from tests.rubrics.factories import RubricFactory
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory
 from tests.testsets.factories import SuiteFactory
+from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -185,3 +188,20 @@ def test_the_admin_lists_and_opens_only_the_session_s_project(client, a, b):
     # An editor may not delete (admin's), and the delete page says so.
     b_bot = b["bot"]
     assert client.get(f"/admin/bots/bot/{b_bot.pk}/delete/").status_code == 403
+
+
+def test_traces_evaluations_and_rag_pages_are_the_session_s_project_s(client, a, b):
+    trace = AgentTraceFactory(project=a["project"], session_id="alpha-session", agent_name="AlphaAgent")
+    AgentEvaluationFactory(trace=trace, project=a["project"], overall_score=0.2, rating="poor")
+    rag = TraceEvaluationFactory(project=a["project"])
+    member_client(client, b["project"], ProjectRole.EDITOR)
+    for path in ["/console/", "/console/traces/", "/console/rag/"]:
+        page = client.get(path).content.decode()
+        assert "alpha-session" not in page and "AlphaAgent" not in page, path
+    assert client.get("/console/traces/alpha-session/").status_code == 404
+    assert client.post("/console/traces/alpha-session/").status_code == 404
+    assert client.get(f"/console/rag/{rag.pk}/").status_code == 404
+    # And their evaluations stay out of B's queues: added by hand, as an id that names nothing.
+    queue = ReviewQueueFactory(project=b["project"], kind="rag_evaluation", name="Beta RAG")
+    client.post("/console/queues/add/", {"queue": queue.pk, "target_id": str(rag.pk)})
+    assert not queue.items.exists()

@@ -56,6 +56,7 @@ def rag_list(request):
         outcome=filters.get("outcome", ""),
         status="" if status == BELOW_PASS else status,
         score_below=RAG_PASS if status == BELOW_PASS else None,
+        project_id=project_of(request).pk,
     )
     page = Paginator(evaluations, EVALUATIONS_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = selectors.trace_evaluations_with_scores(page.object_list)
@@ -79,7 +80,9 @@ def rag_list(request):
 @login_required
 @require_GET
 def rag_detail(request, evaluation_id):
-    evaluation = found_or_404(selectors.trace_evaluation_get, evaluation_id=evaluation_id)
+    evaluation = found_or_404(
+        selectors.trace_evaluation_get, evaluation_id=evaluation_id, project_id=project_of(request).pk
+    )
     reviews = queue_selectors.metric_reviews_in_force(subject_kind=QueueKind.RAG_EVALUATION, subject_id=evaluation.pk)
     rows = [
         {
