@@ -53,6 +53,7 @@ class TestBots:
         assert event.actor_user.username == "eddie" and event.actor_key.prefix == editor_api.raw_key[:10]
         assert event.project == team and event.project_slug == "team"
         assert event.changes["name"] == [None, "O'Connor Associate"]
+        assert "project" not in event.changes  # the event's own project says it
         # The secret was set: the trail says so, and only that.
         assert event.changes["encrypted_secret"] == [None, "***"]
 

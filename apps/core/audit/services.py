@@ -47,12 +47,14 @@ def redact_changes(changes: dict) -> dict:
 
 
 def tracked_fields(model: type[models.Model], *, exclude=()) -> list[models.Field]:
-    """The model's own columns but its primary key and the timestamps Django sets itself."""
+    """The model's own columns but its primary key, the timestamps Django sets itself, and its
+    `project` (the event's own project says it, by slug rather than by id)."""
     return [
         f
         for f in model._meta.concrete_fields
         if not f.primary_key
         and f.name not in exclude
+        and f.name != "project"
         and not getattr(f, "auto_now", False)
         and not getattr(f, "auto_now_add", False)
     ]
