@@ -291,6 +291,8 @@ AGENTIC_EVALUATION_COLUMNS = (
     "fingerprint",
     "has_error",
     "created_at",
+    # Last, so each bench's rows stay as they were with the project appended: default_project_id().
+    "project_id",
 )
 # Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
 SCORE_COLUMNS = (
@@ -429,3 +431,9 @@ def backend_pids(db: Database) -> list[int]:
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (db.name,)
             )
         ]
+
+
+def default_project_id(cur) -> int:
+    """The id of project `default`, which the COPYs of rows that belong to a project give them
+    (as the migrations gave every row from before projects)."""
+    return cur.execute("SELECT id FROM core_project WHERE slug = 'default'").fetchone()[0]

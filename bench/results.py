@@ -357,6 +357,7 @@ def load(n: int, database: str) -> tuple[str, str]:
     import django
 
     django.setup()
+    from apps.core.models import Project
     from apps.runs.aggregates import compute_digest
     from apps.runs.models import EvaluationRun
     from apps.runs.services import run_comparison_keep
@@ -371,6 +372,7 @@ def load(n: int, database: str) -> tuple[str, str]:
         extra = list(extra_values)
         for head in (False, True):
             run = EvaluationRun.objects.create(
+                project=Project.objects.default(),
                 agent_id=AGENT,
                 test_set_id=TEST_SET,
                 test_set_version=1,

@@ -122,6 +122,7 @@ def main():
     django.setup()
     from apps.bots.schemas import BotIn
     from apps.bots.services import bot_create
+    from apps.core.models import Project
     from apps.rubrics.schemas import RubricContent
     from apps.rubrics.services import rubric_create
     from apps.runs import services
@@ -131,8 +132,10 @@ def main():
     from apps.testsets.schemas import TestSetContent
     from apps.testsets.services import testset_create
 
+    project = Project.objects.default()
     bot = bot_create(
-        data=BotIn.model_validate({"name": "bench bot", "adapter": "http", "endpoint_url": bot_server.url})
+        data=BotIn.model_validate({"name": "bench bot", "adapter": "http", "endpoint_url": bot_server.url}),
+        project=project,
     )
     test_set = testset_create(
         content=TestSetContent.model_validate(
@@ -150,6 +153,7 @@ def main():
                 ],
             }
         ),
+        project=project,
         changelog="bench",
         author="bench",
     )
@@ -171,6 +175,7 @@ def main():
                 ],
             }
         ),
+        project=project,
         changelog="bench",
         author="bench",
     )
@@ -206,12 +211,13 @@ def main():
         own_cpu = _own_cpu_seconds()
         started = time.perf_counter()
         run = services.run_create(
+            project=project,
             data=RunCreateIn(
                 agent_id=bot.agent_id,
                 test_set_id=test_set.pk,
                 rubric_id=rubric.pk,
                 **{name: getattr(args, name) for name in RUN_CREATE_OPTIONS},
-            )
+            ),
         )
         last = -1
         while True:

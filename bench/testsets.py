@@ -40,7 +40,8 @@ def main():
         _key, raw = api_key_create(username="bench", staff=True)
         client = APIClient()
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-        bot = Bot.objects.create(name="bench")
+        # The key's project (`default`), where its requests look the bot up.
+        bot = Bot.objects.create(name="bench", project=_key.project)
         items = [
             {
                 "type": "scenario",

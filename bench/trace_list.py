@@ -26,6 +26,7 @@ from harness import (
     add_database_args,
     copy_agentic_scores,
     database_from_args,
+    default_project_id,
     django_setup,
     max_id,
     migrate,
@@ -175,16 +176,17 @@ def load(n: int) -> None:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
         started = time.perf_counter()
         evaluated: list[tuple[str, str, datetime]] = []
-        with conn.cursor().copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}) FROM STDIN") as copy:
+        project = default_project_id(conn.cursor())
+        with conn.cursor().copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}, project_id) FROM STDIN") as copy:
             for row in trace_rows(n, rng, now):
-                copy.write_row(row)
+                copy.write_row((*row, project))
                 if row[6] is not None and rng.random() < 0.3:
                     evaluated.append((row[0], row[1], row[8]))
         cur = conn.cursor()
         after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for row in evaluation_rows(evaluated, rng):
-                copy.write_row(row)
+                copy.write_row((*row, project))
                 metrics.append((row[4], row[4], row[4], row[6], row[12]))
         copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()  # the deferred foreign-key checks run here, before indexes may be built
@@ -208,12 +210,15 @@ def measure(repeat: int) -> bool:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
+    from apps.core.models import Project
     from apps.queues.models import QueueKind, ReviewQueue
     from apps.traces.models import AgentTrace
 
     reader, _ = get_user_model().objects.get_or_create(username="bench-reader")
     reviewer, _ = get_user_model().objects.get_or_create(username="bench-reviewer", defaults={"is_staff": True})
-    ReviewQueue.objects.get_or_create(name="bench agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION)
+    ReviewQueue.objects.get_or_create(
+        project=Project.objects.default(), name="bench agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION
+    )
     middle = AgentTrace.objects.order_by("-start_time", "-id")[500_000 if AgentTrace.objects.count() > 500_000 else 0]
     sample = AgentTrace.objects.filter(agent_name=AGENTS[-1]).first()
     day = (datetime.now(UTC) - timedelta(days=30)).date().isoformat()

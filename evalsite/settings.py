@@ -141,6 +141,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # The request is the audit trail's actor while it is served (apps.core.audit.context).
+    "apps.core.audit.context.AuditContextMiddleware",
     # Each request's platform LLM calls and tokens, billed to its API key (KeyUsageDay).
     "apps.core.http.middleware.LLMUsageMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",

@@ -35,6 +35,7 @@ urlpatterns = [
     path("api/v1/", include("apps.queues.api.urls")),
     path("api/v1/", include("apps.agentic.rules.api.urls")),
     path("api/v1/", include("apps.core.api.projects.urls")),
+    path("api/v1/", include("apps.core.audit.api.urls")),
     path("metrics-query/", include("apps.nlquery.page.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -19,3 +19,7 @@ class AgenticConfig(AppConfig):
         # After the demo traces (order 10): these are their verdicts.
         demo_loader_register(label="agentic evaluations", order=20, load=load_demo_evaluations)
         trace_completed.connect(queue_online_evaluations, dispatch_uid="agentic.online_evaluations")
+        # Every change to an online evaluation rule, from the API or the admin, is audited.
+        from apps.core.audit.registry import audit_register
+
+        audit_register(self.get_model("EvaluationRule"), object_type="evaluation_rule", exclude=("created_at",))

@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.models import default_project_id
 from apps.core.sampling import sampled
 from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
@@ -33,8 +34,12 @@ class EvaluationRule(models.Model):
         BATCH = AgentTrace.Source.BATCH.value, AgentTrace.Source.BATCH.label
         OTLP = AgentTrace.Source.OTLP.value, AgentTrace.Source.OTLP.label
 
-    # Unique: it is the `rule` label of evalsite_online_evaluations_total, one series per rule.
-    name = models.CharField(max_length=100, unique=True)
+    # The project whose finished traces the rule judges (and only those).
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
+    # Unique per project: it is the `rule` label of evalsite_online_evaluations_total.
+    name = models.CharField(max_length=100)
     enabled = models.BooleanField(default=True)
     agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: traces of every agent.")
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.ANY)
@@ -54,9 +59,10 @@ class EvaluationRule(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="evaluationrule_unique_project_name"),
             models.CheckConstraint(
                 condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="evaluationrule_sample_rate_0_1"
-            )
+            ),
         ]
 
     def __str__(self):
@@ -92,6 +98,11 @@ class AgentEvaluation(models.Model):
 
     Rating = models.TextChoices("Rating", [(r, r) for r in RATINGS])
 
+    # The project of the trace judged (or of the request, for a manual evaluation): every read of
+    # evaluations is scoped to the request's project.
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     # Kept when the trace is deleted on its own: the history of what was scored outlives it.
     trace = models.ForeignKey(
         "traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
@@ -130,6 +141,8 @@ class AgentEvaluation(models.Model):
         indexes = [
             # /history newest first, and its deep offsets (an index-only scan of these two columns).
             models.Index(fields=["-created_at", "-id"], name="agenteval_newest"),
+            # The same within one project, and the project's /clear.
+            models.Index(fields=["project", "-created_at", "-id"], name="agenteval_project_newest"),
             models.Index(fields=["agent_name", "-created_at", "-id"], name="agenteval_agent_newest"),
             models.Index(fields=["operation", "-created_at", "-id"], name="agenteval_operation_newest"),
             models.Index(fields=["overall_score"], name="agenteval_overall"),
@@ -223,9 +236,12 @@ def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
 
 
 class EvaluationRollup(models.Model):
-    """Running totals per (agent, operation, rating), kept in the same transaction as every write of
-    AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""
+    """Running totals per (project, agent, operation, rating), kept in the same transaction as every
+    write of AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""
 
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     agent_name = models.CharField(max_length=255)
     # "" stands for no operation / no rating, so the unique key has no NULLs.
     operation = models.CharField(max_length=255)
@@ -249,7 +265,9 @@ class EvaluationRollup(models.Model):
     intent_resolution_errored = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["agent_name", "operation", "rating"], name="rollup_unique_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "agent_name", "operation", "rating"], name="rollup_unique_key")
+        ]
 
     def __str__(self):
         return f"{self.agent_name} · {self.operation or '—'} · {self.rating or 'unrated'}: {self.count}"
@@ -257,14 +275,19 @@ class EvaluationRollup(models.Model):
 
 class OnlineEvaluationCount(models.Model):
     """evalsite_online_evaluations_total, kept in the database because the workers that judge are
-    not the process Prometheus scrapes. Keyed by rule name so a deleted rule's series stays."""
+    not the process Prometheus scrapes. Keyed by project and rule name so a deleted rule's series stays."""
 
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     rule_name = models.CharField(max_length=100)
     outcome = models.CharField(max_length=16)
     count = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["rule_name", "outcome"], name="onlinecount_unique_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "rule_name", "outcome"], name="onlinecount_unique_key")
+        ]
 
     def __str__(self):
         return f"{self.rule_name} · {self.outcome}: {self.count}"

@@ -1,12 +1,13 @@
 from django.urls import path
 
-from .views import account, dashboard, exports, ingestion, queues, rag, runs, traces
+from .views import account, audit, dashboard, exports, ingestion, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("login/", account.login, name="login"),
     path("logout/", account.logout, name="logout"),
+    path("project/", account.project_switch, name="project-switch"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/new/", runs.run_launch, name="run-launch"),
     path("runs/compare/", runs.run_compare, name="run-compare"),
@@ -21,6 +22,7 @@ urlpatterns = [
     path("traces/", traces.trace_list, name="trace-list"),
     path("rag/", rag.rag_list, name="rag-list"),
     path("ingestion/", ingestion.ingestion_page, name="ingestion"),
+    path("audit/", audit.audit_page, name="audit"),
     path("rag/<int:evaluation_id>/", rag.rag_detail, name="rag-detail"),
     path("queues/", queues.queue_list, name="queue-list"),
     path("queues/add/", queues.queue_item_add, name="queue-item-add"),

@@ -10,3 +10,6 @@ class CoreConfig(AppConfig):
         # Imported here, not at the top: drf-spectacular needs the app registry. The import itself
         # registers the API key scheme.
         from apps.core.api import openapi  # noqa: F401
+        from apps.core.audit.core_models import register_core_models
+
+        register_core_models()

@@ -73,13 +73,19 @@ ROLE_SCOPES: dict[str, frozenset[str]] = {
 
 class ProjectQuerySet(models.QuerySet):
     def default(self) -> "Project":
-        return self.get(slug=DEFAULT_PROJECT_SLUG)
+        # Made by migration core.0004; made again if a database was emptied since (a flush).
+        project, _ = self.get_or_create(slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default"})
+        return project
 
     def visible_to(self, user):
         """The projects `user` may see: every one for a superuser, their memberships otherwise."""
         if user.is_superuser:
             return self.all()
         return self.filter(memberships__user=user)
+
+
+def default_project_id() -> int:
+    return Project.objects.default().pk
 
 
 class Project(models.Model):
@@ -218,3 +224,67 @@ class SsoMembershipGrant(models.Model):
 
     def __str__(self):
         return f"{self.membership} (single sign-on)"
+
+
+class AuditTrailImmutable(Exception):
+    """An attempt to change or delete an audit event (a bug: nothing in the app does)."""
+
+
+class AuditEventQuerySet(models.QuerySet):
+    """The audit trail is append-only: nothing in the app may rewrite or remove an event, so the
+    bulk writes refuse (the row's save() and delete() refuse too, and on PostgreSQL and SQLite a
+    trigger of migration core.0007 refuses UPDATE and DELETE whoever sends them)."""
+
+    def update(self, **kwargs):
+        raise AuditTrailImmutable("Audit events cannot be changed.")
+
+    def delete(self):
+        raise AuditTrailImmutable("Audit events cannot be deleted.")
+
+    def newest_first(self):
+        return self.order_by("-created_at", "-id")
+
+
+class AuditEvent(models.Model):
+    """One change to configuration or access: who (`actor`), what (`action` on `object_type`
+    `object_id`), and the fields before and after (`changes`, secrets redacted). Written only by
+    apps.core.audit.services.audit_record.
+
+    The foreign keys are SET_NULL and each has a text copy beside it (`actor`, `project_slug`):
+    deleting a user, a key or a project keeps the trail of what they did. Retention never reads it."""
+
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    project_slug = models.CharField(max_length=50, blank=True, default="")
+    # "username", "key:<prefix>" for an API key, or "system" for a task or a management command.
+    actor = models.CharField(max_length=200)
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    actor_key = models.ForeignKey(ApiKey, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    action = models.CharField(max_length=32)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=255, blank=True, default="")
+    object_repr = models.CharField(max_length=255, blank=True, default="")
+    # {field: [before, after]}; a field named like a secret holds "***" on both sides.
+    changes = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AuditEventQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["project", "-created_at"], name="auditevent_project_newest"),
+            models.Index(fields=["object_type", "object_id"], name="auditevent_object"),
+        ]
+
+    def __str__(self):
+        return f"{self.actor} {self.action} {self.object_type} {self.object_repr or self.object_id}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AuditTrailImmutable("Audit events cannot be changed.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AuditTrailImmutable("Audit events cannot be deleted.")

@@ -19,3 +19,7 @@ class QueuesConfig(AppConfig):
         post_delete.connect(receivers.result_items_delete, sender=EvaluationResult, dispatch_uid="queues.result_items")
         post_delete.connect(receivers.agentic_items_delete, sender=AgentEvaluation, dispatch_uid="queues.agentic_items")
         post_delete.connect(receivers.rag_items_delete, sender=TraceEvaluation, dispatch_uid="queues.rag_items")
+        # Every change to a queue's definition, from the API, the console or the admin, is audited.
+        from apps.core.audit.registry import audit_register
+
+        audit_register(self.get_model("ReviewQueue"), object_type="review_queue", exclude=("created_at",))

@@ -522,6 +522,13 @@ def test_every_operation_answers_what_the_document_declares(
     walk(staff_api, "delete", f"{v1}/metrics/clear", 200)
     walk(api, "delete", f"{v1}/metrics/clear", 403)
 
+    # The audit trail of all the above: the admin scope reads it.
+    trail = walk(staff_api, "get", f"{v1}/audit?limit=500", 200)
+    assert {"create", "update", "delete", "launch", "cancel", "clear"} <= {e["action"] for e in trail["events"]}
+    walk(staff_api, "get", f"{v1}/audit?action=launch&since=2026-01-01T00:00:00Z", 200)
+    walk(staff_api, "get", f"{v1}/audit?limit=0", 422)
+    walk(api, "get", f"{v1}/audit", 403)
+
     assert not walk.failures, "answers that differ from the document:\n" + "\n".join(walk.failures)
     missed = sorted(walk.operations - walk.exercised)
     assert not missed, f"operations the walk never called (add a step for each): {missed}"
@@ -662,6 +669,16 @@ def test_out_schemas_read_rows_with_what_the_answer_adds():
 # still wrote their OpenApiParameters by hand (captured before apps.core.api.query_params): reading
 # them from the query models must not rename, add or lose one.
 PARAMETERS_BEFORE_QUERY_MODELS = {
+    "GET /api/v1/audit": [
+        ("query", "action"),
+        ("query", "actor"),
+        ("query", "limit"),
+        ("query", "object_id"),
+        ("query", "object_type"),
+        ("query", "offset"),
+        ("query", "since"),
+        ("query", "until"),
+    ],
     "GET /api/v1/datasets": [("query", "agent_id")],
     "GET /api/v1/ingestion/ledger": [("query", "since"), ("query", "source"), ("query", "until")],
     "GET /api/v1/metrics/export": [("query", "download"), ("query", "format")],

@@ -2,6 +2,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count
 
+from apps.core.audit import admin as audit_admin  # noqa: F401  (registers the audit trail's read-only admin)
 from apps.core.errors import InvalidInputError
 from apps.core.models import ALL_SCOPES, ApiKey, KeyUsageDay, Membership, Project
 from apps.core.services import api_key_revoke, api_key_scopes_clean, api_key_update

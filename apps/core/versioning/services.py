@@ -5,6 +5,7 @@ from collections.abc import Callable
 from django.db import IntegrityError, transaction
 from pydantic import BaseModel
 
+from apps.core.audit.services import audit_version_published
 from apps.core.errors import ConflictError, NotFoundError
 
 from .models import VersionedHead
@@ -55,7 +56,8 @@ def version_publish(
                 f"version {expected_version}. Reload it and apply your change again."
             )
         snapshot = snapshot_of(locked)
-        if locked.current_version and snapshot_content(version_get(locked).snapshot) == snapshot:
+        previous = snapshot_content(version_get(locked).snapshot) if locked.current_version else {}
+        if locked.current_version and previous == snapshot:
             return locked, False
         for name, value in head_fields().items():
             setattr(locked, name, value)
@@ -77,6 +79,7 @@ def version_publish(
                 f"Version {locked.current_version} of {noun} {locked.pk} was published "
                 "concurrently; reload and try again."
             ) from None
+        audit_version_published(head=locked, before=previous, after=snapshot, changelog=changelog)
     return locked, True
 
 

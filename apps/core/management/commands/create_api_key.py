@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.audit.context import audit_actor
 from apps.core.errors import InvalidInputError
 from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, DEFAULT_PROJECT_SLUG, Project
 from apps.core.services import api_key_create
@@ -35,7 +36,10 @@ class Command(BaseCommand):
             known = ", ".join(Project.objects.values_list("slug", flat=True))
             raise CommandError(f"No project {project!r}. Projects: {known}.")
         try:
-            _api_key, raw_key = api_key_create(username=user, staff=staff, name=name, scopes=requested, project=found)
+            with audit_actor("manage.py create_api_key"):
+                _api_key, raw_key = api_key_create(
+                    username=user, staff=staff, name=name, scopes=requested, project=found
+                )
         except InvalidInputError as exc:
             raise CommandError(exc.detail) from exc
         self.stdout.write(raw_key)
