@@ -10,9 +10,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
 from django.views.decorators.http import require_POST
 
-from apps.core.projects.resolution import session_project_select
-
 from apps.core.auth.oidc.views import login_context, refuse_password_post
+from apps.core.projects.resolution import session_project_select
 
 from ..context import console_context
 from .common import found_or_404
