@@ -139,3 +139,8 @@ def trace_list(*, filters=None) -> QuerySet[AgentTrace]:
     """The traces the filters choose (TraceFilter: q, agent, status, source, date_from, date_to);
     a value that does not validate is not applied."""
     return trace_filter(filters=filters).qs
+
+
+def traces_expired_count(project, before) -> int:
+    """How many of the project's traces a retention pass would delete now."""
+    return AgentTrace.objects.filter(project=project, created_at__lt=before).count()

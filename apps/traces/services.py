@@ -73,3 +73,21 @@ def traces_clear() -> int:
     ToolCall.objects.all().delete()
     deleted, _ = AgentTrace.objects.all().delete()
     return deleted
+
+
+def traces_expire(project, before, limit: int) -> int:
+    """Retention (apps.core.retention): deletes up to `limit` of the project's traces created before
+    `before`, oldest first, with their tool calls; evaluations that pointed at them keep their
+    record and lose the link (SET_NULL). Rows another pass has locked are skipped, not waited for."""
+    with transaction.atomic():
+        ids = list(
+            AgentTrace.objects.filter(project=project, created_at__lt=before)
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        ToolCall.objects.filter(trace_id__in=ids).delete()
+        _, deleted = AgentTrace.objects.filter(pk__in=ids).delete()
+        return deleted.get(AgentTrace._meta.label, 0)
