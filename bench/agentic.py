@@ -30,6 +30,7 @@ from harness import (
     add_database_args,
     copy_agentic_scores,
     database_from_args,
+    default_project_id,
     p50_p95,
     prepare,
     rss_mb,
@@ -59,6 +60,7 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
     started = time.perf_counter()
     metrics = []
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
+        project = default_project_id(cur)
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for i in range(rows):
                 task, tool, intent = (round(rnd.betavariate(5, 1.5), 4) for _ in METRICS)
@@ -80,6 +82,7 @@ def load_evaluations(dsn: str, rows: int) -> tuple[float, float]:
                         f"{i:064x}",
                         False,
                         start + step * i,
+                        project,
                     )
                 )
         conn.commit()

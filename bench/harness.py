@@ -291,6 +291,8 @@ AGENTIC_EVALUATION_COLUMNS = (
     "fingerprint",
     "has_error",
     "created_at",
+    # Last, so each bench's rows stay as they were with the project appended: default_project_id().
+    "project_id",
 )
 # Every NOT NULL column of scores_score (Django's field defaults are not database defaults).
 SCORE_COLUMNS = (

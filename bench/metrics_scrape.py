@@ -120,7 +120,7 @@ def copy(dsn: str, first: int, count: int, naming) -> None:
                 agent, operation = naming(i)
                 if agent not in AGENTS or i % 10 < 3:
                     row = evaluation_row(i, agent, operation, now)
-                    out.write_row(row)
+                    out.write_row((*row, project))
                     metrics.append((row[4], row[4], row[4], row[6], now))
         copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()

@@ -186,7 +186,7 @@ def load(n: int) -> None:
         after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as copy:
             for row in evaluation_rows(evaluated, rng):
-                copy.write_row(row)
+                copy.write_row((*row, project))
                 metrics.append((row[4], row[4], row[4], row[6], row[12]))
         copy_agentic_scores(cur, after_id=after_id, metrics=metrics)
         conn.commit()  # the deferred foreign-key checks run here, before indexes may be built

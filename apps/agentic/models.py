@@ -5,6 +5,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.models import default_project_id
 from apps.core.sampling import sampled
 from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
@@ -92,6 +93,11 @@ class AgentEvaluation(models.Model):
 
     Rating = models.TextChoices("Rating", [(r, r) for r in RATINGS])
 
+    # The project of the trace judged (or of the request, for a manual evaluation): every read of
+    # evaluations is scoped to the request's project.
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     # Kept when the trace is deleted on its own: the history of what was scored outlives it.
     trace = models.ForeignKey(
         "traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
@@ -130,6 +136,8 @@ class AgentEvaluation(models.Model):
         indexes = [
             # /history newest first, and its deep offsets (an index-only scan of these two columns).
             models.Index(fields=["-created_at", "-id"], name="agenteval_newest"),
+            # The same within one project, and the project's /clear.
+            models.Index(fields=["project", "-created_at", "-id"], name="agenteval_project_newest"),
             models.Index(fields=["agent_name", "-created_at", "-id"], name="agenteval_agent_newest"),
             models.Index(fields=["operation", "-created_at", "-id"], name="agenteval_operation_newest"),
             models.Index(fields=["overall_score"], name="agenteval_overall"),
@@ -217,9 +225,12 @@ def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
 
 
 class EvaluationRollup(models.Model):
-    """Running totals per (agent, operation, rating), kept in the same transaction as every write of
-    AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""
+    """Running totals per (project, agent, operation, rating), kept in the same transaction as every
+    write of AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""
 
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     agent_name = models.CharField(max_length=255)
     # "" stands for no operation / no rating, so the unique key has no NULLs.
     operation = models.CharField(max_length=255)
@@ -243,7 +254,9 @@ class EvaluationRollup(models.Model):
     intent_resolution_errored = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["agent_name", "operation", "rating"], name="rollup_unique_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "agent_name", "operation", "rating"], name="rollup_unique_key")
+        ]
 
     def __str__(self):
         return f"{self.agent_name} · {self.operation or '—'} · {self.rating or 'unrated'}: {self.count}"

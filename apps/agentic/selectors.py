@@ -8,9 +8,10 @@ from django.db import connection
 from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
+from apps.core.models import default_project_id
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
-from apps.traces.models import AgentTrace
+from apps.traces.selectors import project_traces
 
 from .filters import EvaluationHistoryFilter
 from .judges import AGENTIC_METRICS
@@ -62,10 +63,20 @@ def with_metric_columns(qs: QuerySet) -> QuerySet:
     return qs.annotate(**joins).annotate(**columns)
 
 
-def evaluation_list(*, session_id: str) -> list[AgentEvaluation]:
+def project_evaluations(project_id: int | None) -> QuerySet[AgentEvaluation]:
+    """The evaluations of a project (`default` when None). Every read of evaluations starts here."""
+    return AgentEvaluation.objects.filter(project_id=default_project_id() if project_id is None else project_id)
+
+
+def evaluation_list(*, session_id: str, project_id: int | None = None) -> list[AgentEvaluation]:
     """The agentic evaluations of a session, newest first, with the online rule that asked for each."""
     return metrics_attach(
-        list(AgentEvaluation.objects.select_related("rule").filter(session_id=session_id).order_by(*HISTORY_ORDER))
+        list(
+            project_evaluations(project_id)
+            .select_related("rule")
+            .filter(session_id=session_id)
+            .order_by(*HISTORY_ORDER)
+        )
     )
 
 
@@ -122,9 +133,9 @@ def _records(qs: QuerySet) -> list[EvaluationRecord]:
     ]
 
 
-def evaluation_latest_get(*, session_id: str) -> EvaluationRecord:
-    """The session's newest evaluation, as a history record."""
-    found = _records(AgentEvaluation.objects.filter(session_id=session_id).order_by(*HISTORY_ORDER)[:1])
+def evaluation_latest_get(*, session_id: str, project_id: int | None = None) -> EvaluationRecord:
+    """The session's newest evaluation in the project, as a history record."""
+    found = _records(project_evaluations(project_id).filter(session_id=session_id).order_by(*HISTORY_ORDER)[:1])
     if not found:
         raise NotFoundError(f"No evaluation found for session {session_id}")
     return found[0]
@@ -136,11 +147,13 @@ class HistoryPage:
     has_more: bool
 
 
-def evaluation_history(*, limit: int, offset: int, filters: dict | None = None) -> HistoryPage:
+def evaluation_history(
+    *, limit: int, offset: int, filters: dict | None = None, project_id: int | None = None
+) -> HistoryPage:
     """Newest first, the evaluations EvaluationHistoryFilter chooses with `filters` (agent_name,
     operation, min_score; an absent one is not applied). A deep offset walks index entries, not
     whole rows; one extra row says whether more follow."""
-    qs = EvaluationHistoryFilter(filters or {}, AgentEvaluation.objects.all()).qs
+    qs = EvaluationHistoryFilter(filters or {}, project_evaluations(project_id)).qs
     # The page's ids in a subquery (an index-only walk of agenteval_newest or the filter's index),
     # so only the page's rows are read, in the same query.
     ids = qs.order_by(*HISTORY_ORDER).values("id")[offset : offset + limit + 1]
@@ -148,9 +161,10 @@ def evaluation_history(*, limit: int, offset: int, filters: dict | None = None) 
     return HistoryPage(evaluations=evaluations[:limit], has_more=len(evaluations) > limit)
 
 
-def evaluation_summary() -> dict:
-    """Aggregates from the running totals (EvaluationRollup): as exact as a scan of every
-    evaluation, at the cost of reading one row per (agent, operation, rating)."""
+def evaluation_summary(*, project_id: int | None = None) -> dict:
+    """The project's aggregates from the running totals (EvaluationRollup): as exact as a scan of
+    every evaluation, at the cost of reading one row per (agent, operation, rating)."""
+    project_id = default_project_id() if project_id is None else project_id
     names = ("overall", *AGENTIC_METRICS)
     total = 0
     sums = {name: [0, 0.0] for name in names}
@@ -158,7 +172,7 @@ def evaluation_summary() -> dict:
     coverage = {name: {"scored": 0, "skipped": 0, "errored": 0} for name in AGENTIC_METRICS}
     groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
     # A key whose evaluations all expired keeps its row at count 0 (services._rollup_add): not shown.
-    for row in EvaluationRollup.objects.filter(count__gt=0):
+    for row in EvaluationRollup.objects.filter(project_id=project_id, count__gt=0):
         total += row.count
         for name in names:
             sums[name][0] += getattr(row, f"{name}_count")
@@ -202,11 +216,11 @@ def export_record(row: dict) -> dict:
     return record
 
 
-def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
-    """Every evaluation, newest first, streamed: on PostgreSQL a server-side cursor, so memory
-    stays flat however many rows there are."""
+def evaluation_export_rows(chunk_size: int = 2000, *, project_id: int | None = None) -> Iterator[dict]:
+    """Every evaluation of the project, newest first, streamed: on PostgreSQL a server-side cursor,
+    so memory stays flat however many rows there are."""
     return (
-        with_metric_columns(AgentEvaluation.objects.order_by(*HISTORY_ORDER))
+        with_metric_columns(project_evaluations(project_id).order_by(*HISTORY_ORDER))
         .values(*EXPORT_FIELDS)
         .iterator(chunk_size=chunk_size)
     )
@@ -215,7 +229,7 @@ def evaluation_export_rows(chunk_size: int = 2000) -> Iterator[dict]:
 EXPORT_BLOCK_BYTES = 256 * 1024
 
 
-def _export_select() -> tuple[str, list]:
+def _export_select(project_id: int) -> tuple[str, list]:
     """The SELECT of evaluation_export_jsonl_postgres (one JSON text per evaluation, newest first)
     and its parameters."""
     quote = connection.ops.quote_name
@@ -239,13 +253,13 @@ def _export_select() -> tuple[str, list]:
         f"SELECT json_build_object({build})::text FROM {quote(AgentEvaluation._meta.db_table)} e "
         f"LEFT JOIN LATERAL (SELECT {', '.join(aggregates)} FROM {score_table} s "
         "WHERE s.subject_kind = %s AND s.subject_id = e.id AND s.kind = %s AND s.source <> %s) m ON true "
-        f"ORDER BY {order}"
+        f"WHERE e.project_id = %s ORDER BY {order}"
     )
-    params += [SubjectKind.AGENTIC_EVALUATION.value, ScoreKind.METRIC.value, ScoreSource.HUMAN.value]
+    params += [SubjectKind.AGENTIC_EVALUATION.value, ScoreKind.METRIC.value, ScoreSource.HUMAN.value, project_id]
     return select, params
 
 
-def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
+def evaluation_export_jsonl_postgres(*, project_id: int | None = None) -> Iterator[bytes]:
     """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
     evaluation as JSON Lines, newest first, in blocks of bytes. The
     database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
@@ -261,7 +275,7 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
     COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
     the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
     line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
-    select, params = _export_select()
+    select, params = _export_select(default_project_id() if project_id is None else project_id)
     sql = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
     buffer = bytearray()
     with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:
@@ -276,12 +290,12 @@ def evaluation_export_jsonl_postgres() -> Iterator[bytes]:
         yield bytes(buffer)
 
 
-def evaluation_count() -> int:
-    return AgentEvaluation.objects.count()
+def evaluation_count(*, project_id: int | None = None) -> int:
+    return project_evaluations(project_id).count()
 
 
-def trace_count() -> int:
-    return AgentTrace.objects.count()
+def trace_count(*, project_id: int | None = None) -> int:
+    return project_traces(project_id).count()
 
 
 def evaluations_expired_count(project, before) -> int:

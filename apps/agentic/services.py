@@ -17,12 +17,13 @@ from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.core.llm.fingerprint import canonical_json
+from apps.core.models import default_project_id
 from apps.core.retention import rows_delete_quietly
 from apps.scores.models import Score
 from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
 from apps.traces.models import AgentTrace
-from apps.traces.selectors import trace_get
+from apps.traces.selectors import project_traces, trace_get
 from apps.traces.services import traces_clear
 
 from . import fastpath
@@ -113,6 +114,7 @@ def _evaluation_from_verdict(
     agent_name: str,
     operation: str | None,
     fingerprint_hex: str,
+    project_id: int,
     manual_input: dict | None = None,
     rule: EvaluationRule | None = None,
 ) -> AgentEvaluation:
@@ -124,6 +126,7 @@ def _evaluation_from_verdict(
     }
     overall = weighted_overall({name: score.value for name, score in metrics.items()})
     evaluation = AgentEvaluation(
+        project_id=project_id,
         trace=trace,
         session_id=session_id,
         source=source,
@@ -181,7 +184,7 @@ def _rollup_add(evaluations: list[AgentEvaluation], sign: int = 1) -> None:
     it): deleting it could lose a concurrent writer's increment, which found it existing."""
     totals: dict[tuple, list] = {}
     for ev in evaluations:
-        key = (ev.agent_name, ev.operation or "", ev.rating or "")
+        key = (ev.project_id, ev.agent_name, ev.operation or "", ev.rating or "")
         row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS) + [0, 0] * len(AGENTIC_METRICS))
         row[0] += 1
         for i, name in enumerate(_ROLLUP_SUMS):
@@ -199,11 +202,15 @@ def _rollup_add(evaluations: list[AgentEvaluation], sign: int = 1) -> None:
     # Missing keys first (ON CONFLICT DO NOTHING for the ones another writer made meanwhile), then
     # each incremented in place with F(), which keeps a concurrent writer's increments.
     EvaluationRollup.objects.bulk_create(
-        [EvaluationRollup(agent_name=agent, operation=op, rating=rt) for agent, op, rt in keys], ignore_conflicts=True
+        [
+            EvaluationRollup(project_id=project, agent_name=agent, operation=op, rating=rt)
+            for project, agent, op, rt in keys
+        ],
+        ignore_conflicts=True,
     )
     for key in keys:
-        agent, op, rt = key
-        EvaluationRollup.objects.filter(agent_name=agent, operation=op, rating=rt).update(
+        project, agent, op, rt = key
+        EvaluationRollup.objects.filter(project_id=project, agent_name=agent, operation=op, rating=rt).update(
             **{column: F(column) + sign * value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key], strict=True)}
         )
 
@@ -212,7 +219,7 @@ def evaluation_rollup_rebuild() -> int:
     """Recompute the running totals from the evaluations and their metric Score rows (after a bulk
     load that bypassed the services, or to check them). Returns the number of rollup rows."""
     group = {"op": Coalesce("operation", Value("")), "rt": Coalesce("rating", Value(""))}
-    keys = ("agent_name", "op", "rt")
+    keys = ("project_id", "agent_name", "op", "rt")
     totals: dict[tuple, dict] = {}
     evaluations = AgentEvaluation.objects.order_by().annotate(**group).values(*keys)
     for row in evaluations.annotate(
@@ -242,8 +249,8 @@ def evaluation_rollup_rebuild() -> int:
         EvaluationRollup.objects.all().delete()
         EvaluationRollup.objects.bulk_create(
             [
-                EvaluationRollup(agent_name=agent, operation=op, rating=rt, **values)
-                for (agent, op, rt), values in sorted(totals.items())
+                EvaluationRollup(project_id=project, agent_name=agent, operation=op, rating=rt, **values)
+                for (project, agent, op, rt), values in sorted(totals.items())
             ],
             batch_size=1000,
         )
@@ -309,6 +316,7 @@ def evaluations_create_for_traces(
             agent_name=traces[i].agent_name,
             operation=traces[i].operation,
             fingerprint_hex=prints[i],
+            project_id=traces[i].project_id,
             rule=rule,
         )
         for i, verdict in zip(pending, verdicts, strict=True)
@@ -322,9 +330,10 @@ def evaluations_create_for_traces(
 
 
 def evaluation_create_for_session(
-    *, session_id: str, judge_name: str | None = None, force: bool = False
+    *, session_id: str, judge_name: str | None = None, force: bool = False, project_id: int | None = None
 ) -> EvaluationOutcome:
-    trace = trace_get(session_id=session_id)
+    """Evaluate the project's trace of `session_id` (`default` if None); another project's is not found."""
+    trace = trace_get(session_id=session_id, project_id=project_id)
     return evaluations_create_for_traces(traces=[trace], judge=get_agentic_judge(judge_name), force=force)[0]
 
 
@@ -343,12 +352,15 @@ class BatchEvaluation:
 
 
 def evaluations_create_for_sessions(
-    *, session_ids: list[str], judge_name: str | None = None, force: bool = False
+    *, session_ids: list[str], judge_name: str | None = None, force: bool = False, project_id: int | None = None
 ) -> BatchEvaluation:
-    """Evaluate stored sessions (each once, in the order first named); unknown ones are reported."""
+    """Evaluate the project's stored sessions (each once, in the order first named); unknown ones,
+    and another project's, are reported as not found."""
     judge = get_agentic_judge(judge_name)
     wanted = list(dict.fromkeys(session_ids))
-    traces = {t.session_id: t for t in AgentTrace.objects.with_tool_calls().filter(session_id__in=wanted)}
+    traces = {
+        t.session_id: t for t in project_traces(project_id).prefetch_related("tool_calls").filter(session_id__in=wanted)
+    }
     found = [traces[s] for s in wanted if s in traces]
     return BatchEvaluation(
         outcomes=evaluations_create_for_traces(traces=found, judge=judge, force=force),
@@ -374,9 +386,11 @@ def evaluation_create_manual(
     agent_name: str = MANUAL_AGENT_NAME,
     judge_name: str | None = None,
     manual_input: dict | None = None,
+    project_id: int | None = None,
 ) -> AgentEvaluation:
-    """Judge an interaction that was never traced. It gets its own session id so that history can
-    find it; it is always judged afresh (there is no trace whose change could be detected)."""
+    """Judge an interaction that was never traced, in the project (`default` if None). It gets its
+    own session id so that history can find it; it is always judged afresh (there is no trace
+    whose change could be detected)."""
     judge = get_agentic_judge(judge_name)
     verdict = judge.evaluate(data)
     evaluation = _evaluation_from_verdict(
@@ -387,6 +401,7 @@ def evaluation_create_manual(
         agent_name=agent_name,
         operation=data.operation,
         fingerprint_hex=fingerprint(data),
+        project_id=default_project_id() if project_id is None else project_id,
         manual_input=manual_input,
     )
     _evaluations_store([evaluation])
@@ -394,13 +409,16 @@ def evaluation_create_manual(
 
 
 @transaction.atomic
-def evaluations_clear() -> tuple[int, int]:
-    """Delete every evaluation and every trace, together or not at all. Returns (evaluations, traces)."""
-    scores_delete(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=None)
-    evaluations, _ = AgentEvaluation.objects.all().delete()
-    EvaluationRollup.objects.all().delete()
-    traces = traces_clear()
-    return evaluations, traces
+def evaluations_clear(*, project_id: int | None = None) -> tuple[int, int]:
+    """Delete every evaluation and every trace of the project (`default` if None), together or not
+    at all; other projects keep theirs. Returns (evaluations, traces)."""
+    project_id = default_project_id() if project_id is None else project_id
+    evaluations = AgentEvaluation.objects.filter(project_id=project_id)
+    scores_delete(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=evaluations.values("pk"))
+    deleted, _ = evaluations.delete()
+    EvaluationRollup.objects.filter(project_id=project_id).delete()
+    traces = traces_clear(project_id=project_id)
+    return deleted, traces
 
 
 def evaluations_expire(project, before, limit: int) -> int:

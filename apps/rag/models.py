@@ -4,6 +4,7 @@ from django.db.models import Exists, OuterRef
 from django.db.models.fields.json import KeyTextTransform
 from django.utils.functional import cached_property
 
+from apps.core.models import default_project_id
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
@@ -49,6 +50,8 @@ class TraceEvaluation(models.Model):
         PARTIAL = "partial"  # ?partial=true with some tests incomplete
         MISSING = "missing"  # something was missing: nothing was scored (the contract's behaviour)
 
+    # The project of the request that asked: its history and reads are that project's only.
+    project = models.ForeignKey("core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"

@@ -1,26 +1,39 @@
 from django.db.models import QuerySet
 
 from apps.core.errors import NotFoundError
+from apps.core.models import default_project_id
 
 from .filters import TraceEvaluationFilter
 from .models import TraceEvaluation, metric_scores_of
 
 
-def trace_evaluation_list(*, filters: dict | None = None) -> QuerySet[TraceEvaluation]:
-    """Stored evaluations with their author, as the API's history lists them: those the filters
-    choose (TraceEvaluationFilter; the history's query model gives test and outcome)."""
-    return TraceEvaluationFilter(filters or {}, TraceEvaluation.objects.select_related("created_by")).qs
+def project_trace_evaluations(project_id: int | None) -> QuerySet[TraceEvaluation]:
+    """The RAG evaluations of a project (`default` when None). Every read of them starts here."""
+    return TraceEvaluation.objects.filter(project_id=default_project_id() if project_id is None else project_id)
 
 
-def trace_evaluation_get(*, evaluation_id: int) -> TraceEvaluation:
-    evaluation = trace_evaluation_list().filter(pk=evaluation_id).first()
+def trace_evaluation_list(*, filters: dict | None = None, project_id: int | None = None) -> QuerySet[TraceEvaluation]:
+    """The project's stored evaluations with their author, as the API's history lists them: those
+    the filters choose (TraceEvaluationFilter; the history's query model gives test and outcome)."""
+    return TraceEvaluationFilter(filters or {}, project_trace_evaluations(project_id).select_related("created_by")).qs
+
+
+def trace_evaluation_get(*, evaluation_id: int, project_id: int | None = None) -> TraceEvaluation:
+    """The project's evaluation `evaluation_id`; another project's is not found, worded the same."""
+    evaluation = trace_evaluation_list(project_id=project_id).filter(pk=evaluation_id).first()
     if evaluation is None:
         raise NotFoundError(f"No TRACE evaluation {evaluation_id}")
     return evaluation
 
 
 def trace_evaluation_search(
-    *, q: str = "", test: str = "", status: str = "", score_below: float | None = None, outcome: str = ""
+    *,
+    q: str = "",
+    test: str = "",
+    status: str = "",
+    score_below: float | None = None,
+    outcome: str = "",
+    project_id: int | None = None,
 ):
     """RAG evaluations newest first for the console's list, through the API's FilterSet
     (TraceEvaluationFilter): `q` is an evaluation id (`42` or `#42`) or a piece of the question's
@@ -28,8 +41,11 @@ def trace_evaluation_search(
     (TraceEvaluationQuerySet.with_test_matching). Empty values are no filter.
     The payload stays unread (only its question); a page's scores come in one more query
     (trace_evaluations_with_scores)."""
-    queryset = TraceEvaluation.objects.with_question().only(
-        "pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms"
+    project = default_project_id() if project_id is None else project_id
+    queryset = (
+        TraceEvaluation.objects.with_question()
+        .filter(project_id=project)
+        .only("pk", "created_at", "source", "outcome", "partial", "judge", "duration_ms")
     )
     given = {"q": q, "test": test, "status": status, "score_below": score_below, "outcome": outcome}
     filters = {name: value for name, value in given.items() if value not in ("", None)}

@@ -6,6 +6,7 @@ import orjson
 from django.db import transaction
 
 from apps.core.llm import client as llm
+from apps.core.models import default_project_id
 from apps.core.retention import rows_delete_quietly
 from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import SubjectKind
@@ -18,11 +19,17 @@ from .scoring import metric_scores
 
 
 def trace_evaluation_create(
-    *, query: str | dict, partial: bool = False, user=None, use_llm: bool | None = None
+    *,
+    query: str | dict,
+    partial: bool = False,
+    user=None,
+    use_llm: bool | None = None,
+    project_id: int | None = None,
 ) -> TraceEvaluation:
     """The stored evaluation, its metric Score rows in `metric_scores`: the answer is read from it
     (api.schemas.TraceAnswerOut). Raises query_object.QueryParseError for a query that yields no
-    payload (the API's 400). use_llm: None means "when one is configured"."""
+    payload (the API's 400). use_llm: None means "when one is configured". Stored in the project
+    (`default` if None)."""
     started = time.perf_counter()
     use_llm = llm.llm_configured() if use_llm is None else use_llm
     parsed = parse_query(query, use_llm=use_llm)
@@ -57,6 +64,7 @@ def trace_evaluation_create(
         usage=usage,
         user=user,
         duration_ms=(time.perf_counter() - started) * 1000,
+        project_id=default_project_id() if project_id is None else project_id,
     )
 
 
@@ -82,8 +90,10 @@ def _store(
     usage: dict | None,
     user,
     duration_ms: float,
+    project_id: int,
 ) -> TraceEvaluation:
     evaluation = TraceEvaluation.objects.create(
+        project_id=project_id,
         created_by=user if getattr(user, "is_authenticated", False) else None,
         query=query if isinstance(query, str) else orjson.dumps(query).decode(),
         source=parsed_source,

@@ -98,7 +98,7 @@ def test_health_counts(api, demo_traces):
 
 def test_health_is_503_when_the_database_is_down(api):
     with mock.patch(
-        "apps.agentic.selectors.AgentEvaluation.objects.count",
+        "apps.agentic.selectors.project_evaluations",
         side_effect=DatabaseError("connection to server at 10.0.0.5 failed for user admin"),
     ):
         response = api.get(f"{BASE}/health")

@@ -20,6 +20,7 @@ from apps.core.api.validation import validate_body
 from apps.core.errors import InvalidInputError
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import llm_evaluations_check, llm_rate_check
+from apps.core.projects.resolution import project_of
 
 from .schemas import (
     BatchEvaluateIn,
@@ -78,8 +79,9 @@ class HealthView(APIView):
     @extend_schema(tags=TAG, responses={200: HealthOut, 503: HealthOut}, summary="Service and database health")
     def get(self, request):
         try:
-            evaluations = selectors.evaluation_count()
-            traces = selectors.trace_count()
+            project_id = project_of(request).pk
+            evaluations = selectors.evaluation_count(project_id=project_id)
+            traces = selectors.trace_count(project_id=project_id)
         except DatabaseError:
             return _unhealthy()
         return respond(
@@ -106,7 +108,7 @@ class EvaluateSessionView(APIView):
         if _spends_llm(body.judge):
             llm_rate_check(request, self)
         outcome = services.evaluation_create_for_session(
-            session_id=body.session_id, judge_name=body.judge, force=body.force
+            session_id=body.session_id, judge_name=body.judge, force=body.force, project_id=project_of(request).pk
         )
         return respond(SessionEvaluationOut, outcome)
 
@@ -142,6 +144,7 @@ class EvaluateManualView(APIView):
             agent_name=body.agent_name,
             judge_name=body.judge,
             manual_input=body.model_dump(mode="json", exclude={"judge"}),
+            project_id=project_of(request).pk,
         )
         return respond(ManualEvaluationOut, evaluation)
 
@@ -164,7 +167,7 @@ class EvaluateBatchView(APIView):
             llm_evaluations_check(count=len(set(body.session_ids)))
             llm_rate_check(request, self)
         batch = services.evaluations_create_for_sessions(
-            session_ids=body.session_ids, judge_name=body.judge, force=body.force
+            session_ids=body.session_ids, judge_name=body.judge, force=body.force, project_id=project_of(request).pk
         )
         return respond(BatchEvaluationOut, batch)
 
@@ -174,7 +177,7 @@ class SummaryView(APIView):
 
     @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
-        return respond(SummaryOut, selectors.evaluation_summary())
+        return respond(SummaryOut, selectors.evaluation_summary(project_id=project_of(request).pk))
 
 
 class HistoryView(APIView):
@@ -193,6 +196,7 @@ class HistoryView(APIView):
             limit=query.limit,
             offset=query.offset,
             filters=query.model_dump(include={"agent_name", "operation", "min_score"}, exclude_none=True),
+            project_id=project_of(request).pk,
         )
         return respond(
             HistoryOut,
@@ -211,7 +215,10 @@ class HistoryDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: HistoryRecordOut}, summary="Latest evaluation of a session")
     def get(self, request, session_id):
-        return respond(HistoryRecordOut, selectors.evaluation_latest_get(session_id=session_id))
+        return respond(
+            HistoryRecordOut,
+            selectors.evaluation_latest_get(session_id=session_id, project_id=project_of(request).pk),
+        )
 
 
 def _chunks(rows):
@@ -219,7 +226,7 @@ def _chunks(rows):
         yield chunk
 
 
-def _stream(fmt: str):
+def _stream(fmt: str, project_id: int):
     # Fenced fast path (issue 22 item 3 allows one for bulk export; fastpath.enabled() is agentic's
     # one vendor check, for this and the batch's Score COPY, and its only cursor()s are
     # selectors.evaluation_export_jsonl_postgres and fastpath.scores_copy): on PostgreSQL the
@@ -227,9 +234,12 @@ def _stream(fmt: str):
     # million-row export would otherwise take. The ORM path below gives the same records, in the
     # same order, on every database; the contract tests compare the two.
     if fastpath.enabled():
-        yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres())
+        yield from _stream_lines(fmt, selectors.evaluation_export_jsonl_postgres(project_id=project_id))
         return
-    rows = (orjson.dumps(selectors.export_record(row), default=str) for row in selectors.evaluation_export_rows())
+    rows = (
+        orjson.dumps(selectors.export_record(row), default=str)
+        for row in selectors.evaluation_export_rows(project_id=project_id)
+    )
     if fmt == "jsonl":
         for chunk in _chunks(rows):
             yield b"\n".join(chunk) + b"\n"
@@ -290,27 +300,32 @@ class ExportView(APIView):
     )
     def get(self, request):
         query = query_of(ExportQuery, request)
+        project_id = project_of(request).pk
         if query.download:
             response = StreamingHttpResponse(
-                _stream(query.format),
+                _stream(query.format, project_id),
                 content_type="application/json" if query.format == "json" else "application/x-ndjson",
             )
             response["Content-Disposition"] = f'attachment; filename="agentic-evaluations.{query.format}"'
             return response
-        total = selectors.evaluation_count()
+        total = selectors.evaluation_count(project_id=project_id)
         if total > settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS:
             raise InvalidInputError(
                 f"{total} evaluations are more than the {settings.EVALSITE_AGENTIC_EXPORT_INLINE_MAX_ROWS} an inline "
                 f"export holds; stream them with download=true"
             )
-        data = b"".join(_stream(query.format)).decode()
+        data = b"".join(_stream(query.format, project_id)).decode()
         return respond(ExportJsonOut, {"format": query.format, "data": data})
 
 
 class ClearView(APIView):
     required_scopes = {"DELETE": "admin"}
 
-    @extend_schema(tags=TAG, responses={200: ClearOut}, summary="Delete all traces and evaluations (admin scope)")
+    @extend_schema(
+        tags=TAG,
+        responses={200: ClearOut},
+        summary="Delete all traces and evaluations of the key's project (admin scope)",
+    )
     def delete(self, request):
-        services.evaluations_clear()
+        services.evaluations_clear(project_id=project_of(request).pk)
         return respond(ClearOut, {"message": "All traces and evaluation results cleared"})

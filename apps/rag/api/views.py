@@ -9,6 +9,7 @@ from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import llm_rate_check
+from apps.core.projects.resolution import project_of
 
 from .. import selectors, services
 from ..query_object import QueryParseError
@@ -49,7 +50,9 @@ class TraceView(APIView):
             llm_rate_check(request, self)
         params = query_of(TraceQuery, request)
         try:
-            evaluation = services.trace_evaluation_create(query=body.query, partial=params.partial, user=request.user)
+            evaluation = services.trace_evaluation_create(
+                query=body.query, partial=params.partial, user=request.user, project_id=project_of(request).pk
+            )
         except QueryParseError as exc:
             return Response(exc.response_body(), status=exc.status_code)
         return respond(TraceAnswerOut, evaluation, headers={"X-Trace-Evaluation-Id": str(evaluation.pk)})
@@ -67,7 +70,9 @@ class TraceHistoryView(APIView):
     )
     def get(self, request):
         params = query_of(TraceHistoryQuery, request)
-        queryset = selectors.trace_evaluation_list(filters=params.model_dump(mode="json", exclude_none=True))
+        queryset = selectors.trace_evaluation_list(
+            filters=params.model_dump(mode="json", exclude_none=True), project_id=project_of(request).pk
+        )
         paginator = LimitOffset()
         page = paginator.paginate_queryset(queryset, request, view=self)
         return respond(
@@ -91,4 +96,7 @@ class TraceEvaluationDetailView(APIView):
         summary="One stored TRACE evaluation",
     )
     def get(self, request, evaluation_id: int):
-        return respond(TraceEvaluationOut, selectors.trace_evaluation_get(evaluation_id=evaluation_id))
+        return respond(
+            TraceEvaluationOut,
+            selectors.trace_evaluation_get(evaluation_id=evaluation_id, project_id=project_of(request).pk),
+        )
