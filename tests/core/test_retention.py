@@ -125,10 +125,10 @@ def test_the_summary_and_its_running_totals_lose_the_expired_evaluations():
 
     retention.retention_apply(pause_seconds=0)
 
-    after = agentic_selectors.evaluation_summary()
+    after = agentic_selectors.evaluation_summary(project_id=project.pk)
     kept_rows = {(r.agent_name, r.operation, r.rating): r.count for r in EvaluationRollup.objects.filter(count__gt=0)}
     evaluation_rollup_rebuild()  # what a full recount says
-    assert agentic_selectors.evaluation_summary() == after
+    assert agentic_selectors.evaluation_summary(project_id=project.pk) == after
     assert {(r.agent_name, r.operation, r.rating): r.count for r in EvaluationRollup.objects.all()} == kept_rows
     assert after["total_evaluations"] == 2
 
