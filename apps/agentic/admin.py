@@ -8,6 +8,7 @@ from django.utils.html import format_html
 
 from apps.core.admin.utils import pretty_json
 from apps.core.errors import DomainError
+from apps.core.projects.resolution import project_of
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace
 
@@ -200,6 +201,19 @@ class EvaluationRuleForm(forms.ModelForm):
         model = EvaluationRule
         fields = ["name", "enabled", "agent_name", "source", "sample_rate", "judge"]
 
+    # The project a new rule goes to (the admin's get_form sets it: the reviewer's project).
+    project_id: int | None = None
+
+    def clean_name(self):
+        # Names are unique per project, and the project is not a field of the form, so the model's
+        # own unique check cannot see the conflict.
+        name = self.cleaned_data["name"]
+        project_id = self.instance.project_id if self.instance.pk else self.project_id
+        taken = EvaluationRule.objects.filter(project_id=project_id, name=name).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError(f"An evaluation rule named {name!r} already exists in this project.")
+        return name
+
     def clean_sample_rate(self):
         rate = self.cleaned_data["sample_rate"]
         if not 0 <= rate <= 1:
@@ -227,13 +241,18 @@ class EvaluationRuleAdmin(admin.ModelAdmin):
     list_select_related = ["created_by"]
     readonly_fields = ["created_by", "created_at"]
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.project_id = project_of(request).pk
+        return form
+
     def save_model(self, request, obj, form, change):
         data = rule_services.RuleData(**{name: form.cleaned_data[name] for name in EvaluationRuleForm.Meta.fields})
         try:
             if change:
                 rule_services.rule_update(rule=obj, data=data)
             else:
-                saved = rule_services.rule_create(data=data, created_by=request.user)
+                saved = rule_services.rule_create(data=data, created_by=request.user, project_id=project_of(request).pk)
                 obj.pk = saved.pk
         except DomainError as exc:
             # Only a race can get here (the form checked the name and the judge): say so, do not 500.

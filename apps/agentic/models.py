@@ -34,8 +34,12 @@ class EvaluationRule(models.Model):
         BATCH = AgentTrace.Source.BATCH.value, AgentTrace.Source.BATCH.label
         OTLP = AgentTrace.Source.OTLP.value, AgentTrace.Source.OTLP.label
 
-    # Unique: it is the `rule` label of evalsite_online_evaluations_total, one series per rule.
-    name = models.CharField(max_length=100, unique=True)
+    # The project whose finished traces the rule judges (and only those).
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
+    # Unique per project: it is the `rule` label of evalsite_online_evaluations_total.
+    name = models.CharField(max_length=100)
     enabled = models.BooleanField(default=True)
     agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: traces of every agent.")
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.ANY)
@@ -55,9 +59,10 @@ class EvaluationRule(models.Model):
     class Meta:
         ordering = ["name"]
         constraints = [
+            models.UniqueConstraint(fields=["project", "name"], name="evaluationrule_unique_project_name"),
             models.CheckConstraint(
                 condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="evaluationrule_sample_rate_0_1"
-            )
+            ),
         ]
 
     def __str__(self):
@@ -264,14 +269,19 @@ class EvaluationRollup(models.Model):
 
 class OnlineEvaluationCount(models.Model):
     """evalsite_online_evaluations_total, kept in the database because the workers that judge are
-    not the process Prometheus scrapes. Keyed by rule name so a deleted rule's series stays."""
+    not the process Prometheus scrapes. Keyed by project and rule name so a deleted rule's series stays."""
 
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
+    )
     rule_name = models.CharField(max_length=100)
     outcome = models.CharField(max_length=16)
     count = models.BigIntegerField(default=0)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["rule_name", "outcome"], name="onlinecount_unique_key")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "rule_name", "outcome"], name="onlinecount_unique_key")
+        ]
 
     def __str__(self):
         return f"{self.rule_name} · {self.outcome}: {self.count}"

@@ -6,6 +6,7 @@ from django.utils.html import format_html
 
 from apps.core.admin.utils import CollapsibleStackedInline
 
+from .admin_scoping import ProjectScopedAdmin
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
 from .selectors import bot_endpoint_refusal
 from .services import secret_survives_change
@@ -119,7 +120,7 @@ class KnowledgeBaseInline(admin.TabularInline):
 
 
 @admin.register(Bot)
-class BotAdmin(admin.ModelAdmin):
+class BotAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     form = BotForm
     inlines = [BotToolInline, KnowledgeBaseInline]
     list_display = [
@@ -186,7 +187,9 @@ class KnowledgeDocumentInline(admin.StackedInline):
 
 
 @admin.register(KnowledgeBase)
-class KnowledgeBaseAdmin(admin.ModelAdmin):
+class KnowledgeBaseAdmin(ProjectScopedAdmin, admin.ModelAdmin):
+    project_path = "bot__project"
+
     list_display = ["name", "bot", "type", "document_total"]
     list_select_related = ["bot"]
     search_fields = ["name", "bot__name", "documents__title"]

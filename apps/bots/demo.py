@@ -5,6 +5,8 @@ apps.runs.demo loads them and runs both bots. Loaded through the services; idemp
 
 import copy
 
+from apps.core.models import Project
+
 from . import services
 from .models import Bot
 from .schemas import BotIn
@@ -134,15 +136,17 @@ DEMO_CHANGED_BOT["harness_context"] = DEMO_BOT["harness_context"] | {
 
 def load_demo_bot() -> int:
     """Create the demo bot if it is missing; returns how many were created (0 on a re-run)."""
-    if Bot.objects.filter(agent_id=DEMO_AGENT_ID).exists():
+    project = Project.objects.default()
+    if Bot.objects.of_project(project).filter(agent_id=DEMO_AGENT_ID).exists():
         return 0
-    services.bot_create(data=BotIn.model_validate(DEMO_BOT))
+    services.bot_create(data=BotIn.model_validate(DEMO_BOT), project=project)
     return 1
 
 
 def load_demo_changed_bot() -> int:
     """Create the changed demo bot (v2 candidate) if it is missing; returns how many were created."""
-    if Bot.objects.filter(agent_id=DEMO_CHANGED_AGENT_ID).exists():
+    project = Project.objects.default()
+    if Bot.objects.of_project(project).filter(agent_id=DEMO_CHANGED_AGENT_ID).exists():
         return 0
-    services.bot_create(data=BotIn.model_validate(DEMO_CHANGED_BOT))
+    services.bot_create(data=BotIn.model_validate(DEMO_CHANGED_BOT), project=project)
     return 1

@@ -14,8 +14,13 @@ class OfBotFilter(django_filters.FilterSet):
 
     agent_id = django_filters.CharFilter(field_name="bot__agent_id")
 
+    def __init__(self, data=None, queryset=None, *, project, **kwargs):
+        # The project whose bot `agent_id` names: the queryset is that project's rows already.
+        self.project = project
+        super().__init__(data, queryset, **kwargs)
+
     def filter_queryset(self, queryset):
         agent_id = self.data.get("agent_id")
         if agent_id is not None:
-            bot_get(agent_id)
+            bot_get(agent_id, project=self.project)
         return super().filter_queryset(queryset)

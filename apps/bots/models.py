@@ -3,6 +3,7 @@ import secrets
 from django.db import models
 
 from apps.core.auth import crypto
+from apps.core.models import Project
 
 
 def new_object_id() -> str:
@@ -14,10 +15,20 @@ class OfBotQuerySet(models.QuerySet):
     """For the rows that belong to a bot through a foreign key named `bot` (rubrics, test sets,
     question sets), read with their bot."""
 
+    def of_project(self, project):
+        return self.filter(project=project)
+
     def of_bot(self, agent_id: str | None = None):
         """The rows of the bot `agent_id`, every row when None."""
         rows = self.select_related("bot")
         return rows if agent_id is None else rows.filter(bot__agent_id=agent_id)
+
+
+class BotQuerySet(models.QuerySet):
+    def of_project(self, project):
+        """The bots of `project` (a Project or its id): every lookup by agent_id goes through this,
+        since an agent_id is unique only within its project."""
+        return self.filter(project=project)
 
 
 class Bot(models.Model):
@@ -28,10 +39,13 @@ class Bot(models.Model):
         OPENAI = "openai"
         DEMO = "demo"
 
+    # The project it belongs to; its tools and knowledge bases belong through it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    # Unique per project, not globally: a client chooses it, and a conflict with another project's
+    # bot would tell that client the id exists there.
     agent_id = models.CharField(
         "bot id",
         max_length=24,
-        unique=True,
         default=new_object_id,
         help_text="24 hexadecimal characters; the API calls it agent_id.",
     )
@@ -51,8 +65,11 @@ class Bot(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    objects = BotQuerySet.as_manager()
+
     class Meta:
         ordering = ["name", "agent_id"]
+        constraints = [models.UniqueConstraint(fields=["project", "agent_id"], name="bot_agent_id_per_project")]
 
     def __str__(self):
         return f"{self.name} ({self.agent_id})"

@@ -20,37 +20,43 @@ def _with_components(queryset):
     )
 
 
-def bot_list():
-    return _with_components(Bot.objects.all())
+def bot_list(*, project):
+    return _with_components(Bot.objects.of_project(project))
 
 
-def bot_get(agent_id: str) -> Bot:
-    bot = _with_components(Bot.objects.filter(agent_id=agent_id)).first()
+def bot_get(agent_id: str, *, project) -> Bot:
+    """The bot `agent_id` of `project`; another project's is NotFoundError, as one that does not exist."""
+    bot = _with_components(Bot.objects.of_project(project).filter(agent_id=agent_id)).first()
     if bot is None:
         raise NotFoundError(f"No bot with agent_id {agent_id}")
     return bot
 
 
-def bot_named_in_body(agent_id: str) -> Bot:
-    """The bot a request body's agent_id names (a rubric's, a test set's). Naming none is an
-    InvalidInputError (422), not a 404: the body is wrong, not the URL."""
-    bot = Bot.objects.filter(agent_id=agent_id).first()
+def bot_named_in_body(agent_id: str, *, project) -> Bot:
+    """The bot of `project` a request body's agent_id names (a rubric's, a test set's). Naming none
+    (or another project's) is an InvalidInputError (422), not a 404: the body is wrong, not the URL."""
+    bot = Bot.objects.of_project(project).filter(agent_id=agent_id).first()
     if bot is None:
         raise InvalidInputError(f"agent_id {agent_id} does not name a bot")
     return bot
 
 
-def knowledge_base_get(agent_id: str, kb_id: str) -> KnowledgeBase:
-    """The bot's knowledge base with its documents."""
-    kb = KnowledgeBase.objects.filter(bot__agent_id=agent_id, id=kb_id).prefetch_related("documents").first()
+def knowledge_base_get(agent_id: str, kb_id: str, *, project) -> KnowledgeBase:
+    """The bot's knowledge base with its documents (the bot of `project`)."""
+    kb = (
+        KnowledgeBase.objects.filter(bot__project=project, bot__agent_id=agent_id, id=kb_id)
+        .prefetch_related("documents")
+        .first()
+    )
     if kb is None:
         raise NotFoundError(f"Bot {agent_id} has no knowledge base {kb_id}")
     return kb
 
 
-def bot_spec_data(agent_id: str) -> dict:
-    """Everything the run engine needs to talk to a bot, secret included (it never leaves the worker)."""
-    bot = Bot.objects.filter(agent_id=agent_id).prefetch_related("tools").first()
+def bot_spec_data(agent_id: str, *, project) -> dict:
+    """Everything the run engine needs to talk to a bot of `project` (a run's: its bot is looked up
+    in the run's project, never by id alone), secret included (it never leaves the worker)."""
+    bot = Bot.objects.of_project(project).filter(agent_id=agent_id).prefetch_related("tools").first()
     if bot is None:
         raise NotFoundError(f"No bot with agent_id {agent_id}")
     documents = (

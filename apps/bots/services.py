@@ -5,6 +5,7 @@ from django.db.models import ProtectedError
 
 from apps.core.auth import crypto
 from apps.core.errors import ConflictError
+from apps.core.models import Project
 
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
 from .schemas import BotIn, KnowledgeBaseIn, ToolIn
@@ -104,15 +105,16 @@ def _taken_component_ids(bot: Bot | None, data: BotIn) -> None:
         raise ConflictError(f"These tool or knowledge base ids belong to another bot: {', '.join(taken)}")
 
 
-def bot_create(*, data: BotIn) -> Bot:
-    """Create a bot with its tools and knowledge bases; an agent_id already in use is a conflict."""
+def bot_create(*, data: BotIn, project: Project) -> Bot:
+    """Create a bot of `project` with its tools and knowledge bases; an agent_id already in use in
+    the project is a conflict (the same id in another project is another bot)."""
     agent_id = data.agent_id or new_object_id()
     try:
         with transaction.atomic():
-            if Bot.objects.filter(agent_id=agent_id).exists():
+            if Bot.objects.of_project(project).filter(agent_id=agent_id).exists():
                 raise ConflictError(f"A bot with agent_id {agent_id} already exists")
             _taken_component_ids(None, data)
-            bot = Bot(agent_id=agent_id)
+            bot = Bot(agent_id=agent_id, project=project)
             _apply_fields(bot, data)
             bot.save()
             _sync_tools(bot, data.tools)

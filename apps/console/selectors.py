@@ -32,15 +32,15 @@ RECENT_RUNS_SCANNED = 300
 TREND_DAYS = 30
 
 
-def run_recent_list() -> list[EvaluationRun]:
-    """The newest runs the dashboard reads, with their bot's and test set's names: one query."""
-    return list(EvaluationRun.objects.with_names().newest_first()[:RECENT_RUNS_SCANNED])
+def run_recent_list(*, project) -> list[EvaluationRun]:
+    """The newest runs of `project` the dashboard reads, with their bot's and test set's names: one query."""
+    return list(EvaluationRun.objects.filter(project=project).with_names().newest_first()[:RECENT_RUNS_SCANNED])
 
 
-def bot_recent_runs_list(*, runs: list[EvaluationRun] | None = None) -> list[dict]:
-    """Per bot, its newest runs (newest first)."""
+def bot_recent_runs_list(*, runs: list[EvaluationRun]) -> list[dict]:
+    """Per bot, its newest runs (newest first) among `runs` (run_recent_list's)."""
     bots: dict[str, dict] = {}
-    for run in run_recent_list() if runs is None else runs:
+    for run in runs:
         bot = bots.setdefault(
             run.agent_id, {"agent_id": run.agent_id, "name": run.bot_name_value or "(deleted bot)", "runs": []}
         )
@@ -49,11 +49,11 @@ def bot_recent_runs_list(*, runs: list[EvaluationRun] | None = None) -> list[dic
     return list(bots.values())
 
 
-def run_pass_rate_trend(*, runs: list[EvaluationRun] | None = None) -> dict[str, list]:
-    """Pass rate of finished runs over time, one line per test set and bot: a pass rate only
-    compares with one of the same test set, so a line never mixes test sets."""
+def run_pass_rate_trend(*, runs: list[EvaluationRun]) -> dict[str, list]:
+    """Pass rate of finished runs over time (`runs`, run_recent_list's), one line per test set and
+    bot: a pass rate only compares with one of the same test set, so a line never mixes test sets."""
     series: dict[tuple, dict] = {}
-    for run in run_recent_list() if runs is None else runs:  # newest first: each line keeps its newest runs
+    for run in runs:  # newest first: each line keeps its newest runs
         if not run.is_finished or run.pass_rate is None:
             continue
         key = (run.test_set_id or run.dataset_id, run.agent_id)
@@ -79,21 +79,27 @@ def run_pass_rate_trend(*, runs: list[EvaluationRun] | None = None) -> dict[str,
     }
 
 
-def run_filter_choices() -> dict:
-    """What the run list's bot and test set dropdowns offer: every bot, test set and question set
-    by name (three small queries)."""
+def run_filter_choices(*, project) -> dict:
+    """What the run list's bot and test set dropdowns offer: every bot, test set and question set of
+    `project` by name (three small queries); another project's names never."""
     return {
-        "bot_choices": list(Bot.objects.order_by("name", "agent_id").values_list("agent_id", "name")),
-        "test_set_choices": list(TestSet.objects.order_by("name").values_list("test_set_id", "name")),
-        "question_set_choices": list(Dataset.objects.order_by("name").values_list("dataset_id", "name")),
+        "bot_choices": list(
+            Bot.objects.of_project(project).order_by("name", "agent_id").values_list("agent_id", "name")
+        ),
+        "test_set_choices": list(
+            TestSet.objects.filter(project=project).order_by("name").values_list("test_set_id", "name")
+        ),
+        "question_set_choices": list(
+            Dataset.objects.filter(project=project).order_by("name").values_list("dataset_id", "name")
+        ),
     }
 
 
-def agentic_score_trend() -> dict[str, list]:
+def agentic_score_trend(*, project) -> dict[str, list]:
     """Average overall score per agent per day over the last TREND_DAYS days (per hour when all of
-    it falls within two days, so a new installation still shows a line)."""
+    it falls within two days, so a new installation still shows a line), in `project`."""
     since = timezone.now() - timedelta(days=TREND_DAYS)
-    recent = AgentEvaluation.objects.filter(created_at__gte=since, overall_score__isnull=False)
+    recent = AgentEvaluation.objects.filter(project=project, created_at__gte=since, overall_score__isnull=False)
     span = recent.aggregate(first=Min("created_at"), last=Max("created_at"))
     if span["first"] is None:
         return {}
@@ -110,33 +116,33 @@ def agentic_score_trend() -> dict[str, list]:
     return dict(series)
 
 
-def agentic_score_distribution() -> list[tuple[str, int]]:
-    return list(evaluation_summary()["score_distribution"].items())
+def agentic_score_distribution(*, project) -> list[tuple[str, int]]:
+    return list(evaluation_summary(project_id=project.pk)["score_distribution"].items())
 
 
-def result_failed_list(*, limit: int = 10) -> list[dict]:
-    """The newest failed results (outcome failed: never the unassessed), each with what failed it."""
-    results = _newest_results(FAILED, limit)
+def result_failed_list(*, project, limit: int = 10) -> list[dict]:
+    """The newest failed results of `project` (outcome failed: never the unassessed), each with what failed it."""
+    results = _newest_results(FAILED, limit, project)
     for row in results:
         row["anchor"], row["reason"] = first_failure(row["criteria_scores"], row["rubric_scores"])
         row["reason"] = row["reason"] or row["error"] or ""
     return results
 
 
-def result_unassessed_list(*, limit: int = 10) -> list[dict]:
-    """The newest unassessed results, each with why: the verdicts the judge skipped or errored on."""
-    results = _newest_results(UNASSESSED, limit)
+def result_unassessed_list(*, project, limit: int = 10) -> list[dict]:
+    """The newest unassessed results of `project`, each with why: the verdicts the judge skipped or errored on."""
+    results = _newest_results(UNASSESSED, limit, project)
     for row in results:
         row["reasons"] = unassessed_reasons(row["criteria_scores"], row["rubric_scores"])
         row["anchor"] = row["reasons"][0][0] if row["reasons"] else ""
     return results
 
 
-def _newest_results(outcome: str, limit: int) -> list[dict]:
+def _newest_results(outcome: str, limit: int, project) -> list[dict]:
     # passed=False first: neither outcome passed, and the newest-by-verdict index serves it.
     results = list(
         EvaluationResult.objects.done()
-        .filter(passed=False, outcome=outcome)
+        .filter(passed=False, outcome=outcome, run__project=project)
         .order_by("-finished_at", "-id")
         .values(*TABLE_FIELDS, "run_id")[:limit]
     )
@@ -147,23 +153,23 @@ def _newest_results(outcome: str, limit: int) -> list[dict]:
     return results
 
 
-def result_outcome_totals() -> dict[str, int]:
-    """Finished results failed and unassessed over every run, summed from the runs' counters (one
-    query over runs, never a scan of the results)."""
-    totals = EvaluationRun.objects.aggregate(failed=Sum("failed"), unassessed=Sum("unassessed"))
+def result_outcome_totals(*, project) -> dict[str, int]:
+    """Finished results failed and unassessed over every run of `project`, summed from the runs'
+    counters (one query over runs, never a scan of the results)."""
+    totals = EvaluationRun.objects.filter(project=project).aggregate(failed=Sum("failed"), unassessed=Sum("unassessed"))
     return {name: value or 0 for name, value in totals.items()}
 
 
-def evaluation_poor_list(*, limit: int = 10):
+def evaluation_poor_list(*, project, limit: int = 10):
     return list(
-        AgentEvaluation.objects.filter(rating__in=("poor", "failed"))
+        AgentEvaluation.objects.filter(project=project, rating__in=("poor", "failed"))
         .order_by("-created_at", "-id")
         .only("session_id", "agent_name", "operation", "overall_score", "rating", "judge", "created_at")[:limit]
     )
 
 
-def run_counts() -> dict:
-    return EvaluationRun.objects.status_counts()
+def run_counts(*, project) -> dict:
+    return EvaluationRun.objects.filter(project=project).status_counts()
 
 
 # --- the run list -------------------------------------------------------------------------------
@@ -206,10 +212,11 @@ def run_list_sorted(runs, *, sort: Sort):
 COMPARE_CHOICES = 100
 
 
-def compare_choices(limit: int = COMPARE_CHOICES) -> list[dict]:
-    """The newest runs, each with a name a reviewer recognises (bot, test set and version, time):
-    what the compare landing page offers in its two selects. Two queries, whatever is stored."""
-    runs = list(EvaluationRun.objects.with_bot_names().newest_first()[:limit])
+def compare_choices(*, project, limit: int = COMPARE_CHOICES) -> list[dict]:
+    """The newest runs of `project`, each with a name a reviewer recognises (bot, test set and
+    version, time): what the compare landing page offers in its two selects. Two queries, whatever
+    is stored."""
+    runs = list(EvaluationRun.objects.filter(project=project).with_bot_names().newest_first()[:limit])
     test_sets = dict(
         TestSet.objects.filter(pk__in={r.test_set_id for r in runs if r.test_set_id}).values_list("pk", "name")
     )
@@ -409,6 +416,7 @@ def trace_list_page(
     before: TraceCursor | None = None,
     per_page: int | None = None,
     agent_names: list[str] | None = None,
+    project_id: int,
 ) -> TracePage:
     """One page of the traces `filters` choose (ConsoleTraceFilter, through the traces app's
     trace_filter), newest first unless `sort` says otherwise, by keyset: every page is one
@@ -416,28 +424,41 @@ def trace_list_page(
     however deep it is and however many traces are stored. `rating` is the rating of the trace's
     latest agentic evaluation. `agent_names` are the agents to choose among and the names a search
     matches agents among (trace_agent_names() when not given). The page carries the bound FilterSet
-    (`filterset.form` shows the values that did not validate, which are left out)."""
+    (`filterset.form` shows the values that did not validate, which are left out). Of the
+    project `project_id` only, as is the latest evaluation each row shows."""
     per_page = per_page or TRACES_PER_PAGE
     sort = sort or trace_sort(None)
     keys = _trace_keys(sort)
-    latest = AgentEvaluation.objects.filter(session_id=OuterRef("session_id")).order_by("-created_at", "-id")
-    annotated = AgentTrace.objects.annotate(
-        latest_rating=Subquery(latest.values("rating")[:1]),
-        latest_score=Subquery(latest.values("overall_score")[:1]),
-        # What the row's "add to queue" adds: the latest evaluation, the one whose rating it shows.
-        latest_evaluation_id=Subquery(latest.values("pk")[:1]),
-    ).only(
-        "session_id",
-        "agent_name",
-        "user_query",
-        "status",
-        "source",
-        "start_time",
-        "duration_seconds",
-        "tool_call_count",
-        "success",
+    latest = AgentEvaluation.objects.filter(project_id=project_id, session_id=OuterRef("session_id")).order_by(
+        "-created_at", "-id"
     )
-    filterset = trace_filter(filters=filters, queryset=annotated, filterset=ConsoleTraceFilter, agent_names=agent_names)
+    annotated = (
+        AgentTrace.objects.filter(project_id=project_id)
+        .annotate(
+            latest_rating=Subquery(latest.values("rating")[:1]),
+            latest_score=Subquery(latest.values("overall_score")[:1]),
+            # What the row's "add to queue" adds: the latest evaluation, the one whose rating it shows.
+            latest_evaluation_id=Subquery(latest.values("pk")[:1]),
+        )
+        .only(
+            "session_id",
+            "agent_name",
+            "user_query",
+            "status",
+            "source",
+            "start_time",
+            "duration_seconds",
+            "tool_call_count",
+            "success",
+        )
+    )
+    filterset = trace_filter(
+        filters=filters,
+        queryset=annotated,
+        filterset=ConsoleTraceFilter,
+        agent_names=agent_names,
+        project_id=project_id,
+    )
     traces = filterset.qs
     found = {"filterset": filterset, "text_search": filterset.text_search, "sort": sort}
     if before is not None and before.sort == sort.param:

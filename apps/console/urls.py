@@ -7,6 +7,7 @@ urlpatterns = [
     path("", dashboard.dashboard, name="dashboard"),
     path("login/", account.login, name="login"),
     path("logout/", account.logout, name="logout"),
+    path("project/", account.project_switch, name="project-switch"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/new/", runs.run_launch, name="run-launch"),
     path("runs/compare/", runs.run_compare, name="run-compare"),

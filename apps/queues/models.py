@@ -7,6 +7,7 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.models import Project
 from apps.core.sampling import sampled
 from apps.scores.vocabulary import SubjectKind
 
@@ -40,7 +41,10 @@ class ReviewQueue(models.Model):
     """What to review and the rule that fills it. The rule's parts are alternatives: an object
     enters when any enabled part matches it."""
 
-    name = models.CharField(max_length=200, unique=True)
+    # The project it belongs to; its items belong through it and come only from this project.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    # Unique per project: a conflict with another project's queue would tell that it exists.
+    name = models.CharField(max_length=200)
     description = models.TextField(blank=True, default="")
     kind = models.CharField(max_length=24, choices=QueueKind.choices)
     include_unassessed = models.BooleanField(default=False, help_text="Judge errors and skipped verdicts.")
@@ -64,7 +68,8 @@ class ReviewQueue(models.Model):
         constraints = [
             models.CheckConstraint(
                 condition=Q(sample_rate__gte=0) & Q(sample_rate__lte=1), name="queue_sample_rate_range"
-            )
+            ),
+            models.UniqueConstraint(fields=["project", "name"], name="queue_name_per_project"),
         ]
 
     def __str__(self):

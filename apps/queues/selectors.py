@@ -4,11 +4,24 @@ progress, a queue's reviewers, what is left, agreement between judge and humans,
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, DateTimeField, F, IntegerField, OuterRef, Q, Subquery, TextField, UUIDField
+from django.contrib.auth import get_user_model
+from django.db.models import (
+    Count,
+    DateTimeField,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    Subquery,
+    TextField,
+    UUIDField,
+)
 from django.db.models.fields.json import KeyTextTransform
 
 from apps.agentic.models import AgentEvaluation
 from apps.core.errors import NotFoundError
+from apps.core.models import DEFAULT_PROJECT_SLUG, Membership, ProjectRole
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult
 from apps.scores.agreement import Agreement, agreement_table, judge_human_pairs
@@ -21,15 +34,51 @@ from .models import QueueItem, QueueKind, ReviewQueue
 from .scoring import AGENTIC_PASS, RAG_PASS
 
 
-def queue_list():
-    return ReviewQueue.objects.with_progress().select_related("created_by")
+def queue_reviewer_names(*, project) -> list[str]:
+    """The usernames of the people who may review in `project` (reviewer role or higher; in `default`
+    also staff who belong to no project, who review there as before projects), by name. One query."""
+    user_model = get_user_model()
+    members = Membership.objects.filter(
+        project=project, role__in=[role for role in ProjectRole if role.at_least(ProjectRole.REVIEWER)]
+    )
+    people = Q(Exists(members.filter(user=OuterRef("pk"))))
+    if project.slug == DEFAULT_PROJECT_SLUG:
+        people |= Q(is_staff=True) & ~Q(Exists(Membership.objects.filter(user=OuterRef("pk"))))
+    return list(
+        user_model.objects.filter(people, is_active=True).order_by("username").values_list("username", flat=True)
+    )
 
 
-def queue_get(*, queue_id) -> ReviewQueue:
-    queue = queue_list().filter(pk=queue_id).first() if str(queue_id).isdigit() else None
+def queue_list(*, project):
+    return ReviewQueue.objects.filter(project=project).with_progress().select_related("created_by")
+
+
+def queue_get(*, queue_id, project) -> ReviewQueue:
+    """The queue of `project`; another project's is NotFoundError, as one that does not exist."""
+    queue = queue_list(project=project).filter(pk=queue_id).first() if str(queue_id).isdigit() else None
     if queue is None:
         raise NotFoundError(f"No review queue {queue_id}")
     return queue
+
+
+def subject_project_path(model) -> str | None:
+    """The lookup from a subject (a run result, an agentic or RAG evaluation) to its project: its
+    own `project`, or its run's or trace's. None while the subject's app has no project yet (then a
+    queue cannot tell its project's subjects from others')."""
+    fields = {f.name: f for f in model._meta.get_fields() if f.concrete}
+    if "project" in fields:
+        return "project"
+    for parent in ("run", "trace"):
+        field = fields.get(parent)
+        if field is not None and field.is_relation and subject_project_path(field.related_model) == "project":
+            return f"{parent}__project"
+    return None
+
+
+def subjects_of_project(model, project):
+    """The rows of a subject `model` that belong to `project` (every row while its app has none)."""
+    path = subject_project_path(model)
+    return model.objects.filter(**{path: project}) if path else model.objects.all()
 
 
 def _subjects(kind: str):
@@ -212,10 +261,11 @@ def judge_scores(*, subject_kind: str, subject_id: int, kinds=(ScoreKind.METRIC,
     return dict(sorted(newest.items(), key=lambda pair: (pair[1].kind, pair[1].position, pair[1].id)))
 
 
-def target_queue_items(*, kind: str, target_pk) -> list[QueueItem]:
-    """The queues one subject is in, each with its item there (to open it for review): one query."""
+def target_queue_items(*, kind: str, target_pk, project) -> list[QueueItem]:
+    """The queues of `project` one subject is in, each with its item there (to open it for review):
+    one query."""
     return list(
-        QueueItem.objects.filter(subject_kind=kind, subject_id=target_pk)
+        QueueItem.objects.filter(queue__project=project, subject_kind=kind, subject_id=target_pk)
         .select_related("queue", "reviewed_by")
         .order_by("queue__name")
     )

@@ -22,7 +22,7 @@ from apps.scores.services import human_score_record
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
 from .models import QueueItem, QueueKind, ReviewQueue
-from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject
+from .selectors import PASS_THRESHOLD, REVIEWED_KINDS, queue_item_subject, subjects_of_project
 
 INSERT_BATCH = 1000
 SUBJECT_MODELS = {
@@ -43,6 +43,7 @@ def _check_rule(*, kind: str, score_below: float | None, sample_rate: float) -> 
 
 def queue_create(
     *,
+    project,
     name: str,
     kind: str,
     description: str = "",
@@ -52,10 +53,12 @@ def queue_create(
     sample_rate: float = 0.0,
     created_by=None,
 ) -> ReviewQueue:
+    """A queue of `project`; its name is unique in the project."""
     _check_rule(kind=kind, score_below=score_below, sample_rate=sample_rate)
     try:
         with transaction.atomic():
             return ReviewQueue.objects.create(
+                project_id=getattr(project, "pk", project),
                 name=name.strip(),
                 kind=kind,
                 description=description,
@@ -127,8 +130,10 @@ def _machine_scores(queue: ReviewQueue, **filters):
 
 def _disagreeing_keys(queue: ReviewQueue) -> list[tuple[str, str]]:
     """(kind, key) on which a reviewer's score in force disagrees with the judge's, anywhere: the
-    rules and metrics the judge is known to get wrong. Over the one agreement path."""
-    pairs = judge_human_pairs(queue.subject_kind, kinds=REVIEWED_KINDS[queue.kind])
+    rules and metrics the judge is known to get wrong, in the queue's project (another project's
+    reviews choose nothing here). Over the one agreement path."""
+    subjects = subjects_of_project(SUBJECT_MODELS[queue.kind], queue.project_id).values("pk")
+    pairs = judge_human_pairs(queue.subject_kind, subjects, kinds=REVIEWED_KINDS[queue.kind])
     return [
         (row.kind, row.key)
         for row in agreement_table(pairs, threshold=PASS_THRESHOLD.get(queue.kind))
@@ -153,8 +158,8 @@ def _passed_share_below(queue: ReviewQueue):
 
 
 def _candidates(queue: ReviewQueue):
-    """The subjects a queue's rule looks at, less those already in it."""
-    subjects = SUBJECT_MODELS[queue.kind].objects.all()
+    """The subjects of the queue's project a queue's rule looks at, less those already in it."""
+    subjects = subjects_of_project(SUBJECT_MODELS[queue.kind], queue.project_id)
     if queue.kind == QueueKind.RUN_RESULT:
         subjects = subjects.filter(state=EvaluationResult.State.DONE)
     return subjects.exclude(
@@ -202,11 +207,13 @@ def queue_fill(*, queue: ReviewQueue) -> int:
 
 
 def _target_pk(queue: ReviewQueue, target_id: str):
+    """The subject `target_id` names, in the queue's project: another project's is NotFoundError,
+    as one that does not exist."""
+    subjects = subjects_of_project(SUBJECT_MODELS[queue.kind], queue.project_id)
     if queue.kind == QueueKind.RUN_RESULT:
-        found = EvaluationResult.objects.filter(result_id=target_id) if _is_uuid(target_id) else None
+        found = subjects.filter(result_id=target_id) if _is_uuid(target_id) else None
     else:
-        model = AgentEvaluation if queue.kind == QueueKind.AGENTIC_EVALUATION else TraceEvaluation
-        found = model.objects.filter(pk=int(target_id)) if str(target_id).isdigit() else None
+        found = subjects.filter(pk=int(target_id)) if str(target_id).isdigit() else None
     pk = found.values_list("pk", flat=True).first() if found is not None else None
     if pk is None:
         raise NotFoundError(f"No {queue.kind.replace('_', ' ')} {target_id!r}")

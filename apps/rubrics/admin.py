@@ -4,6 +4,7 @@ content from the forms and publishes it through rubrics.services, like the API's
 from django import forms
 from django.contrib import admin
 
+from apps.bots.admin_scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.core.admin.fields import LinesField
 from apps.core.versioning.admin import (
     ContentFormSet,
@@ -13,7 +14,7 @@ from apps.core.versioning.admin import (
 )
 
 from . import services
-from .models import Rubric, RubricRule
+from .models import Rubric, RubricRule, RubricVersion
 from .schemas import RubricContent
 from .selectors import rubric_version_changes
 
@@ -106,7 +107,7 @@ class RubricForm(VersionedHeadForm):
 
 
 @admin.register(Rubric)
-class RubricAdmin(VersionedHeadAdmin):
+class RubricAdmin(ScopedHeadViews, ProjectScopedAdmin, VersionedHeadAdmin):
     form = RubricForm
     inlines = [RubricRuleInline]
     rows = "rules"
@@ -126,9 +127,15 @@ class RubricAdmin(VersionedHeadAdmin):
         return rubric_version_changes(old, new)
 
     def create_head(self, *, head, content, changelog, author):
-        return services.rubric_create(content=content, changelog=changelog, author=author, rubric_id=head.pk)
+        # A rubric is of its bot's project.
+        return services.rubric_create(
+            content=content, project=head.bot.project_id, changelog=changelog, author=author, rubric_id=head.pk
+        )
 
     def publish_head(self, *, head, content, changelog, author, expected_version=None):
         return services.rubric_publish_version(
             rubric=head, content=content, changelog=changelog, author=author, expected_version=expected_version
         )
+
+
+scoped_version_admin(RubricVersion, "rubric")

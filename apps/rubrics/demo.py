@@ -1,6 +1,7 @@
 """The demo bot's rubric for `make run` (the bot is in apps.bots.demo). Idempotent."""
 
 from apps.bots.demo import DEMO_AGENT_ID, HANDBOOK
+from apps.core.models import Project
 
 from . import services
 from .models import Rubric
@@ -100,6 +101,7 @@ def load_demo_rubric() -> int:
         return 0
     services.rubric_create(
         content=RubricContent.model_validate(DEMO_RUBRIC),
+        project=Project.objects.default(),
         rubric_id=DEMO_RUBRIC_ID,
         changelog="Demo rubric",
         author="demo",

@@ -3,6 +3,7 @@ import uuid
 from django.db import models
 
 from apps.bots.models import Bot, OfBotQuerySet
+from apps.core.models import Project
 from apps.core.versioning.models import VersionedHead, snapshot_version_model
 
 
@@ -23,6 +24,8 @@ class Rubric(VersionedHead):
     """The editable head of a rubric; every change is published as an immutable RubricVersion."""
 
     rubric_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The project it belongs to (its bot's); rules and versions belong through it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
     bot = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="rubrics")
     severity_definitions = models.JSONField(default=dict, blank=True)
 

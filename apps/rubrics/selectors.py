@@ -9,18 +9,19 @@ from .filters import RubricFilter
 from .models import Rubric
 
 
-def rubric_get(rubric_id) -> Rubric:
-    return object_get(Rubric.objects.select_related("bot"), rubric_id)
+def rubric_get(rubric_id, *, project) -> Rubric:
+    """The rubric of `project`; another project's is NotFoundError, as one that does not exist."""
+    return object_get(Rubric.objects.filter(project=project).select_related("bot"), rubric_id)
 
 
-def rubric_list(*, filters: dict | None = None):
-    """The rubrics the filters choose (RubricFilter: agent_id), with their bot."""
-    return RubricFilter(filters or {}, Rubric.objects.of_bot()).qs
+def rubric_list(*, project, filters: dict | None = None):
+    """The rubrics of `project` the filters choose (RubricFilter: agent_id), with their bot."""
+    return RubricFilter(filters or {}, Rubric.objects.filter(project=project).of_bot(), project=project).qs
 
 
-def rubric_version_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:
-    """For the run engine: (version number, the rubric at that version in the contract's shape)."""
-    rubric = rubric_get(rubric_id)
+def rubric_version_snapshot(rubric_id, version: int | None, *, project) -> tuple[int, dict]:
+    """For the run engine: (version number, the rubric of `project` at that version in the contract's shape)."""
+    rubric = rubric_get(rubric_id, project=project)
     found = version_get(rubric, version)
     data = version_data(rubric, found)
     data["created_at"] = data["created_at"].isoformat()

@@ -45,12 +45,15 @@ def _write_rules(rubric: Rubric, content: RubricContent) -> None:
     )
 
 
-def _publishing(content: RubricContent) -> dict:
-    """What publishing `content` as a rubric's next version needs from this app."""
+def _publishing(content: RubricContent, project) -> dict:
+    """What publishing `content` as a rubric of `project` (a Project or its id) needs from this app:
+    its bot is the project's bot named by agent_id, never another project's."""
+    project_id = getattr(project, "pk", project)
     return {
         "snapshot_of": lambda rubric: rubric_content_snapshot(rubric.pk, content),
         "head_fields": lambda: {
-            "bot": bot_named_in_body(content.agent_id),
+            "project_id": project_id,
+            "bot": bot_named_in_body(content.agent_id, project=project_id),
             "name": content.name,
             "description": content.description,
             "severity_definitions": dict(content.severity_definitions),
@@ -59,9 +62,11 @@ def _publishing(content: RubricContent) -> dict:
     }
 
 
-def rubric_create(*, content: RubricContent, changelog: str = "", author: str = "", rubric_id=None) -> Rubric:
-    """A new rubric (`rubric_id`, or a fresh uuid when None) and its version 1."""
-    return version_head_create(model=Rubric, pk=rubric_id, changelog=changelog, author=author, **_publishing(content))
+def rubric_create(*, content: RubricContent, project, changelog: str = "", author: str = "", rubric_id=None) -> Rubric:
+    """A new rubric of `project` (`rubric_id`, or a fresh uuid when None) and its version 1."""
+    return version_head_create(
+        model=Rubric, pk=rubric_id, changelog=changelog, author=author, **_publishing(content, project)
+    )
 
 
 def rubric_publish_version(
@@ -74,7 +79,11 @@ def rubric_publish_version(
 ) -> tuple[Rubric, bool]:
     """Make `content` the rubric's head and publish it as the next version (see version_publish)."""
     return version_publish(
-        head=rubric, changelog=changelog, author=author, expected_version=expected_version, **_publishing(content)
+        head=rubric,
+        changelog=changelog,
+        author=author,
+        expected_version=expected_version,
+        **_publishing(content, rubric.project_id),
     )
 
 

@@ -2,13 +2,17 @@
 result page with the transcript and every verdict. Launch and cancel go through the services."""
 
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from apps.bots.admin_scoping import ProjectScopedAdmin, role_allows
 from apps.core.admin.utils import ViewOnlyAdminMixin, pretty_json
 from apps.core.errors import DomainError
+from apps.core.models import ProjectRole
+from apps.core.projects.resolution import project_of
 
 from . import services
 from .forms import AdminRunLaunchForm
@@ -80,14 +84,14 @@ class BotNameFilter(admin.SimpleListFilter):
     parameter_name = "agent_id"
 
     def lookups(self, request, model_admin):
-        return run_bot_choices()
+        return run_bot_choices(projects=[project_of(request)])
 
     def queryset(self, request, queryset):
         return queryset.filter(agent_id=self.value()) if self.value() else queryset
 
 
 @admin.register(EvaluationRun)
-class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
+class EvaluationRunAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelAdmin):
     # Runs named as a reviewer knows them: label and creation time (the column sorts by time), bot
     # and test set names; the run id is the title of the run's link. The stylesheet of
     # change_list.html keeps short values (judge, status) on one line. Passed (in the pass rate), failed and unassessed
@@ -173,13 +177,17 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
         return [launch, *super().get_urls()]
 
     def changelist_view(self, request, extra_context=None):
-        extra_context = {**(extra_context or {}), "launch_url": reverse("admin:runs_evaluationrun_launch")}
+        # The launch link only for those who may launch (the view refuses the others anyway).
+        launch_url = reverse("admin:runs_evaluationrun_launch") if self.has_launch_permission(request) else None
+        extra_context = {**(extra_context or {}), "launch_url": launch_url}
         return super().changelist_view(request, extra_context)
 
     def launch_view(self, request):
         if not request.user.is_staff:
             return redirect("admin:login")
-        form = AdminRunLaunchForm(request.POST or None, initial=request.GET or None)
+        if not self.has_launch_permission(request):
+            raise PermissionDenied
+        form = AdminRunLaunchForm(request.POST or None, initial=request.GET or None, project=project_of(request))
         if request.method == "POST" and form.is_valid():
             run = form.launch(user=request.user)
             if run is not None:
@@ -212,7 +220,11 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
             ((s, v["passed"], v["total"], f"{v['score']:.0%}") for s, v in scores.items()),
         )
 
-    @admin.action(description="Cancel selected runs")
+    def has_launch_permission(self, request) -> bool:
+        """Launching and cancelling are an editor's (the project's role), as in the console."""
+        return request.user.is_staff and role_allows(request, ProjectRole.EDITOR)
+
+    @admin.action(description="Cancel selected runs", permissions=["launch"])
     def cancel_runs(self, request, queryset):
         cancelled = 0
         for run in queryset:
@@ -226,7 +238,9 @@ class EvaluationRunAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
 
 
 @admin.register(EvaluationResult)
-class EvaluationResultAdmin(ViewOnlyAdminMixin, admin.ModelAdmin):
+class EvaluationResultAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelAdmin):
+    project_path = "run__project"
+
     list_display = [
         "item_name",
         "run_link",

@@ -13,6 +13,7 @@ the offline judge. Their comparison shows a regression, a fix and a flaky item (
 import logging
 
 from apps.bots.demo import DEMO_AGENT_ID, DEMO_BOT, DEMO_CHANGED_AGENT_ID, load_demo_bot, load_demo_changed_bot
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC, DEMO_RUBRIC_ID, load_demo_rubric
 from apps.testsets.demo import DEMO_TEST_SET, DEMO_TEST_SET_ID, load_demo_test_sets
 
@@ -43,7 +44,7 @@ def load_demo_runs() -> int:
     missing = [
         (agent_id, label)
         for agent_id, label in DEMO_RUNS
-        if not EvaluationRun.objects.filter(agent_id=agent_id, label=label).exists()
+        if not EvaluationRun.objects.filter(project=Project.objects.default(), agent_id=agent_id, label=label).exists()
     ]
     if missing and not demo_data_as_shipped():
         logger.warning(
@@ -60,7 +61,7 @@ def load_demo_runs() -> int:
             label=label,
             repeats=DEMO_REPEATS,
         )
-        run = services.run_create(data=data)
+        run = services.run_create(data=data, project=Project.objects.default())
         run_execute_here(run)
         created += 1
     return created
@@ -85,9 +86,10 @@ def demo_data_as_shipped() -> bool:
     """Whether the demo bot's settings and handbook and the newest demo test set and rubric are the
     ones this code ships. A database seeded by an older evalsite keeps its older demo data (each part
     is created only when missing)."""
-    test_set = sources.testset_items(DEMO_TEST_SET_ID, None)[1]
-    rules = sources.rubric_snapshot(DEMO_RUBRIC_ID, None)[1]["rules"]
-    bot = sources.bot_spec(DEMO_AGENT_ID)
+    project = Project.objects.default()  # the demo's
+    test_set = sources.testset_items(DEMO_TEST_SET_ID, None, project=project)[1]
+    rules = sources.rubric_snapshot(DEMO_RUBRIC_ID, None, project=project)[1]["rules"]
+    bot = sources.bot_spec(DEMO_AGENT_ID, project=project)
     handbook = [(d["title"], d["text"]) for kb in DEMO_BOT["knowledge_bases"] for d in kb["documents"]]
     return (
         bot.llm_parameters == DEMO_BOT["llm_config"]["parameters"]

@@ -65,13 +65,15 @@ class RunLaunchForm(forms.Form):
         label="Component scope", required=False, choices=[("", "all scopes")] + [(s, s) for s in SCOPES]
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, project, **kwargs):
         super().__init__(*args, **kwargs)
+        # Only the project's bots, test sets and rubrics are offered, and the run is launched in it.
+        self.project = project
         self.fields["agent_id"].choices = [
-            (b.agent_id, f"{b.name} ({b.adapter})") for b in Bot.objects.order_by("name")
+            (b.agent_id, f"{b.name} ({b.adapter})") for b in Bot.objects.of_project(project).order_by("name")
         ]
-        test_sets = list(TestSet.objects.of_bot().order_by("bot__name", "name"))
-        rubrics = list(Rubric.objects.of_bot().order_by("bot__name", "name"))
+        test_sets = list(TestSet.objects.filter(project=project).of_bot().order_by("bot__name", "name"))
+        rubrics = list(Rubric.objects.filter(project=project).of_bot().order_by("bot__name", "name"))
         # Which bot each test set and rubric belongs to: the form refuses another bot's (clean), and
         # the page's script (static/console/launch.js) shows only the chosen bot's options.
         self.owners = {
@@ -110,7 +112,7 @@ class RunLaunchForm(forms.Form):
         try:
             # Blank fields (None) take the service's defaults; a refusal, of the input or of the
             # service, is shown as the form's error.
-            return services.run_create(data=RunCreateIn.of(**data), created_by=user)
+            return services.run_create(data=RunCreateIn.of(**data), project=self.project, created_by=user)
         except DomainError as exc:
             self.add_error(None, str(exc.detail))
             return None
@@ -147,5 +149,5 @@ class AdminRunLaunchForm(RunLaunchForm):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["dataset_id"].choices = [("", "—")] + [
-            (str(d.pk), d.name) for d in Dataset.objects.order_by("name")
+            (str(d.pk), d.name) for d in Dataset.objects.filter(project=self.project).order_by("name")
         ]

@@ -6,6 +6,7 @@ from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
 from apps.bots.models import Bot
+from apps.core.models import Project
 from apps.rubrics.models import Rubric
 from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
@@ -32,7 +33,9 @@ class EvaluationRunQuerySet(models.QuerySet):
         """Runs with `bot_name_value`, their bot's name, in the same query: runs keep the agent_id,
         and bots may be renamed or deleted (then it is None)."""
         return self.annotate(
-            bot_name_value=Subquery(Bot.objects.filter(agent_id=OuterRef("agent_id")).values("name")[:1])
+            bot_name_value=Subquery(
+                Bot.objects.filter(project=OuterRef("project_id"), agent_id=OuterRef("agent_id")).values("name")[:1]
+            )
         )
 
     def with_names(self):
@@ -46,8 +49,9 @@ class EvaluationRunQuerySet(models.QuerySet):
         )
 
     def of_same_test_set(self, run: "EvaluationRun"):
-        """Runs of the run's test set (or V1 question set), whatever their versions; the run included."""
-        return self.filter(test_set_id=run.test_set_id, dataset_id=run.dataset_id)
+        """Runs of the run's test set (or V1 question set), whatever their versions, in its project; the
+        run included."""
+        return self.filter(project_id=run.project_id, test_set_id=run.test_set_id, dataset_id=run.dataset_id)
 
     def status_counts(self) -> dict[str, int]:
         return dict(self.values_list("status").annotate(n=Count("id")).order_by())
@@ -136,6 +140,9 @@ class EvaluationRun(models.Model):
     FINISHED = (Status.COMPLETED, Status.FAILED, Status.CANCELLED)
 
     run_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    # The project it runs in: its bot, test set and rubric are of this project (run_create checks);
+    # its results and comparisons belong through it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
     # What the person who launched it calls it ("after removing the PTO doc"): runs of one minute
     # and one test set are otherwise told apart only by their ids.
     label = models.CharField(max_length=LABEL_MAX_LENGTH, blank=True, default="")
@@ -208,7 +215,11 @@ class EvaluationRun(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["agent_id", "status", "-created_at"])]
+        indexes = [
+            models.Index(fields=["agent_id", "status", "-created_at"]),
+            # A project's runs newest first: every run list.
+            models.Index(fields=["project", "-created_at", "-id"], name="run_project_newest"),
+        ]
 
     def __str__(self):
         return str(self.run_id)

@@ -25,27 +25,33 @@ from .reviews import Review, apply_reviews, human_outcome, human_outcome_of, in_
 from .stats import paired_statistics, wilson_interval
 
 
-def run_find(*, run_id) -> EvaluationRun | None:
-    return EvaluationRun.objects.filter(run_id=run_id).first()
+def run_find(*, run_id, project) -> EvaluationRun | None:
+    """The run `run_id` of `project`; None for another project's, as for one that does not exist."""
+    return EvaluationRun.objects.filter(project=project, run_id=run_id).first()
 
 
-def run_get(*, run_id) -> EvaluationRun:
-    run = run_find(run_id=run_id)
+def run_get(*, run_id, project) -> EvaluationRun:
+    run = run_find(run_id=run_id, project=project)
     if run is None:
         raise NotFoundError(f"No run {run_id}")
     return run
 
 
-def run_named_list(*, filters: dict | None = None):
-    """Runs newest first, each with its bot's, test set's and rubric's names (one query), chosen by
-    RunFilter (agent_id, test_set_id, status)."""
-    return filtered(RunFilter, filters, EvaluationRun.objects.with_names().newest_first())
+def run_named_list(*, project, filters: dict | None = None):
+    """Runs of `project` newest first, each with its bot's, test set's and rubric's names (one
+    query), chosen by RunFilter (agent_id, test_set_id, status)."""
+    return filtered(RunFilter, filters, EvaluationRun.objects.filter(project=project).with_names().newest_first())
 
 
-def run_bot_choices() -> list[tuple[str, str]]:
-    """(agent_id, bot name) of every bot that has runs, by name; a deleted bot by its id. Two queries."""
-    agent_ids = set(EvaluationRun.objects.order_by().values_list("agent_id", flat=True).distinct())
-    names = dict(Bot.objects.filter(agent_id__in=agent_ids).values_list("agent_id", "name"))
+def run_bot_choices(*, projects=None) -> list[tuple[str, str]]:
+    """(agent_id, bot name) of every bot that has runs in `projects` (every project when None), by
+    name; a deleted bot by its id. Two queries."""
+    runs = EvaluationRun.objects.order_by()
+    bots = Bot.objects.all()
+    if projects is not None:
+        runs, bots = runs.filter(project__in=projects), bots.filter(project__in=projects)
+    agent_ids = set(runs.values_list("agent_id", flat=True).distinct())
+    names = dict(bots.filter(agent_id__in=agent_ids).values_list("agent_id", "name"))
     return sorted(
         ((agent_id, names.get(agent_id) or f"(deleted bot {agent_id})") for agent_id in agent_ids),
         key=lambda choice: (choice[1].casefold(), choice[0]),
@@ -57,9 +63,9 @@ def run_named_get(*, run: EvaluationRun) -> EvaluationRun:
     return EvaluationRun.objects.with_names().select_related("created_by").get(pk=run.pk)
 
 
-def run_list(*, filters: dict | None = None, limit: int = 50):
-    """The newest `limit` runs RunFilter chooses (agent_id, test_set_id, status)."""
-    return filtered(RunFilter, filters, EvaluationRun.objects.newest_first())[:limit]
+def run_list(*, project, filters: dict | None = None, limit: int = 50):
+    """The newest `limit` runs of `project` RunFilter chooses (agent_id, test_set_id, status)."""
+    return filtered(RunFilter, filters, EvaluationRun.objects.filter(project=project).newest_first())[:limit]
 
 
 # Test set order; the id makes it total, so pages of equal positions (attempts of one item) never
@@ -226,8 +232,9 @@ def run_live_component_scores(*, run: EvaluationRun, digest: RunDigest | None = 
     return (digest or run_digest(run)).component_scores()
 
 
-def result_get(*, result_id) -> EvaluationResult:
-    result = EvaluationResult.objects.select_related("run").filter(result_id=result_id).first()
+def result_get(*, result_id, project) -> EvaluationResult:
+    """The result `result_id` of a run of `project` (a result belongs through its run)."""
+    result = EvaluationResult.objects.select_related("run").filter(run__project=project, result_id=result_id).first()
     if result is None:
         raise NotFoundError(f"No result {result_id}")
     return result

@@ -88,7 +88,7 @@ def _attempts_check(attempts: int) -> None:
 
 
 @transaction.atomic
-def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> EvaluationRun:
+def run_create(*, data: RunCreateIn, project, created_by=None, api_key=None) -> EvaluationRun:
     """Create a pending run pinned to the versions it will use, with one result row per item and
     attempt (`repeats` attempts of every item), and queue its start once the transaction commits.
     The bot is edited in place, so its configuration as it stands now is snapshot on the run
@@ -97,22 +97,23 @@ def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> Evaluatio
     `data` is validated (bounds, choices, types). Checked here: how its fields go together (exactly
     one of a test set and a question set, no rubric version without a rubric: the API answers these
     in the service's words, a string detail, as it always has), and what needs the database (the bot,
-    the versions, the run's size, the judge model allowed)."""
+    the versions, the run's size, the judge model allowed). The bot, test set (or question set) and
+    rubric are read in `project`, the run's: an id of another project is NotFoundError (a 404)."""
     agent_id, test_set_id, dataset_id = data.agent_id, data.test_set_id, data.dataset_id
     rubric_id, rubric_version, repeats = data.rubric_id, data.rubric_version, data.repeats
     if (test_set_id is None) == (dataset_id is None):
         raise InvalidInputError("Give exactly one of test_set_id (V2) or dataset_id (V1).")
     if rubric_id is None and rubric_version is not None:
         raise InvalidInputError("rubric_version needs a rubric_id")
-    bot = sources.bot_spec(agent_id)
+    bot = sources.bot_spec(agent_id, project=project)
     judge = _judge_choice(data.judge_model)
     test_set_version = data.test_set_version
 
     if test_set_id is not None:
-        test_set_version, items = sources.testset_items(test_set_id, test_set_version)
+        test_set_version, items = sources.testset_items(test_set_id, test_set_version, project=project)
         rows = [(item["item_id"], item.get("name", ""), item["type"], item) for item in items]
     else:
-        questions = sources.question_set_items(dataset_id)
+        questions = sources.question_set_items(dataset_id, project=project)
         rows = [(q["question_id"], q["question"][:255], "question", q) for q in questions]
     if not rows:
         raise InvalidInputError("The test set has no items to run.")
@@ -120,9 +121,10 @@ def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> Evaluatio
     if rubric_id is not None:
         if dataset_id is not None:
             raise InvalidInputError("Rubrics apply to test-set (V2) runs, not V1 question sets.")
-        rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version)
+        rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version, project=project)
 
     run = EvaluationRun.objects.create(
+        project_id=getattr(project, "pk", project),
         agent_id=agent_id,
         dataset_id=dataset_id,
         test_set_id=test_set_id,
@@ -165,7 +167,7 @@ def run_create(*, data: RunCreateIn, created_by=None, api_key=None) -> Evaluatio
 
 def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) -> EvaluationRun:
     """The same test set and rubric versions, judge and settings again: the run to compare against.
-    The bot is snapshot anew, so the comparison shows what changed in it since."""
+    The bot is snapshot anew, so the comparison shows what changed in it since. In the run's project."""
     data = RunCreateIn.of(
         agent_id=run.agent_id,
         test_set_id=run.test_set_id,
@@ -180,7 +182,7 @@ def run_rerun(*, run: EvaluationRun, label: str | None = None, created_by=None) 
         label=label,
         repeats=run.repeats,
     )
-    return run_create(data=data, created_by=created_by)
+    return run_create(data=data, project=run.project_id, created_by=created_by)
 
 
 def run_start(*, run_pk: int) -> None:
@@ -308,16 +310,16 @@ def result_execute(*, result_pk: int) -> None:
 
 
 @functools.lru_cache(maxsize=64)
-def _run_rubric(run_id: uuid.UUID, rubric_id: uuid.UUID, version: int) -> dict:
+def _run_rubric(run_id: uuid.UUID, rubric_id: uuid.UUID, version: int, project_id: int) -> dict:
     """The rubric version a run pinned, read once per run per worker process instead of per item
     (two queries an item). Versions are immutable; the run id is in the key because a rubric id can
     be deleted and created again with other content, and a run id never comes back."""
-    return sources.rubric_snapshot(rubric_id, version)[1]
+    return sources.rubric_snapshot(rubric_id, version, project=project_id)[1]
 
 
 def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
     try:
-        bot = sources.bot_spec(run.agent_id)
+        bot = sources.bot_spec(run.agent_id, project=run.project_id)
         options = RunOptions(
             scope_filter=run.component_scope_filter,
             ids_filter=run.component_ids_filter or None,
@@ -332,7 +334,9 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
         if result.item_type == "question":
             outcome = execute_question(question=result.item, bot=bot, options=options, conversation_id=conversation_id)
         else:
-            rubric = _run_rubric(run.run_id, run.rubric_id, run.rubric_version) if run.rubric_id else None
+            rubric = (
+                _run_rubric(run.run_id, run.rubric_id, run.rubric_version, run.project_id) if run.rubric_id else None
+            )
             outcome = execute_test_item(
                 item=result.item, bot=bot, rubric=rubric, options=options, conversation_id=conversation_id
             )
@@ -526,10 +530,10 @@ def run_cancel(*, run: EvaluationRun, requested_by=None, admin: bool = True) -> 
     return run
 
 
-def run_recover(*, run_id) -> EvaluationRun:
-    """A run for reading (NotFoundError if there is none). Reading a running run also recovers it
-    if its workers died, so it never looks busy forever."""
-    run = run_get(run_id=run_id)
+def run_recover(*, run_id, project) -> EvaluationRun:
+    """A run of `project` for reading (NotFoundError if there is none there). Reading a running run
+    also recovers it if its workers died, so it never looks busy forever."""
+    run = run_get(run_id=run_id, project=project)
     if run.status == Status.RUNNING and runs_reap(run_pk=run.pk):
         run.refresh_from_db()
     return run

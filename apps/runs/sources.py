@@ -2,7 +2,9 @@
 shapes. Unknown ids or versions raise NotFoundError (from those apps' selectors).
 
 A run may use another bot's test set or rubric: comparing two bots on the same test set is the
-point of an A/B run, so ownership is not checked here."""
+point of an A/B run, so ownership is not checked here. The project is: every read names the run's
+project, so a run's bot, test set and rubric are of its project, and an id of another project is
+NotFoundError, as one that does not exist (never a cross-project run)."""
 
 from apps.bots.adapters import BotDocument, BotSpec, BotTool
 from apps.bots.selectors import bot_spec_data
@@ -10,8 +12,8 @@ from apps.rubrics.selectors import rubric_version_snapshot
 from apps.testsets.selectors import dataset_questions, testset_version_items
 
 
-def bot_spec(agent_id: str) -> BotSpec:
-    data = bot_spec_data(agent_id)
+def bot_spec(agent_id: str, *, project) -> BotSpec:
+    data = bot_spec_data(agent_id, project=project)
     return BotSpec(
         agent_id=data["agent_id"],
         name=data["name"],
@@ -27,13 +29,13 @@ def bot_spec(agent_id: str) -> BotSpec:
     )
 
 
-def testset_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
-    return testset_version_items(test_set_id, version)
+def testset_items(test_set_id, version: int | None, *, project) -> tuple[int, list[dict]]:
+    return testset_version_items(test_set_id, version, project=project)
 
 
-def rubric_snapshot(rubric_id, version: int | None) -> tuple[int, dict]:
-    return rubric_version_snapshot(rubric_id, version)
+def rubric_snapshot(rubric_id, version: int | None, *, project) -> tuple[int, dict]:
+    return rubric_version_snapshot(rubric_id, version, project=project)
 
 
-def question_set_items(dataset_id) -> list[dict]:
-    return dataset_questions(dataset_id)
+def question_set_items(dataset_id, *, project) -> list[dict]:
+    return dataset_questions(dataset_id, project=project)

@@ -12,15 +12,17 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from pydantic import ValidationError as PydanticValidationError
 
+from apps.bots.admin_scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.bots.models import Bot
 from apps.core.admin.fields import LinesField, pydantic_messages
 from apps.core.admin.utils import show_for
 from apps.core.errors import DomainError
+from apps.core.projects.resolution import project_of
 from apps.core.versioning.admin import ContentFormSet, ContentInline, VersionedHeadAdmin
 from apps.core.versioning.selectors import head_data
 
 from . import services, transfer
-from .models import Dataset, DatasetQuestion, TestItem, TestSet
+from .models import Dataset, DatasetQuestion, TestItem, TestSet, TestSetVersion
 from .schemas import TestSetContent
 
 
@@ -122,7 +124,7 @@ class NewTestSetImportForm(ImportForm):
 
 
 @admin.register(TestSet)
-class TestSetAdmin(VersionedHeadAdmin):
+class TestSetAdmin(ScopedHeadViews, ProjectScopedAdmin, VersionedHeadAdmin):
     inlines = [TestItemInline]
     rows = "items"
     more_fields = ["files"]
@@ -160,7 +162,7 @@ class TestSetAdmin(VersionedHeadAdmin):
         ] + super().get_urls()
 
     def export_view(self, request, object_id, fmt):
-        test_set = get_object_or_404(TestSet, pk=object_id)
+        test_set = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_view_permission(request, test_set) or fmt not in transfer.FORMATS:
             raise PermissionDenied
         data = head_data(test_set)
@@ -171,18 +173,22 @@ class TestSetAdmin(VersionedHeadAdmin):
         return response
 
     def import_view(self, request, object_id=None):
-        test_set = get_object_or_404(TestSet, pk=object_id) if object_id else None
+        test_set = get_object_or_404(self.get_queryset(request), pk=object_id) if object_id else None
         allowed = self.has_change_permission(request, test_set) if test_set else self.has_add_permission(request)
         if not allowed:
             raise PermissionDenied
         form_class = ImportForm if test_set else NewTestSetImportForm
         form = form_class(request.POST or None, request.FILES or None)
+        if "bot" in form.fields:
+            # Only the session's project's bots: the new test set is of that project.
+            form.fields["bot"].queryset = Bot.objects.of_project(project_of(request))
         if request.method == "POST" and form.is_valid():
             bot = form.cleaned_data.get("bot")
             try:
                 imported, published, warnings = services.testset_import(
                     raw=form.cleaned_data["file"].read(),
                     fmt=form.cleaned_data["format"],
+                    project=project_of(request),
                     test_set=test_set,
                     agent_id=bot.agent_id if bot else None,
                     name=form.cleaned_data.get("name") or None,
@@ -210,11 +216,17 @@ class TestSetAdmin(VersionedHeadAdmin):
         return TemplateResponse(request, "admin/testsets/testset/import.html", context)
 
     def before_publish(self, request, content):
-        for warning in services.testset_tool_warnings(agent_id=content.agent_id, items=content.items):
+        warnings = services.testset_tool_warnings(
+            agent_id=content.agent_id, items=content.items, project=project_of(request)
+        )
+        for warning in warnings:
             messages.warning(request, warning)
 
     def create_head(self, *, head, content, changelog, author):
-        return services.testset_create(content=content, changelog=changelog, author=author, test_set_id=head.pk)
+        # A test set is of its bot's project.
+        return services.testset_create(
+            content=content, project=head.bot.project_id, changelog=changelog, author=author, test_set_id=head.pk
+        )
 
     def publish_head(self, *, head, content, changelog, author, expected_version=None):
         return services.testset_publish_version(
@@ -231,7 +243,7 @@ class DatasetQuestionInline(admin.TabularInline):
 
 
 @admin.register(Dataset)
-class DatasetAdmin(admin.ModelAdmin):
+class DatasetAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     list_display = ["name", "bot", "question_count", "updated_at"]
     list_select_related = ["bot"]
     search_fields = ["name", "questions__question"]
@@ -244,3 +256,6 @@ class DatasetAdmin(admin.ModelAdmin):
     @admin.display(description="questions", ordering="question_total")
     def question_count(self, obj):
         return obj.question_total
+
+
+scoped_version_admin(TestSetVersion, "test_set")

@@ -1,6 +1,7 @@
 """The demo bot's test set and V1 question set for `make run` (the bot is in apps.bots.demo). Idempotent."""
 
 from apps.bots.demo import DEMO_AGENT_ID
+from apps.core.models import Project
 
 from . import services
 from .models import Dataset, TestSet
@@ -133,12 +134,15 @@ def load_demo_test_sets() -> int:
     if not TestSet.objects.filter(pk=DEMO_TEST_SET_ID).exists():
         services.testset_create(
             content=TestSetContent.model_validate(DEMO_TEST_SET),
+            project=Project.objects.default(),
             test_set_id=DEMO_TEST_SET_ID,
             changelog="Demo test set",
             author="demo",
         )
         created += 1
     if not Dataset.objects.filter(pk=DEMO_DATASET_ID).exists():
-        services.dataset_create(data=DatasetIn.model_validate(DEMO_DATASET), dataset_id=DEMO_DATASET_ID)
+        services.dataset_create(
+            data=DatasetIn.model_validate(DEMO_DATASET), project=Project.objects.default(), dataset_id=DEMO_DATASET_ID
+        )
         created += 1
     return created

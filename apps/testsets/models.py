@@ -3,6 +3,7 @@ import uuid
 from django.db import models
 
 from apps.bots.models import Bot, OfBotQuerySet
+from apps.core.models import Project
 from apps.core.versioning.models import VersionedHead, snapshot_version_model
 
 DEFAULT_MAX_TURNS = 8
@@ -12,6 +13,8 @@ class TestSet(VersionedHead):
     """The editable head of a test set; every change is published as an immutable TestSetVersion."""
 
     test_set_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The project it belongs to (its bot's); items and versions belong through it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
     bot = models.ForeignKey(Bot, on_delete=models.PROTECT, related_name="test_sets")
 
     objects = OfBotQuerySet.as_manager()
@@ -63,6 +66,8 @@ class Dataset(models.Model):
     """A V1 question set: questions with expected answers."""
 
     dataset_id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # The project it belongs to (its bot's, when it has one); questions belong through it.
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
     name = models.CharField(max_length=255)
     description = models.TextField(blank=True, default="")
     bot = models.ForeignKey(Bot, on_delete=models.SET_NULL, null=True, blank=True, related_name="datasets")

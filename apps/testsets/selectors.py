@@ -9,28 +9,32 @@ from .filters import DatasetFilter, TestSetFilter
 from .models import Dataset, TestSet
 
 
-def testset_get(test_set_id) -> TestSet:
-    return object_get(TestSet.objects.select_related("bot"), test_set_id)
+def testset_get(test_set_id, *, project) -> TestSet:
+    """The test set of `project`; another project's is NotFoundError, as one that does not exist."""
+    return object_get(TestSet.objects.filter(project=project).select_related("bot"), test_set_id)
 
 
-def testset_list(*, filters: dict | None = None):
-    """The test sets the filters choose (TestSetFilter: agent_id), with their bot."""
-    return TestSetFilter(filters or {}, TestSet.objects.of_bot()).qs
+def testset_list(*, project, filters: dict | None = None):
+    """The test sets of `project` the filters choose (TestSetFilter: agent_id), with their bot."""
+    return TestSetFilter(filters or {}, TestSet.objects.filter(project=project).of_bot(), project=project).qs
 
 
-def testset_version_items(test_set_id, version: int | None) -> tuple[int, list[dict]]:
+def testset_version_items(test_set_id, version: int | None, *, project) -> tuple[int, list[dict]]:
     """For the run engine: (version number, that version's items in the contract's item shape)."""
-    found = version_get(testset_get(test_set_id), version)
+    found = version_get(testset_get(test_set_id, project=project), version)
     return found.version, [dict(item) for item in found.snapshot["items"]]
 
 
-def dataset_get(dataset_id) -> Dataset:
-    return object_get(Dataset.objects.select_related("bot"), dataset_id)
+def dataset_get(dataset_id, *, project) -> Dataset:
+    """The question set of `project`; another project's is NotFoundError, as one that does not exist."""
+    return object_get(Dataset.objects.filter(project=project).select_related("bot"), dataset_id)
 
 
-def dataset_list(*, filters: dict | None = None):
-    """The question sets the filters choose (DatasetFilter: agent_id), with their bot and questions."""
-    return DatasetFilter(filters or {}, Dataset.objects.of_bot().prefetch_related("questions")).qs
+def dataset_list(*, project, filters: dict | None = None):
+    """The question sets of `project` the filters choose (DatasetFilter: agent_id), with their bot
+    and questions."""
+    rows = Dataset.objects.filter(project=project).of_bot().prefetch_related("questions")
+    return DatasetFilter(filters or {}, rows, project=project).qs
 
 
 def dataset_data(dataset: Dataset) -> dict:
@@ -48,6 +52,6 @@ def dataset_data(dataset: Dataset) -> dict:
     }
 
 
-def dataset_questions(dataset_id) -> list[dict]:
-    """For the run engine: the questions of a V1 question set, in order."""
-    return dataset_data(dataset_get(dataset_id))["questions"]
+def dataset_questions(dataset_id, *, project) -> list[dict]:
+    """For the run engine: the questions of a V1 question set of `project`, in order."""
+    return dataset_data(dataset_get(dataset_id, project=project))["questions"]

@@ -63,10 +63,12 @@ def _assign_item_ids(test_set: TestSet, items: list[ItemIn]) -> list[uuid.UUID]:
     return ids
 
 
-def testset_tool_warnings(*, agent_id: str, items: list[ItemIn]) -> list[str]:
-    """Tools the items expect (or forbid) that the bot does not have: a warning, not an error,
-    since the bot may gain the tool later."""
-    known = set(BotTool.objects.filter(bot__agent_id=agent_id).values_list("tool_name", flat=True))
+def testset_tool_warnings(*, agent_id: str, items: list[ItemIn], project) -> list[str]:
+    """Tools the items expect (or forbid) that the bot (of `project`: another project's tools are
+    never named) does not have: a warning, not an error, since the bot may gain the tool later."""
+    known = set(
+        BotTool.objects.filter(bot__project=project, bot__agent_id=agent_id).values_list("tool_name", flat=True)
+    )
     warnings = []
     for index, item in enumerate(items):
         for field_name in ("should_use_tools", "should_not_use_tools"):
@@ -115,15 +117,18 @@ def _write_items(test_set: TestSet, content: TestSetContent, snapshot: dict) -> 
     )
 
 
-def _publishing(content: TestSetContent) -> dict:
-    """What publishing `content` as a test set's next version needs from this app. Item ids are
-    assigned against the locked head, so the head rows take them from the snapshot."""
+def _publishing(content: TestSetContent, project) -> dict:
+    """What publishing `content` as a test set of `project` (a Project or its id) needs from this
+    app: its bot is the project's. Item ids are assigned against the locked head, so the head rows
+    take them from the snapshot."""
+    project_id = getattr(project, "pk", project)
     return {
         "snapshot_of": lambda test_set: _content_snapshot(
             test_set.pk, content, _assign_item_ids(test_set, content.items)
         ),
         "head_fields": lambda: {
-            "bot": bot_named_in_body(content.agent_id),
+            "project_id": project_id,
+            "bot": bot_named_in_body(content.agent_id, project=project_id),
             "name": content.name,
             "description": content.description,
         },
@@ -131,10 +136,12 @@ def _publishing(content: TestSetContent) -> dict:
     }
 
 
-def testset_create(*, content: TestSetContent, changelog: str = "", author: str = "", test_set_id=None) -> TestSet:
-    """A new test set (`test_set_id`, or a fresh uuid when None) and its version 1."""
+def testset_create(
+    *, content: TestSetContent, project, changelog: str = "", author: str = "", test_set_id=None
+) -> TestSet:
+    """A new test set of `project` (`test_set_id`, or a fresh uuid when None) and its version 1."""
     return version_head_create(
-        model=TestSet, pk=test_set_id, changelog=changelog, author=author, **_publishing(content)
+        model=TestSet, pk=test_set_id, changelog=changelog, author=author, **_publishing(content, project)
     )
 
 
@@ -148,7 +155,11 @@ def testset_publish_version(
 ) -> tuple[TestSet, bool]:
     """Make `content` the head and publish it as the next version (see version_publish)."""
     return version_publish(
-        head=test_set, changelog=changelog, author=author, expected_version=expected_version, **_publishing(content)
+        head=test_set,
+        changelog=changelog,
+        author=author,
+        expected_version=expected_version,
+        **_publishing(content, test_set.project_id),
     )
 
 
@@ -156,8 +167,8 @@ def testset_delete(*, test_set: TestSet) -> None:
     test_set.delete()
 
 
-def _optional_bot(agent_id: str | None) -> Bot | None:
-    return None if agent_id is None else bot_named_in_body(agent_id)
+def _optional_bot(agent_id: str | None, project) -> Bot | None:
+    return None if agent_id is None else bot_named_in_body(agent_id, project=project)
 
 
 def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
@@ -184,8 +195,14 @@ def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
 
 
 @transaction.atomic
-def dataset_create(*, data: DatasetIn, dataset_id=None) -> Dataset:
-    dataset = Dataset(name=data.name, description=data.description, bot=_optional_bot(data.agent_id))
+def dataset_create(*, data: DatasetIn, project, dataset_id=None) -> Dataset:
+    """A question set of `project`; its bot, if it names one, is the project's."""
+    dataset = Dataset(
+        project_id=getattr(project, "pk", project),
+        name=data.name,
+        description=data.description,
+        bot=_optional_bot(data.agent_id, project),
+    )
     if dataset_id is not None:
         dataset.dataset_id = dataset_id
     dataset.save(force_insert=True)
@@ -197,7 +214,8 @@ def dataset_create(*, data: DatasetIn, dataset_id=None) -> Dataset:
 def dataset_update(*, dataset: Dataset, data: DatasetIn) -> Dataset:
     """Replace a question set; questions keep their ids when sent with them or with the same text."""
     dataset = Dataset.objects.select_for_update().get(pk=dataset.pk)
-    dataset.name, dataset.description, dataset.bot = data.name, data.description, _optional_bot(data.agent_id)
+    dataset.name, dataset.description = data.name, data.description
+    dataset.bot = _optional_bot(data.agent_id, dataset.project_id)
     dataset.save()
     _write_questions(dataset, data)
     return dataset
@@ -211,6 +229,7 @@ def testset_import(
     *,
     raw: bytes,
     fmt: str,
+    project,
     test_set: TestSet | None = None,
     agent_id: str | None = None,
     name: str | None = None,
@@ -219,6 +238,7 @@ def testset_import(
 ) -> tuple[TestSet, bool, list[str]]:
     """Create a test set from a file, or publish a file's items as the next version of `test_set`.
 
+    `project` is the request's (an existing `test_set` is of it: the view read it there).
     Returns (test_set, published, warnings). Arguments given explicitly win over what a JSON file
     says; an existing test set keeps its bot."""
     parsed = parse_test_set_file(raw, fmt)
@@ -237,10 +257,10 @@ def testset_import(
     content = TestSetContent.model_validate(
         {"agent_id": agent_id, "name": name, "description": description, "items": parsed.items}
     )
-    warnings = testset_tool_warnings(agent_id=content.agent_id, items=content.items)
+    warnings = testset_tool_warnings(agent_id=content.agent_id, items=content.items, project=project)
     changelog = f"Imported from {fmt.upper()}"
     if test_set is None:
-        return testset_create(content=content, changelog=changelog, author=author), True, warnings
+        return testset_create(content=content, project=project, changelog=changelog, author=author), True, warnings
     test_set, published = testset_publish_version(
         test_set=test_set, content=content, changelog=changelog, author=author
     )

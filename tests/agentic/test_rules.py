@@ -99,6 +99,7 @@ def test_sample_rate_zero_and_one_are_exact():
         ("A", "rest", "A", "batch", False),
     ],
 )
+@pytest.mark.django_db  # a new rule's project defaults to `default`, read from the database
 def test_matching_by_agent_and_source(rule_agent, rule_source, agent, source, expected):
     rule = EvaluationRule(name="r", agent_name=rule_agent, source=rule_source)
     assert rule.matches(agent_name=agent, source=source) is expected

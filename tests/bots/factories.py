@@ -3,6 +3,7 @@ import factory
 from apps.bots.adapters import BotDocument, BotSpec
 from apps.bots.adapters import BotTool as BotSpecTool
 from apps.bots.models import Bot, BotTool, KnowledgeBase, KnowledgeDocument, new_object_id
+from apps.core.models import Project
 
 
 class BotFactory(factory.django.DjangoModelFactory):
@@ -10,6 +11,7 @@ class BotFactory(factory.django.DjangoModelFactory):
         model = Bot
         skip_postgeneration_save = True
 
+    project = factory.LazyFunction(Project.objects.default)
     agent_id = factory.LazyFunction(new_object_id)
     name = factory.Sequence(lambda n: f"Bot {n}")
     adapter = "demo"

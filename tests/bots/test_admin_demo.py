@@ -3,6 +3,7 @@ import pytest
 from apps.bots.demo import DEMO_AGENT_ID
 from apps.bots.models import Bot, KnowledgeDocument
 from apps.bots.selectors import bot_spec_data
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.rubrics.selectors import rubric_version_snapshot
 from apps.runs.demo import load_demo_evaluation_data
@@ -16,7 +17,7 @@ pytestmark = pytest.mark.django_db
 def test_demo_data_is_complete_and_idempotent():
     assert load_demo_evaluation_data() == 4
     assert load_demo_evaluation_data() == 0
-    spec = bot_spec_data(DEMO_AGENT_ID)
+    spec = bot_spec_data(DEMO_AGENT_ID, project=Project.objects.default())
     assert spec["adapter"] == "demo"
     assert {(t["tool_name"], t["type"]) for t in spec["tools"]} == {
         ("search_kb", "knowledge_base"),
@@ -25,13 +26,13 @@ def test_demo_data_is_complete_and_idempotent():
     assert [d["title"] for d in spec["documents"]] == ["PTO Policy", "Expense Policy", "Remote Work Policy"]
     assert all(d["knowledge_base"] == "O'Connor Employee Handbook" for d in spec["documents"])
     assert all(d["text"].count("\n\n") >= 2 for d in spec["documents"])
-    _, rubric = rubric_version_snapshot(DEMO_RUBRIC_ID, None)
+    _, rubric = rubric_version_snapshot(DEMO_RUBRIC_ID, None, project=Project.objects.default())
     assert {r["component_scope"] for r in rubric["rules"]} == {"prompt", "knowledge_base", "function", "general"}
     assert {r["severity"] for r in rubric["rules"]} == {"high", "medium", "low"}
-    _, items = testset_version_items(DEMO_TEST_SET_ID, None)
+    _, items = testset_version_items(DEMO_TEST_SET_ID, None, project=Project.objects.default())
     assert {i["type"] for i in items} == {"single_turn", "scenario"}
     assert all(i["inputs"].get("scripted_turns") for i in items if i["type"] == "scenario")
-    assert len(dataset_questions(DEMO_DATASET_ID)) == 3
+    assert len(dataset_questions(DEMO_DATASET_ID, project=Project.objects.default())) == 3
 
 
 def test_seed_demo_command_loads_it(capsys):

@@ -147,7 +147,7 @@ def test_anonymous_is_refused(anon_api):
 def test_bot_spec_data_for_the_run_engine():
     bot = BotFactory(tool_names=["search_kb", "live_handoff"], secret="s", llm_parameters={"temperature": 0.1})
     KnowledgeDocumentFactory(knowledge_base__bot=bot, knowledge_base__name="Handbook", title="PTO", text="15 days")
-    spec = selectors.bot_spec_data(bot.agent_id)
+    spec = selectors.bot_spec_data(bot.agent_id, project=bot.project)
     assert set(spec) == {
         "agent_id",
         "name",
@@ -166,4 +166,4 @@ def test_bot_spec_data_for_the_run_engine():
     assert set(spec["tools"][0]) == {"tool_name", "name", "type", "description"}
     assert spec["documents"] == [{"knowledge_base": "Handbook", "title": "PTO", "text": "15 days"}]
     with pytest.raises(NotFoundError):
-        selectors.bot_spec_data("64f1c0ffee0000000000dead")
+        selectors.bot_spec_data("64f1c0ffee0000000000dead", project=bot.project)

@@ -115,14 +115,14 @@ class TestEncryptionAtRest:
         bot = Bot.objects.get(agent_id=agent_id)
         stored = _stored_column(bot)
         assert "sk-plaintext-123" not in stored and stored.startswith("gAAAA")
-        assert bot.secret == "sk-plaintext-123" and bot_spec(agent_id).secret == "sk-plaintext-123"
+        assert bot.secret == "sk-plaintext-123" and bot_spec(agent_id, project=bot.project).secret == "sk-plaintext-123"
 
     def test_the_secret_appears_in_no_repr_str_or_log(self, caplog):
         caplog.set_level(logging.DEBUG)
         bot = BotFactory(adapter="http", endpoint_url="https://bots.example.com/chat")
         bot.secret = "sk-plaintext-123"
         bot.save()
-        spec = bot_spec(bot.agent_id)
+        spec = bot_spec(bot.agent_id, project=bot.project)
         logging.getLogger("test").info("bot %r %s spec %r", bot, bot, spec)
         for text in (repr(bot), str(bot), repr(spec), caplog.text):
             assert "sk-plaintext-123" not in text and bot.encrypted_secret not in text
@@ -229,10 +229,12 @@ def test_the_migration_encrypts_existing_plaintext_secrets():
         old_bot.objects.create(agent_id="c" * 24, name="none", adapter="demo")
         executor = MigrationExecutor(connection)
         executor.migrate(after)
-        upgraded = Bot.objects.get(agent_id="b" * 24)
+        # The bot as that migration left it (today's model has columns added since).
+        upgraded_bot = executor.loader.project_state(after).apps.get_model("bots", "Bot")
+        upgraded = upgraded_bot.objects.get(agent_id="b" * 24)
         assert "plain-before-upgrade" not in _stored_column(upgraded)
-        assert upgraded.secret == "plain-before-upgrade"
-        assert not Bot.objects.get(agent_id="c" * 24).has_secret
+        assert crypto.decrypt(upgraded.encrypted_secret) == "plain-before-upgrade"
+        assert not upgraded_bot.objects.get(agent_id="c" * 24).encrypted_secret
     finally:
         # Back to the latest schema: going back to bots 0001 also took back what depends on bots
         # 0003 (testsets 0002 and 0003), which migrating forward to bots 0002 alone leaves unapplied,

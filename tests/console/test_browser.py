@@ -13,6 +13,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from apps.bots.demo import DEMO_AGENT_ID
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
@@ -208,7 +209,11 @@ def test_reviewer_path(browser, live_server, monkeypatch):
 
     # A run nobody picks up says so, and how to start a worker, instead of looking started.
     stuck = EvaluationRun.objects.create(
-        agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, test_set_version=1, total=5
+        project=Project.objects.default(),
+        agent_id=DEMO_AGENT_ID,
+        test_set_id=DEMO_TEST_SET_ID,
+        test_set_version=1,
+        total=5,
     )
     EvaluationRun.objects.filter(pk=stuck.pk).update(created_at=stuck.created_at - timedelta(minutes=2))
     browser.get(f"{live_server.url}/console/runs/{stuck.run_id}/")

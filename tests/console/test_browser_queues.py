@@ -6,6 +6,7 @@ test-output/screenshots/ (see tests/console/browser.py for the browser set-up)."
 import pytest
 from django.contrib.auth import get_user_model
 
+from apps.core.models import Project
 from apps.queues import services
 from apps.queues.models import QueueKind
 from apps.runs.models import EvaluationResult
@@ -52,13 +53,16 @@ def test_reviewer_works_through_a_queue_with_the_keyboard(browser, live_server):
             },
         )
     queue = services.queue_create(
+        project=Project.objects.default(),
         name="Unassessed verdicts",
         kind=QueueKind.RUN_RESULT,
         include_unassessed=True,
         description="Results where the judge skipped or errored on a verdict.",
     )
     assert services.queue_fill(queue=queue) == 3
-    agentic = services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_rate=1)
+    agentic = services.queue_create(
+        project=Project.objects.default(), name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION, sample_rate=1
+    )
     AgentEvaluationFactory(task_adherence_reasoning="Answered the PTO question from the handbook.")
     services.queue_fill(queue=agentic)
     find = browser.find_element
@@ -171,10 +175,18 @@ def test_reviewer_adds_from_the_run_table_trace_list_and_rag_list(browser, live_
                 ]
             },
         )
-    results_queue = services.queue_create(name="Failed answers", kind=QueueKind.RUN_RESULT)
-    double_check = services.queue_create(name="Results to double-check", kind=QueueKind.RUN_RESULT)
-    services.queue_create(name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION)
-    rag_queue = services.queue_create(name="RAG answers to check", kind=QueueKind.RAG_EVALUATION)
+    results_queue = services.queue_create(
+        project=Project.objects.default(), name="Failed answers", kind=QueueKind.RUN_RESULT
+    )
+    double_check = services.queue_create(
+        project=Project.objects.default(), name="Results to double-check", kind=QueueKind.RUN_RESULT
+    )
+    services.queue_create(
+        project=Project.objects.default(), name="Agentic spot checks", kind=QueueKind.AGENTIC_EVALUATION
+    )
+    rag_queue = services.queue_create(
+        project=Project.objects.default(), name="RAG answers to check", kind=QueueKind.RAG_EVALUATION
+    )
     load_demo_traces()
     load_demo_evaluations()
     AgentTraceFactory(user_query="Scale the payments deployment to five replicas")  # a session not evaluated

@@ -13,6 +13,7 @@ from django.test import Client
 
 from apps.bots.demo import DEMO_AGENT_ID
 from apps.bots.models import KnowledgeDocument
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
@@ -50,6 +51,7 @@ def test_runs_are_named_and_bot_changes_show(browser, live_server):
     reviewer = get_user_model().objects.create_user("reviewer", password="review-pass-1", is_staff=True)
     # Tasks run in-process (eager) once each run's transaction commits.
     first = services.run_create(
+        project=Project.objects.default(),
         data=RunCreateIn(
             agent_id=DEMO_AGENT_ID,
             test_set_id=DEMO_TEST_SET_ID,

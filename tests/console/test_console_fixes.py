@@ -286,7 +286,8 @@ def test_launch_form_accepts_the_chosen_bots_own(two_bots):
             "test_set_id": str(two_bots["mine_set"].pk),
             "rubric_id": str(two_bots["mine_rubric"].pk),
             "concurrency": "2",
-        }
+        },
+        project=two_bots["mine"].project,
     )
     assert form.is_valid(), form.errors
 

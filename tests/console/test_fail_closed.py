@@ -6,6 +6,7 @@ import re
 import pytest
 
 from apps.bots.demo import DEMO_AGENT_ID
+from apps.core.models import Project
 from apps.rubrics.schemas import RubricContent
 from apps.rubrics.services import rubric_create
 from apps.runs import services
@@ -44,13 +45,15 @@ COVERAGE = (13, 10, 0)  # 13 criteria and tool checks scored, 2 rules x 5 items 
 @pytest.fixture
 def demo_run(demo, django_capture_on_commit_callbacks):
     rubric = rubric_create(
+        project=Project.objects.default(),
         content=RubricContent.model_validate({"agent_id": DEMO_AGENT_ID, "name": "Prose rubric", "rules": PROSE_RULES}),
         changelog="t",
         author="t",
     )
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
-            data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=rubric.pk)
+            project=Project.objects.default(),
+            data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=rubric.pk),
         )
     run.refresh_from_db()
     return run

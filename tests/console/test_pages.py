@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.html import escape
 
 from apps.bots.demo import DEMO_AGENT_ID
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.rubrics.models import Rubric
 from apps.runs.models import EvaluationResult, EvaluationRun
@@ -159,9 +160,10 @@ def llm_demo_run(openai_server, demo, django_capture_on_commit_callbacks):
     openai_server.default = judge_reply()
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn(
                 agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, rubric_id=DEMO_RUBRIC_ID, concurrency=2
-            )
+            ),
         )
     run.refresh_from_db()
     assert run.status == "completed" and run.rubric_rules_total == 25
@@ -193,7 +195,9 @@ def test_running_run_page_polls_and_offers_cancel(staff_client, demo, monkeypatc
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)  # items stay queued: the run is "running"
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID))
+        run = services.run_create(
+            project=Project.objects.default(), data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+        )
     page = text(staff_client.get(f"/console/runs/{run.run_id}/"))
     assert 'data-finished="0"' in page and "Cancel run" in page and "console/console.js" in page
     assert staff_client.get(f"/console/runs/{run.run_id}/progress/").json()["finished"] is False
@@ -536,14 +540,17 @@ def test_query_counts_do_not_grow_with_results(staff_client, db):
         small = _count_queries(staff_client, path.format(small_b.run_id))
         big = _count_queries(staff_client, path.format(big_b.run_id))
         # 16: one of them reads the person's projects and roles (which project the page shows).
-        assert big == small <= 16, (path, small, big)
+        # And one query more for the header's project switcher (the person's projects).
+        assert big == small <= 17, (path, small, big)
     small = _count_queries(staff_client, f"/console/runs/compare/?base={small_a.run_id}&head={small_b.run_id}")
     big = _count_queries(staff_client, f"/console/runs/compare/?base={big_a.run_id}&head={big_b.run_id}")
     # Pairing, criterion changes (a count and a page), the shown rows' verdicts and reviews, and on a
     # first view the lookup and upsert of the kept comparison (RunComparison): constant.
-    assert big == small <= 18, (small, big)
+    # And one query more for the header's project switcher (the person's projects).
+    assert big == small <= 19, (small, big)
     # The newest failed and unassessed results read their verdicts (Score rows): one query each.
-    assert _count_queries(staff_client, "/console/") <= 17
+    # And one query more for the header's project switcher (the person's projects).
+    assert _count_queries(staff_client, "/console/") <= 18
     # The table is paginated: 50 rows a page.
     page = staff_client.get(f"/console/runs/{big_b.run_id}/").content.decode()
     assert page.count("data-result-id=") == 50 and "Page 1 of 20" in page

@@ -10,6 +10,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from apps.console import selectors
+from apps.core.models import Project
 from apps.traces import filters as trace_filters
 from apps.traces.models import AgentTrace
 from tests.agentic.factories import AgentEvaluationFactory
@@ -70,7 +71,7 @@ def test_a_substring_search_reads_the_trigram_index_on_postgresql(staff_client):
     plan itself is checked on a large table by hand (EXPLAIN), a test table is too small for the
     planner to prefer an index."""
     AgentTraceFactory(session_id="conv-7f3a9c21-checkout")
-    page = selectors.trace_list_page(filters={"q": "9c21"})
+    page = selectors.trace_list_page(filters={"q": "9c21"}, project_id=Project.objects.default().pk)
     assert [t.session_id for t in page.traces] == ["conv-7f3a9c21-checkout"]
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
@@ -286,8 +287,9 @@ def test_query_count_does_not_grow_with_traces(staff_client, params):
     for trace in make_traces(60, agent_name="Other"):
         AgentEvaluationFactory(trace=trace, overall_score=0.3, rating="poor")
     make_traces(60)
-    # Session, user, agent names, the page, and (for staff) the queues its "add to queue" offers.
-    assert count() == small <= 5
+    # Session, user, the session's project and role, the switcher's projects, agent names, the page,
+    # and (for staff) the queues its "add to queue" offers.
+    assert count() == small <= 7
 
 
 def test_readers_see_the_list(reader_client):

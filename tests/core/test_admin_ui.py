@@ -148,7 +148,8 @@ def test_admin_and_console_launch_forms_share_the_choices():
     test_set = SuiteFactory(name="Onboarding")
     rubric = RubricFactory(bot=test_set.bot, name="Tone")
     dataset = DatasetFactory(name="Old questions")
-    admin_form, console_form = AdminRunLaunchForm(), RunLaunchForm()
+    project = test_set.project
+    admin_form, console_form = AdminRunLaunchForm(project=project), RunLaunchForm(project=project)
     assert isinstance(admin_form, RunLaunchForm)
     for form in (admin_form, console_form):
         assert dict(form.fields["agent_id"].choices)[test_set.bot.agent_id] == f"{test_set.bot.name} (demo)"

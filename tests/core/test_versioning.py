@@ -6,6 +6,7 @@ from django.core.management import call_command
 from django.test import RequestFactory
 
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.models import Project
 from apps.core.selectors import object_get
 from apps.core.versioning.api import expected_version
 from apps.core.versioning.models import SnapshotVersion, VersionedHead
@@ -89,9 +90,11 @@ def test_a_malformed_id_names_no_row():
 @pytest.fixture
 def heads(db):
     bot = BotFactory()
-    rubric = rubric_services.rubric_create(content=RubricContent.model_validate(rubric_body(bot.agent_id)))
+    rubric = rubric_services.rubric_create(
+        project=Project.objects.default(), content=RubricContent.model_validate(rubric_body(bot.agent_id))
+    )
     test_set = testset_services.testset_create(
-        content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id))
+        project=Project.objects.default(), content=TestSetContent.model_validate(make_test_set_payload(bot.agent_id))
     )
     return rubric, test_set
 
@@ -123,7 +126,9 @@ def test_published_versions_are_read_only_in_the_admin(admin_client, heads, app)
 def test_of_bot_reads_one_bots_rows_with_their_bot(heads, django_assert_num_queries):
     rubric, test_set = heads
     other = BotFactory()
-    testset_services.testset_create(content=TestSetContent.model_validate(make_test_set_payload(other.agent_id)))
+    testset_services.testset_create(
+        project=Project.objects.default(), content=TestSetContent.model_validate(make_test_set_payload(other.agent_id))
+    )
     assert list(TestSet.objects.of_bot(test_set.bot.agent_id)) == [test_set]
     assert TestSet.objects.of_bot().count() == 2 and list(Rubric.objects.of_bot(other.agent_id)) == []
     assert list(Dataset.objects.of_bot(other.agent_id)) == []

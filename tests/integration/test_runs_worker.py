@@ -9,6 +9,7 @@ import pytest
 
 from apps.bots.schemas import BotIn
 from apps.bots.services import bot_create
+from apps.core.models import Project
 from apps.rubrics.schemas import RubricContent
 from apps.rubrics.services import rubric_create
 from apps.runs import services
@@ -91,6 +92,7 @@ class CountingBot:
 
 def http_bot(url: str) -> str:
     bot = bot_create(
+        project=Project.objects.default(),
         data=BotIn.model_validate(
             {
                 "name": "HTTP bot under test",
@@ -101,7 +103,7 @@ def http_bot(url: str) -> str:
                     {"tool_name": "live_handoff", "name": "Handoff", "type": "human_handoff"},
                 ],
             }
-        )
+        ),
     )
     return bot.agent_id
 
@@ -125,9 +127,10 @@ def test_concurrency_limit_holds_across_two_workers(tmp_path, monkeypatch):
         celery_worker(broker_url, tmp_path, concurrency=2),
     ):
         run = services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn(
                 agent_id=http_bot(bot.url), test_set_id=DEMO_TEST_SET_ID, concurrency=2, judge_model="heuristic"
-            )
+            ),
         )
         app.send_task("apps.runs.tasks.start_run", args=[run.pk])
         assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)
@@ -150,9 +153,10 @@ def test_a_killed_worker_is_recovered_by_the_reaper(tmp_path, monkeypatch, setti
         agent_id = http_bot(bot.url)
         with celery_worker(broker_url, tmp_path) as doomed:
             run = services.run_create(
+                project=Project.objects.default(),
                 data=RunCreateIn(
                     agent_id=agent_id, test_set_id=DEMO_TEST_SET_ID, concurrency=1, judge_model="heuristic"
-                )
+                ),
             )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: run.results.filter(state="running").exists(), timeout=60)
@@ -205,6 +209,7 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
     with FakeBotServer(CountingBot(pause=0.05)) as bot:
         agent_id = http_bot(bot.url)
         test_set = testset_create(
+            project=Project.objects.default(),
             content=TestSetContent.model_validate(
                 {
                     "agent_id": agent_id,
@@ -219,9 +224,10 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
                         for i in range(4)
                     ],
                 }
-            )
+            ),
         )
         rubric = rubric_create(
+            project=Project.objects.default(),
             content=RubricContent.model_validate(
                 {
                     "agent_id": agent_id,
@@ -238,7 +244,7 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
                         for r in range(3)
                     ],
                 }
-            )
+            ),
         )
         # Two workers with two slots each: four items could run, but the run allows two.
         with (
@@ -246,13 +252,14 @@ def test_a_run_never_opens_more_than_concurrency_times_per_item_judge_requests(t
             celery_worker(broker_url, tmp_path, worker_env, concurrency=2),
         ):
             run = services.run_create(
+                project=Project.objects.default(),
                 data=RunCreateIn(
                     agent_id=agent_id,
                     test_set_id=test_set.pk,
                     rubric_id=rubric.pk,
                     concurrency=2,
                     judge_model="judge-model",
-                )
+                ),
             )
             app.send_task("apps.runs.tasks.start_run", args=[run.pk])
             assert wait_for(lambda: EvaluationRun.objects.get(pk=run.pk).status == "completed", timeout=120)

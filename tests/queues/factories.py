@@ -4,6 +4,7 @@ factories, each with the machine Score rows its judge would have stored (the con
 import factory
 
 from apps.agentic.models import AgentEvaluation
+from apps.core.models import Project
 from apps.queues.models import QueueItem, QueueKind, ReviewQueue
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult
@@ -70,6 +71,7 @@ class ReviewQueueFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = ReviewQueue
 
+    project = factory.LazyFunction(Project.objects.default)
     name = factory.Sequence(lambda n: f"queue {n}")
     kind = QueueKind.RUN_RESULT
 

@@ -6,6 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from apps.core.models import Project
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind
 from apps.runs.models import EvaluationResult
@@ -29,11 +30,15 @@ def test_run_result_rules_read_the_verdict_rows():
     third = scored_result(criteria_scores=[criterion("a", True), criterion("b", False), criterion("c", False)])
     half = scored_result(criteria_scores=[criterion("a", True)], rubric_scores=[rule("R", False)])
     green = scored_result(criteria_scores=[criterion("a", True)], rubric_scores=[rule("R", True)])
-    below = services.queue_create(name="below half", kind=QueueKind.RUN_RESULT, score_below=0.5)
+    below = services.queue_create(
+        project=Project.objects.default(), name="below half", kind=QueueKind.RUN_RESULT, score_below=0.5
+    )
     services.queue_fill(queue=below)
     # 1/3 passed is below 0.5; 1/2 is not; the errored result has nothing assessed, so no share.
     assert _subjects(below) == {third.pk}
-    unassessed = services.queue_create(name="unassessed", kind=QueueKind.RUN_RESULT, include_unassessed=True)
+    unassessed = services.queue_create(
+        project=Project.objects.default(), name="unassessed", kind=QueueKind.RUN_RESULT, include_unassessed=True
+    )
     services.queue_fill(queue=unassessed)
     assert _subjects(unassessed) == {errored.pk}
     assert green.pk not in _subjects(below) | _subjects(unassessed) and half.pk not in _subjects(below)
@@ -43,10 +48,14 @@ def test_rag_rules_count_every_status_but_ok_as_unassessed_and_scores_below():
     missing = scored_rag(test_rows=[{"name": "faithfulness", "status": "missing"}])
     low = scored_rag(test_rows=[{"name": "context_recall", "score": 0.2}])
     scored_rag(test_rows=[{"name": "context_recall", "score": 0.9}])
-    unassessed = services.queue_create(name="rag unassessed", kind=QueueKind.RAG_EVALUATION, include_unassessed=True)
+    unassessed = services.queue_create(
+        project=Project.objects.default(), name="rag unassessed", kind=QueueKind.RAG_EVALUATION, include_unassessed=True
+    )
     services.queue_fill(queue=unassessed)
     assert _subjects(unassessed) == {missing.pk}
-    below = services.queue_create(name="rag below", kind=QueueKind.RAG_EVALUATION, score_below=0.5)
+    below = services.queue_create(
+        project=Project.objects.default(), name="rag below", kind=QueueKind.RAG_EVALUATION, score_below=0.5
+    )
     services.queue_fill(queue=below)
     assert _subjects(below) == {low.pk}
 
@@ -63,7 +72,11 @@ def test_a_human_score_does_not_make_a_subject_unassessed_or_low():
         value=0.0,
     )
     queue = services.queue_create(
-        name="strict", kind=QueueKind.RAG_EVALUATION, include_unassessed=True, score_below=0.5
+        project=Project.objects.default(),
+        name="strict",
+        kind=QueueKind.RAG_EVALUATION,
+        include_unassessed=True,
+        score_below=0.5,
     )
     assert services.queue_fill(queue=queue) == 0
 
@@ -82,7 +95,9 @@ def test_disagreement_prone_metrics_come_from_the_agreement_path():
         key="task_adherence",
         value=0.1,
     )
-    queue = services.queue_create(name="prone", kind=QueueKind.AGENTIC_EVALUATION, disagreement_prone=True)
+    queue = services.queue_create(
+        project=Project.objects.default(), name="prone", kind=QueueKind.AGENTIC_EVALUATION, disagreement_prone=True
+    )
     services.queue_fill(queue=queue)
     # Every evaluation the judge scored on that metric; not the one it could not score (nothing to doubt).
     assert _subjects(queue) == {reviewed.pk, same_metric_ok.pk}
@@ -112,6 +127,7 @@ def test_fill_reads_a_fixed_number_of_queries_whatever_the_number_of_subjects():
         for _ in range(n):
             scored_agentic(task_adherence=0.1)
         queue = services.queue_create(
+            project=Project.objects.default(),
             name=f"every {n}",
             kind=QueueKind.AGENTIC_EVALUATION,
             include_unassessed=True,

@@ -1,6 +1,7 @@
 import pytest
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.core.models import Project
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind
 from apps.runs.models import EvaluationResult
@@ -39,7 +40,13 @@ def test_fill_by_rule_is_idempotent_and_takes_only_what_matches():
     unassessed = reviewable_result()
     clean = scored_result(criteria_scores=[criterion("ok", True)], rubric_scores=[rule("BRIEF", True)])
     low = scored_result(criteria_scores=[criterion("a", False), criterion("b", True), criterion("c", False)])
-    queue = services.queue_create(name="triage", kind=QueueKind.RUN_RESULT, include_unassessed=True, score_below=0.5)
+    queue = services.queue_create(
+        project=Project.objects.default(),
+        name="triage",
+        kind=QueueKind.RUN_RESULT,
+        include_unassessed=True,
+        score_below=0.5,
+    )
     assert services.queue_fill(queue=queue) == 2
     assert set(queue.items.values_list("subject_id", flat=True)) == {unassessed.pk, low.pk}
     # Filling again adds nothing: an object is in a queue once.
@@ -56,10 +63,14 @@ def test_disagreement_prone_rules_and_sample():
     )
     other = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("BRIEF", True)])
     unrelated = scored_result(criteria_scores=[criterion("x", True)], rubric_scores=[rule("OTHER", True)])
-    queue = services.queue_create(name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True)
+    queue = services.queue_create(
+        project=Project.objects.default(), name="prone", kind=QueueKind.RUN_RESULT, disagreement_prone=True
+    )
     services.queue_fill(queue=queue)
     assert set(queue.items.values_list("subject_id", flat=True)) == {reviewed.pk, other.pk}
-    everything = services.queue_create(name="all", kind=QueueKind.RUN_RESULT, sample_rate=1)
+    everything = services.queue_create(
+        project=Project.objects.default(), name="all", kind=QueueKind.RUN_RESULT, sample_rate=1
+    )
     assert services.queue_fill(queue=everything) == 3
     assert unrelated.pk in set(everything.items.values_list("subject_id", flat=True))
 
@@ -67,12 +78,16 @@ def test_disagreement_prone_rules_and_sample():
 def test_agentic_and_rag_rules():
     low = scored_agentic(overall_score=0.3)
     scored_agentic(overall_score=0.95)
-    queue = services.queue_create(name="agentic", kind=QueueKind.AGENTIC_EVALUATION, score_below=0.5)
+    queue = services.queue_create(
+        project=Project.objects.default(), name="agentic", kind=QueueKind.AGENTIC_EVALUATION, score_below=0.5
+    )
     assert services.queue_fill(queue=queue) == 1
     assert queue.items.get().subject_id == low.pk
     errored = scored_rag(test_rows=[{"name": "faithfulness", "status": "error", "score": None}])
     scored_rag()
-    rag = services.queue_create(name="rag", kind=QueueKind.RAG_EVALUATION, include_unassessed=True)
+    rag = services.queue_create(
+        project=Project.objects.default(), name="rag", kind=QueueKind.RAG_EVALUATION, include_unassessed=True
+    )
     assert services.queue_fill(queue=rag) == 1
     assert rag.items.get().subject_id == errored.pk
 
@@ -177,7 +192,7 @@ def test_agreement_per_agentic_metric_and_rag_metric():
 def test_names_are_unique_and_kind_is_fixed_once_filled():
     queue = ReviewQueueFactory(name="one")
     with pytest.raises(ConflictError):
-        services.queue_create(name="one", kind=QueueKind.RUN_RESULT)
+        services.queue_create(project=Project.objects.default(), name="one", kind=QueueKind.RUN_RESULT)
     QueueItemFactory(queue=queue)
     with pytest.raises(ConflictError):
         services.queue_update(queue=queue, name="one", kind=QueueKind.RAG_EVALUATION)

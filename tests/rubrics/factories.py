@@ -78,6 +78,7 @@ class RubricFactory(factory.django.DjangoModelFactory):
     def _create(cls, model_class, *, bot, changelog, author, rubric_id=None, **content):
         return rubric_create(
             content=RubricContent.model_validate({"agent_id": bot.agent_id, **content}),
+            project=bot.project_id,
             changelog=changelog,
             author=author,
             rubric_id=rubric_id,

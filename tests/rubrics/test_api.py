@@ -3,6 +3,7 @@ import json
 import pytest
 
 from apps.core.errors import NotFoundError
+from apps.core.models import Project
 from apps.rubrics.models import Rubric, RubricRule, RubricVersion
 from apps.rubrics.selectors import rubric_version_snapshot
 from tests.bots.factories import BotFactory
@@ -75,8 +76,8 @@ def test_put_publishes_new_version_and_keeps_old(api, bot, rubric):
     assert v1["name"] == "Support rubric" and v1["version"] == 1 and v1["changelog"] == "Created"
     assert api.get(f"/api/v1/rubrics/{rid}").json()["name"] == "Renamed"
     # The run engine's view of the same data.
-    assert rubric_version_snapshot(rid, 1)[1]["name"] == "Support rubric"
-    number, latest = rubric_version_snapshot(rid, None)
+    assert rubric_version_snapshot(rid, 1, project=Project.objects.default())[1]["name"] == "Support rubric"
+    number, latest = rubric_version_snapshot(rid, None, project=Project.objects.default())
     assert number == 2 and set(latest) == RUBRIC_KEYS and latest["version"] == 2
 
 
@@ -164,9 +165,9 @@ def test_unknown_ids_are_404(api, staff_api, bot, rubric):
     assert api.put(f"/api/v1/rubrics/{unknown}", rubric_body(bot.agent_id), format="json").status_code == 404
     assert staff_api.delete(f"/api/v1/rubrics/{unknown}").status_code == 404
     with pytest.raises(NotFoundError):
-        rubric_version_snapshot(rubric["rubric_id"], 9)
+        rubric_version_snapshot(rubric["rubric_id"], 9, project=Project.objects.default())
     with pytest.raises(NotFoundError):
-        rubric_version_snapshot(unknown, None)
+        rubric_version_snapshot(unknown, None, project=Project.objects.default())
 
 
 def test_delete_is_staff_only(api, staff_api, rubric):

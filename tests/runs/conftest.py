@@ -10,25 +10,26 @@ from tests.runs.factories import PLAN_AGENT, PLAN_RUBRIC, PLAN_TEST_SET, RUBRIC_
 
 @pytest.fixture
 def plan(monkeypatch):
-    """Bot, test set and rubric as the other apps will serve them (shapes of the contract)."""
+    """Bot, test set and rubric as the other apps will serve them (shapes of the contract). Each is
+    asked for in a project (the run's), keyword-only as the real sources take it."""
     state = {"bot": make_bot_spec(), "items": make_items(6), "rubric": RUBRIC_SNAPSHOT}
 
-    def bot_spec(agent_id):
+    def bot_spec(agent_id, *, project):
         if agent_id != PLAN_AGENT:
             raise NotFoundError(f"No bot with agent_id {agent_id}")
         return state["bot"]
 
-    def testset_items(test_set_id, version):
+    def testset_items(test_set_id, version, *, project):
         if test_set_id != PLAN_TEST_SET:
             raise NotFoundError(f"No test set {test_set_id}")
         return version or 2, state["items"]
 
-    def rubric_snapshot(rubric_id, version):
+    def rubric_snapshot(rubric_id, version, *, project):
         if rubric_id != PLAN_RUBRIC:
             raise NotFoundError(f"No rubric {rubric_id}")
         return version or 1, state["rubric"]
 
-    def question_set_items(dataset_id):
+    def question_set_items(dataset_id, *, project):
         return [
             {
                 "question_id": str(uuid.UUID(int=500)),

@@ -5,6 +5,7 @@ import uuid
 
 import factory
 
+from apps.core.models import Project
 from apps.runs.judging.aggregate import item_outcome
 from apps.runs.judging.types import CRITERION, RULE, Verdict
 from apps.runs.models import EvaluationResult, EvaluationRun
@@ -121,6 +122,7 @@ class EvaluationRunFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = EvaluationRun
 
+    project = factory.LazyFunction(Project.objects.default)
     agent_id = "b" * 24
     test_set_id = TEST_SET
     test_set_version = 1

@@ -1,5 +1,6 @@
 import pytest
 
+from apps.core.models import Project
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.schemas import RunCreateIn
 from tests.bots.factories import BotFactory
@@ -68,7 +69,8 @@ def test_cancel_action(admin_client, plan, monkeypatch, django_capture_on_commit
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
-            data=RunCreateIn(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic")
+            project=Project.objects.default(),
+            data=RunCreateIn(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, judge_model="heuristic"),
         )
     admin_client.post("/admin/runs/evaluationrun/", {"action": "cancel_runs", "_selected_action": [run.pk]})
     assert EvaluationRun.objects.get(pk=run.pk).status == "cancelled"

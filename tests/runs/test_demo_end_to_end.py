@@ -7,6 +7,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.bots.demo import DEMO_AGENT_ID, DEMO_CHANGED_AGENT_ID
+from apps.core.models import Project
 from apps.rubrics.demo import DEMO_RUBRIC_ID
 from apps.runs.demo import DEMO_BASELINE_LABEL, DEMO_CHANGED_LABEL, load_demo_evaluation_data, load_demo_runs
 from apps.runs.models import EvaluationRun
@@ -62,7 +63,10 @@ def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch, django_
 
     monkeypatch.setattr(services, "_enqueue", lambda ids: None)
     with django_capture_on_commit_callbacks(execute=True):
-        run = services.run_create(data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1))
+        run = services.run_create(
+            project=Project.objects.default(),
+            data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, concurrency=1),
+        )
     edited = copy.deepcopy(DEMO_TEST_SET)
     edited["items"][0]["inputs"]["message"] = "Edited after the run started"
     testset_publish_version(
@@ -78,7 +82,9 @@ def test_a_run_keeps_the_version_it_started_with(api, demo, monkeypatch, django_
     assert first.input["message"] == "How many PTO days do I accrue per year?"
     assert EvaluationRun.objects.get(pk=run.pk).test_set_version == 1
     with django_capture_on_commit_callbacks(execute=True):
-        newer = services.run_create(data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID))
+        newer = services.run_create(
+            project=Project.objects.default(), data=RunCreateIn(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID)
+        )
     assert newer.test_set_version == 2
 
 

@@ -5,6 +5,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.core.models import Project
 from apps.runs import selectors, services
 from apps.runs.models import EvaluationResult, EvaluationRun, RunComparison
 from apps.runs.schemas import RunCreateIn
@@ -20,9 +21,10 @@ def create(**extra):
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn.of(
                 **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
-            )
+            ),
         )
 
 
@@ -67,7 +69,8 @@ def test_no_rubric_means_null_component_scores(plan):
 def test_v1_question_set_run(plan, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         run = services.run_create(
-            data=RunCreateIn.of(agent_id=PLAN_AGENT, dataset_id=PLAN_DATASET, judge_model="heuristic")
+            project=Project.objects.default(),
+            data=RunCreateIn.of(agent_id=PLAN_AGENT, dataset_id=PLAN_DATASET, judge_model="heuristic"),
         )
     run.refresh_from_db()
     result = run.results.get()

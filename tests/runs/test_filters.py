@@ -4,6 +4,7 @@ import uuid
 
 import pytest
 
+from apps.core.models import Project
 from apps.runs import selectors
 from apps.runs.models import EvaluationRun
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion
@@ -24,7 +25,7 @@ def test_run_lists_filter_by_bot_status_and_test_set_or_question_set():
     test_set, dataset, a, b, v1 = _runs()
 
     def pks(**filters):
-        return {run.pk for run in selectors.run_named_list(filters=filters)}
+        return {run.pk for run in selectors.run_named_list(project=Project.objects.default(), filters=filters)}
 
     assert pks() == {a.pk, b.pk, v1.pk}
     assert pks(agent_id="a" * 24) == {a.pk, v1.pk}
@@ -34,13 +35,17 @@ def test_run_lists_filter_by_bot_status_and_test_set_or_question_set():
     assert pks(agent_id="a" * 24, test_set_id=str(test_set)) == {a.pk}
     # Blank values are no filter (the console's empty boxes); the API's list takes the same filters.
     assert pks(agent_id="", test_set_id="", status="") == {a.pk, b.pk, v1.pk}
-    assert [r.pk for r in selectors.run_list(filters={"agent_id": "a" * 24}, limit=1)] == [v1.pk]
+    assert [
+        r.pk for r in selectors.run_list(project=Project.objects.default(), filters={"agent_id": "a" * 24}, limit=1)
+    ] == [v1.pk]
 
 
 def test_a_value_that_does_not_validate_chooses_no_run_rather_than_every_run():
     _runs()
-    assert list(selectors.run_named_list(filters={"test_set_id": "not-a-uuid"})) == []
-    assert list(selectors.run_named_list(filters={"status": "sleeping"})) == []
+    assert (
+        list(selectors.run_named_list(project=Project.objects.default(), filters={"test_set_id": "not-a-uuid"})) == []
+    )
+    assert list(selectors.run_named_list(project=Project.objects.default(), filters={"status": "sleeping"})) == []
 
 
 def test_the_results_api_list_filters_by_verdict_and_item_type():

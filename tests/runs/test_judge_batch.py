@@ -8,6 +8,7 @@ import pytest
 from django.test import TestCase
 
 from apps.core.llm.client import get_llm_client
+from apps.core.models import Project
 from apps.runs import services
 from apps.runs.executor import JudgeChoice, RunOptions, execute_test_item
 from apps.runs.judging import llm_batch
@@ -265,9 +266,10 @@ def test_a_run_judged_in_batches_stores_one_request_per_item_and_says_so_in_its_
     openai_server.default = judge_reply()
     with TestCase.captureOnCommitCallbacks(execute=True):
         run = services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn(
                 agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, rubric_id=PLAN_RUBRIC, judge_model="judge-model"
-            )
+            ),
         )
     run.refresh_from_db()
     assert run.status == "completed" and run.judge == "openai:judge-model"

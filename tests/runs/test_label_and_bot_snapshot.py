@@ -11,6 +11,7 @@ from apps.bots.demo import DEMO_AGENT_ID
 from apps.bots.models import BotTool, KnowledgeDocument
 from apps.bots.selectors import bot_config_snapshot, bot_snapshot_changes
 from apps.core.errors import InvalidInputError
+from apps.core.models import Project
 from apps.runs import services
 from apps.runs.demo import load_demo_evaluation_data
 from apps.runs.models import EvaluationRun
@@ -43,7 +44,10 @@ def test_label_must_be_a_short_string(api, plan, label):
 
 def test_the_service_refuses_a_long_label_from_any_caller(plan):
     with pytest.raises(InvalidInputError, match="label"):
-        services.run_create(data=RunCreateIn.of(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, label="x" * 201))
+        services.run_create(
+            project=Project.objects.default(),
+            data=RunCreateIn.of(agent_id=PLAN_AGENT, test_set_id=PLAN_TEST_SET, label="x" * 201),
+        )
 
 
 def test_the_api_answers_the_bot_snapshot_without_the_secret(api, plan):
@@ -123,7 +127,8 @@ def test_run_create_snapshots_the_real_bot_and_rerun_takes_a_new_one(db, django_
     load_demo_evaluation_data()
     with django_capture_on_commit_callbacks(execute=False):
         first = services.run_create(
-            data=RunCreateIn.of(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, label="baseline")
+            project=Project.objects.default(),
+            data=RunCreateIn.of(agent_id=DEMO_AGENT_ID, test_set_id=DEMO_TEST_SET_ID, label="baseline"),
         )
     titles = [d["title"] for d in first.bot_snapshot["documents"]]
     assert "PTO Policy" in titles and all(len(d["sha256"]) == 64 for d in first.bot_snapshot["documents"])

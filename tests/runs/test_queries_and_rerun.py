@@ -6,6 +6,7 @@ import pytest
 from django.utils import timezone
 
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.models import Project
 from apps.runs import selectors, services
 from apps.runs.judging.types import RULE, Verdict
 from apps.runs.models import EvaluationResult, EvaluationRun
@@ -24,7 +25,7 @@ def stored_run(**fields) -> EvaluationRun:
     fields.setdefault("test_set_id", TEST_SET)
     fields.setdefault("test_set_version", 1)
     fields.setdefault("status", EvaluationRun.Status.COMPLETED)
-    return EvaluationRun.objects.create(**fields)
+    return EvaluationRun.objects.create(project=Project.objects.default(), **fields)
 
 
 def stored_result(run: EvaluationRun, position: int, *, state=EvaluationResult.State.DONE, rules=None):
@@ -105,12 +106,16 @@ class TestResultQuerySet:
 class TestRunGetAndFind:
     def test_get_raises_and_find_returns_none_for_an_unknown_run(self):
         with pytest.raises(NotFoundError):
-            selectors.run_get(run_id=uuid.uuid4())
-        assert selectors.run_find(run_id=uuid.uuid4()) is None
+            selectors.run_get(project=Project.objects.default(), run_id=uuid.uuid4())
+        assert selectors.run_find(project=Project.objects.default(), run_id=uuid.uuid4()) is None
 
     def test_both_return_a_known_run(self):
         run = stored_run()
-        assert selectors.run_get(run_id=run.run_id) == run == selectors.run_find(run_id=run.run_id)
+        assert (
+            selectors.run_get(project=Project.objects.default(), run_id=run.run_id)
+            == run
+            == selectors.run_find(project=Project.objects.default(), run_id=run.run_id)
+        )
 
 
 class TestRunRerun:
@@ -119,6 +124,7 @@ class TestRunRerun:
     ):
         user = django_user_model.objects.create_user("reviewer")
         first = services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn(
                 agent_id=AGENT,
                 test_set_id=TEST_SET,
@@ -129,7 +135,7 @@ class TestRunRerun:
                 component_scope_filter="prompt",
                 component_ids_filter=["p1"],
                 judge_model="heuristic",
-            )
+            ),
         )
         with django_capture_on_commit_callbacks() as callbacks:
             again = services.run_rerun(run=first, created_by=user)

@@ -99,7 +99,8 @@ def test_the_admin_launch_form_names_the_limit(small_test_set, settings):
             "concurrency": 1,
             "repeats": 2,
             "judge_model": "heuristic",
-        }
+        },
+        project=small_test_set.project,
     )
     assert form.is_valid(), form.errors
     assert form.launch(user=user) is None

@@ -8,6 +8,7 @@ from django.test import TestCase
 from django.utils import timezone
 
 from apps.bots.adapters import get_adapter
+from apps.core.models import Project
 from apps.runs import executor, services
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.schemas import RunCreateIn
@@ -21,9 +22,10 @@ def create(**extra):
     # queued when the block ends (what the django_capture_on_commit_callbacks fixture does).
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn.of(
                 **{"agent_id": PLAN_AGENT, "test_set_id": PLAN_TEST_SET, "judge_model": "heuristic", **extra}
-            )
+            ),
         )
 
 
@@ -73,7 +75,7 @@ def test_reading_a_stuck_run_recovers_it(plan, monkeypatch, django_capture_on_co
     # Two items lost between commit and dispatch: back to pending, nothing in flight.
     run.results.filter(state="queued").update(state="pending", heartbeat_at=None)
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_recover(run_id=run.run_id)
+        services.run_recover(project=Project.objects.default(), run_id=run.run_id)
     assert run.results.filter(state="queued").count() == 2
 
 

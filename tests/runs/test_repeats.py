@@ -9,6 +9,7 @@ import pytest
 from django.test import TestCase
 
 from apps.core.errors import InvalidInputError
+from apps.core.models import Project
 from apps.runs import selectors, services
 from apps.runs.models import EvaluationResult, EvaluationRun
 from apps.runs.schemas import RunCreateIn
@@ -25,6 +26,7 @@ pytestmark = pytest.mark.django_db
 def create(**extra):
     with TestCase.captureOnCommitCallbacks(execute=True):
         return services.run_create(
+            project=Project.objects.default(),
             data=RunCreateIn.of(
                 **{
                     "agent_id": PLAN_AGENT,
@@ -33,7 +35,7 @@ def create(**extra):
                     "concurrency": 2,
                     **extra,
                 }
-            )
+            ),
         )
 
 

@@ -7,6 +7,7 @@ named Test… that a test module imports for a test class."""
 
 import factory
 
+from apps.core.models import Project
 from apps.core.versioning.selectors import version_get
 from apps.core.versioning.services import snapshot_content
 from apps.testsets.models import Dataset, TestSet, TestSetVersion
@@ -82,6 +83,7 @@ class SuiteFactory(factory.django.DjangoModelFactory):
     def _create(cls, model_class, *, bot, changelog, author, test_set_id=None, **content):
         return testset_create(
             content=TestSetContent.model_validate({"agent_id": bot.agent_id, **content}),
+            project=bot.project_id,
             changelog=changelog,
             author=author,
             test_set_id=test_set_id,
@@ -119,11 +121,15 @@ class DatasetFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"Question set {n}")
     description = ""
     bot = None
+    # The bot's project, or `default` for a question set of no bot.
+    project = factory.LazyAttribute(lambda o: o.bot.project if o.bot is not None else Project.objects.default())
     questions = factory.LazyFunction(
         lambda: [{"question": "How much PTO carries over?", "expected_answer": "Up to 5 days carry over"}]
     )
 
     @classmethod
-    def _create(cls, model_class, *, bot, dataset_id=None, **data):
+    def _create(cls, model_class, *, bot, project, dataset_id=None, **data):
         agent_id = bot.agent_id if bot is not None else None
-        return dataset_create(data=DatasetIn.model_validate({"agent_id": agent_id, **data}), dataset_id=dataset_id)
+        return dataset_create(
+            data=DatasetIn.model_validate({"agent_id": agent_id, **data}), project=project, dataset_id=dataset_id
+        )

@@ -4,6 +4,7 @@ import uuid
 import pytest
 
 from apps.core.errors import NotFoundError
+from apps.core.models import Project
 from apps.testsets.models import TestItem, TestSet, TestSetVersion
 from apps.testsets.selectors import testset_version_items
 from tests.bots.factories import BotFactory
@@ -78,9 +79,9 @@ def test_put_versions_keep_item_ids(api, bot, test_set):
     assert [(v["version"], v["item_count"]) for v in versions] == [(3, 3), (2, 3), (1, 2)]
     v1 = api.get(f"/api/v1/test-sets/{tid}/versions/1").json()
     assert v1["version"] == 1 and [i["item_id"] for i in v1["items"]] == ids and v1["changelog"] == "Created"
-    number, run_items = testset_version_items(tid, None)
+    number, run_items = testset_version_items(tid, None, project=Project.objects.default())
     assert number == 3 and run_items == response.json()["items"]
-    assert testset_version_items(tid, 1) == (1, v1["items"])
+    assert testset_version_items(tid, 1, project=Project.objects.default()) == (1, v1["items"])
 
 
 def test_noop_put_and_stale_put(api, bot, test_set):
@@ -160,9 +161,9 @@ def test_unknown_agent_and_ids(api, staff_api, bot, test_set):
     )
     assert staff_api.delete(f"/api/v1/test-sets/{unknown}").status_code == 404
     with pytest.raises(NotFoundError):
-        testset_version_items(unknown, None)
+        testset_version_items(unknown, None, project=Project.objects.default())
     with pytest.raises(NotFoundError):
-        testset_version_items(test_set["test_set_id"], 4)
+        testset_version_items(test_set["test_set_id"], 4, project=Project.objects.default())
 
 
 def test_bad_put_writes_nothing(api, bot, test_set):

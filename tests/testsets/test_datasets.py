@@ -1,6 +1,7 @@
 import pytest
 
 from apps.core.errors import NotFoundError
+from apps.core.models import Project
 from apps.testsets.models import Dataset
 from apps.testsets.selectors import dataset_questions
 from tests.bots.factories import BotFactory
@@ -32,7 +33,7 @@ def test_crud(api, staff_api):
     did = data["dataset_id"]
     assert api.get(f"/api/v1/datasets/{did}").json() == data
     assert [d["dataset_id"] for d in api.get("/api/v1/datasets").json()] == [did]
-    assert dataset_questions(did) == data["questions"]
+    assert dataset_questions(did, project=Project.objects.default()) == data["questions"]
 
     updated = api.put(
         f"/api/v1/datasets/{did}",
@@ -48,7 +49,7 @@ def test_crud(api, staff_api):
     assert staff_api.delete(f"/api/v1/datasets/{did}").status_code == 204
     assert api.get(f"/api/v1/datasets/{did}").status_code == 404
     with pytest.raises(NotFoundError):
-        dataset_questions(did)
+        dataset_questions(did, project=Project.objects.default())
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,24 @@
 """Reads of online evaluation rules."""
 
 from apps.core.errors import NotFoundError
+from apps.core.models import default_project_id
 
 from ..models import EvaluationRule
 
 
-def rule_list() -> list[EvaluationRule]:
-    return list(EvaluationRule.objects.select_related("created_by"))
+def _project_rules(project_id: int | None):
+    project_id = default_project_id() if project_id is None else project_id
+    return EvaluationRule.objects.select_related("created_by").filter(project_id=project_id)
 
 
-def rule_get(*, rule_id: int) -> EvaluationRule:
-    rule = EvaluationRule.objects.select_related("created_by").filter(pk=rule_id).first()
+def rule_list(*, project_id: int | None = None) -> list[EvaluationRule]:
+    """The project's rules (`default` if None)."""
+    return list(_project_rules(project_id))
+
+
+def rule_get(*, rule_id: int, project_id: int | None = None) -> EvaluationRule:
+    """The project's rule `rule_id`; another project's is not found, worded the same."""
+    rule = _project_rules(project_id).filter(pk=rule_id).first()
     if rule is None:
         raise NotFoundError(f"No evaluation rule with id {rule_id}")
     return rule

@@ -24,6 +24,7 @@ from kombu.exceptions import OperationalError
 from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
 from apps.core.llm.client import LLMNotConfigured, get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
+from apps.core.models import default_project_id
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
@@ -106,10 +107,12 @@ def _save(rule: EvaluationRule) -> EvaluationRule:
     return rule
 
 
-def rule_create(*, data: RuleData, created_by=None) -> EvaluationRule:
+def rule_create(*, data: RuleData, created_by=None, project_id: int | None = None) -> EvaluationRule:
+    """A rule of the project (`default` if None): it judges that project's traces only."""
     rule_judge_check(judge=data.judge)
     user = created_by if created_by is not None and created_by.is_authenticated else None
-    return _save(EvaluationRule(**vars(data), created_by=user))
+    project_id = default_project_id() if project_id is None else project_id
+    return _save(EvaluationRule(**vars(data), created_by=user, project_id=project_id))
 
 
 def rule_update(*, rule: EvaluationRule, data: RuleData) -> EvaluationRule:
@@ -174,13 +177,16 @@ def online_evaluations_queue(*, trace_ids: list[int]) -> int:
     traces = list(
         AgentTrace.objects.filter(pk__in=trace_ids)
         .exclude(status=AgentTrace.Status.ACTIVE)
-        .values_list("pk", "session_id", "agent_name", "source")
+        .values_list("pk", "session_id", "agent_name", "source", "project_id")
     )
     settle = settings.EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS or None
     queued = 0
     for rule in rules:
         now, later = [], []
-        for pk, session_id, agent_name, source in traces:
+        for pk, session_id, agent_name, source, project_id in traces:
+            # A rule judges its own project's traces only.
+            if project_id != rule.project_id:
+                continue
             if rule.matches(agent_name=agent_name, source=source) and rule.samples(session_id):
                 (later if source == AgentTrace.Source.OTLP else now).append(pk)
         # Robust: the traces are stored already; a broker outage is logged, it does not fail the
@@ -202,7 +208,7 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
         raise ConflictError(f"Evaluation rule {rule.name!r} is disabled; enable it before a backfill")
     traces = (
         AgentTrace.objects.exclude(status=AgentTrace.Status.ACTIVE)
-        .filter(end_time__gte=since, end_time__lt=until)
+        .filter(project_id=rule.project_id, end_time__gte=since, end_time__lt=until)
         .order_by("pk")
     )
     if rule.agent_name:
@@ -267,18 +273,23 @@ def _evaluate_one(*, rule: EvaluationRule, judge: AgenticJudge, trace: AgentTrac
     return ERROR if outcome.evaluation.has_error else EVALUATED
 
 
-def _count(rule_name: str, outcomes: dict[str, int]) -> None:
+def _count(project_id: int, rule_name: str, outcomes: dict[str, int]) -> None:
     rows = [(rule_name, outcome, n) for outcome, n in sorted(outcomes.items()) if n]
     if not rows:
         return
     with transaction.atomic():
         # Made if missing, then incremented in place (F keeps a concurrent worker's increments).
         OnlineEvaluationCount.objects.bulk_create(
-            [OnlineEvaluationCount(rule_name=rule_name, outcome=outcome) for _, outcome, _ in rows],
+            [
+                OnlineEvaluationCount(project_id=project_id, rule_name=rule_name, outcome=outcome)
+                for _, outcome, _ in rows
+            ],
             ignore_conflicts=True,
         )
         for _, outcome, n in rows:
-            OnlineEvaluationCount.objects.filter(rule_name=rule_name, outcome=outcome).update(count=F("count") + n)
+            OnlineEvaluationCount.objects.filter(project_id=project_id, rule_name=rule_name, outcome=outcome).update(
+                count=F("count") + n
+            )
         _record_outcomes(outcomes)
 
 
@@ -305,7 +316,7 @@ def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, i
     if rule.enabled:
         traces = list(
             AgentTrace.objects.with_tool_calls()
-            .filter(pk__in=trace_ids)
+            .filter(pk__in=trace_ids, project_id=rule.project_id)
             .exclude(status=AgentTrace.Status.ACTIVE)
             .order_by("pk")
         )
@@ -320,5 +331,5 @@ def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, i
     if judge is not None:
         for trace in traces:
             outcomes[_evaluate_one(rule=rule, judge=judge, trace=trace)] += 1
-    _count(rule.name, outcomes)
+    _count(rule.project_id, rule.name, outcomes)
     return outcomes

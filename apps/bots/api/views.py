@@ -8,6 +8,7 @@ from apps.bots.schemas import BotIn
 from apps.core.api.openapi import CONFLICT
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.projects.resolution import project_of
 
 from .schemas import BotContextOut, BotListOut, BotOut, KnowledgeBaseDocumentsOut
 
@@ -19,7 +20,7 @@ class BotListView(APIView):
 
     @extend_schema(tags=TAG, responses={200: BotListOut}, operation_id="bots_list", summary="List bots")
     def get(self, request):
-        return respond(BotListOut, list(selectors.bot_list()))
+        return respond(BotListOut, list(selectors.bot_list(project=project_of(request))))
 
     @extend_schema(
         tags=TAG,
@@ -31,8 +32,9 @@ class BotListView(APIView):
     )
     def post(self, request):
         body = validate_body(BotIn, request.data)
-        bot = services.bot_create(data=body)
-        return respond(BotOut, selectors.bot_get(bot.agent_id), status=status.HTTP_201_CREATED)
+        project = project_of(request)
+        bot = services.bot_create(data=body, project=project)
+        return respond(BotOut, selectors.bot_get(bot.agent_id, project=project), status=status.HTTP_201_CREATED)
 
 
 class BotDetailView(APIView):
@@ -40,7 +42,7 @@ class BotDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: BotOut}, operation_id="bots_get", summary="Get a bot")
     def get(self, request, agent_id):
-        return respond(BotOut, selectors.bot_get(agent_id))
+        return respond(BotOut, selectors.bot_get(agent_id, project=project_of(request)))
 
     @extend_schema(
         tags=TAG,
@@ -53,16 +55,16 @@ class BotDetailView(APIView):
         "keep them.",
     )
     def put(self, request, agent_id):
-        bot = selectors.bot_get(agent_id)
+        bot = selectors.bot_get(agent_id, project=project_of(request))
         body = validate_body(BotIn, request.data)
         services.bot_update(bot=bot, data=body)
-        return respond(BotOut, selectors.bot_get(agent_id))
+        return respond(BotOut, selectors.bot_get(agent_id, project=project_of(request)))
 
     @extend_schema(
         tags=TAG, responses={204: None, 409: CONFLICT}, operation_id="bots_delete", summary="Delete a bot (admin scope)"
     )
     def delete(self, request, agent_id):
-        services.bot_delete(bot=selectors.bot_get(agent_id))
+        services.bot_delete(bot=selectors.bot_get(agent_id, project=project_of(request)))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -73,7 +75,7 @@ class BotContextView(APIView):
         tags=TAG, responses={200: BotContextOut}, operation_id="bots_context", summary="The bot's context (BotContext)"
     )
     def get(self, request, agent_id):
-        return respond(BotContextOut, selectors.bot_get(agent_id))
+        return respond(BotContextOut, selectors.bot_get(agent_id, project=project_of(request)))
 
 
 class KnowledgeBaseDocumentsView(APIView):
@@ -86,4 +88,6 @@ class KnowledgeBaseDocumentsView(APIView):
         summary="A knowledge base with its documents",
     )
     def get(self, request, agent_id, kb_id):
-        return respond(KnowledgeBaseDocumentsOut, selectors.knowledge_base_get(agent_id, kb_id))
+        return respond(
+            KnowledgeBaseDocumentsOut, selectors.knowledge_base_get(agent_id, kb_id, project=project_of(request))
+        )

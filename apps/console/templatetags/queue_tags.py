@@ -2,18 +2,21 @@
 
 from django import template
 
-from apps.core.auth.permissions import scopes_of
+from apps.console.access import REVIEW, may
+from apps.core.projects.resolution import project_of
 from apps.queues.models import ReviewQueue, per_cent
 
 register = template.Library()
 
 
 def _queues_of_kind(request, kind: str) -> list:
-    """The queues of one kind, read once per request: the run page's live endpoint renders each of
-    its rows as a template of its own, so a cache in one render's context would read them per row."""
+    """The queues of one kind in the session's project, read once per request: the run page's live
+    endpoint renders each of its rows as a template of its own, so a cache in one render's context
+    would read them per row."""
     cache = request.__dict__.setdefault("_review_queues_by_kind", {})
     if kind not in cache:
-        cache[kind] = list(ReviewQueue.objects.filter(kind=kind).only("pk", "name"))
+        queues = ReviewQueue.objects.filter(project=project_of(request), kind=kind)
+        cache[kind] = list(queues.only("pk", "name"))
     return cache[kind]
 
 
@@ -26,9 +29,9 @@ def add_to_queue(
     `compact` for a table cell under a column that says what the button does; `menu` folds the form
     into a small drop-down (a wide table that must not scroll sideways)."""
     request = context.get("request")
-    # Decided by the request's scopes, not by a flag of the page's context: a row rendered alone
+    # Decided by the person's role in the session's project, not by a flag of the page's context: a row rendered alone
     # (the live endpoint) has no page context, and the view refuses the same users anyway.
-    if request is None or "configure" not in scopes_of(request):
+    if request is None or not may(request, REVIEW):
         return {"can_review": False}
     return {
         "can_review": True,
@@ -48,7 +51,7 @@ def review_queues(context, kind: str) -> list:
     """`{% review_queues "rag_evaluation" as queues %}`: the queues of a kind the user may add to
     (none for readers); what an "add selected" form and its checkboxes need."""
     request = context.get("request")
-    if request is None or "configure" not in scopes_of(request):
+    if request is None or not may(request, REVIEW):
         return []
     return _queues_of_kind(request, kind)
 

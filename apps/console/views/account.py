@@ -3,11 +3,17 @@ active user may read the console (apps.core.auth.permissions gives them the read
 has its own; staff land on the same pages and may also launch and review."""
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth import views as auth_views
-from django.shortcuts import render
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render
 from django.urls import reverse_lazy
+from django.views.decorators.http import require_POST
+
+from apps.core.projects.resolution import session_project_select
 
 from ..context import console_context
+from .common import found_or_404
 
 
 class ConsoleLoginView(auth_views.LoginView):
@@ -38,3 +44,15 @@ def locked_out(request, original_response=None, credentials=None):
     )
     response["Retry-After"] = str(minutes * 60)
     return response
+
+
+@login_required
+@require_POST
+def project_switch(request):
+    """The header's project switcher: the session acts in the chosen project from now on
+    (apps.core.projects.resolution.session_project_select). A project the person may not see is
+    the 404 page, as one that does not exist. Back to the dashboard: the page they were on may be
+    an object of the project they left, which is a 404 in the new one."""
+    project = found_or_404(session_project_select, request, slug=request.POST.get("project", ""))
+    messages.success(request, f"Now working in {project.name}.")
+    return redirect("console:dashboard")

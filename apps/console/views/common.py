@@ -9,7 +9,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from apps.core.auth.permissions import scopes_of
 from apps.core.errors import NotFoundError
+from apps.core.projects.resolution import project_of, request_access
 
+from ..access import ACTION_WORDS, may
 from ..context import console_context
 
 # What each scope lets a person do in the console, for the page that refuses them.
@@ -39,6 +41,25 @@ def scope_required(scope: str, *, methods: tuple[str, ...] | None = None):
     return decorator
 
 
+def role_required(action, *, methods: tuple[str, ...] | None = None):
+    """As scope_required, for what a person's role in the session's project decides
+    (apps.console.access: REVIEW, EDIT, ADMINISTER): refused, the 403 page, before the view runs."""
+
+    def decorator(view):
+        @wraps(view)
+        def guarded(request, *args, **kwargs):
+            if (methods is None or request.method in methods) and not may(request, action):
+                if request_access(request).role is None:
+                    # Someone in no project (in `default`): refused by scope, worded as before projects.
+                    return forbidden(request, action[1])
+                return forbidden(request, action[1], role=action[0].value, action=ACTION_WORDS[action])
+            return view(request, *args, **kwargs)
+
+        return guarded
+
+    return decorator
+
+
 def _way_back(request) -> str:
     """The page the user came from when it is one of ours (and not this one), else the dashboard."""
     referer = request.headers.get("referer", "")
@@ -53,12 +74,18 @@ def _way_back(request) -> str:
     return reverse("console:dashboard")
 
 
-def forbidden(request, scope: str):
+def forbidden(request, scope: str, *, role: str = "", action: str = ""):
     return render(
         request,
         "console/forbidden.html",
         console_context(
-            request, title="Not allowed", scope=scope, action=SCOPE_ACTIONS.get(scope, ""), back_url=_way_back(request)
+            request,
+            title="Not allowed",
+            scope=scope,
+            role=role,
+            project=project_of(request),
+            action=action or SCOPE_ACTIONS.get(scope, ""),
+            back_url=_way_back(request),
         ),
         status=403,
     )

@@ -9,6 +9,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
+from apps.core.projects.resolution import project_of
 from apps.core.spreadsheet import csv_writer, spreadsheet_safe
 from apps.runs import services
 from apps.runs.result_selectors import EXPORT_COLUMNS, result_export_rows
@@ -64,7 +65,7 @@ def _chunked(lines: Iterator[str]) -> Iterator[bytes]:
 def run_export(request, run_id, fmt: str):
     if fmt not in CONTENT_TYPES:
         raise Http404(f"No export format {fmt!r}: csv or jsonl")
-    run = found_or_404(services.run_recover, run_id=run_id)
+    run = found_or_404(services.run_recover, run_id=run_id, project=project_of(request))
     rows = result_export_rows(run=run)
     lines = _csv_lines(rows) if fmt == "csv" else _jsonl_lines(rows)
     response = StreamingHttpResponse(_chunked(lines), content_type=CONTENT_TYPES[fmt])

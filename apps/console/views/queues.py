@@ -12,8 +12,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.agentic.judges.base import AGENTIC_METRICS
-from apps.core.auth.permissions import scopes_of
 from apps.core.errors import DomainError
+from apps.core.projects.resolution import project_of
 from apps.queues import selectors, services
 from apps.queues.models import QueueKind, rate_from_per_cent
 from apps.queues.scoring import AGENTIC_PASS, RAG_PASS
@@ -21,8 +21,9 @@ from apps.scores.selectors import human_in_force
 from apps.scores.vocabulary import ScoreKind
 from apps.traces.selectors import trace_tool_call_page
 
+from ..access import REVIEW, may
 from ..context import console_context
-from .common import found_or_404, scope_required
+from .common import found_or_404, role_required
 
 ITEMS_PER_PAGE = 50
 
@@ -43,18 +44,19 @@ class QueueForm(forms.Form):
         return fields
 
 
-def _queue_or_404(queue_id):
-    return found_or_404(selectors.queue_get, queue_id=queue_id)
+def _queue_or_404(request, queue_id):
+    """The queue of the session's project: another project's is the 404 page, as one that does not exist."""
+    return found_or_404(selectors.queue_get, queue_id=queue_id, project=project_of(request))
 
 
 @login_required
-@scope_required("configure", methods=("POST",))
+@role_required(REVIEW, methods=("POST",))
 def queue_list(request):
     form = QueueForm(request.POST or None)
     if request.method == "POST":
         if form.is_valid():
             try:
-                queue = services.queue_create(created_by=request.user, **form.rule())
+                queue = services.queue_create(project=project_of(request), created_by=request.user, **form.rule())
             except DomainError as exc:
                 form.add_error("name", str(exc.detail))
             else:
@@ -64,29 +66,22 @@ def queue_list(request):
     return render(
         request,
         "console/queue_list.html",
-        console_context(request, title="Review queues", queues=list(selectors.queue_list()), form=form),
+        console_context(
+            request, title="Review queues", queues=list(selectors.queue_list(project=project_of(request))), form=form
+        ),
     )
 
 
 @login_required
 @require_GET
 def queue_page(request, queue_id):
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     state = request.GET.get("state") or ""
     items = selectors.queue_item_list(queue=queue, filters={"state": state})
     page = Paginator(items, ITEMS_PER_PAGE).get_page(request.GET.get("page"))
     threshold = {QueueKind.AGENTIC_EVALUATION: AGENTIC_PASS, QueueKind.RAG_EVALUATION: RAG_PASS}.get(queue.kind)
-    # Who items can be assigned to: the accounts that may review (staff), one query.
-    reviewers = (
-        list(
-            get_user_model()
-            .objects.filter(is_staff=True, is_active=True)
-            .order_by("username")
-            .values_list("username", flat=True)
-        )
-        if "configure" in scopes_of(request)
-        else []
-    )
+    # Who items can be assigned to: the people who may review in the queue's project, one query.
+    reviewers = selectors.queue_reviewer_names(project=queue.project) if may(request, REVIEW) else []
     return render(
         request,
         "console/queue_detail.html",
@@ -108,19 +103,19 @@ def queue_page(request, queue_id):
 
 @login_required
 @require_POST
-@scope_required("configure")
+@role_required(REVIEW)
 def queue_fill(request, queue_id):
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     messages.success(request, f"{services.queue_fill(queue=queue)} item(s) entered by the queue's rule.")
     return redirect("console:queue", queue_id=queue.pk)
 
 
 @login_required
 @require_POST
-@scope_required("configure")
+@role_required(REVIEW)
 def queue_item_add(request):
     """ "Add to queue" from any list: a queue and a target id; back to where the form was."""
-    queue = _queue_or_404(request.POST.get("queue") or "")
+    queue = _queue_or_404(request, request.POST.get("queue") or "")
     # The list forms say what kind of object they send; the queue page's "Add by hand" box does not
     # need to (its queue is the one the id is meant for).
     kind = request.POST.get("kind") or None
@@ -162,12 +157,14 @@ def _item_or_404(queue, item_id):
 
 @login_required
 @require_POST
-@scope_required("configure")
+@role_required(REVIEW)
 def queue_item_assign(request, queue_id, item_id):
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     item = _item_or_404(queue, item_id)
     username = request.POST.get("username", "")
-    user = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
+    user = None
+    if username and username in selectors.queue_reviewer_names(project=queue.project):
+        user = get_user_model().objects.filter(username=username, is_active=True).first()
     if username and user is None:
         messages.error(request, f"No active user {username!r}.")
     else:
@@ -178,9 +175,9 @@ def queue_item_assign(request, queue_id, item_id):
 
 @login_required
 @require_POST
-@scope_required("configure")
+@role_required(REVIEW)
 def queue_item_claim(request, queue_id, item_id):
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     try:
         services.queue_item_claim(item=_item_or_404(queue, item_id), user=request.user)
     except DomainError as exc:
@@ -194,7 +191,7 @@ def queue_item_claim(request, queue_id, item_id):
 @require_GET
 def queue_review_next(request, queue_id):
     """Start (or go on) reviewing: the first item left that is the user's or nobody's."""
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     item_id = selectors.queue_item_next(queue=queue, user=request.user)
     if item_id is None:
         messages.info(request, "Nothing left to review in this queue for you.")
@@ -336,9 +333,9 @@ def _posted_verdicts(post) -> list[dict]:
 
 
 @login_required
-@scope_required("configure", methods=("POST",))
+@role_required(REVIEW, methods=("POST",))
 def queue_item_page(request, queue_id, item_id):
-    queue = _queue_or_404(queue_id)
+    queue = _queue_or_404(request, queue_id)
     item = _item_or_404(queue, item_id)
     if request.method == "POST":
         try:

@@ -9,6 +9,7 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.views.decorators.http import require_GET
 
+from apps.core.projects.resolution import project_of
 from apps.queues import selectors as queue_selectors
 from apps.queues.models import QueueKind
 from apps.queues.scoring import RAG_PASS
@@ -55,6 +56,7 @@ def rag_list(request):
         outcome=filters.get("outcome", ""),
         status="" if status == BELOW_PASS else status,
         score_below=RAG_PASS if status == BELOW_PASS else None,
+        project_id=project_of(request).pk,
     )
     page = Paginator(evaluations, EVALUATIONS_PER_PAGE).get_page(request.GET.get("page"))
     page.object_list = selectors.trace_evaluations_with_scores(page.object_list)
@@ -78,7 +80,9 @@ def rag_list(request):
 @login_required
 @require_GET
 def rag_detail(request, evaluation_id):
-    evaluation = found_or_404(selectors.trace_evaluation_get, evaluation_id=evaluation_id)
+    evaluation = found_or_404(
+        selectors.trace_evaluation_get, evaluation_id=evaluation_id, project_id=project_of(request).pk
+    )
     reviews = queue_selectors.metric_reviews_in_force(subject_kind=QueueKind.RAG_EVALUATION, subject_id=evaluation.pk)
     rows = [
         {
@@ -105,7 +109,9 @@ def rag_detail(request, evaluation_id):
             contexts=[c for c in payload.get("contexts") or [] if isinstance(c, dict)],
             relevant=set(payload.get("relevant_context_ids") or []),
             notes=(payload.get("parsing") or {}).get("notes") or [],
-            queue_items=queue_selectors.target_queue_items(kind=QueueKind.RAG_EVALUATION, target_pk=evaluation.pk),
+            queue_items=queue_selectors.target_queue_items(
+                kind=QueueKind.RAG_EVALUATION, target_pk=evaluation.pk, project=project_of(request)
+            ),
             threshold=RAG_PASS,
             admin_url=reverse("admin:rag_traceevaluation_change", args=[evaluation.pk]),
         ),

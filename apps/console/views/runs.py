@@ -21,6 +21,7 @@ from apps.core.auth.permissions import scopes_of
 from apps.core.charts import bar_chart
 from apps.core.errors import DomainError, NotFoundError
 from apps.core.models import SCOPE_ADMIN
+from apps.core.projects.resolution import project_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import display, selectors, services, sources
@@ -33,17 +34,19 @@ from apps.runs.reviews import human_outcome, in_force, reviewed_verdicts
 from apps.runs.stats import VERDICT_WORDS
 
 from .. import selectors as console_selectors
+from ..access import EDIT, REVIEW
 from ..context import console_context
 from ..selectors import run_filter_choices
-from .common import found_or_404, scope_required
+from .common import found_or_404, role_required
 
 RUNS_PER_PAGE = 50
 # The worker command of docs/setup.md: what a run nobody picks up needs.
 WORKER_COMMAND = ".venv/bin/celery -A evalsite worker --loglevel=INFO"
 
 
-def _run_or_404(run_id) -> EvaluationRun:
-    return found_or_404(services.run_recover, run_id=run_id)
+def _run_or_404(request, run_id) -> EvaluationRun:
+    """The run of the session's project: another project's is the 404 page, as one that does not exist."""
+    return found_or_404(services.run_recover, run_id=run_id, project=project_of(request))
 
 
 def _bool_param(value: str | None) -> bool | None:
@@ -61,7 +64,9 @@ def run_list(request):
     # An unknown ?sort is the default order (newest first); pages keep the sort and the filters.
     sort = console_selectors.run_sort(request.GET.get("sort"))
     # A test set id that is not a UUID names no run (runs.filters.filtered).
-    runs = console_selectors.run_list_sorted(selectors.run_named_list(filters=filters), sort=sort)
+    runs = console_selectors.run_list_sorted(
+        selectors.run_named_list(project=project_of(request), filters=filters), sort=sort
+    )
     page = Paginator(runs, RUNS_PER_PAGE).get_page(request.GET.get("page"))
     sorted_query = {**filters, **({"sort": sort.param} if sort.param != console_selectors.RUN_DEFAULT_SORT else {})}
     return render(
@@ -77,15 +82,15 @@ def run_list(request):
             sort=sort,
             default_order=sort.param == console_selectors.RUN_DEFAULT_SORT,
             statuses=EvaluationRun.Status.values,
-            **run_filter_choices(),
+            **run_filter_choices(project=project_of(request)),
         ),
     )
 
 
 @login_required
-@scope_required("evaluate")
+@role_required(EDIT)
 def run_launch(request):
-    form = RunLaunchForm(request.POST or None, initial=request.GET or None)
+    form = RunLaunchForm(request.POST or None, initial=request.GET or None, project=project_of(request))
     if request.method == "POST" and form.is_valid():
         run = form.launch(user=request.user)
         if run is not None:
@@ -97,10 +102,10 @@ def run_launch(request):
 
 @login_required
 @require_POST
-@scope_required("evaluate")
+@role_required(EDIT)
 def run_rerun(request, run_id):
     """The same test set and rubric versions and settings again: the run to compare against."""
-    run = _run_or_404(run_id)
+    run = _run_or_404(request, run_id)
     try:
         new = services.run_rerun(run=run, created_by=request.user)
     except DomainError as exc:
@@ -112,10 +117,12 @@ def run_rerun(request, run_id):
 
 @login_required
 @require_POST
-@scope_required("evaluate")
+@role_required(EDIT)
 def run_cancel(request, run_id):
     try:
-        services.run_cancel(run=_run_or_404(run_id), requested_by=request.user, admin=SCOPE_ADMIN in scopes_of(request))
+        services.run_cancel(
+            run=_run_or_404(request, run_id), requested_by=request.user, admin=SCOPE_ADMIN in scopes_of(request)
+        )
     except DomainError as exc:
         messages.warning(request, str(exc.detail))
     else:
@@ -127,7 +134,7 @@ def run_cancel(request, run_id):
 @require_GET
 def run_progress(request, run_id):
     """A run's progress in a few numbers (the run page itself polls run_live, which adds cards and rows)."""
-    run = _run_or_404(run_id)
+    run = _run_or_404(request, run_id)
     return JsonResponse(
         {
             "status": run.status,
@@ -161,7 +168,7 @@ def _row_filters(request) -> dict:
 @login_required
 @require_GET
 def run_detail(request, run_id):
-    run = selectors.run_named_get(run=_run_or_404(run_id))
+    run = selectors.run_named_get(run=_run_or_404(request, run_id))
     digest = selectors.run_digest(run)
     reviews = selectors.run_reviews(runs=[run])
     figures = selectors.run_review_figures(digest=digest, reviews=reviews)
@@ -227,7 +234,7 @@ def run_live(request, run_id):
     filters) finished since `after`, the cursor the page was last given: at most a page of them,
     those first in the table's order. Rendered by the templates the page itself uses, so a polled
     row is the row a reload would show. A bounded number of queries and rows whatever the run's size."""
-    run = _run_or_404(run_id)
+    run = _run_or_404(request, run_id)
     after = _datetime_param(request.GET.get("after"))
     digest = selectors.run_digest(run)
     reviews = selectors.run_reviews(runs=[run])
@@ -277,16 +284,16 @@ def _rule_definitions(run: EvaluationRun) -> dict[str, dict]:
     if not run.rubric_id:
         return {}
     try:
-        _, snapshot = sources.rubric_snapshot(run.rubric_id, run.rubric_version)
+        _, snapshot = sources.rubric_snapshot(run.rubric_id, run.rubric_version, project=run.project_id)
     except NotFoundError:
         return {}  # the rubric was deleted since; the verdicts still stand on their own
     return {rule["id"]: rule for rule in snapshot.get("rules") or []}
 
 
 @login_required
-@scope_required("configure", methods=("POST",))
+@role_required(REVIEW, methods=("POST",))
 def result_detail(request, result_id):
-    result = found_or_404(selectors.result_get, result_id=result_id)
+    result = found_or_404(selectors.result_get, result_id=result_id, project=project_of(request))
     if request.method == "POST":
         return _review(request, result)
     run = result.run
@@ -378,12 +385,12 @@ def run_compare(request):
             console_context(
                 request,
                 title="Compare runs",
-                runs=console_selectors.compare_choices(),
+                runs=console_selectors.compare_choices(project=project_of(request)),
                 base_id=base_id,
                 head_id=head_id,
             ),
         )
-    base, head = _run_or_404(base_id), _run_or_404(head_id)
+    base, head = _run_or_404(request, base_id), _run_or_404(request, head_id)
     try:
         comparison = selectors.run_comparison(base=base, head=head)
     except DomainError as exc:
@@ -416,7 +423,7 @@ def run_compare(request):
 @login_required
 @require_GET
 def rubric_page(request, rubric_id):
-    rubric = found_or_404(rubric_get, rubric_id)
+    rubric = found_or_404(rubric_get, rubric_id, project=project_of(request))
     current = head_data(rubric)
     agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
     by_rule = {row.key: row for row in agreement["rules"]}

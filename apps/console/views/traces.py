@@ -10,6 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from apps.agentic.selectors import evaluation_list
 from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
+from apps.core.projects.resolution import project_of
 from apps.traces import filters as trace_filters
 from apps.traces.selectors import FIRST_PAGE, trace_find, trace_tool_call_page
 
@@ -30,6 +31,7 @@ def trace_list(request):
         sort=sort,
         after=selectors.TraceCursor.decode(request.GET.get("after", ""), sort=sort),
         before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort),
+        project_id=project_of(request).pk,
     )
     # Pages keep the filters and the sort; a sort link keeps the filters and starts at the first page.
     query = request.GET.copy()
@@ -63,7 +65,7 @@ def trace_page(request, session_id):
     """The session as a timeline (query, intent, each tool call with its timing, final answer) and
     the evaluations of it. A POST is "Evaluate now": the page's own address, because a session id
     may hold slashes and so could swallow any path put after it."""
-    trace = trace_find(session_id=session_id)
+    trace = trace_find(session_id=session_id, project_id=project_of(request).pk)
     if trace is None:
         raise Http404(f"No trace found for session {session_id}")
     if request.method == "POST":
@@ -84,7 +86,7 @@ def trace_page(request, session_id):
             remaining=page.total - (page.last_position or 0),
             page_size=len(page.calls),
             dropped=_dropped(trace),
-            evaluations=evaluation_list(session_id=trace.session_id),
+            evaluations=evaluation_list(session_id=trace.session_id, project_id=trace.project_id),
             admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk]),
         ),
     )
@@ -110,7 +112,7 @@ def _evaluate_now(request, trace):
     """The agentic evaluation the API's evaluate/session runs, with the configured judge. An
     identical earlier verdict (same judge, same trace content) is kept rather than stored twice."""
     try:
-        outcome = evaluation_create_for_session(session_id=trace.session_id)
+        outcome = evaluation_create_for_session(session_id=trace.session_id, project_id=trace.project_id)
     except DomainError as exc:
         messages.error(request, f"Not evaluated: {exc.detail}")
     else:

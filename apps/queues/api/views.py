@@ -16,6 +16,9 @@ from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
 from apps.core.auth.permissions import ApiAccess
 from apps.core.errors import NotFoundError
+from apps.core.models import DEFAULT_PROJECT_SLUG, Membership
+from apps.core.projects.access import role_in
+from apps.core.projects.resolution import project_of
 from apps.scores.vocabulary import SubjectKind
 
 from .. import selectors, services
@@ -58,8 +61,21 @@ def _user(request):
     return request.user if request.user.is_authenticated else None
 
 
-def _item(queue_id, item_id):
-    return selectors.queue_item_get(queue=selectors.queue_get(queue_id=queue_id), item_id=item_id)
+def _works_in(user, project) -> bool:
+    """Whether `user` has a role in `project` (or, belonging to no project, is in `default`): an
+    item is assigned only to such a person, and anyone else is answered as no such user."""
+    if role_in(user, project) is not None:
+        return True
+    return project.slug == DEFAULT_PROJECT_SLUG and not Membership.objects.filter(user=user).exists()
+
+
+def _queue(request, queue_id):
+    """The queue of the request's project: another project's answers 404, as one that does not exist."""
+    return selectors.queue_get(queue_id=queue_id, project=project_of(request))
+
+
+def _item(request, queue_id, item_id):
+    return selectors.queue_item_get(queue=_queue(request, queue_id), item_id=item_id)
 
 
 def _item_answer(item):
@@ -85,14 +101,14 @@ class QueuesView(QueueView):
         tags=TAG, responses={200: QueueList}, summary="Review queues with their progress", operation_id="queues_list"
     )
     def get(self, request):
-        return respond(QueueList, list(selectors.queue_list()))
+        return respond(QueueList, list(selectors.queue_list(project=project_of(request))))
 
     @extend_schema(tags=TAG, request=QueueIn, responses={201: QueueOut, 409: CONFLICT}, summary="Create a review queue")
     def post(self, request):
         body = validate_body(QueueIn, request.data)
-        queue = services.queue_create(created_by=_user(request), **body.rule())
+        queue = services.queue_create(project=project_of(request), created_by=_user(request), **body.rule())
         # Read again with its progress (none yet), as every queue answer shows it.
-        return respond(QueueOut, selectors.queue_get(queue_id=queue.pk), status=status.HTTP_201_CREATED)
+        return respond(QueueOut, _queue(request, queue.pk), status=status.HTTP_201_CREATED)
 
 
 class QueueDetailView(QueueView):
@@ -102,7 +118,7 @@ class QueueDetailView(QueueView):
 
     @extend_schema(tags=TAG, responses={200: QueueOut}, summary="Get a review queue")
     def get(self, request, queue_id):
-        return respond(QueueOut, selectors.queue_get(queue_id=queue_id))
+        return respond(QueueOut, _queue(request, queue_id))
 
     @extend_schema(
         tags=TAG,
@@ -112,12 +128,12 @@ class QueueDetailView(QueueView):
     )
     def put(self, request, queue_id):
         body = validate_body(QueueIn, request.data)
-        queue = services.queue_update(queue=selectors.queue_get(queue_id=queue_id), **body.rule())
-        return respond(QueueOut, selectors.queue_get(queue_id=queue.pk))
+        queue = services.queue_update(queue=_queue(request, queue_id), **body.rule())
+        return respond(QueueOut, _queue(request, queue.pk))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete a review queue (admin scope; its reviews stay)")
     def delete(self, request, queue_id):
-        services.queue_delete(queue=selectors.queue_get(queue_id=queue_id))
+        services.queue_delete(queue=_queue(request, queue_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -131,7 +147,7 @@ class QueueFillView(QueueView):
         summary="Apply the queue's rule to what exists now (idempotent)",
     )
     def post(self, request, queue_id):
-        queue = selectors.queue_get(queue_id=queue_id)
+        queue = _queue(request, queue_id)
         entered = services.queue_fill(queue=queue)
         return respond(QueueFillOut, {"entered": entered, "total": queue.items.count()})
 
@@ -149,7 +165,7 @@ class QueueItemsView(QueueView):
     def get(self, request, queue_id):
         query = query_of(ItemQuery, request)
         items = selectors.queue_item_list(
-            queue=selectors.queue_get(queue_id=queue_id), filters=query.model_dump(include={"state"}, exclude_none=True)
+            queue=_queue(request, queue_id), filters=query.model_dump(include={"state"}, exclude_none=True)
         )
         page = items[query.offset : query.offset + query.limit]
         return respond(QueueItemList, {"count": items.count(), "results": list(page)})
@@ -163,7 +179,7 @@ class QueueItemsView(QueueView):
     def post(self, request, queue_id):
         body = validate_body(QueueItemAddIn, request.data)
         item, created = services.queue_item_add(
-            queue=selectors.queue_get(queue_id=queue_id), target_id=body.target_id, kind=body.kind
+            queue=_queue(request, queue_id), target_id=body.target_id, kind=body.kind
         )
         return respond(
             QueueItemOut, _item_answer(item), status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
@@ -181,9 +197,13 @@ class ItemAssignView(QueueView):
         user = None
         if body.username is not None:
             user = get_user_model().objects.filter(username=body.username, is_active=True).first()
+            if user is not None and not _works_in(user, project_of(request)):
+                user = None
             if user is None:
                 raise NotFoundError(f"No active user {body.username!r}")
-        return respond(QueueItemOut, _item_answer(services.queue_item_assign(item=_item(queue_id, item_id), user=user)))
+        return respond(
+            QueueItemOut, _item_answer(services.queue_item_assign(item=_item(request, queue_id, item_id), user=user))
+        )
 
 
 class ItemClaimView(QueueView):
@@ -194,7 +214,8 @@ class ItemClaimView(QueueView):
     )
     def post(self, request, queue_id, item_id):
         return respond(
-            QueueItemOut, _item_answer(services.queue_item_claim(item=_item(queue_id, item_id), user=request.user))
+            QueueItemOut,
+            _item_answer(services.queue_item_claim(item=_item(request, queue_id, item_id), user=request.user)),
         )
 
 
@@ -210,7 +231,7 @@ class ItemReviewView(QueueView):
     def post(self, request, queue_id, item_id):
         body = validate_body(QueueItemReviewIn, request.data)
         item = services.queue_item_review(
-            item=_item(queue_id, item_id),
+            item=_item(request, queue_id, item_id),
             reviewer=request.user,
             verdicts=[v.model_dump() for v in body.verdicts],
             note=body.note,

@@ -7,6 +7,7 @@ from apps.core.api.openapi import CONFLICT
 from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.projects.resolution import project_of
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data
 from apps.rubrics import selectors, services
@@ -30,7 +31,7 @@ class RubricListView(APIView):
     )
     def get(self, request):
         query = query_of(RubricListQuery, request)
-        rubrics = selectors.rubric_list(filters=query.model_dump(exclude_none=True))
+        rubrics = selectors.rubric_list(project=project_of(request), filters=query.model_dump(exclude_none=True))
         return respond(RubricListOut, head_list_data(rubrics))
 
     @extend_schema(
@@ -42,7 +43,9 @@ class RubricListView(APIView):
     )
     def post(self, request):
         body = validate_body(RubricCreateIn, request.data)
-        rubric = services.rubric_create(content=body, changelog=body.changelog, author=author_of(request))
+        rubric = services.rubric_create(
+            content=body, project=project_of(request), changelog=body.changelog, author=author_of(request)
+        )
         return with_etag(RubricOut, head_data(rubric), status=status.HTTP_201_CREATED)
 
 
@@ -53,7 +56,7 @@ class RubricDetailView(APIView):
         tags=TAG, responses={200: RubricOut}, operation_id="rubrics_get", summary="Get a rubric at its current version"
     )
     def get(self, request, rubric_id):
-        return with_etag(RubricOut, head_data(selectors.rubric_get(rubric_id)))
+        return with_etag(RubricOut, head_data(selectors.rubric_get(rubric_id, project=project_of(request))))
 
     @extend_schema(
         tags=TAG,
@@ -66,7 +69,7 @@ class RubricDetailView(APIView):
         "is 409. A PUT that changes nothing publishes nothing and returns the current version.",
     )
     def put(self, request, rubric_id):
-        rubric = selectors.rubric_get(rubric_id)
+        rubric = selectors.rubric_get(rubric_id, project=project_of(request))
         body = validate_body(RubricUpdateIn, request.data)
         rubric, _published = services.rubric_publish_version(
             rubric=rubric,
@@ -84,11 +87,11 @@ class RubricDetailView(APIView):
         summary="Delete a rubric and its versions (admin scope)",
     )
     def delete(self, request, rubric_id):
-        services.rubric_delete(rubric=selectors.rubric_get(rubric_id))
+        services.rubric_delete(rubric=selectors.rubric_get(rubric_id, project=project_of(request)))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-RubricVersionListView, RubricVersionDetailView = version_views(
+_RubricVersionListView, _RubricVersionDetailView = version_views(
     Rubric,
     list_out=RubricVersionListOut,
     version_out=RubricVersionOut,
@@ -98,3 +101,20 @@ RubricVersionListView, RubricVersionDetailView = version_views(
     operation_prefix="rubrics",
     tags=TAG,
 )
+
+
+class _OfRequestProject:
+    """The shared history views read a head by id alone: a rubric of another project answers 404
+    here, before them, as one that does not exist."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        selectors.rubric_get(kwargs["rubric_id"], project=project_of(request))
+
+
+class RubricVersionListView(_OfRequestProject, _RubricVersionListView):
+    pass
+
+
+class RubricVersionDetailView(_OfRequestProject, _RubricVersionDetailView):
+    pass

@@ -17,6 +17,7 @@ from apps.core.auth.permissions import scopes_of
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.models import SCOPE_ADMIN, ApiKey
+from apps.core.projects.resolution import project_of
 from apps.runs import selectors, services
 from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
@@ -120,8 +121,9 @@ class ItemQuery(BaseModel):
     limit: int = Field(default=100, ge=1, le=1000)
 
 
-def _run_or_404(run_id):
-    return services.run_recover(run_id=run_id)
+def _run_or_404(request, run_id):
+    """The run of the request's project: another project's answers 404, as one that does not exist."""
+    return services.run_recover(run_id=run_id, project=project_of(request))
 
 
 class RunsView(APIView):
@@ -136,6 +138,7 @@ class RunsView(APIView):
             llm_rate_check(request, self)
         run = services.run_create(
             data=body,
+            project=project_of(request),
             created_by=request.user if request.user.is_authenticated else None,
             api_key=request.auth if isinstance(request.auth, ApiKey) else None,
         )
@@ -150,7 +153,11 @@ class RunsView(APIView):
     )
     def get(self, request):
         query = query_of(RunListQuery, request)
-        runs = list(selectors.run_list(filters=query.model_dump(exclude={"limit"}), limit=query.limit))
+        runs = list(
+            selectors.run_list(
+                project=project_of(request), filters=query.model_dump(exclude={"limit"}), limit=query.limit
+            )
+        )
         fingerprints = selectors.run_judge_fingerprints(runs=runs)
         return respond(RunList, [run_answer(r, fingerprints[r.pk]) for r in runs])
 
@@ -160,7 +167,7 @@ class RunDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: RunOut}, summary="Get a run")
     def get(self, request, run_id):
-        return respond(RunOut, run_answer(_run_or_404(run_id)))
+        return respond(RunOut, run_answer(_run_or_404(request, run_id)))
 
 
 # A message when the runs cannot be compared, the field errors when `limit` is invalid.
@@ -179,7 +186,7 @@ class RunCompareView(APIView):
         summary="Compare run b with run a: buckets, McNemar test, Tango interval, verdict, judge changes",
     )
     def get(self, request, run_id, other_run_id):
-        base, head = _run_or_404(run_id), _run_or_404(other_run_id)
+        base, head = _run_or_404(request, run_id), _run_or_404(request, other_run_id)
         query = query_of(CompareQuery, request)
         comparison = selectors.run_comparison(base=base, head=head, shown=query.limit, listed=(REGRESSED,))
         return respond(ComparisonOut, comparison)
@@ -221,7 +228,7 @@ class RunResultsView(APIView):
         ],
     )
     def get(self, request, run_id):
-        run = _run_or_404(run_id)
+        run = _run_or_404(request, run_id)
         query = query_of(ResultQuery, request)
         filters = {"passed": query.passed, "item_type": query.item_type}
         entry = _result_entry(run)
@@ -280,7 +287,7 @@ class RunItemsView(APIView):
         summary="Items of a run with their attempts: canonical verdict, pass rate, pass^k, pass@k, flaky",
     )
     def get(self, request, run_id):
-        run = _run_or_404(run_id)
+        run = _run_or_404(request, run_id)
         query = query_of(ItemQuery, request)
         return respond(RunItemList, selectors.run_item_list(run=run, **query.model_dump()))
 
@@ -296,7 +303,7 @@ class RunCancelView(APIView):
     )
     def post(self, request, run_id):
         run = services.run_cancel(
-            run=_run_or_404(run_id),
+            run=_run_or_404(request, run_id),
             requested_by=request.user if request.user.is_authenticated else None,
             admin=SCOPE_ADMIN in scopes_of(request),
         )
@@ -308,7 +315,7 @@ class ResultDetailView(APIView):
 
     @extend_schema(tags=TAG, responses={200: ResultDetailOut}, summary="Get a result with its human reviews")
     def get(self, request, result_id):
-        result = selectors.result_get(result_id=result_id)
+        result = selectors.result_get(result_id=result_id, project=project_of(request))
         reviews = selectors.verdict_review_list(result=result)
         detail = with_attributes(
             result,
@@ -333,7 +340,7 @@ class ResultReviewsView(APIView):
         operation_id="result_reviews_list",
     )
     def get(self, request, result_id):
-        result = selectors.result_get(result_id=result_id)
+        result = selectors.result_get(result_id=result_id, project=project_of(request))
         return respond(
             ReviewList, _reviews_answer(selectors.verdict_review_list(result=result), result_id=result.result_id)
         )
@@ -345,7 +352,7 @@ class ResultReviewsView(APIView):
         summary="Override one criterion or rule verdict (the judge's verdict is kept)",
     )
     def post(self, request, result_id):
-        result = selectors.result_get(result_id=result_id)
+        result = selectors.result_get(result_id=result_id, project=project_of(request))
         body = validate_body(ReviewIn, request.data)
         review = services.verdict_review_create(result=result, reviewer=request.user, **body.model_dump())
         return respond(

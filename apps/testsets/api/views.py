@@ -10,6 +10,7 @@ from apps.core.api.openapi import CONFLICT
 from apps.core.api.query_params import query_of, query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.projects.resolution import project_of
 from apps.core.versioning.api import IF_MATCH, author_of, expected_version, version_views, with_etag
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
@@ -57,7 +58,9 @@ class TestSetListView(APIView):
         parameters=query_parameters(TestSetListQuery),
     )
     def get(self, request):
-        test_sets = selectors.testset_list(filters=query_of(TestSetListQuery, request).model_dump(exclude_none=True))
+        test_sets = selectors.testset_list(
+            project=project_of(request), filters=query_of(TestSetListQuery, request).model_dump(exclude_none=True)
+        )
         return respond(TestSetListOut, head_list_data(test_sets))
 
     @extend_schema(
@@ -70,8 +73,10 @@ class TestSetListView(APIView):
     )
     def post(self, request):
         body = validate_body(TestSetCreateIn, request.data)
-        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
-        test_set = services.testset_create(content=body, changelog=body.changelog, author=author_of(request))
+        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items, project=project_of(request))
+        test_set = services.testset_create(
+            content=body, project=project_of(request), changelog=body.changelog, author=author_of(request)
+        )
         return _saved(test_set, warnings, status=status.HTTP_201_CREATED)
 
 
@@ -85,7 +90,7 @@ class TestSetDetailView(APIView):
         summary="Get a test set at its current version",
     )
     def get(self, request, test_set_id):
-        return with_etag(TestSetOut, head_data(selectors.testset_get(test_set_id)))
+        return with_etag(TestSetOut, head_data(selectors.testset_get(test_set_id, project=project_of(request))))
 
     @extend_schema(
         tags=TAG,
@@ -99,10 +104,10 @@ class TestSetDetailView(APIView):
         "changes nothing publishes nothing.",
     )
     def put(self, request, test_set_id):
-        test_set = selectors.testset_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id, project=project_of(request))
         body = validate_body(TestSetUpdateIn, request.data)
         expected = expected_version(request, body.version)
-        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items)
+        warnings = services.testset_tool_warnings(agent_id=body.agent_id, items=body.items, project=project_of(request))
         test_set, _published = services.testset_publish_version(
             test_set=test_set,
             content=body,
@@ -119,7 +124,7 @@ class TestSetDetailView(APIView):
         summary="Delete a test set and its versions (admin scope)",
     )
     def delete(self, request, test_set_id):
-        services.testset_delete(test_set=selectors.testset_get(test_set_id))
+        services.testset_delete(test_set=selectors.testset_get(test_set_id, project=project_of(request)))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -142,7 +147,7 @@ class TestSetExportView(APIView):
     def get(self, request, test_set_id):
         query = ExportQuery.model_validate(request.query_params.dict())
         fmt = query.format or "json"
-        test_set = selectors.testset_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id, project=project_of(request))
         found = version_get(test_set, query.version)
         data = version_data(test_set, found)
         response = HttpResponse(
@@ -178,6 +183,7 @@ class TestSetImportView(APIView):
         test_set, _published, warnings = services.testset_import(
             raw=request.body,
             fmt=fmt,
+            project=project_of(request),
             agent_id=query.agent_id,
             name=query.name,
             description=query.description,
@@ -201,16 +207,16 @@ class TestSetImportVersionView(APIView):
         responses={200: TestSetSavedOut, 409: CONFLICT},
     )
     def post(self, request, test_set_id):
-        test_set = selectors.testset_get(test_set_id)
+        test_set = selectors.testset_get(test_set_id, project=project_of(request))
         query = ImportVersionQuery.model_validate(request.query_params.dict())
         fmt = transfer.format_for(query.format, request.content_type)
         test_set, _published, warnings = services.testset_import(
-            raw=request.body, fmt=fmt, test_set=test_set, author=author_of(request)
+            raw=request.body, fmt=fmt, project=project_of(request), test_set=test_set, author=author_of(request)
         )
         return _saved(test_set, warnings)
 
 
-TestSetVersionListView, TestSetVersionDetailView = version_views(
+_TestSetVersionListView, _TestSetVersionDetailView = version_views(
     TestSet,
     list_out=TestSetVersionListOut,
     version_out=TestSetVersionOut,
@@ -220,6 +226,23 @@ TestSetVersionListView, TestSetVersionDetailView = version_views(
     operation_prefix="test_sets",
     tags=TAG,
 )
+
+
+class _OfRequestProject:
+    """The shared history views read a head by id alone: a test set of another project answers 404
+    here, before them, as one that does not exist."""
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        selectors.testset_get(kwargs["test_set_id"], project=project_of(request))
+
+
+class TestSetVersionListView(_OfRequestProject, _TestSetVersionListView):
+    pass
+
+
+class TestSetVersionDetailView(_OfRequestProject, _TestSetVersionDetailView):
+    pass
 
 
 class DatasetListView(APIView):
@@ -233,7 +256,9 @@ class DatasetListView(APIView):
         parameters=query_parameters(DatasetListQuery),
     )
     def get(self, request):
-        datasets = selectors.dataset_list(filters=query_of(DatasetListQuery, request).model_dump(exclude_none=True))
+        datasets = selectors.dataset_list(
+            project=project_of(request), filters=query_of(DatasetListQuery, request).model_dump(exclude_none=True)
+        )
         return respond(DatasetListOut, [selectors.dataset_data(d) for d in datasets])
 
     @extend_schema(
@@ -245,9 +270,12 @@ class DatasetListView(APIView):
     )
     def post(self, request):
         body = validate_body(DatasetIn, request.data)
-        dataset = services.dataset_create(data=body)
+        project = project_of(request)
+        dataset = services.dataset_create(data=body, project=project)
         return respond(
-            DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset.pk)), status=status.HTTP_201_CREATED
+            DatasetOut,
+            selectors.dataset_data(selectors.dataset_get(dataset.pk, project=project)),
+            status=status.HTTP_201_CREATED,
         )
 
 
@@ -258,7 +286,9 @@ class DatasetDetailView(APIView):
         tags=DATASET_TAG, responses={200: DatasetOut}, operation_id="datasets_get", summary="Get a question set"
     )
     def get(self, request, dataset_id):
-        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
+        return respond(
+            DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id, project=project_of(request)))
+        )
 
     @extend_schema(
         tags=DATASET_TAG,
@@ -269,10 +299,12 @@ class DatasetDetailView(APIView):
         description="Questions keep their question_id when sent with it or with unchanged text.",
     )
     def put(self, request, dataset_id):
-        dataset = selectors.dataset_get(dataset_id)
+        dataset = selectors.dataset_get(dataset_id, project=project_of(request))
         body = validate_body(DatasetIn, request.data)
         services.dataset_update(dataset=dataset, data=body)
-        return respond(DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id)))
+        return respond(
+            DatasetOut, selectors.dataset_data(selectors.dataset_get(dataset_id, project=project_of(request)))
+        )
 
     @extend_schema(
         tags=DATASET_TAG,
@@ -281,5 +313,5 @@ class DatasetDetailView(APIView):
         summary="Delete a question set (admin scope)",
     )
     def delete(self, request, dataset_id):
-        services.dataset_delete(dataset=selectors.dataset_get(dataset_id))
+        services.dataset_delete(dataset=selectors.dataset_get(dataset_id, project=project_of(request)))
         return Response(status=status.HTTP_204_NO_CONTENT)

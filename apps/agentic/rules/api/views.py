@@ -11,6 +11,7 @@ from apps.agentic.rules import services as rule_services
 from apps.core.api.openapi import CONFLICT, ErrorOut
 from apps.core.api.responses import respond
 from apps.core.api.validation import validate_body
+from apps.core.projects.resolution import project_of
 
 from .schemas import (
     EvaluationRuleBackfillIn,
@@ -67,7 +68,10 @@ class RuleListView(RuleView):
         summary="List online evaluation rules",
     )
     def get(self, request):
-        return respond(EvaluationRuleListOut, [rule_out(rule) for rule in rule_selectors.rule_list()])
+        return respond(
+            EvaluationRuleListOut,
+            [rule_out(rule) for rule in rule_selectors.rule_list(project_id=project_of(request).pk)],
+        )
 
     @extend_schema(
         tags=TAG,
@@ -80,7 +84,9 @@ class RuleListView(RuleView):
     )
     def post(self, request):
         body = validate_body(EvaluationRuleIn, request.data)
-        rule = rule_services.rule_create(data=rule_input(body), created_by=request.user)
+        rule = rule_services.rule_create(
+            data=rule_input(body), created_by=request.user, project_id=project_of(request).pk
+        )
         return respond(EvaluationRuleOut, rule_out(rule), status=status.HTTP_201_CREATED)
 
 
@@ -94,7 +100,9 @@ class RuleDetailView(RuleView):
         summary="Get an online evaluation rule",
     )
     def get(self, request, rule_id: int):
-        return respond(EvaluationRuleOut, rule_out(rule_selectors.rule_get(rule_id=rule_id)))
+        return respond(
+            EvaluationRuleOut, rule_out(rule_selectors.rule_get(rule_id=rule_id, project_id=project_of(request).pk))
+        )
 
     @extend_schema(
         tags=TAG,
@@ -105,7 +113,7 @@ class RuleDetailView(RuleView):
         description="Applies to traces that finish from now on; a name another rule has is 409.",
     )
     def put(self, request, rule_id: int):
-        rule = rule_selectors.rule_get(rule_id=rule_id)
+        rule = rule_selectors.rule_get(rule_id=rule_id, project_id=project_of(request).pk)
         body = validate_body(EvaluationRuleIn, request.data)
         return respond(EvaluationRuleOut, rule_out(rule_services.rule_update(rule=rule, data=rule_input(body))))
 
@@ -117,7 +125,7 @@ class RuleDetailView(RuleView):
         description="Its evaluations are kept, with no rule.",
     )
     def delete(self, request, rule_id: int):
-        rule_services.rule_delete(rule=rule_selectors.rule_get(rule_id=rule_id))
+        rule_services.rule_delete(rule=rule_selectors.rule_get(rule_id=rule_id, project_id=project_of(request).pk))
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -135,7 +143,7 @@ class RuleBackfillView(RuleView):
         "queue is down (repeating the backfill is harmless: judged traces are re-used).",
     )
     def post(self, request, rule_id: int):
-        rule = rule_selectors.rule_get(rule_id=rule_id)
+        rule = rule_selectors.rule_get(rule_id=rule_id, project_id=project_of(request).pk)
         body = validate_body(EvaluationRuleBackfillIn, request.data)
         queued = rule_services.rule_backfill(rule=rule, since=body.since, until=body.until)
         return respond(EvaluationRuleBackfillOut, {"rule_id": rule.pk, "queued": queued})

@@ -29,6 +29,7 @@ import uuid
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import DomainError
+from apps.core.models import DEFAULT_PROJECT_SLUG, Project
 from apps.runs import reports, selectors, services
 from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut, run_answer
 from apps.runs.comparison import REGRESSED
@@ -48,6 +49,12 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--agent", required=True, metavar="AGENT_ID", help="the bot to evaluate: its agent_id")
+        parser.add_argument(
+            "--project",
+            default=DEFAULT_PROJECT_SLUG,
+            metavar="SLUG",
+            help="the project the bot, test set, rubric and baseline are in [%(default)s]",
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--test-set", type=uuid.UUID, metavar="ID", help="the test set to run (its id)")
         source.add_argument("--dataset", type=uuid.UUID, metavar="ID", help="or a V1 question set to run (its id)")
@@ -147,6 +154,12 @@ class Command(BaseCommand):
         parser.add_argument("--poll", type=float, default=2.0, help=argparse_hidden())
 
     def handle(self, *args, **o):
+        slug = o["project"]
+        self.project = (
+            Project.objects.default() if slug == DEFAULT_PROJECT_SLUG else Project.objects.filter(slug=slug).first()
+        )
+        if self.project is None:
+            raise CommandError(f"No project {o['project']}")
         if o["fail_under"] is not None and not 0 <= o["fail_under"] <= 1:
             raise CommandError("--fail-under is a pass rate between 0 and 1")
         if o["baseline"] and not o["wait"]:
@@ -175,7 +188,7 @@ class Command(BaseCommand):
                 label=o["label"],
                 repeats=o["repeats"],
             )
-            run = services.run_create(data=data)
+            run = services.run_create(data=data, project=self.project)
         except DomainError as exc:
             raise CommandError(str(exc.detail)) from exc
         self.stdout.write(
@@ -188,7 +201,7 @@ class Command(BaseCommand):
         deadline = time.monotonic() + o["timeout"]
         last = None
         while True:
-            run = selectors.run_get(run_id=run.run_id)
+            run = selectors.run_get(run_id=run.run_id, project=self.project)
             if run.status == run.Status.RUNNING:
                 services.runs_reap(run_pk=run.pk)
             progress = (run.status, run.completed, run.passed, run.failed, run.unassessed)
@@ -274,7 +287,7 @@ class Command(BaseCommand):
 
     def _baseline(self, run_id: str):
         try:
-            return selectors.run_get(run_id=uuid.UUID(run_id))
+            return selectors.run_get(run_id=uuid.UUID(run_id), project=self.project)
         except ValueError as exc:
             raise CommandError(f'--baseline is a run id or "latest", not {run_id!r}') from exc
         except DomainError as exc:

@@ -1,0 +1,147 @@
+"""The admin, scoped to the session's project (apps.core.projects.resolution.project_of): the
+change lists show that project's objects only, another project's object is a 404, foreign-key
+choices offer the project's objects only, and what a person may do follows their role there
+(apps.core.models.ProjectRole): any role views; editor adds and changes; admin deletes. The Django
+permissions (is_staff, model permissions) still apply on top.
+
+It lives here, in the lowest of the apps whose admins use it (bots < rubrics, testsets < runs <
+queues); it would belong in apps.core.admin, which every app may import."""
+
+from django.contrib import admin
+from django.db.models import UniqueConstraint
+from django.shortcuts import get_object_or_404
+
+from apps.core.models import ProjectRole
+from apps.core.projects.resolution import project_of, request_access
+
+
+def role_allows(request, role: ProjectRole) -> bool:
+    """Whether the person's role in the session's project is `role` or higher. A staff member in
+    no project (in `default`) keeps what staff could do before projects."""
+    access = request_access(request)
+    if access.role is not None:
+        return access.role.at_least(role)
+    return bool(request.user.is_staff and access.scopes)
+
+
+class ProjectScopedAdmin:
+    """Mix in before admin.ModelAdmin. `project_path` is the lookup from the model to its project
+    (`project` for a top-level object, e.g. `rubric__project` for a child); `change_role` the least
+    role that adds and changes (editor; reviewer for review queues)."""
+
+    project_path = "project"
+    change_role = ProjectRole.EDITOR
+    delete_role = ProjectRole.ADMIN
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(**{self.project_path: project_of(request)})
+
+    def get_list_filter(self, request):
+        # A related filter's choices are every row of the related model: another project's bot
+        # names would be listed in the sidebar.
+        return [_in_project_filter(entry, self.model) for entry in super().get_list_filter(request)]
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        # Only the project's bots (test sets, ...) to choose from: never another project's names.
+        related = db_field.related_model
+        if _has_project(related):
+            kwargs.setdefault("queryset", related._default_manager.filter(project=project_of(request)))
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_form(self, request, obj=None, **kwargs):
+        form = super().get_form(request, obj, **kwargs)
+        if self.project_path != "project":
+            return form
+        return _in_project(form, project_of(request))
+
+    def save_model(self, request, obj, form, change):
+        # A new top-level object belongs to the session's project.
+        if not change and self.project_path == "project" and obj.project_id is None:
+            obj.project = project_of(request)
+        super().save_model(request, obj, form, change)
+
+    def has_view_permission(self, request, obj=None):
+        return super().has_view_permission(request, obj) and request_access(request).scopes != frozenset()
+
+    def has_add_permission(self, request, *args):
+        return super().has_add_permission(request, *args) and role_allows(request, self.change_role)
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) and role_allows(request, self.change_role)
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) and role_allows(request, self.delete_role)
+
+
+def _has_project(model) -> bool:
+    return any(f.name == "project" for f in model._meta.concrete_fields)
+
+
+def _in_project_filter(entry, model):
+    """`entry` of a list_filter, with the choices of a related filter limited to the session's project."""
+    if not (isinstance(entry, tuple) and issubclass(entry[1], admin.RelatedFieldListFilter)):
+        return entry
+    name, base = entry
+    if not _has_project(model._meta.get_field(name).related_model):
+        return entry
+
+    def field_choices(self, field, request, model_admin):
+        rows = field.related_model._default_manager.filter(project=project_of(request))
+        return [(row.pk, str(row)) for row in rows]
+
+    return name, type(f"InProject{base.__name__}", (base,), {"field_choices": field_choices})
+
+
+def _in_project(form_class, project):
+    """`form_class`, whose new instance is of `project` and which checks the model's per-project
+    unique constraints (e.g. a bot's agent_id) as a form error. The form has no project field, so
+    Django's own constraint validation leaves these to the database (an IntegrityError, a 500)."""
+    model = form_class._meta.model
+    unique_sets = [
+        [name for name in constraint.fields if name != "project"]
+        for constraint in model._meta.constraints
+        if isinstance(constraint, UniqueConstraint) and "project" in constraint.fields and constraint.condition is None
+    ]
+
+    class InProject(form_class):
+        def _post_clean(self):
+            if self.instance.project_id is None:
+                self.instance.project = project
+            super()._post_clean()
+            for names in unique_sets:
+                if not all(name in self.cleaned_data for name in names):
+                    continue
+                taken = model._default_manager.filter(
+                    project=self.instance.project_id, **{name: self.cleaned_data[name] for name in names}
+                ).exclude(pk=self.instance.pk)
+                if taken.exists():
+                    self.add_error(
+                        names[0], f"This project already has a {model._meta.verbose_name} with this {names[0]}."
+                    )
+
+    InProject.__name__ = form_class.__name__
+    return InProject
+
+
+def scoped_version_admin(version_model, head_field: str, site=admin.site) -> None:
+    """Re-register a head's version admin (apps.core.versioning registers it unscoped) with the
+    versions of the session's project's heads only."""
+    base = type(site._registry[version_model])
+    site.unregister(version_model)
+    site.register(
+        version_model,
+        type(f"{version_model.__name__}Admin", (ProjectScopedAdmin, base), {"project_path": f"{head_field}__project"}),
+    )
+
+
+class ScopedHeadViews:
+    """For a VersionedHeadAdmin: its history and restore pages read the head by id alone
+    (apps.core.versioning.admin); here another project's head is a 404 before they run."""
+
+    def versions_view(self, request, object_id, *args, **kwargs):
+        get_object_or_404(self.get_queryset(request), pk=object_id)
+        return super().versions_view(request, object_id, *args, **kwargs)
+
+    def restore_view(self, request, object_id, *args, **kwargs):
+        get_object_or_404(self.get_queryset(request), pk=object_id)
+        return super().restore_view(request, object_id, *args, **kwargs)
