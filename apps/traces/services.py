@@ -92,5 +92,6 @@ def traces_expire(project, before, limit: int) -> int:
         if not ids:
             return 0
         ToolCall.objects.filter(trace_id__in=ids).delete()
-        _, deleted = AgentTrace.objects.filter(pk__in=ids).delete()
+        # Only the ids: the deletion collector reads each trace it deletes, and a trace row is wide.
+        _, deleted = AgentTrace.objects.filter(pk__in=ids).only("pk").delete()
         return deleted.get(AgentTrace._meta.label, 0)
