@@ -538,12 +538,22 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = "UTC"
+# Retention (apps.core.retention): rows deleted per transaction, the pause between two, and how often
+# Celery beat runs a pass.
+EVALSITE_RETENTION_BATCH_SIZE = env_int("EVALSITE_RETENTION_BATCH_SIZE", 2000)
+EVALSITE_RETENTION_PAUSE_MS = env_int("EVALSITE_RETENTION_PAUSE_MS", 50)
+EVALSITE_RETENTION_INTERVAL_SECONDS = env_int("EVALSITE_RETENTION_INTERVAL_SECONDS", 3600)
+
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
     "fail-stale-traces": {"task": "apps.traces.tasks.fail_stale_traces", "schedule": 300.0},
     "reap-runs": {"task": "apps.runs.tasks.reap_runs", "schedule": 30.0},
     "prune-otlp-spans": {"task": "apps.traces.tasks.prune_otlp_spans", "schedule": 3600.0},
     "compact-ingestion-ledger": {"task": "apps.traces.tasks.compact_ingestion_ledger", "schedule": 600.0},
+    "apply-retention": {
+        "task": "apps.core.tasks.apply_retention",
+        "schedule": float(EVALSITE_RETENTION_INTERVAL_SECONDS),
+    },
     "settle-otlp-traces": {
         "task": "apps.traces.tasks.settle_otlp_traces",
         "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS),

@@ -436,3 +436,20 @@ def test_migrate_scores(pg):
         r"^backward: [\d,]+ Score rows in [\d.]+ s",
         r"^checked backward: .*: ok$",
     )
+
+
+def test_retention(pg):
+    result = bench(
+        "retention.py",
+        "--traces",
+        "200",
+        "--calls",
+        "2",
+        "--seconds",
+        "1",
+        "--pg",
+        pg["base"],
+        "--db",
+        f"{pg['name']}_retention",
+    )
+    assert_ran(result, r"^expired 100 traces \(200 tool calls\) in [\d.]+ s", r"p95 ratio [\d.]+", r"^table sizes")

@@ -10,6 +10,19 @@ class AgenticConfig(AppConfig):
     verbose_name = "Agentic evaluations"
 
     def ready(self):
+        from apps.core.retention import RETENTION_DAYS, Expirer, expirer_register
+
+        from . import selectors, services
+
+        expirer_register(
+            Expirer(
+                "agentic_evaluations",
+                RETENTION_DAYS,
+                10,
+                selectors.evaluations_expired_count,
+                services.evaluations_expire,
+            )
+        )
         # Imported here, not at the top: these modules import models, which need the app registry.
         from .demo import load_demo_evaluations
         from .metrics import register_collector

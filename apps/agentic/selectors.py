@@ -175,7 +175,8 @@ def evaluation_summary(*, project_id: int | None = None) -> dict:
     distribution = dict.fromkeys(RATINGS, 0)
     coverage = {name: {"scored": 0, "skipped": 0, "errored": 0} for name in AGENTIC_METRICS}
     groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
-    for row in EvaluationRollup.objects.filter(project_id=project_id):
+    # A key whose evaluations all expired keeps its row at count 0 (services._rollup_add): not shown.
+    for row in EvaluationRollup.objects.filter(project_id=project_id, count__gt=0):
         total += row.count
         for name in names:
             sums[name][0] += getattr(row, f"{name}_count")
@@ -299,3 +300,8 @@ def evaluation_count(*, project_id: int | None = None) -> int:
 
 def trace_count(*, project_id: int | None = None) -> int:
     return project_traces(project_id).count()
+
+
+def evaluations_expired_count(project, before) -> int:
+    """How many of the project's agentic evaluations a retention pass would delete now."""
+    return AgentEvaluation.objects.filter(project=project, created_at__lt=before).count()

@@ -18,8 +18,9 @@ from django.db.models.functions import Coalesce
 
 from apps.core.llm.fingerprint import canonical_json
 from apps.core.models import default_project_id
+from apps.core.retention import rows_delete_quietly
 from apps.scores.models import Score
-from apps.scores.services import scores_delete, scores_store
+from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
 from apps.traces.models import AgentTrace
 from apps.traces.selectors import project_traces, trace_get
@@ -176,9 +177,11 @@ _ROLLUP_COLUMNS = (
 _ROLLUP_STATUSES = (("skipped", JudgeStatus.SKIPPED), ("errored", JudgeStatus.ERROR))
 
 
-def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
-    """Add new evaluations to the running totals. Call inside the transaction that inserts them.
-    Keys are upserted in sorted order so concurrent writers lock them in the same order."""
+def _rollup_add(evaluations: list[AgentEvaluation], sign: int = 1) -> None:
+    """Add new evaluations to the running totals (sign -1: take deleted ones out). Call inside the
+    transaction that inserts (or deletes) them. Keys are upserted in sorted order so concurrent
+    writers lock them in the same order. A key whose count falls to 0 stays (the summary skips
+    it): deleting it could lose a concurrent writer's increment, which found it existing."""
     totals: dict[tuple, list] = {}
     for ev in evaluations:
         key = (ev.project_id, ev.agent_name, ev.operation or "", ev.rating or "")
@@ -208,7 +211,7 @@ def _rollup_add(evaluations: list[AgentEvaluation]) -> None:
     for key in keys:
         project, agent, op, rt = key
         EvaluationRollup.objects.filter(project_id=project, agent_name=agent, operation=op, rating=rt).update(
-            **{column: F(column) + value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key], strict=True)}
+            **{column: F(column) + sign * value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key], strict=True)}
         )
 
 
@@ -416,3 +419,22 @@ def evaluations_clear(*, project_id: int | None = None) -> tuple[int, int]:
     EvaluationRollup.objects.filter(project_id=project_id).delete()
     traces = traces_clear(project_id=project_id)
     return deleted, traces
+
+
+def evaluations_expire(project, before, limit: int) -> int:
+    """Retention (apps.core.retention): deletes up to `limit` of the project's agentic evaluations
+    created before `before`, oldest first, with their Score rows and queue items, and takes them
+    out of the running totals, in one transaction."""
+    with transaction.atomic():
+        evaluations = list(
+            AgentEvaluation.objects.filter(project=project, created_at__lt=before)
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)[:limit]
+        )
+        if not evaluations:
+            return 0
+        metrics_attach(evaluations)
+        _rollup_add(evaluations, sign=-1)
+        ids = [ev.pk for ev in evaluations]
+        subjects_forget(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=ids)
+        return rows_delete_quietly(AgentEvaluation.objects.filter(pk__in=ids))

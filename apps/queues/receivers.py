@@ -39,3 +39,8 @@ def agentic_items_delete(sender, instance: AgentEvaluation, **kwargs) -> None:
 
 def rag_items_delete(sender, instance: TraceEvaluation, **kwargs) -> None:
     _items_of(SubjectKind.RAG_EVALUATION, [instance.pk]).delete()
+
+
+def subjects_items_delete(sender, subject_kind: str, subject_ids, **kwargs) -> None:
+    """Subjects deleted in bulk (apps.scores.signals.subjects_deleted): their items, in one query."""
+    _items_of(subject_kind, subject_ids).delete()

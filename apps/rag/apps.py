@@ -9,6 +9,19 @@ class RagConfig(AppConfig):
     verbose_name = "RAG evaluations"
 
     def ready(self):
+        from apps.core.retention import RETENTION_DAYS, Expirer, expirer_register
+
+        from . import selectors, services
+
+        expirer_register(
+            Expirer(
+                "rag_evaluations",
+                RETENTION_DAYS,
+                20,
+                selectors.trace_evaluations_expired_count,
+                services.trace_evaluations_expire,
+            )
+        )
         # Imported here, not at the top: the demo module imports models, which need the app registry.
         from .demo import load_demo_trace_evaluations
 

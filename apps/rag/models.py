@@ -73,6 +73,8 @@ class TraceEvaluation(models.Model):
         ordering = ["-created_at", "-id"]
         # What POST /api/v1/trace stores; "trace" in the console is an agent session.
         verbose_name = "RAG evaluation"
+        # A project's evaluations newest first (its history), and oldest first (retention).
+        indexes = [models.Index(fields=["project", "created_at", "id"], name="traceeval_project_created")]
 
     def __str__(self):
         return f"TRACE #{self.pk} ({', '.join(self.tests)})"

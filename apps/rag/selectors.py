@@ -62,3 +62,8 @@ def trace_evaluations_with_scores(evaluations) -> list[TraceEvaluation]:
     for evaluation in evaluations:
         evaluation.metric_scores = by_evaluation[evaluation.pk]
     return evaluations
+
+
+def trace_evaluations_expired_count(project, before) -> int:
+    """How many of the project's RAG evaluations a retention pass would delete now."""
+    return TraceEvaluation.objects.filter(project=project, created_at__lt=before).count()

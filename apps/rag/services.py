@@ -7,7 +7,8 @@ from django.db import transaction
 
 from apps.core.llm import client as llm
 from apps.core.models import default_project_id
-from apps.scores.services import scores_delete, scores_store
+from apps.core.retention import rows_delete_quietly
+from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import SubjectKind
 
 from .metrics.evaluate import DETERMINISTIC, Scoring, score_metrics
@@ -121,3 +122,19 @@ def trace_evaluations_delete(*, evaluations) -> int:
     scores_delete(subject_kind=SubjectKind.RAG_EVALUATION, subject_ids=ids)
     deleted, _ = TraceEvaluation.objects.filter(pk__in=ids).delete()
     return deleted
+
+
+def trace_evaluations_expire(project, before, limit: int) -> int:
+    """Retention (apps.core.retention): deletes up to `limit` of the project's RAG evaluations
+    created before `before`, oldest first, with their Score rows and queue items."""
+    with transaction.atomic():
+        ids = list(
+            TraceEvaluation.objects.filter(project=project, created_at__lt=before)
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        subjects_forget(subject_kind=SubjectKind.RAG_EVALUATION, subject_ids=ids)
+        return rows_delete_quietly(TraceEvaluation.objects.filter(pk__in=ids))

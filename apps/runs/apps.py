@@ -9,6 +9,11 @@ class RunsConfig(AppConfig):
     verbose_name = "Evaluation runs"
 
     def ready(self):
+        from apps.core.retention import RUN_RETENTION_DAYS, Expirer, expirer_register
+
+        from . import selectors, services
+
+        expirer_register(Expirer("runs", RUN_RETENTION_DAYS, 40, selectors.runs_expired_count, services.runs_expire))
         # Imported here, not at the top: the demo modules import models, which need the app registry.
         from .demo import load_demo_evaluation_data, load_demo_runs
 

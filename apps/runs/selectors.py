@@ -753,3 +753,10 @@ def rubric_agreement(*, rubric_id) -> dict:
         "criteria": [r for r in rows if r.kind == CRITERION],
         "reviews": reviews,
     }
+
+
+def runs_expired_count(project, before) -> int:
+    """How many of the project's finished runs a retention pass would delete now."""
+    return EvaluationRun.objects.filter(
+        project=project, created_at__lt=before, status__in=EvaluationRun.FINISHED
+    ).count()

@@ -33,7 +33,8 @@ from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
-from apps.scores.services import human_score_record, scores_store
+from apps.core.retention import rows_delete_quietly
+from apps.scores.services import human_score_record, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
 from . import sources, tasks
@@ -645,3 +646,29 @@ def verdict_review_create(
             "review_id": str(uuid.uuid4()),
         },
     )
+
+
+# Runs per retention call: each goes with all its results (a large run has 100,000), so a few at a
+# time keep each transaction short.
+RUNS_PER_EXPIRY = 5
+
+
+def runs_expire(project, before, limit: int) -> int:
+    """Retention (apps.core.retention, run_retention_days): deletes up to min(limit, RUNS_PER_EXPIRY)
+    of the project's finished runs created before `before`, oldest first, with their results, the
+    results' Score rows and queue items, and their kept comparisons. A run still going is kept."""
+    with transaction.atomic():
+        runs = list(
+            EvaluationRun.objects.filter(project=project, created_at__lt=before, status__in=EvaluationRun.FINISHED)
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[: min(limit, RUNS_PER_EXPIRY)]
+        )
+        if not runs:
+            return 0
+        results = EvaluationResult.objects.filter(run_id__in=runs)
+        # As a subquery, not a list: a run's results can outnumber a statement's parameters.
+        subjects_forget(subject_kind=SubjectKind.RUN_RESULT, subject_ids=results.values("pk"))
+        rows_delete_quietly(results)
+        _, deleted = EvaluationRun.objects.filter(pk__in=runs).delete()
+        return deleted.get(EvaluationRun._meta.label, 0)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from .models import Score
+from .signals import subjects_deleted
 from .vocabulary import JudgeStatus, ScoreKind, ScoreSource
 
 if TYPE_CHECKING:
@@ -27,6 +28,15 @@ def scores_delete(*, subject_kind: str, subject_ids: Iterable[int] | QuerySet[An
     """Deletes every score (judge and human) of the given subjects: what their app calls when it
     deletes them, since there is no cascade from a subject kind + id."""
     deleted, _ = Score.objects.of(subject_kind, subject_ids).delete()
+    return deleted
+
+
+def subjects_forget(*, subject_kind: str, subject_ids: list[int] | QuerySet[Any, Any]) -> int:
+    """Before subjects are deleted in bulk (retention): their scores go, and whatever else names
+    them by kind + id hears of it (signals.subjects_deleted), in one query each rather than one per
+    subject. Call inside the transaction that deletes the subjects. Returns the scores deleted."""
+    deleted = scores_delete(subject_kind=subject_kind, subject_ids=subject_ids)
+    subjects_deleted.send(sender=Score, subject_kind=subject_kind, subject_ids=subject_ids)
     return deleted
 
 

@@ -80,6 +80,8 @@ class AgentTrace(models.Model):
             # or one agent's traces; the first also serves every start_time range (metrics, reaper).
             models.Index(fields=["start_time", "id"], name="agenttrace_newest"),
             models.Index(fields=["agent_name", "start_time", "id"], name="agenttrace_agent_newest"),
+            # Retention's walk: a project's oldest stored traces first (apps.core.retention).
+            models.Index(fields=["project", "created_at", "id"], name="agenttrace_project_stored"),
         ]
         # A constraint rather than unique=True, which on PostgreSQL adds a second (LIKE) index that
         # every OTLP trace would pay for and no query uses.

@@ -159,3 +159,8 @@ def trace_list(*, filters=None, project_id: int | None = None) -> QuerySet[Agent
     """The project's traces the filters choose (TraceFilter: q, agent, status, source, date_from,
     date_to); a value that does not validate is not applied."""
     return trace_filter(filters=filters, project_id=project_id).qs
+
+
+def traces_expired_count(project, before) -> int:
+    """How many of the project's traces a retention pass would delete now."""
+    return AgentTrace.objects.filter(project=project, created_at__lt=before).count()

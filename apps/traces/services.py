@@ -76,3 +76,22 @@ def traces_clear(*, project_id: int | None = None) -> int:
     ToolCall.objects.filter(trace__in=traces.values("pk")).delete()
     deleted, _ = traces.delete()
     return deleted
+
+
+def traces_expire(project, before, limit: int) -> int:
+    """Retention (apps.core.retention): deletes up to `limit` of the project's traces created before
+    `before`, oldest first, with their tool calls; evaluations that pointed at them keep their
+    record and lose the link (SET_NULL). Rows another pass has locked are skipped, not waited for."""
+    with transaction.atomic():
+        ids = list(
+            AgentTrace.objects.filter(project=project, created_at__lt=before)
+            .order_by("created_at", "id")
+            .select_for_update(skip_locked=True)
+            .values_list("pk", flat=True)[:limit]
+        )
+        if not ids:
+            return 0
+        ToolCall.objects.filter(trace_id__in=ids).delete()
+        # Only the ids: the deletion collector reads each trace it deletes, and a trace row is wide.
+        _, deleted = AgentTrace.objects.filter(pk__in=ids).only("pk").delete()
+        return deleted.get(AgentTrace._meta.label, 0)

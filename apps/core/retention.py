@@ -1,0 +1,124 @@
+"""Retention: what a project keeps, and the pass that deletes what expired.
+
+A project keeps traces, spans and agentic/RAG evaluations for `retention_days`, runs for
+`run_retention_days` (null keeps forever). Each app that stores such rows registers an Expirer in
+its AppConfig.ready (this module is in the bottom layer and imports none of them): `pending` counts
+what would go, `expire` deletes up to `limit` of the oldest in one short transaction and returns how
+many went. The pass (`retention_apply`, run by Celery beat and `manage.py apply_retention`) calls
+each expirer batch after batch, pausing between batches, so ingestion never waits on a long lock
+and a crash loses at most one batch's work, which the next pass redoes.
+"""
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.core.models import Project
+
+RETENTION_DAYS = "retention_days"
+RUN_RETENTION_DAYS = "run_retention_days"
+
+
+@dataclass(frozen=True)
+class Expirer:
+    """What one app expires. `name` is what the pass reports (and the audit trail's object type)."""
+
+    name: str
+    # The Project field that holds the number of days: RETENTION_DAYS or RUN_RETENTION_DAYS.
+    setting: str
+    # Runs in this order, lowest first: evaluations before the traces they point at.
+    order: int
+    pending: Callable[[Project, datetime], int]
+    # Deletes at most `limit` of the project's expired rows, oldest first, in one transaction;
+    # returns how many went (0 when none is left).
+    expire: Callable[[Project, datetime, int], int]
+
+
+_EXPIRERS: dict[str, Expirer] = {}
+
+
+def expirer_register(expirer: Expirer) -> None:
+    _EXPIRERS[expirer.name] = expirer
+
+
+def expirers() -> list[Expirer]:
+    return sorted(_EXPIRERS.values(), key=lambda e: (e.order, e.name))
+
+
+def cutoff_of(project: Project, setting: str, now: datetime) -> datetime | None:
+    """Rows created before this are expired; None when the project keeps them forever."""
+    days = getattr(project, setting)
+    return None if days is None else now - timedelta(days=days)
+
+
+def _projects(slug: str | None):
+    projects = Project.objects.filter(Q(retention_days__isnull=False) | Q(run_retention_days__isnull=False))
+    return projects.filter(slug=slug) if slug else projects
+
+
+@dataclass
+class Expiry:
+    project: str
+    kind: str
+    before: datetime
+    count: int
+
+
+def retention_plan(*, project: str | None = None, now: datetime | None = None) -> list[Expiry]:
+    """What a pass would delete now, per project and kind (`apply_retention --dry-run`)."""
+    now = now or timezone.now()
+    plan = []
+    for p in _projects(project):
+        for expirer in expirers():
+            before = cutoff_of(p, expirer.setting, now)
+            if before is not None:
+                plan.append(Expiry(p.slug, expirer.name, before, expirer.pending(p, before)))
+    return plan
+
+
+def retention_apply(
+    *,
+    project: str | None = None,
+    now: datetime | None = None,
+    batch_size: int | None = None,
+    pause_seconds: float | None = None,
+    on_expired: Callable[[Project, Expiry], None] | None = None,
+) -> list[Expiry]:
+    """Deletes what expired, in batches of `batch_size` (EVALSITE_RETENTION_BATCH_SIZE) with
+    `pause_seconds` (EVALSITE_RETENTION_PAUSE_MS) between them. `on_expired` hears of each
+    (project, kind) that lost rows. Returns what went, per project and kind."""
+    now = now or timezone.now()
+    batch_size = batch_size or settings.EVALSITE_RETENTION_BATCH_SIZE
+    pause = settings.EVALSITE_RETENTION_PAUSE_MS / 1000 if pause_seconds is None else pause_seconds
+    done = []
+    for p in _projects(project):
+        for expirer in expirers():
+            before = cutoff_of(p, expirer.setting, now)
+            if before is None:
+                continue
+            total = 0
+            # Until a call deletes nothing: an expirer may delete fewer than `limit` per call (runs
+            # go a few at a time, each with all its results).
+            while n := expirer.expire(p, before, batch_size):
+                total += n
+                if pause:
+                    time.sleep(pause)
+            expiry = Expiry(p.slug, expirer.name, before, total)
+            done.append(expiry)
+            if total and on_expired is not None:
+                on_expired(p, expiry)
+    return done
+
+
+def rows_delete_quietly(queryset) -> int:
+    """DELETE the rows of `queryset` in one statement, without Django's per-object pre/post_delete
+    signals: for bulk expiry, where the caller has already removed what names the rows by kind + id
+    (apps.scores.services.subjects_forget), which those receivers would otherwise do one query per
+    row. Foreign keys still hold: a row that something references fails the DELETE. Uses the
+    QuerySet's _raw_delete, what Django's own deletion collector calls for its fast deletes."""
+    return queryset._raw_delete(queryset.db)

@@ -1,0 +1,135 @@
+"""Retention at scale: expiring half of a project's traces while agents keep sending new ones.
+
+    .venv/bin/python bench/retention.py [--traces 2000000] [--calls 10] [--seconds 10]
+
+Creates the PostgreSQL database evalsite_bench_retention, loads --traces traces with --calls tool
+calls each by COPY (as the batch API stores them, in the default project), dates the older half 60
+days back and gives the project retention_days=30. Starts gunicorn and measures the latency of
+small batch ingests (10 traces of 3 tool calls, one request after another) for --seconds while
+idle; then runs `manage.py apply_retention` and keeps measuring until it ends. Prints how long the
+expiry took (target: <= 2 minutes for half of 2M traces), the ingestion p50/p95 idle and during it
+(target: p95 during <= 2x idle), and the table sizes before and after. Drops the database unless
+--keep.
+"""
+
+import argparse
+import subprocess
+import threading
+import time
+import uuid
+
+import httpx
+import psycopg
+
+from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, p50_p95, prepare
+from ingest import copy_rows, make_traces
+
+SIZES = ("traces_agenttrace", "traces_toolcall")
+
+
+def table_mb(dsn: str) -> dict[str, float]:
+    with psycopg.connect(dsn) as conn:
+        return {t: conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] / 2**20 for t in SIZES}
+
+
+def ingest_loop(url: str, key: str, stop: threading.Event, samples: list[float], errors: list[str]) -> None:
+    """One agent sending batches of 10 fresh traces until `stop`; each request's latency in ms."""
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+        while not stop.is_set():
+            traces = make_traces(10, 3)
+            for t in traces:
+                t["session_id"] = f"live-{uuid.uuid4().hex}"
+            started = time.perf_counter()
+            response = client.post(url, json={"traces": traces})
+            samples.append((time.perf_counter() - started) * 1000)
+            if response.status_code >= 300:
+                errors.append(f"{response.status_code} {response.text[:200]}")
+
+
+def measure(url: str, key: str, seconds: float | None, until: threading.Event | None = None) -> tuple[list, list]:
+    stop, samples, errors = threading.Event(), [], []
+    worker = threading.Thread(target=ingest_loop, args=(url, key, stop, samples, errors))
+    worker.start()
+    if until is not None:
+        until.wait()
+    else:
+        time.sleep(seconds)
+    stop.set()
+    worker.join()
+    return samples, errors
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--traces", type=int, default=2_000_000)
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--seconds", type=float, default=10.0, help="idle ingestion measured this long")
+    add_database_args(parser, db="evalsite_bench_retention")
+    args = parser.parse_args()
+
+    db = database_from_args(args).create()
+    env, key = prepare(db)
+    try:
+        load_seconds = copy_rows(db.url, make_traces(args.traces, args.calls))
+        half = args.traces // 2
+        with psycopg.connect(db.url, autocommit=True) as conn:
+            conn.execute("UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s", [half])
+            conn.execute("UPDATE core_project SET retention_days = 30 WHERE slug = 'default'")
+            conn.execute("VACUUM ANALYZE traces_agenttrace")
+            conn.execute("VACUUM ANALYZE traces_toolcall")
+        before = table_mb(db.url)
+        print(
+            f"load: {args.traces:,} traces x {args.calls} tool calls by COPY in {load_seconds:.1f} s; "
+            f"{half:,} dated 60 days back, retention 30 days"
+        )
+        with Gunicorn(env, workers=2, ready_path="/api/v1/metrics/health") as server:
+            url = f"{server.url}/api/v1/metrics/traces/batch"
+            idle, idle_errors = measure(url, key, args.seconds)
+            done = threading.Event()
+            expiry: dict = {}
+
+            def expire():
+                started = time.perf_counter()
+                expiry["output"] = subprocess.run(
+                    [PYTHON, "manage.py", "apply_retention"], cwd=ROOT, env=env, capture_output=True, text=True
+                )
+                expiry["seconds"] = time.perf_counter() - started
+                done.set()
+
+            threading.Thread(target=expire).start()
+            during, during_errors = measure(url, key, None, until=done)
+        output = expiry["output"]
+        if output.returncode != 0:
+            raise SystemExit(f"apply_retention failed:\n{output.stdout}\n{output.stderr}")
+        with psycopg.connect(db.url) as conn:
+            left_old = conn.execute(
+                "SELECT count(*) FROM traces_agenttrace WHERE created_at < now() - interval '30 days'"
+            ).fetchone()[0]
+        after = table_mb(db.url)
+        idle_p50, idle_p95 = p50_p95(idle)
+        during_p50, during_p95 = p50_p95(during)
+        print(output.stdout.strip())
+        print(
+            f"expired {half:,} traces ({half * args.calls:,} tool calls) in {expiry['seconds']:.1f} s "
+            f"(target <= 120 s for 1,000,000); {left_old} expired traces left"
+        )
+        print(
+            f"ingestion (10 traces x 3 calls per request): idle p50 {idle_p50:.1f} ms p95 {idle_p95:.1f} ms "
+            f"({len(idle)} requests); during expiry p50 {during_p50:.1f} ms p95 {during_p95:.1f} ms "
+            f"({len(during)} requests); p95 ratio {during_p95 / idle_p95:.2f} (target <= 2); "
+            f"errors {len(idle_errors) + len(during_errors)}"
+        )
+        print(
+            "table sizes (MB, with indexes) before -> after: "
+            + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in SIZES)
+            + " (DELETE leaves the space to be reused by new rows; it is not returned to the disk)"
+        )
+        if left_old or idle_errors or during_errors:
+            raise SystemExit(1)
+    finally:
+        if not args.keep:
+            db.drop()
+
+
+if __name__ == "__main__":
+    main()
