@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.audit.services import audit_record
 from apps.core.models import Project
 
 RETENTION_DAYS = "retention_days"
@@ -87,11 +88,11 @@ def retention_apply(
     now: datetime | None = None,
     batch_size: int | None = None,
     pause_seconds: float | None = None,
-    on_expired: Callable[[Project, Expiry], None] | None = None,
 ) -> list[Expiry]:
     """Deletes what expired, in batches of `batch_size` (EVALSITE_RETENTION_BATCH_SIZE) with
-    `pause_seconds` (EVALSITE_RETENTION_PAUSE_MS) between them. `on_expired` hears of each
-    (project, kind) that lost rows. Returns what went, per project and kind."""
+    `pause_seconds` (EVALSITE_RETENTION_PAUSE_MS) between them; each (project, kind) that lost rows
+    is one event of the audit trail (action "expire"), which retention itself never deletes.
+    Returns what went, per project and kind."""
     now = now or timezone.now()
     batch_size = batch_size or settings.EVALSITE_RETENTION_BATCH_SIZE
     pause = settings.EVALSITE_RETENTION_PAUSE_MS / 1000 if pause_seconds is None else pause_seconds
@@ -108,10 +109,16 @@ def retention_apply(
                 total += n
                 if pause:
                     time.sleep(pause)
-            expiry = Expiry(p.slug, expirer.name, before, total)
-            done.append(expiry)
-            if total and on_expired is not None:
-                on_expired(p, expiry)
+            done.append(Expiry(p.slug, expirer.name, before, total))
+            if total:
+                audit_record(
+                    action="expire",
+                    object_type=expirer.name,
+                    object_id="",
+                    object_repr=f"{total} {expirer.name.replace('_', ' ')} created before {before:%Y-%m-%d %H:%M} UTC",
+                    changes={"deleted": [None, total], "created_before": [None, before.isoformat()]},
+                    project=p,
+                )
     return done
 
 

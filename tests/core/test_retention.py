@@ -12,7 +12,7 @@ from apps.agentic import selectors as agentic_selectors
 from apps.agentic.models import AgentEvaluation, EvaluationRollup
 from apps.agentic.services import evaluation_rollup_rebuild
 from apps.core import retention, tasks
-from apps.core.models import Project
+from apps.core.models import AuditEvent, Project
 from apps.queues.models import QueueItem, QueueKind
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult, EvaluationRun, RunComparison
@@ -142,10 +142,21 @@ def test_dry_run_lists_and_deletes_nothing():
     assert "dry: would delete 3 traces created before" in out.getvalue()
     assert AgentTrace.objects.filter(project=project).count() == 3
 
+    assert not AuditEvent.objects.filter(action="expire").exists()
+
     out = StringIO()
     call_command("apply_retention", "--project", "dry", stdout=out)
     assert "dry: deleted 3 traces" in out.getvalue()
     assert not AgentTrace.objects.filter(project=project).exists()
+    # The deletion is in the project's audit trail, by the command; the trail itself is kept.
+    event = AuditEvent.objects.get(action="expire")
+    assert (event.project, event.actor, event.action, event.object_type) == (
+        project,
+        "manage.py apply_retention",
+        "expire",
+        "traces",
+    )
+    assert event.changes["deleted"] == [None, 3]
 
 
 def test_the_command_refuses_an_unknown_project():

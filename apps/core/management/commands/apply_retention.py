@@ -1,5 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.core.audit.context import audit_actor
 from apps.core.models import Project
 from apps.core.retention import retention_apply, retention_plan
 
@@ -17,7 +18,8 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run=False, project=None, **options):
         if project and not Project.objects.filter(slug=project).exists():
             raise CommandError(f"no project {project!r}")
-        expiries = retention_plan(project=project) if dry_run else retention_apply(project=project)
+        with audit_actor("manage.py apply_retention"):
+            expiries = retention_plan(project=project) if dry_run else retention_apply(project=project)
         if not expiries:
             self.stdout.write("No project has a retention period set.")
             return
