@@ -13,11 +13,13 @@ packages here do not import each other in a cycle, which lint-imports checks):
 - llm/        `client` (the only importer of `openai`), `prompting` (untrusted text in prompts),
               `fingerprint` (what judged), each key's `usage` and `quotas` (`quota_cache` is the
               quota counters' cache backend);
+- projects/   which project a request acts in (`resolution.project_of`, `request_access`), roles
+              and the scopes they allow (`access`), project and membership writes and reads;
 - metrics/    Prometheus: `access` (who may scrape) and `labels` (bounded label values);
 - versioning/ editable heads with immutable version snapshots (rubrics, test sets).
 
 Flat modules are one concept each: `models` / `services` / `selectors` as in every app
-(API keys and their daily usage), `errors` (domain errors; the API edge maps them in
+(projects, memberships, API keys and their daily usage), `errors` (domain errors; the API edge maps them in
 api/handlers), `outbound` (the guard for requests to user-configured addresses), `charts` (SVG
 charts for the console and the metrics-query page), `demo` (the demo-data registry), `sampling`,
 `spreadsheet` (CSV safe to open), `text` (frozen tokenising versions).

@@ -38,6 +38,89 @@ def generate_api_key() -> str:
     return API_KEY_PREFIX + secrets.token_urlsafe(32)
 
 
+DEFAULT_PROJECT_SLUG = "default"
+
+
+def default_redaction() -> dict:
+    return {"enabled": False, "detectors": [], "custom_patterns": []}
+
+
+class ProjectRole(models.TextChoices):
+    """A person's role in one project, from least to most powerful (the order `at_least` compares)."""
+
+    VIEWER = "viewer", "viewer"
+    REVIEWER = "reviewer", "reviewer"
+    EDITOR = "editor", "editor"
+    ADMIN = "admin", "admin"
+
+    @property
+    def rank(self) -> int:
+        return list(ProjectRole).index(self)
+
+    def at_least(self, other: "ProjectRole | str") -> bool:
+        return self.rank >= ProjectRole(other).rank
+
+
+# The most a key (or a session) holding a role may do in its project. A reviewer's reviews and
+# queue work are role checks of the console, not key scopes: a reviewer's key only reads.
+ROLE_SCOPES: dict[str, frozenset[str]] = {
+    ProjectRole.VIEWER: frozenset({SCOPE_READ}),
+    ProjectRole.REVIEWER: frozenset({SCOPE_READ}),
+    ProjectRole.EDITOR: frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_CONFIGURE}),
+    ProjectRole.ADMIN: frozenset(ALL_SCOPES),
+}
+
+
+class ProjectQuerySet(models.QuerySet):
+    def default(self) -> "Project":
+        return self.get(slug=DEFAULT_PROJECT_SLUG)
+
+    def visible_to(self, user):
+        """The projects `user` may see: every one for a superuser, their memberships otherwise."""
+        if user.is_superuser:
+            return self.all()
+        return self.filter(memberships__user=user)
+
+
+class Project(models.Model):
+    """A team's space: every trace, evaluation, score, key (and, in the apps above, bot, rubric,
+    test set, run and queue) belongs to exactly one. Data from before projects is in `default`."""
+
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=50, unique=True)
+    # Days to keep traces, spans and agentic/RAG evaluations, and runs; null keeps them forever.
+    retention_days = models.PositiveIntegerField(null=True, blank=True)
+    run_retention_days = models.PositiveIntegerField(null=True, blank=True)
+    # {"enabled": bool, "detectors": [...], "custom_patterns": [...]}, written only through
+    # apps.core.projects.services, which validates the shape.
+    redaction = models.JSONField(default=default_redaction)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProjectQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name", "slug"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's role in one project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=10, choices=ProjectRole.choices, default=ProjectRole.VIEWER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [models.UniqueConstraint(fields=["project", "user"], name="membership_once_per_project_user")]
+
+    def __str__(self):
+        return f"{self.user} in {self.project}: {self.role}"
+
+
 class ApiKeyQuerySet(models.QuerySet):
     def active(self):
         return self.filter(revoked_at__isnull=True, user__is_active=True)
@@ -47,6 +130,8 @@ class ApiKey(models.Model):
     """An API key. Only its hash is stored; the key itself is shown once, when it is created."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_keys")
+    # The one project the key acts in: every read and write made with it is scoped to this project.
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True, default="")
     key_hash = models.CharField(max_length=64, unique=True, editable=False)
     # The first characters of the key, so an owner can tell keys apart without the secret.
@@ -70,7 +155,8 @@ class ApiKey(models.Model):
     @property
     def effective_scopes(self) -> frozenset[str]:
         # Capped by the owner as they are now: demoting a staff user takes admin from their keys at
-        # once, without anyone having to edit each key.
+        # once, without anyone having to edit each key. The owner's role in the key's project caps
+        # it further (apps.core.projects.access.key_scopes, which the permission check uses).
         return frozenset(self.scopes or ()) & scopes_allowed_for(self.user)
 
 

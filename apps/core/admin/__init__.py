@@ -1,8 +1,9 @@
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import Count
 
 from apps.core.errors import InvalidInputError
-from apps.core.models import ALL_SCOPES, ApiKey, KeyUsageDay
+from apps.core.models import ALL_SCOPES, ApiKey, KeyUsageDay, Membership, Project
 from apps.core.services import api_key_revoke, api_key_scopes_clean, api_key_update
 
 
@@ -10,7 +11,7 @@ class ApiKeyForm(forms.ModelForm):
     scopes = forms.MultipleChoiceField(
         choices=[(s, s) for s in ALL_SCOPES],
         widget=forms.CheckboxSelectMultiple,
-        help_text="admin only for a staff user's key; see Authentication in docs/api.md.",
+        help_text="capped by the owner's role in the key's project; see Authentication in docs/api.md.",
     )
 
     class Meta:
@@ -20,7 +21,9 @@ class ApiKeyForm(forms.ModelForm):
     def clean_scopes(self):
         # The service's rule, checked here too so a refusal shows on the form rather than as a 500.
         try:
-            return api_key_scopes_clean(scopes=self.cleaned_data["scopes"], user=self.instance.user)
+            return api_key_scopes_clean(
+                scopes=self.cleaned_data["scopes"], user=self.instance.user, project=self.instance.project
+            )
         except InvalidInputError as exc:
             raise forms.ValidationError(exc.detail) from exc
 
@@ -28,12 +31,12 @@ class ApiKeyForm(forms.ModelForm):
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
     form = ApiKeyForm
-    list_display = ["prefix", "user", "name", "scopes_display", "created_at", "last_used_at", "revoked_at"]
-    list_select_related = ["user"]
-    list_filter = ["revoked_at"]
+    list_display = ["prefix", "user", "project", "name", "scopes_display", "created_at", "last_used_at", "revoked_at"]
+    list_select_related = ["user", "project"]
+    list_filter = ["project", "revoked_at"]
     search_fields = ["user__username", "name", "prefix"]
-    readonly_fields = ["user", "prefix", "created_at", "last_used_at", "revoked_at"]
-    fields = ["user", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = ["user", "project", "prefix", "created_at", "last_used_at", "revoked_at"]
+    fields = ["user", "project", "name", "scopes", "prefix", "created_at", "last_used_at", "revoked_at"]
     actions = ["revoke"]
 
     def has_add_permission(self, request):
@@ -84,3 +87,26 @@ class KeyUsageDayAdmin(admin.ModelAdmin):
     @admin.display(description="user", ordering="api_key__user__username")
     def key_user(self, obj):
         return obj.api_key.user
+
+
+class MembershipInline(admin.TabularInline):
+    model = Membership
+    extra = 0
+    autocomplete_fields = ["user"]
+
+
+@admin.register(Project)
+class ProjectAdmin(admin.ModelAdmin):
+    list_display = ["name", "slug", "member_count", "retention_days", "run_retention_days", "created_at"]
+    search_fields = ["name", "slug"]
+    # Redaction is validated by the service behind PATCH /api/v1/projects/{slug}; a free-form JSON
+    # box here would let a malformed setting through.
+    readonly_fields = ["redaction", "created_at"]
+    inlines = [MembershipInline]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(member_count=Count("memberships"))
+
+    @admin.display(description="members", ordering="member_count")
+    def member_count(self, obj):
+        return obj.member_count

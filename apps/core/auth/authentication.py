@@ -10,7 +10,8 @@ from django.utils import timezone
 from rest_framework import HTTP_HEADER_ENCODING, authentication, exceptions
 
 from apps.core.llm.usage import attribute_to_key
-from apps.core.models import ApiKey, hash_api_key
+from apps.core.models import ApiKey, Membership, Project, hash_api_key
+from apps.core.projects.access import key_scope_cap
 
 # last_used_at is a hint for key owners, not an audit log: refresh it at most this often so a
 # busy ingestion client does not turn every request into an extra UPDATE.
@@ -21,12 +22,14 @@ class ApiKeyCache:
     """Recently authenticated keys of this process, by key hash, for EVALSITE_API_KEY_CACHE_SECONDS.
 
     An agent recording each tool call sends many small requests with one key; looking the key and
-    its user up every time was half the cost of such a request. Whole ApiKey rows (with their user)
-    are kept, so every field an authorization check reads comes along. Saving or deleting a key or
+    its user up every time was half the cost of such a request. Whole ApiKey rows (with their user,
+    their project and the cap the owner's role puts on their scopes) are kept, so every field an
+    authorization check or the request's project reads comes along. Saving or deleting a key or
     a user through the ORM (the revoke service, the admin, deactivating a user) drops its entries
     in this process at once; other processes keep using what they hold until it expires, so a
-    revocation takes effect everywhere within the TTL. Unknown keys are never cached: a wrong
-    key costs a query each time rather than memory.
+    revocation takes effect everywhere within the TTL. So does a change of membership (the owner's
+    role caps the key) or of a project's settings (redaction applies to what its keys send).
+    Unknown keys are never cached: a wrong key costs a query each time rather than memory.
     """
 
     # Only valid keys get in, so this is only reached by a deployment with that many live keys.
@@ -81,10 +84,22 @@ def _forget_user(sender, instance, **kwargs):
     api_key_cache.forget_user(instance.pk)
 
 
+def _forget_member(sender, instance, **kwargs):
+    api_key_cache.forget_user(instance.user_id)
+
+
+def _forget_all(sender, instance, **kwargs):
+    api_key_cache.clear()
+
+
 post_save.connect(_forget_api_key, sender=ApiKey, dispatch_uid="api_key_cache_key_saved")
 post_delete.connect(_forget_api_key, sender=ApiKey, dispatch_uid="api_key_cache_key_deleted")
 post_save.connect(_forget_user, sender=get_user_model(), dispatch_uid="api_key_cache_user_saved")
 post_delete.connect(_forget_user, sender=get_user_model(), dispatch_uid="api_key_cache_user_deleted")
+post_save.connect(_forget_member, sender=Membership, dispatch_uid="api_key_cache_member_saved")
+post_delete.connect(_forget_member, sender=Membership, dispatch_uid="api_key_cache_member_deleted")
+post_save.connect(_forget_all, sender=Project, dispatch_uid="api_key_cache_project_saved")
+post_delete.connect(_forget_all, sender=Project, dispatch_uid="api_key_cache_project_deleted")
 
 
 def _shallow_copy(instance):
@@ -106,6 +121,7 @@ def _request_copy(api_key: ApiKey) -> ApiKey:
     # caches, for one) must not leak them into other requests or threads through the cache.
     key = _shallow_copy(api_key)
     key.user = _shallow_copy(api_key.user)
+    key.project = _shallow_copy(api_key.project)
     return key
 
 
@@ -135,9 +151,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
         key_hash = hash_api_key(raw_key)
         cached = api_key_cache.get(key_hash)
         if cached is None:
-            cached = ApiKey.objects.active().select_related("user").filter(key_hash=key_hash).first()
+            cached = ApiKey.objects.active().select_related("user", "project").filter(key_hash=key_hash).first()
             if cached is None:
                 raise exceptions.AuthenticationFailed("Invalid or revoked API key.")
+            cached.owner_scope_cap = key_scope_cap(cached.user, cached.project)
             api_key_cache.put(cached)
         now = timezone.now()
         if cached.last_used_at is None or now - cached.last_used_at > LAST_USED_RESOLUTION:

@@ -9,30 +9,27 @@ and anonymous clients, so a page never offers what the API would refuse.
 from django.conf import settings
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
+from apps.core.models import DEFAULT_KEY_SCOPES, SCOPE_ADMIN, SCOPE_READ, ApiKey
+from apps.core.projects.access import key_scopes
+from apps.core.projects.resolution import request_access
 
-# A session user who is not staff reads: the console and browsable API show them every run, trace
-# and verdict, while launching runs, reviewing and configuring stay with staff (integrations that
-# record or score use an API key, whose scopes are granted one by one).
-SESSION_SCOPES = frozenset({SCOPE_READ})
 # EVALSITE_ALLOW_ANONYMOUS means "a trusted network may use the non-destructive endpoints" and no
 # more than it meant before scopes: never configuration, never destruction.
 ANONYMOUS_SCOPES = frozenset(DEFAULT_KEY_SCOPES)
 
 
 def scopes_of(request) -> frozenset[str]:
-    """The scopes of a DRF or plain Django request: its API key's (capped by the owner's staff
-    flag as it is now), a session user's by their staff flag, or the anonymous ones if allowed."""
+    """The scopes of a DRF or plain Django request in its project: its API key's (capped by the
+    owner's role in the key's project as it is now), a session user's by their role in the project
+    they act in (apps.core.projects.access), or the anonymous ones if allowed."""
     auth = getattr(request, "auth", None)
     if isinstance(auth, ApiKey):
-        return auth.effective_scopes
+        return key_scopes(auth)
     if auth is not None:
         return frozenset()  # credentials from an authenticator this module does not know grant nothing
     user = getattr(request, "user", None)
     if user is not None and user.is_authenticated:
-        if not user.is_active:
-            return frozenset()
-        return frozenset(ALL_SCOPES) if user.is_staff else SESSION_SCOPES
+        return request_access(request).scopes
     return ANONYMOUS_SCOPES if settings.EVALSITE_ALLOW_ANONYMOUS else frozenset()
 
 

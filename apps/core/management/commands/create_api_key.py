@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import InvalidInputError
-from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES
+from apps.core.models import ALL_SCOPES, DEFAULT_KEY_SCOPES, DEFAULT_PROJECT_SLUG, Project
 from apps.core.services import api_key_create
 
 
@@ -22,11 +22,20 @@ class Command(BaseCommand):
             f"(default: {','.join(DEFAULT_KEY_SCOPES)}; admin needs a staff user)",
         )
         parser.add_argument("--name", default="", help="a label for the key")
+        parser.add_argument(
+            "--project",
+            default=DEFAULT_PROJECT_SLUG,
+            help="slug of the project the key acts in, and only in (default: %(default)s)",
+        )
 
-    def handle(self, *args, user, staff, scopes, name, **options):
+    def handle(self, *args, user, staff, scopes, name, project, **options):
         requested = None if scopes is None else scopes.split(",")
+        found = Project.objects.filter(slug=project).first()
+        if found is None:
+            known = ", ".join(Project.objects.values_list("slug", flat=True))
+            raise CommandError(f"No project {project!r}. Projects: {known}.")
         try:
-            _api_key, raw_key = api_key_create(username=user, staff=staff, name=name, scopes=requested)
+            _api_key, raw_key = api_key_create(username=user, staff=staff, name=name, scopes=requested, project=found)
         except InvalidInputError as exc:
             raise CommandError(exc.detail) from exc
         self.stdout.write(raw_key)
