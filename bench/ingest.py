@@ -2,6 +2,10 @@
 
     .venv/bin/python bench/ingest.py [--traces 20000] [--calls 10] [--batch 500] [--clients 2]
     .venv/bin/python bench/ingest.py --per-call [--traces 1600] [--calls 10] [--clients 8]
+    add --redaction to either: PII redaction on for the bench key's project, every detector
+
+--redaction turns on the project's PII redaction with all six detectors (docs/redaction.md) before
+the server starts; the traces are the same, so off vs on is the cost of redacting them.
 
 Creates a fresh PostgreSQL database, migrates it, starts gunicorn, and sends the traces from
 client processes (pre-built request bodies, keep-alive connections).
@@ -36,6 +40,7 @@ from harness import (
     group_pids,
     percentile,
     prepare,
+    redaction_enable,
 )
 
 
@@ -321,11 +326,15 @@ def main():
     parser.add_argument("--server-threads", type=int, default=4, help="--per-call only (gthread)")
     parser.add_argument("--worker-class", default="gthread", help="--per-call only: gunicorn -k (gthread, sync)")
     parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--redaction", action="store_true", help="PII redaction on, every detector")
     add_database_args(parser, db="evalsite_bench_ingest")
     args = parser.parse_args()
 
     with database_from_args(args) as db:
         env, key = prepare(db, EVALSITE_MAX_BODY_BYTES=str(64 * 1024 * 1024))
+        if args.redaction:
+            redaction_enable(db)
+        print(f"redaction: {'on, every detector' if args.redaction else 'off'}")
         if args.per_call:
             run_per_call(args, env, key, db)
         else:

@@ -6,7 +6,7 @@ from collections import Counter
 import pytest
 
 from apps.core.errors import InvalidInputError
-from apps.core.redaction import DETECTOR_NAMES, RedactionConfig, Redactor, redactor_for
+from apps.core.redaction import DETECTOR_NAMES, RedactionConfig, Redactor, redactor_for, redactor_for_settings
 
 ALL = {"enabled": True, "detectors": list(DETECTOR_NAMES)}
 
@@ -135,3 +135,18 @@ def test_strings_without_any_candidate_cost_almost_nothing():
     for _ in range(200):
         assert r.redact_text(prose) is prose
     assert (time.perf_counter() - started) / 200 < 0.002
+
+
+def test_stored_settings_with_a_refused_pattern_still_redact_under_the_timeout():
+    # Settings saved past the strict check (an older validator, a database edit) must not make every
+    # request of the project fail: the doors read them leniently and the timeout bounds the pattern.
+    stored = {"enabled": True, "detectors": ["email"], "custom_patterns": [r"(a|aa)+b"]}
+    with pytest.raises(InvalidInputError):
+        RedactionConfig.from_json(stored)
+    r = redactor_for_settings(stored)
+    assert r is not None
+    started = time.perf_counter()
+    out = r.redact_text("a" * 5000 + " x@example.com")
+    assert time.perf_counter() - started < 1
+    assert "x@example.com" not in out
+    assert r.redact_text("aab and y@example.com") == "<CUSTOM> and <EMAIL>"

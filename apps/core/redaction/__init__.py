@@ -4,6 +4,7 @@ The bottom layer, so traces (REST and OTLP ingestion) and rag (TRACE inputs) bot
 
     config = RedactionConfig.from_json(project.redaction)   # InvalidInputError when invalid
     redactor = redactor_for(config)                          # None when redaction is off
+    redactor = redactor_for_settings(project.redaction)      # the same, cached per distinct JSON
     counts = Counter()
     clean = redactor.redact_value(payload, counts)           # counts: {"email": 2, "phone": 1}
 
@@ -12,7 +13,7 @@ docs/redaction.md has the detectors, placeholders and their measured precision a
 
 from .config import MAX_CUSTOM_PATTERN_LENGTH, MAX_CUSTOM_PATTERNS, RedactionConfig, check_custom_pattern
 from .detectors import DETECTOR_NAMES
-from .redactor import CUSTOM, Redactor, redactor_for
+from .redactor import CUSTOM, Redactor, redactor_for, redactor_for_settings
 
 PLACEHOLDERS = {
     "email": "<EMAIL>",
@@ -37,4 +38,5 @@ __all__ = [
     "Redactor",
     "check_custom_pattern",
     "redactor_for",
+    "redactor_for_settings",
 ]

@@ -55,8 +55,13 @@ class RedactionConfig:
     phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS
 
     @classmethod
-    def from_json(cls, data: Any) -> RedactionConfig:
-        """The settings from a project's `redaction` JSON; None or {} is off. InvalidInputError says what is wrong."""
+    def from_json(cls, data: Any, *, strict: bool = True) -> RedactionConfig:
+        """The settings from a project's `redaction` JSON; None or {} is off. InvalidInputError says what is wrong.
+
+        strict=False is for settings already stored (the doors, per request): a custom pattern is then
+        only required to compile. Saving settings must be strict, so an admin learns at once that a
+        pattern backtracks; a pattern that was stored anyway still runs under the timeout, which keeps
+        it from stalling ingestion, rather than every request of the project being refused."""
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
@@ -77,7 +82,7 @@ class RedactionConfig:
         if len(patterns) > MAX_CUSTOM_PATTERNS:
             raise InvalidInputError(f"redaction.custom_patterns: at most {MAX_CUSTOM_PATTERNS} patterns")
         for pattern in patterns:
-            check_custom_pattern(pattern)
+            check_custom_pattern(pattern, strict=strict)
         regions = _string_list(data.get("phone_regions", list(DEFAULT_PHONE_REGIONS)), "phone_regions")
         supported = phonenumbers.SUPPORTED_REGIONS
         bad_regions = [region for region in regions if region not in supported]
@@ -113,8 +118,9 @@ def _string_list(value: Any, name: str) -> list[str]:
     return value
 
 
-def check_custom_pattern(pattern: str) -> None:
-    """Raises InvalidInputError unless `pattern` is a short, compilable regex without backtracking blow-ups."""
+def check_custom_pattern(pattern: str, *, strict: bool = True) -> None:
+    """Raises InvalidInputError unless `pattern` is a short, compilable regex without backtracking
+    blow-ups (strict=False: only that it compiles in both re and regex)."""
     if not pattern:
         raise InvalidInputError("redaction.custom_patterns: a pattern must not be empty")
     if len(pattern) > MAX_CUSTOM_PATTERN_LENGTH:
@@ -128,6 +134,8 @@ def check_custom_pattern(pattern: str) -> None:
         regex.compile(pattern)
     except (re.error, regex.error) as error:
         raise InvalidInputError(f"redaction.custom_patterns: {pattern!r} does not compile: {error}") from error
+    if not strict:
+        return
     if compiled.match(""):
         # A pattern that matches the empty string would "replace" nothing between every character.
         raise InvalidInputError(f"redaction.custom_patterns: {pattern!r} matches the empty string")

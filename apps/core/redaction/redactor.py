@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 from collections import Counter
 from collections.abc import Iterator
 from typing import Any
@@ -130,6 +131,21 @@ def _rank(item: tuple[int, int, Detector]) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=256)
 def _redactor_for_key(key: str, config: RedactionConfig) -> Redactor:
     return Redactor(config)
+
+
+def redactor_for_settings(settings: Any) -> Redactor | None:
+    """The Redactor of a project's stored `redaction` JSON, or None when it is off: what every door
+    calls per request. Off is answered without parsing; on, the settings are validated once per distinct
+    JSON. Stored settings are read leniently (RedactionConfig.from_json's strict=False): the projects
+    service validated them when they were saved."""
+    if not isinstance(settings, dict) or not settings.get("enabled"):
+        return None
+    return _redactor_for_settings(json.dumps(settings, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=256)
+def _redactor_for_settings(canonical: str) -> Redactor | None:
+    return redactor_for(RedactionConfig.from_json(json.loads(canonical), strict=False))
 
 
 def redactor_for(config: RedactionConfig) -> Redactor | None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
+from ..redaction import request_redaction
 from . import decode, services
 from .mapping import ExportTooLarge, export_records
 
@@ -119,8 +120,12 @@ class OtlpTracesView(APIView):
             return _status_response(request, 400, "Body is nested too deep.")
         del export
         refused = rejections.count
+        # PII redaction before anything is stored (issue 23): the mapped fields and the span attributes.
+        redaction = request_redaction(request)
+        redaction.spans(records)
         try:
             services.otlp_spans_ingest(records=records, rejected=rejections.by_reason, repeated=rejections.repeated)
+            redaction.record()
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
             return _status_response(request, 503, "The database is unavailable or busy; retry later.", retry_after=True)
