@@ -449,3 +449,9 @@ def backend_pids(db: Database) -> list[int]:
                 "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", (db.name,)
             )
         ]
+
+
+def default_project_id(cur) -> int:
+    """The id of project `default`, which the COPYs of rows that belong to a project give them
+    (as the migrations gave every row from before projects)."""
+    return cur.execute("SELECT id FROM core_project WHERE slug = 'default'").fetchone()[0]

@@ -37,6 +37,7 @@ from harness import (
     backend_pids,
     cpu_seconds,
     database_from_args,
+    default_project_id,
     group_pids,
     percentile,
     prepare,
@@ -104,11 +105,12 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
         conn.commit()
         started = time.perf_counter()
         with conn.transaction(), conn.cursor() as cur:
+            project = default_project_id(cur)
             with cur.copy(
                 "COPY traces_agenttrace (id, session_id, agent_name, user_query, intent_detected, resource_type,"
                 " operation, final_response, success, error, status, start_time, end_time, duration_seconds,"
-                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped)"
-                " FROM STDIN"
+                " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped,"
+                " project_id) FROM STDIN"
             ) as copy:
                 for pk, t in enumerate(traces, start=1):
                     copy.write_row(
@@ -135,6 +137,7 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
                             now,
                             False,
                             "{}",
+                            project,
                         )
                     )
             with cur.copy(

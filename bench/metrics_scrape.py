@@ -27,6 +27,7 @@ from harness import (
     add_database_args,
     copy_agentic_scores,
     database_from_args,
+    default_project_id,
     django_setup,
     max_id,
     migrate,
@@ -109,9 +110,10 @@ def evaluation_row(i: int, agent: str, operation: str, now: datetime) -> tuple:
 def copy(dsn: str, first: int, count: int, naming) -> None:
     now = datetime.now(UTC)
     with psycopg.connect(dsn) as conn, conn.cursor() as cur:
-        with cur.copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}) FROM STDIN") as out:
+        project = default_project_id(cur)
+        with cur.copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}, project_id) FROM STDIN") as out:
             for i in range(first, first + count):
-                out.write_row(trace_row(i, *naming(i), now))
+                out.write_row((*trace_row(i, *naming(i), now), project))
         after_id, metrics = max_id(cur, "agentic_agentevaluation"), []
         with cur.copy(f"COPY agentic_agentevaluation ({', '.join(AGENTIC_EVALUATION_COLUMNS)}) FROM STDIN") as out:
             for i in range(first, first + count):

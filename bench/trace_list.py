@@ -26,6 +26,7 @@ from harness import (
     add_database_args,
     copy_agentic_scores,
     database_from_args,
+    default_project_id,
     django_setup,
     max_id,
     migrate,
@@ -175,9 +176,10 @@ def load(n: int) -> None:
             conn.execute(f"DROP INDEX IF EXISTS {name}")
         started = time.perf_counter()
         evaluated: list[tuple[str, str, datetime]] = []
-        with conn.cursor().copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}) FROM STDIN") as copy:
+        project = default_project_id(conn.cursor())
+        with conn.cursor().copy(f"COPY traces_agenttrace ({', '.join(TRACE_COLUMNS)}, project_id) FROM STDIN") as copy:
             for row in trace_rows(n, rng, now):
-                copy.write_row(row)
+                copy.write_row((*row, project))
                 if row[6] is not None and rng.random() < 0.3:
                     evaluated.append((row[0], row[1], row[8]))
         cur = conn.cursor()

@@ -65,8 +65,9 @@ def recreate_and_load(db: Database, calls: int, result_bytes: int) -> None:
             ids[session_id] = conn.execute(
                 "INSERT INTO traces_agenttrace (session_id, agent_name, user_query, intent_detected, operation,"
                 " final_response, success, status, start_time, end_time, duration_seconds, tool_call_count, metadata,"
-                " source, truncated, dropped, created_at, updated_at) VALUES (%s, 'BenchAgent', 'list every pod',"
-                " 'list_pods', 'list', 'Done.', true, 'completed', %s, %s, 60, %s, '{}', 'otlp', false, '{}', %s, %s)"
+                " source, truncated, dropped, created_at, updated_at, project_id) VALUES (%s, 'BenchAgent',"
+                " 'list every pod', 'list_pods', 'list', 'Done.', true, 'completed', %s, %s, 60, %s, '{}', 'otlp',"
+                " false, '{}', %s, %s, (SELECT id FROM core_project WHERE slug = 'default'))"
                 " RETURNING id",
                 [session_id, now - timedelta(minutes=1), now, calls if session_id == BIG else 3, now, now],
             ).fetchone()[0]

@@ -29,6 +29,7 @@ urlpatterns = [
     path("api/v1/", include("apps.runs.api.urls")),
     path("api/v1/", include("apps.queues.api.urls")),
     path("api/v1/", include("apps.agentic.rules.api.urls")),
+    path("api/v1/", include("apps.core.api.projects.urls")),
     path("metrics-query/", include("apps.nlquery.page.urls")),
     path("healthz", healthz, name="healthz"),
     path("readyz", readyz, name="readyz"),

@@ -73,13 +73,19 @@ ROLE_SCOPES: dict[str, frozenset[str]] = {
 
 class ProjectQuerySet(models.QuerySet):
     def default(self) -> "Project":
-        return self.get(slug=DEFAULT_PROJECT_SLUG)
+        # Made by migration core.0004; made again if a database was emptied since (a flush).
+        project, _ = self.get_or_create(slug=DEFAULT_PROJECT_SLUG, defaults={"name": "Default"})
+        return project
 
     def visible_to(self, user):
         """The projects `user` may see: every one for a superuser, their memberships otherwise."""
         if user.is_superuser:
             return self.all()
         return self.filter(memberships__user=user)
+
+
+def default_project_id() -> int:
+    return Project.objects.default().pk
 
 
 class Project(models.Model):

@@ -2,6 +2,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.core.models import default_project_id
+
 # A trigram (pg_trgm) GIN index on the query text, made by migration 0004 where PostgreSQL has the
 # extension; the console's trace search uses it when present (apps.console.selectors).
 TRACE_QUERY_TRGM_INDEX = "agenttrace_query_trgm"
@@ -30,7 +32,15 @@ class AgentTrace(models.Model):
         BATCH = "batch", "Batch"  # POST /traces/batch
         OTLP = "otlp", "OTLP"  # OpenTelemetry spans through POST /v1/traces
 
-    session_id = models.CharField(max_length=255, unique=True)
+    # The project the trace was sent to. No index of its own: (project, session_id) leads with it.
+    # Made without one (demo data, the in-process shim), a trace is in `default`; the API always
+    # sets the request's project.
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", db_index=False, default=default_project_id
+    )
+    # Chosen by the client, so unique per project only: the same id in two projects is two traces,
+    # and neither project learns of the other through a conflict.
+    session_id = models.CharField(max_length=255)
     agent_name = models.CharField(max_length=255, db_index=True)
     user_query = models.TextField()
     intent_detected = models.CharField(max_length=255, null=True, blank=True)
@@ -73,7 +83,10 @@ class AgentTrace(models.Model):
         ]
         # A constraint rather than unique=True, which on PostgreSQL adds a second (LIKE) index that
         # every OTLP trace would pay for and no query uses.
-        constraints = [models.UniqueConstraint(fields=["otel_trace_id"], name="agenttrace_unique_otel_trace_id")]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "session_id"], name="agenttrace_unique_project_session"),
+            models.UniqueConstraint(fields=["otel_trace_id"], name="agenttrace_unique_otel_trace_id"),
+        ]
 
     def __str__(self):
         return self.session_id

@@ -4,6 +4,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from apps.core.errors import NotFoundError
+from apps.core.models import default_project_id
 
 from . import fastpath
 from .filters import TraceFilter
@@ -28,9 +29,11 @@ _TOOL_CALL_COUNTS_SQL = (
 # the statement is plain SQL that SQLite runs too, so both databases answer it the same way.
 _AGENT_NAMES_SQL = f"""
 WITH RECURSIVE agents(name, n) AS (
-    SELECT MIN(agent_name), 1 FROM {AgentTrace._meta.db_table}
+    SELECT MIN(agent_name), 1 FROM {AgentTrace._meta.db_table} WHERE project_id = %s
     UNION ALL
-    SELECT (SELECT MIN(agent_name) FROM {AgentTrace._meta.db_table} WHERE agent_name > agents.name), n + 1
+    SELECT (
+        SELECT MIN(agent_name) FROM {AgentTrace._meta.db_table} WHERE project_id = %s AND agent_name > agents.name
+    ), n + 1
     FROM agents WHERE agents.name IS NOT NULL AND n < %s
 )
 SELECT name FROM agents WHERE name IS NOT NULL
@@ -64,14 +67,22 @@ def tool_call_page_size() -> int:
     return max(1, settings.EVALSITE_TRACE_TOOL_CALLS_PAGE)
 
 
-def trace_find(*, session_id: str) -> AgentTrace | None:
-    """The trace without its tool calls: a trace may hold tens of thousands, so readers page them
-    (trace_tool_call_page) or load them on purpose (trace.tool_calls.all(), the judges)."""
-    return AgentTrace.objects.filter(session_id=session_id).first()
+def project_traces(project_id: int | None) -> QuerySet[AgentTrace]:
+    """The traces of a project (`default` when None: callers without a request, such as the
+    contract's in-process functions). Every read of traces starts here."""
+    return AgentTrace.objects.filter(project_id=default_project_id() if project_id is None else project_id)
 
 
-def trace_get(*, session_id: str) -> AgentTrace:
-    trace = trace_find(session_id=session_id)
+def trace_find(*, session_id: str, project_id: int | None = None) -> AgentTrace | None:
+    """The project's trace of `session_id`, without its tool calls: a trace may hold tens of
+    thousands, so readers page them (trace_tool_call_page) or load them on purpose
+    (trace.tool_calls.all(), the judges)."""
+    return project_traces(project_id).filter(session_id=session_id).first()
+
+
+def trace_get(*, session_id: str, project_id: int | None = None) -> AgentTrace:
+    """The project's trace of `session_id`; NotFoundError, worded the same, when it is another's."""
+    trace = trace_find(session_id=session_id, project_id=project_id)
     if trace is None:
         raise NotFoundError(f"No trace found for session {session_id}")
     return trace
@@ -119,23 +130,32 @@ def trace_tool_call_page(*, trace: AgentTrace, after: int = FIRST_PAGE, limit: i
     return ToolCallPage(calls=calls, total=total, next_after=calls[-1].seq if more else None)
 
 
-def trace_agent_names(*, limit: int = MAX_AGENT_CHOICES) -> list[str]:
-    """The distinct agent names of all traces in order, at most `limit` (see _AGENT_NAMES_SQL)."""
-    return [row[0] for row in fastpath.fetch_all(_AGENT_NAMES_SQL, [limit])]
+def trace_agent_names(*, limit: int = MAX_AGENT_CHOICES, project_id: int | None = None) -> list[str]:
+    """The distinct agent names of the project's traces in order, at most `limit` (see _AGENT_NAMES_SQL)."""
+    project_id = default_project_id() if project_id is None else project_id
+    return [row[0] for row in fastpath.fetch_all(_AGENT_NAMES_SQL, [project_id, project_id, limit])]
 
 
 def trace_filter(
-    *, filters=None, queryset: QuerySet | None = None, filterset=TraceFilter, agent_names: list[str] | None = None
+    *,
+    filters=None,
+    queryset: QuerySet | None = None,
+    filterset=TraceFilter,
+    agent_names: list[str] | None = None,
+    project_id: int | None = None,
 ) -> TraceFilter:
     """The bound FilterSet (`filterset`, TraceFilter or a subclass a higher layer extends, the
-    console with the latest rating) over `queryset` (all traces by default): its `.qs` are the
-    traces, its `.form` the filters with their errors. `agent_names` default to trace_agent_names()."""
+    console with the latest rating) over `queryset` (the project's traces by default): its `.qs`
+    are the traces, its `.form` the filters with their errors. `agent_names` default to the
+    project's (trace_agent_names)."""
     filters = filters or {}
-    queryset = AgentTrace.objects.all() if queryset is None else queryset
-    return filterset(filters, queryset, agent_names=trace_agent_names() if agent_names is None else agent_names)
+    queryset = project_traces(project_id) if queryset is None else queryset
+    if agent_names is None:
+        agent_names = trace_agent_names(project_id=project_id)
+    return filterset(filters, queryset, agent_names=agent_names)
 
 
-def trace_list(*, filters=None) -> QuerySet[AgentTrace]:
-    """The traces the filters choose (TraceFilter: q, agent, status, source, date_from, date_to);
-    a value that does not validate is not applied."""
-    return trace_filter(filters=filters).qs
+def trace_list(*, filters=None, project_id: int | None = None) -> QuerySet[AgentTrace]:
+    """The project's traces the filters choose (TraceFilter: q, agent, status, source, date_from,
+    date_to); a value that does not validate is not applied."""
+    return trace_filter(filters=filters, project_id=project_id).qs

@@ -23,6 +23,7 @@ from .ingestion.rest import (
     trace_tool_calls_record,
 )
 from .models import AgentTrace, ToolCall
+from .selectors import project_traces
 
 __all__ = [
     "BatchOutcome",
@@ -61,15 +62,17 @@ def trace_fail_stale(*, older_than: timedelta) -> int:
 
 
 @transaction.atomic
-def trace_delete(*, session_id: str) -> None:
-    deleted, _ = AgentTrace.objects.filter(session_id=session_id).delete()
+def trace_delete(*, session_id: str, project_id: int | None = None) -> None:
+    deleted, _ = project_traces(project_id).filter(session_id=session_id).delete()
     if not deleted:
         raise not_found(session_id)
 
 
 @transaction.atomic
-def traces_clear() -> int:
-    """Delete every trace and its tool calls. Returns the number of traces deleted."""
-    ToolCall.objects.all().delete()
-    deleted, _ = AgentTrace.objects.all().delete()
+def traces_clear(*, project_id: int | None = None) -> int:
+    """Delete every trace of the project (`default` if None) and its tool calls. Returns the
+    number of traces deleted."""
+    traces = project_traces(project_id)
+    ToolCall.objects.filter(trace__in=traces.values("pk")).delete()
+    deleted, _ = traces.delete()
     return deleted

@@ -25,7 +25,9 @@ from rest_framework.views import APIView
 
 from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
+from apps.core.models import Project, ProjectRole
 from apps.rubrics.models import RubricVersion
+from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key, project_key_client
 from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 from tests.rubrics.factories import rubric_body
 from tests.testsets.factories import make_test_set_payload
@@ -488,6 +490,25 @@ def test_every_operation_answers_what_the_document_declares(
     hand = walk(staff_api, "post", queues, 201, body={"name": "By hand", "kind": "run_result"})
     walk(staff_api, "post", f"{queues}/{hand['id']}/items", 201, body={"target_id": result_id})
     walk(staff_api, "delete", f"{queues}/{hand['id']}", 204)
+
+    # Projects: a superuser creates one, its admin changes it and its members.
+    root = UserFactory(username="schema-root", is_staff=True, is_superuser=True, password=None)
+    root_api = client_with_key(ApiKeyFactory(user=root))
+    walk(root_api, "post", f"{v1}/projects", 201, body={"name": "Schema team", "slug": "schema-team"})
+    team_api = project_key_client(Project.objects.get(slug="schema-team"), role=ProjectRole.ADMIN)
+    UserFactory(username="schema-member")
+    walk(team_api, "get", f"{v1}/projects", 200)
+    walk(team_api, "get", f"{v1}/projects/schema-team", 200)
+    walk(team_api, "patch", f"{v1}/projects/schema-team", 200, body={"retention_days": 30})
+    walk(
+        team_api,
+        "post",
+        f"{v1}/projects/schema-team/members",
+        201,
+        body={"username": "schema-member", "role": "viewer"},
+    )
+    walk(team_api, "get", f"{v1}/projects/schema-team/members", 200)
+    walk(team_api, "delete", f"{v1}/projects/schema-team/members/schema-member", 204)
 
     # Deletes need the admin scope.
     walk(staff_api, "delete", f"{v1}/metrics/trace/s-2", 204)

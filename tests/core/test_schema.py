@@ -19,6 +19,7 @@ from tests.testsets.factories import SuiteFactory
 METHODS = {"get", "post", "put", "patch", "delete"}
 # Operations whose services refuse a write that conflicts with the stored state.
 CONFLICTS = {
+    ("post", "/api/v1/projects"),
     ("post", "/api/v1/metrics/traces"),
     ("post", "/api/v1/metrics/traces/{session_id}/intent"),
     ("post", "/api/v1/metrics/traces/{session_id}/tool-calls"),

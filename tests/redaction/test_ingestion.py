@@ -265,3 +265,19 @@ def test_the_ingestion_page_shows_the_projects_counts_per_day(client, pii_projec
     assert "On for PII: email, phone, credit_card, iban, ip_address, secret, 1 custom pattern." in page
     row = page[page.index('id="redaction-counts"') :]
     assert "<td>2</td><td>0</td>" in row, row[:1500]
+
+
+def test_turned_on_with_patch_project_settings_then_applied_to_the_next_request(db):
+    # The whole path a project admin takes: PATCH the settings over the API, then the project's keys
+    # send; the key cache must not keep serving the old settings.
+    team = ProjectFactory(slug="team", name="Team")
+    admin = project_key_client(team)
+    start = {"session_id": "before", "user_query": f"I am {EMAIL}", "agent_name": "A"}
+    assert admin.post(f"{BASE}/traces", start, format="json").status_code == 201
+    settings = {"enabled": True, "detectors": ["email"], "custom_patterns": []}
+    response = admin.patch("/api/v1/projects/team", {"redaction": settings}, format="json")
+    assert response.status_code == 200, response.content
+    start = {"session_id": "after", "user_query": f"I am {EMAIL}", "agent_name": "A"}
+    assert admin.post(f"{BASE}/traces", start, format="json").status_code == 201
+    assert AgentTrace.objects.get(session_id="before").user_query == f"I am {EMAIL}"
+    assert AgentTrace.objects.get(session_id="after").user_query == "I am <EMAIL>"

@@ -6,6 +6,7 @@ from datetime import timedelta
 import factory
 from django.utils import timezone
 
+from apps.core.models import Project
 from apps.traces.models import AgentTrace, ToolCall
 
 
@@ -17,6 +18,7 @@ class AgentTraceFactory(factory.django.DjangoModelFactory):
         model = AgentTrace
         skip_postgeneration_save = True
 
+    project = factory.LazyFunction(Project.objects.default)
     session_id = factory.Sequence(lambda n: f"session-{n}")
     agent_name = "OrchestratorAgent"
     user_query = "List all Kubernetes clusters in Delhi"

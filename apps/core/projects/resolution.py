@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from django.db.models import OuterRef, Q, Subquery
 
 from apps.core.errors import NotFoundError
-from apps.core.models import DEFAULT_PROJECT_SLUG, ApiKey, Membership, Project, ProjectRole
-from apps.core.projects.access import key_scopes, scope_cap
+from apps.core.models import DEFAULT_PROJECT_SLUG, SCOPE_ADMIN, ApiKey, Membership, Project, ProjectRole
+from apps.core.projects.access import key_scopes, role_in, scope_cap
 
 SESSION_KEY = "evalsite_project"
 
@@ -98,3 +98,32 @@ def session_project_select(request, *, slug: str) -> Project:
     raw.session[SESSION_KEY] = project.slug
     raw.__dict__.pop("_evalsite_access", None)
     return project
+
+
+def projects_visible(request):
+    """The projects `request` may see: a key only its own; a person their projects (a superuser
+    every one, a person in no project `default`); an anonymous client none."""
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, ApiKey):
+        return Project.objects.filter(pk=auth.project_id)
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return Project.objects.none()
+    if not user.is_superuser and not Membership.objects.filter(user=user).exists():
+        return Project.objects.filter(slug=DEFAULT_PROJECT_SLUG)
+    return Project.objects.visible_to(user)
+
+
+def is_project_admin(request, project: Project) -> bool:
+    """Whether `request` may manage `project` (its settings and members): a key of that project
+    holding `admin` (which only an admin's key can), or a person who is its admin or a superuser."""
+    auth = getattr(request, "auth", None)
+    if isinstance(auth, ApiKey):
+        return auth.project_id == project.pk and SCOPE_ADMIN in key_scopes(auth)
+    user = getattr(request, "user", None)
+    return role_in(user, project) == ProjectRole.ADMIN
+
+
+def is_superuser(request) -> bool:
+    user = getattr(request, "user", None)
+    return bool(user is not None and user.is_authenticated and user.is_active and user.is_superuser)

@@ -24,6 +24,7 @@ from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.auth.permissions import scopes_of
 from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
 from apps.core.models import SCOPE_READ
+from apps.core.projects.resolution import project_of
 from apps.traces import ledger, ledger_selectors, selectors, services
 from apps.traces.ingestion.redaction import request_redaction
 
@@ -205,6 +206,7 @@ class TraceStartView(APIView):
                 user_query=body.user_query,
                 agent_name=body.agent_name,
                 metadata=body.metadata,
+                project_id=project_of(request).pk,
             )
             redaction.record()
         return _written(
@@ -226,7 +228,11 @@ class TraceIntentView(APIView):
             redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             body = validate_body(IntentIn, redaction.fields(request.data))
             trace = services.trace_intent_record(
-                session_id=session_id, intent=body.intent, resource_type=body.resource_type, operation=body.operation
+                session_id=session_id,
+                intent=body.intent,
+                resource_type=body.resource_type,
+                operation=body.operation,
+                project_id=project_of(request).pk,
             )
             redaction.record()
         return _written(request, trace)
@@ -254,7 +260,9 @@ class TraceToolCallsView(APIView):
                 _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
                 for i, call in enumerate(calls)
             ]
-            recorded = services.trace_tool_calls_record(session_id=session_id, calls=inputs)
+            recorded = services.trace_tool_calls_record(
+                session_id=session_id, calls=inputs, project_id=project_of(request).pk
+            )
             redaction.record()
         any_created = any(created for _, created in recorded)
         # Without the read scope only each call's place: a call already recorded under the same
@@ -281,7 +289,11 @@ class TraceCompleteView(APIView):
             redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             body = validate_body(CompleteIn, redaction.fields(request.data))
             trace = services.trace_complete(
-                session_id=session_id, final_response=body.final_response, success=body.success, error=body.error
+                session_id=session_id,
+                final_response=body.final_response,
+                success=body.success,
+                error=body.error,
+                project_id=project_of(request).pk,
             )
             redaction.record()
         return _written(request, trace)
@@ -341,7 +353,7 @@ class TraceBatchView(APIView):
                         ),
                     )
                 )
-            outcome = services.traces_ingest_batch(items=valid, refused=refused)
+            outcome = services.traces_ingest_batch(items=valid, refused=refused, project_id=project_of(request).pk)
             redaction.record()
         return respond(
             BatchOut,
@@ -366,13 +378,13 @@ class TraceDetailView(APIView):
         "(GET /trace/{session_id}/tool-calls). A call's `seq` is its position in the trace, 1 to n.",
     )
     def get(self, request, session_id):
-        trace = selectors.trace_get(session_id=session_id)
+        trace = selectors.trace_get(session_id=session_id, project_id=project_of(request).pk)
         page = selectors.trace_tool_call_page(trace=trace)
         return respond(TraceOut, _with_page(trace, page, absolute=request.build_absolute_uri))
 
     @extend_schema(tags=TAG, responses={204: None}, summary="Delete the trace of a session (admin scope)")
     def delete(self, request, session_id):
-        services.trace_delete(session_id=session_id)
+        services.trace_delete(session_id=session_id, project_id=project_of(request).pk)
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
@@ -389,7 +401,7 @@ class TraceToolCallPageView(APIView):
     )
     def get(self, request, session_id):
         query = ToolCallPageQuery.model_validate(request.query_params.dict())
-        trace = selectors.trace_get(session_id=session_id)
+        trace = selectors.trace_get(session_id=session_id, project_id=project_of(request).pk)
         limit = min(query.limit or selectors.tool_call_page_size(), selectors.tool_call_page_size())
         page = selectors.trace_tool_call_page(trace=trace, after=query.after, limit=limit)
         return respond(

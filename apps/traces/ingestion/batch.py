@@ -13,6 +13,7 @@ import orjson
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.core.models import default_project_id
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
@@ -68,10 +69,11 @@ class BatchOutcome:
         )
 
 
-def _build_trace(item: BatchTrace, content_hash: str, now: datetime) -> AgentTrace:
+def _build_trace(project_id: int, item: BatchTrace, content_hash: str, now: datetime) -> AgentTrace:
     end_time = item.end_time or now
     start_time = item.start_time or end_time
     return AgentTrace(
+        project_id=project_id,
         session_id=item.session_id,
         user_query=item.user_query,
         agent_name=item.agent_name,
@@ -109,21 +111,26 @@ def _tool_call_rows(traces: list[AgentTrace], items: list[BatchTrace]):
             )
 
 
-def _insert(items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
-    traces = traces_insert(traces=[_build_trace(i, h, now) for i, h in zip(items, hashes, strict=True)])
+def _insert(project_id: int, items: list[BatchTrace], hashes: list[str], now: datetime) -> None:
+    traces = traces_insert(traces=[_build_trace(project_id, i, h, now) for i, h in zip(items, hashes, strict=True)])
     tool_calls_insert(rows=_tool_call_rows(traces, items))
     traces_completed_announce(trace_ids=[trace.pk for trace in traces])
 
 
-def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOutcome | None = None) -> BatchOutcome:
-    """Store whole traces. `items` are (index in the request, trace) pairs that passed validation;
-    `refused` holds the request's items that did not (the answer and the ledger count them too).
+def traces_ingest_batch(
+    *, items: list[tuple[int, BatchTrace]], refused: BatchOutcome | None = None, project_id: int | None = None
+) -> BatchOutcome:
+    """Store whole traces in the project (`default` if None). `items` are (index in the request,
+    trace) pairs that passed validation; `refused` holds the request's items that did not (the
+    answer and the ledger count them too).
 
     A session that already exists with the same content is accepted as `unchanged` (a retried
     batch); with different content it is rejected. New traces go in with two bulk INSERTs, in the
     same transaction as the request's ledger entry.
     """
     outcome = refused or BatchOutcome()
+    project_id = default_project_id() if project_id is None else project_id
+    project_traces = AgentTrace.objects.filter(project_id=project_id)
     now = timezone.now()
     hashes: dict[int, str] = {}
     first_in_request: dict[str, int] = {}
@@ -152,7 +159,7 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
         fresh.append((index, item))
 
     existing = dict(
-        AgentTrace.objects.filter(session_id__in=[item.session_id for _, item in fresh]).values_list(
+        project_traces.filter(session_id__in=[item.session_id for _, item in fresh]).values_list(
             "session_id", "content_hash"
         )
     )
@@ -173,7 +180,7 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
     try:
         with transaction.atomic():
             if to_insert:
-                _insert([item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
+                _insert(project_id, [item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
             outcome.record(created=len(to_insert))
         outcome.accepted.extend({"index": i, "session_id": t.session_id, "status": "created"} for i, t in to_insert)
     except IntegrityError:
@@ -184,14 +191,12 @@ def traces_ingest_batch(*, items: list[tuple[int, BatchTrace]], refused: BatchOu
             for index, item in to_insert:
                 try:
                     with transaction.atomic():
-                        _insert([item], [hashes[index]], now)
+                        _insert(project_id, [item], [hashes[index]], now)
                     outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "created"})
                     created += 1
                 except IntegrityError as exc:
                     stored = (
-                        AgentTrace.objects.filter(session_id=item.session_id)
-                        .values_list("content_hash", flat=True)
-                        .first()
+                        project_traces.filter(session_id=item.session_id).values_list("content_hash", flat=True).first()
                     )
                     if stored == hashes[index]:
                         outcome.accepted.append({"index": index, "session_id": item.session_id, "status": "unchanged"})

@@ -17,6 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.core.models import default_project_id
 from apps.traces import fastpath
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_entry_cte, ingestion_record
@@ -30,9 +31,15 @@ def not_found(session_id: str) -> NotFoundError:
     return NotFoundError(f"No trace found for session {session_id}")
 
 
-def _locked_trace(session_id: str) -> AgentTrace:
+def _project(project_id: int | None) -> int:
+    # Callers inside evalsite without a request (the contract's in-process shim, demo data) write
+    # into `default`; the API always passes the request's project.
+    return default_project_id() if project_id is None else project_id
+
+
+def _locked_trace(project_id: int, session_id: str) -> AgentTrace:
     try:
-        return AgentTrace.objects.select_for_update().get(session_id=session_id)
+        return AgentTrace.objects.select_for_update().get(project_id=project_id, session_id=session_id)
     except AgentTrace.DoesNotExist:
         raise not_found(session_id) from None
 
@@ -77,22 +84,34 @@ def _insert_started(trace: AgentTrace) -> AgentTrace:
 
 
 def trace_start(
-    *, session_id: str, user_query: str, agent_name: str, metadata: dict | None = None
+    *,
+    session_id: str,
+    user_query: str,
+    agent_name: str,
+    metadata: dict | None = None,
+    project_id: int | None = None,
 ) -> tuple[AgentTrace, bool]:
-    """Open a trace. Returns (trace, created); starting the same session again with the same query
-    and agent is a no-op, with different ones a conflict."""
+    """Open a trace in the project (`default` if None). Returns (trace, created); starting the same
+    session again with the same query and agent is a no-op, with different ones a conflict."""
     metadata = metadata or {}
+    project_id = _project(project_id)
     try:
         # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
         return (
             _insert_started(
-                AgentTrace(session_id=session_id, user_query=user_query, agent_name=agent_name, metadata=metadata)
+                AgentTrace(
+                    project_id=project_id,
+                    session_id=session_id,
+                    user_query=user_query,
+                    agent_name=agent_name,
+                    metadata=metadata,
+                )
             ),
             True,
         )
     except IntegrityError:
         # A retry, or a concurrent start of the same session that won the race: judge against what it stored.
-        existing = AgentTrace.objects.get(session_id=session_id)
+        existing = AgentTrace.objects.get(project_id=project_id, session_id=session_id)
     if existing.user_query != user_query or existing.agent_name != agent_name:
         raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
     if metadata and existing.metadata != metadata:
@@ -102,7 +121,13 @@ def trace_start(
 
 
 def _update_active_trace(
-    session_id: str, set_sql: str, params: list, *, same_sql: str | None = None, same_params: tuple = ()
+    project_id: int,
+    session_id: str,
+    set_sql: str,
+    params: list,
+    *,
+    same_sql: str | None = None,
+    same_params: tuple = (),
 ) -> AgentTrace | None:
     """The hot path of intent and complete on PostgreSQL: one UPDATE … RETURNING of an active trace,
     which takes the row lock itself, instead of BEGIN, SELECT … FOR UPDATE, UPDATE, COMMIT, and
@@ -116,23 +141,26 @@ def _update_active_trace(
     before, rows_from, stored, duplicate = "", "t", "1", "0"
     if same_sql:
         # Every part of one statement reads the same snapshot: `old` sees the row as it was before the UPDATE.
-        before = f"old AS (SELECT id, ({same_sql}) AS same FROM {table} WHERE session_id = %s), "
+        before = f"old AS (SELECT id, ({same_sql}) AS same FROM {table} WHERE project_id = %s AND session_id = %s), "
         rows_from = "t LEFT JOIN old ON old.id = t.id"
         stored, duplicate = "CASE WHEN old.same THEN 0 ELSE 1 END", "CASE WHEN old.same THEN 1 ELSE 0 END"
     ledger_cte = ingestion_entry_cte(
         source=LedgerSource.REST, rows_from=rows_from, at="%s", stored=stored, duplicate=duplicate
     )
     sql = (
-        f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s WHERE session_id = %s AND status = %s "
+        f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s "
+        f"WHERE project_id = %s AND session_id = %s AND status = %s "
         f"RETURNING {select_columns(AgentTrace)}), "
         f"{ledger_cte} "
         f"SELECT * FROM t"
     )
     now = timezone.now()
-    before_params = [*same_params, session_id] if same_sql else []
+    before_params = [*same_params, project_id, session_id] if same_sql else []
 
     def execute():
-        return fastpath.fetch_all(sql, [*before_params, *params, now, session_id, AgentTrace.Status.ACTIVE, now])
+        return fastpath.fetch_all(
+            sql, [*before_params, *params, now, project_id, session_id, AgentTrace.Status.ACTIVE, now]
+        )
 
     # A cursor and from_rows rather than objects.raw(), which re-derives columns and converters per call.
     rows = from_rows(AgentTrace, _run_alone(execute))
@@ -140,10 +168,17 @@ def _update_active_trace(
 
 
 def trace_intent_record(
-    *, session_id: str, intent: str, resource_type: str | None, operation: str | None
+    *,
+    session_id: str,
+    intent: str,
+    resource_type: str | None,
+    operation: str | None,
+    project_id: int | None = None,
 ) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
+    project_id = _project(project_id)
     trace = _update_active_trace(
+        project_id,
         session_id,
         "intent_detected = %s, resource_type = %s, operation = %s",
         [intent, resource_type, operation],
@@ -151,12 +186,16 @@ def trace_intent_record(
         "FROM %s AND operation IS NOT DISTINCT FROM %s",
         same_params=(intent, resource_type, operation),
     )
-    return trace if trace is not None else _intent_record_locked(session_id, intent, resource_type, operation)
+    if trace is not None:
+        return trace
+    return _intent_record_locked(project_id, session_id, intent, resource_type, operation)
 
 
 @transaction.atomic
-def _intent_record_locked(session_id: str, intent: str, resource_type: str | None, operation: str | None) -> AgentTrace:
-    trace = _locked_trace(session_id)
+def _intent_record_locked(
+    project_id: int, session_id: str, intent: str, resource_type: str | None, operation: str | None
+) -> AgentTrace:
+    trace = _locked_trace(project_id, session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
         _record_rest(duplicate=1)
@@ -201,6 +240,7 @@ def trace_tool_call_record(
     duration_ms: float | None = None,
     call_id: str | None = None,
     timestamp: datetime | None = None,
+    project_id: int | None = None,
 ) -> ToolCall:
     call = ToolCallInput(
         tool_name=tool_name,
@@ -212,7 +252,7 @@ def trace_tool_call_record(
         call_id=call_id,
         timestamp=timestamp,
     )
-    return trace_tool_calls_record(session_id=session_id, calls=[call])[0][0]
+    return trace_tool_calls_record(session_id=session_id, calls=[call], project_id=project_id)[0][0]
 
 
 def repeated_call_id(calls: list[ToolCallInput]) -> str | None:
@@ -225,21 +265,26 @@ def repeated_call_id(calls: list[ToolCallInput]) -> str | None:
     return None
 
 
-def trace_tool_calls_record(*, session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
+def trace_tool_calls_record(
+    *, session_id: str, calls: list[ToolCallInput], project_id: int | None = None
+) -> list[tuple[ToolCall, bool]]:
     """Append calls in order under the trace's row lock, so concurrent writers get distinct,
     gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
     Returns (tool_call, created) per input. One call on PostgreSQL (agents reporting each call as it
     happens) is first tried as one statement, with the same outcome."""
+    project_id = _project(project_id)
     if len(calls) == 1 and fastpath.enabled():
-        stored = _append_in_one_statement(session_id, calls[0])
+        stored = _append_in_one_statement(project_id, session_id, calls[0])
         if stored is not None:
             return [(stored, True)]
-    return _tool_calls_record_locked(session_id, calls)
+    return _tool_calls_record_locked(project_id, session_id, calls)
 
 
 @transaction.atomic
-def _tool_calls_record_locked(session_id: str, calls: list[ToolCallInput]) -> list[tuple[ToolCall, bool]]:
-    trace = _locked_trace(session_id)
+def _tool_calls_record_locked(
+    project_id: int, session_id: str, calls: list[ToolCallInput]
+) -> list[tuple[ToolCall, bool]]:
+    trace = _locked_trace(project_id, session_id)
     call_ids = [c.call_id for c in calls if c.call_id]
     repeated = repeated_call_id(calls)
     if repeated:
@@ -289,7 +334,7 @@ _APPEND_TOOL_CALL_SQL = f"""
 WITH trace AS (
     UPDATE {AgentTrace._meta.db_table} AS t
        SET tool_call_count = t.tool_call_count + 1, updated_at = %(now)s
-     WHERE t.session_id = %(session_id)s AND t.status = %(active)s
+     WHERE t.project_id = %(project_id)s AND t.session_id = %(session_id)s AND t.status = %(active)s
        AND NOT EXISTS (SELECT 1 FROM {ToolCall._meta.db_table} AS c WHERE c.trace_id = t.id AND c.call_id = %(call_id)s)
  RETURNING t.id, t.tool_call_count
 ),
@@ -306,11 +351,12 @@ SELECT id, trace_id, seq FROM inserted
 """
 
 
-def _append_in_one_statement(session_id: str, call: ToolCallInput) -> ToolCall | None:
+def _append_in_one_statement(project_id: int, session_id: str, call: ToolCallInput) -> ToolCall | None:
     now = timezone.now()
     timestamp = call.timestamp or now
     params = {
         "now": now,
+        "project_id": project_id,
         "session_id": session_id,
         "active": AgentTrace.Status.ACTIVE,
         "call_id": call.call_id,
@@ -356,11 +402,18 @@ def finish_fields(trace: AgentTrace, end_time: datetime) -> None:
 
 
 def trace_complete(
-    *, session_id: str, final_response: str | None, success: bool, error: str | None = None
+    *,
+    session_id: str,
+    final_response: str | None,
+    success: bool,
+    error: str | None = None,
+    project_id: int | None = None,
 ) -> AgentTrace:
+    project_id = _project(project_id)
     status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     end_time = timezone.now()
     trace = _update_active_trace(
+        project_id,
         session_id,
         "final_response = %s, success = %s, error = %s, status = %s, end_time = %s,"
         " duration_seconds = GREATEST(EXTRACT(EPOCH FROM (%s - start_time)), 0)",
@@ -369,14 +422,14 @@ def trace_complete(
     if trace is not None:
         traces_completed_announce(trace_ids=[trace.pk])
         return trace
-    return _complete_locked(session_id, final_response, success, error=error)
+    return _complete_locked(project_id, session_id, final_response, success, error=error)
 
 
 @transaction.atomic
 def _complete_locked(
-    session_id: str, final_response: str | None, success: bool, *, error: str | None = None
+    project_id: int, session_id: str, final_response: str | None, success: bool, *, error: str | None = None
 ) -> AgentTrace:
-    trace = _locked_trace(session_id)
+    trace = _locked_trace(project_id, session_id)
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
         if same:

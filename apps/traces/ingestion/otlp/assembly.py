@@ -163,7 +163,11 @@ def _assign_session_ids(new_traces: list[NewTrace]) -> None:
     """The first trace of a conversation takes its id as session_id; later ones (session_id is
     unique) get `<conversation id>-<trace id>`, the conversation id staying in their metadata."""
     wanted = [n.trace.session_id for n in new_traces]
-    taken = set(AgentTrace.objects.filter(session_id__in=wanted).values_list("session_id", flat=True))
+    # One export's traces share its project; session ids are unique per project.
+    projects = {n.trace.project_id for n in new_traces}
+    taken = set(
+        AgentTrace.objects.filter(project_id__in=projects, session_id__in=wanted).values_list("session_id", flat=True)
+    )
     for n in new_traces:
         if n.trace.session_id in taken:
             n.trace.session_id = _suffixed(n.session_base, n.root.trace_id)

@@ -50,6 +50,7 @@ from django.db.models import Count
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from apps.core.models import default_project_id
 from apps.traces import fastpath
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace, OtlpSpan
@@ -261,13 +262,29 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
 
 
 def otlp_spans_ingest(
-    *, records: list[SpanRecord], rejected: dict[str, int] | None = None, repeated: int = 0
+    *,
+    records: list[SpanRecord],
+    rejected: dict[str, int] | None = None,
+    repeated: int = 0,
+    project_id: int | None = None,
 ) -> IngestOutcome:
-    """Store the spans of one export request (already mapped), assembling traces as their roots
-    arrive. `rejected`: per reason, the spans of the request refused before storage; with the
+    """Store the spans of one export request (already mapped) in the project (`default` if None),
+    assembling traces as their roots arrive. OpenTelemetry trace ids are 128 random bits and stay
+    unique across projects: spans of a trace id another project holds are refused (`conflict`),
+    never merged into it. `rejected`: per reason, the spans of the request refused before storage; with the
     records they make the request's ledger entry. `repeated`: spans the request held more than once,
     mapped once; the repeats are received and counted as duplicates."""
+    project_id = default_project_id() if project_id is None else project_id
     rejected = {reason: n for reason, n in (rejected or {}).items() if n}
+    foreign = set(
+        AgentTrace.objects.filter(otel_trace_id__in={r.trace_id for r in records})
+        .exclude(project_id=project_id)
+        .values_list("otel_trace_id", flat=True)
+    )
+    if foreign:
+        kept = [r for r in records if r.trace_id not in foreign]
+        rejected["conflict"] = rejected.get("conflict", 0) + len(records) - len(kept)
+        records = kept
     outcome = IngestOutcome()
     if not records:
         if rejected:
@@ -317,6 +334,7 @@ def otlp_spans_ingest(
                 ]
                 roots = sorted((r for r in fresh if r.is_root), key=lambda r: (r.start_ns, r.span_id))
                 built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked)
+                built.trace.project_id = project_id
                 received_at = {id(r): at for r, at in stored}
                 for r in built.tools_dropped:
                     if id(r) in received_at:

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rest_framework import exceptions
 from rest_framework.views import APIView
 
+from apps.core.projects.resolution import project_of
+
 from ..redaction import request_redaction
 from . import decode, services
 from .mapping import ExportTooLarge, export_records
@@ -124,7 +126,12 @@ class OtlpTracesView(APIView):
         redaction = request_redaction(request)
         redaction.spans(records)
         try:
-            services.otlp_spans_ingest(records=records, rejected=rejections.by_reason, repeated=rejections.repeated)
+            services.otlp_spans_ingest(
+                records=records,
+                rejected=rejections.by_reason,
+                repeated=rejections.repeated,
+                project_id=project_of(request).pk,
+            )
             redaction.record()
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.

@@ -1,0 +1,75 @@
+"""The validated input of the project services: the redaction settings' shape and a project's
+changes. The API validates its bodies with them; so may any other caller (the admin, a command)."""
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+
+REDACTION_DETECTORS = ("email", "phone", "credit_card", "iban", "ip_address", "secret")
+MAX_CUSTOM_PATTERNS = 20
+MAX_PATTERN_LENGTH = 200
+
+Detector = Literal["email", "phone", "credit_card", "iban", "ip_address", "secret"]
+
+
+class RedactionSettings(BaseModel):
+    """What a project replaces by typed placeholders before anything it receives is stored."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: StrictBool = Field(default=False, description="Off by default.")
+    detectors: list[Detector] = Field(default_factory=list, description=f"Any of {', '.join(REDACTION_DETECTORS)}.")
+    custom_patterns: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_CUSTOM_PATTERNS,
+        description=f"Up to {MAX_CUSTOM_PATTERNS} Python regular expressions of at most "
+        f"{MAX_PATTERN_LENGTH} characters each; matches become <CUSTOM>.",
+    )
+
+    @field_validator("detectors")
+    @classmethod
+    def _no_repeats(cls, detectors: list[str]) -> list[str]:
+        # Stored in the canonical order, once each: two requests naming the same set store the same.
+        return [d for d in REDACTION_DETECTORS if d in set(detectors)]
+
+    @field_validator("custom_patterns")
+    @classmethod
+    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
+        for index, pattern in enumerate(patterns):
+            if not pattern:
+                raise ValueError(f"pattern {index} is empty")
+            if len(pattern) > MAX_PATTERN_LENGTH:
+                raise ValueError(f"pattern {index} is longer than {MAX_PATTERN_LENGTH} characters")
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {index} is not a valid regular expression: {exc}") from None
+        return patterns
+
+
+class ProjectChanges(BaseModel):
+    """A partial update of a project's settings: only the fields sent change."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(default="", min_length=1, max_length=100)
+    retention_days: int | None = Field(
+        default=None, ge=1, description="Days to keep traces and evaluations; null: forever."
+    )
+    run_retention_days: int | None = Field(default=None, ge=1, description="Days to keep runs; null: forever.")
+    redaction: RedactionSettings | None = None
+
+    @field_validator("redaction")
+    @classmethod
+    def _redaction_not_null(cls, value):
+        if value is None:
+            raise ValueError("redaction cannot be null; send enabled: false to turn it off")
+        return value
+
+
+class ProjectNew(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=100)
+    slug: str = Field(min_length=1, max_length=50, pattern=r"^[a-z0-9][a-z0-9-]*$")

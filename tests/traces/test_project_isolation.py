@@ -1,0 +1,112 @@
+"""A key acts in its own project only: the attacks of a key of project B on project A's traces.
+
+Each test performs the attack with B's key and asserts that it learns nothing of A (404, as for a
+session that exists nowhere) and changes nothing in A."""
+
+import json
+
+import pytest
+
+from apps.core.models import Project, ProjectRole
+from apps.traces.models import AgentTrace
+from tests.core.factories import ProjectFactory, project_key_client
+from tests.traces.test_otlp import _json_body
+
+pytestmark = pytest.mark.django_db
+
+TRACES = "/api/v1/metrics/traces"
+TRACE = "/api/v1/metrics/trace"
+
+
+@pytest.fixture
+def projects():
+    return ProjectFactory(slug="alpha"), ProjectFactory(slug="beta")
+
+
+@pytest.fixture
+def alpha_api(projects):
+    return project_key_client(projects[0], role=ProjectRole.ADMIN, username="alice")
+
+
+@pytest.fixture
+def beta_api(projects):
+    return project_key_client(projects[1], role=ProjectRole.ADMIN, username="bob")
+
+
+def _start(api, session_id="s-1", query="Where are my clusters?"):
+    return api.post(TRACES, {"session_id": session_id, "user_query": query, "agent_name": "agent"}, format="json")
+
+
+def test_the_same_session_id_in_two_projects_is_two_traces(alpha_api, beta_api, projects):
+    assert _start(alpha_api, query="alpha's question").status_code == 201
+    # No 409: a conflict would tell B that A holds this session id.
+    response = _start(beta_api, query="beta's question")
+    assert response.status_code == 201, response.content
+    alpha, beta = projects
+    assert AgentTrace.objects.get(project=alpha, session_id="s-1").user_query == "alpha's question"
+    assert AgentTrace.objects.get(project=beta, session_id="s-1").user_query == "beta's question"
+    assert alpha_api.get(f"{TRACE}/s-1").json()["user_query"] == "alpha's question"
+    assert beta_api.get(f"{TRACE}/s-1").json()["user_query"] == "beta's question"
+
+
+def test_another_projects_session_reads_as_missing(alpha_api, beta_api):
+    _start(alpha_api, session_id="secret")
+    hidden, missing = beta_api.get(f"{TRACE}/secret"), beta_api.get(f"{TRACE}/never-was")
+    assert hidden.status_code == missing.status_code == 404
+    assert hidden.json()["detail"] == "No trace found for session secret"
+    assert beta_api.get(f"{TRACE}/secret/tool-calls").status_code == 404
+
+
+def test_another_project_cannot_write_into_a_trace(alpha_api, beta_api, projects):
+    _start(alpha_api, session_id="s-1")
+    assert beta_api.post(f"{TRACES}/s-1/intent", {"intent": "steal"}, format="json").status_code == 404
+    call = {"tool_name": "exfiltrate", "tool_args": {}, "tool_result": None}
+    assert beta_api.post(f"{TRACES}/s-1/tool-calls", call, format="json").status_code == 404
+    assert (
+        beta_api.post(f"{TRACES}/s-1/complete", {"final_response": "x", "success": False}, format="json").status_code
+        == 404
+    )
+    trace = AgentTrace.objects.get(project=projects[0], session_id="s-1")
+    assert (trace.intent_detected, trace.tool_call_count, trace.status) == (None, 0, "active")
+
+
+def test_another_project_cannot_delete_a_trace(alpha_api, beta_api, projects):
+    _start(alpha_api, session_id="s-1")
+    assert beta_api.delete(f"{TRACE}/s-1").status_code == 404
+    assert AgentTrace.objects.filter(project=projects[0], session_id="s-1").exists()
+
+
+def test_a_batch_with_another_projects_session_id_creates_its_own(alpha_api, beta_api, projects):
+    trace = {"session_id": "s-1", "user_query": "q", "agent_name": "a", "final_response": "r", "success": True}
+    assert alpha_api.post(f"{TRACES}/batch", {"traces": [trace]}, format="json").json()["accepted_count"] == 1
+    answer = beta_api.post(f"{TRACES}/batch", {"traces": [{**trace, "user_query": "other"}]}, format="json").json()
+    assert answer["accepted"] == [{"index": 0, "session_id": "s-1", "status": "created"}]
+    assert AgentTrace.objects.filter(session_id="s-1").count() == 2
+
+
+def test_otlp_spans_land_in_the_keys_project_and_never_merge_into_anothers(alpha_api, beta_api, projects):
+    body = json.dumps(_json_body())
+    assert alpha_api.post("/v1/traces", body, content_type="application/json").status_code == 200
+    trace = AgentTrace.objects.get(otel_trace_id="5b8efff798038103d269b633813fc60c")
+    assert trace.project == projects[0]
+    calls_before = trace.tool_call_count
+    # B replays A's trace id with spans of its own: refused, A's trace unchanged.
+    replay = _json_body()
+    for span in replay["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        span["spanId"] = span["spanId"][:-1] + "f"
+    assert beta_api.post("/v1/traces", json.dumps(replay), content_type="application/json").status_code == 200
+    trace.refresh_from_db()
+    assert trace.tool_call_count == calls_before
+    assert not AgentTrace.objects.filter(project=projects[1]).exists()
+
+
+def test_contract_calls_work_with_a_key_of_any_project(beta_api, projects):
+    # A contract client never names a project: the key's project is implied.
+    assert _start(beta_api).status_code == 201
+    assert (
+        beta_api.post(f"{TRACES}/s-1/complete", {"final_response": "ok", "success": True}, format="json").status_code
+        == 200
+    )
+    assert beta_api.get(f"{TRACE}/s-1").json()["status"] == "completed"
+    assert Project.objects.default().pk != projects[1].pk
+    assert not AgentTrace.objects.filter(project=Project.objects.default()).exists()
