@@ -1,9 +1,16 @@
 """The built-in detectors: each finds the spans of one kind of personal or secret data in a string.
 
-A detector is a cheap pre-check plus a finder. The pre-check is a substring test or one compiled
-regex search in C (an '@' for e-mail, a run of digits for phone numbers); only a string that passes
-it pays for the finder, which may validate in Python (Luhn, mod-97, `ipaddress`, `phonenumbers`).
-Ingestion sends mostly prose, names and small numbers, so most strings stop at the pre-check.
+A detector is a trigger plus a finder. The trigger is a cheap test that every string holding
+something the detector can find passes (an '@' for e-mail, a run of seven digits for phone numbers,
+cards and IBANs, a provider's literal prefix for secrets); the Redactor runs the active detectors'
+triggers once per string — or once per JSON value, over its serialized text (redactor.py). Only a
+string that passes reaches the finders, which may validate in Python (Luhn, mod-97, `ipaddress`,
+`phonenumbers`). Ingestion sends mostly names, statuses, small numbers and prose, so most strings
+stop at the triggers.
+
+Each trigger is a substring test or a regex that starts with a literal character, which `re` finds
+with a fast scan: a pattern that starts with a class (`\\d…`) is tried at every position and cost
+4–6 µs on a 170-character tool result, ten times the rest of the triggers together.
 
 Every finder returns (start, end) spans in the string it was given; the Redactor merges the spans of
 all detectors (redactor.py) and replaces them with the detector's placeholder.
@@ -28,8 +35,12 @@ class Detector:
     # Higher wins a tie between two overlapping spans of the same length (redactor.py): a checksum or
     # a provider's literal prefix is stronger evidence than a shape that phone numbers also have.
     specificity: int
-    precheck: Callable[[str], bool]
-    find: Callable[[str], Iterator[Span]]
+    # A cheap test that every string with a span for this detector passes; None: run the finder always.
+    trigger: Callable[[str], bool] | None
+    find: Callable[..., Iterator[Span]]
+    # A detector that yields runs after the others and its find() also takes the spans they found,
+    # which it may skip: they would win the overlap anyway (only the slow phone finder does).
+    yields: bool = False
 
 
 # --- e-mail -----------------------------------------------------------------------------------------
@@ -241,27 +252,36 @@ def _counting(raw: str) -> bool:
     return not raw.startswith("+") and _SINGLE_DIGIT_GROUPS.search(raw) is not None
 
 
-def phone_finder(regions: tuple[str, ...]) -> Callable[[str], Iterator[Span]]:
+def phone_finder(regions: tuple[str, ...]) -> Callable[..., Iterator[Span]]:
     """Finds phone numbers valid in one of `regions` (national format) or anywhere (with +country code).
 
     Leniency.VALID: the number must be a valid number of its region by phonenumbers' metadata, so
     epoch seconds, "(555) 123-4567" and most order numbers do not match, while every real number does
     (POSSIBLE matched timestamps and prices in the corpus; STRICT_GROUPING rejected nothing more).
+
+    phonenumbers is the slowest finder (about 0.2 ms per window and region), so it skips a candidate
+    that lies inside a span another detector already found (`claimed`: a card's or an IBAN's digits,
+    which win the overlap anyway, redactor.py), and reads a window whose candidates all start with
+    "+" in one region only: an international number parses the same in every region.
     """
 
-    def find(text: str) -> Iterator[Span]:
-        windows: list[list[int]] = []
+    def find(text: str, claimed: list[Span] | tuple[Span, ...] = ()) -> Iterator[Span]:
+        windows: list[list] = []
         for match in _PHONE_CANDIDATE.finditer(text):
+            if any(s <= match.start() and match.end() <= e for s, e in claimed):
+                continue
             start = max(0, match.start() - _PHONE_WINDOW_MARGIN)
             end = min(len(text), match.end() + _PHONE_WINDOW_MARGIN)
+            international = match.group().startswith("+")
             if windows and start <= windows[-1][1]:
                 windows[-1][1] = end
+                windows[-1][2] = windows[-1][2] and international
             else:
-                windows.append([start, end])
+                windows.append([start, end, international])
         found: set[Span] = set()
-        for start, end in windows:
+        for start, end, international in windows:
             window = text[start:end]
-            for region in regions:
+            for region in regions[:1] if international else regions:
                 for number in phonenumbers.PhoneNumberMatcher(window, region, leniency=phonenumbers.Leniency.VALID):
                     span = (start + number.start, start + number.end)
                     if _labelled_otherwise(_NOT_A_PHONE_LABEL, text, span[0]) or _counting(number.raw_string):
@@ -284,7 +304,11 @@ _SECRET_PATTERNS: tuple[tuple[tuple[str, ...], re.Pattern[str], int], ...] = (
     # AWS access key ids (long-term AKIA, temporary ASIA).
     (("AKIA", "ASIA"), re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"), 0),
     # GitHub personal, OAuth, user-to-server, server-to-server and refresh tokens; fine-grained PATs.
-    (("gh", "github_pat_"), re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"), 0),
+    (
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+        re.compile(r"(?<![\w])(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})"),
+        0,
+    ),
     # Slack bot, user, app-level and legacy tokens.
     (("xox",), re.compile(r"(?<![\w])xox[baprs]-[A-Za-z0-9\-]{10,}"), 0),
     # Google API keys.
@@ -314,11 +338,26 @@ def _find_secrets(text: str) -> Iterator[Span]:
                 yield match.span(group)
 
 
-# --- pre-checks -------------------------------------------------------------------------------------
+# --- triggers ---------------------------------------------------------------------------------------
 
-_DIGIT = re.compile(r"\d")
 _DIGIT_RUN_7 = re.compile(r"\d(?:[ ().\-/]{0,3}\d){6}")
-_SECRET_NEEDLES = tuple(needle for needles, _pattern, _group in _SECRET_PATTERNS for needle in needles)
+# ASCII text is mapped byte for byte (digits to 0, the separators phone numbers and cards use to '.',
+# anything else to 'x') so the seven-digit run is a pattern that starts with a literal.
+_SHAPES = bytes(
+    ord("0") if chr(i).isdigit() and i < 128 else ord(".") if chr(i) in " ().-/" else ord("x") for i in range(256)
+)
+_SHAPED_RUN_7 = re.compile(rb"0(?:\.{0,3}0){6}")
+_IPV4_MIDDLE = re.compile(r"\.\d{1,3}\.\d{1,3}\.")
+_IPV6_COLONS = re.compile(r":[0-9A-Fa-f]{0,4}:")
+# The providers' needles with the five GitHub prefixes as one "gh" (twelve scans instead of sixteen):
+# a string with "gh" in a word only goes on to the finders, which check the full prefixes.
+_SECRET_NEEDLES = tuple(
+    dict.fromkeys(
+        "gh" if needle.startswith("gh") else needle
+        for needles, _pattern, _group in _SECRET_PATTERNS
+        for needle in needles
+    )
+)
 
 
 def _has_email_sign(text: str) -> bool:
@@ -326,19 +365,19 @@ def _has_email_sign(text: str) -> bool:
 
 
 def _has_digit_run(text: str) -> bool:
+    """Seven digits with at most three separators between each: every phone number, card and IBAN."""
+    if text.isascii():
+        return _SHAPED_RUN_7.search(text.encode("ascii").translate(_SHAPES)) is not None
     return _DIGIT_RUN_7.search(text) is not None
 
 
 def _has_ip_shape(text: str) -> bool:
-    return ("." in text or ":" in text) and _DIGIT.search(text) is not None
+    # An IPv4 address has ".n.n." in its middle; every IPv6 form has two colons at most four hex apart.
+    return _IPV4_MIDDLE.search(text) is not None or (":" in text and _IPV6_COLONS.search(text) is not None)
 
 
 def _has_secret_needle(text: str) -> bool:
     return any(needle in text for needle in _SECRET_NEEDLES)
-
-
-def _has_iban_shape(text: str) -> bool:
-    return _DIGIT_RUN_7.search(text) is not None
 
 
 DEFAULT_PHONE_REGIONS = ("US", "GB")
@@ -347,9 +386,9 @@ DEFAULT_PHONE_REGIONS = ("US", "GB")
 def builtin_detectors(phone_regions: tuple[str, ...] = DEFAULT_PHONE_REGIONS) -> dict[str, Detector]:
     return {
         "email": Detector("email", "<EMAIL>", 40, _has_email_sign, _find_emails),
-        "phone": Detector("phone", "<PHONE>", 10, _has_digit_run, phone_finder(phone_regions)),
+        "phone": Detector("phone", "<PHONE>", 10, _has_digit_run, phone_finder(phone_regions), yields=True),
         "credit_card": Detector("credit_card", "<CREDIT_CARD>", 50, _has_digit_run, _find_cards),
-        "iban": Detector("iban", "<IBAN>", 60, _has_iban_shape, _find_ibans),
+        "iban": Detector("iban", "<IBAN>", 60, _has_digit_run, _find_ibans),
         "ip_address": Detector("ip_address", "<IP_ADDRESS>", 30, _has_ip_shape, _find_ips),
         "secret": Detector("secret", "<SECRET>", 70, _has_secret_needle, _find_secrets),
     }

@@ -5,9 +5,10 @@ from __future__ import annotations
 import functools
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import orjson
 import regex  # type: ignore[import-untyped]
 
 from .config import CUSTOM_TIMEOUT, RedactionConfig
@@ -34,10 +35,6 @@ def _custom_finder(patterns: tuple[regex.Pattern[str], ...]):
     return find
 
 
-def _always(text: str) -> bool:
-    return True
-
-
 class Redactor:
     """Redacts strings and JSON-like values with one project's settings. Stateless and thread-safe: build
     it once per settings (redactor_for) and share it."""
@@ -48,8 +45,19 @@ class Redactor:
         self.detectors: tuple[Detector, ...] = tuple(available[name] for name in config.detectors)
         if config.custom_patterns:
             compiled = tuple(regex.compile(pattern) for pattern in config.custom_patterns)
-            custom = Detector(CUSTOM, CUSTOM_PLACEHOLDER, CUSTOM_SPECIFICITY, _always, _custom_finder(compiled))
+            custom = Detector(CUSTOM, CUSTOM_PLACEHOLDER, CUSTOM_SPECIFICITY, None, _custom_finder(compiled))
             self.detectors += (custom,)
+        # Detectors that yield (phone numbers) run last and are told what the others found.
+        self._ordered = tuple(sorted(self.detectors, key=lambda detector: detector.yields))
+        # The distinct triggers (phone numbers, cards and IBANs share one): a string that passes none
+        # has nothing to redact. A custom pattern can match anything, so with one every string is read.
+        triggers = [detector.trigger for detector in self.detectors]
+        self._triggers: tuple[Callable[[str], bool], ...] | None = (
+            tuple(t for t in dict.fromkeys(triggers) if t is not None) if None not in triggers else None
+        )
+
+    def _triggered(self, text: str) -> bool:
+        return self._triggers is None or any(trigger(text) for trigger in self._triggers)
 
     def spans(self, text: str) -> list[tuple[int, int, Detector]]:
         """The replaced spans, in order and disjoint, each with the detector whose placeholder replaces it.
@@ -61,10 +69,13 @@ class Redactor:
         first because the longer match explains the shorter: the digits of an IBAN are also a phone
         number's shape, the "5551234567" inside "john.5551234567@example.com" is part of the address.
         """
+        if not self._triggered(text):
+            return []
         found: list[tuple[int, int, Detector]] = []
-        for detector in self.detectors:
-            if detector.precheck(text):
-                found.extend((start, end, detector) for start, end in detector.find(text) if end > start)
+        for detector in self._ordered:
+            if detector.trigger is None or detector.trigger(text):
+                spans = detector.find(text, [(s, e) for s, e, _d in found]) if detector.yields else detector.find(text)
+                found.extend((start, end, detector) for start, end in spans if end > start)
         if not found:
             return []
         found.sort(key=lambda item: (item[0], -item[1]))
@@ -112,6 +123,16 @@ class Redactor:
         """
         if isinstance(value, str):
             return self.redact_text(value, counts) if value else value
+        if isinstance(value, dict | list) and self._triggers is not None:
+            # One trigger search over the value's JSON text instead of one per string inside: every
+            # string (and every integer's digits) appears in it as written, so no match there means
+            # no match in any of them. Tool arguments and results are mostly ids, names and statuses.
+            try:
+                text = orjson.dumps(value).decode()
+            except (orjson.JSONEncodeError, TypeError):
+                text = None  # not JSON (an int past 64 bits, an object): walked below
+            if text is not None and not self._triggered(text):
+                return value
         if isinstance(value, dict):
             return {key: self.redact_value(item, counts) for key, item in value.items()}
         if isinstance(value, list | tuple):
