@@ -361,9 +361,13 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
         for p in procs:
             p.start()
         time.sleep(1.0)
+        # Server CPU is steadier than wall time on a shared machine (off vs on --redaction).
+        server_pids = group_pids(server.pid)
+        server_cpu = cpu_seconds(server_pids)
         started = time.perf_counter()
         start_evt.set()
         results = [out_q.get(timeout=900) for _ in procs]
+        server_cpu = cpu_seconds(server_pids) - server_cpu
         for p in procs:
             p.join()
         api_seconds = max(r[2] for r in results) - started
@@ -388,7 +392,8 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
     )
     print(
         f"API batch ingest : {args.traces} traces x {args.calls} tool calls in {api_seconds:.2f} s "
-        f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s"
+        f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s; "
+        f"server CPU {1e6 * server_cpu / args.traces:,.0f} us per trace"
     )
     print(
         f"raw COPY         : same {rows} rows in {copy_seconds:.2f} s "

@@ -59,6 +59,19 @@ class Redactor:
     def _triggered(self, text: str) -> bool:
         return self._triggers is None or any(trigger(text) for trigger in self._triggers)
 
+    def may_redact(self, value: Any) -> bool:
+        """False when nothing in the JSON-like `value` can be redacted: one trigger test over its JSON
+        text, every string (and every integer's digits) inside appearing there as written. A caller
+        with many values (a trace's fields and all its tool calls) asks once for all of them and
+        skips the walk; True when unsure (custom patterns, a value that is not JSON)."""
+        if self._triggers is None:
+            return True
+        try:
+            text = orjson.dumps(value).decode()
+        except (orjson.JSONEncodeError, TypeError):
+            return True
+        return self._triggered(text)
+
     def spans(self, text: str) -> list[tuple[int, int, Detector]]:
         """The replaced spans, in order and disjoint, each with the detector whose placeholder replaces it.
 
@@ -123,16 +136,9 @@ class Redactor:
         """
         if isinstance(value, str):
             return self.redact_text(value, counts) if value else value
-        if isinstance(value, dict | list) and self._triggers is not None:
-            # One trigger search over the value's JSON text instead of one per string inside: every
-            # string (and every integer's digits) appears in it as written, so no match there means
-            # no match in any of them. Tool arguments and results are mostly ids, names and statuses.
-            try:
-                text = orjson.dumps(value).decode()
-            except (orjson.JSONEncodeError, TypeError):
-                text = None  # not JSON (an int past 64 bits, an object): walked below
-            if text is not None and not self._triggered(text):
-                return value
+        if isinstance(value, dict | list) and not self.may_redact(value):
+            # Tool arguments and results are mostly ids, names and statuses: one test, no walk.
+            return value
         if isinstance(value, dict):
             return {key: self.redact_value(item, counts) for key, item in value.items()}
         if isinstance(value, list | tuple):

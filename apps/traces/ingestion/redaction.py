@@ -63,6 +63,16 @@ class Redaction:
 
     def trace(self, data: Any) -> Any:
         """A whole trace (a batch item): its fields and every tool call's."""
+        if self.redactor is None or not isinstance(data, dict):
+            return data
+        calls = data.get("tool_calls")
+        content = [data.get(name) for name in TRACE_FIELDS]
+        if isinstance(calls, list):
+            content += [[call.get(name) for name in TOOL_CALL_FIELDS] for call in calls if isinstance(call, dict)]
+        if not self.redactor.may_redact(content):
+            # One test over all the trace's content (not its ids and timestamps, whose digits would
+            # pass the digit-run trigger) instead of one per field: most traces have nothing to redact.
+            return data
         redacted = self.fields(data, TRACE_FIELDS)
         if redacted is not data and isinstance(redacted.get("tool_calls"), list):
             redacted["tool_calls"] = self.tool_calls(redacted["tool_calls"])
@@ -73,6 +83,8 @@ class Redaction:
         if self.redactor is None:
             return
         for record in records:
+            if not self.redactor.may_redact([getattr(record, name) for name in SPAN_FIELDS]):
+                continue
             for name in SPAN_FIELDS:
                 value = getattr(record, name)
                 if value:
