@@ -14,6 +14,7 @@ in its own process group, stopped with the whole group (workers included) even w
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import resource
@@ -153,6 +154,25 @@ def prepare(db: Database, **extra_env: str) -> tuple[dict[str, str], str]:
     env = server_env(db.url, **extra_env)
     migrate(env)
     return env, create_api_key(env)
+
+
+# Every built-in detector (apps.core.redaction.DETECTOR_NAMES): what --redaction turns on.
+REDACTION_ALL = {
+    "enabled": True,
+    "detectors": ["email", "phone", "credit_card", "iban", "ip_address", "secret"],
+    "custom_patterns": [],
+}
+
+
+def redaction_enable(db: Database, settings: dict = REDACTION_ALL) -> None:
+    """PII redaction on for the `default` project, the bench key's (docs/redaction.md). Before the server
+    starts, so no process has the project cached with its old settings."""
+    with db.connect(autocommit=True) as conn:
+        updated = conn.execute(
+            "UPDATE core_project SET redaction = %s WHERE slug = 'default'", (json.dumps(settings),)
+        ).rowcount
+    if updated != 1:
+        raise SystemExit("no default project to turn redaction on for")
 
 
 def django_setup(env: dict[str, str] | None = None) -> None:

@@ -2,6 +2,10 @@
 
     .venv/bin/python bench/ingest.py [--traces 20000] [--calls 10] [--batch 500] [--clients 2]
     .venv/bin/python bench/ingest.py --per-call [--traces 1600] [--calls 10] [--clients 8]
+    add --redaction to either: PII redaction on for the bench key's project, every detector
+
+--redaction turns on the project's PII redaction with all six detectors (docs/redaction.md) before
+the server starts; the traces are the same, so off vs on is the cost of redacting them.
 
 Creates a fresh PostgreSQL database, migrates it, starts gunicorn, and sends the traces from
 client processes (pre-built request bodies, keep-alive connections).
@@ -37,6 +41,7 @@ from harness import (
     group_pids,
     percentile,
     prepare,
+    redaction_enable,
 )
 
 
@@ -324,11 +329,15 @@ def main():
     parser.add_argument("--server-threads", type=int, default=4, help="--per-call only (gthread)")
     parser.add_argument("--worker-class", default="gthread", help="--per-call only: gunicorn -k (gthread, sync)")
     parser.add_argument("--port", type=int, default=None, help="default: a free port")
+    parser.add_argument("--redaction", action="store_true", help="PII redaction on, every detector")
     add_database_args(parser, db="evalsite_bench_ingest")
     args = parser.parse_args()
 
     with database_from_args(args) as db:
         env, key = prepare(db, EVALSITE_MAX_BODY_BYTES=str(64 * 1024 * 1024))
+        if args.redaction:
+            redaction_enable(db)
+        print(f"redaction: {'on, every detector' if args.redaction else 'off'}")
         if args.per_call:
             run_per_call(args, env, key, db)
         else:
@@ -352,9 +361,13 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
         for p in procs:
             p.start()
         time.sleep(1.0)
+        # Server CPU is steadier than wall time on a shared machine (off vs on --redaction).
+        server_pids = group_pids(server.pid)
+        server_cpu = cpu_seconds(server_pids)
         started = time.perf_counter()
         start_evt.set()
         results = [out_q.get(timeout=900) for _ in procs]
+        server_cpu = cpu_seconds(server_pids) - server_cpu
         for p in procs:
             p.join()
         api_seconds = max(r[2] for r in results) - started
@@ -379,7 +392,8 @@ def run_batches(args, env: dict, key: str, db: Database) -> None:
     )
     print(
         f"API batch ingest : {args.traces} traces x {args.calls} tool calls in {api_seconds:.2f} s "
-        f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s"
+        f"= {api_tps:,.0f} traces/s, {rows / api_seconds:,.0f} rows/s; "
+        f"server CPU {1e6 * server_cpu / args.traces:,.0f} us per trace"
     )
     print(
         f"raw COPY         : same {rows} rows in {copy_seconds:.2f} s "

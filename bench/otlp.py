@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/otlp.py [--requests 200] [--spans-per-request 512] [--tools 10] [--clients 2]
     .venv/bin/python bench/otlp.py --phoenix [--phoenix-requests 40] [--phoenix-venv /tmp/phoenix-venv]
+    .venv/bin/python bench/otlp.py --redaction ...   (PII redaction on for the key's project, every detector)
 
 Creates a fresh PostgreSQL database, migrates it, starts gunicorn and sends pre-built protobuf
 ExportTraceServiceRequests from client processes (keep-alive, one request at a time each, a 429/503
@@ -46,6 +47,7 @@ from harness import (
     database_from_args,
     group_pids,
     prepare,
+    redaction_enable,
     wait_http,
 )
 
@@ -263,6 +265,9 @@ def run_evalsite(args, spans, bodies) -> float:
 
 def measure_evalsite(args, db: Database, spans, bodies) -> float:
     env, key = prepare(db)
+    if getattr(args, "redaction", False):
+        redaction_enable(db)
+    print(f"redaction: {'on, every detector' if getattr(args, 'redaction', False) else 'off'}")
     with Gunicorn(env, port=args.port, workers=args.server_workers, keep_alive=30) as server:
         # One warm-up export per worker process (imports, connection, key cache) outside the timing.
         warm = make_bodies(make_spans(args.server_workers * 2, args.tools, seed=999), args.spans_per_request)
@@ -394,6 +399,7 @@ def main():
     parser.add_argument("--phoenix-port", type=int, default=18070)
     parser.add_argument("--phoenix-timeout", type=float, default=600)
     parser.add_argument("--skip-evalsite", action="store_true", help="only the Phoenix run")
+    parser.add_argument("--redaction", action="store_true", help="PII redaction on (every detector) for evalsite")
     args = parser.parse_args()
     args.traces = args.requests * args.spans_per_request // (args.tools + 1)
 

@@ -112,6 +112,15 @@ def test_judge_coverage():
     )
 
 
+def test_redaction_corpus():
+    result = bench("redaction_corpus.py")
+    assert_ran(
+        result,
+        r"^\d+ samples \(\d+ with labelled spans, \d+ without\)",
+        r"^\| email \| \d+ \| \d+ \| [\d.]+ \| [\d.]+ \|$",
+    )
+
+
 def test_otlp_decode():
     result = bench("otlp_decode.py", "--only", "nested", "normal", "members")
     assert result.returncode == 0, result.stderr

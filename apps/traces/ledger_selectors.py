@@ -11,7 +11,9 @@ from datetime import date, datetime
 from django.db.models import Q, Sum
 from django.db.models.functions import TruncDate
 
-from .models import IngestionEntry
+from apps.core.redaction import COUNT_KINDS
+
+from .models import IngestionEntry, RedactionCount
 
 Source = IngestionEntry.Source
 DOORS = (Source.REST, Source.BATCH, Source.OTLP)
@@ -137,3 +139,15 @@ def ingestion_ledger_days(*, since: datetime, until: datetime) -> list[LedgerDay
     ):
         counts(day, source).add_reasons(reasons)
     return sorted(days.values(), key=lambda d: d.day, reverse=True)
+
+
+def redaction_counts_by_day(*, project, since: date, until: date) -> list[dict]:
+    """What PII redaction replaced in `project`'s input per UTC day from `since` to `until` (included),
+    newest first: {"day", "total", and a count per kind (apps.core.redaction.COUNT_KINDS)}. Days on
+    which nothing was replaced have no row."""
+    rows = RedactionCount.objects.filter(project=project, day__gte=since, day__lte=until).order_by("-day")
+    return [
+        {"day": row.day, "total": sum(getattr(row, kind) for kind in COUNT_KINDS)}
+        | {kind: getattr(row, kind) for kind in COUNT_KINDS}
+        for row in rows
+    ]

@@ -179,3 +179,29 @@ class IngestionEntry(models.Model):
 
     def __str__(self):
         return f"{self.source} {self.at:%Y-%m-%d %H:%M} +{self.received}"
+
+
+class RedactionCount(models.Model):
+    """How many values PII redaction replaced in what a project sent, per UTC day and kind
+    (apps.core.redaction; docs/redaction.md). One row per project and day, one column per kind, so a
+    request adds all its counts with one UPDATE … SET email = email + n, … (apps.traces.ingestion.redaction),
+    and only a request that had something replaced writes at all.
+
+    Here rather than in apps.core: it is an ingestion fact, written by the doors in this app (and by
+    rag, above it) and shown beside the ingestion ledger; apps.core keeps only the detectors."""
+
+    project = models.ForeignKey("core.Project", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    email = models.BigIntegerField(default=0)
+    phone = models.BigIntegerField(default=0)
+    credit_card = models.BigIntegerField(default=0)
+    iban = models.BigIntegerField(default=0)
+    ip_address = models.BigIntegerField(default=0)
+    secret = models.BigIntegerField(default=0)
+    custom = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "day"], name="redactioncount_project_day")]
+
+    def __str__(self):
+        return f"{self.project_id} {self.day}"

@@ -9,7 +9,9 @@ from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from apps.traces.ledger_selectors import DOORS, ingestion_ledger, ingestion_ledger_days
+from apps.core.projects.resolution import project_of
+from apps.core.redaction import COUNT_KINDS, PLACEHOLDERS, RedactionConfig
+from apps.traces.ledger_selectors import DOORS, ingestion_ledger, ingestion_ledger_days, redaction_counts_by_day
 from apps.traces.models import IngestionEntry
 
 from ..context import console_context
@@ -70,6 +72,10 @@ def ingestion_page(request):
                 "online": day.sources[IngestionEntry.Source.ONLINE_EVALUATION],
             }
         )
+    # PII redaction (issue 23): the project's setting, and what it replaced per day in this window.
+    project = project_of(request)
+    redaction = RedactionConfig.from_json(project.redaction, strict=False)
+    redaction_days = redaction_counts_by_day(project=project, since=since_day, until=until_day)
     if valid:
         # The inputs show the window on screen, the default one included.
         form = LedgerFilterForm(initial={"since": since_day, "until": until_day})
@@ -87,5 +93,9 @@ def ingestion_page(request):
             online=totals[IngestionEntry.Source.ONLINE_EVALUATION],
             unbalanced_days=[row["day"] for row in rows if not row["balanced"]],
             filtered=bool(request.GET.get("since") or request.GET.get("until")),
+            project=project,
+            redaction=redaction,
+            redaction_kinds=[(kind, PLACEHOLDERS[kind]) for kind in COUNT_KINDS],
+            redaction_days=[{**day, "counts": [day[kind] for kind in COUNT_KINDS]} for day in redaction_days],
         ),
     )

@@ -1,3 +1,4 @@
+import orjson
 from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -10,6 +11,7 @@ from apps.core.api.validation import validate_body
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import llm_rate_check
 from apps.core.projects.resolution import project_of
+from apps.traces.ingestion.redaction import Redaction, request_redaction
 
 from .. import selectors, services
 from ..query_object import QueryParseError
@@ -24,6 +26,22 @@ from .schemas import (
 )
 
 TAG = ["trace"]
+
+
+def _redacted_query(redaction: Redaction, query: str | dict) -> str | dict:
+    """A JSON query is redacted value by value (its keys and structure stay, so it still parses) and
+    written back only if something was replaced; natural language is redacted as text."""
+    if redaction.redactor is None or isinstance(query, dict):
+        return redaction.value(query)
+    try:
+        parsed = orjson.loads(query)
+    except orjson.JSONDecodeError:
+        return redaction.value(query)
+    if not isinstance(parsed, dict):
+        return redaction.value(query)
+    replaced_before = sum(redaction.counts.values())
+    redacted = redaction.value(parsed)
+    return orjson.dumps(redacted).decode() if sum(redaction.counts.values()) > replaced_before else query
 
 
 class TraceView(APIView):
@@ -49,12 +67,17 @@ class TraceView(APIView):
         if llm_configured():  # the query is parsed, and LLM metrics scored, by the platform's LLM
             llm_rate_check(request, self)
         params = query_of(TraceQuery, request)
+        # PII redaction before anything is stored or sent to a judge (issue 23): question, contexts,
+        # answer and ground truth are the query's content, so the whole query is redacted.
+        redaction = request_redaction(request)
+        query = _redacted_query(redaction, body.query)
         try:
             evaluation = services.trace_evaluation_create(
-                query=body.query, partial=params.partial, user=request.user, project_id=project_of(request).pk
+                query=query, partial=params.partial, user=request.user, project_id=project_of(request).pk
             )
         except QueryParseError as exc:
             return Response(exc.response_body(), status=exc.status_code)
+        redaction.record()
         return respond(TraceAnswerOut, evaluation, headers={"X-Trace-Evaluation-Id": str(evaluation.pk)})
 
 

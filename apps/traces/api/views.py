@@ -26,6 +26,7 @@ from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotF
 from apps.core.models import SCOPE_READ
 from apps.core.projects.resolution import project_of
 from apps.traces import ledger, ledger_selectors, selectors, services
+from apps.traces.ingestion.redaction import request_redaction
 
 from .schemas import (
     LEDGER_DEFAULT_WINDOW_HOURS,
@@ -198,7 +199,8 @@ class TraceStartView(APIView):
     )
     def post(self, request):
         with _refusals_recorded(request):
-            body = validate_body(TraceStartIn, request.data)
+            redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
+            body = validate_body(TraceStartIn, redaction.fields(request.data))
             trace, created = services.trace_start(
                 session_id=body.session_id,
                 user_query=body.user_query,
@@ -206,6 +208,7 @@ class TraceStartView(APIView):
                 metadata=body.metadata,
                 project_id=project_of(request).pk,
             )
+            redaction.record()
         return _written(
             request,
             trace,
@@ -222,7 +225,8 @@ class TraceIntentView(APIView):
     )
     def post(self, request, session_id):
         with _refusals_recorded(request):
-            body = validate_body(IntentIn, request.data)
+            redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
+            body = validate_body(IntentIn, redaction.fields(request.data))
             trace = services.trace_intent_record(
                 session_id=session_id,
                 intent=body.intent,
@@ -230,6 +234,7 @@ class TraceIntentView(APIView):
                 operation=body.operation,
                 project_id=project_of(request).pk,
             )
+            redaction.record()
         return _written(request, trace)
 
 
@@ -247,7 +252,8 @@ class TraceToolCallsView(APIView):
     )
     def post(self, request, session_id):
         with _refusals_recorded(request, items=_calls_in):
-            body = _tool_calls_body.validate_python(request.data)
+            redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
+            body = _tool_calls_body.validate_python(redaction.tool_calls(request.data))
             calls = body if isinstance(body, list) else [body]
             idempotency_key = _header_idempotency_key(request)
             inputs = [
@@ -257,6 +263,7 @@ class TraceToolCallsView(APIView):
             recorded = services.trace_tool_calls_record(
                 session_id=session_id, calls=inputs, project_id=project_of(request).pk
             )
+            redaction.record()
         any_created = any(created for _, created in recorded)
         # Without the read scope only each call's place: a call already recorded under the same
         # call_id may be another agent's.
@@ -279,7 +286,8 @@ class TraceCompleteView(APIView):
     )
     def post(self, request, session_id):
         with _refusals_recorded(request):
-            body = validate_body(CompleteIn, request.data)
+            redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
+            body = validate_body(CompleteIn, redaction.fields(request.data))
             trace = services.trace_complete(
                 session_id=session_id,
                 final_response=body.final_response,
@@ -287,6 +295,7 @@ class TraceCompleteView(APIView):
                 error=body.error,
                 project_id=project_of(request).pk,
             )
+            redaction.record()
         return _written(request, trace)
 
 
@@ -306,10 +315,12 @@ class TraceBatchView(APIView):
     def post(self, request):
         with _refusals_recorded(request, source=ledger.Source.BATCH, items=_traces_in):
             body = validate_body(BatchIn, request.data)
+            redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             valid: list[tuple[int, services.BatchTrace]] = []
             # Items that fail validation are answered and counted with the rest (one ledger entry per request).
             refused = services.BatchOutcome()
             for index, raw in enumerate(body.traces):
+                raw = redaction.trace(raw)  # the redacted item is the one validated, stored and hashed
                 try:
                     item = _batch_item.validate_python(raw)
                 except ValidationError as exc:
@@ -343,6 +354,7 @@ class TraceBatchView(APIView):
                     )
                 )
             outcome = services.traces_ingest_batch(items=valid, refused=refused, project_id=project_of(request).pk)
+            redaction.record()
         return respond(
             BatchOut,
             {

@@ -19,6 +19,7 @@ from rest_framework.views import APIView
 
 from apps.core.projects.resolution import project_of
 
+from ..redaction import request_redaction
 from . import decode, services
 from .mapping import ExportTooLarge, export_records
 
@@ -121,6 +122,9 @@ class OtlpTracesView(APIView):
             return _status_response(request, 400, "Body is nested too deep.")
         del export
         refused = rejections.count
+        # PII redaction before anything is stored (issue 23): the mapped fields and the span attributes.
+        redaction = request_redaction(request)
+        redaction.spans(records)
         try:
             services.otlp_spans_ingest(
                 records=records,
@@ -128,6 +132,7 @@ class OtlpTracesView(APIView):
                 repeated=rejections.repeated,
                 project_id=project_of(request).pk,
             )
+            redaction.record()
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
             return _status_response(request, 503, "The database is unavailable or busy; retry later.", retry_after=True)

@@ -7,7 +7,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('core', '0005_apikey_project_required'),
-        ('traces', '0010_trace_project_required'),
+        ('traces', '0011_redaction_count'),
     ]
 
     operations = [
