@@ -278,8 +278,15 @@ def test_ingest_batches(pg):
         pg["base"],
         "--db",
         f"{pg['name']}_ingest",
+        # The PII redaction path (every detector on) runs here; test_ingest_per_call runs with it off.
+        "--redaction",
     )
-    assert_ran(result, r"^ratio\s+: API is [\d.]+x slower than raw COPY")
+    assert_ran(
+        result,
+        r"^redaction: on, every detector$",
+        r"server CPU [\d,]+ us per trace",
+        r"^ratio\s+: API is [\d.]+x slower than raw COPY",
+    )
 
 
 def test_ingest_per_call(pg):
@@ -328,9 +335,11 @@ def test_otlp(pg):
         pg["base"],
         "--db",
         f"{pg['name']}_otlp",
+        "--redaction",
     )
     assert_ran(
         result,
+        r"^redaction: on, every detector$",
         r"^evalsite OTLP : 88 spans in [\d.]+ s",
         r"^checked\s+: all 88 spans stored exactly once",
         r"^ratio\s+: the receiver reaches \d+% of raw COPY",
