@@ -60,7 +60,12 @@ class TestWhoSeesWhat:
 
     def test_the_answer_shows_the_settings(self, team):
         body = project_key_client(team, role=ProjectRole.VIEWER).get("/api/v1/projects/team").json()
-        assert body["redaction"] == {"enabled": False, "detectors": [], "custom_patterns": []}
+        assert body["redaction"] == {
+            "enabled": False,
+            "detectors": [],
+            "custom_patterns": [],
+            "phone_regions": ["US", "GB"],
+        }
         assert body["retention_days"] is None and body["run_retention_days"] is None
 
 
@@ -125,6 +130,10 @@ class TestPatch:
             {"enabled": True, "custom_patterns": ["a" * 201]},
             {"enabled": True, "custom_patterns": [f"p{i}" for i in range(21)]},
             {"enabled": True, "unknown": 1},
+            # Catastrophic backtracking on a long line an agent's user typed: pinned a worker.
+            {"enabled": True, "custom_patterns": ["(a+)+$"]},
+            {"enabled": True, "custom_patterns": [r"(\w+\s?)+$"]},
+            {"enabled": True, "detectors": ["phone"], "phone_regions": ["XX"]},
             None,
         ],
     )
@@ -135,6 +144,14 @@ class TestPatch:
         assert "detail" in response.json()
         team.refresh_from_db()
         assert team.redaction["enabled"] is False
+
+    def test_phone_regions_are_a_setting(self, team):
+        api = project_key_client(team, role=ProjectRole.ADMIN)
+        body = {"enabled": True, "detectors": ["phone"], "phone_regions": ["FR", "DE"]}
+        response = api.patch("/api/v1/projects/team", {"redaction": body}, format="json")
+        assert response.status_code == 200, response.content
+        team.refresh_from_db()
+        assert team.redaction["phone_regions"] == ["FR", "DE"]
 
     def test_an_editor_cannot_change_settings(self, team):
         api = project_key_client(team, role=ProjectRole.EDITOR)

@@ -1,10 +1,12 @@
 """The validated input of the project services: the redaction settings' shape and a project's
 changes. The API validates its bodies with them; so may any other caller (the admin, a command)."""
 
-import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
+
+from apps.core.errors import InvalidInputError
+from apps.core.redaction.config import RedactionConfig
 
 REDACTION_DETECTORS = ("email", "phone", "credit_card", "iban", "ip_address", "secret")
 MAX_CUSTOM_PATTERNS = 20
@@ -33,19 +35,21 @@ class RedactionSettings(BaseModel):
         # Stored in the canonical order, once each: two requests naming the same set store the same.
         return [d for d in REDACTION_DETECTORS if d in set(detectors)]
 
-    @field_validator("custom_patterns")
-    @classmethod
-    def _patterns_compile(cls, patterns: list[str]) -> list[str]:
-        for index, pattern in enumerate(patterns):
-            if not pattern:
-                raise ValueError(f"pattern {index} is empty")
-            if len(pattern) > MAX_PATTERN_LENGTH:
-                raise ValueError(f"pattern {index} is longer than {MAX_PATTERN_LENGTH} characters")
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"pattern {index} is not a valid regular expression: {exc}") from None
-        return patterns
+    phone_regions: list[str] | None = Field(
+        default=None,
+        description="Regions whose national phone format counts (default US, GB); a number written "
+        "with +country code matches in any region.",
+    )
+
+    @model_validator(mode="after")
+    def _as_the_redactor_reads_it(self) -> "RedactionSettings":
+        # The redaction package's own checks, the ones the doors rely on: a pattern that compiles but
+        # backtracks catastrophically ((a+)+$) on a long line is refused here, and regions exist.
+        try:
+            RedactionConfig.from_json(self.model_dump(exclude_none=True), strict=True)
+        except InvalidInputError as exc:
+            raise ValueError(exc.detail if isinstance(exc.detail, str) else str(exc)) from None
+        return self
 
 
 class ProjectChanges(BaseModel):

@@ -25,7 +25,7 @@ def project_update(*, project: Project, changes: ProjectChanges) -> Project:
         if field in sent:
             setattr(project, field, getattr(changes, field))
     if "redaction" in sent and changes.redaction is not None:
-        project.redaction = changes.redaction.model_dump()
+        project.redaction = changes.redaction.model_dump(exclude_none=True)
     if sent:
         project.save(
             update_fields=[f for f in ("name", "retention_days", "run_retention_days", "redaction") if f in sent]

@@ -5,7 +5,19 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from apps.core.models import ProjectRole
-from apps.core.projects.schemas import RedactionSettings
+from apps.core.redaction.detectors import DEFAULT_PHONE_REGIONS
+
+
+class RedactionOut(BaseModel):
+    """A project's redaction settings as stored. Not RedactionSettings, whose checks are for what is
+    sent: an answer never fails on a setting stored before a check was added."""
+
+    enabled: bool
+    detectors: list[str]
+    custom_patterns: list[str]
+    phone_regions: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_PHONE_REGIONS), description="The regions whose national format counts."
+    )
 
 
 class ProjectOut(BaseModel):
@@ -17,7 +29,7 @@ class ProjectOut(BaseModel):
         description="Days traces, spans and agentic/RAG evaluations are kept; null: forever."
     )
     run_retention_days: int | None = Field(description="Days runs are kept; null: forever.")
-    redaction: RedactionSettings
+    redaction: RedactionOut
     created_at: datetime
 
 
