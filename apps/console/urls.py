@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, audit, dashboard, exports, ingestion, queues, rag, runs, traces
+from .views import account, audit, dashboard, exports, ingestion, project, queues, rag, runs, traces
 
 app_name = "console"
 urlpatterns = [
@@ -8,6 +8,9 @@ urlpatterns = [
     path("login/", account.login, name="login"),
     path("logout/", account.logout, name="logout"),
     path("project/", account.project_switch, name="project-switch"),
+    path("project/settings/", project.project_page, name="project"),
+    path("project/members/", project.project_member_set, name="project-member-set"),
+    path("project/members/remove/", project.project_member_remove, name="project-member-remove"),
     path("runs/", runs.run_list, name="run-list"),
     path("runs/new/", runs.run_launch, name="run-launch"),
     path("runs/compare/", runs.run_compare, name="run-compare"),
