@@ -30,7 +30,7 @@ def _online_family() -> CounterMetricFamily:
     return CounterMetricFamily(
         "evalsite_online_evaluations",
         "Evaluations asked for by online evaluation rules, by rule and outcome (evaluated, reused, error, skipped)",
-        labels=["rule", "outcome"],
+        labels=["rule", "outcome", "project"],
     )
 
 
@@ -46,10 +46,12 @@ class AgenticMetricsCollector:
             CounterMetricFamily(
                 "vayu_agentic_evaluations",
                 "Agentic evaluations by agent and score category",
-                labels=["agent_name", "score_category"],
+                labels=["agent_name", "score_category", "project"],
             ),
             *[
-                HistogramMetricFamily(_histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name"])
+                HistogramMetricFamily(
+                    _histogram_name(m), f"Agentic {m} scores (0..1)", labels=["agent_name", "project"]
+                )
                 for m in SCORED
             ],
             _online_family(),
@@ -62,20 +64,20 @@ class AgenticMetricsCollector:
         evaluations = CounterMetricFamily(
             "vayu_agentic_evaluations",
             "Agentic evaluations by agent and score category",
-            labels=["agent_name", "score_category"],
+            labels=["agent_name", "score_category", "project"],
         )
         for row in (
             rollup.annotate(agent_label=folded("agent_name", agents))
-            .values("agent_label", "rating")
+            .values("agent_label", "rating", "project__slug")
             .annotate(n=Sum("count"))
-            .order_by("agent_label", "rating")
+            .order_by("project__slug", "agent_label", "rating")
         ):
-            evaluations.add_metric([row["agent_label"], row["rating"] or UNRATED], row["n"])
+            evaluations.add_metric([row["agent_label"], row["rating"] or UNRATED, row["project__slug"]], row["n"])
         yield evaluations
 
         for metric in SCORED:
             histogram = HistogramMetricFamily(
-                _histogram_name(metric), f"Agentic {metric} scores (0..1)", labels=["agent_name"]
+                _histogram_name(metric), f"Agentic {metric} scores (0..1)", labels=["agent_name", "project"]
             )
             evaluations = AgentEvaluation.objects.order_by()
             if metric == "overall":
@@ -89,14 +91,14 @@ class AgenticMetricsCollector:
             rows = (
                 evaluations.filter(score__isnull=False)
                 .annotate(agent_label=folded("agent_name", agents))
-                .values("agent_label")
+                .values("agent_label", "project__slug")
                 .annotate(total=Count("id"), score_sum=Sum("score"), **aggregates)
-                .order_by("agent_label")
+                .order_by("project__slug", "agent_label")
             )
             for row in rows:
                 buckets = [(str(b), row[f"le_{i}"]) for i, b in enumerate(SCORE_BUCKETS)]
                 buckets.append(("+Inf", row["total"]))
-                histogram.add_metric([row["agent_label"]], buckets, row["score_sum"] or 0.0)
+                histogram.add_metric([row["agent_label"], row["project__slug"]], buckets, row["score_sum"] or 0.0)
             yield histogram
 
         online = _online_family()
@@ -104,11 +106,11 @@ class AgenticMetricsCollector:
         rules = most_frequent(counts, "rule_name", weight=Sum("count"))
         for row in (
             counts.annotate(rule_label=folded("rule_name", rules))
-            .values("rule_label", "outcome")
+            .values("rule_label", "outcome", "project__slug")
             .annotate(n=Sum("count"))
-            .order_by("rule_label", "outcome")
+            .order_by("project__slug", "rule_label", "outcome")
         ):
-            online.add_metric([row["rule_label"], row["outcome"]], row["n"])
+            online.add_metric([row["rule_label"], row["outcome"], row["project__slug"]], row["n"])
         yield online
 
 

@@ -6,6 +6,8 @@ GROUP BY queries per scrape, on indexed columns.
 
 agent_name and operation come from ingested data, so each keeps its most frequent values and counts
 the rest under `other` (apps.core.metrics.labels): the exposition stays small whatever is ingested.
+Every series also carries `project`, the slug of the trace's project: projects are made by
+superusers, never by ingestion, so that label is bounded by the projects that exist.
 """
 
 import logging
@@ -22,6 +24,9 @@ from .models import AgentTrace
 
 logger = logging.getLogger(__name__)
 
+_SESSION_LABELS = ["agent_name", "status", "project"]
+_DURATION_LABELS = ["agent_name", "operation", "project"]
+_ACTIVE_LABELS = ["agent_name", "project"]
 DURATION_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 
 
@@ -37,36 +42,36 @@ class TraceMetricsCollector:
         # Declared without touching the database, so registration at start-up runs no query.
         return [
             CounterMetricFamily(
-                "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
+                "vayu_agent_sessions", "Agent sessions by agent name and status", labels=_SESSION_LABELS
             ),
             HistogramMetricFamily(
-                "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
+                "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=_DURATION_LABELS
             ),
-            GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"]),
+            GaugeMetricFamily("vayu_agent_active_sessions", "Agent sessions currently active", labels=_ACTIVE_LABELS),
         ]
 
     def _collect(self):
         traces = AgentTrace.objects.order_by()
         agents = most_frequent(traces, "agent_name")
         sessions = CounterMetricFamily(
-            "vayu_agent_sessions", "Agent sessions by agent name and status", labels=["agent_name", "status"]
+            "vayu_agent_sessions", "Agent sessions by agent name and status", labels=_SESSION_LABELS
         )
         active = GaugeMetricFamily(
-            "vayu_agent_active_sessions", "Agent sessions currently active", labels=["agent_name"]
+            "vayu_agent_active_sessions", "Agent sessions currently active", labels=_ACTIVE_LABELS
         )
-        active_by_agent: dict[str, int] = {}
+        active_by_agent: dict[tuple[str, str], int] = {}
         rows = (
             traces.annotate(agent_label=folded("agent_name", agents))
-            .values("agent_label", "status")
+            .values("agent_label", "status", "project__slug")
             .annotate(n=Count("id"))
-            .order_by("agent_label", "status")
+            .order_by("project__slug", "agent_label", "status")
         )
         for row in rows:
-            sessions.add_metric([row["agent_label"], row["status"]], row["n"])
+            sessions.add_metric([row["agent_label"], row["status"], row["project__slug"]], row["n"])
             if row["status"] == AgentTrace.Status.ACTIVE:
-                active_by_agent[row["agent_label"]] = row["n"]
-        for agent_name, count in active_by_agent.items():
-            active.add_metric([agent_name], count)
+                active_by_agent[(row["agent_label"], row["project__slug"])] = row["n"]
+        for (agent_name, project), count in active_by_agent.items():
+            active.add_metric([agent_name, project], count)
 
         # No operation and an empty one are both the label "", so one series.
         finished = traces.filter(duration_seconds__isnull=False).annotate(
@@ -80,28 +85,28 @@ class TraceMetricsCollector:
             finished.annotate(
                 agent_label=folded("agent_name", agents), operation_label=folded("operation_value", operations)
             )
-            .values("agent_label", "operation_label")
+            .values("agent_label", "operation_label", "project__slug")
             .annotate(total=Count("id"), seconds=Sum("duration_seconds"), **bucket_counts)
         )
         # Pairs beyond the kept ones merge bucket by bucket into their agent's (agent, other) series.
         pairs = kept_pairs(rows, "agent_label", "operation_label", weight="total")
-        merged: dict[tuple[str, str], list] = {}
+        merged: dict[tuple[str, str, str], list] = {}
         for row in rows:
-            key = (row["agent_label"], row["operation_label"])
-            if key not in pairs:
-                key = (key[0], OTHER)
+            key = (row["agent_label"], row["operation_label"], row["project__slug"])
+            if key[:2] not in pairs:
+                key = (key[0], OTHER, key[2])
             into = merged.setdefault(key, [0, 0.0] + [0] * len(DURATION_BUCKETS))
             into[0] += row["total"]
             into[1] += row["seconds"] or 0.0
             for i in range(len(DURATION_BUCKETS)):
                 into[2 + i] += row[f"le_{i}"]
         duration = HistogramMetricFamily(
-            "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=["agent_name", "operation"]
+            "vayu_agent_execution_duration_seconds", "Agent execution duration", labels=_DURATION_LABELS
         )
-        for (agent_name, operation), (total, seconds, *cumulative) in sorted(merged.items()):
+        for (agent_name, operation, project), (total, seconds, *cumulative) in sorted(merged.items()):
             buckets = [(str(b), n) for b, n in zip(DURATION_BUCKETS, cumulative, strict=False)]
             buckets.append(("+Inf", total))
-            duration.add_metric([agent_name, operation], buckets, seconds)
+            duration.add_metric([agent_name, operation, project], buckets, seconds)
         yield sessions
         yield duration
         yield active

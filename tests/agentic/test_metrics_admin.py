@@ -12,17 +12,44 @@ def test_prometheus_series_come_from_stored_evaluations(client, demo_traces):
     load_demo_evaluations()
     text = client.get("/metrics").content.decode()
     assert (
-        sample(text, "vayu_agentic_evaluations_total", agent_name="OrchestratorAgent", score_category="excellent") == 2
+        sample(
+            text,
+            "vayu_agentic_evaluations_total",
+            agent_name="OrchestratorAgent",
+            score_category="excellent",
+            project="default",
+        )
+        == 2
     )
-    assert sample(text, "vayu_agentic_evaluations_total", agent_name="NetworkAgent", score_category="excellent") == 1
-    assert sample(text, "vayu_agentic_task_adherence_score_count", agent_name="OrchestratorAgent") == 3
-    assert sample(text, "vayu_agentic_overall_score_bucket", agent_name="NetworkAgent", le="+Inf") == 1
-    assert sample(text, "vayu_agentic_overall_score_bucket", agent_name="NetworkAgent", le="0.9") == 0
-    assert sample(text, "vayu_agentic_tool_call_accuracy_score_bucket", agent_name="BillingAgent", le="0.4") == 1
+    assert (
+        sample(
+            text,
+            "vayu_agentic_evaluations_total",
+            agent_name="NetworkAgent",
+            score_category="excellent",
+            project="default",
+        )
+        == 1
+    )
+    assert (
+        sample(text, "vayu_agentic_task_adherence_score_count", agent_name="OrchestratorAgent", project="default") == 3
+    )
+    assert (
+        sample(text, "vayu_agentic_overall_score_bucket", agent_name="NetworkAgent", le="+Inf", project="default") == 1
+    )
+    assert (
+        sample(text, "vayu_agentic_overall_score_bucket", agent_name="NetworkAgent", le="0.9", project="default") == 0
+    )
+    assert (
+        sample(
+            text, "vayu_agentic_tool_call_accuracy_score_bucket", agent_name="BillingAgent", le="0.4", project="default"
+        )
+        == 1
+    )
     billing = AgentEvaluation.objects.get(agent_name="BillingAgent")
-    assert sample(text, "vayu_agentic_intent_resolution_score_sum", agent_name="BillingAgent") == pytest.approx(
-        billing.metrics["intent_resolution"].value
-    )
+    assert sample(
+        text, "vayu_agentic_intent_resolution_score_sum", agent_name="BillingAgent", project="default"
+    ) == pytest.approx(billing.metrics["intent_resolution"].value)
 
 
 def test_demo_loader_is_idempotent(demo_traces):

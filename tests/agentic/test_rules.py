@@ -406,8 +406,10 @@ def test_prometheus_counter_by_rule_and_outcome(client):
     rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
     rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
     text = client.get("/metrics").content.decode()
-    assert sample(text, "evalsite_online_evaluations_total", rule="nightly", outcome="evaluated") == 1
-    assert sample(text, "evalsite_online_evaluations_total", rule="nightly", outcome="reused") == 1
+    assert (
+        sample(text, "evalsite_online_evaluations_total", rule="nightly", outcome="evaluated", project="default") == 1
+    )
+    assert sample(text, "evalsite_online_evaluations_total", rule="nightly", outcome="reused", project="default") == 1
     # The worker's counts reach whichever process is scraped: they are read from the database.
     family = next(f for f in AgenticMetricsCollector().collect() if f.name == "evalsite_online_evaluations")
     assert {(s.labels["rule"], s.labels["outcome"]) for s in family.samples} == {
