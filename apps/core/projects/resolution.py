@@ -50,10 +50,11 @@ def _session_access(raw, user) -> RequestAccess:
     if project is None and not user.is_superuser:
         project = visible[0] if visible else None
     if project is None:
-        project = next(p for p in projects if p.slug == DEFAULT_PROJECT_SLUG)
-    role = (
-        ProjectRole.ADMIN if user.is_superuser else (ProjectRole(project.member_role) if project.member_role else None)
-    )
+        # `default` is in `projects` unless the database was emptied since migrating (a flush):
+        # Project.objects.default() makes it again rather than failing every page.
+        project = next((p for p in projects if p.slug == DEFAULT_PROJECT_SLUG), None) or Project.objects.default()
+    member_role = getattr(project, "member_role", None)
+    role = ProjectRole.ADMIN if user.is_superuser else (ProjectRole(member_role) if member_role else None)
     scopes = scope_cap(user, role=role, unplaced=unplaced and project.slug == DEFAULT_PROJECT_SLUG, session=True)
     return RequestAccess(project=project, scopes=scopes, role=role)
 
