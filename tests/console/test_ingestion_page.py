@@ -9,9 +9,11 @@ from django.conf import settings
 from django.test import Client
 from django.utils import timezone
 
+from apps.core.models import ProjectRole
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import IngestionEntry
 from tests.console.browser import SCREENSHOTS, needs_chromium
+from tests.core.factories import MembershipFactory, ProjectFactory, UserFactory
 
 URL = "/console/ingestion/"
 
@@ -26,6 +28,12 @@ def _day_rows(response, day: str) -> str:
     )
     assert match, f"no rows for {day}"
     return match.group(1)
+
+
+@pytest.fixture
+def superuser_client(client, db):
+    client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+    return client
 
 
 @pytest.fixture
@@ -48,8 +56,8 @@ def ledger(db):
     return today
 
 
-def test_the_page_shows_each_day_per_source_with_reasons_and_check_marks(reader_client, ledger):
-    response = reader_client.get(URL)
+def test_the_page_shows_each_day_per_source_with_reasons_and_check_marks(superuser_client, ledger):
+    response = superuser_client.get(URL)
     assert response.status_code == 200
     today = ledger.strftime("%Y-%m-%d")
     yesterday = (ledger - timedelta(days=1)).strftime("%Y-%m-%d")
@@ -66,10 +74,10 @@ def test_the_page_shows_each_day_per_source_with_reasons_and_check_marks(reader_
     assert 'href="/console/ingestion/"' in response.content.decode()  # the navigation link
 
 
-def test_a_day_that_does_not_balance_says_so(staff_client, ledger):
+def test_a_day_that_does_not_balance_says_so(superuser_client, ledger):
     # What a lost item would look like: received, and nothing says what became of it.
     IngestionEntry.objects.create(source="otlp", received=3, stored=1, at=ledger - timedelta(days=2))
-    response = staff_client.get(URL)
+    response = superuser_client.get(URL)
     day = (ledger - timedelta(days=2)).strftime("%Y-%m-%d")
     assert 'class="ledger-day unbalanced"' in response.content.decode()
     assert "2 unaccounted" in _day_rows(response, day)
@@ -77,34 +85,34 @@ def test_a_day_that_does_not_balance_says_so(staff_client, ledger):
     assert f"Does not balance on 1 day: {day}" in text
 
 
-def test_since_and_until_choose_the_days(reader_client, ledger):
+def test_since_and_until_choose_the_days(superuser_client, ledger):
     yesterday = (ledger - timedelta(days=1)).date()
-    response = reader_client.get(URL, {"since": yesterday.isoformat(), "until": yesterday.isoformat()})
+    response = superuser_client.get(URL, {"since": yesterday.isoformat(), "until": yesterday.isoformat()})
     assert response.status_code == 200
     body = response.content.decode()
     assert f'data-day="{yesterday.isoformat()}"' in body and f'data-day="{ledger.date().isoformat()}"' not in body
     assert "Last 14 days" in body
 
 
-def test_old_days_are_outside_the_default_14(reader_client, ledger):
+def test_old_days_are_outside_the_default_14(superuser_client, ledger):
     ingestion_record(source="rest", received=5, stored=5, at=ledger - timedelta(days=20))
-    body = reader_client.get(URL).content.decode()
+    body = superuser_client.get(URL).content.decode()
     assert f'data-day="{(ledger - timedelta(days=20)).date().isoformat()}"' not in body
 
 
-def test_dates_that_do_not_make_a_window_are_shown_and_ignored(reader_client, ledger):
-    response = reader_client.get(URL, {"since": "2026-03-10", "until": "2026-03-01"})
+def test_dates_that_do_not_make_a_window_are_shown_and_ignored(superuser_client, ledger):
+    response = superuser_client.get(URL, {"since": "2026-03-10", "until": "2026-03-01"})
     assert response.status_code == 200
     assert "must not be before From" in response.content.decode()
     assert f'data-day="{ledger.date().isoformat()}"' in response.content.decode()  # the default window
-    assert reader_client.get(URL, {"since": "not a date"}).status_code == 200
-    assert "must be between 1970 and 9000" in reader_client.get(URL, {"until": "9999-12-31"}).content.decode()
+    assert superuser_client.get(URL, {"since": "not a date"}).status_code == 200
+    assert "must be between 1970 and 9000" in superuser_client.get(URL, {"until": "9999-12-31"}).content.decode()
     # Only a start, long ago: the page shows at most a year of days.
-    assert reader_client.get(URL, {"since": "1971-01-01"}).status_code == 200
+    assert superuser_client.get(URL, {"since": "1971-01-01"}).status_code == 200
 
 
-def test_an_empty_ledger_says_so(reader_client):
-    assert "Nothing came in on these days." in reader_client.get(URL).content.decode()
+def test_an_empty_ledger_says_so(superuser_client):
+    assert "Nothing came in on these days." in superuser_client.get(URL).content.decode()
 
 
 def test_anonymous_visitors_are_sent_to_log_in(client, db):
@@ -116,6 +124,8 @@ def test_anonymous_visitors_are_sent_to_log_in(client, db):
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
 def test_screenshot(browser, live_server, staff_user):
+    staff_user.is_superuser = True  # the ledger is a superuser's until it is kept per project
+    staff_user.save()
     now = timezone.now().replace(hour=10, minute=0, second=0, microsecond=0)
     for days in range(5):
         at = now - timedelta(days=days)
@@ -146,3 +156,16 @@ def test_screenshot(browser, live_server, staff_user):
     assert "Does not balance on 1 day" in browser.page_source
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     browser.save_screenshot(str(SCREENSHOTS / "ingestion.png"))
+
+
+def test_the_ledger_is_a_superusers_until_it_is_kept_per_project(client, ledger):
+    """Its counts are every project's traffic: a member of one project must not read another's."""
+    project = ProjectFactory(slug="other")
+    user = UserFactory(username="member")
+    MembershipFactory(project=project, user=user, role=ProjectRole.ADMIN)
+    client.force_login(user)
+    page = client.get(URL)
+    assert page.status_code == 200
+    text = _text(page)
+    assert 'id="ledger-hidden"' in page.content.decode()
+    assert "Over these days" not in text and "Per day" not in text

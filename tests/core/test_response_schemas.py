@@ -335,12 +335,14 @@ def test_every_operation_answers_what_the_document_declares(
     walk(api, "get", f"{v1}/metrics/trace/nothing-here", 404)
     walk(api, "get", f"{v1}/metrics/trace/s-1/tool-calls?limit=1", 200)
 
-    # The ingestion ledger of what the steps above sent.
-    ledger = walk(api, "get", f"{v1}/ingestion/ledger", 200)
+    # The ingestion ledger of what the steps above sent: every project's traffic, so a superuser's.
+    walk(api, "get", f"{v1}/ingestion/ledger", 403)
+    root = client_with_key(ApiKeyFactory(user__is_staff=True, user__is_superuser=True))
+    ledger = walk(root, "get", f"{v1}/ingestion/ledger", 200)
     assert ledger["sources"]["rest"]["received"] > 0 and ledger["sources"]["batch"]["rejected"]
-    walk(api, "get", f"{v1}/ingestion/ledger?source=online_evaluation&since=2026-01-01T00:00:00Z", 200)
-    walk(api, "get", f"{v1}/ingestion/ledger?since=not-a-time", 422)
-    walk(api, "get", f"{v1}/ingestion/ledger?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", 422)
+    walk(root, "get", f"{v1}/ingestion/ledger?source=online_evaluation&since=2026-01-01T00:00:00Z", 200)
+    walk(root, "get", f"{v1}/ingestion/ledger?since=not-a-time", 422)
+    walk(root, "get", f"{v1}/ingestion/ledger?since=2026-01-02T00:00:00Z&until=2026-01-01T00:00:00Z", 422)
 
     # Agentic evaluations (seed 000).
     metrics = f"{v1}/metrics"

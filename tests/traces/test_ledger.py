@@ -13,18 +13,25 @@ from django.db import connections
 from django.db.models import Sum
 from django.utils import timezone
 
+from apps.core.models import ProjectRole
 from apps.traces import ledger as ledger_module
 from apps.traces import services
 from apps.traces.ingestion import batch as batch_door
 from apps.traces.ledger import ingestion_ledger_compact, ingestion_record
 from apps.traces.ledger_selectors import ingestion_ledger, ingestion_ledger_days
 from apps.traces.models import AgentTrace, IngestionEntry, ToolCall
-from tests.core.factories import ApiKeyFactory, client_with_key
+from tests.core.factories import ApiKeyFactory, ProjectFactory, client_with_key, project_key_client
 from tests.prometheus_text import sample
 
 BASE = "/api/v1/metrics/traces"
 LEDGER = "/api/v1/ingestion/ledger"
 CALL = {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"}, "tool_result": [{"name": "prod-01"}]}
+
+
+@pytest.fixture
+def root_api(db):
+    """A superuser's key: the ledger counts every project's traffic, so only a superuser reads it."""
+    return client_with_key(ApiKeyFactory(user__is_staff=True, user__is_superuser=True))
 
 
 def post(api, path, body):
@@ -261,8 +268,8 @@ def entries(db):
     ingestion_record(source="online_evaluation", sampled=4, evaluated=2, errored=1, at=_at("2026-03-01T12:00:00"))
 
 
-def test_ledger_window_and_totals(api, entries):
-    body = api.get(f"{LEDGER}?since=2026-03-01T00:00:00Z&until=2026-03-02T00:00:00Z").json()
+def test_ledger_window_and_totals(root_api, entries):
+    body = root_api.get(f"{LEDGER}?since=2026-03-01T00:00:00Z&until=2026-03-02T00:00:00Z").json()
     assert body["since"].startswith("2026-03-01T00:00:00") and body["until"].startswith("2026-03-02T00:00:00")
     assert body["sources"]["otlp"] == {
         "received": 10,
@@ -283,34 +290,35 @@ def test_ledger_window_and_totals(api, entries):
     }
     assert body["online_evaluation"] == {"sampled": 4, "evaluated": 2, "skipped": 0, "errored": 1, "pending": 1}
     # until is excluded, since included.
-    body = api.get(f"{LEDGER}?since=2026-03-01T10:00:00Z&until=2026-03-02T10:00:00Z").json()
+    body = root_api.get(f"{LEDGER}?since=2026-03-01T10:00:00Z&until=2026-03-02T10:00:00Z").json()
     assert body["sources"]["otlp"]["received"] == 10
     # An offset in the query string, its "+" unescaped (a space once decoded), as clients often send it.
-    body = api.get(f"{LEDGER}?since=2026-03-02T11:00:00+01:00&until=2026-03-03T00:00:00").json()
+    body = root_api.get(f"{LEDGER}?since=2026-03-02T11:00:00+01:00&until=2026-03-03T00:00:00").json()
     assert body["sources"]["otlp"]["received"] == 5
 
 
-def test_ledger_source_filter(api, entries):
-    body = api.get(f"{LEDGER}?since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z&source=otlp").json()
+def test_ledger_source_filter(root_api, entries):
+    body = root_api.get(f"{LEDGER}?since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z&source=otlp").json()
     assert list(body["sources"]) == ["otlp"] and body["sources"]["otlp"]["received"] == 15
     assert "online_evaluation" not in body
-    body = api.get(f"{LEDGER}?since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z&source=online_evaluation").json()
+    window = "since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z"
+    body = root_api.get(f"{LEDGER}?{window}&source=online_evaluation").json()
     assert body["sources"] == {} and body["online_evaluation"]["sampled"] == 4
 
 
-def test_ledger_defaults_to_the_last_24_hours(api, entries):
+def test_ledger_defaults_to_the_last_24_hours(root_api, entries):
     ingestion_record(source="batch", received=2, stored=2, at=timezone.now() - timedelta(hours=23))
     ingestion_record(source="batch", received=9, stored=9, at=timezone.now() - timedelta(hours=25))
-    body = api.get(LEDGER).json()
+    body = root_api.get(LEDGER).json()
     assert body["sources"]["batch"]["received"] == 2 and body["sources"]["otlp"]["received"] == 0
     since, until = datetime.fromisoformat(body["since"]), datetime.fromisoformat(body["until"])
     assert until - since == timedelta(hours=24)
 
 
-def test_an_unbalanced_window_says_so(api, db):
+def test_an_unbalanced_window_says_so(root_api, db):
     # An entry written by hand that breaks the invariant (what a lost item would look like).
     IngestionEntry.objects.create(source="rest", received=5, stored=3)
-    assert api.get(LEDGER).json()["sources"]["rest"]["balanced"] is False
+    assert root_api.get(LEDGER).json()["sources"]["rest"]["balanced"] is False
 
 
 @pytest.mark.parametrize(
@@ -322,15 +330,24 @@ def test_an_unbalanced_window_says_so(api, db):
         "since=2026-03-02T00:00:00Z&until=2026-03-01T00:00:00Z",
     ],
 )
-def test_ledger_bad_queries_are_422_with_detail(api, query):
-    response = api.get(f"{LEDGER}?{query}")
+def test_ledger_bad_queries_are_422_with_detail(root_api, query):
+    response = root_api.get(f"{LEDGER}?{query}")
     assert response.status_code == 422 and "detail" in response.json()
 
 
 def test_ledger_needs_the_read_scope(db):
-    ingest_only = client_with_key(ApiKeyFactory(scopes=["ingest"]))
+    ingest_only = client_with_key(ApiKeyFactory(scopes=["ingest"], user__is_superuser=True))
     assert ingest_only.get(LEDGER).status_code == 403
-    assert client_with_key(ApiKeyFactory(scopes=["read"])).get(LEDGER).status_code == 200
+    assert client_with_key(ApiKeyFactory(scopes=["read"], user__is_superuser=True)).get(LEDGER).status_code == 200
+
+
+def test_the_ledger_is_a_superusers_until_it_is_kept_per_project(api, entries):
+    """Its counts are every project's traffic: an ordinary key of any project, with read, is refused."""
+    response = api.get(LEDGER)
+    assert response.status_code == 403
+    assert "superuser" in response.json()["detail"]
+    other = project_key_client(ProjectFactory(), role=ProjectRole.ADMIN, scopes=["read", "admin"])
+    assert other.get(LEDGER).status_code == 403
 
 
 # --- per day and compaction -----------------------------------------------------------------------
@@ -436,8 +453,8 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
 @pytest.mark.parametrize(
     "query", ["until=0001-01-01T00:00:00Z", "since=9999-12-31T23:59:59Z", "since=2026-01-01T00:00:00%2B25:00"]
 )
-def test_ledger_times_at_the_ends_of_the_calendar_are_422_not_500(api, query):
-    response = api.get(f"{LEDGER}?{query}")
+def test_ledger_times_at_the_ends_of_the_calendar_are_422_not_500(root_api, query):
+    response = root_api.get(f"{LEDGER}?{query}")
     assert response.status_code == 422 and "detail" in response.json()
 
 

@@ -59,8 +59,11 @@ def ingestion_page(request):
     since_day = (form.cleaned_data.get("since") if valid else None) or until_day - timedelta(days=DEFAULT_DAYS - 1)
     since_day = max(since_day, until_day - timedelta(days=MAX_DAYS - 1))
     since, until = _start_of(since_day), _start_of(until_day + timedelta(days=1))
-    days = ingestion_ledger_days(since=since, until=until)
-    totals = ingestion_ledger(since=since, until=until)
+    # The ledger is not kept per project yet: its counts are every project's traffic, which only a
+    # superuser may see (as GET /api/v1/ingestion/ledger). Everyone sees their project's redaction.
+    ledger_visible = request.user.is_superuser
+    days = ingestion_ledger_days(since=since, until=until) if ledger_visible else []
+    totals = ingestion_ledger(since=since, until=until) if ledger_visible else {}
     rows = []
     for day in days:
         doors = [day.sources[source] for source in DOORS if not day.sources[source].is_empty]
@@ -89,8 +92,9 @@ def ingestion_page(request):
             since_day=since_day,
             until_day=until_day,
             rows=rows,
-            totals=[totals[source] for source in DOORS],
-            online=totals[IngestionEntry.Source.ONLINE_EVALUATION],
+            ledger_visible=ledger_visible,
+            totals=[totals[source] for source in DOORS] if ledger_visible else [],
+            online=totals.get(IngestionEntry.Source.ONLINE_EVALUATION),
             unbalanced_days=[row["day"] for row in rows if not row["balanced"]],
             filtered=bool(request.GET.get("since") or request.GET.get("until")),
             project=project,

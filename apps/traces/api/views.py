@@ -22,7 +22,14 @@ from apps.core.api.query_params import query_parameters
 from apps.core.api.responses import respond
 from apps.core.api.validation import summarize_errors, validate_body
 from apps.core.auth.permissions import scopes_of
-from apps.core.errors import ConflictError, DomainError, InvalidInputError, NotFoundError, ServiceUnavailableError
+from apps.core.errors import (
+    ConflictError,
+    DomainError,
+    ForbiddenError,
+    InvalidInputError,
+    NotFoundError,
+    ServiceUnavailableError,
+)
 from apps.core.models import SCOPE_READ
 from apps.core.projects.resolution import project_of
 from apps.traces import ledger, ledger_selectors, selectors, services
@@ -416,7 +423,7 @@ class IngestionLedgerView(APIView):
         tags=["ingestion"],
         responses={200: LedgerOut},
         parameters=query_parameters(LedgerQuery),
-        summary="What came in and what became of it: the ingestion ledger over a time window",
+        summary="What came in and what became of it: the ingestion ledger over a time window (superusers)",
         description="Per door, the items received in [since, until) and what became of each: stored, duplicate "
         "(an identical retry), rejected or dropped, with their reasons; `received = stored + duplicate + rejected + "
         "dropped` holds for every entry, so `balanced` is false only if something was lost. Items: lifecycle "
@@ -424,6 +431,12 @@ class IngestionLedgerView(APIView):
         "Online evaluation counts (rule, trace) evaluations: sampled, then evaluated, skipped or errored.",
     )
     def get(self, request):
+        if not request.user.is_superuser:
+            # The ledger is not kept per project yet: its counts are every project's traffic.
+            raise ForbiddenError(
+                "The ingestion ledger counts every project's traffic: only a superuser's key reads it "
+                "until it is kept per project"
+            )
         query = LedgerQuery.model_validate(request.query_params.dict())
         until = query.until or timezone.now()
         since = query.since or until - timedelta(hours=LEDGER_DEFAULT_WINDOW_HOURS)
