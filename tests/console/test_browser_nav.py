@@ -64,6 +64,7 @@ def test_header_items_never_overlap_with_a_scrollbar(browser, live_server, width
         "RAG evaluations",
         "Review queues",
         "Ingestion",
+        "Audit",
         "Launch a run",
         "Metrics query",
         "Admin",
@@ -76,7 +77,10 @@ def test_header_items_never_overlap_with_a_scrollbar(browser, live_server, width
             assert not _overlap(first, second), f"{first['text']!r} overlaps {second['text']!r} at {width} px"
     # One line: every link in one box, all at the same height.
     assert all(box["lines"] == 1 for box in nav), [box["text"] for box in nav if box["lines"] != 1]
-    assert len({round(box["top"]) for box in nav}) == 1, f"the navigation wraps at {width} px"
+    assert len({round(box["top"]) for box in nav}) == 1, (
+        f"the navigation wraps at {width} px",
+        [(b["text"], round(b["left"]), round(b["right"]), round(b["top"])) for b in nav],
+    )
     assert max(box["right"] for box in boxes) <= browser.execute_script("return document.documentElement.clientWidth")
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
