@@ -18,7 +18,7 @@ from django.db.models.functions import Coalesce
 
 from apps.core.llm.fingerprint import canonical_json
 from apps.core.models import default_project_id
-from apps.core.retention import rows_delete_quietly
+from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.models import Score
 from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, ScoreSource, SubjectKind
@@ -426,15 +426,10 @@ def evaluations_expire(project, before, limit: int) -> int:
     created before `before`, oldest first, with their Score rows and queue items, and takes them
     out of the running totals, in one transaction."""
     with transaction.atomic():
-        evaluations = list(
-            AgentEvaluation.objects.filter(project=project, created_at__lt=before)
-            .order_by("created_at", "id")
-            .select_for_update(skip_locked=True)[:limit]
-        )
-        if not evaluations:
+        ids = expired_ids(AgentEvaluation.objects.filter(project=project), before=before, limit=limit)
+        if not ids:
             return 0
-        metrics_attach(evaluations)
+        evaluations = metrics_attach(list(AgentEvaluation.objects.filter(pk__in=ids)))
         _rollup_add(evaluations, sign=-1)
-        ids = [ev.pk for ev in evaluations]
         subjects_forget(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=ids)
         return rows_delete_quietly(AgentEvaluation.objects.filter(pk__in=ids))

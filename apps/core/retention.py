@@ -122,6 +122,17 @@ def retention_apply(
     return done
 
 
+def expired_ids(queryset, *, before: datetime, limit: int) -> list[int]:
+    """The ids of up to `limit` rows of `queryset` created before `before`, oldest first, locked
+    for the caller's transaction: rows another pass holds are skipped, not waited for."""
+    return list(
+        queryset.filter(created_at__lt=before)
+        .order_by("created_at", "id")
+        .select_for_update(skip_locked=True)
+        .values_list("pk", flat=True)[:limit]
+    )
+
+
 def rows_delete_quietly(queryset) -> int:
     """DELETE the rows of `queryset` in one statement, without Django's per-object pre/post_delete
     signals: for bulk expiry, where the caller has already removed what names the rows by kind + id

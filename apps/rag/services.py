@@ -7,7 +7,7 @@ from django.db import transaction
 
 from apps.core.llm import client as llm
 from apps.core.models import default_project_id
-from apps.core.retention import rows_delete_quietly
+from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import SubjectKind
 
@@ -128,12 +128,7 @@ def trace_evaluations_expire(project, before, limit: int) -> int:
     """Retention (apps.core.retention): deletes up to `limit` of the project's RAG evaluations
     created before `before`, oldest first, with their Score rows and queue items."""
     with transaction.atomic():
-        ids = list(
-            TraceEvaluation.objects.filter(project=project, created_at__lt=before)
-            .order_by("created_at", "id")
-            .select_for_update(skip_locked=True)
-            .values_list("pk", flat=True)[:limit]
-        )
+        ids = expired_ids(TraceEvaluation.objects.filter(project=project), before=before, limit=limit)
         if not ids:
             return 0
         subjects_forget(subject_kind=SubjectKind.RAG_EVALUATION, subject_ids=ids)

@@ -33,7 +33,7 @@ from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
-from apps.core.retention import rows_delete_quietly
+from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import human_score_record, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
@@ -658,12 +658,8 @@ def runs_expire(project, before, limit: int) -> int:
     of the project's finished runs created before `before`, oldest first, with their results, the
     results' Score rows and queue items, and their kept comparisons. A run still going is kept."""
     with transaction.atomic():
-        runs = list(
-            EvaluationRun.objects.filter(project=project, created_at__lt=before, status__in=EvaluationRun.FINISHED)
-            .order_by("created_at", "id")
-            .select_for_update(skip_locked=True)
-            .values_list("pk", flat=True)[: min(limit, RUNS_PER_EXPIRY)]
-        )
+        finished = EvaluationRun.objects.filter(project=project, status__in=EvaluationRun.FINISHED)
+        runs = expired_ids(finished, before=before, limit=min(limit, RUNS_PER_EXPIRY))
         if not runs:
             return 0
         results = EvaluationResult.objects.filter(run_id__in=runs)

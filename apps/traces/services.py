@@ -11,6 +11,8 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
+from apps.core.retention import expired_ids
+
 from .ingestion.batch import BatchOutcome, BatchTrace, traces_ingest_batch
 from .ingestion.rest import (
     ToolCallInput,
@@ -83,12 +85,7 @@ def traces_expire(project, before, limit: int) -> int:
     `before`, oldest first, with their tool calls; evaluations that pointed at them keep their
     record and lose the link (SET_NULL). Rows another pass has locked are skipped, not waited for."""
     with transaction.atomic():
-        ids = list(
-            AgentTrace.objects.filter(project=project, created_at__lt=before)
-            .order_by("created_at", "id")
-            .select_for_update(skip_locked=True)
-            .values_list("pk", flat=True)[:limit]
-        )
+        ids = expired_ids(AgentTrace.objects.filter(project=project), before=before, limit=limit)
         if not ids:
             return 0
         ToolCall.objects.filter(trace_id__in=ids).delete()
