@@ -47,7 +47,7 @@ class TestAppendOnly:
             cursor.execute(f"UPDATE {TABLE} SET project_id = NULL, actor = 'nobody' WHERE id = %s", [event.pk])
         assert AuditEvent.objects.get(pk=event.pk).changes == {"name": ["a", "b"]}
 
-    @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's flush needs DELETE (see migration 0006)")
+    @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite's flush needs DELETE (migration core.0007)")
     def test_the_database_refuses_a_delete_by_raw_sql(self, team):
         event = event_in(team)
         with pytest.raises(DatabaseError, match="append-only"), transaction.atomic(), connection.cursor() as cursor:
