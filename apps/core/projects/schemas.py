@@ -1,18 +1,18 @@
 """The validated input of the project services: the redaction settings' shape and a project's
 changes. The API validates its bodies with them; so may any other caller (the admin, a command)."""
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, field_validator, model_validator
 
 from apps.core.errors import InvalidInputError
-from apps.core.redaction.config import RedactionConfig
+from apps.core.redaction import DETECTOR_NAMES, MAX_CUSTOM_PATTERN_LENGTH, MAX_CUSTOM_PATTERNS, RedactionConfig
 
-REDACTION_DETECTORS = ("email", "phone", "credit_card", "iban", "ip_address", "secret")
-MAX_CUSTOM_PATTERNS = 20
-MAX_PATTERN_LENGTH = 200
-
+# The redaction package's detectors, in its order (the order they are stored in); the Literal gives
+# the OpenAPI document its enum and must name the same ones.
+REDACTION_DETECTORS = DETECTOR_NAMES
 Detector = Literal["email", "phone", "credit_card", "iban", "ip_address", "secret"]
+assert get_args(Detector) == DETECTOR_NAMES, "Detector must list apps.core.redaction.DETECTOR_NAMES"
 
 
 class RedactionSettings(BaseModel):
@@ -26,7 +26,12 @@ class RedactionSettings(BaseModel):
         default_factory=list,
         max_length=MAX_CUSTOM_PATTERNS,
         description=f"Up to {MAX_CUSTOM_PATTERNS} Python regular expressions of at most "
-        f"{MAX_PATTERN_LENGTH} characters each; matches become <CUSTOM>.",
+        f"{MAX_CUSTOM_PATTERN_LENGTH} characters each; matches become <CUSTOM>.",
+    )
+    phone_regions: list[str] | None = Field(
+        default=None,
+        description="Regions whose national phone format counts (default US, GB); a number written "
+        "with +country code matches in any region.",
     )
 
     @field_validator("detectors")
@@ -34,12 +39,6 @@ class RedactionSettings(BaseModel):
     def _no_repeats(cls, detectors: list[str]) -> list[str]:
         # Stored in the canonical order, once each: two requests naming the same set store the same.
         return [d for d in REDACTION_DETECTORS if d in set(detectors)]
-
-    phone_regions: list[str] | None = Field(
-        default=None,
-        description="Regions whose national phone format counts (default US, GB); a number written "
-        "with +country code matches in any region.",
-    )
 
     @model_validator(mode="after")
     def _as_the_redactor_reads_it(self) -> "RedactionSettings":
