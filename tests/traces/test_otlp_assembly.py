@@ -627,3 +627,36 @@ def test_a_span_repeated_within_one_request_is_received_twice_and_counted_as_a_d
     stored = AgentTrace.objects.get(otel_trace_id=trace.hex)
     assert _tool_names(stored) == ["lookup"]
     assert assert_ledger_balances() == {"received": 3, "stored": 2, "duplicate": 1, "rejected": 0, "dropped": 0}
+
+
+# --- 6. what a deleted trace leaves behind ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("delete", ["expire", "clear"])
+def test_a_deleted_otlp_trace_takes_its_span_ids_and_comes_back_when_sent_again(db, exporter, delete):
+    """Retention and /clear delete the span ids OTLP kept for the trace: none is left behind, and the
+    same spans exported again make the trace anew instead of being taken for duplicates."""
+    from apps.traces.services import traces_clear
+
+    trace, other = FakeTrace(seed=61), FakeTrace(seed=62)
+    spans = [trace.root(), *trace.tools(3)]
+    assert exporter(body(spans)) == 200
+    AgentTrace.objects.update(created_at=timezone.now() - timedelta(days=40))
+    assert exporter(body([other.root(), *other.tools(1)])) == 200  # young: retention keeps it
+    assert OtlpSpan.objects.filter(otel_trace_id=trace.hex).count() == 4
+
+    if delete == "expire":
+        from apps.core.models import Project
+        from apps.traces.services import traces_expire
+
+        gone = traces_expire(Project.objects.get(slug="default"), timezone.now() - timedelta(days=30), 100)
+        assert gone == 1
+        assert OtlpSpan.objects.filter(otel_trace_id=other.hex).count() == 2
+    else:
+        assert traces_clear() == 2
+    assert not OtlpSpan.objects.filter(otel_trace_id=trace.hex).exists()
+    assert not ToolCall.objects.filter(trace__otel_trace_id=trace.hex).exists()
+
+    assert exporter(body(spans)) == 200
+    again = AgentTrace.objects.get(otel_trace_id=trace.hex)
+    assert _tool_names(again) == ["tool_0", "tool_1", "tool_2"]
