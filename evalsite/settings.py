@@ -541,7 +541,7 @@ CELERY_TIMEZONE = "UTC"
 # Retention (apps.core.retention): rows deleted per transaction, the pause between two, and how often
 # Celery beat runs a pass.
 EVALSITE_RETENTION_BATCH_SIZE = env_int("EVALSITE_RETENTION_BATCH_SIZE", 2000)
-EVALSITE_RETENTION_PAUSE_MS = env_int("EVALSITE_RETENTION_PAUSE_MS", 50)
+EVALSITE_RETENTION_PAUSE_MS = env_int("EVALSITE_RETENTION_PAUSE_MS", 10)
 EVALSITE_RETENTION_INTERVAL_SECONDS = env_int("EVALSITE_RETENTION_INTERVAL_SECONDS", 3600)
 
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")

@@ -49,10 +49,12 @@ def trace_fail_stale(*, older_than: timedelta) -> int:
     active-sessions gauge does not grow forever. Returns how many were closed."""
     cutoff = timezone.now() - older_than
     closed = 0
-    stale_ids = list(AgentTrace.objects.active().filter(start_time__lt=cutoff).values_list("session_id", flat=True))
-    for session_id in stale_ids:
+    # By primary key: a session id is unique per project only, and the same id in another project
+    # is another trace, maybe started a second ago.
+    stale_ids = list(AgentTrace.objects.active().filter(start_time__lt=cutoff).values_list("pk", flat=True))
+    for pk in stale_ids:
         with transaction.atomic():
-            trace = AgentTrace.objects.select_for_update().filter(session_id=session_id).first()
+            trace = AgentTrace.objects.select_for_update().filter(pk=pk).first()
             if trace is None or trace.is_finished:
                 continue
             trace.status = AgentTrace.Status.FAILED

@@ -110,3 +110,24 @@ def test_contract_calls_work_with_a_key_of_any_project(beta_api, projects):
     assert beta_api.get(f"{TRACE}/s-1").json()["status"] == "completed"
     assert Project.objects.default().pk != projects[1].pk
     assert not AgentTrace.objects.filter(project=Project.objects.default()).exists()
+
+
+def test_the_stale_trace_reaper_closes_only_the_stale_trace_of_a_shared_session_id(projects):
+    """The reaper picks stale traces by session id; the same id in another project is another trace,
+    started just now, which must stay open (it used to be the one closed: the newest of that id)."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.traces import services
+
+    stale, _ = services.trace_start(session_id="shared", user_query="q", agent_name="a", project_id=projects[0].pk)
+    fresh, _ = services.trace_start(session_id="shared", user_query="q", agent_name="a", project_id=projects[1].pk)
+    AgentTrace.objects.filter(pk=stale.pk).update(start_time=timezone.now() - timedelta(hours=3))
+
+    assert services.trace_fail_stale(older_than=timedelta(hours=1)) == 1
+
+    stale.refresh_from_db()
+    fresh.refresh_from_db()
+    assert stale.status == AgentTrace.Status.FAILED
+    assert fresh.status == AgentTrace.Status.ACTIVE
