@@ -3,6 +3,8 @@ version an edit is based on, the request's user is the version's author, and the
 of a head's history are the same for every kind of head."""
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from pydantic import BaseModel, RootModel
@@ -11,7 +13,6 @@ from rest_framework.views import APIView
 
 from apps.core.api.responses import respond
 from apps.core.errors import InvalidInputError
-from apps.core.selectors import object_get
 
 from .models import VersionedHead
 from .selectors import version_data, version_get, version_list
@@ -66,6 +67,7 @@ def with_etag(model: type[BaseModel], data: dict, **kwargs) -> Response:
 def version_views(
     model: type[VersionedHead],
     *,
+    head_get: Callable[[Any, int], VersionedHead],
     list_out: type[RootModel],
     version_out: type[BaseModel],
     rows: str,
@@ -77,7 +79,9 @@ def version_views(
     """The views of a head's history, for the app's urls: its versions newest first, each counting
     the snapshot's `rows` under `row_count` (e.g. rules, rule_count), and the head at one version
     with its changelog and author. The URL names the head by its primary key's name (rubric_id);
-    `noun`, `operation_prefix` and `tags` word the operations in the OpenAPI document."""
+    `noun`, `operation_prefix` and `tags` word the operations in the OpenAPI document. `head_get`
+    (request, id) is the app's own read of one head, so a head the request may not see (another
+    project's) answers as the app answers it everywhere else: 404, as if it did not exist."""
     pk = model._meta.pk.name
 
     class VersionListView(APIView):
@@ -90,7 +94,7 @@ def version_views(
             summary=f"List a {noun}'s versions",
         )
         def get(self, request, **url):
-            head = object_get(model.objects, url[pk])
+            head = head_get(request, url[pk])
             return respond(list_out, version_list(head, count_key=row_count, children_key=rows))
 
     class VersionDetailView(APIView):
@@ -103,7 +107,7 @@ def version_views(
             summary=f"Get a {noun} at one version",
         )
         def get(self, request, version, **url):
-            head = object_get(model.objects, url[pk])
+            head = head_get(request, url[pk])
             return with_etag(version_out, version_data(head, version_get(head, version), with_history=True))
 
     for view in (VersionListView, VersionDetailView):

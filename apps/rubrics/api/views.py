@@ -91,8 +91,9 @@ class RubricDetailView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-_RubricVersionListView, _RubricVersionDetailView = version_views(
+RubricVersionListView, RubricVersionDetailView = version_views(
     Rubric,
+    head_get=lambda request, pk: selectors.rubric_get(pk, project=project_of(request)),
     list_out=RubricVersionListOut,
     version_out=RubricVersionOut,
     rows="rules",
@@ -101,20 +102,3 @@ _RubricVersionListView, _RubricVersionDetailView = version_views(
     operation_prefix="rubrics",
     tags=TAG,
 )
-
-
-class _OfRequestProject:
-    """The shared history views read a head by id alone: a rubric of another project answers 404
-    here, before them, as one that does not exist."""
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        selectors.rubric_get(kwargs["rubric_id"], project=project_of(request))
-
-
-class RubricVersionListView(_OfRequestProject, _RubricVersionListView):
-    pass
-
-
-class RubricVersionDetailView(_OfRequestProject, _RubricVersionDetailView):
-    pass

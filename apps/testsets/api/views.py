@@ -216,8 +216,9 @@ class TestSetImportVersionView(APIView):
         return _saved(test_set, warnings)
 
 
-_TestSetVersionListView, _TestSetVersionDetailView = version_views(
+TestSetVersionListView, TestSetVersionDetailView = version_views(
     TestSet,
+    head_get=lambda request, pk: selectors.testset_get(pk, project=project_of(request)),
     list_out=TestSetVersionListOut,
     version_out=TestSetVersionOut,
     rows="items",
@@ -226,23 +227,6 @@ _TestSetVersionListView, _TestSetVersionDetailView = version_views(
     operation_prefix="test_sets",
     tags=TAG,
 )
-
-
-class _OfRequestProject:
-    """The shared history views read a head by id alone: a test set of another project answers 404
-    here, before them, as one that does not exist."""
-
-    def initial(self, request, *args, **kwargs):
-        super().initial(request, *args, **kwargs)
-        selectors.testset_get(kwargs["test_set_id"], project=project_of(request))
-
-
-class TestSetVersionListView(_OfRequestProject, _TestSetVersionListView):
-    pass
-
-
-class TestSetVersionDetailView(_OfRequestProject, _TestSetVersionDetailView):
-    pass
 
 
 class DatasetListView(APIView):
