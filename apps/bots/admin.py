@@ -5,11 +5,12 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.core.admin.utils import CollapsibleStackedInline
+from apps.core.audit.registry import audit_recorded_by_caller
 
 from .admin_scoping import ProjectScopedAdmin
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
 from .selectors import bot_endpoint_refusal
-from .services import secret_survives_change
+from .services import bot_audit_change, bot_state, secret_survives_change
 
 
 class BotForm(forms.ModelForm):
@@ -144,7 +145,11 @@ class BotAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     ]
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
+        # One audit event for the bot and its inline tools and knowledge bases, as through the API:
+        # the state before is read here, the event written once the inlines are saved too.
+        request._bot_before = bot_state(Bot.objects.get(pk=obj.pk)) if change else None
+        with audit_recorded_by_caller(Bot):
+            super().save_model(request, obj, form, change)
         # Saved all the same: the address may be allowed later (EVALSITE_OUTBOUND_ALLOW) or be meant
         # for another deployment; but whoever typed it learns now that runs would not reach it.
         refusal = bot_endpoint_refusal(obj)
@@ -154,6 +159,10 @@ class BotAdmin(ProjectScopedAdmin, admin.ModelAdmin):
                 f"Runs cannot call this bot at {obj.endpoint_url}: {refusal}. Use a public "
                 "address, or add the host to EVALSITE_OUTBOUND_ALLOW where evalsite runs.",
             )
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        bot_audit_change(form.instance, request._bot_before)
 
     def get_queryset(self, request):
         return (
@@ -195,6 +204,32 @@ class KnowledgeBaseAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     search_fields = ["name", "bot__name", "documents__title"]
     inlines = [KnowledgeDocumentInline]
     fields = ["bot", "name", "type", "position"]
+
+    def save_model(self, request, obj, form, change):
+        # A knowledge base is part of its bot's configuration: its change is an event of the bot (of
+        # both bots when it moves), written once its documents are saved too.
+        bots = {obj.bot_id}
+        if change:
+            bots.add(KnowledgeBase.objects.filter(pk=obj.pk).values_list("bot_id", flat=True).get())
+        request._bots_before = {bot.pk: (bot, bot_state(bot)) for bot in Bot.objects.filter(pk__in=bots)}
+        super().save_model(request, obj, form, change)
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        for bot, before in request._bots_before.values():
+            bot_audit_change(bot, before)
+
+    def delete_model(self, request, obj):
+        bot = obj.bot
+        before = bot_state(bot)
+        super().delete_model(request, obj)
+        bot_audit_change(bot, before)
+
+    def delete_queryset(self, request, queryset):
+        befores = [(bot, bot_state(bot)) for bot in Bot.objects.filter(pk__in=queryset.values("bot_id"))]
+        super().delete_queryset(request, queryset)
+        for bot, before in befores:
+            bot_audit_change(bot, before)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(document_count=Count("documents"))

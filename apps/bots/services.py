@@ -1,8 +1,13 @@
 """Writes of bots, their tools, knowledge bases and documents."""
 
+import hashlib
+from contextlib import contextmanager
+
 from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
+from apps.core.audit.registry import audit_recorded_by_caller, registered_state
+from apps.core.audit.services import audit_record, created, diff
 from apps.core.auth import crypto
 from apps.core.errors import ConflictError
 from apps.core.models import Project
@@ -105,6 +110,76 @@ def _taken_component_ids(bot: Bot | None, data: BotIn) -> None:
         raise ConflictError(f"These tool or knowledge base ids belong to another bot: {', '.join(taken)}")
 
 
+def bot_components(bot: Bot) -> dict:
+    """A bot's tools and knowledge bases as its audit events record them. A document is its title
+    and a digest of its text: an edit of the text shows, and the trail does not copy the corpus."""
+    return {
+        "tools": [
+            {
+                "id": t.id,
+                "tool_name": t.tool_name,
+                "name": t.name,
+                "type": t.type,
+                "description": t.description,
+                "output_instructions": t.output_instructions,
+            }
+            for t in BotTool.objects.filter(bot=bot).order_by("position", "id")
+        ],
+        "knowledge_bases": [
+            {
+                "id": kb.id,
+                "name": kb.name,
+                "type": kb.type,
+                "documents": [
+                    {"title": d.title, "text_sha256": hashlib.sha256(d.text.encode()).hexdigest()[:16]}
+                    for d in kb.documents.order_by("position", "id")
+                ],
+            }
+            for kb in KnowledgeBase.objects.filter(bot=bot).order_by("position", "id").prefetch_related("documents")
+        ],
+    }
+
+
+def bot_state(bot: Bot | None) -> dict | None:
+    """What a bot's audit event compares: its own fields and its components (None: no bot yet)."""
+    return None if bot is None else {**registered_state(bot), **bot_components(bot)}
+
+
+class _Audited:
+    """The bot a `bot_audited` block saved (set by the block when it creates one)."""
+
+    def __init__(self, bot: Bot | None):
+        self.bot = bot
+
+
+@contextmanager
+def bot_audited(bot: Bot | None):
+    """One audit event for a bot's whole change, its tools and knowledge bases included: the body
+    runs with the row's own signal quiet and sets `audited.bot` to the bot it creates; `bot` is
+    the bot before the change (None for a new one)."""
+    before = bot_state(bot)
+    audited = _Audited(bot)
+    with audit_recorded_by_caller(Bot):
+        yield audited
+    if audited.bot is not None:
+        bot_audit_change(audited.bot, before)
+
+
+def bot_audit_change(bot: Bot, before: dict | None) -> None:
+    """The audit event of a change to `bot` (fields, tools, knowledge bases) from the state
+    `before` (bot_state before it; None when the bot is new), if anything changed."""
+    after = bot_state(bot)
+    changes = created(after) if before is None else diff(before, after)
+    if changes:
+        audit_record(
+            action="create" if before is None else "update",
+            obj=bot,
+            object_type="bot",
+            object_id=bot.agent_id,
+            changes=changes,
+        )
+
+
 def bot_create(*, data: BotIn, project: Project) -> Bot:
     """Create a bot of `project` with its tools and knowledge bases; an agent_id already in use in
     the project is a conflict (the same id in another project is another bot)."""
@@ -114,17 +189,18 @@ def bot_create(*, data: BotIn, project: Project) -> Bot:
             if Bot.objects.of_project(project).filter(agent_id=agent_id).exists():
                 raise ConflictError(f"A bot with agent_id {agent_id} already exists")
             _taken_component_ids(None, data)
-            bot = Bot(agent_id=agent_id, project=project)
-            _apply_fields(bot, data)
-            bot.save()
-            _sync_tools(bot, data.tools)
-            _sync_knowledge_bases(
-                bot,
-                [
-                    kb if kb.documents is not None else kb.model_copy(update={"documents": []})
-                    for kb in data.knowledge_bases
-                ],
-            )
+            with bot_audited(None) as audited:
+                bot = audited.bot = Bot(agent_id=agent_id, project=project)
+                _apply_fields(bot, data)
+                bot.save()
+                _sync_tools(bot, data.tools)
+                _sync_knowledge_bases(
+                    bot,
+                    [
+                        kb if kb.documents is not None else kb.model_copy(update={"documents": []})
+                        for kb in data.knowledge_bases
+                    ],
+                )
     except IntegrityError:
         raise ConflictError(f"A bot with agent_id {agent_id} already exists") from None
     return bot
@@ -139,10 +215,11 @@ def bot_update(*, bot: Bot, data: BotIn) -> Bot:
     if data.agent_id and data.agent_id != bot.agent_id:
         raise ConflictError(f"agent_id cannot change (this bot is {bot.agent_id})")
     _taken_component_ids(bot, data)
-    _apply_fields(bot, data)
-    bot.save()
-    _sync_tools(bot, data.tools)
-    _sync_knowledge_bases(bot, data.knowledge_bases)
+    with bot_audited(bot):
+        _apply_fields(bot, data)
+        bot.save()
+        _sync_tools(bot, data.tools)
+        _sync_knowledge_bases(bot, data.knowledge_bases)
     return bot
 
 

@@ -435,3 +435,82 @@ class TestProjectsApi:
         start = last_id()
         assert editor_api.patch("/api/v1/projects/team", {"retention_days": 1}, format="json").status_code == 403
         assert new_events(start) == []
+
+
+class TestBotComponents:
+    """A bot's tools and knowledge bases are part of its configuration: changing them is one event
+    of the bot, through the API and the admin alike, with documents as title and digest only."""
+
+    def test_an_api_update_of_tools_and_documents_is_one_event_with_both(self, editor_api):
+        bot = create_bot(editor_api)
+        body = bot_body()
+        del body["secret"]  # kept as it is (sending it again re-encrypts it: a change of its own)
+        body["tools"][0]["description"] = "Transfer to a person"
+        body["knowledge_bases"][0]["documents"][1]["text"] = "Receipts over $50."
+        start = last_id()
+        assert editor_api.put(f"/api/v1/bots/{bot['agent_id']}", body, format="json").status_code == 200
+
+        event = one_event(start)
+        assert (event.action, event.object_type, event.object_id) == ("update", "bot", bot["agent_id"])
+        assert set(event.changes) == {"tools", "knowledge_bases"}
+        tools_before, tools_after = event.changes["tools"]
+        assert [t["description"] for t in tools_before] == ["Transfer", ""]
+        assert [t["description"] for t in tools_after] == ["Transfer to a person", ""]
+        docs_before, docs_after = (kbs[0]["documents"] for kbs in event.changes["knowledge_bases"])
+        assert [d["title"] for d in docs_after] == ["PTO", "Expenses"]
+        assert docs_before[1]["text_sha256"] != docs_after[1]["text_sha256"]
+        assert docs_before[0] == docs_after[0]
+        assert "Receipts" not in json.dumps(event.changes)
+
+    def test_the_create_event_lists_the_components(self, editor_api):
+        start = last_id()
+        create_bot(editor_api)
+        event = one_event(start)
+        assert event.action == "create"
+        assert [t["tool_name"] for t in event.changes["tools"][1]] == ["live_handoff", "search_kb"]
+        assert event.changes["knowledge_bases"][1][0]["name"] == "Handbook"
+
+    def test_an_unchanged_put_records_nothing(self, editor_api):
+        bot = create_bot(editor_api)
+        body = bot_body()
+        del body["secret"]
+        start = last_id()
+        assert editor_api.put(f"/api/v1/bots/{bot['agent_id']}", body, format="json").status_code == 200
+        assert new_events(start) == []
+
+    def test_an_admin_inline_tool_edit_is_one_event_of_the_signed_in_person(self, client, editor_api):
+        from apps.bots.models import Bot
+        from tests.admin_forms import admin_form_data
+
+        bot = create_bot(editor_api)
+        pk = Bot.objects.get(agent_id=bot["agent_id"]).pk
+        client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+        assert client.post("/console/project/", {"project": "team"}).status_code == 302  # the bot's project
+        url = f"/admin/bots/bot/{pk}/change/"
+        data = admin_form_data(client.get(url))
+        data["tools-1-description"] = "Search the handbook"
+        data["name"] = "Renamed in the admin"
+        start = last_id()
+        response = client.post(url, data)
+        assert response.status_code == 302, response.content.decode()[:2000]
+
+        event = one_event(start)
+        assert (event.action, event.actor) == ("update", "root")
+        assert event.changes["name"] == ["O'Connor Associate", "Renamed in the admin"]
+        assert [t["description"] for t in event.changes["tools"][1]] == ["Transfer", "Search the handbook"]
+
+    def test_an_admin_knowledge_base_delete_is_an_event_of_its_bot(self, client, editor_api):
+        from apps.bots.models import KnowledgeBase
+
+        bot = create_bot(editor_api)
+        kb = KnowledgeBase.objects.get(bot__agent_id=bot["agent_id"])
+        client.force_login(UserFactory(username="root", is_staff=True, is_superuser=True))
+        assert client.post("/console/project/", {"project": "team"}).status_code == 302
+        start = last_id()
+        response = client.post(f"/admin/bots/knowledgebase/{kb.pk}/delete/", {"post": "yes"})
+        assert response.status_code == 302
+
+        event = one_event(start)
+        assert (event.action, event.object_id) == ("update", bot["agent_id"])
+        assert event.changes["knowledge_bases"][1] == []
+        assert not KnowledgeBase.objects.filter(pk=kb.pk).exists()

@@ -11,7 +11,9 @@ tracked records nothing. Changes with a meaning beyond their row (a run launched
 data cleared, a rubric or test set version published) are recorded explicitly where they happen.
 """
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +40,26 @@ class Audited:
 
 
 registry: dict[type[models.Model], Audited] = {}
+
+# Models whose events the code running now records itself (audit_recorded_by_caller).
+_by_caller: ContextVar[frozenset[type[models.Model]]] = ContextVar("audit_by_caller", default=frozenset())
+
+
+@contextlib.contextmanager
+def audit_recorded_by_caller(model: type[models.Model]) -> Iterator[None]:
+    """Within the block the signals record nothing for `model`: the caller writes one event itself
+    for a change that spans more than the row (a bot with its tools and knowledge bases, which
+    are replaced by bulk writes no signal sees), so each change is still exactly one event."""
+    token = _by_caller.set(_by_caller.get() | {model})
+    try:
+        yield
+    finally:
+        _by_caller.reset(token)
+
+
+def registered_state(instance: models.Model) -> dict:
+    """The registered fields of `instance` as its events record them (for a caller's own event)."""
+    return services.snapshot(instance, registry[type(instance)].fields)
 
 
 def _kind_action(kind: str, changes: dict, instance) -> str:
@@ -75,6 +97,8 @@ def audit_register(
 
 
 def _record(audited: Audited, kind: str, instance, changes: dict) -> None:
+    if type(instance) in _by_caller.get():
+        return
     action = audited.action(kind, changes, instance)
     if action is None:
         return
@@ -90,7 +114,7 @@ def _record(audited: Audited, kind: str, instance, changes: dict) -> None:
 
 
 def _before_save(sender, instance, raw=False, **kwargs):
-    if raw or instance._state.adding or instance.pk is None:
+    if raw or instance._state.adding or instance.pk is None or sender in _by_caller.get():
         return
     audited = registry[sender]
     instance.__dict__[BEFORE] = services.snapshot_stored(sender, instance.pk, audited.fields)
