@@ -25,7 +25,7 @@ from apps.core.llm.client import llm_configured
 from . import parser as rule_parser
 from . import promql as promql_builder
 from .backends import PrometheusBackend, backend_config, get_backend
-from .errors import BackendRejected, BackendUnavailable, QueryFailure
+from .errors import BackendRejected, BackendUnavailable, OutOfProject, QueryFailure
 from .llm_parser import parse_with_llm
 from .schemas import (
     AggregationStats,
@@ -97,7 +97,7 @@ def closest_metrics(name: str, available: list[str], limit: int = 5) -> list[str
     return found
 
 
-def validate_step(query: MetricsQuery, backend: PrometheusBackend | None, now: datetime):
+def validate_step(query: MetricsQuery, backend: PrometheusBackend | None, now: datetime, project: str | None):
     if backend is None:
         raise _not_configured()
     try:
@@ -157,7 +157,12 @@ def validate_step(query: MetricsQuery, backend: PrometheusBackend | None, now: d
             {"step": step, "seconds": (end - start).total_seconds()},
         )
     query = query.model_copy(update={"step": step})
-    return query, promql_builder.build(query, info, step)
+    try:
+        # Scoped once the query is known to be valid: the plan carries only the scoped PromQL, so
+        # what runs and what the answer shows are the same expression.
+        return query, promql_builder.build(query, info, step, project=project)
+    except OutOfProject as exc:
+        raise QueryFailure("invalid_query", str(exc), exc.suggestion, {**exc.details, "project": project}) from exc
 
 
 # Step 3 ------------------------------------------------------------------------------------------
@@ -264,8 +269,10 @@ def _choose_parser(requested: str | None) -> str:
 
 
 def metrics_agent(state: MetricsQueryState, config=None) -> MetricsQueryState:
-    """The node. `config["configurable"]` may carry `step_timings` (a dict filled with per-step
-    milliseconds, for the benchmark), `parser` ("rules" or "llm") and `now` (a fixed clock)."""
+    """The node. `config["configurable"]` carries `project`, the slug of the project the question
+    is asked in (evalsite's own metrics are read only there; without one they are refused), and may
+    carry `step_timings` (a dict filled with per-step milliseconds, for the benchmark), `parser`
+    ("rules" or "llm") and `now` (a fixed clock)."""
     started = time.perf_counter()
     options = (config or {}).get("configurable", {}) if isinstance(config, dict) else {}
     timings = options.get("step_timings")
@@ -279,7 +286,7 @@ def metrics_agent(state: MetricsQueryState, config=None) -> MetricsQueryState:
         with _step("parse", timings):
             parsed_query = parse_step(user_query, backend, now, _choose_parser(options.get("parser")))
         with _step("validate", timings):
-            parsed_query, plan = validate_step(parsed_query, backend, now)
+            parsed_query, plan = validate_step(parsed_query, backend, now, options.get("project"))
         with _step("execute", timings):
             raw = execute_step(parsed_query, plan, backend)
         with _step("format", timings):

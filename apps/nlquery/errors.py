@@ -25,3 +25,12 @@ class BackendRejected(Exception):
     def __init__(self, message: str, details: dict | None = None):
         super().__init__(message)
         self.details = details or {}
+
+
+class OutOfProject(Exception):
+    """The expression would read evalsite series outside the caller's project (apps.nlquery.promql)."""
+
+    def __init__(self, message: str, suggestion: str, details: dict | None = None):
+        super().__init__(message)
+        self.suggestion = suggestion
+        self.details = details or {}

@@ -16,8 +16,10 @@ _EVERYDAY_QUESTIONS = (
 )
 
 
-def metrics_query_answer(*, question: str, **configurable) -> MetricsQueryState:
-    return run_query(question, **configurable)
+def metrics_query_answer(*, question: str, project: str, **configurable) -> MetricsQueryState:
+    """The answer to `question` asked in `project` (a slug): evalsite's own metrics are read only
+    for that project (apps.nlquery.promql)."""
+    return run_query(question, project=project, **configurable)
 
 
 def example_questions(backend: PrometheusBackend, limit: int = 7) -> list[str]:

@@ -182,3 +182,18 @@ def test_node_called_directly_keeps_invariant_on_empty_query(db):
     state = agent.metrics_agent(initial_state(""))
     assert_invariant(state)
     assert state["error"].error_type == "parsing_error"
+
+
+def test_evalsite_metrics_need_a_project_and_infrastructure_does_not(canned_backend):
+    # The node run in-process without a project (a composed graph, the benchmark): evalsite's own
+    # metrics are refused rather than read across every project; the shared machines' are answered.
+    refused = run_query("Show vayu_agent_sessions_total for the last hour", now=NOW)
+    assert_invariant(refused)
+    assert refused["error"].error_type == "invalid_query" and "project" in refused["error"].message
+    assert not any(path.startswith("/api/v1/query_range") for path, _ in canned_backend.requests)
+    scoped = run_query("Show vayu_agent_sessions_total for the last hour", now=NOW, project="team-b")
+    assert scoped["result"].promql == 'rate(vayu_agent_sessions_total{project="team-b"}[120s])'
+    infrastructure = run_query("Show CPU usage for the last hour", now=NOW)
+    assert (
+        infrastructure["error"] is None and infrastructure["result"].promql == "rate(process_cpu_seconds_total[120s])"
+    )

@@ -16,7 +16,9 @@ def answered(settings, monkeypatch):
     settings.PROMETHEUS_URL = "http://prometheus.example:9090"
     calls = []
     monkeypatch.setattr(views, "example_questions", lambda backend: calls.append("examples") or [])
-    monkeypatch.setattr(views, "metrics_query_answer", lambda question: calls.append(question) or {"result": None})
+    monkeypatch.setattr(
+        views, "metrics_query_answer", lambda question, project: calls.append(question) or {"result": None}
+    )
     return calls
 
 

@@ -106,7 +106,8 @@ def test_parser_table(question, expected, canned_backend):
     else:
         _check(parse_question(question, available_metrics=AVAILABLE, now=NOW, tz=UTC), expected)
 
-    state = run_query(question, now=NOW, parser="rules")
+    # In a project: without one, evalsite's own metrics (vayu_*) are refused (test_project_isolation.py).
+    state = run_query(question, now=NOW, parser="rules", project="default")
     assert_invariant(state)
     if isinstance(expected, str):
         assert state["error"].error_type == expected

@@ -7,6 +7,7 @@ from apps.core.auth.permissions import scopes_of
 from apps.core.charts import legend, metric_chart
 from apps.core.http.pages import layout_context
 from apps.core.models import SCOPE_EVALUATE
+from apps.core.projects.resolution import project_of
 
 from ..api.schemas import MAX_QUERY_LENGTH
 from ..backends import backend_config, get_backend
@@ -57,7 +58,8 @@ def metrics_query_page(request):
         context["denied_scope"] = SCOPE_EVALUATE
         return render(request, "nlquery/query.html", context, status=403)
     if question and config.configured:
-        state = metrics_query_answer(question=question)
+        # In the project chosen with the console's switcher, as every console page.
+        state = metrics_query_answer(question=question, project=project_of(request).slug)
         context["state"] = state
         result = state["result"]
         if result is not None:
