@@ -45,11 +45,13 @@ from harness import (
 )
 
 
-def make_traces(n_traces: int, n_calls: int) -> list[dict]:
+def make_traces(n_traces: int, n_calls: int, first: int = 0) -> list[dict]:
+    """`n_traces` traces of `n_calls` tool calls, numbered from `first` (so chunks of a large load
+    get distinct session ids)."""
     base = datetime(2026, 1, 8, 10, 0, tzinfo=UTC)
     datacenters = ["Delhi", "Mumbai", "Chennai", "Bangalore", "Pune"]
     traces = []
-    for t in range(n_traces):
+    for t in range(first, first + n_traces):
         dc = datacenters[t % len(datacenters)]
         start = base + timedelta(seconds=t)
         calls = [
@@ -96,13 +98,15 @@ def client_worker(url: str, key: str, bodies: list[bytes], start_evt, out_q):
     out_q.put((accepted, rejected, time.perf_counter()))
 
 
-def copy_rows(dsn: str, traces: list[dict]) -> float:
+def copy_rows(dsn: str, traces: list[dict], *, first_pk: int = 1, truncate: bool = True) -> float:
     """Load the same traces and tool calls with COPY, one transaction, as the batch API stores them
-    (source "batch"). Returns seconds."""
+    (source "batch"), with primary keys from `first_pk` (after emptying the tables, unless not
+    `truncate`: a large load comes in chunks). Returns seconds."""
     now = datetime.now(UTC)
     with psycopg.connect(dsn) as conn:
-        conn.execute("TRUNCATE traces_toolcall, traces_agenttrace RESTART IDENTITY CASCADE")
-        conn.commit()
+        if truncate:
+            conn.execute("TRUNCATE traces_toolcall, traces_agenttrace RESTART IDENTITY CASCADE")
+            conn.commit()
         started = time.perf_counter()
         with conn.transaction(), conn.cursor() as cur:
             project = default_project_id(cur)
@@ -112,7 +116,7 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
                 " tool_call_count, metadata, content_hash, source, created_at, updated_at, truncated, dropped,"
                 " project_id) FROM STDIN"
             ) as copy:
-                for pk, t in enumerate(traces, start=1):
+                for pk, t in enumerate(traces, start=first_pk):
                     copy.write_row(
                         (
                             pk,
@@ -144,7 +148,7 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
                 "COPY traces_toolcall (trace_id, seq, call_id, tool_name, tool_args, tool_result, success, error,"
                 " timestamp, duration_ms) FROM STDIN"
             ) as copy:
-                for pk, t in enumerate(traces, start=1):
+                for pk, t in enumerate(traces, start=first_pk):
                     for seq, c in enumerate(t["tool_calls"], start=1):
                         copy.write_row(
                             (
@@ -160,6 +164,10 @@ def copy_rows(dsn: str, traces: list[dict]) -> float:
                                 c["duration_ms"],
                             )
                         )
+            # The ids were given: the next row the app inserts takes the one after the last.
+            cur.execute(
+                "SELECT setval(pg_get_serial_sequence('traces_agenttrace', 'id'), max(id)) FROM traces_agenttrace"
+            )
         return time.perf_counter() - started
 
 

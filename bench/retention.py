@@ -25,6 +25,7 @@ from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_arg
 from ingest import copy_rows, make_traces
 
 SIZES = ("traces_agenttrace", "traces_toolcall")
+LOAD_CHUNK = 100_000
 
 
 def table_mb(dsn: str) -> dict[str, float]:
@@ -70,7 +71,11 @@ def main():
     db = database_from_args(args).create()
     env, key = prepare(db)
     try:
-        load_seconds = copy_rows(db.url, make_traces(args.traces, args.calls))
+        # In chunks: 2M traces built at once would not fit in memory.
+        load_seconds = 0.0
+        for first in range(0, args.traces, LOAD_CHUNK):
+            chunk = make_traces(min(LOAD_CHUNK, args.traces - first), args.calls, first=first)
+            load_seconds += copy_rows(db.url, chunk, first_pk=first + 1, truncate=first == 0)
         half = args.traces // 2
         with psycopg.connect(db.url, autocommit=True) as conn:
             conn.execute("UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s", [half])
@@ -105,6 +110,7 @@ def main():
             left_old = conn.execute(
                 "SELECT count(*) FROM traces_agenttrace WHERE created_at < now() - interval '30 days'"
             ).fetchone()[0]
+            live = conn.execute("SELECT count(*) FROM traces_agenttrace WHERE session_id LIKE 'live-%'").fetchone()[0]
         after = table_mb(db.url)
         idle_p50, idle_p95 = p50_p95(idle)
         during_p50, during_p95 = p50_p95(during)
@@ -124,7 +130,9 @@ def main():
             + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in SIZES)
             + " (DELETE leaves the space to be reused by new rows; it is not returned to the disk)"
         )
-        if left_old or idle_errors or during_errors:
+        sent = 10 * (len(idle) + len(during))
+        print(f"live traces stored {live:,} of {sent:,} sent")
+        if left_old or idle_errors or during_errors or live != sent:
             raise SystemExit(1)
     finally:
         if not args.keep:
