@@ -104,7 +104,11 @@ class BotTool(models.Model):
         KNOWLEDGE_BASE = "knowledge_base"
         HUMAN_HANDOFF = "human_handoff"
 
+    # The row's own key, never shown. What the API calls the tool's `id` is `component_id`: the
+    # client may choose it, so it is unique per bot only (two projects may import the same bot with
+    # the same ids, and neither learns of the other through a conflict).
     id = models.CharField(max_length=24, primary_key=True, default=new_object_id)
+    component_id = models.CharField(max_length=24, default=new_object_id)
     bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="tools")
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=255)
@@ -115,14 +119,19 @@ class BotTool(models.Model):
 
     class Meta:
         ordering = ["bot_id", "position", "id"]
-        constraints = [models.UniqueConstraint(fields=["bot", "tool_name"], name="bottool_unique_tool_name")]
+        constraints = [
+            models.UniqueConstraint(fields=["bot", "tool_name"], name="bottool_unique_tool_name"),
+            models.UniqueConstraint(fields=["bot", "component_id"], name="bottool_unique_component_id"),
+        ]
 
     def __str__(self):
         return self.tool_name
 
 
 class KnowledgeBase(models.Model):
+    # As a tool's: `id` is the row's key, `component_id` the API's `id`, unique per bot.
     id = models.CharField(max_length=24, primary_key=True, default=new_object_id)
+    component_id = models.CharField(max_length=24, default=new_object_id)
     bot = models.ForeignKey(Bot, on_delete=models.CASCADE, related_name="knowledge_bases")
     position = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=255)
@@ -130,6 +139,9 @@ class KnowledgeBase(models.Model):
 
     class Meta:
         ordering = ["bot_id", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["bot", "component_id"], name="knowledgebase_unique_component_id")
+        ]
 
     def __str__(self):
         return self.name

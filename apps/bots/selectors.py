@@ -44,7 +44,7 @@ def bot_named_in_body(agent_id: str, *, project) -> Bot:
 def knowledge_base_get(agent_id: str, kb_id: str, *, project) -> KnowledgeBase:
     """The bot's knowledge base with its documents (the bot of `project`)."""
     kb = (
-        KnowledgeBase.objects.filter(bot__project=project, bot__agent_id=agent_id, id=kb_id)
+        KnowledgeBase.objects.filter(bot__project=project, bot__agent_id=agent_id, component_id=kb_id)
         .prefetch_related("documents")
         .first()
     )

@@ -50,15 +50,16 @@ def _apply_fields(bot: Bot, data: BotIn) -> None:
 def _sync_tools(bot: Bot, tools: list[ToolIn]) -> None:
     # A tool keeps its id when it is named by id or by tool_name: rubric rules refer to component ids.
     existing = list(bot.tools.all())
-    by_id = {t.id: t for t in existing}
+    by_id = {t.component_id: t for t in existing}
     by_name = {t.tool_name: t for t in existing}
     kept = []
     for position, tool in enumerate(tools):
         match = by_id.get(tool.id) if tool.id else by_name.get(tool.tool_name)
-        tool_id = match.id if match else (tool.id or new_object_id())
+        pk = match.pk if match else new_object_id()
         kept.append(
             BotTool(
-                id=tool_id,
+                id=pk,
+                component_id=match.component_id if match else (tool.id or pk),
                 bot=bot,
                 position=position,
                 name=tool.name,
@@ -73,13 +74,14 @@ def _sync_tools(bot: Bot, tools: list[ToolIn]) -> None:
 
 
 def _sync_knowledge_bases(bot: Bot, knowledge_bases: list[KnowledgeBaseIn]) -> None:
-    existing = {kb.id: kb for kb in bot.knowledge_bases.all()}
+    existing = {kb.component_id: kb for kb in bot.knowledge_bases.all()}
     by_name = {kb.name: kb for kb in existing.values()}
     kept_ids = set()
     for position, kb_in in enumerate(knowledge_bases):
         match = existing.get(kb_in.id) if kb_in.id else by_name.get(kb_in.name)
         if match is None:
-            match = KnowledgeBase(id=kb_in.id or new_object_id(), bot=bot)
+            pk = new_object_id()
+            match = KnowledgeBase(id=pk, component_id=kb_in.id or pk, bot=bot)
             created = True
         else:
             created = False
@@ -95,17 +97,20 @@ def _sync_knowledge_bases(bot: Bot, knowledge_bases: list[KnowledgeBaseIn]) -> N
     bot.knowledge_bases.exclude(id__in=kept_ids).delete()
 
 
-def _taken_component_ids(bot: Bot | None, data: BotIn) -> None:
-    """Tool and knowledge-base ids are primary keys: one given by the client must not belong to
-    another bot."""
+def _taken_component_ids(bot: Bot | None, data: BotIn, project: Project) -> None:
+    """A tool or knowledge-base id given by the client must not name another bot's of the same
+    project (rubric rules name components by id). Other projects' bots are not looked at: their ids
+    are theirs, and a conflict would tell that they exist."""
     tool_ids = [t.id for t in data.tools if t.id]
     kb_ids = [k.id for k in data.knowledge_bases if k.id]
-    foreign_tools = BotTool.objects.filter(id__in=tool_ids)
-    foreign_kbs = KnowledgeBase.objects.filter(id__in=kb_ids)
+    foreign_tools = BotTool.objects.filter(bot__project=project, component_id__in=tool_ids)
+    foreign_kbs = KnowledgeBase.objects.filter(bot__project=project, component_id__in=kb_ids)
     if bot is not None:
         foreign_tools = foreign_tools.exclude(bot=bot)
         foreign_kbs = foreign_kbs.exclude(bot=bot)
-    taken = sorted([*foreign_tools.values_list("id", flat=True), *foreign_kbs.values_list("id", flat=True)])
+    taken = sorted(
+        [*foreign_tools.values_list("component_id", flat=True), *foreign_kbs.values_list("component_id", flat=True)]
+    )
     if taken:
         raise ConflictError(f"These tool or knowledge base ids belong to another bot: {', '.join(taken)}")
 
@@ -116,7 +121,7 @@ def bot_components(bot: Bot) -> dict:
     return {
         "tools": [
             {
-                "id": t.id,
+                "id": t.component_id,
                 "tool_name": t.tool_name,
                 "name": t.name,
                 "type": t.type,
@@ -127,7 +132,7 @@ def bot_components(bot: Bot) -> dict:
         ],
         "knowledge_bases": [
             {
-                "id": kb.id,
+                "id": kb.component_id,
                 "name": kb.name,
                 "type": kb.type,
                 "documents": [
@@ -188,7 +193,7 @@ def bot_create(*, data: BotIn, project: Project) -> Bot:
         with transaction.atomic():
             if Bot.objects.of_project(project).filter(agent_id=agent_id).exists():
                 raise ConflictError(f"A bot with agent_id {agent_id} already exists")
-            _taken_component_ids(None, data)
+            _taken_component_ids(None, data, project)
             with bot_audited(None) as audited:
                 bot = audited.bot = Bot(agent_id=agent_id, project=project)
                 _apply_fields(bot, data)
@@ -214,7 +219,7 @@ def bot_update(*, bot: Bot, data: BotIn) -> Bot:
     bot = Bot.objects.select_for_update().get(pk=bot.pk)
     if data.agent_id and data.agent_id != bot.agent_id:
         raise ConflictError(f"agent_id cannot change (this bot is {bot.agent_id})")
-    _taken_component_ids(bot, data)
+    _taken_component_ids(bot, data, bot.project)
     with bot_audited(bot):
         _apply_fields(bot, data)
         bot.save()

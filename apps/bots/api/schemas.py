@@ -3,6 +3,7 @@ selectors.bot_get / bot_list, its tools, and its knowledge bases annotated with 
 input the services take is apps.bots.schemas."""
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, RootModel
 
@@ -18,9 +19,13 @@ class LlmConfigOut(BaseModel):
     parameters: dict
 
 
+# A component's `id` is its component_id (apps.bots.models.BotTool): the row's key is never shown.
+ComponentId = Annotated[str, Field(validation_alias="component_id")]
+
+
 class ToolOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
-    id: str
+    id: ComponentId
     name: str
     tool_name: str
     type: str
@@ -30,7 +35,7 @@ class ToolOut(BaseModel):
 
 class KnowledgeBaseOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
-    id: str
+    id: ComponentId
     name: str
     type: str
     document_count: int
@@ -77,7 +82,7 @@ class DocumentOut(BaseModel):
 
 class KnowledgeBaseDocumentsOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
-    id: str
+    id: ComponentId
     name: str
     type: str
     documents: RelatedRows[DocumentOut]
