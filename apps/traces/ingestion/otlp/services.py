@@ -34,7 +34,12 @@ rejected + dropped. A tool span stored waiting and dropped by the cap when assem
 that waited for a root that never came (pruned), are moved from stored to dropped by a correction
 entry dated at their arrival, in the ledger of the project that sent them: a waiting span's payload
 carries its project (`_PROJECT_KEY`), so the reaper knows it without a trace to ask (an orphan has
-none) and without a column that every span, waiting or not, would pay for.
+none) and without a column that every span, waiting or not, would pay for. The same key keeps
+projects apart while spans wait: a root assembles, and the reaper settles, only the waiting spans
+of the trace's own project (a trace id that crossed two teams' services, or a replay, never pulls
+one project's tool calls into another's trace); the others wait for a root of their own project,
+or are pruned as its orphans. A span stored before this key existed has none and is claimed by
+any project, as it was then.
 
 The write path is built for throughput: per request a handful of statements whatever the number
 of spans (one INSERT … SELECT FROM unnest for the spans, one bulk INSERT for traces, one COPY for
@@ -48,7 +53,9 @@ from datetime import UTC, datetime
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import BigIntegerField, Count, F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -109,6 +116,21 @@ def _record_corrections(moved: Counter, reason: str) -> None:
 
 def _waiting_payload(record: SpanRecord, project_id: int) -> dict:
     return {**record.to_payload(), _PROJECT_KEY: project_id}
+
+
+def _sent_by(waiting, project_id: int | None = None):
+    """The waiting spans of `waiting` (an OtlpSpan queryset) that `project_id` sent, or, None, those
+    of the project that holds their trace (traces that do not exist are left out); a span with no
+    project in its payload (stored before it had one) is anyone's."""
+    waiting = waiting.annotate(sender=Cast(KT(f"payload__{_PROJECT_KEY}"), BigIntegerField()))
+    if project_id is not None:
+        return waiting.filter(Q(sender__isnull=True) | Q(sender=project_id))
+    owner = AgentTrace.objects.filter(otel_trace_id=OuterRef("otel_trace_id")).order_by().values("project_id")[:1]
+    return (
+        waiting.annotate(owner=Subquery(owner))
+        .filter(owner__isnull=False)
+        .filter(Q(sender__isnull=True) | Q(sender=F("owner")))
+    )
 
 
 class _Senders:
@@ -178,17 +200,22 @@ def _keep_waiting(records: list[SpanRecord], project_id: int) -> None:
         )
 
 
-def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
+def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]], project_id: int) -> dict[str, int]:
     """Spans of a trace with no root yet beyond EVALSITE_OTLP_MAX_SPANS_PER_TRACE keep only their id
     (and a mark the assembly counts): a root arriving after any number of children costs a bounded
-    amount of work. Returns, per trace, how many of this request's spans were dropped."""
+    amount of work. Counted per project: another project's spans of the same trace id use none of
+    this one's cap. Returns, per trace, how many of this request's spans were dropped."""
     if not fresh_waiting:
         return {}
     cap = int(settings.EVALSITE_OTLP_MAX_SPANS_PER_TRACE)
     # One grouped count over the waiting spans' partial index (usually a trace or two per export).
     counts = dict(
-        OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False)
-        .exclude(payload__has_key="dropped")
+        _sent_by(
+            OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False).exclude(
+                payload__has_key="dropped"
+            ),
+            project_id,
+        )
         .values("otel_trace_id")
         .annotate(n=Count("*"))
         .values_list("otel_trace_id", "n")
@@ -202,7 +229,7 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
         victims = [r.span_id for r in sorted(group, key=lambda r: (r.start_ns, r.span_id))[-excess:]]
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id__in=victims[1:]).update(payload=None)
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id=victims[0]).update(
-            payload={"dropped": _DROPPED_MARK, "count": excess}
+            payload={"dropped": _DROPPED_MARK, "count": excess, _PROJECT_KEY: project_id}
         )
         dropped[trace_id] = excess
     return dropped
@@ -219,11 +246,12 @@ class _Claimed:
     marked: int = 0
 
 
-def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tuple[dict[str, _Claimed], bool]:
+def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> tuple[dict[str, _Claimed], bool]:
     """Take at most `limit` spans stored earlier for these traces that still wait for their root.
     Clearing the payload is the claim: of two requests settling the same trace, only one gets each
-    span. `created_only`: only for those of the traces that have an AgentTrace by now. Returns the
-    spans per trace and whether the limit was reached (more may wait)."""
+    span. Only the spans `project_id` sent (the export about to create the traces); None: only for
+    those of the traces that have an AgentTrace by now, the spans its project sent (`_sent_by`).
+    Returns the spans per trace and whether the limit was reached (more may wait)."""
     claimed: dict[str, _Claimed] = defaultdict(_Claimed)
     if not trace_ids:
         return claimed, False
@@ -232,8 +260,16 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
     if fastpath.enabled():
         where = "payload IS NOT NULL AND otel_trace_id = ANY(%s)"
         params: list = [trace_ids]
-        if created_only:
-            where += f" AND otel_trace_id IN (SELECT otel_trace_id FROM {_TRACE_TABLE} WHERE otel_trace_id = ANY(%s))"
+        # As _sent_by, in SQL: compared as text, the payload's JSON number against the id.
+        sender = f"{_SPAN_TABLE}.payload->>'{_PROJECT_KEY}'"
+        if project_id is not None:
+            where += f" AND ({sender} IS NULL OR {sender} = %s)"
+            params.append(str(project_id))
+        else:
+            where += (
+                f" AND EXISTS (SELECT 1 FROM {_TRACE_TABLE} AS t WHERE t.otel_trace_id = {_SPAN_TABLE}.otel_trace_id "
+                f"AND t.otel_trace_id = ANY(%s) AND ({sender} IS NULL OR {sender} = t.project_id::text))"
+            )
             params.append(trace_ids)
         # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
         rows = fastpath.fetch_all(
@@ -247,11 +283,7 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
         )
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
-        waiting = OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids)
-        if created_only:
-            waiting = waiting.filter(
-                otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id")
-            )
+        waiting = _sent_by(OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids), project_id)
         picked = list(
             waiting.order_by("otel_trace_id", "span_id").values_list(
                 "otel_trace_id", "span_id", "payload", "received_at"
@@ -346,7 +378,7 @@ def otlp_spans_ingest(
         new_traces: list[NewTrace] = []
         to_assemble = [t for t in with_root if any((t, r.span_id) in new_keys and r.is_root for r in by_trace[t])]
         # The children that waited, at most a chunk of them: the rest are merged after the commit.
-        waiting, _more = _claim_waiting(to_assemble, limit=_chunk())
+        waiting, _more = _claim_waiting(to_assemble, project_id=project_id, limit=_chunk())
         fresh_waiting: dict[str, list[SpanRecord]] = {}
         # In trace id order: the row locks of traces merged into are taken in one order by everyone.
         for trace_id, group in sorted(by_trace.items()):
@@ -388,7 +420,7 @@ def otlp_spans_ingest(
                     _keep_waiting(fresh, project_id)
                 outcome.spans_waiting += len(fresh)
                 fresh_waiting[trace_id] = fresh
-        capped = _cap_waiting(fresh_waiting)
+        capped = _cap_waiting(fresh_waiting, project_id)
         dropped_now += sum(capped.values())
         if new_traces:
             insert_traces(new_traces)
@@ -423,7 +455,7 @@ def _settle(trace_ids: set[str]) -> list[int]:
             return list(dict.fromkeys(updated))
         with transaction.atomic():
             _bound_lock_waits()
-            claimed, more = _claim_waiting(trace_ids, created_only=True, limit=_chunk())
+            claimed, more = _claim_waiting(trace_ids, limit=_chunk())
             if claimed:
                 known = dict(
                     AgentTrace.objects.filter(otel_trace_id__in=list(claimed)).values_list("otel_trace_id", "pk")
@@ -442,14 +474,16 @@ def _settle(trace_ids: set[str]) -> list[int]:
 
 
 def _settle_needed(trace_ids) -> bool:
-    """Whether any of these traces exists and has spans waiting: one cheap statement on the
-    waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
+    """Whether any of these traces exists and has spans of its project waiting: one cheap statement
+    on the waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
     if not trace_ids:
         return False
     trace_ids = sorted(set(trace_ids))
-    return OtlpSpan.objects.filter(
-        payload__isnull=False,
-        otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
+    return _sent_by(
+        OtlpSpan.objects.filter(
+            payload__isnull=False,
+            otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
+        )
     ).exists()
 
 
