@@ -9,6 +9,10 @@ spans that waited for a root that never came) is an entry with received 0 that m
 The units differ per door and are the same for every entry of that door (docs/traces.md):
 REST counts lifecycle records (a start, an intent, each tool call, a completion), batch counts
 traces, OTLP counts spans, online evaluation counts (rule, trace) evaluations.
+
+The ledger is kept per project: every entry belongs to the project its items were sent to (online
+evaluation: the rule's; a correction: the project of the items it moves), and every read, the
+compaction included, is one project's, so no project learns another's names or counts.
 """
 
 from datetime import datetime, timedelta
@@ -18,6 +22,8 @@ from django.db.models import Count, Q, Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
+
+from apps.core.models import Project, default_project_id
 
 from . import fastpath
 from .models import IngestionEntry
@@ -64,8 +70,15 @@ def validation_reason(exc: PydanticValidationError) -> str:
     return "invalid"
 
 
+def _project_pk(project: Project | int | None) -> int:
+    if project is None:
+        return default_project_id()
+    return project.pk if isinstance(project, Project) else int(project)
+
+
 def ingestion_record(
     *,
+    project: Project | int | None,
     source: str,
     received: int = 0,
     stored: int = 0,
@@ -78,7 +91,9 @@ def ingestion_record(
     errored: int = 0,
     at: datetime | None = None,
 ) -> IngestionEntry | None:
-    """Append one entry (nothing when every count is zero). Call it inside the storing transaction."""
+    """Append one entry of `project` (a Project or its id; None is `default`, as everywhere) (nothing
+    when every count is zero). Call it inside the storing transaction. `project` has no default: a
+    door that forgot it would count its items in another project's ledger."""
     rejected = {k: v for k, v in (rejected or {}).items() if v}
     dropped = {k: v for k, v in (dropped or {}).items() if v}
     counts = dict(
@@ -98,6 +113,7 @@ def ingestion_record(
     if dropped:
         reasons["dropped"] = dropped
     return IngestionEntry.objects.create(
+        project_id=_project_pk(project),
         at=at or timezone.now(),
         source=source,
         rejected=sum(rejected.values()),
@@ -108,20 +124,29 @@ def ingestion_record(
 
 
 def ingestion_entry_cte(
-    *, source: str, rows_from: str, at: str, stored: str = "1", duplicate: str = "0", name: str = "ledger"
+    *,
+    source: str,
+    project: str,
+    rows_from: str,
+    at: str,
+    stored: str = "1",
+    duplicate: str = "0",
+    name: str = "ledger",
 ) -> str:
     """A data-modifying WITH item (PostgreSQL) that appends one entry, received 1, per row of
     `rows_from`: a single-statement hot path (a tool call, an intent) records itself in the same
     statement, so it stays one round trip and the entry commits exactly when the row does. A
     statement that matches nothing (a retry, a finished trace) appends nothing; its fallback path
     records with ingestion_record. `stored` and `duplicate` are SQL expressions over `rows_from`
-    that add up to 1; `at` is the statement's placeholder for the time."""
+    that add up to 1; `at` is the statement's placeholder for the time; `project` the SQL expression
+    of the project's id (a column of `rows_from`, or the statement's placeholder)."""
     if source not in Source.values:
         raise ValueError(f"unknown ledger source {source!r}")
     return (
-        f"{name} AS (INSERT INTO {IngestionEntry._meta.db_table} (at, source, received, stored, duplicate, "
-        f"rejected, dropped, sampled, evaluated, skipped, errored, reasons) "
-        f"SELECT {at}, '{source}', 1, {stored}, {duplicate}, 0, 0, 0, 0, 0, 0, '{{}}'::jsonb FROM {rows_from})"
+        f"{name} AS (INSERT INTO {IngestionEntry._meta.db_table} (project_id, at, source, received, stored, "
+        f"duplicate, rejected, dropped, sampled, evaluated, skipped, errored, reasons) "
+        f"SELECT {project}, {at}, '{source}', 1, {stored}, {duplicate}, 0, 0, 0, 0, 0, 0, '{{}}'::jsonb "
+        f"FROM {rows_from})"
     )
 
 
@@ -145,14 +170,15 @@ _TABLE = IngestionEntry._meta.db_table
 # and a million entries take seconds, not the minutes of a round trip per chunk.
 _COMPACT_SQL = f"""
 WITH gone AS (
-    DELETE FROM {_TABLE} WHERE source = %(source)s AND at >= %(start)s AND at < %(end)s RETURNING *
+    DELETE FROM {_TABLE}
+     WHERE project_id = %(project)s AND source = %(source)s AND at >= %(start)s AND at < %(end)s RETURNING *
 ), reasons AS (
     SELECT outcome.key AS outcome, reason.key AS reason, SUM(reason.value::bigint) AS n
       FROM gone, jsonb_each(gone.reasons) AS outcome, jsonb_each_text(outcome.value) AS reason
      GROUP BY 1, 2
 ), merged AS (
-    INSERT INTO {_TABLE} (at, source, {", ".join(_SUMMED)}, reasons)
-    SELECT %(start)s, %(source)s, {", ".join(f"COALESCE(SUM({c}), 0)" for c in _SUMMED)},
+    INSERT INTO {_TABLE} (project_id, at, source, {", ".join(_SUMMED)}, reasons)
+    SELECT %(project)s, %(start)s, %(source)s, {", ".join(f"COALESCE(SUM({c}), 0)" for c in _SUMMED)},
            COALESCE((SELECT jsonb_object_agg(outcome, counts)
                        FROM (SELECT outcome, jsonb_object_agg(reason, n) AS counts FROM reasons GROUP BY outcome) AS o),
                     '{{}}'::jsonb)
@@ -164,16 +190,18 @@ SELECT (SELECT COUNT(*) FROM gone) - (SELECT COUNT(*) FROM merged)
 """
 
 
-def _compact_group(source: str, hour: datetime) -> int:
-    """Replace the entries of one (hour, source) by one entry at the hour with their sums. Returns
+def _compact_group(project_id: int, source: str, hour: datetime) -> int:
+    """Replace the entries of one (project, hour, source) by one entry at the hour with their sums. Returns
     how many entries it removed. Elsewhere than PostgreSQL the rows are locked first (SQLite
     writes one transaction at a time anyway), and summed and deleted in chunks."""
     if fastpath.enabled():
-        return fastpath.fetch_one(_COMPACT_SQL, {"source": source, "start": hour, "end": hour + timedelta(hours=1)})[0]
+        return fastpath.fetch_one(
+            _COMPACT_SQL, {"project": project_id, "source": source, "start": hour, "end": hour + timedelta(hours=1)}
+        )[0]
     with transaction.atomic():
         ids = list(
             IngestionEntry.objects.select_for_update()
-            .filter(source=source, at__gte=hour, at__lt=hour + timedelta(hours=1))
+            .filter(project_id=project_id, source=source, at__gte=hour, at__lt=hour + timedelta(hours=1))
             .order_by("id")
             .values_list("id", flat=True)
         )
@@ -188,15 +216,16 @@ def _compact_group(source: str, hour: datetime) -> int:
             for row in chunk.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values_list("reasons", flat=True):
                 _add_reasons(reasons, row)
             chunk.delete()
-        IngestionEntry.objects.create(at=hour, source=source, reasons=reasons, **sums)
+        IngestionEntry.objects.create(project_id=project_id, at=hour, source=source, reasons=reasons, **sums)
     return len(ids) - 1
 
 
 def ingestion_ledger_compact(*, older_than: timedelta) -> int:
-    """Roll the entries older than `older_than` into one entry per (hour, source) with their sums
-    and reasons, so the ledger stays small: every read (a /metrics scrape, the API, the console)
-    sums the per-request entries left, and hourly is as fine as anyone reads older days. Totals over
-    any whole hours are unchanged. Returns how many entries were removed."""
+    """Roll the entries older than `older_than` into one entry per (project, hour, source) with their
+    sums and reasons (never two projects' entries into one), so the ledger stays small: every read
+    (a /metrics scrape, the API, the console) sums the per-request entries left, and hourly is as
+    fine as anyone reads older days. Totals over any whole hours are unchanged, per project. Returns
+    how many entries were removed."""
     cutoff = timezone.now() - older_than
     # Only whole hours before the cutoff: a later request never lands in a compacted hour, except
     # a correction dated at its items' arrival, which the next pass folds in.
@@ -204,9 +233,9 @@ def ingestion_ledger_compact(*, older_than: timedelta) -> int:
     groups = (
         IngestionEntry.objects.filter(at__lt=cutoff)
         .annotate(hour=TruncHour("at"))
-        .values("source", "hour")
+        .values("project_id", "source", "hour")
         .annotate(n=Count("id"))
         .filter(n__gt=1)
-        .order_by("hour", "source")
+        .order_by("hour", "project_id", "source")
     )
-    return sum(_compact_group(group["source"], group["hour"]) for group in groups)
+    return sum(_compact_group(group["project_id"], group["source"], group["hour"]) for group in groups)

@@ -3,7 +3,9 @@
 From the rows, like apps.traces.metrics: every web process (or host) answers a scrape with the
 same values, and they survive restarts; compaction keeps the sums, so the counters never go back.
 The `reason` label takes its values from apps.traces.ledger.REASONS, plus `other` for anything
-else a door wrote: the series stay bounded whatever is ingested.
+else a door wrote: the series stay bounded whatever is ingested. Every series also carries
+`project`, the slug of the entries' project, as the vayu_* metrics do: projects are made by
+superusers, never by ingestion, so that label is bounded by the projects that exist.
 """
 
 import logging
@@ -26,7 +28,7 @@ HELP = (
     "(received, stored, duplicate, rejected, dropped; online_evaluation: sampled, evaluated, skipped, errored) "
     "and, for rejected and dropped, reason"
 )
-LABELS = ["source", "outcome", "reason"]
+LABELS = ["source", "outcome", "reason", "project"]
 _PLAIN = ("received", "stored", "duplicate")
 _ONLINE = ("sampled", "evaluated", "skipped", "errored")
 _REFUSED = ("rejected", "dropped")
@@ -59,34 +61,37 @@ class IngestionMetricsCollector:
         family = _family()
         entries = IngestionEntry.objects.order_by()
         totals = {
-            row["source"]: row
-            for row in entries.values("source").annotate(**{c: Sum(c) for c in (*_PLAIN, *_REFUSED, *_ONLINE)})
+            (row["project__slug"], row["source"]): row
+            for row in entries.values("project__slug", "source").annotate(
+                **{c: Sum(c) for c in (*_PLAIN, *_REFUSED, *_ONLINE)}
+            )
         }
         # Only the entries with something refused carry reasons: a few among many.
         reasons = {
-            row["source"]: row
-            for row in entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values("source").annotate(**_reason_sums())
+            (row["project__slug"], row["source"]): row
+            for row in entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0))
+            .values("project__slug", "source")
+            .annotate(**_reason_sums())
         }
-        for source in IngestionEntry.Source.values:
-            row = totals.get(source)
-            if row is None:
-                continue
+        order = {source: i for i, source in enumerate(IngestionEntry.Source.values)}
+        for project, source in sorted(totals, key=lambda key: (key[0], order.get(key[1], len(order)))):
+            row = totals[(project, source)]
             if source == IngestionEntry.Source.ONLINE_EVALUATION:
                 for outcome in _ONLINE:
-                    family.add_metric([source, outcome, ""], row[outcome] or 0)
+                    family.add_metric([source, outcome, "", project], row[outcome] or 0)
                 continue
             for outcome in _PLAIN:
-                family.add_metric([source, outcome, ""], row[outcome] or 0)
-            by_reason = reasons.get(source, {})
+                family.add_metric([source, outcome, "", project], row[outcome] or 0)
+            by_reason = reasons.get((project, source), {})
             for outcome in _REFUSED:
                 total, named = row[outcome] or 0, 0
                 for i, reason in enumerate(REASONS):
                     n = by_reason.get(f"{outcome[0]}{i}") or 0
                     if n:
-                        family.add_metric([source, outcome, reason], n)
+                        family.add_metric([source, outcome, reason, project], n)
                         named += n
                 if total > named:
-                    family.add_metric([source, outcome, OTHER_REASON], total - named)
+                    family.add_metric([source, outcome, OTHER_REASON, project], total - named)
         return family
 
 

@@ -1,4 +1,6 @@
-"""Reads of the ingestion ledger: sums of its entries over a time window, per source and per day.
+"""Reads of the ingestion ledger: sums of one project's entries over a time window, per source and
+per day. Every read names its project: the ledger is kept per project, and no project sees
+another's counts.
 
 Plain ORM aggregates (Sum, TruncDate), so they run unchanged on SQLite and PostgreSQL. The reasons
 are JSON, summed in Python from the entries that have any (those with something rejected or
@@ -94,17 +96,18 @@ class LedgerCounts:
                 bucket[reason] = bucket.get(reason, 0) + n
 
 
-def _window(since: datetime, until: datetime, sources):
-    entries = IngestionEntry.objects.filter(at__gte=since, at__lt=until).order_by()
+def _window(project, since: datetime, until: datetime, sources):
+    # (project, at, source): the index ingestionentry_project_at.
+    entries = IngestionEntry.objects.filter(project=project, at__gte=since, at__lt=until).order_by()
     return entries.filter(source__in=sources) if sources is not None else entries
 
 
-def ingestion_ledger(*, since: datetime, until: datetime, sources=None) -> dict[str, LedgerCounts]:
-    """The sums per source of the entries in [since, until); every source asked for is present,
-    zeros included. `sources` None means all of them."""
+def ingestion_ledger(*, project, since: datetime, until: datetime, sources=None) -> dict[str, LedgerCounts]:
+    """The sums per source of `project`'s entries (a Project or its id) in [since, until); every
+    source asked for is present, zeros included. `sources` None means all of them."""
     wanted = list(sources) if sources is not None else list(Source.values)
     ledger = {source: LedgerCounts(source=source) for source in wanted}
-    entries = _window(since, until, wanted)
+    entries = _window(project, since, until, wanted)
     for row in entries.values("source").annotate(**{name: Sum(name) for name in _SUMMED}):
         ledger[row["source"]].add(row)
     for source, reasons in entries.filter(Q(rejected__gt=0) | Q(dropped__gt=0)).values_list("source", "reasons"):
@@ -122,10 +125,10 @@ class LedgerDay:
         return all(counts.balanced for source, counts in self.sources.items() if source in DOORS)
 
 
-def ingestion_ledger_days(*, since: datetime, until: datetime) -> list[LedgerDay]:
-    """The ledger per day (in the server's time zone) and source over [since, until), newest day
-    first; days with no entry are left out."""
-    entries = _window(since, until, None).annotate(day=TruncDate("at"))
+def ingestion_ledger_days(*, project, since: datetime, until: datetime) -> list[LedgerDay]:
+    """`project`'s ledger per day (in the server's time zone) and source over [since, until), newest
+    day first; days with no entry are left out."""
+    entries = _window(project, since, until, None).annotate(day=TruncDate("at"))
     days: dict[date, LedgerDay] = {}
 
     def counts(day: date, source: str) -> LedgerCounts:

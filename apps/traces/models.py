@@ -158,6 +158,11 @@ class IngestionEntry(models.Model):
         OTLP = "otlp", "OTLP"
         ONLINE_EVALUATION = "online_evaluation", "Online evaluation"
 
+    # The project the items were sent to (or, for online evaluation, the rule's): every read of the
+    # ledger is one project's. No index of its own: (project, at, source) leads with it.
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.PROTECT, related_name="+", db_index=False, default=default_project_id
+    )
     # When the things counted arrived (a reaper's correction carries the arrival time of what it drops).
     at = models.DateTimeField(default=timezone.now)
     source = models.CharField(max_length=24, choices=Source.choices)
@@ -175,10 +180,11 @@ class IngestionEntry(models.Model):
     reasons = models.JSONField(default=dict, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["at", "source"], name="ingestionentry_at")]
+        # A project's window (the API, the console, compaction's per-hour groups).
+        indexes = [models.Index(fields=["project", "at", "source"], name="ingestionentry_project_at")]
 
     def __str__(self):
-        return f"{self.source} {self.at:%Y-%m-%d %H:%M} +{self.received}"
+        return f"{self.project_id} {self.source} {self.at:%Y-%m-%d %H:%M} +{self.received}"
 
 
 class RedactionCount(models.Model):

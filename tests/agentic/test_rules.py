@@ -159,7 +159,9 @@ def test_two_matching_rules_with_one_judge_judge_once(api, django_capture_on_com
 def test_otlp_traces_wait_the_settle_delay(settings, monkeypatch, django_capture_on_commit_callbacks):
     settings.EVALSITE_ONLINE_EVALUATION_OTLP_SETTLE_SECONDS = 7
     sent = []
-    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown: sent.append((ids, countdown)))
+    monkeypatch.setattr(
+        rule_services, "_send", lambda rule_id, ids, countdown, project_id: sent.append((ids, countdown))
+    )
     EvaluationRuleFactory()
     rest, otlp = finish("rest-1"), finish("otlp-1")
     AgentTrace.objects.filter(pk=otlp.pk).update(source=AgentTrace.Source.OTLP)
@@ -236,7 +238,7 @@ def test_a_backfill_overlapping_live_evaluation_judges_nothing_again(monkeypatch
     # A backfill over the same window, with another rule of the same judge too.
     other = EvaluationRuleFactory()
     sent = []
-    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown: sent.append((rule_id, ids)))
+    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown, project_id: sent.append((rule_id, ids)))
     since = timezone.now() - timedelta(hours=1)
     with django_capture_on_commit_callbacks(execute=True):
         for r in (rule, other):
@@ -374,7 +376,7 @@ def test_no_raw_sql_in_the_judging_claim():
 @pytest.mark.django_db
 def test_backfill_queues_finished_matching_traces_in_the_window(monkeypatch, django_capture_on_commit_callbacks):
     sent = []
-    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown: sent.extend(ids))
+    monkeypatch.setattr(rule_services, "_send", lambda rule_id, ids, countdown, project_id: sent.extend(ids))
     rule = EvaluationRuleFactory(agent_name="A")
     inside = [finish(f"in-{i}", "A", ended=timedelta(hours=2)) for i in range(3)]
     finish("too-old", "A", ended=timedelta(days=3))

@@ -40,6 +40,7 @@ def superuser_client(client, db):
 def ledger(db):
     today = timezone.now().replace(hour=9, minute=0, second=0, microsecond=0)
     ingestion_record(
+        project=None,
         source="otlp",
         received=120,
         stored=100,
@@ -48,11 +49,19 @@ def ledger(db):
         dropped={"orphan": 4},
         at=today,
     )
-    ingestion_record(source="rest", received=40, stored=36, duplicate=2, rejected={"conflict": 2}, at=today)
     ingestion_record(
-        source="batch", received=7, stored=5, duplicate=1, rejected={"invalid": 1}, at=today - timedelta(days=1)
+        project=None, source="rest", received=40, stored=36, duplicate=2, rejected={"conflict": 2}, at=today
     )
-    ingestion_record(source="online_evaluation", sampled=9, evaluated=6, skipped=1, errored=1, at=today)
+    ingestion_record(
+        project=None,
+        source="batch",
+        received=7,
+        stored=5,
+        duplicate=1,
+        rejected={"invalid": 1},
+        at=today - timedelta(days=1),
+    )
+    ingestion_record(project=None, source="online_evaluation", sampled=9, evaluated=6, skipped=1, errored=1, at=today)
     return today
 
 
@@ -95,7 +104,7 @@ def test_since_and_until_choose_the_days(superuser_client, ledger):
 
 
 def test_old_days_are_outside_the_default_14(superuser_client, ledger):
-    ingestion_record(source="rest", received=5, stored=5, at=ledger - timedelta(days=20))
+    ingestion_record(project=None, source="rest", received=5, stored=5, at=ledger - timedelta(days=20))
     body = superuser_client.get(URL).content.decode()
     assert f'data-day="{(ledger - timedelta(days=20)).date().isoformat()}"' not in body
 
@@ -124,12 +133,13 @@ def test_anonymous_visitors_are_sent_to_log_in(client, db):
 @pytest.mark.django_db(transaction=True)
 @needs_chromium
 def test_screenshot(browser, live_server, staff_user):
-    staff_user.is_superuser = True  # the ledger is a superuser's until it is kept per project
+    staff_user.is_superuser = True  # an admin of every project: `default`'s ledger is shown
     staff_user.save()
     now = timezone.now().replace(hour=10, minute=0, second=0, microsecond=0)
     for days in range(5):
         at = now - timedelta(days=days)
         ingestion_record(
+            project=None,
             source="otlp",
             received=900 + days,
             stored=850,
@@ -139,11 +149,19 @@ def test_screenshot(browser, live_server, staff_user):
             at=at,
         )
         ingestion_record(
-            source="rest", received=130, stored=120, duplicate=6, rejected={"conflict": 3, "not_found": 1}, at=at
+            project=None,
+            source="rest",
+            received=130,
+            stored=120,
+            duplicate=6,
+            rejected={"conflict": 3, "not_found": 1},
+            at=at,
         )
         if days % 2:
-            ingestion_record(source="batch", received=40, stored=38, duplicate=2, at=at)
-        ingestion_record(source="online_evaluation", sampled=20, evaluated=17, skipped=1, errored=days % 2, at=at)
+            ingestion_record(project=None, source="batch", received=40, stored=38, duplicate=2, at=at)
+        ingestion_record(
+            project=None, source="online_evaluation", sampled=20, evaluated=17, skipped=1, errored=days % 2, at=at
+        )
     IngestionEntry.objects.create(source="otlp", received=7, stored=2, at=now - timedelta(days=3))
     client = Client()
     client.force_login(staff_user)
@@ -158,14 +176,43 @@ def test_screenshot(browser, live_server, staff_user):
     browser.save_screenshot(str(SCREENSHOTS / "ingestion.png"))
 
 
-def test_the_ledger_is_a_superusers_until_it_is_kept_per_project(client, ledger):
-    """Its counts are every project's traffic: a member of one project must not read another's."""
-    project = ProjectFactory(slug="other")
-    user = UserFactory(username="member")
-    MembershipFactory(project=project, user=user, role=ProjectRole.ADMIN)
+def _member_client(client, project, role, username):
+    user = UserFactory(username=username)
+    MembershipFactory(project=project, user=user, role=role)
     client.force_login(user)
-    page = client.get(URL)
+    return client
+
+
+def test_a_projects_admin_sees_its_ledger_and_never_anothers(client, ledger):
+    """`default` holds the fixture's counts; an admin of `other` sees other's ledger only."""
+    other = ProjectFactory(slug="other", name="Other")
+    ingestion_record(project=other, source="otlp", received=77, stored=70, duplicate=7, at=ledger)
+    page = _member_client(client, other, ProjectRole.ADMIN, "other-admin").get(URL)
+    assert page.status_code == 200
+    assert 'id="ledger-hidden"' not in page.content.decode()
+    otlp = _day_rows(page, ledger.strftime("%Y-%m-%d"))
+    assert "77" in otlp and "120" not in otlp and 'data-source="rest"' not in otlp
+    text = _text(page)
+    # default's numbers (120 otlp, 40 rest, 7 batch, 9 sampled) and reasons appear nowhere.
+    assert "too_deep" not in text and "conflict" not in text and "orphan" not in text
+    assert " 120 " not in text and " 40 " not in text and f"{ledger.strftime('%Y-%m-%d')} 9 " not in text
+
+
+def test_a_member_who_is_not_an_admin_sees_the_redaction_counts_only(client, ledger):
+    other = ProjectFactory(slug="other", name="Other")
+    ingestion_record(project=other, source="rest", received=31, stored=31, at=ledger)
+    page = _member_client(client, other, ProjectRole.EDITOR, "other-editor").get(URL)
     assert page.status_code == 200
     text = _text(page)
-    assert 'id="ledger-hidden"' in page.content.decode()
-    assert "Over these days" not in text and "Per day" not in text
+    assert 'id="ledger-hidden"' in page.content.decode() and 'id="redaction-counts"' in page.content.decode()
+    assert "Over these days" not in text and "Per day" not in text and " 31 " not in text
+
+
+def test_a_superuser_sees_the_chosen_projects_ledger(superuser_client, ledger):
+    other = ProjectFactory(slug="other", name="Other")
+    ingestion_record(project=other, source="batch", received=55, stored=55, at=ledger)
+    session = superuser_client.session
+    session["evalsite_project"] = "other"
+    session.save()
+    text = _text(superuser_client.get(URL))
+    assert "Over these days" in text and " 55 " in text and " 120 " not in text

@@ -335,7 +335,7 @@ def test_every_operation_answers_what_the_document_declares(
     walk(api, "get", f"{v1}/metrics/trace/nothing-here", 404)
     walk(api, "get", f"{v1}/metrics/trace/s-1/tool-calls?limit=1", 200)
 
-    # The ingestion ledger of what the steps above sent: every project's traffic, so a superuser's.
+    # The ingestion ledger of what the steps above sent (`default`'s): its admins', not this key's.
     walk(api, "get", f"{v1}/ingestion/ledger", 403)
     root = client_with_key(ApiKeyFactory(user__is_staff=True, user__is_superuser=True))
     ledger = walk(root, "get", f"{v1}/ingestion/ledger", 200)

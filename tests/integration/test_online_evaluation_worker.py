@@ -22,8 +22,11 @@ def route_through(monkeypatch, app):
     monkeypatch.setattr(
         rule_services,
         "_send",
-        lambda rule_id, ids, countdown: app.send_task(
-            "apps.agentic.tasks.evaluate_for_rule", args=[rule_id, ids], countdown=countdown
+        lambda rule_id, ids, countdown, project_id: app.send_task(
+            "apps.agentic.tasks.evaluate_for_rule",
+            args=[rule_id, ids],
+            kwargs={"project_id": project_id},
+            countdown=countdown,
         ),
     )
 

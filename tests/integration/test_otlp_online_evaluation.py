@@ -50,8 +50,11 @@ def test_an_instrumented_agent_is_stored_and_judged_by_a_rule_on_the_worker(otlp
     monkeypatch.setattr(
         rule_services,
         "_send",
-        lambda rule_id, ids, countdown: app.send_task(
-            "apps.agentic.tasks.evaluate_for_rule", args=[rule_id, ids], countdown=countdown
+        lambda rule_id, ids, countdown, project_id: app.send_task(
+            "apps.agentic.tasks.evaluate_for_rule",
+            args=[rule_id, ids],
+            kwargs={"project_id": project_id},
+            countdown=countdown,
         ),
     )
     # A short settle delay still goes through Celery's countdown, without a 10 s wait in a test.

@@ -13,7 +13,7 @@ from django.db import connections
 from django.db.models import Sum
 from django.utils import timezone
 
-from apps.core.models import ProjectRole
+from apps.core.models import Project, ProjectRole
 from apps.traces import ledger as ledger_module
 from apps.traces import services
 from apps.traces.ingestion import batch as batch_door
@@ -30,7 +30,7 @@ CALL = {"tool_name": "list_k8s_clusters", "tool_args": {"datacenter": "Delhi"}, 
 
 @pytest.fixture
 def root_api(db):
-    """A superuser's key: the ledger counts every project's traffic, so only a superuser reads it."""
+    """A superuser's key of `default` with every scope: it reads `default`'s ledger (admin scope)."""
     return client_with_key(ApiKeyFactory(user__is_staff=True, user__is_superuser=True))
 
 
@@ -39,8 +39,11 @@ def post(api, path, body):
 
 
 def totals(source: str):
+    """`default`'s ledger: the `api` fixture's key and the in-process services store there."""
     now = timezone.now()
-    return ingestion_ledger(since=now - timedelta(days=1), until=now + timedelta(seconds=1))[source]
+    return ingestion_ledger(
+        project=Project.objects.default(), since=now - timedelta(days=1), until=now + timedelta(seconds=1)
+    )[source]
 
 
 def start_body(session_id="s1", **extra):
@@ -255,6 +258,7 @@ def _at(text: str) -> datetime:
 @pytest.fixture
 def entries(db):
     ingestion_record(
+        project=None,
         source="otlp",
         received=10,
         stored=7,
@@ -263,9 +267,13 @@ def entries(db):
         dropped={"orphan": 1},
         at=_at("2026-03-01T10:00:00"),
     )
-    ingestion_record(source="otlp", received=5, stored=5, at=_at("2026-03-02T10:00:00"))
-    ingestion_record(source="rest", received=3, stored=2, rejected={"conflict": 1}, at=_at("2026-03-01T11:00:00"))
-    ingestion_record(source="online_evaluation", sampled=4, evaluated=2, errored=1, at=_at("2026-03-01T12:00:00"))
+    ingestion_record(project=None, source="otlp", received=5, stored=5, at=_at("2026-03-02T10:00:00"))
+    ingestion_record(
+        project=None, source="rest", received=3, stored=2, rejected={"conflict": 1}, at=_at("2026-03-01T11:00:00")
+    )
+    ingestion_record(
+        project=None, source="online_evaluation", sampled=4, evaluated=2, errored=1, at=_at("2026-03-01T12:00:00")
+    )
 
 
 def test_ledger_window_and_totals(root_api, entries):
@@ -307,8 +315,8 @@ def test_ledger_source_filter(root_api, entries):
 
 
 def test_ledger_defaults_to_the_last_24_hours(root_api, entries):
-    ingestion_record(source="batch", received=2, stored=2, at=timezone.now() - timedelta(hours=23))
-    ingestion_record(source="batch", received=9, stored=9, at=timezone.now() - timedelta(hours=25))
+    ingestion_record(project=None, source="batch", received=2, stored=2, at=timezone.now() - timedelta(hours=23))
+    ingestion_record(project=None, source="batch", received=9, stored=9, at=timezone.now() - timedelta(hours=25))
     body = root_api.get(LEDGER).json()
     assert body["sources"]["batch"]["received"] == 2 and body["sources"]["otlp"]["received"] == 0
     since, until = datetime.fromisoformat(body["since"]), datetime.fromisoformat(body["until"])
@@ -335,19 +343,25 @@ def test_ledger_bad_queries_are_422_with_detail(root_api, query):
     assert response.status_code == 422 and "detail" in response.json()
 
 
-def test_ledger_needs_the_read_scope(db):
+def test_ledger_needs_the_admin_scope(db):
     ingest_only = client_with_key(ApiKeyFactory(scopes=["ingest"], user__is_superuser=True))
     assert ingest_only.get(LEDGER).status_code == 403
-    assert client_with_key(ApiKeyFactory(scopes=["read"], user__is_superuser=True)).get(LEDGER).status_code == 200
+    read_only = client_with_key(ApiKeyFactory(scopes=["read"], user__is_superuser=True))
+    assert read_only.get(LEDGER).status_code == 403
+    admin = client_with_key(ApiKeyFactory(scopes=["read", "admin"], user__is_superuser=True))
+    assert admin.get(LEDGER).status_code == 200
 
 
-def test_the_ledger_is_a_superusers_until_it_is_kept_per_project(api, entries):
-    """Its counts are every project's traffic: an ordinary key of any project, with read, is refused."""
+def test_the_ledger_is_the_projects_admins_and_no_one_elses(api, entries):
+    """A key without admin is refused; another project's admin reads its own (empty) ledger, never
+    `default`'s entries (tests/traces/test_ledger_projects.py for every door)."""
     response = api.get(LEDGER)
     assert response.status_code == 403
-    assert "superuser" in response.json()["detail"]
+    assert "admin" in response.json()["detail"]
     other = project_key_client(ProjectFactory(), role=ProjectRole.ADMIN, scopes=["read", "admin"])
-    assert other.get(LEDGER).status_code == 403
+    window = "since=2026-01-01T00:00:00Z&until=2026-04-01T00:00:00Z"
+    body = other.get(f"{LEDGER}?{window}").json()
+    assert body["sources"]["otlp"]["received"] == 0 and body["online_evaluation"]["sampled"] == 0
 
 
 # --- per day and compaction -----------------------------------------------------------------------
@@ -355,7 +369,9 @@ def test_the_ledger_is_a_superusers_until_it_is_kept_per_project(api, entries):
 
 def test_days_are_newest_first_and_each_says_whether_it_balances(entries):
     IngestionEntry.objects.create(source="batch", received=4, stored=1, at=_at("2026-03-02T12:00:00"))
-    days = ingestion_ledger_days(since=_at("2026-02-28T00:00:00"), until=_at("2026-03-03T00:00:00"))
+    days = ingestion_ledger_days(
+        project=Project.objects.default(), since=_at("2026-02-28T00:00:00"), until=_at("2026-03-03T00:00:00")
+    )
     assert [str(d.day) for d in days] == ["2026-03-02", "2026-03-01"]
     assert days[0].balanced is False and days[1].balanced is True
     assert days[1].sources["otlp"].dropped == {"orphan": 1}
@@ -366,16 +382,23 @@ def test_compaction_keeps_every_total_and_reason(monkeypatch):
     old = timezone.now() - timedelta(days=5)
     for i in range(30):
         ingestion_record(
+            project=None,
             source="rest",
             received=2,
             stored=1,
             rejected={"conflict": 1} if i % 3 else {"nul_character": 1},
             at=old + timedelta(minutes=i * 7),
         )
-        ingestion_record(source="otlp", received=3, stored=2, dropped={"orphan": 1}, at=old + timedelta(minutes=i * 7))
-    ingestion_record(source="online_evaluation", sampled=2, evaluated=1, skipped=1, at=old)
-    ingestion_record(source="rest", received=1, stored=1)  # recent: left as it is
-    window = {"since": old - timedelta(days=1), "until": timezone.now() + timedelta(seconds=1)}
+        ingestion_record(
+            project=None, source="otlp", received=3, stored=2, dropped={"orphan": 1}, at=old + timedelta(minutes=i * 7)
+        )
+    ingestion_record(project=None, source="online_evaluation", sampled=2, evaluated=1, skipped=1, at=old)
+    ingestion_record(project=None, source="rest", received=1, stored=1)  # recent: left as it is
+    window = {
+        "project": Project.objects.default(),
+        "since": old - timedelta(days=1),
+        "until": timezone.now() + timedelta(seconds=1),
+    }
     before = ingestion_ledger(**window)
     days_before = ingestion_ledger_days(**window)
     rows_before = IngestionEntry.objects.count()
@@ -398,7 +421,9 @@ def test_the_hourly_task_compacts_and_beat_schedules_it(settings):
     from apps.traces.tasks import compact_ingestion_ledger
 
     for minute in range(3):
-        ingestion_record(source="batch", received=1, stored=1, at=timezone.now() - timedelta(days=3, minutes=minute))
+        ingestion_record(
+            project=None, source="batch", received=1, stored=1, at=timezone.now() - timedelta(days=3, minutes=minute)
+        )
     settings.EVALSITE_LEDGER_COMPACT_AFTER_HOURS = 48
     assert compact_ingestion_ledger() >= 1
     assert totals("batch").received == 0  # older than the window read by `totals`
@@ -419,25 +444,30 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
     post(api, BASE, start_body("s\u0000"))
     post(api, f"{BASE}/batch", {"traces": [batch_item("b1"), batch_item("b2", user_query="")]})
     ingestion_record(
-        source="otlp", received=4, stored=1, rejected={"too_deep": 1, "made_up_reason": 1}, dropped={"orphan": 1}
+        project=None,
+        source="otlp",
+        received=4,
+        stored=1,
+        rejected={"too_deep": 1, "made_up_reason": 1},
+        dropped={"orphan": 1},
     )
     for n in range(50):  # fifty different unknown reasons still make one series
-        ingestion_record(source="otlp", received=1, rejected={f"novel_{n}": 1})
-    ingestion_record(source="online_evaluation", sampled=3, evaluated=2, errored=1)
+        ingestion_record(project=None, source="otlp", received=1, rejected={f"novel_{n}": 1})
+    ingestion_record(project=None, source="online_evaluation", sampled=3, evaluated=2, errored=1)
 
     text = client.get("/metrics").content.decode()
     name = "evalsite_ingestion_total"
-    assert sample(text, name, source="rest", outcome="received", reason="") == 3
-    assert sample(text, name, source="rest", outcome="stored", reason="") == 1
-    assert sample(text, name, source="rest", outcome="duplicate", reason="") == 1
-    assert sample(text, name, source="rest", outcome="rejected", reason="nul_character") == 1
-    assert sample(text, name, source="batch", outcome="stored", reason="") == 1
-    assert sample(text, name, source="batch", outcome="rejected", reason="invalid") == 1
-    assert sample(text, name, source="otlp", outcome="rejected", reason="too_deep") == 1
-    assert sample(text, name, source="otlp", outcome="rejected", reason="other") == 51
-    assert sample(text, name, source="otlp", outcome="dropped", reason="orphan") == 1
-    assert sample(text, name, source="online_evaluation", outcome="sampled", reason="") == 3
-    assert sample(text, name, source="online_evaluation", outcome="errored", reason="") == 1
+    assert sample(text, name, source="rest", outcome="received", reason="", project="default") == 3
+    assert sample(text, name, source="rest", outcome="stored", reason="", project="default") == 1
+    assert sample(text, name, source="rest", outcome="duplicate", reason="", project="default") == 1
+    assert sample(text, name, source="rest", outcome="rejected", reason="nul_character", project="default") == 1
+    assert sample(text, name, source="batch", outcome="stored", reason="", project="default") == 1
+    assert sample(text, name, source="batch", outcome="rejected", reason="invalid", project="default") == 1
+    assert sample(text, name, source="otlp", outcome="rejected", reason="too_deep", project="default") == 1
+    assert sample(text, name, source="otlp", outcome="rejected", reason="other", project="default") == 51
+    assert sample(text, name, source="otlp", outcome="dropped", reason="orphan", project="default") == 1
+    assert sample(text, name, source="online_evaluation", outcome="sampled", reason="", project="default") == 3
+    assert sample(text, name, source="online_evaluation", outcome="errored", reason="", project="default") == 1
     reasons = {line.split('reason="')[1].split('"')[0] for line in text.splitlines() if line.startswith(name + "{")}
     assert reasons <= {"", "other", *ledger_module.REASONS}
 
@@ -446,8 +476,8 @@ def test_prometheus_counters_by_source_outcome_and_bounded_reason(client, api):
     ingestion_ledger_compact(older_than=timedelta(days=2))
     assert client.get("/metrics").content.decode().count(name + "{") == text.count(name + "{")
     after = client.get("/metrics").content.decode()
-    assert sample(after, name, source="otlp", outcome="rejected", reason="other") == 51
-    assert sample(after, name, source="rest", outcome="received", reason="") == 3
+    assert sample(after, name, source="otlp", outcome="rejected", reason="other", project="default") == 51
+    assert sample(after, name, source="rest", outcome="received", reason="", project="default") == 3
 
 
 @pytest.mark.parametrize(

@@ -259,7 +259,7 @@ def test_the_prune_settles_before_it_deletes(db, settings, exporter):
         OtlpSpan.objects.create(
             otel_trace_id=kept.hex, span_id=record.span_id, payload=record.to_payload(), received_at=hours_ago
         )
-        otlp_services.ingestion_record(source="otlp", received=1, stored=1, at=hours_ago)
+        otlp_services.ingestion_record(project=None, source="otlp", received=1, stored=1, at=hours_ago)
     OtlpSpan.objects.filter(otel_trace_id=orphan.hex).update(received_at=hours_ago)
 
     assert prune_otlp_spans() == 2 + 3  # kept's 2 children (merged first) and the orphan's 3

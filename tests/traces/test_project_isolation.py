@@ -131,3 +131,35 @@ def test_the_stale_trace_reaper_closes_only_the_stale_trace_of_a_shared_session_
     fresh.refresh_from_db()
     assert stale.status == AgentTrace.Status.FAILED
     assert fresh.status == AgentTrace.Status.ACTIVE
+
+
+def test_spans_waiting_in_one_project_never_merge_into_anothers_trace(alpha_api, beta_api, projects, settings):
+    """A's children wait for their root; B sends a root with the same trace id (a trace that crossed
+    both teams' services, or a replay): B's trace is made from B's spans only, and A's children,
+    whose root never came to A, are A's orphans (counted in A's ledger), never B's tool calls."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.traces.ledger_selectors import ingestion_ledger
+    from apps.traces.models import OtlpSpan
+    from apps.traces.tasks import prune_otlp_spans, settle_otlp_traces
+    from tests.traces.test_otlp_assembly import PROTOBUF, FakeTrace, body
+
+    alpha, beta = projects
+    trace = FakeTrace(seed=31)
+    assert alpha_api.post("/v1/traces", body(trace.tools(3)), content_type=PROTOBUF).status_code == 200
+    assert beta_api.post("/v1/traces", body([trace.root()]), content_type=PROTOBUF).status_code == 200
+    settle_otlp_traces()  # the reaper does not merge them either
+    stored = AgentTrace.objects.get(otel_trace_id=trace.hex)
+    assert stored.project == beta and stored.tool_call_count == 0 and not stored.tool_calls.exists()
+    assert OtlpSpan.objects.filter(otel_trace_id=trace.hex, payload__isnull=False).count() == 3
+
+    settings.EVALSITE_OTLP_SPAN_RETENTION_HOURS = 1
+    OtlpSpan.objects.update(received_at=timezone.now() - timedelta(hours=2))
+    prune_otlp_spans()
+    now = timezone.now()
+    window = {"since": now - timedelta(days=1), "until": now}
+    a, b = ingestion_ledger(project=alpha, **window)["otlp"], ingestion_ledger(project=beta, **window)["otlp"]
+    assert (a.received, a.stored, a.dropped, a.balanced) == (3, 0, {"orphan": 3}, True)
+    assert (b.received, b.stored, b.dropped, b.balanced) == (1, 1, {}, True)

@@ -138,30 +138,41 @@ def rule_judge(*, judge: str) -> AgenticJudge:
     return LLMAgenticJudge(get_llm_client(model=judge))
 
 
-def _send(rule_id: int, trace_ids: list[int], countdown: float | None) -> None:
-    tasks.evaluate_for_rule.apply_async(args=[rule_id, trace_ids], countdown=countdown)
+def _send(rule_id: int, trace_ids: list[int], countdown: float | None, project_id: int) -> None:
+    # The project travels with the task: a rule deleted before it runs no longer says which
+    # project's ledger sampled these evaluations.
+    tasks.evaluate_for_rule.apply_async(
+        args=[rule_id, trace_ids], kwargs={"project_id": project_id}, countdown=countdown
+    )
 
 
-def _send_accounted(rule_id: int, trace_ids: list[int], countdown: float | None) -> None:
-    """Send a task and count its traces as sampled in the ingestion ledger; the task counts each as
-    evaluated, skipped or errored when it runs. A send the broker refuses is counted as sampled and
-    errored at once, so the ledger never waits for a task that does not exist."""
+def _send_accounted(rule: EvaluationRule, trace_ids: list[int], countdown: float | None) -> None:
+    """Send a task and count its traces as sampled in the rule's project's ingestion ledger; the task
+    counts each as evaluated, skipped or errored when it runs. A send the broker refuses is counted
+    as sampled and errored at once, so the ledger never waits for a task that does not exist."""
     try:
-        _send(rule_id, trace_ids, countdown)
+        _send(rule.pk, trace_ids, countdown, rule.project_id)
     except Exception:
-        ingestion_record(source=LedgerSource.ONLINE_EVALUATION, sampled=len(trace_ids), errored=len(trace_ids))
+        ingestion_record(
+            project=rule.project_id,
+            source=LedgerSource.ONLINE_EVALUATION,
+            sampled=len(trace_ids),
+            errored=len(trace_ids),
+        )
         raise
-    ingestion_record(source=LedgerSource.ONLINE_EVALUATION, sampled=len(trace_ids))
+    ingestion_record(project=rule.project_id, source=LedgerSource.ONLINE_EVALUATION, sampled=len(trace_ids))
 
 
-def _enqueue(rule_id: int, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False) -> None:
+def _enqueue(
+    rule: EvaluationRule, trace_ids: list[int], *, countdown: float | None = None, robust: bool = False
+) -> None:
     for start in range(0, len(trace_ids), TASK_CHUNK):
         chunk = trace_ids[start : start + TASK_CHUNK]
 
         # A function, not a functools.partial: a robust on_commit logs a failure by the
         # callback's __qualname__, which a partial lacks.
         def send(chunk=chunk):
-            _send_accounted(rule_id, chunk, countdown)
+            _send_accounted(rule, chunk, countdown)
 
         transaction.on_commit(send, robust=robust)
 
@@ -191,8 +202,8 @@ def online_evaluations_queue(*, trace_ids: list[int]) -> int:
                 (later if source == AgentTrace.Source.OTLP else now).append(pk)
         # Robust: the traces are stored already; a broker outage is logged, it does not fail the
         # agent's request (a backfill can judge them later).
-        _enqueue(rule.pk, now, robust=True)
-        _enqueue(rule.pk, later, countdown=settle, robust=True)
+        _enqueue(rule, now, robust=True)
+        _enqueue(rule, later, countdown=settle, robust=True)
         queued += len(now) + len(later)
     return queued
 
@@ -221,7 +232,7 @@ def rule_backfill(*, rule: EvaluationRule, since: datetime, until: datetime | No
         if rule.samples(session_id)
     ]
     try:
-        _enqueue(rule.pk, picked)
+        _enqueue(rule, picked)
     except OperationalError:
         # Some chunks may have gone: repeating the backfill is harmless, the re-use skips them.
         raise ServiceUnavailableError("The task queue is unavailable; try the backfill again later") from None
@@ -290,12 +301,13 @@ def _count(project_id: int, rule_name: str, outcomes: dict[str, int]) -> None:
             OnlineEvaluationCount.objects.filter(project_id=project_id, rule_name=rule_name, outcome=outcome).update(
                 count=F("count") + n
             )
-        _record_outcomes(outcomes)
+        _record_outcomes(project_id, outcomes)
 
 
-def _record_outcomes(outcomes: dict[str, int]) -> None:
+def _record_outcomes(project_id: int, outcomes: dict[str, int]) -> None:
     # A re-used verdict is an evaluation too: the trace has its verdict from this judge.
     ingestion_record(
+        project=project_id,
         source=LedgerSource.ONLINE_EVALUATION,
         evaluated=outcomes.get(EVALUATED, 0) + outcomes.get(REUSED, 0),
         skipped=outcomes.get(SKIPPED, 0),
@@ -303,13 +315,20 @@ def _record_outcomes(outcomes: dict[str, int]) -> None:
     )
 
 
-def online_evaluations_run(*, rule_id: int, trace_ids: list[int]) -> dict[str, int]:
+def online_evaluations_run(*, rule_id: int, trace_ids: list[int], project_id: int | None = None) -> dict[str, int]:
     """Judge traces for a rule (the Celery task's work). Returns the count per outcome; a rule that
-    was deleted meanwhile does nothing, one that was disabled skips."""
+    was deleted meanwhile does nothing, one that was disabled skips. `project_id`: the rule's
+    project when the task was sent (None in a task queued before the ledger was per project)."""
     rule = EvaluationRule.objects.filter(pk=rule_id).first()
     if rule is None:
-        # Sampled while the rule existed: the ledger still closes those evaluations, as skipped.
-        _record_outcomes({SKIPPED: len(set(trace_ids))})
+        # Sampled while the rule existed: the ledger still closes those evaluations, as skipped, in
+        # the project that sampled them (a task from before: its traces' project).
+        if project_id is None:
+            project_id = (
+                AgentTrace.objects.filter(pk__in=trace_ids).values_list("project_id", flat=True).first()
+                or default_project_id()
+            )
+        _record_outcomes(project_id, {SKIPPED: len(set(trace_ids))})
         return {}
     outcomes = dict.fromkeys(ONLINE_OUTCOMES, 0)
     traces = []

@@ -1,5 +1,5 @@
-"""The console's ingestion page: the ledger per day and source, so a person can see where every
-span, trace and lifecycle record went, and whether each day balances."""
+"""The console's ingestion page: the session's project's ledger per day and source, so its admins can
+see where every span, trace and lifecycle record went, and whether each day balances."""
 
 from datetime import datetime, time, timedelta
 
@@ -14,6 +14,7 @@ from apps.core.redaction import COUNT_KINDS, PLACEHOLDERS, RedactionConfig
 from apps.traces.ledger_selectors import DOORS, ingestion_ledger, ingestion_ledger_days, redaction_counts_by_day
 from apps.traces.models import IngestionEntry
 
+from ..access import ADMINISTER, may
 from ..context import console_context
 
 DEFAULT_DAYS = 14
@@ -59,11 +60,12 @@ def ingestion_page(request):
     since_day = (form.cleaned_data.get("since") if valid else None) or until_day - timedelta(days=DEFAULT_DAYS - 1)
     since_day = max(since_day, until_day - timedelta(days=MAX_DAYS - 1))
     since, until = _start_of(since_day), _start_of(until_day + timedelta(days=1))
-    # The ledger is not kept per project yet: its counts are every project's traffic, which only a
-    # superuser may see (as GET /api/v1/ingestion/ledger). Everyone sees their project's redaction.
-    ledger_visible = request.user.is_superuser
-    days = ingestion_ledger_days(since=since, until=until) if ledger_visible else []
-    totals = ingestion_ledger(since=since, until=until) if ledger_visible else {}
+    project = project_of(request)
+    # The project's ledger, to those who administer it (as GET /api/v1/ingestion/ledger, which needs
+    # the admin scope); every member sees the project's redaction counts.
+    ledger_visible = may(request, ADMINISTER)
+    days = ingestion_ledger_days(project=project, since=since, until=until) if ledger_visible else []
+    totals = ingestion_ledger(project=project, since=since, until=until) if ledger_visible else {}
     rows = []
     for day in days:
         doors = [day.sources[source] for source in DOORS if not day.sources[source].is_empty]
@@ -76,7 +78,6 @@ def ingestion_page(request):
             }
         )
     # PII redaction (issue 23): the project's setting, and what it replaced per day in this window.
-    project = project_of(request)
     redaction = RedactionConfig.from_json(project.redaction, strict=False)
     redaction_days = redaction_counts_by_day(project=project, since=since_day, until=until_day)
     if valid:

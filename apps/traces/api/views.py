@@ -25,12 +25,11 @@ from apps.core.auth.permissions import scopes_of
 from apps.core.errors import (
     ConflictError,
     DomainError,
-    ForbiddenError,
     InvalidInputError,
     NotFoundError,
     ServiceUnavailableError,
 )
-from apps.core.models import SCOPE_READ
+from apps.core.models import SCOPE_ADMIN, SCOPE_READ
 from apps.core.projects.resolution import project_of
 from apps.traces import ledger, ledger_selectors, selectors, services
 from apps.traces.ingestion.redaction import request_redaction
@@ -127,7 +126,8 @@ def _traces_in(data) -> int:
 def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Callable[[Any], int] = _one):
     """Around a door's validation and storing: an item refused there (422, 404, 409, or a failure)
     rolled back with everything else, so it is counted as rejected here, in its own small
-    transaction, before the error answers. `items` counts the items of the body."""
+    transaction, before the error answers, in the ledger of the request's project (a key's own, as
+    for what it stores). `items` counts the items of the body."""
     try:
         yield
     except Exception as exc:
@@ -138,7 +138,9 @@ def _refusals_recorded(request, *, source: str = ledger.Source.REST, items: Call
         reason = _refusal_reason(exc)
         try:
             with transaction.atomic():
-                ledger.ingestion_record(source=source, received=count, rejected={reason: count})
+                ledger.ingestion_record(
+                    project=project_of(request), source=source, received=count, rejected={reason: count}
+                )
         except DatabaseError:
             # The database that refused the item may refuse its ledger entry too; the answer still goes out.
             logger.warning(
@@ -417,32 +419,34 @@ class TraceToolCallPageView(APIView):
 
 
 class IngestionLedgerView(APIView):
-    required_scopes = {"GET": "read"}
+    # The admin scope, as the audit trail: a project admin's session, a superuser's, or a key of an
+    # admin that holds it. Each reads its own project's ledger only (the key's, or the session's
+    # chosen project): a superuser reads another project's by choosing it, as everywhere else.
+    required_scopes = {"GET": SCOPE_ADMIN}
 
     @extend_schema(
         tags=["ingestion"],
         responses={200: LedgerOut},
         parameters=query_parameters(LedgerQuery),
-        summary="What came in and what became of it: the ingestion ledger over a time window (superusers)",
-        description="Per door, the items received in [since, until) and what became of each: stored, duplicate "
+        summary="What came in and what became of it: the project's ingestion ledger over a time window (project "
+        "admins)",
+        description="Per door, the items the request's project (its key's, or the session's chosen project) received "
+        "in [since, until) and what became of each: stored, duplicate "
         "(an identical retry), rejected or dropped, with their reasons; `received = stored + duplicate + rejected + "
         "dropped` holds for every entry, so `balanced` is false only if something was lost. Items: lifecycle "
         "records for rest (a start, an intent, each tool call, a completion), traces for batch, spans for otlp. "
-        "Online evaluation counts (rule, trace) evaluations: sampled, then evaluated, skipped or errored.",
+        "Online evaluation counts (rule, trace) evaluations of the project's rules: sampled, then evaluated, "
+        "skipped or errored. Needs the admin scope.",
     )
     def get(self, request):
-        if not request.user.is_superuser:
-            # The ledger is not kept per project yet: its counts are every project's traffic.
-            raise ForbiddenError(
-                "The ingestion ledger counts every project's traffic: only a superuser's key reads it "
-                "until it is kept per project"
-            )
         query = LedgerQuery.model_validate(request.query_params.dict())
         until = query.until or timezone.now()
         since = query.since or until - timedelta(hours=LEDGER_DEFAULT_WINDOW_HOURS)
         if since > until:
             raise InvalidInputError("since must not be later than until")
         sources = [query.source] if query.source else None
-        counts = ledger_selectors.ingestion_ledger(since=since, until=until, sources=sources)
+        counts = ledger_selectors.ingestion_ledger(
+            project=project_of(request), since=since, until=until, sources=sources
+        )
         online = counts.pop(ledger.Source.ONLINE_EVALUATION, None)
         return respond(LedgerOut, {"since": since, "until": until, "sources": counts, "online_evaluation": online})

@@ -56,11 +56,13 @@ class BatchOutcome:
         self.rejected.append({"index": index, "session_id": session_id, "reason": reason})
         self.rejected_reasons[code] = self.rejected_reasons.get(code, 0) + 1
 
-    def record(self, *, created: int) -> None:
-        """The request's ledger entry, one per batch: call it in the transaction that stores the
-        created traces. Everything not created was a duplicate (`unchanged`) or rejected."""
+    def record(self, *, project_id: int, created: int) -> None:
+        """The request's ledger entry, one per batch, in the project's ledger: call it in the
+        transaction that stores the created traces. Everything not created was a duplicate
+        (`unchanged`) or rejected."""
         unchanged = sum(1 for entry in self.accepted if entry["status"] == "unchanged")
         ingestion_record(
+            project=project_id,
             source=LedgerSource.BATCH,
             received=created + unchanged + len(self.rejected),
             stored=created,
@@ -181,7 +183,7 @@ def traces_ingest_batch(
         with transaction.atomic():
             if to_insert:
                 _insert(project_id, [item for _, item in to_insert], [hashes[index] for index, _ in to_insert], now)
-            outcome.record(created=len(to_insert))
+            outcome.record(project_id=project_id, created=len(to_insert))
         outcome.accepted.extend({"index": i, "session_id": t.session_id, "status": "created"} for i, t in to_insert)
     except IntegrityError:
         # Another request inserted one of these sessions meanwhile: settle each on its own, under one
@@ -212,7 +214,7 @@ def traces_ingest_batch(
                         outcome.reject(
                             index, item.session_id, f"could not be stored: {str(exc).splitlines()[0]}", code="invalid"
                         )
-            outcome.record(created=created)
+            outcome.record(project_id=project_id, created=created)
     outcome.accepted.sort(key=lambda entry: entry["index"])
     outcome.rejected.sort(key=lambda entry: entry["index"])
     return outcome

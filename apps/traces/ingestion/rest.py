@@ -56,8 +56,10 @@ def _run_alone(statement):
 # The ledger counts the lifecycle in records: a start, an intent, each tool call and a completion
 # are one item each; an identical retry is a duplicate, a refused call (404, 409, 422) is rejected
 # at the API edge (apps.traces.api.views), where it is recorded after its rollback.
-def _record_rest(*, stored: int = 0, duplicate: int = 0) -> None:
-    ingestion_record(source=LedgerSource.REST, received=stored + duplicate, stored=stored, duplicate=duplicate)
+def _record_rest(project_id: int, *, stored: int = 0, duplicate: int = 0) -> None:
+    ingestion_record(
+        project=project_id, source=LedgerSource.REST, received=stored + duplicate, stored=stored, duplicate=duplicate
+    )
 
 
 _TRACE_INSERT_FIELDS = [f for f in AgentTrace._meta.concrete_fields if not f.primary_key]
@@ -65,7 +67,7 @@ _TRACE_INSERT_FIELDS = [f for f in AgentTrace._meta.concrete_fields if not f.pri
 _TRACE_INSERT_SQL = (
     f"WITH t AS (INSERT INTO {AgentTrace._meta.db_table} ({', '.join(f.column for f in _TRACE_INSERT_FIELDS)}) "
     f"VALUES ({', '.join(['%s'] * len(_TRACE_INSERT_FIELDS))}) RETURNING {select_columns(AgentTrace)}), "
-    f"{ingestion_entry_cte(source=LedgerSource.REST, rows_from='t', at='%s')} SELECT * FROM t"
+    f"{ingestion_entry_cte(source=LedgerSource.REST, project='t.project_id', rows_from='t', at='%s')} SELECT * FROM t"
 )
 
 
@@ -73,7 +75,7 @@ def _insert_started(trace: AgentTrace) -> AgentTrace:
     if not fastpath.enabled():
         with transaction.atomic():
             trace.save(force_insert=True)
-            _record_rest(stored=1)
+            _record_rest(trace.project_id, stored=1)
         return trace
     params = [f.get_db_prep_save(f.pre_save(trace, True), connection) for f in _TRACE_INSERT_FIELDS]
 
@@ -116,7 +118,7 @@ def trace_start(
         raise ConflictError(f"Session {session_id} already exists with a different user_query or agent_name")
     if metadata and existing.metadata != metadata:
         raise ConflictError(f"Session {session_id} already exists with different metadata")
-    _record_rest(duplicate=1)
+    _record_rest(project_id, duplicate=1)
     return existing, False
 
 
@@ -145,7 +147,12 @@ def _update_active_trace(
         rows_from = "t LEFT JOIN old ON old.id = t.id"
         stored, duplicate = "CASE WHEN old.same THEN 0 ELSE 1 END", "CASE WHEN old.same THEN 1 ELSE 0 END"
     ledger_cte = ingestion_entry_cte(
-        source=LedgerSource.REST, rows_from=rows_from, at="%s", stored=stored, duplicate=duplicate
+        source=LedgerSource.REST,
+        project="t.project_id",
+        rows_from=rows_from,
+        at="%s",
+        stored=stored,
+        duplicate=duplicate,
     )
     sql = (
         f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s "
@@ -198,13 +205,13 @@ def _intent_record_locked(
     trace = _locked_trace(project_id, session_id)
     unchanged = (trace.intent_detected, trace.resource_type, trace.operation) == (intent, resource_type, operation)
     if unchanged:
-        _record_rest(duplicate=1)
+        _record_rest(project_id, duplicate=1)
         return trace
     if trace.is_finished:
         raise ConflictError(f"Trace {session_id} is {trace.status}; its intent can no longer change")
     trace.intent_detected, trace.resource_type, trace.operation = intent, resource_type, operation
     trace.save(update_fields=["intent_detected", "resource_type", "operation", "updated_at"])
-    _record_rest(stored=1)
+    _record_rest(project_id, stored=1)
     return trace
 
 
@@ -320,7 +327,7 @@ def _tool_calls_record_locked(
     if to_insert:
         tool_calls_create(calls=to_insert)
         trace.save(update_fields=["tool_call_count", "updated_at"])
-    _record_rest(stored=len(to_insert), duplicate=len(calls) - len(to_insert))
+    _record_rest(project_id, stored=len(to_insert), duplicate=len(calls) - len(to_insert))
     return outcome
 
 
@@ -346,7 +353,7 @@ inserted AS (
       FROM trace
     RETURNING id, trace_id, seq
 ),
-{ingestion_entry_cte(source=LedgerSource.REST, rows_from="inserted", at="%(now)s")}
+{ingestion_entry_cte(source=LedgerSource.REST, project="%(project_id)s", rows_from="inserted", at="%(now)s")}
 SELECT id, trace_id, seq FROM inserted
 """
 
@@ -433,7 +440,7 @@ def _complete_locked(
     if trace.is_finished:
         same = (trace.final_response, trace.success, trace.error or None) == (final_response, success, error or None)
         if same:
-            _record_rest(duplicate=1)
+            _record_rest(project_id, duplicate=1)
             return trace
         raise ConflictError(f"Trace {session_id} is already {trace.status}; it cannot be completed differently")
     trace.final_response = final_response
@@ -445,6 +452,6 @@ def _complete_locked(
     trace.save(
         update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds", "updated_at"]
     )
-    _record_rest(stored=1)
+    _record_rest(project_id, stored=1)
     traces_completed_announce(trace_ids=[trace.pk])
     return trace

@@ -32,7 +32,14 @@ refuses is counted on the trace (`truncated`, `dropped`) and in the ingestion le
 Every export writes one ledger entry in its storing transaction: received = stored + duplicate +
 rejected + dropped. A tool span stored waiting and dropped by the cap when assembled, and a span
 that waited for a root that never came (pruned), are moved from stored to dropped by a correction
-entry dated at their arrival.
+entry dated at their arrival, in the ledger of the project that sent them: a waiting span's payload
+carries its project (`_PROJECT_KEY`), so the reaper knows it without a trace to ask (an orphan has
+none) and without a column that every span, waiting or not, would pay for. The same key keeps
+projects apart while spans wait: a root assembles, and the reaper settles, only the waiting spans
+of the trace's own project (a trace id that crossed two teams' services, or a replay, never pulls
+one project's tool calls into another's trace); the others wait for a root of their own project,
+or are pruned as its orphans. A span stored before this key existed has none and is claimed by
+any project, as it was then.
 
 The write path is built for throughput: per request a handful of statements whatever the number
 of spans (one INSERT … SELECT FROM unnest for the spans, one bulk INSERT for traces, one COPY for
@@ -46,7 +53,9 @@ from datetime import UTC, datetime
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count
+from django.db.models import BigIntegerField, Count, F, OuterRef, Q, Subquery
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -67,6 +76,9 @@ _SQLITE_ROWS_PER_INSERT = 200
 # the trace's counts (one row to claim, not one per dropped span).
 _DROPPED_MARK = "spans"
 _LEDGER_SOURCE = "otlp"
+# In a waiting span's payload: the id of the project whose export stored it. Not a SpanRecord field
+# (SpanRecord.from_payload never sees it). A payload from before projects has none: `default`.
+_PROJECT_KEY = "project"
 
 
 @dataclass
@@ -96,10 +108,44 @@ def _hour(at: datetime) -> datetime:
 
 
 def _record_corrections(moved: Counter, reason: str) -> None:
-    """Spans counted as stored when they arrived, dropped now: one entry per arrival hour, so the
-    day they arrived still balances."""
-    for hour, n in sorted(moved.items()):
-        ingestion_record(source=_LEDGER_SOURCE, stored=-n, dropped={reason: n}, at=hour)
+    """Spans counted as stored when they arrived, dropped now: one entry per (project, arrival hour),
+    keyed so in `moved`, so the day they arrived still balances in the ledger that counted them."""
+    for (project_id, hour), n in sorted(moved.items()):
+        ingestion_record(project=project_id, source=_LEDGER_SOURCE, stored=-n, dropped={reason: n}, at=hour)
+
+
+def _waiting_payload(record: SpanRecord, project_id: int) -> dict:
+    return {**record.to_payload(), _PROJECT_KEY: project_id}
+
+
+def _sent_by(waiting, project_id: int | None = None):
+    """The waiting spans of `waiting` (an OtlpSpan queryset) that `project_id` sent, or, None, those
+    of the project that holds their trace (traces that do not exist are left out); a span with no
+    project in its payload (stored before it had one) is anyone's."""
+    waiting = waiting.annotate(sender=Cast(KT(f"payload__{_PROJECT_KEY}"), BigIntegerField()))
+    if project_id is not None:
+        return waiting.filter(Q(sender__isnull=True) | Q(sender=project_id))
+    owner = AgentTrace.objects.filter(otel_trace_id=OuterRef("otel_trace_id")).order_by().values("project_id")[:1]
+    return (
+        waiting.annotate(owner=Subquery(owner))
+        .filter(owner__isnull=False)
+        .filter(Q(sender__isnull=True) | Q(sender=F("owner")))
+    )
+
+
+class _Senders:
+    """The project of each waiting span, from its payload's `_PROJECT_KEY` (an int, JSON text from
+    SQL, or None for a span stored before the ledger was per project: `default`, looked up once)."""
+
+    def __init__(self):
+        self._default: int | None = None
+
+    def __call__(self, value) -> int:
+        if value not in (None, ""):
+            return int(value)
+        if self._default is None:
+            self._default = default_project_id()
+        return self._default
 
 
 def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: datetime) -> set[tuple[str, str]]:
@@ -147,22 +193,29 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
     return new
 
 
-def _keep_waiting(records: list[SpanRecord]) -> None:
+def _keep_waiting(records: list[SpanRecord], project_id: int) -> None:
     for r in records:
-        OtlpSpan.objects.filter(otel_trace_id=r.trace_id, span_id=r.span_id).update(payload=r.to_payload())
+        OtlpSpan.objects.filter(otel_trace_id=r.trace_id, span_id=r.span_id).update(
+            payload=_waiting_payload(r, project_id)
+        )
 
 
-def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
+def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]], project_id: int) -> dict[str, int]:
     """Spans of a trace with no root yet beyond EVALSITE_OTLP_MAX_SPANS_PER_TRACE keep only their id
     (and a mark the assembly counts): a root arriving after any number of children costs a bounded
-    amount of work. Returns, per trace, how many of this request's spans were dropped."""
+    amount of work. Counted per project: another project's spans of the same trace id use none of
+    this one's cap. Returns, per trace, how many of this request's spans were dropped."""
     if not fresh_waiting:
         return {}
     cap = int(settings.EVALSITE_OTLP_MAX_SPANS_PER_TRACE)
     # One grouped count over the waiting spans' partial index (usually a trace or two per export).
     counts = dict(
-        OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False)
-        .exclude(payload__has_key="dropped")
+        _sent_by(
+            OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False).exclude(
+                payload__has_key="dropped"
+            ),
+            project_id,
+        )
         .values("otel_trace_id")
         .annotate(n=Count("*"))
         .values_list("otel_trace_id", "n")
@@ -176,7 +229,7 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
         victims = [r.span_id for r in sorted(group, key=lambda r: (r.start_ns, r.span_id))[-excess:]]
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id__in=victims[1:]).update(payload=None)
         OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id=victims[0]).update(
-            payload={"dropped": _DROPPED_MARK, "count": excess}
+            payload={"dropped": _DROPPED_MARK, "count": excess, _PROJECT_KEY: project_id}
         )
         dropped[trace_id] = excess
     return dropped
@@ -184,19 +237,21 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]]) -> dict[str, int]:
 
 @dataclass
 class _Claimed:
-    """Spans taken from OtlpSpan for one trace: their records, when each arrived, and how many had
-    been dropped by the waiting cap before (their marks)."""
+    """Spans taken from OtlpSpan for one trace: their records, when each arrived and the project
+    that sent it, and how many had been dropped by the waiting cap before (their marks)."""
 
     records: list[SpanRecord] = field(default_factory=list)
     received: list[datetime] = field(default_factory=list)
+    projects: list[int] = field(default_factory=list)
     marked: int = 0
 
 
-def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tuple[dict[str, _Claimed], bool]:
+def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> tuple[dict[str, _Claimed], bool]:
     """Take at most `limit` spans stored earlier for these traces that still wait for their root.
     Clearing the payload is the claim: of two requests settling the same trace, only one gets each
-    span. `created_only`: only for those of the traces that have an AgentTrace by now. Returns the
-    spans per trace and whether the limit was reached (more may wait)."""
+    span. Only the spans `project_id` sent (the export about to create the traces); None: only for
+    those of the traces that have an AgentTrace by now, the spans its project sent (`_sent_by`).
+    Returns the spans per trace and whether the limit was reached (more may wait)."""
     claimed: dict[str, _Claimed] = defaultdict(_Claimed)
     if not trace_ids:
         return claimed, False
@@ -205,8 +260,16 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
     if fastpath.enabled():
         where = "payload IS NOT NULL AND otel_trace_id = ANY(%s)"
         params: list = [trace_ids]
-        if created_only:
-            where += f" AND otel_trace_id IN (SELECT otel_trace_id FROM {_TRACE_TABLE} WHERE otel_trace_id = ANY(%s))"
+        # As _sent_by, in SQL: compared as text, the payload's JSON number against the id.
+        sender = f"{_SPAN_TABLE}.payload->>'{_PROJECT_KEY}'"
+        if project_id is not None:
+            where += f" AND ({sender} IS NULL OR {sender} = %s)"
+            params.append(str(project_id))
+        else:
+            where += (
+                f" AND EXISTS (SELECT 1 FROM {_TRACE_TABLE} AS t WHERE t.otel_trace_id = {_SPAN_TABLE}.otel_trace_id "
+                f"AND t.otel_trace_id = ANY(%s) AND ({sender} IS NULL OR {sender} = t.project_id::text))"
+            )
             params.append(trace_ids)
         # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
         rows = fastpath.fetch_all(
@@ -220,11 +283,7 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
         )
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
-        waiting = OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids)
-        if created_only:
-            waiting = waiting.filter(
-                otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id")
-            )
+        waiting = _sent_by(OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids), project_id)
         picked = list(
             waiting.order_by("otel_trace_id", "span_id").values_list(
                 "otel_trace_id", "span_id", "payload", "received_at"
@@ -240,6 +299,7 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
                     otel_trace_id=trace_id, span_id__in=span_ids[start : start + _SQLITE_ROWS_PER_INSERT]
                 ).update(payload=None)
     hours: dict[int, datetime] = {}
+    sender = _Senders()
     for trace_id, payload, received_at in rows:
         if isinstance(payload, (str, bytes)):
             payload = orjson.loads(payload)
@@ -253,6 +313,7 @@ def _claim_waiting(trace_ids, *, created_only: bool = False, limit: int) -> tupl
         if payload.get("dropped"):
             entry.marked += payload.get("count", 1)
             continue
+        entry.projects.append(sender(payload.pop(_PROJECT_KEY, None)))
         entry.records.append(SpanRecord.from_payload(payload))
         entry.received.append(received_at)
     return claimed, len(rows) >= limit
@@ -289,7 +350,9 @@ def otlp_spans_ingest(
     if not records:
         if rejected:
             with transaction.atomic():
-                ingestion_record(source=_LEDGER_SOURCE, received=sum(rejected.values()), rejected=rejected)
+                ingestion_record(
+                    project=project_id, source=_LEDGER_SOURCE, received=sum(rejected.values()), rejected=rejected
+                )
         return outcome
     by_trace: dict[str, list[SpanRecord]] = defaultdict(list)
     for r in records:
@@ -301,7 +364,9 @@ def otlp_spans_ingest(
         with_root = {t for t, group in by_trace.items() if t not in known and any(r.is_root for r in group)}
         # Only spans that will wait for their root keep their content in OtlpSpan.
         payloads = [
-            None if r.trace_id in known or r.trace_id in with_root else orjson.dumps(r.to_payload()).decode()
+            None
+            if r.trace_id in known or r.trace_id in with_root
+            else orjson.dumps(_waiting_payload(r, project_id)).decode()
             for r in records
         ]
         new_keys = _insert_spans(records, payloads, now)
@@ -309,11 +374,11 @@ def otlp_spans_ingest(
         outcome.spans_duplicate = len(records) - len(new_keys)
 
         dropped_now = 0  # spans of this request a cap refused
-        moved: Counter = Counter()  # waiting spans (stored earlier) a cap refused, by arrival hour
+        moved: Counter = Counter()  # waiting spans (stored earlier) a cap refused, by (project, arrival hour)
         new_traces: list[NewTrace] = []
         to_assemble = [t for t in with_root if any((t, r.span_id) in new_keys and r.is_root for r in by_trace[t])]
         # The children that waited, at most a chunk of them: the rest are merged after the commit.
-        waiting, _more = _claim_waiting(to_assemble, limit=_chunk())
+        waiting, _more = _claim_waiting(to_assemble, project_id=project_id, limit=_chunk())
         fresh_waiting: dict[str, list[SpanRecord]] = {}
         # In trace id order: the row locks of traces merged into are taken in one order by everyone.
         for trace_id, group in sorted(by_trace.items()):
@@ -335,10 +400,15 @@ def otlp_spans_ingest(
                 roots = sorted((r for r in fresh if r.is_root), key=lambda r: (r.start_ns, r.span_id))
                 built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked)
                 built.trace.project_id = project_id
-                received_at = {id(r): at for r, at in stored}
+                arrived = {
+                    id(r): (sender, at)
+                    for r, at, sender in zip(claimed.records, claimed.received, claimed.projects, strict=True)
+                    if r.span_id not in fresh_ids
+                }
                 for r in built.tools_dropped:
-                    if id(r) in received_at:
-                        moved[_hour(received_at[id(r)])] += 1
+                    if id(r) in arrived:
+                        sender, at = arrived[id(r)]
+                        moved[(sender, _hour(at))] += 1
                     else:
                         dropped_now += 1
                 new_traces.append(built)
@@ -347,10 +417,10 @@ def otlp_spans_ingest(
                     # Its root was new when this export looked, and a duplicate when it inserted: a
                     # concurrent export stored it first and is creating the trace. These spans were
                     # stored without content: they wait like any child, and the settle merges them.
-                    _keep_waiting(fresh)
+                    _keep_waiting(fresh, project_id)
                 outcome.spans_waiting += len(fresh)
                 fresh_waiting[trace_id] = fresh
-        capped = _cap_waiting(fresh_waiting)
+        capped = _cap_waiting(fresh_waiting, project_id)
         dropped_now += sum(capped.values())
         if new_traces:
             insert_traces(new_traces)
@@ -358,6 +428,7 @@ def otlp_spans_ingest(
             traces_completed_announce(trace_ids=outcome.traces_created)
         outcome.spans_dropped = dropped_now
         ingestion_record(
+            project=project_id,
             source=_LEDGER_SOURCE,
             received=len(records) + repeated + sum(rejected.values()),
             stored=len(new_keys) - dropped_now,
@@ -384,7 +455,7 @@ def _settle(trace_ids: set[str]) -> list[int]:
             return list(dict.fromkeys(updated))
         with transaction.atomic():
             _bound_lock_waits()
-            claimed, more = _claim_waiting(trace_ids, created_only=True, limit=_chunk())
+            claimed, more = _claim_waiting(trace_ids, limit=_chunk())
             if claimed:
                 known = dict(
                     AgentTrace.objects.filter(otel_trace_id__in=list(claimed)).values_list("otel_trace_id", "pk")
@@ -395,7 +466,7 @@ def _settle(trace_ids: set[str]) -> list[int]:
                     spans = claimed[trace_id]
                     refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
                     for i in refused:
-                        moved[_hour(spans.received[i])] += 1
+                        moved[(spans.projects[i], _hour(spans.received[i]))] += 1
                     updated.append(known[trace_id])
                 _record_corrections(moved, "trace_cap")
         if not more:
@@ -403,14 +474,16 @@ def _settle(trace_ids: set[str]) -> list[int]:
 
 
 def _settle_needed(trace_ids) -> bool:
-    """Whether any of these traces exists and has spans waiting: one cheap statement on the
-    waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
+    """Whether any of these traces exists and has spans of its project waiting: one cheap statement
+    on the waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
     if not trace_ids:
         return False
     trace_ids = sorted(set(trace_ids))
-    return OtlpSpan.objects.filter(
-        payload__isnull=False,
-        otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
+    return _sent_by(
+        OtlpSpan.objects.filter(
+            payload__isnull=False,
+            otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
+        )
     ).exists()
 
 
@@ -445,21 +518,26 @@ def otlp_spans_prune(*, older_than) -> int:
     cutoff = timezone.now() - older_than
     with transaction.atomic():
         orphans: Counter = Counter()
-        not_marked = (
-            "payload->>'dropped' IS NULL" if fastpath.enabled() else "json_extract(payload, '$.dropped') IS NULL"
-        )
+        senders = _Senders()
+        if fastpath.enabled():
+            not_marked, sender = "payload->>'dropped' IS NULL", f"payload->>'{_PROJECT_KEY}'"
+        else:
+            not_marked, sender = (
+                "json_extract(payload, '$.dropped') IS NULL",
+                f"json_extract(payload, '$.{_PROJECT_KEY}')",
+            )
         # Counted from what the DELETE removed, not a count before it: a span claimed meanwhile
-        # by a root's assembly is not an orphan.
-        for (received_at,) in fastpath.fetch_all(
+        # by a root's assembly is not an orphan. Each in the ledger of the project that sent it.
+        for received_at, project in fastpath.fetch_all(
             f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
-            f"AND {not_marked} RETURNING received_at",
+            f"AND {not_marked} RETURNING received_at, {sender}",
             [cutoff],
         ):
             if isinstance(received_at, str):
                 received_at = parse_datetime(received_at)
             if timezone.is_naive(received_at):
                 received_at = timezone.make_aware(received_at, UTC)
-            orphans[_hour(received_at)] += 1
+            orphans[(senders(project), _hour(received_at))] += 1
         _record_corrections(orphans, "orphan")
         deleted, _ = OtlpSpan.objects.filter(received_at__lt=cutoff).delete()
     return deleted + sum(orphans.values())
