@@ -60,7 +60,9 @@ def two_projects_history(end: float) -> str:
             for i in steps
         ],
         "# TYPE evalsite_ingestion counter": [
-            f'evalsite_ingestion_total{{source="batch",outcome="stored"}} {i * 5} {start + 15 * i}' for i in steps
+            f'evalsite_ingestion_total{{source="batch",outcome="stored",project="{p}"}} {i * n} {start + 15 * i}'
+            for p, n in ACTIVE.items()
+            for i in steps
         ],
         "# TYPE node_cpu_seconds counter": [
             f'node_cpu_seconds_total{{cpu="0",mode="user"}} {i * 10} {start + 15 * i}' for i in steps
@@ -305,14 +307,19 @@ def test_infrastructure_metrics_are_deployment_wide(keys, recorder):
         assert body["result"]["datapoint_count"] > 0
 
 
-def test_evalsite_metrics_without_a_project_label_answer_empty(keys, recorder, default_key_api):
-    # evalsite_ingestion_total counts every project's ingestion: scoped like every evalsite
-    # metric, no project's key reads it (operators read it in Prometheus or Grafana directly).
-    for client in (keys["team-b"], default_key_api):
+def test_the_ingestion_ledger_series_are_read_per_project(keys, recorder, default_key_api):
+    # evalsite_ingestion_total carries the project (the ledger is per project): each key reads its
+    # own project's rate, and default's key, whose project sent nothing, reads nothing.
+    for slug, client in keys.items():
         body = ask(client, "Show evalsite_ingestion_total for the last hour")
         assert body["error"] is None, body["error"]
-        assert 'project="' in body["result"]["promql"]
-        assert body["result"]["is_empty"] is True and body["result"]["datapoints"] == []
+        assert f'project="{slug}"' in body["result"]["promql"]
+        # The project's own rate (n per 15 s), never the sum over both projects (9 per 15 s); the
+        # window's first points see part of the range, so only the top is the full rate.
+        values = [point["value"] for point in body["result"]["datapoints"]]
+        assert max(values) == pytest.approx(ACTIVE[slug] / 15, rel=0.02), (slug, values)
+    body = ask(default_key_api, "Show evalsite_ingestion_total for the last hour")
+    assert body["result"]["is_empty"] is True and body["result"]["datapoints"] == []
 
 
 # The Grafana backend runs the same scoped PromQL.
