@@ -65,27 +65,46 @@ def main():
     parser.add_argument("--traces", type=int, default=2_000_000)
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--seconds", type=float, default=10.0, help="idle ingestion measured this long")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="run on the database a --keep run left (migrated, not reloaded): the traces with ids up to "
+        "--traces/2 that are left are dated back again",
+    )
     add_database_args(parser, db="evalsite_bench_retention")
     args = parser.parse_args()
 
-    db = database_from_args(args).create()
+    args.keep = args.keep or args.reuse
+    db = database_from_args(args)
+    if not args.reuse:
+        db.create()
     env, key = prepare(db)
     try:
         # In chunks: 2M traces built at once would not fit in memory.
         load_seconds = 0.0
-        for first in range(0, args.traces, LOAD_CHUNK):
+        for first in range(0, 0 if args.reuse else args.traces, LOAD_CHUNK):
             chunk = make_traces(min(LOAD_CHUNK, args.traces - first), args.calls, first=first)
             load_seconds += copy_rows(db.url, chunk, first_pk=first + 1, truncate=first == 0)
-        half = args.traces // 2
         with psycopg.connect(db.url, autocommit=True) as conn:
-            conn.execute("UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s", [half])
+            conn.execute(
+                "UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s",
+                [args.traces // 2],
+            )
             conn.execute("UPDATE core_project SET retention_days = 30 WHERE slug = 'default'")
             conn.execute("VACUUM ANALYZE traces_agenttrace")
             conn.execute("VACUUM ANALYZE traces_toolcall")
+            stored, half = conn.execute(
+                "SELECT count(*), count(*) FILTER (WHERE created_at < now() - interval '30 days') "
+                "FROM traces_agenttrace"
+            ).fetchone()
+            calls = conn.execute(
+                "SELECT count(*) FROM traces_toolcall c JOIN traces_agenttrace t ON t.id = c.trace_id "
+                "WHERE t.created_at < now() - interval '30 days'"
+            ).fetchone()[0]
         before = table_mb(db.url)
         print(
-            f"load: {args.traces:,} traces x {args.calls} tool calls by COPY in {load_seconds:.1f} s; "
-            f"{half:,} dated 60 days back, retention 30 days"
+            f"load: {args.traces:,} traces x {args.calls} tool calls by COPY in {load_seconds:.1f} s"
+            f"{' (reused)' if args.reuse else ''}; {stored:,} stored, {half:,} dated 60 days back, retention 30 days"
         )
         with Gunicorn(env, workers=2, ready_path="/api/v1/metrics/health") as server:
             url = f"{server.url}/api/v1/metrics/traces/batch"
@@ -116,7 +135,7 @@ def main():
         during_p50, during_p95 = p50_p95(during)
         print(output.stdout.strip())
         print(
-            f"expired {half:,} traces ({half * args.calls:,} tool calls) in {expiry['seconds']:.1f} s "
+            f"expired {half:,} traces ({calls:,} tool calls) in {expiry['seconds']:.1f} s "
             f"(target <= 120 s for 1,000,000); {left_old} expired traces left"
         )
         print(
