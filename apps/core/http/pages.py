@@ -22,7 +22,7 @@ def layout_context(request, *, title: str, **extra) -> dict:
         "can_edit": request.user.is_staff,
         # Forms shown only to users whose scopes allow them (the views refuse them otherwise).
         "can_evaluate": "evaluate" in scopes,
-        "can_review": "configure" in scopes,
+        "can_review": "review" in scopes,
         # The audit page: the project's admins (and superusers) only, as GET /api/v1/audit.
         "can_audit": "admin" in scopes,
         **extra,
