@@ -91,21 +91,19 @@ class ProjectRoleBackend:
             return False
         app_label, _, codename = perm.partition(".")
         action, _, model_name = codename.partition("_")
-        model_admin = _scoped_admins().get(f"{app_label}.{model_name}")
-        if model_admin is None:
+        roles = _scoped_models().get(f"{app_label}.{model_name}")
+        if roles is None:
             return False
-        least = {
-            "view": ProjectRole.VIEWER,
-            "add": model_admin.change_role,
-            "change": model_admin.change_role,
-            "delete": model_admin.delete_role,
-        }.get(action)
+        change_role, delete_role = roles
+        least = {"view": ProjectRole.VIEWER, "add": change_role, "change": change_role, "delete": delete_role}.get(
+            action
+        )
         return least is not None and any(role.at_least(least) for role in _roles(user_obj))
 
     def has_module_perms(self, user_obj, app_label: str) -> bool:
         if not user_obj.is_active or not user_obj.is_authenticated or not _roles(user_obj):
             return False
-        return any(label.partition(".")[0] == app_label for label in _scoped_admins())
+        return any(label.partition(".")[0] == app_label for label in _scoped_models())
 
 
 def _roles(user) -> frozenset[ProjectRole]:
@@ -118,19 +116,21 @@ def _roles(user) -> frozenset[ProjectRole]:
     return roles
 
 
-def _scoped_admins() -> dict[str, "ProjectScopedAdmin"]:
-    """'app_label.model_name' -> the ProjectScopedAdmin whose pages show that model: its own, or the
-    one it is an inline of (unless the model also has an admin of its own that is not scoped)."""
+def _scoped_models() -> dict[str, tuple[ProjectRole, ProjectRole]]:
+    """'app_label.model_name' -> (the least role that adds and changes it, the least that deletes
+    it), for the models of ProjectScopedAdmin pages and of their inlines. An inline's rows are part
+    of the page's object (a rubric's rules, a bot's tools): whoever changes the object adds, changes
+    and deletes them. A model that also has an admin of its own that is not scoped gets nothing."""
     registry = admin.site._registry
-    found: dict[str, ProjectScopedAdmin] = {}
+    found: dict[str, tuple[ProjectRole, ProjectRole]] = {}
     for model, model_admin in registry.items():
         if not isinstance(model_admin, ProjectScopedAdmin):
             continue
-        found[model._meta.label_lower] = model_admin
+        found[model._meta.label_lower] = (model_admin.change_role, model_admin.delete_role)
         for inline in model_admin.inlines:
             if inline.model in registry and not isinstance(registry[inline.model], ProjectScopedAdmin):
                 continue
-            found.setdefault(inline.model._meta.label_lower, model_admin)
+            found.setdefault(inline.model._meta.label_lower, (model_admin.change_role, model_admin.change_role))
     return found
 
 

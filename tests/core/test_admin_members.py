@@ -10,10 +10,12 @@ from django.test import Client
 from apps.bots.models import Bot
 from apps.core.models import ProjectRole
 from apps.queues.models import ReviewQueue
+from apps.rubrics.models import RubricVersion
 from tests.admin_forms import admin_form_data
 from tests.bots.factories import BotFactory
 from tests.core.factories import MembershipFactory, ProjectFactory, UserFactory
 from tests.queues.factories import ReviewQueueFactory
+from tests.rubrics.factories import RubricFactory
 from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
@@ -65,6 +67,21 @@ def test_an_editor_who_is_not_staff_edits_the_project_s_bots_but_deletes_nothing
     assert editor.get(bot_url(team["bot"], "delete")).status_code == 403
     assert editor.post(bot_url(team["bot"], "delete"), {"post": "yes"}).status_code == 403
     assert Bot.objects.filter(pk=team["bot"].pk).exists()
+
+
+def test_an_editor_who_is_not_staff_edits_a_rubric_s_rules_inline(team):
+    """A rubric's rules are an inline of its page: whoever may change the rubric adds, changes and
+    deletes them (deleting the rubric itself stays an admin's)."""
+    rubric = RubricFactory(bot=team["bot"], name="Team rubric")
+    editor = member(team["project"], ProjectRole.EDITOR)
+    url = f"/admin/rubrics/rubric/{rubric.pk}/change/"
+    data = admin_form_data(editor.get(url))
+    data["rules-0-DELETE"] = "on"
+    data["changelog"] = "one rule fewer"
+    saved = editor.post(url, data)
+    assert saved.status_code == 302, saved.context["errors"] if saved.context else saved
+    assert len(RubricVersion.objects.get(rubric=rubric, version=2).snapshot["rules"]) == 1
+    assert editor.get(f"/admin/rubrics/rubric/{rubric.pk}/delete/").status_code == 403
 
 
 def test_a_viewer_reads_and_changes_nothing(team):
