@@ -103,7 +103,8 @@ SECURE_PROXY_SSL_HEADER = (
 )
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    # django.contrib.admin, whose site also admits project members who are not staff (SSO users).
+    "apps.core.admin_apps.AdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -288,6 +289,9 @@ if EVALSITE_PASSWORD_LOGIN:
     AUTHENTICATION_BACKENDS.append("django.contrib.auth.backends.ModelBackend")
 if EVALSITE_SSO_ENABLED:
     AUTHENTICATION_BACKENDS.append("apps.core.auth.oidc.backend.OidcBackend")
+# Authenticates nobody: it gives members the Django model permissions of the project-scoped admin
+# pages by their roles, which those pages narrow to the role in the session's project.
+AUTHENTICATION_BACKENDS.append("apps.bots.admin_scoping.ProjectRoleBackend")
 AXES_FAILURE_LIMIT = EVALSITE_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=EVALSITE_LOGIN_COOLOFF_MINUTES)
 # Either one locks: a username (guessing one account's password from many addresses) or an address

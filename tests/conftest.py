@@ -41,7 +41,8 @@ def _fresh_rate_limits():
 @pytest.fixture
 def api(db) -> APIClient:
     """A client authenticated with a non-staff API key holding read, ingest, evaluate and configure:
-    what most tests need to set up bots, rubrics and test sets. Everything but admin (DELETE, /clear)."""
+    what most tests need to set up bots, rubrics and test sets. Not review (human reviews, queue
+    work) nor admin (DELETE, /clear)."""
     return _client_with_key("api-user", staff=False, scopes=["read", "ingest", "evaluate", "configure"])
 
 

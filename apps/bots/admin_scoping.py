@@ -1,8 +1,10 @@
 """The admin, scoped to the session's project (apps.core.projects.resolution.project_of): the
 change lists show that project's objects only, another project's object is a 404, foreign-key
 choices offer the project's objects only, and what a person may do follows their role there
-(apps.core.models.ProjectRole): any role views; editor adds and changes; admin deletes. The Django
-permissions (is_staff, model permissions) still apply on top.
+(apps.core.models.ProjectRole): any role views; editor adds and changes; admin deletes. Every member
+enters the admin (apps.core.admin_site), staff or not, and ProjectRoleBackend gives them the Django
+model permissions of these pages from their roles, so a person whose role comes from single sign-on
+works here as their role allows; permissions a superuser granted by hand still apply too.
 
 It lives here, in the lowest of the apps whose admins use it (bots < rubrics, testsets < runs <
 queues); it would belong in apps.core.admin, which every app may import."""
@@ -11,7 +13,7 @@ from django.contrib import admin
 from django.db.models import UniqueConstraint
 from django.shortcuts import get_object_or_404
 
-from apps.core.models import ProjectRole
+from apps.core.models import Membership, ProjectRole
 from apps.core.projects.resolution import project_of, request_access
 
 
@@ -71,6 +73,65 @@ class ProjectScopedAdmin:
 
     def has_delete_permission(self, request, obj=None):
         return super().has_delete_permission(request, obj) and role_allows(request, self.delete_role)
+
+
+class ProjectRoleBackend:
+    """Django's model permissions for the project-scoped admin pages (and their inlines), from the
+    person's roles: any role views; the page's `change_role` adds and changes; its `delete_role`
+    deletes. Granted when the role in some project allows it: each page then narrows that to the
+    role in the session's project (ProjectScopedAdmin.has_*_permission), so an editor of one project
+    who is a viewer of another only reads the other's. Nothing else: traces, evaluations, scores,
+    rules, keys, members and users keep needing what a superuser grants. Authenticates nobody."""
+
+    def authenticate(self, request, **credentials):
+        return None
+
+    def has_perm(self, user_obj, perm, obj=None) -> bool:
+        if not user_obj.is_active or not user_obj.is_authenticated:
+            return False
+        app_label, _, codename = perm.partition(".")
+        action, _, model_name = codename.partition("_")
+        roles = _scoped_models().get(f"{app_label}.{model_name}")
+        if roles is None:
+            return False
+        change_role, delete_role = roles
+        least = {"view": ProjectRole.VIEWER, "add": change_role, "change": change_role, "delete": delete_role}.get(
+            action
+        )
+        return least is not None and any(role.at_least(least) for role in _roles(user_obj))
+
+    def has_module_perms(self, user_obj, app_label: str) -> bool:
+        if not user_obj.is_active or not user_obj.is_authenticated or not _roles(user_obj):
+            return False
+        return any(label.partition(".")[0] == app_label for label in _scoped_models())
+
+
+def _roles(user) -> frozenset[ProjectRole]:
+    # Kept on the user object for the request, as Django's ModelBackend keeps its permissions
+    # (`_perm_cache`): an admin page asks for a permission many times.
+    roles = getattr(user, "_evalsite_project_roles", None)
+    if roles is None:
+        rows = Membership.objects.filter(user=user).values_list("role", flat=True)
+        roles = user._evalsite_project_roles = frozenset(ProjectRole(role) for role in rows)
+    return roles
+
+
+def _scoped_models() -> dict[str, tuple[ProjectRole, ProjectRole]]:
+    """'app_label.model_name' -> (the least role that adds and changes it, the least that deletes
+    it), for the models of ProjectScopedAdmin pages and of their inlines. An inline's rows are part
+    of the page's object (a rubric's rules, a bot's tools): whoever changes the object adds, changes
+    and deletes them. A model that also has an admin of its own that is not scoped gets nothing."""
+    registry = admin.site._registry
+    found: dict[str, tuple[ProjectRole, ProjectRole]] = {}
+    for model, model_admin in registry.items():
+        if not isinstance(model_admin, ProjectScopedAdmin):
+            continue
+        found[model._meta.label_lower] = (model_admin.change_role, model_admin.delete_role)
+        for inline in model_admin.inlines:
+            if inline.model in registry and not isinstance(registry[inline.model], ProjectScopedAdmin):
+                continue
+            found.setdefault(inline.model._meta.label_lower, (model_admin.change_role, model_admin.change_role))
+    return found
 
 
 def _has_project(model) -> bool:

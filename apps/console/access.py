@@ -4,11 +4,11 @@ and cancels runs (and edits bots, rubrics, test sets and rules in the admin); ad
 manages members and keys. A person with no role there (someone in no project yet, in `default`) is
 held to the scopes their session has, as before projects."""
 
-from apps.core.models import SCOPE_ADMIN, SCOPE_CONFIGURE, SCOPE_EVALUATE, ProjectRole
+from apps.core.models import SCOPE_ADMIN, SCOPE_EVALUATE, SCOPE_REVIEW, ProjectRole
 from apps.core.projects.resolution import request_access
 
 # Each action: the least role it needs, and the session scope that stands for it without a role.
-REVIEW = (ProjectRole.REVIEWER, SCOPE_CONFIGURE)
+REVIEW = (ProjectRole.REVIEWER, SCOPE_REVIEW)
 EDIT = (ProjectRole.EDITOR, SCOPE_EVALUATE)
 ADMINISTER = (ProjectRole.ADMIN, SCOPE_ADMIN)
 

@@ -11,10 +11,14 @@ API_KEY_PREFIX = "es_"
 SCOPE_READ = "read"
 SCOPE_INGEST = "ingest"
 SCOPE_EVALUATE = "evaluate"
+# Human reviews (verdict and metric reviews) and review queues: a reviewer's work, which moves the
+# human pass rates and judge agreement everyone else reads, but configures nothing the judges use.
+SCOPE_REVIEW = "review"
 SCOPE_CONFIGURE = "configure"
 SCOPE_ADMIN = "admin"
-ALL_SCOPES = (SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_CONFIGURE, SCOPE_ADMIN)
-# A new key can record and score work but not change what others evaluate against, nor destroy it.
+ALL_SCOPES = (SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_REVIEW, SCOPE_CONFIGURE, SCOPE_ADMIN)
+# A new key can record and score work but not change what others evaluate against, nor destroy it;
+# nor give a human verdict: an integration is not a person (and the anonymous scopes are these).
 DEFAULT_KEY_SCOPES = (SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE)
 # Destructive calls stay with staff: a non-staff user's key never holds these, whatever was stored.
 STAFF_ONLY_SCOPES = frozenset({SCOPE_ADMIN})
@@ -61,12 +65,12 @@ class ProjectRole(models.TextChoices):
         return self.rank >= ProjectRole(other).rank
 
 
-# The most a key (or a session) holding a role may do in its project. A reviewer's reviews and
-# queue work are role checks of the console, not key scopes: a reviewer's key only reads.
+# The most a key (or a session) holding a role may do in its project: the same work in the console,
+# the admin and the API, so a reviewer's key reviews and works queues as the reviewer does.
 ROLE_SCOPES: dict[str, frozenset[str]] = {
     ProjectRole.VIEWER: frozenset({SCOPE_READ}),
-    ProjectRole.REVIEWER: frozenset({SCOPE_READ}),
-    ProjectRole.EDITOR: frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_CONFIGURE}),
+    ProjectRole.REVIEWER: frozenset({SCOPE_READ, SCOPE_REVIEW}),
+    ProjectRole.EDITOR: frozenset({SCOPE_READ, SCOPE_INGEST, SCOPE_EVALUATE, SCOPE_REVIEW, SCOPE_CONFIGURE}),
     ProjectRole.ADMIN: frozenset(ALL_SCOPES),
 }
 

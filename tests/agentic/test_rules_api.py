@@ -1,4 +1,5 @@
-"""/api/v1/evaluation-rules: staff configure rules, everyone with `read` sees them."""
+"""/api/v1/evaluation-rules: whoever holds `configure` (an editor or admin of the project, or staff)
+configures rules, everyone with `read` sees them."""
 
 from datetime import timedelta
 
@@ -57,10 +58,12 @@ def test_defaults(staff_api):
     )
 
 
-def test_non_staff_keys_read_but_do_not_write(api, default_key_api):
+def test_keys_without_configure_read_but_do_not_write(default_key_api, db):
     rule = EvaluationRuleFactory()
-    # `api` holds configure, but its user is not staff: rules spend judge tokens on every trace.
-    for client in (api, default_key_api):
+    # Rules spend judge tokens on every matching trace: reading them is everyone's, changing them an
+    # editor's (`configure`), whether or not the user is staff. A reviewer's key holds `review` only.
+    reviewer = _client_with_key("reviewer-ish", staff=False, scopes=["read", "review"])
+    for client in (default_key_api, reviewer):
         assert client.get(URL).status_code == 200
         assert client.get(f"{URL}/{rule.pk}").status_code == 200
         for response in (

@@ -12,6 +12,8 @@ from apps.bots.models import Bot
 from apps.core.models import ProjectRole
 from apps.queues.models import ReviewQueue
 from apps.runs.models import EvaluationRun
+from apps.scores.models import Score
+from apps.scores.vocabulary import ScoreSource
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.bots.factories import BotFactory
 from tests.core.factories import MembershipFactory, ProjectFactory, UserFactory
@@ -136,6 +138,29 @@ def test_a_reviewer_reviews_and_works_queues_but_does_not_launch(client, b):
     assert client.post(f"/console/queues/{queue.pk}/items/{item.pk}/claim/").status_code == 302
     item.refresh_from_db()
     assert item.assigned_to is not None
+
+
+def test_a_reviewer_who_is_not_staff_gives_verdicts_on_result_pages_and_in_queues(client, b):
+    """The console's review forms and queue work follow the role, never the staff flag (nor the
+    `configure` scope, which a reviewer does not hold)."""
+    member_client(client, b["project"], ProjectRole.REVIEWER)
+    reviewer = _user(client)
+    assert not reviewer.is_staff
+    result = reviewable_result(run=b["run"])
+    page = client.get(f"/console/results/{result.result_id}/").content.decode()
+    assert 'name="passed"' in page, "the review form is offered"
+    posted = client.post(f"/console/results/{result.result_id}/", {"kind": "rule", "key": "USES_KB", "passed": "true"})
+    assert posted.status_code == 302
+    assert Score.objects.filter(source=ScoreSource.HUMAN, key="USES_KB", passed=True, author=reviewer).exists()
+    queue = ReviewQueueFactory(project=b["project"], name="Beta queue")
+    item = QueueItemFactory(queue=queue, subject=reviewable_result(run=b["run"]))
+    submitted = client.post(
+        f"/console/queues/{queue.pk}/items/{item.pk}/",
+        {"rows": "1", "v-0-kind": "rule", "v-0-key": "USES_KB", "v-0-passed": "fail", "note": "no KB"},
+    )
+    assert submitted.status_code == 302
+    item.refresh_from_db()
+    assert item.done_at is not None and item.reviewed_by == reviewer
 
 
 def test_an_editor_launches_in_the_session_s_project(client, a, b, django_capture_on_commit_callbacks):

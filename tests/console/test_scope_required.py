@@ -19,14 +19,14 @@ ACTING_VIEWS = [
     ("get", "/console/runs/new/", "evaluate", 200),
     ("post", f"/console/runs/{UNKNOWN}/rerun/", "evaluate", 404),
     ("post", f"/console/runs/{UNKNOWN}/cancel/", "evaluate", 404),
-    ("post", f"/console/results/{UNKNOWN}/", "configure", 404),
+    ("post", f"/console/results/{UNKNOWN}/", "review", 404),
     ("post", "/console/traces/no-such-session/", "evaluate", 404),
-    ("post", "/console/queues/", "configure", 200),  # the form, with its errors
-    ("post", "/console/queues/add/", "configure", 404),
-    ("post", "/console/queues/999999/fill/", "configure", 404),
-    ("post", "/console/queues/999999/items/1/", "configure", 404),
-    ("post", "/console/queues/999999/items/1/assign/", "configure", 404),
-    ("post", "/console/queues/999999/items/1/claim/", "configure", 404),
+    ("post", "/console/queues/", "review", 200),  # the form, with its errors
+    ("post", "/console/queues/add/", "review", 404),
+    ("post", "/console/queues/999999/fill/", "review", 404),
+    ("post", "/console/queues/999999/items/1/", "review", 404),
+    ("post", "/console/queues/999999/items/1/assign/", "review", 404),
+    ("post", "/console/queues/999999/items/1/claim/", "review", 404),
 ]
 
 

@@ -171,9 +171,9 @@ class TestRequestProject:
         team = ProjectFactory()
         for role, expected in [
             (ProjectRole.VIEWER, {"read"}),
-            (ProjectRole.REVIEWER, {"read"}),
-            (ProjectRole.EDITOR, {"read", "ingest", "evaluate", "configure"}),
-            (ProjectRole.ADMIN, {"read", "ingest", "evaluate", "configure", "admin"}),
+            (ProjectRole.REVIEWER, {"read", "review"}),
+            (ProjectRole.EDITOR, {"read", "ingest", "evaluate", "review", "configure"}),
+            (ProjectRole.ADMIN, {"read", "ingest", "evaluate", "review", "configure", "admin"}),
         ]:
             user = UserFactory()
             MembershipFactory(project=team, user=user, role=role)

@@ -23,7 +23,7 @@ from apps.core.models import Project
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT_ID = "evalsite-tests"
 CLIENT_SECRET = "client-secret-that-must-never-show-7f3a9c"
-ROLE_MAP = "default:admin=evalsite-admins,default:viewer=staff,default:reviewer=reviewers"
+ROLE_MAP = "default:admin=evalsite-admins,default:viewer=staff,default:reviewer=reviewers,default:editor=editors"
 
 
 @dataclass
@@ -106,6 +106,7 @@ def sso(oidc_provider, settings, transactional_db):
         "axes.backends.AxesStandaloneBackend",
         "django.contrib.auth.backends.ModelBackend",
         "apps.core.auth.oidc.backend.OidcBackend",
+        "apps.bots.admin_scoping.ProjectRoleBackend",
     ]
     # Transactional tests empty the database after each test, the migrations' `default` with it.
     Project.objects.get_or_create(slug="default", defaults={"name": "Default"})
@@ -120,6 +121,7 @@ def password_login_off(sso, settings):
     settings.AUTHENTICATION_BACKENDS = [
         "axes.backends.AxesStandaloneBackend",
         "apps.core.auth.oidc.backend.OidcBackend",
+        "apps.bots.admin_scoping.ProjectRoleBackend",
     ]
     return sso
 

@@ -1,12 +1,13 @@
 """Single sign-on end to end: evalsite's live server and a real OpenID provider (django-oidc-provider,
 tests/oidc/provider) talk over HTTP on loopback; a client follows the redirects through the provider's
 login and consent forms as a browser would. Role map of these tests (conftest.ROLE_MAP):
-default:admin=evalsite-admins, default:viewer=staff, default:reviewer=reviewers."""
+default:admin=evalsite-admins, default:viewer=staff, default:reviewer=reviewers, default:editor=editors."""
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from apps.core.models import Membership, Project, SsoIdentity
+from tests.bots.factories import BotFactory
 from tests.oidc.conftest import browser_like_client, provider_login, sso_login
 
 pytestmark = pytest.mark.subprocess
@@ -84,6 +85,27 @@ def test_the_admin_through_sso_for_a_staff_user(sso, live_server):
 
     assert response.url.path == "/admin/" and 'id="site-name"' in response.text
     assert get_user_model().objects.get(username="dora").is_staff
+
+
+def test_an_sso_editor_works_in_the_admin_by_role_without_being_staff(password_login_off, live_server):
+    """SSO never makes anyone staff, and with password login off Django's own permission backend is
+    not even there: the admin lets the member in, and their role (editor in `default`) decides."""
+    bot = BotFactory(name="DefaultBot")
+    password_login_off.put_user("gina", groups=["editors"])
+    client, response = sso_login(live_server.url, "gina")
+    assert response.url.path == "/console/"
+    user = get_user_model().objects.get(username="gina")
+    assert not user.is_staff and not user.is_superuser and role_in_default("gina") == "editor"
+    assert 'href="/admin/"' in response.text
+
+    index = client.get(f"{live_server.url}/admin/")
+    assert index.url.path == "/admin/" and "/admin/bots/bot/" in index.text
+    change = client.get(f"{live_server.url}/admin/bots/bot/{bot.pk}/change/")
+    assert change.status_code == 200 and 'name="_save"' in change.text
+    # Deleting is an admin's; the pages that are not the project's (users, keys) are not hers.
+    assert client.get(f"{live_server.url}/admin/bots/bot/{bot.pk}/delete/").status_code == 403
+    assert client.get(f"{live_server.url}/admin/auth/user/").status_code == 403
+    assert client.get(f"{live_server.url}/admin/core/apikey/").status_code == 403
 
 
 def test_declining_consent_at_the_provider_logs_nobody_in(sso, live_server):

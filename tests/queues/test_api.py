@@ -35,7 +35,7 @@ def test_readers_read_and_non_staff_cannot_write(api, default_key_api):
     item = QueueItemFactory()
     assert default_key_api.get(QUEUES).status_code == 200
     assert default_key_api.get(f"{QUEUES}/{item.queue_id}/items").status_code == 200
-    # `api` holds configure but is not staff: writing queues is staff's.
+    # `api` holds configure but not review: queue work is a reviewer's scope, not an editor's config.
     assert api.post(QUEUES, {"name": "x", "kind": "run_result"}, format="json").status_code == 403
     assert api.post(f"{QUEUES}/{item.queue_id}/items/{item.pk}/claim").status_code == 403
     assert default_key_api.post(f"{QUEUES}/{item.queue_id}/fill").status_code == 403

@@ -17,7 +17,8 @@ from ..context import console_context
 # What each scope lets a person do in the console, for the page that refuses them.
 SCOPE_ACTIONS = {
     "evaluate": "launch, cancel or re-run evaluation runs and evaluate traces",
-    "configure": "review verdicts and manage review queues",
+    "review": "review verdicts and manage review queues",
+    "configure": "change bots, rubrics, test sets and evaluation rules",
     "admin": "change evalsite's configuration",
 }
 

@@ -50,7 +50,8 @@ class AuditEventAdmin(admin.ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         user = request.user
-        if not (user.is_active and user.is_staff):
+        # Whoever is here entered the admin (apps.core.admin_site: staff, or a project's member).
+        if not user.is_active:
             return False
         return user.is_superuser or Membership.objects.filter(user=user, role=ProjectRole.ADMIN).exists()
 

@@ -5,6 +5,7 @@ layout too, and nothing may import the console (it sits above every app, see .im
 
 from django.contrib import admin
 
+from apps.core.admin_site import admin_site_admits
 from apps.core.auth.permissions import scopes_of
 
 
@@ -18,11 +19,12 @@ def layout_context(request, *, title: str, **extra) -> dict:
         # admin/base.html shows the user links only when this is set; every console page needs a login.
         "has_permission": request.user.is_authenticated,
         "is_nav_sidebar_enabled": False,
-        # Links into the admin, which only staff may open.
-        "can_edit": request.user.is_staff,
+        # Links into the admin, for whoever may enter it (staff, or a project's member: their role
+        # there decides the rest, as here).
+        "can_edit": admin_site_admits(request),
         # Forms shown only to users whose scopes allow them (the views refuse them otherwise).
         "can_evaluate": "evaluate" in scopes,
-        "can_review": "configure" in scopes,
+        "can_review": "review" in scopes,
         # The audit page: the project's admins (and superusers) only, as GET /api/v1/audit.
         "can_audit": "admin" in scopes,
         **extra,

@@ -6,8 +6,8 @@ staff flag gave them then (keys: every scope but admin, all for staff; session: 
 staff), so an upgrade locks nobody out; everywhere else they have nothing.
 
 Role → scopes (a key's stored scopes are capped by its owner's role in the key's project; a
-session gets its role's scopes): viewer and reviewer read; editor reads, ingests, evaluates and
-configures; admin holds every scope.
+session gets its role's scopes): viewer reads; reviewer reads and reviews (human reviews, review
+queues); editor also ingests, evaluates and configures; admin holds every scope.
 """
 
 from apps.core.models import (

@@ -329,9 +329,10 @@ class ResultDetailView(APIView):
 
 class ResultReviewsView(APIView):
     """Human overrides of a result's verdicts. Reviewing changes figures everyone else reads (human
-    pass rates, judge agreement), so it needs `configure`, in the console as here."""
+    pass rates, judge agreement), so it needs `review` (a reviewer's, editor's or admin's), in the
+    console as here."""
 
-    required_scopes = {"GET": "read", "POST": "configure"}
+    required_scopes = {"GET": "read", "POST": "review"}
 
     @extend_schema(
         tags=TAG,

@@ -1,8 +1,10 @@
+"""/api/v1/evaluation-rules. Rules spend judge tokens on every matching trace, so changing one is an
+editor's work as bots and rubrics are: `configure`, which a key (or session) holds only when its
+owner is an editor or admin of the project (the scope is capped by the role at every request)."""
+
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.response import Response
-from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from apps.agentic.models import EvaluationRule
@@ -25,20 +27,6 @@ TAG = ["evaluation rules"]
 QUEUE_UNAVAILABLE = OpenApiResponse(ErrorOut, description="The task queue (broker) did not take the tasks.")
 
 
-class StaffWrites(BasePermission):
-    """Rules spend judge tokens on every matching trace, so changing them is for staff, whatever
-    scopes a non-staff user's key was given."""
-
-    message = "Only staff may change evaluation rules."
-
-    def has_permission(self, request, view):
-        return request.method in SAFE_METHODS or bool(request.user and request.user.is_staff)
-
-
-class RuleView(APIView):
-    permission_classes = [*api_settings.DEFAULT_PERMISSION_CLASSES, StaffWrites]
-
-
 def rule_out(rule: EvaluationRule) -> dict:
     """A rule's fields as EvaluationRuleOut declares them (the views answer through that model)."""
     return {
@@ -58,7 +46,7 @@ def rule_input(body: EvaluationRuleIn) -> rule_services.RuleData:
     return rule_services.RuleData(**body.model_dump())
 
 
-class RuleListView(RuleView):
+class RuleListView(APIView):
     required_scopes = {"GET": "read", "POST": "configure"}
 
     @extend_schema(
@@ -90,7 +78,7 @@ class RuleListView(RuleView):
         return respond(EvaluationRuleOut, rule_out(rule), status=status.HTTP_201_CREATED)
 
 
-class RuleDetailView(RuleView):
+class RuleDetailView(APIView):
     required_scopes = {"GET": "read", "PUT": "configure", "DELETE": "admin"}
 
     @extend_schema(
@@ -129,7 +117,7 @@ class RuleDetailView(RuleView):
         return Response(status=status.HTTP_204_NO_CONTENT)
 
 
-class RuleBackfillView(RuleView):
+class RuleBackfillView(APIView):
     required_scopes = {"POST": "configure"}
 
     @extend_schema(

@@ -20,7 +20,9 @@ class Command(BaseCommand):
             "--scopes",
             default=None,
             help=f"comma-separated, from {', '.join(ALL_SCOPES)} "
-            f"(default: {','.join(DEFAULT_KEY_SCOPES)}; admin needs a staff user)",
+            f"(default: {','.join(DEFAULT_KEY_SCOPES)}); capped by the user's role in the project: "
+            "review (human reviews, review queues) needs reviewer, ingest, evaluate and configure editor, "
+            "admin a project admin (or, for a user in no project, staff)",
         )
         parser.add_argument("--name", default="", help="a label for the key")
         parser.add_argument(
