@@ -291,7 +291,7 @@ if EVALSITE_SSO_ENABLED:
     AUTHENTICATION_BACKENDS.append("apps.core.auth.oidc.backend.OidcBackend")
 # Authenticates nobody: it gives members the Django model permissions of the project-scoped admin
 # pages by their roles, which those pages narrow to the role in the session's project.
-AUTHENTICATION_BACKENDS.append("apps.bots.admin_scoping.ProjectRoleBackend")
+AUTHENTICATION_BACKENDS.append("apps.core.admin.scoping.ProjectRoleBackend")
 AXES_FAILURE_LIMIT = EVALSITE_LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=EVALSITE_LOGIN_COOLOFF_MINUTES)
 # Either one locks: a username (guessing one account's password from many addresses) or an address

@@ -6,6 +6,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.core.admin.scoping import ProjectScopedAdmin
 from apps.core.admin.utils import pretty_json
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
@@ -50,7 +51,7 @@ for _name in SCORE_FIELDS:
 
 
 @admin.register(AgentEvaluation)
-class AgentEvaluationAdmin(MetricFieldsMixin, admin.ModelAdmin):
+class AgentEvaluationAdmin(ProjectScopedAdmin, MetricFieldsMixin, admin.ModelAdmin):
     """Verdicts are produced by judges; reviewers read them and follow the link to the trace."""
 
     # The trace column links by a word, not by the session id the first column already shows, and
@@ -231,7 +232,7 @@ class EvaluationRuleForm(forms.ModelForm):
 
 
 @admin.register(EvaluationRule)
-class EvaluationRuleAdmin(admin.ModelAdmin):
+class EvaluationRuleAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     """The same fields as the API; saves go through the rule services (created_by is the reviewer)."""
 
     form = EvaluationRuleForm

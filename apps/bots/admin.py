@@ -4,10 +4,10 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html
 
+from apps.core.admin.scoping import ProjectScopedAdmin
 from apps.core.admin.utils import CollapsibleStackedInline
 from apps.core.audit.registry import audit_recorded_by_caller
 
-from .admin_scoping import ProjectScopedAdmin
 from .models import Bot, BotTool, KnowledgeBase, KnowledgeDocument
 from .selectors import bot_endpoint_refusal
 from .services import bot_audit_change, bot_state, secret_survives_change

@@ -1,7 +1,7 @@
 """The admin site, and who may enter it: staff, as in Django, and every member of a project,
 whether or not they are staff. Roles are per project and come from a person's memberships (by hand
 or from single sign-on, which never makes anyone staff), so a person enters with their role and the
-pages decide what it lets them do there: the project-scoped ones (apps.bots.admin_scoping) follow
+pages decide what it lets them do there: the project-scoped ones (apps.core.admin.scoping) follow
 the role in the session's project; every other page still needs Django's model permissions, which
 nobody holds without a superuser granting them. The staff flag is one for all projects: deriving it
 from a role in one would reach into all of them (a staff user in no project keeps every scope of

@@ -2,7 +2,7 @@ from django.contrib import admin
 from django.urls import reverse
 from django.utils.html import format_html
 
-from apps.bots.admin_scoping import ProjectScopedAdmin
+from apps.core.admin.scoping import ProjectScopedAdmin
 from apps.core.models import ProjectRole
 
 from . import services

@@ -4,6 +4,7 @@ from django.db.models import Count, IntegerField, OuterRef, Subquery
 from django.db.models.functions import Coalesce
 from django.utils.html import format_html, format_html_join
 
+from apps.core.admin.scoping import ProjectScopedAdmin
 from apps.core.admin.utils import pretty_json
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, SubjectKind
@@ -42,7 +43,7 @@ class ScoredChangeList(ChangeList):
 
 
 @admin.register(TraceEvaluation)
-class TraceEvaluationAdmin(admin.ModelAdmin):
+class TraceEvaluationAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     """What TRACE was asked and answered; a record, so read-only."""
 
     list_display = ["id", "created_at", "test_summary", "outcome", "source", "judge", "test_count", "duration"]

@@ -4,8 +4,8 @@ content from the forms and publishes it through rubrics.services, like the API's
 from django import forms
 from django.contrib import admin
 
-from apps.bots.admin_scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.core.admin.fields import LinesField
+from apps.core.admin.scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.core.versioning.admin import (
     ContentFormSet,
     ContentInline,

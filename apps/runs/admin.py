@@ -8,7 +8,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from apps.bots.admin_scoping import ProjectScopedAdmin, role_allows
+from apps.core.admin.scoping import ProjectScopedAdmin, role_allows
 from apps.core.admin.utils import ViewOnlyAdminMixin, pretty_json
 from apps.core.errors import DomainError
 from apps.core.models import ProjectRole

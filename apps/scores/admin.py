@@ -31,6 +31,12 @@ class ScoreAdmin(admin.ModelAdmin):
     def short_key(self, obj: Score) -> str:
         return obj.key[:80]
 
+    def has_view_permission(self, request: HttpRequest, obj: Score | None = None) -> bool:
+        # A score names its subject by kind and id, and the subject's project is in the apps above
+        # this one: the list cannot be limited to one project, so only superusers (who see every
+        # project) read it. Each subject's own admin page shows its scores.
+        return request.user.is_superuser
+
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 

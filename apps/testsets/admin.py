@@ -12,9 +12,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from pydantic import ValidationError as PydanticValidationError
 
-from apps.bots.admin_scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.bots.models import Bot
 from apps.core.admin.fields import LinesField, pydantic_messages
+from apps.core.admin.scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
 from apps.core.admin.utils import show_for
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of

@@ -3,6 +3,7 @@ from django.db.models import F, Window
 from django.db.models.functions import RowNumber
 from django.forms.models import BaseInlineFormSet
 
+from apps.core.admin.scoping import ProjectScopedAdmin
 from apps.core.admin.utils import pretty_json
 
 from .models import AgentTrace, ToolCall
@@ -65,7 +66,7 @@ class ToolCallInline(admin.TabularInline):
 
 
 @admin.register(AgentTrace)
-class AgentTraceAdmin(admin.ModelAdmin):
+class AgentTraceAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     """Traces are what agents reported: reviewers read them, nobody edits them here. Apps above
     traces add their own inlines and actions to this page (apps.agentic.admin adds the verdicts)."""
 

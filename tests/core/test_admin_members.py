@@ -1,6 +1,6 @@
 """The admin for project members who are not staff (single sign-on never makes anyone staff): they
 enter it (apps.core.admin_site) and work on the project-scoped pages as their role in the session's
-project allows (apps.bots.admin_scoping.ProjectRoleBackend), without any Django permission granted
+project allows (apps.core.admin.scoping.ProjectRoleBackend), without any Django permission granted
 by hand, and see no other page. Before, the admin refused everyone without the staff flag, so an
 SSO editor could not edit a rubric there, whatever the roles table said."""
 
@@ -118,23 +118,55 @@ def test_the_role_of_the_session_s_project_decides(team, other):
 
 
 def test_a_member_sees_no_page_that_is_not_scoped_to_the_project(team):
-    """Traces, keys, members, users and the like list every project's rows, or none of a member's
-    business: they keep needing a permission a superuser grants."""
-    AgentTraceFactory(project=ProjectFactory(slug="elsewhere"), session_id="elsewhere-session")
+    """Keys, members, users and the like list every project's rows, or none of a member's
+    business: they keep needing a permission a superuser grants. Scores name their subject by kind
+    and id only, so their list is the superusers'."""
     admin_member = member(team["project"], ProjectRole.ADMIN)
     index = admin_member.get("/admin/").content.decode()
-    for path in [
-        "/admin/traces/agenttrace/",
-        "/admin/core/apikey/",
-        "/admin/core/project/",
-        "/admin/auth/user/",
-        "/admin/scores/score/",
-        "/admin/agentic/evaluationrule/",
-    ]:
+    for path in ["/admin/core/apikey/", "/admin/core/project/", "/admin/auth/user/", "/admin/scores/score/"]:
         assert path not in index, path
         assert admin_member.get(path).status_code == 403, path
     # The project's admins read the project's audit trail here too, as on the console's Audit page.
     assert admin_member.get("/admin/core/auditevent/").status_code == 200
+
+
+def test_traces_evaluations_and_rules_are_listed_for_the_session_s_project_only(team):
+    """Their pages are project-scoped like the bots': a member reads the project's (a viewer too), and
+    a staff user holding every model permission, a member of one project, never sees another's rows
+    or opens one by id."""
+    from django.contrib.auth.models import Permission
+
+    from apps.agentic.models import EvaluationRule
+    from tests.agentic.factories import AgentEvaluationFactory
+    from tests.rag.factories import TraceEvaluationFactory
+
+    elsewhere = ProjectFactory(slug="elsewhere")
+    rows = {}
+    for project, tag in ((team["project"], "team"), (elsewhere, "elsewhere")):
+        trace = AgentTraceFactory(project=project, session_id=f"{tag}-session")
+        rows[tag] = {
+            "trace": trace,
+            "evaluation": AgentEvaluationFactory(project=project, trace=trace, session_id=f"{tag}-session"),
+            "rag": TraceEvaluationFactory(project=project),
+            "rule": EvaluationRule.objects.create(project=project, name=f"{tag}-rule", judge="heuristic"),
+        }
+    staff = member(team["project"], ProjectRole.VIEWER, username="staff-viewer", is_staff=True)
+    staff.user.user_permissions.set(Permission.objects.all())
+    for client in (staff, member(team["project"], ProjectRole.VIEWER)):
+        for path, key in [
+            ("/admin/traces/agenttrace/", "trace"),
+            ("/admin/agentic/agentevaluation/", "evaluation"),
+            ("/admin/rag/traceevaluation/", "rag"),
+            ("/admin/agentic/evaluationrule/", "rule"),
+        ]:
+            listed = client.get(path)
+            assert listed.status_code == 200, path
+            page = listed.content.decode()
+            # Each listed row links to its change page.
+            ours, theirs = (f"{path}{rows[tag][key].pk}/change/" for tag in ("team", "elsewhere"))
+            assert ours in page and theirs not in page, path
+            foreign = client.get(theirs)
+            assert foreign.status_code == 302 and foreign["Location"] == "/admin/", path
 
 
 def test_no_member_no_admin(team):

@@ -106,7 +106,7 @@ def sso(oidc_provider, settings, transactional_db):
         "axes.backends.AxesStandaloneBackend",
         "django.contrib.auth.backends.ModelBackend",
         "apps.core.auth.oidc.backend.OidcBackend",
-        "apps.bots.admin_scoping.ProjectRoleBackend",
+        "apps.core.admin.scoping.ProjectRoleBackend",
     ]
     # Transactional tests empty the database after each test, the migrations' `default` with it.
     Project.objects.get_or_create(slug="default", defaults={"name": "Default"})
@@ -121,7 +121,7 @@ def password_login_off(sso, settings):
     settings.AUTHENTICATION_BACKENDS = [
         "axes.backends.AxesStandaloneBackend",
         "apps.core.auth.oidc.backend.OidcBackend",
-        "apps.bots.admin_scoping.ProjectRoleBackend",
+        "apps.core.admin.scoping.ProjectRoleBackend",
     ]
     return sso
 

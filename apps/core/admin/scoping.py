@@ -6,8 +6,7 @@ enters the admin (apps.core.admin_site), staff or not, and ProjectRoleBackend gi
 model permissions of these pages from their roles, so a person whose role comes from single sign-on
 works here as their role allows; permissions a superuser granted by hand still apply too.
 
-It lives here, in the lowest of the apps whose admins use it (bots < rubrics, testsets < runs <
-queues); it would belong in apps.core.admin, which every app may import."""
+In apps.core so that every app's admin uses it, the lowest layers' (traces, agentic, rag) included."""
 
 from django.contrib import admin
 from django.db.models import UniqueConstraint
