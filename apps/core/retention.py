@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
@@ -131,6 +132,17 @@ def expired_ids(queryset, *, before: datetime, limit: int) -> list[int]:
         .select_for_update(skip_locked=True)
         .values_list("pk", flat=True)[:limit]
     )
+
+
+def references_unlink(model, ids) -> None:
+    """Before a quiet DELETE of `model`'s rows `ids`: every foreign key to them declared SET_NULL is
+    set to null, one UPDATE per relation, as Django's deletion collector would after reading each
+    row. Relations of other kinds are the caller's to delete first; the database refuses the
+    DELETE of a row still referenced."""
+    for relation in model._meta.related_objects:
+        if relation.on_delete is models.SET_NULL:
+            name = relation.field.attname
+            relation.related_model._base_manager.filter(**{f"{name}__in": ids}).update(**{name: None})
 
 
 def rows_delete_quietly(queryset) -> int:

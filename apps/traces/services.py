@@ -11,7 +11,7 @@ from datetime import timedelta
 from django.db import transaction
 from django.utils import timezone
 
-from apps.core.retention import expired_ids, rows_delete_quietly
+from apps.core.retention import expired_ids, references_unlink, rows_delete_quietly
 
 from . import fastpath
 from .ingestion.batch import BatchOutcome, BatchTrace, traces_ingest_batch
@@ -97,9 +97,10 @@ def traces_expire(project, before, limit: int) -> int:
         if not ids:
             return 0
         _rows_forget(ids)
-        # Only the ids: the deletion collector reads each trace it deletes, and a trace row is wide.
-        _, deleted = AgentTrace.objects.filter(pk__in=ids).only("pk").delete()
-        return deleted.get(AgentTrace._meta.label, 0)
+        # One statement per relation instead of Django's deletion collector, which reads the rows
+        # and unlinks and deletes them 100 at a time (a quarter of a batch's time).
+        references_unlink(AgentTrace, ids)
+        return rows_delete_quietly(AgentTrace.objects.filter(pk__in=ids))
 
 
 def _rows_forget(trace_ids) -> None:

@@ -181,3 +181,19 @@ def test_a_kept_comparison_goes_with_its_run():
     retention.retention_apply(pause_seconds=0)
     assert not RunComparison.objects.exists()
     assert EvaluationRun.objects.filter(pk=head.pk).exists()
+
+
+def test_a_younger_evaluation_of_an_expired_trace_keeps_its_record_without_the_link():
+    project = ProjectFactory(slug="thirty", retention_days=30)
+    trace = AgentTraceFactory(project=project)
+    ToolCallFactory.create_batch(3, trace=trace)
+    evaluation = AgentEvaluationFactory(project=project, trace=trace)
+    backdate(AgentTrace, [trace], OLD)
+
+    retention.retention_apply(pause_seconds=0)
+
+    assert not AgentTrace.objects.filter(pk=trace.pk).exists()
+    assert not ToolCall.objects.filter(trace_id=trace.pk).exists()
+    evaluation.refresh_from_db()
+    assert evaluation.trace_id is None
+    assert scores_of(SubjectKind.AGENTIC_EVALUATION, evaluation.pk) == 3
