@@ -68,8 +68,8 @@ def main():
     parser.add_argument(
         "--reuse",
         action="store_true",
-        help="run on the database a --keep run left (migrated, not reloaded): the traces with ids up to "
-        "--traces/2 that are left are dated back again",
+        help="run on the database a --keep run left (migrated, not reloaded): the older half of the traces "
+        "left is dated back",
     )
     add_database_args(parser, db="evalsite_bench_retention")
     args = parser.parse_args()
@@ -86,10 +86,13 @@ def main():
             chunk = make_traces(min(LOAD_CHUNK, args.traces - first), args.calls, first=first)
             load_seconds += copy_rows(db.url, chunk, first_pk=first + 1, truncate=first == 0)
         with psycopg.connect(db.url, autocommit=True) as conn:
-            conn.execute(
-                "UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s",
-                [args.traces // 2],
-            )
+            # The older half: of the --traces loaded, or (--reuse) of what earlier runs left.
+            older = (
+                conn.execute("SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY id) FROM traces_agenttrace")
+                if args.reuse
+                else conn.execute("SELECT %s::bigint", [args.traces // 2])
+            ).fetchone()[0]
+            conn.execute("UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s", [older])
             conn.execute("UPDATE core_project SET retention_days = 30 WHERE slug = 'default'")
             conn.execute("VACUUM ANALYZE traces_agenttrace")
             conn.execute("VACUUM ANALYZE traces_toolcall")
