@@ -105,9 +105,9 @@ def traces_expire(project, before, limit: int) -> int:
 
 def _rows_forget(trace_ids) -> None:
     """Deletes what hangs off these traces by id only: their tool calls and their OTLP span ids (the
-    dedup records keyed by OpenTelemetry trace id, no foreign key). Without the span ids a deleted
-    trace would leave one row per span behind, and its spans sent again would be taken for
-    duplicates of what no longer exists. One statement each, no per-row signals (none listen)."""
+    dedup records keyed by OpenTelemetry trace id, no foreign key). Left behind until the prune of
+    the retry window, they would make the deleted trace's spans, sent again, duplicates of what no
+    longer exists. One statement each, no per-row signals (none listen)."""
     rows_delete_quietly(ToolCall.objects.filter(trace_id__in=trace_ids))
     otel_ids = AgentTrace.objects.filter(pk__in=trace_ids, otel_trace_id__isnull=False).values("otel_trace_id")
     rows_delete_quietly(OtlpSpan.objects.filter(otel_trace_id__in=otel_ids))
