@@ -5,11 +5,11 @@ from django.contrib import admin
 from django.utils.html import format_html
 
 if TYPE_CHECKING:
-    # For the checker the mixin is a ModelAdmin (it calls ModelAdmin's methods through super());
+    # For the checker a mixin is a ModelAdmin (it calls ModelAdmin's methods through super());
     # at run time it stays a plain class, mixed in before admin.ModelAdmin.
-    _ModelAdminBase = admin.ModelAdmin[Any]
+    ModelAdminMixinBase = admin.ModelAdmin[Any]
 else:
-    _ModelAdminBase = object
+    ModelAdminMixinBase = object
 
 
 def pretty_json(value) -> str:
@@ -22,7 +22,7 @@ def pretty_json(value) -> str:
     )
 
 
-class ViewOnlyAdminMixin(_ModelAdminBase):
+class ViewOnlyAdminMixin(ModelAdminMixinBase):
     """Rows that only services write (runs, results, reviews): the admin shows them, with their
     links and actions, but has no add form and never saves one. The change page stays reachable
     for GET, as the read-only drill-down page."""

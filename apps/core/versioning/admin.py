@@ -5,7 +5,7 @@ any two of them and a restore page (showing what a restore would change, and ask
 publishes an old version as a new one. The admin's history says which version each save published
 and which rows it added, changed or deleted."""
 
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import ClassVar
 
 from django import forms
 from django.contrib import admin, messages
@@ -20,19 +20,11 @@ from pydantic import BaseModel
 from pydantic import ValidationError as PydanticValidationError
 
 from apps.core.admin.fields import pydantic_messages
-from apps.core.admin.utils import CollapsibleStackedInline, pretty_json
+from apps.core.admin.utils import CollapsibleStackedInline, ModelAdminMixinBase, pretty_json
 from apps.core.errors import DomainError
 
 from .diff import snapshot_diff
 from .services import version_restore
-
-if TYPE_CHECKING:
-    # For the checker the mixin is a ModelAdmin (it calls ModelAdmin's methods through super() and
-    # reads model, admin_site, inlines); at run time it stays a plain class, mixed in before
-    # admin.ModelAdmin.
-    _ModelAdminBase = admin.ModelAdmin[Any]
-else:
-    _ModelAdminBase = object
 
 
 class VersionedHeadForm(forms.ModelForm):
@@ -114,7 +106,7 @@ def row_changes(formset) -> list[str]:
     return changes
 
 
-class VersionHistoryAdminMixin(_ModelAdminBase):
+class VersionHistoryAdminMixin(ModelAdminMixinBase):
     """For a ModelAdmin of a VersionedHead whose form is a VersionedHeadForm and whose inline's
     formset is a ContentFormSet. Needs `create_head` and `publish_head`, the app's services."""
 
