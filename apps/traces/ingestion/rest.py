@@ -55,7 +55,9 @@ def _run_alone(statement):
 
 # The ledger counts the lifecycle in records: a start, an intent, each tool call and a completion
 # are one item each; an identical retry is a duplicate, a refused call (404, 409, 422) is rejected
-# at the API edge (apps.traces.api.views), where it is recorded after its rollback.
+# at the API edge (apps.traces.api.views), where it is recorded after its rollback. Each stored record
+# also bumps the trace's ledger_units in the statement that writes it (the start: the column's default
+# of 1), so retention knows how many to move to dropped ("expired").
 def _record_rest(project_id: int, *, stored: int = 0, duplicate: int = 0) -> None:
     ingestion_record(
         project=project_id, source=LedgerSource.REST, received=stored + duplicate, stored=stored, duplicate=duplicate

@@ -39,7 +39,9 @@ projects apart while spans wait: a root assembles, and the reaper settles, only 
 of the trace's own project (a trace id that crossed two teams' services, or a replay, never pulls
 one project's tool calls into another's trace); the others wait for a root of their own project,
 or are pruned as its orphans. A span stored before this key existed has none and is claimed by
-any project, as it was then.
+any project, as it was then. The spans stored that end up in a trace (not those a cap refused) are
+counted on it as they are merged (AgentTrace.ledger_units, in the UPDATE or INSERT that stores the
+trace), so retention moves exactly them to dropped ("expired") when the trace expires.
 
 The write path is built for throughput: per request a handful of statements whatever the number
 of spans (one INSERT … SELECT FROM unnest for the spans, one bulk INSERT for traces, one COPY for
