@@ -320,3 +320,45 @@ def test_an_expiry_rolled_back_counts_nothing(monkeypatch):
         services.traces_expire(project, timezone.now() - timedelta(days=30), 10)
     assert snapshot(project) == before
     assert AgentTrace.objects.filter(project=project).count() == 1
+
+
+# --- traces stored before the count ---------------------------------------------------------------
+
+BEFORE_UNITS = [("traces", "0014_ingestionentry_project_required")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_estimates_the_units_of_traces_stored_before():
+    """traces.0015: batch 1; REST 1 + intent set + tool calls + completed (not by the stale reaper);
+    OTLP 1 + tool calls."""
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE_UNITS)
+    try:
+        Trace = executor.loader.project_state(BEFORE_UNITS).apps.get_model("traces", "AgentTrace")
+        project_id = Project.objects.default().pk
+
+        def make(session_id, **fields):
+            Trace.objects.create(project_id=project_id, session_id=session_id, user_query="q", agent_name="A", **fields)
+
+        make("batch", source="batch", status="completed", tool_call_count=4, intent_detected="x")
+        make("rest-full", source="rest", status="completed", tool_call_count=3, intent_detected="x")
+        make("rest-active", source="rest", status="active", tool_call_count=2)
+        make("rest-failed", source="rest", status="failed", error="boom")
+        make("rest-reaped", source="rest", status="failed", error="Abandoned: no completion within 3600 s of the start")
+        make("otlp", source="otlp", status="completed", tool_call_count=5, otel_trace_id="a" * 32)
+        make("otlp-bare", source="otlp", status="completed", otel_trace_id="b" * 32)
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert dict(AgentTrace.objects.values_list("session_id", "ledger_units")) == {
+        "batch": 1,
+        "rest-full": 6,
+        "rest-active": 3,
+        "rest-failed": 2,
+        "rest-reaped": 1,
+        "otlp": 6,
+        "otlp-bare": 1,
+    }
