@@ -6,6 +6,13 @@ The invariant every entry keeps: received = stored + duplicate + rejected + drop
 spans that waited for a root that never came) is an entry with received 0 that moves counts from
 `stored` to `dropped`, dated at their arrival so the day they arrived still balances.
 
+Retention's expiry is such a correction, reason "expired": every trace keeps the units stored for
+it (AgentTrace.ledger_units, bumped by the statement that counts them as stored), and
+apps.traces.services.traces_expire moves a batch's units, summed per door and hour of the traces'
+creation, from `stored` to `dropped` in the transaction that deletes them. Dated at the creation
+hour, not each unit's arrival (a REST trace's records arrive over its life): per hour it is close,
+over the trace's whole life exact.
+
 The units differ per door and are the same for every entry of that door (docs/traces.md):
 REST counts lifecycle records (a start, an intent, each tool call, a completion), batch counts
 traces, OTLP counts spans, online evaluation counts (rule, trace) evaluations.

@@ -67,6 +67,13 @@ class AgentTrace(models.Model):
     # capped trace for a complete one.
     truncated = models.BooleanField(default=False)
     dropped = models.JSONField(default=dict, blank=True)
+    # How many ingestion ledger units are counted as `stored` for this trace (docs/traces.md, "The
+    # ingestion ledger"): REST records (the start, each change of the intent, each tool call, the
+    # completion), 1 for a batch trace, the OTLP spans stored that ended up in it. Bumped by the same
+    # statement (or under the same row lock) that records them as stored, so retention can move
+    # exactly these from `stored` to `dropped: expired` when it deletes the trace. Every trace starts
+    # with one (its start, its batch item, its root span); db_default too, for rows written in SQL.
+    ledger_units = models.PositiveIntegerField(default=1, db_default=1, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

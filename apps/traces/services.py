@@ -6,15 +6,18 @@ writer; their public services are named here too, so the rest of the project (th
 tracing shim, other apps) writes traces through this module as through any app's services.
 """
 
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 from django.db import transaction
+from django.db.models import Sum
+from django.db.models.functions import TruncHour
 from django.utils import timezone
 
 from apps.core.retention import expired_ids, references_unlink, rows_delete_quietly
 
 from . import fastpath
 from .ingestion.batch import BatchOutcome, BatchTrace, traces_ingest_batch
+from .ingestion.otlp.services import otlp_waiting_expire
 from .ingestion.rest import (
     ToolCallInput,
     finish_fields,
@@ -25,6 +28,7 @@ from .ingestion.rest import (
     trace_tool_call_record,
     trace_tool_calls_record,
 )
+from .ledger import ingestion_record
 from .models import AgentTrace, OtlpSpan, ToolCall
 from .selectors import project_traces
 
@@ -87,7 +91,8 @@ def traces_expire(project, before, limit: int) -> int:
     """Retention (apps.core.retention): deletes up to `limit` of the project's traces created before
     `before`, oldest first, with their tool calls and the span ids OTLP kept for them; evaluations
     that pointed at them keep their record and lose the link (SET_NULL). Rows another pass has
-    locked are skipped, not waited for."""
+    locked are skipped, not waited for. What they held is counted in the project's ingestion ledger
+    as dropped ("expired") in the same transaction (`_expiry_record`)."""
     with transaction.atomic():
         if fastpath.enabled():
             # A crash may lose this batch's deletion, which the next pass redoes; not waiting for the
@@ -96,11 +101,40 @@ def traces_expire(project, before, limit: int) -> int:
         ids = expired_ids(AgentTrace.objects.filter(project=project), before=before, limit=limit)
         if not ids:
             return 0
+        _expiry_record(project, ids)
         _rows_forget(ids)
         # One statement per relation instead of Django's deletion collector, which reads the rows
         # and unlinks and deletes them 100 at a time (a quarter of a batch's time).
         references_unlink(AgentTrace, ids)
         return rows_delete_quietly(AgentTrace.objects.filter(pk__in=ids))
+
+
+def _expiry_record(project, trace_ids) -> None:
+    """Count what these traces held in the project's ingestion ledger as dropped ("expired"): one
+    aggregate over the doomed rows (their ledger_units, per door and hour of creation), then one
+    entry per group that moves those units from `stored` to `dropped`, in the deleting transaction.
+    Dated at the hour the trace was created, the arrival of most of what it holds (a REST trace's
+    later records and an OTLP trace's waiting spans may have arrived in other hours: that hour's
+    `stored` stays a little high and the creation hour's a little low, the totals are exact). Spans
+    of these OTLP traces still waiting to be merged are in no trace's units: each is counted at its
+    arrival, in the ledger of the project that sent it (otlp_waiting_expire)."""
+    groups = (
+        AgentTrace.objects.filter(pk__in=trace_ids)
+        .annotate(hour=TruncHour("created_at", tzinfo=UTC))
+        .values("source", "hour")
+        .annotate(units=Sum("ledger_units"))
+        .order_by("hour", "source")
+    )
+    otlp = False
+    for group in groups:
+        n = group["units"] or 0
+        ingestion_record(project=project, source=group["source"], stored=-n, dropped={"expired": n}, at=group["hour"])
+        otlp = otlp or group["source"] == AgentTrace.Source.OTLP
+    if otlp:
+        otel_ids = AgentTrace.objects.filter(pk__in=trace_ids, otel_trace_id__isnull=False).values_list(
+            "otel_trace_id", flat=True
+        )
+        otlp_waiting_expire(otel_trace_ids=list(otel_ids))
 
 
 def _rows_forget(trace_ids) -> None:

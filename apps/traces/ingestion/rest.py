@@ -55,7 +55,9 @@ def _run_alone(statement):
 
 # The ledger counts the lifecycle in records: a start, an intent, each tool call and a completion
 # are one item each; an identical retry is a duplicate, a refused call (404, 409, 422) is rejected
-# at the API edge (apps.traces.api.views), where it is recorded after its rollback.
+# at the API edge (apps.traces.api.views), where it is recorded after its rollback. Each stored record
+# also bumps the trace's ledger_units in the statement that writes it (the start: the column's default
+# of 1), so retention knows how many to move to dropped ("expired").
 def _record_rest(project_id: int, *, stored: int = 0, duplicate: int = 0) -> None:
     ingestion_record(
         project=project_id, source=LedgerSource.REST, received=stored + duplicate, stored=stored, duplicate=duplicate
@@ -136,16 +138,20 @@ def _update_active_trace(
     appends its ledger entry in the same statement. Returns None when no active trace has that
     session_id; the caller's locked path then answers (an identical retry on a finished trace, 404
     or 409). `same_sql`, a condition on the trace's columns before the update, tells a retry that
-    changes nothing (a ledger duplicate) from a write."""
+    changes nothing (a ledger duplicate) from a write. The trace's ledger_units gain what the entry
+    counts as stored, in the same UPDATE."""
     if not fastpath.enabled():
         return None
     table = AgentTrace._meta.db_table
-    before, rows_from, stored, duplicate = "", "t", "1", "0"
+    before, rows_from, stored, duplicate, joined = "", "t", "1", "0", ""
     if same_sql:
-        # Every part of one statement reads the same snapshot: `old` sees the row as it was before the UPDATE.
-        before = f"old AS (SELECT id, ({same_sql}) AS same FROM {table} WHERE project_id = %s AND session_id = %s), "
-        rows_from = "t LEFT JOIN old ON old.id = t.id"
+        # Every part of one statement reads the same snapshot: `old` sees the row as it was before the
+        # UPDATE. The UPDATE joins it too, so the trace's units and the ledger entry count the same.
+        session = "project_id = %s AND session_id = %s"
+        before = f"old AS (SELECT id AS old_id, ({same_sql}) AS same FROM {table} WHERE {session}), "
+        rows_from = "t JOIN old ON old.old_id = t.id"
         stored, duplicate = "CASE WHEN old.same THEN 0 ELSE 1 END", "CASE WHEN old.same THEN 1 ELSE 0 END"
+        joined = " FROM old"
     ledger_cte = ingestion_entry_cte(
         source=LedgerSource.REST,
         project="t.project_id",
@@ -155,9 +161,10 @@ def _update_active_trace(
         duplicate=duplicate,
     )
     sql = (
-        f"WITH {before}t AS (UPDATE {table} SET {set_sql}, updated_at = %s "
-        f"WHERE project_id = %s AND session_id = %s AND status = %s "
-        f"RETURNING {select_columns(AgentTrace)}), "
+        f"WITH {before}t AS (UPDATE {table} SET {set_sql}, ledger_units = {table}.ledger_units + {stored}, "
+        f"updated_at = %s{joined} "
+        f"WHERE {'old.old_id = id AND ' if same_sql else ''}project_id = %s AND session_id = %s AND status = %s "
+        f"RETURNING {select_columns(AgentTrace, table)}), "
         f"{ledger_cte} "
         f"SELECT * FROM t"
     )
@@ -210,7 +217,8 @@ def _intent_record_locked(
     if trace.is_finished:
         raise ConflictError(f"Trace {session_id} is {trace.status}; its intent can no longer change")
     trace.intent_detected, trace.resource_type, trace.operation = intent, resource_type, operation
-    trace.save(update_fields=["intent_detected", "resource_type", "operation", "updated_at"])
+    trace.ledger_units += 1
+    trace.save(update_fields=["intent_detected", "resource_type", "operation", "ledger_units", "updated_at"])
     _record_rest(project_id, stored=1)
     return trace
 
@@ -326,7 +334,8 @@ def _tool_calls_record_locked(
         outcome.append((row, True))
     if to_insert:
         tool_calls_create(calls=to_insert)
-        trace.save(update_fields=["tool_call_count", "updated_at"])
+        trace.ledger_units += len(to_insert)
+        trace.save(update_fields=["tool_call_count", "ledger_units", "updated_at"])
     _record_rest(project_id, stored=len(to_insert), duplicate=len(calls) - len(to_insert))
     return outcome
 
@@ -340,7 +349,7 @@ def _tool_calls_record_locked(
 _APPEND_TOOL_CALL_SQL = f"""
 WITH trace AS (
     UPDATE {AgentTrace._meta.db_table} AS t
-       SET tool_call_count = t.tool_call_count + 1, updated_at = %(now)s
+       SET tool_call_count = t.tool_call_count + 1, ledger_units = t.ledger_units + 1, updated_at = %(now)s
      WHERE t.project_id = %(project_id)s AND t.session_id = %(session_id)s AND t.status = %(active)s
        AND NOT EXISTS (SELECT 1 FROM {ToolCall._meta.db_table} AS c WHERE c.trace_id = t.id AND c.call_id = %(call_id)s)
  RETURNING t.id, t.tool_call_count
@@ -448,9 +457,19 @@ def _complete_locked(
     trace.error = error
     trace.status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     finish_fields(trace, timezone.now())
+    trace.ledger_units += 1
     # Only what completing changes: a full save rewrites (and compiles) every column, metadata included.
     trace.save(
-        update_fields=["final_response", "success", "error", "status", "end_time", "duration_seconds", "updated_at"]
+        update_fields=[
+            "final_response",
+            "success",
+            "error",
+            "status",
+            "end_time",
+            "duration_seconds",
+            "ledger_units",
+            "updated_at",
+        ]
     )
     _record_rest(project_id, stored=1)
     traces_completed_announce(trace_ids=[trace.pk])

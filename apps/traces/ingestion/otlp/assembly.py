@@ -145,6 +145,8 @@ def build_trace(root: SpanRecord, records: list[SpanRecord], *, marked: int = 0)
         end_time=end,
         duration_seconds=max((end - start).total_seconds(), 0.0),
         tool_call_count=len(tools),
+        # Every span given is stored in the trace but the tool spans beyond the cap (counted as dropped).
+        ledger_units=len(records) - len(tools_dropped),
         metadata={"otel": otel},
         source=AgentTrace.Source.OTLP,
         otel_trace_id=root.trace_id,
@@ -387,7 +389,9 @@ def merge_into_trace(
             rows.append(_call_row(trace_pk, seq, call_id, r))
         tool_calls_insert(rows=rows)
         trace.tool_call_count += len(tools)
-    update_fields = ["tool_call_count", "metadata", "updated_at"]
+    # The spans merged are stored in the trace, but those the cap refused (counted as dropped).
+    trace.ledger_units += len(records) - len(refused)
+    update_fields = ["tool_call_count", "ledger_units", "metadata", "updated_at"]
     if fill_fields:
         update_fields += _fill_trace_fields(trace, records)
     otel = dict(trace.metadata.get("otel") or {})

@@ -39,7 +39,9 @@ projects apart while spans wait: a root assembles, and the reaper settles, only 
 of the trace's own project (a trace id that crossed two teams' services, or a replay, never pulls
 one project's tool calls into another's trace); the others wait for a root of their own project,
 or are pruned as its orphans. A span stored before this key existed has none and is claimed by
-any project, as it was then.
+any project, as it was then. The spans stored that end up in a trace (not those a cap refused) are
+counted on it as they are merged (AgentTrace.ledger_units, in the UPDATE or INSERT that stores the
+trace), so retention moves exactly them to dropped ("expired") when the trace expires.
 
 The write path is built for throughput: per request a handful of statements whatever the number
 of spans (one INSERT … SELECT FROM unnest for the spans, one bulk INSERT for traces, one COPY for
@@ -509,6 +511,35 @@ def otlp_traces_settle(*, batch: int = 500) -> int:
         after = trace_ids[-1]
 
 
+def _waiting_forget(where: str, params: list, reason: str) -> int:
+    """Delete the spans still waiting for their root (content kept, not a cap's mark) that `where`
+    selects, each counted in the ledger of the project that sent it as dropped (`reason`) at the hour
+    it arrived: they were counted as stored then, and no trace holds them. Counted from what the
+    DELETE removed, not a count before it: a span claimed meanwhile by an assembly is not dropped.
+    Returns how many went."""
+    moved: Counter = Counter()
+    senders = _Senders()
+    if fastpath.enabled():
+        not_marked, sender = "payload->>'dropped' IS NULL", f"payload->>'{_PROJECT_KEY}'"
+    else:
+        not_marked, sender = (
+            "json_extract(payload, '$.dropped') IS NULL",
+            f"json_extract(payload, '$.{_PROJECT_KEY}')",
+        )
+    for received_at, project in fastpath.fetch_all(
+        f"DELETE FROM {_SPAN_TABLE} WHERE {where} AND payload IS NOT NULL AND {not_marked} "
+        f"RETURNING received_at, {sender}",
+        params,
+    ):
+        if isinstance(received_at, str):
+            received_at = parse_datetime(received_at)
+        if timezone.is_naive(received_at):
+            received_at = timezone.make_aware(received_at, UTC)
+        moved[(senders(project), _hour(received_at))] += 1
+    _record_corrections(moved, reason)
+    return sum(moved.values())
+
+
 def otlp_spans_prune(*, older_than) -> int:
     """Forget span ids older than the retry window. Spans still waiting for a root that never came
     are dropped with them, each counted in the ledger as dropped ("orphan") at the hour it arrived.
@@ -517,27 +548,19 @@ def otlp_spans_prune(*, older_than) -> int:
     otlp_traces_settle()
     cutoff = timezone.now() - older_than
     with transaction.atomic():
-        orphans: Counter = Counter()
-        senders = _Senders()
-        if fastpath.enabled():
-            not_marked, sender = "payload->>'dropped' IS NULL", f"payload->>'{_PROJECT_KEY}'"
-        else:
-            not_marked, sender = (
-                "json_extract(payload, '$.dropped') IS NULL",
-                f"json_extract(payload, '$.{_PROJECT_KEY}')",
-            )
-        # Counted from what the DELETE removed, not a count before it: a span claimed meanwhile
-        # by a root's assembly is not an orphan. Each in the ledger of the project that sent it.
-        for received_at, project in fastpath.fetch_all(
-            f"DELETE FROM {_SPAN_TABLE} WHERE received_at < %s AND payload IS NOT NULL "
-            f"AND {not_marked} RETURNING received_at, {sender}",
-            [cutoff],
-        ):
-            if isinstance(received_at, str):
-                received_at = parse_datetime(received_at)
-            if timezone.is_naive(received_at):
-                received_at = timezone.make_aware(received_at, UTC)
-            orphans[(senders(project), _hour(received_at))] += 1
-        _record_corrections(orphans, "orphan")
+        # Each in the ledger of the project that sent it.
+        orphans = _waiting_forget("received_at < %s", [cutoff], "orphan")
         deleted, _ = OtlpSpan.objects.filter(received_at__lt=cutoff).delete()
-    return deleted + sum(orphans.values())
+    return deleted + orphans
+
+
+def otlp_waiting_expire(*, otel_trace_ids: list[str]) -> int:
+    """Retention, before it forgets the span ids of expired traces: the spans of those traces still
+    waiting (a settle not run yet, or another project's spans of the same trace id) were counted as
+    stored and are in no trace, so each is counted as dropped ("expired") at the hour it arrived, in
+    its sender's ledger. Call it in the deleting transaction. Returns how many."""
+    if not otel_trace_ids:
+        return 0
+    return _waiting_forget(
+        f"otel_trace_id IN ({', '.join(['%s'] * len(otel_trace_ids))})", list(otel_trace_ids), "expired"
+    )
