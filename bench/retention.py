@@ -1,6 +1,6 @@
 """Retention at scale: expiring half of a project's traces while agents keep sending new ones.
 
-    .venv/bin/python bench/retention.py [--traces 2000000] [--calls 10] [--seconds 10]
+    .venv/bin/python bench/retention.py [--traces 2000000] [--calls 10] [--seconds 10] [--keep] [--reuse]
 
 Creates the PostgreSQL database evalsite_bench_retention, loads --traces traces with --calls tool
 calls each by COPY (as the batch API stores them, in the default project), dates the older half 60
@@ -9,7 +9,7 @@ small batch ingests (10 traces of 3 tool calls, one request after another) for -
 idle; then runs `manage.py apply_retention` and keeps measuring until it ends. Prints how long the
 expiry took (target: <= 2 minutes for half of 2M traces), the ingestion p50/p95 idle and during it
 (target: p95 during <= 2x idle), and the table sizes before and after. Drops the database unless
---keep.
+--keep; --reuse runs again on a kept database (the older half of what is left expires).
 """
 
 import argparse
