@@ -7,7 +7,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import ProtectedError
 
 from apps.core.audit.registry import audit_recorded_by_caller, registered_state
-from apps.core.audit.services import audit_record, created, diff
+from apps.core.audit.services import audit_record, created
 from apps.core.auth import crypto
 from apps.core.errors import ConflictError
 from apps.core.models import Project
@@ -116,38 +116,55 @@ def _taken_component_ids(bot: Bot | None, data: BotIn, project: Project) -> None
 
 
 def bot_components(bot: Bot) -> dict:
-    """A bot's tools and knowledge bases as its audit events record them. A document is its title
-    and a digest of its text: an edit of the text shows, and the trail does not copy the corpus."""
-    return {
-        "tools": [
-            {
-                "id": t.component_id,
-                "tool_name": t.tool_name,
-                "name": t.name,
-                "type": t.type,
-                "description": t.description,
-                "output_instructions": t.output_instructions,
-            }
-            for t in BotTool.objects.filter(bot=bot).order_by("position", "id")
-        ],
-        "knowledge_bases": [
-            {
-                "id": kb.component_id,
-                "name": kb.name,
-                "type": kb.type,
-                "documents": [
-                    {"title": d.title, "text_sha256": hashlib.sha256(d.text.encode()).hexdigest()[:16]}
-                    for d in kb.documents.order_by("position", "id")
-                ],
-            }
-            for kb in KnowledgeBase.objects.filter(bot=bot).order_by("position", "id").prefetch_related("documents")
-        ],
+    """A bot's tools and knowledge bases as its audit events record them, one entry per component
+    ("tools.<tool_name>", "knowledge_bases.<name>"), so an event names the component that changed.
+    A document is its title and a digest of its text: an edit of the text shows, and the trail
+    does not copy the corpus."""
+    components = {
+        f"tools.{t.tool_name}": {
+            "id": t.component_id,
+            "name": t.name,
+            "type": t.type,
+            "description": t.description,
+            "output_instructions": t.output_instructions,
+        }
+        for t in BotTool.objects.filter(bot=bot).order_by("position", "id")
     }
+    for kb in KnowledgeBase.objects.filter(bot=bot).order_by("position", "id").prefetch_related("documents"):
+        key = f"knowledge_bases.{kb.name}"
+        # Names are not unique: a second one of the same name is told apart by its id.
+        components[key if key not in components else f"{key}#{kb.component_id}"] = {
+            "id": kb.component_id,
+            "type": kb.type,
+            "documents": [
+                {"title": d.title, "text_sha256": hashlib.sha256(d.text.encode()).hexdigest()[:16]}
+                for d in kb.documents.order_by("position", "id")
+            ],
+        }
+    return components
 
 
 def bot_state(bot: Bot | None) -> dict | None:
     """What a bot's audit event compares: its own fields and its components (None: no bot yet)."""
     return None if bot is None else {**registered_state(bot), **bot_components(bot)}
+
+
+def _bot_changes(before: dict, after: dict) -> dict:
+    """{name: [before, after]} of what differs: a field; a component added or removed (the whole of
+    it on one side); or, of a component on both sides, each of its fields that changed
+    ("tools.search_kb.description")."""
+    changes = {}
+    for name in [*after, *(name for name in before if name not in after)]:
+        old, new = before.get(name), after.get(name)
+        if old == new:
+            continue
+        if isinstance(old, dict) and isinstance(new, dict) and name.startswith(("tools.", "knowledge_bases.")):
+            for field in [*new, *(f for f in old if f not in new)]:
+                if old.get(field) != new.get(field):
+                    changes[f"{name}.{field}"] = [old.get(field), new.get(field)]
+        else:
+            changes[name] = [old, new]
+    return changes
 
 
 class _Audited:
@@ -174,7 +191,7 @@ def bot_audit_change(bot: Bot, before: dict | None) -> None:
     """The audit event of a change to `bot` (fields, tools, knowledge bases) from the state
     `before` (bot_state before it; None when the bot is new), if anything changed."""
     after = bot_state(bot)
-    changes = created(after) if before is None else diff(before, after)
+    changes = created(after) if before is None else _bot_changes(before, after)
     if changes:
         audit_record(
             action="create" if before is None else "update",

@@ -452,11 +452,10 @@ class TestBotComponents:
 
         event = one_event(start)
         assert (event.action, event.object_type, event.object_id) == ("update", "bot", bot["agent_id"])
-        assert set(event.changes) == {"tools", "knowledge_bases"}
-        tools_before, tools_after = event.changes["tools"]
-        assert [t["description"] for t in tools_before] == ["Transfer", ""]
-        assert [t["description"] for t in tools_after] == ["Transfer to a person", ""]
-        docs_before, docs_after = (kbs[0]["documents"] for kbs in event.changes["knowledge_bases"])
+        # Each component that changed, by name, and in it each field that changed.
+        assert set(event.changes) == {"tools.live_handoff.description", "knowledge_bases.Handbook.documents"}
+        assert event.changes["tools.live_handoff.description"] == ["Transfer", "Transfer to a person"]
+        docs_before, docs_after = event.changes["knowledge_bases.Handbook.documents"]
         assert [d["title"] for d in docs_after] == ["PTO", "Expenses"]
         assert docs_before[1]["text_sha256"] != docs_after[1]["text_sha256"]
         assert docs_before[0] == docs_after[0]
@@ -467,8 +466,9 @@ class TestBotComponents:
         create_bot(editor_api)
         event = one_event(start)
         assert event.action == "create"
-        assert [t["tool_name"] for t in event.changes["tools"][1]] == ["live_handoff", "search_kb"]
-        assert event.changes["knowledge_bases"][1][0]["name"] == "Handbook"
+        assert event.changes["tools.live_handoff"][0] is None
+        assert event.changes["tools.live_handoff"][1]["description"] == "Transfer"
+        assert {"tools.search_kb", "knowledge_bases.Handbook"} <= set(event.changes)
 
     def test_an_unchanged_put_records_nothing(self, editor_api):
         bot = create_bot(editor_api)
@@ -496,8 +496,10 @@ class TestBotComponents:
 
         event = one_event(start)
         assert (event.action, event.actor) == ("update", "root")
-        assert event.changes["name"] == ["O'Connor Associate", "Renamed in the admin"]
-        assert [t["description"] for t in event.changes["tools"][1]] == ["Transfer", "Search the handbook"]
+        assert event.changes == {
+            "name": ["O'Connor Associate", "Renamed in the admin"],
+            "tools.search_kb.description": ["", "Search the handbook"],
+        }
 
     def test_an_admin_knowledge_base_delete_is_an_event_of_its_bot(self, client, editor_api):
         from apps.bots.models import KnowledgeBase
@@ -512,5 +514,6 @@ class TestBotComponents:
 
         event = one_event(start)
         assert (event.action, event.object_id) == ("update", bot["agent_id"])
-        assert event.changes["knowledge_bases"][1] == []
+        assert event.changes["knowledge_bases.Handbook"][1] is None
+        assert [d["title"] for d in event.changes["knowledge_bases.Handbook"][0]["documents"]] == ["PTO", "Expenses"]
         assert not KnowledgeBase.objects.filter(pk=kb.pk).exists()
