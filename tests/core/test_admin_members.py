@@ -194,3 +194,18 @@ def test_the_console_links_to_the_admin_for_members_only(team):
     stranger = Client()
     stranger.force_login(UserFactory(username="placed-nowhere"))
     assert 'href="/admin/"' not in stranger.get("/console/").content.decode()
+
+
+def test_the_console_offers_change_password_only_to_someone_who_has_one(team):
+    """A person who signs in by single sign-on has no password here: the link would lead to a form
+    asking for an old password they never had."""
+    with_password = member(team["project"], ProjectRole.EDITOR, username="has-password")
+    assert "/admin/password_change/" in with_password.get("/console/").content.decode()
+
+    sso = member(team["project"], ProjectRole.EDITOR, username="sso-person")
+    sso.user.set_unusable_password()
+    sso.user.save()
+    sso.force_login(sso.user)
+    page = sso.get("/console/").content.decode()
+    assert "/admin/password_change/" not in page
+    assert "/admin/" in page  # the admin link itself stays: their role admits them
