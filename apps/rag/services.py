@@ -1,6 +1,7 @@
 """TRACE evaluation: parse → validate → flag missing → score → store, and the answer in the contract's shape."""
 
 import time
+from collections.abc import Callable
 
 import orjson
 from django.db import transaction
@@ -25,11 +26,13 @@ def trace_evaluation_create(
     user=None,
     use_llm: bool | None = None,
     project_id: int | None = None,
+    on_stored: Callable[[], None] | None = None,
 ) -> TraceEvaluation:
     """The stored evaluation, its metric Score rows in `metric_scores`: the answer is read from it
     (api.schemas.TraceAnswerOut). Raises query_object.QueryParseError for a query that yields no
     payload (the API's 400). use_llm: None means "when one is configured". Stored in the project
-    (`default` if None)."""
+    (`default` if None); `on_stored` runs in the storing transaction (the request's redaction
+    counts), after the scoring, which holds no transaction."""
     started = time.perf_counter()
     use_llm = llm.llm_configured() if use_llm is None else use_llm
     parsed = parse_query(query, use_llm=use_llm)
@@ -65,6 +68,7 @@ def trace_evaluation_create(
         user=user,
         duration_ms=(time.perf_counter() - started) * 1000,
         project_id=default_project_id() if project_id is None else project_id,
+        on_stored=on_stored,
     )
 
 
@@ -91,6 +95,7 @@ def _store(
     user,
     duration_ms: float,
     project_id: int,
+    on_stored: Callable[[], None] | None = None,
 ) -> TraceEvaluation:
     evaluation = TraceEvaluation.objects.create(
         project_id=project_id,
@@ -111,6 +116,8 @@ def _store(
         score.subject_id = evaluation.pk
     # The answer is read from these rows as stored, without a query back.
     evaluation.metric_scores = scores_store(rows=scores)
+    if on_stored is not None:
+        on_stored()
     return evaluation
 
 

@@ -281,3 +281,34 @@ def test_turned_on_with_patch_project_settings_then_applied_to_the_next_request(
     assert admin.post(f"{BASE}/traces", start, format="json").status_code == 201
     assert AgentTrace.objects.get(session_id="before").user_query == f"I am {EMAIL}"
     assert AgentTrace.objects.get(session_id="after").user_query == "I am <EMAIL>"
+
+
+@pytest.mark.parametrize("door", ["rest", "batch", "otlp", "trace"])
+def test_the_counts_commit_with_the_rows_or_neither_does(client, pii_project, monkeypatch, door):
+    """The day's counts are written in the transaction that stores what was redacted: when writing
+    them fails, the request stores nothing (a 5xx the client retries), instead of rows whose
+    redactions were never counted."""
+    from django.db import DatabaseError
+
+    from apps.traces.ingestion import redaction
+
+    def broken(**kwargs):
+        raise DatabaseError("the counts could not be written")
+
+    monkeypatch.setattr(redaction, "redaction_counts_add", broken)
+    broken_client = project_key_client(pii_project, username="raises")
+    broken_client.raise_request_exception = False
+    if door == "rest":
+        body = {"session_id": "r-1", "user_query": f"I'm {EMAIL}", "agent_name": "Agent1"}
+        response = broken_client.post(f"{BASE}/traces", body, format="json")
+    elif door == "batch":
+        response = broken_client.post(f"{BASE}/traces/batch", {"traces": [batch_trace("b-1")]}, format="json")
+    elif door == "otlp":
+        response = broken_client.post("/v1/traces", json.dumps(otlp_body()), content_type="application/json")
+    else:
+        query = {"tests": ["answer_accuracy"], "question": f"Who is {EMAIL}?", "answer": "Jane", "ground_truth": "Jane"}
+        response = broken_client.post("/api/v1/trace", {"query": json.dumps(query)}, format="json")
+    assert response.status_code >= 500, response.content
+    assert not AgentTrace.objects.exists()
+    assert not TraceEvaluation.objects.exists()
+    assert not RedactionCount.objects.exists()

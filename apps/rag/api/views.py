@@ -73,11 +73,14 @@ class TraceView(APIView):
         query = _redacted_query(redaction, body.query)
         try:
             evaluation = services.trace_evaluation_create(
-                query=query, partial=params.partial, user=request.user, project_id=project_of(request).pk
+                query=query,
+                partial=params.partial,
+                user=request.user,
+                project_id=project_of(request).pk,
+                on_stored=redaction.record,
             )
         except QueryParseError as exc:
             return Response(exc.response_body(), status=exc.status_code)
-        redaction.record()
         return respond(TraceAnswerOut, evaluation, headers={"X-Trace-Evaluation-Id": str(evaluation.pk)})
 
 

@@ -210,14 +210,14 @@ class TraceStartView(APIView):
         with _refusals_recorded(request):
             redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             body = validate_body(TraceStartIn, redaction.fields(request.data))
-            trace, created = services.trace_start(
-                session_id=body.session_id,
-                user_query=body.user_query,
-                agent_name=body.agent_name,
-                metadata=body.metadata,
-                project_id=project_of(request).pk,
-            )
-            redaction.record()
+            with redaction.storing():
+                trace, created = services.trace_start(
+                    session_id=body.session_id,
+                    user_query=body.user_query,
+                    agent_name=body.agent_name,
+                    metadata=body.metadata,
+                    project_id=project_of(request).pk,
+                )
         return _written(
             request,
             trace,
@@ -236,14 +236,14 @@ class TraceIntentView(APIView):
         with _refusals_recorded(request):
             redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             body = validate_body(IntentIn, redaction.fields(request.data))
-            trace = services.trace_intent_record(
-                session_id=session_id,
-                intent=body.intent,
-                resource_type=body.resource_type,
-                operation=body.operation,
-                project_id=project_of(request).pk,
-            )
-            redaction.record()
+            with redaction.storing():
+                trace = services.trace_intent_record(
+                    session_id=session_id,
+                    intent=body.intent,
+                    resource_type=body.resource_type,
+                    operation=body.operation,
+                    project_id=project_of(request).pk,
+                )
         return _written(request, trace)
 
 
@@ -269,10 +269,10 @@ class TraceToolCallsView(APIView):
                 _tool_call_input(call, f"idem:{idempotency_key}:{i}" if idempotency_key else None)
                 for i, call in enumerate(calls)
             ]
-            recorded = services.trace_tool_calls_record(
-                session_id=session_id, calls=inputs, project_id=project_of(request).pk
-            )
-            redaction.record()
+            with redaction.storing():
+                recorded = services.trace_tool_calls_record(
+                    session_id=session_id, calls=inputs, project_id=project_of(request).pk
+                )
         any_created = any(created for _, created in recorded)
         # Without the read scope only each call's place: a call already recorded under the same
         # call_id may be another agent's.
@@ -297,14 +297,14 @@ class TraceCompleteView(APIView):
         with _refusals_recorded(request):
             redaction = request_redaction(request)  # PII redaction before anything is stored (issue 23)
             body = validate_body(CompleteIn, redaction.fields(request.data))
-            trace = services.trace_complete(
-                session_id=session_id,
-                final_response=body.final_response,
-                success=body.success,
-                error=body.error,
-                project_id=project_of(request).pk,
-            )
-            redaction.record()
+            with redaction.storing():
+                trace = services.trace_complete(
+                    session_id=session_id,
+                    final_response=body.final_response,
+                    success=body.success,
+                    error=body.error,
+                    project_id=project_of(request).pk,
+                )
         return _written(request, trace)
 
 
@@ -362,8 +362,8 @@ class TraceBatchView(APIView):
                         ),
                     )
                 )
-            outcome = services.traces_ingest_batch(items=valid, refused=refused, project_id=project_of(request).pk)
-            redaction.record()
+            with redaction.storing():
+                outcome = services.traces_ingest_batch(items=valid, refused=refused, project_id=project_of(request).pk)
         return respond(
             BatchOut,
             {

@@ -10,10 +10,14 @@ and results, errors, the final answer, metadata, span attributes and resource at
 ids (session_id, agent_name, tool_name, call_id, resource_type, operation, span and trace ids) are
 left alone: clients address their traces by them, and the evaluators and pages group by them.
 
-The counts go to RedactionCount with one statement per request, and only when something was replaced.
+The counts go to RedactionCount with one statement per request, only when something was replaced,
+and in the transaction that stores the request (`storing`, or a service's `on_stored` hook), so a
+day's counts never differ from what was stored.
 """
 
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -90,8 +94,22 @@ class Redaction:
                 if value:
                     setattr(record, name, self.redactor.redact_value(value, self.counts))
 
+    @contextmanager
+    def storing(self) -> Iterator[None]:
+        """The block that stores the request: what was replaced is counted in the same transaction,
+        so the counts and the rows commit, or roll back, together. With nothing replaced the block
+        adds no transaction (the doors' single-statement fast paths stay single statements)."""
+        if not self.counts:
+            yield
+            return
+        with transaction.atomic():
+            yield
+            self.record()
+
     def record(self) -> None:
-        """Adds what was replaced to the project's count for today; call once the request was stored."""
+        """Adds what was replaced to the project's count for today. Call it inside the transaction
+        that stores the request: `storing`, or a service's `on_stored` hook (OTLP and TRACE commit
+        on their own)."""
         if self.counts:
             redaction_counts_add(project=self.project, counts=self.counts)
             self.counts = Counter()

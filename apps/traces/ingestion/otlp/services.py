@@ -49,6 +49,7 @@ tool calls on PostgreSQL), and no ORM object per span.
 """
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -330,13 +331,15 @@ def otlp_spans_ingest(
     rejected: dict[str, int] | None = None,
     repeated: int = 0,
     project_id: int | None = None,
+    on_stored: Callable[[], None] | None = None,
 ) -> IngestOutcome:
     """Store the spans of one export request (already mapped) in the project (`default` if None),
     assembling traces as their roots arrive. OpenTelemetry trace ids are 128 random bits and stay
     unique across projects: spans of a trace id another project holds are refused (`conflict`),
     never merged into it. `rejected`: per reason, the spans of the request refused before storage; with the
     records they make the request's ledger entry. `repeated`: spans the request held more than once,
-    mapped once; the repeats are received and counted as duplicates."""
+    mapped once; the repeats are received and counted as duplicates. `on_stored` runs in the
+    transaction that stores the spans (the request's redaction counts), not when nothing is."""
     project_id = default_project_id() if project_id is None else project_id
     rejected = {reason: n for reason, n in (rejected or {}).items() if n}
     foreign = set(
@@ -439,6 +442,8 @@ def otlp_spans_ingest(
             dropped={"trace_cap": dropped_now},
         )
         _record_corrections(moved, "trace_cap")
+        if on_stored is not None:
+            on_stored()
     # Every trace this export touched, duplicates included: a retry of an export whose assembly was
     # interrupted (a 503 on a lock wait, a killed worker) repairs its traces.
     outcome.traces_updated += _settle(set(by_trace))

@@ -131,8 +131,8 @@ class OtlpTracesView(APIView):
                 rejected=rejections.by_reason,
                 repeated=rejections.repeated,
                 project_id=project_of(request).pk,
+                on_stored=redaction.record,
             )
-            redaction.record()
         except (OperationalError, InterfaceError):
             # Database down, restarting, or a lock held past EVALSITE_OTLP_LOCK_TIMEOUT_MS: worth a retry.
             return _status_response(request, 503, "The database is unavailable or busy; retry later.", retry_after=True)
