@@ -82,7 +82,7 @@ def traces_clear(*, project_id: int | None = None) -> int:
     """Delete every trace of the project (`default` if None), its tool calls and its OTLP span ids
     (so the same spans sent again make the trace anew). Returns the number of traces deleted."""
     traces = project_traces(project_id)
-    _rows_forget(traces.values("pk"))
+    _rows_forget(traces.values("pk"), _otel_ids(traces))
     deleted, _ = traces.delete()
     return deleted
 
@@ -101,15 +101,17 @@ def traces_expire(project, before, limit: int) -> int:
         ids = expired_ids(AgentTrace.objects.filter(project=project), before=before, limit=limit)
         if not ids:
             return 0
-        _expiry_record(project, ids)
-        _rows_forget(ids)
+        # Read once: the ledger counts these OTLP traces' waiting spans, then their span ids go.
+        otel_ids = list(_otel_ids(AgentTrace.objects.filter(pk__in=ids)).values_list("otel_trace_id", flat=True))
+        _expiry_record(project, ids, otel_ids)
+        _rows_forget(ids, otel_ids)
         # One statement per relation instead of Django's deletion collector, which reads the rows
         # and unlinks and deletes them 100 at a time (a quarter of a batch's time).
         references_unlink(AgentTrace, ids)
         return rows_delete_quietly(AgentTrace.objects.filter(pk__in=ids))
 
 
-def _expiry_record(project, trace_ids) -> None:
+def _expiry_record(project, trace_ids, otel_ids: list[str]) -> None:
     """Count what these traces held in the project's ingestion ledger as dropped ("expired"): one
     aggregate over the doomed rows (their ledger_units, per door and hour of creation), then one
     entry per group that moves those units from `stored` to `dropped`, in the deleting transaction.
@@ -125,23 +127,22 @@ def _expiry_record(project, trace_ids) -> None:
         .annotate(units=Sum("ledger_units"))
         .order_by("hour", "source")
     )
-    otlp = False
     for group in groups:
         n = group["units"] or 0
         ingestion_record(project=project, source=group["source"], stored=-n, dropped={"expired": n}, at=group["hour"])
-        otlp = otlp or group["source"] == AgentTrace.Source.OTLP
-    if otlp:
-        otel_ids = AgentTrace.objects.filter(pk__in=trace_ids, otel_trace_id__isnull=False).values_list(
-            "otel_trace_id", flat=True
-        )
-        otlp_waiting_expire(otel_trace_ids=list(otel_ids))
+    # Only OTLP traces have an OpenTelemetry trace id.
+    otlp_waiting_expire(otel_trace_ids=otel_ids)
 
 
-def _rows_forget(trace_ids) -> None:
+def _otel_ids(traces):
+    """The OpenTelemetry trace ids of `traces` (a queryset; only OTLP traces have one)."""
+    return traces.filter(otel_trace_id__isnull=False).values("otel_trace_id")
+
+
+def _rows_forget(trace_ids, otel_ids) -> None:
     """Deletes what hangs off these traces by id only: their tool calls and their OTLP span ids (the
     dedup records keyed by OpenTelemetry trace id, no foreign key). Left behind until the prune of
     the retry window, they would make the deleted trace's spans, sent again, duplicates of what no
     longer exists. One statement each, no per-row signals (none listen)."""
     rows_delete_quietly(ToolCall.objects.filter(trace_id__in=trace_ids))
-    otel_ids = AgentTrace.objects.filter(pk__in=trace_ids, otel_trace_id__isnull=False).values("otel_trace_id")
     rows_delete_quietly(OtlpSpan.objects.filter(otel_trace_id__in=otel_ids))

@@ -312,7 +312,7 @@ def test_an_expiry_rolled_back_counts_nothing(monkeypatch):
     AgentTrace.objects.update(created_at=OLD_HOUR)
     before = snapshot(project)
 
-    def broken(trace_ids):
+    def broken(trace_ids, otel_ids):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(services, "_rows_forget", broken)
