@@ -29,8 +29,20 @@ LOAD_CHUNK = 100_000
 
 
 def table_mb(dsn: str) -> dict[str, float]:
+    """Each table's size on disk with its indexes, summed over its partitions (a partitioned table
+    has no storage of its own), and the whole database's."""
     with psycopg.connect(dsn) as conn:
-        return {t: conn.execute("SELECT pg_total_relation_size(%s)", [t]).fetchone()[0] / 2**20 for t in SIZES}
+        sizes = {
+            t: conn.execute(
+                "SELECT coalesce((SELECT sum(pg_total_relation_size(relid)) FROM pg_partition_tree(%s)), "
+                "pg_total_relation_size(%s))",
+                [t, t],
+            ).fetchone()[0]
+            / 2**20
+            for t in SIZES
+        }
+        sizes["database"] = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0] / 2**20
+        return sizes
 
 
 def ingest_loop(url: str, key: str, stop: threading.Event, samples: list[float], errors: list[str]) -> None:
@@ -79,6 +91,16 @@ def main():
     if not args.reuse:
         db.create()
     env, key = prepare(db)
+    if not args.reuse:
+        # The partitions of the tool calls the load needs, made before it as Celery beat makes them
+        # ahead of ingestion (apps.traces.partitions); COPY gives the traces their ids.
+        subprocess.run(
+            [PYTHON, "manage.py", "toolcall_partitions", "--ensure", "--upto", str(args.traces)],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     try:
         # In chunks: 2M traces built at once would not fit in memory.
         load_seconds = 0.0
@@ -152,8 +174,9 @@ def main():
         )
         print(
             "table sizes (MB, with indexes) before -> after: "
-            + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in SIZES)
-            + " (DELETE leaves the space to be reused by new rows; it is not returned to the disk)"
+            + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in (*SIZES, "database"))
+            + " (tool calls: partitions whose every trace expired are dropped, their space returned to the "
+            "disk; traces: deleted by batches, their space reused by new rows)"
         )
         sent = 10 * (len(idle) + len(during))
         live -= live_before  # a reused database keeps the live traces of earlier runs

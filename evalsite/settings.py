@@ -547,6 +547,15 @@ CELERY_TIMEZONE = "UTC"
 EVALSITE_RETENTION_BATCH_SIZE = env_int("EVALSITE_RETENTION_BATCH_SIZE", 2000)
 EVALSITE_RETENTION_PAUSE_MS = env_int("EVALSITE_RETENTION_PAUSE_MS", 10)
 EVALSITE_RETENTION_INTERVAL_SECONDS = env_int("EVALSITE_RETENTION_INTERVAL_SECONDS", 3600)
+# PostgreSQL: how many trace ids one partition of the tool calls covers (apps.traces.partitions).
+# Retention returns a partition's disk space once every trace in it has expired: smaller partitions
+# return space sooner, more of them cost the planner a little on every tool call query.
+EVALSITE_TOOLCALL_PARTITION_TRACES = env_int("EVALSITE_TOOLCALL_PARTITION_TRACES", 100_000)
+if EVALSITE_TOOLCALL_PARTITION_TRACES < 1:
+    raise ImproperlyConfigured("EVALSITE_TOOLCALL_PARTITION_TRACES must be at least 1")
+# How long dropping or attaching a partition waits for its lock before it gives up until the next
+# pass, so ingestion never queues behind it for longer.
+EVALSITE_PARTITION_LOCK_TIMEOUT_MS = env_int("EVALSITE_PARTITION_LOCK_TIMEOUT_MS", 200)
 
 CELERY_BEAT_SCHEDULE_FILENAME = str(VAR_DIR / "celerybeat-schedule")
 CELERY_BEAT_SCHEDULE = {
@@ -558,6 +567,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.core.tasks.apply_retention",
         "schedule": float(EVALSITE_RETENTION_INTERVAL_SECONDS),
     },
+    "ensure-toolcall-partitions": {"task": "apps.traces.tasks.ensure_toolcall_partitions", "schedule": 60.0},
     "settle-otlp-traces": {
         "task": "apps.traces.tasks.settle_otlp_traces",
         "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS),

@@ -7,6 +7,10 @@ what would go, `expire` deletes up to `limit` of the oldest in one short transac
 many went. The pass (`retention_apply`, run by Celery beat and `manage.py apply_retention`) calls
 each expirer batch after batch, pausing between batches, so ingestion never waits on a long lock
 and a crash loses at most one batch's work, which the next pass redoes.
+
+Before the batches, each registered Reclaimer frees what it can in bulk, across projects: on
+PostgreSQL the tool calls' partitions whose every trace has expired are dropped whole, which returns
+their disk space (apps.traces.partitions); the batches then delete what is left row by row.
 """
 
 import time
@@ -41,11 +45,27 @@ class Expirer:
     expire: Callable[[Project, datetime, int], int]
 
 
+@dataclass(frozen=True)
+class Reclaimer:
+    """Frees, in bulk and across projects, rows that every project's retention has expired, before
+    the batches delete them one by one (a partition dropped whole). `name` is what the pass
+    reports; both callables take the pass's `now` and count the units they free (partitions)."""
+
+    name: str
+    reclaimable: Callable[[datetime], int]
+    reclaim: Callable[[datetime], int]
+
+
 _EXPIRERS: dict[str, Expirer] = {}
+_RECLAIMERS: dict[str, Reclaimer] = {}
 
 
 def expirer_register(expirer: Expirer) -> None:
     _EXPIRERS[expirer.name] = expirer
+
+
+def reclaimer_register(reclaimer: Reclaimer) -> None:
+    _RECLAIMERS[reclaimer.name] = reclaimer
 
 
 def expirers() -> list[Expirer]:
@@ -65,16 +85,23 @@ def _projects(slug: str | None):
 
 @dataclass
 class Expiry:
+    # "" for a Reclaimer's bulk step, which is every project's.
     project: str
     kind: str
     before: datetime
     count: int
 
 
+def _reclaimed(now: datetime, step: Callable[[Reclaimer], Callable[[datetime], int]]) -> list[Expiry]:
+    """What each reclaimer frees (or would), where it frees anything: on SQLite, nothing."""
+    counts = [(r.name, step(r)(now)) for r in _RECLAIMERS.values()]
+    return [Expiry("", name, now, n) for name, n in counts if n]
+
+
 def retention_plan(*, project: str | None = None, now: datetime | None = None) -> list[Expiry]:
     """What a pass would delete now, per project and kind (`apply_retention --dry-run`)."""
     now = now or timezone.now()
-    plan = []
+    plan = _reclaimed(now, lambda r: r.reclaimable) if project is None else []
     for p in _projects(project):
         for expirer in expirers():
             before = cutoff_of(p, expirer.setting, now)
@@ -97,7 +124,8 @@ def retention_apply(
     now = now or timezone.now()
     batch_size = batch_size or settings.EVALSITE_RETENTION_BATCH_SIZE
     pause = settings.EVALSITE_RETENTION_PAUSE_MS / 1000 if pause_seconds is None else pause_seconds
-    done = []
+    # Every project's expiry decides what a reclaimer frees, so a pass for one project skips them.
+    done = _reclaimed(now, lambda r: r.reclaim) if project is None else []
     for p in _projects(project):
         for expirer in expirers():
             before = cutoff_of(p, expirer.setting, now)

@@ -9,12 +9,19 @@ class TracesConfig(AppConfig):
     verbose_name = "Agent traces"
 
     def ready(self):
-        from apps.core.retention import RETENTION_DAYS, Expirer, expirer_register
+        from apps.core.retention import RETENTION_DAYS, Expirer, Reclaimer, expirer_register, reclaimer_register
 
-        from . import selectors, services
+        from . import partitions, selectors, services
 
         # After the evaluations that point at traces (order 10, 20), so their links need no update.
         expirer_register(Expirer("traces", RETENTION_DAYS, 30, selectors.traces_expired_count, services.traces_expire))
+        reclaimer_register(
+            Reclaimer(
+                "tool call partitions (every trace in them expired: their disk space returns)",
+                lambda now: len(partitions.partitions_reclaimable(now)),
+                partitions.partitions_reclaim,
+            )
+        )
         # Imported here, not at the top: both modules import models, which need the app registry.
         from .demo import load_demo_traces
         from .ledger_metrics import register_collector as register_ledger_collector

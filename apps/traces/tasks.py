@@ -4,7 +4,7 @@ from django.conf import settings
 
 from celery import shared_task
 
-from . import ledger, services
+from . import ledger, partitions, services
 from .ingestion.otlp import services as otlp_services
 
 
@@ -28,3 +28,8 @@ def prune_otlp_spans() -> int:
 @shared_task(name="apps.traces.tasks.compact_ingestion_ledger")
 def compact_ingestion_ledger() -> int:
     return ledger.ingestion_ledger_compact(older_than=timedelta(hours=settings.EVALSITE_LEDGER_COMPACT_AFTER_HOURS))
+
+
+@shared_task(name="apps.traces.tasks.ensure_toolcall_partitions")
+def ensure_toolcall_partitions() -> int:
+    return partitions.partitions_ensure()

@@ -405,11 +405,15 @@ def test_a_web_worker_killed_between_commit_and_assembly_loses_nothing(
 
 
 def _table_writes(table: str) -> tuple[int, int]:
-    """Rows inserted and updated in `table` by the current transaction (PostgreSQL statistics)."""
+    """Rows inserted and updated in `table` by the current transaction (PostgreSQL statistics, kept
+    per partition: summed over the table's partition tree)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT n_tup_ins, n_tup_upd FROM pg_stat_xact_user_tables WHERE relname = %s", [table])
-        row = cursor.fetchone()
-    return row or (0, 0)
+        cursor.execute(
+            "SELECT coalesce(sum(n_tup_ins), 0), coalesce(sum(n_tup_upd), 0) FROM pg_stat_xact_user_tables "
+            "WHERE relid = %s::regclass OR relid IN (SELECT relid FROM pg_partition_tree(%s))",
+            [table, table],
+        )
+        return tuple(cursor.fetchone())
 
 
 def test_a_late_earlier_span_on_a_big_trace_moves_no_other_call(on_postgres, db, exporter):

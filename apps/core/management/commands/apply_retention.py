@@ -25,4 +25,7 @@ class Command(BaseCommand):
             return
         verb = "would delete" if dry_run else "deleted"
         for e in expiries:
+            if not e.project:
+                self.stdout.write(f"all projects: {'would drop' if dry_run else 'dropped'} {e.count} {e.kind}")
+                continue
             self.stdout.write(f"{e.project}: {verb} {e.count} {e.kind} created before {e.before:%Y-%m-%d %H:%M} UTC")
