@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import psycopg
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
@@ -256,6 +256,8 @@ def test_the_dry_run_names_the_partitions_it_would_drop(fresh):
     listing = io.StringIO()
     call_command("toolcall_partitions", stdout=listing)
     assert partition.name in listing.getvalue() and partitions.DEFAULT in listing.getvalue()
+    with pytest.raises(CommandError, match="--upto goes with --ensure"):
+        call_command("toolcall_partitions", "--upto", "5")
 
 
 BEFORE = [("traces", "0015_agenttrace_ledger_units")]

@@ -16,6 +16,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, ensure=False, upto=None, **options):
+        if upto is not None and not ensure:
+            raise CommandError("--upto goes with --ensure")
         if not partitions.partitioned():
             raise CommandError("the tool calls are not partitioned here (PostgreSQL only, from migration traces.0016)")
         if ensure:
