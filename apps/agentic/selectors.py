@@ -8,7 +8,7 @@ from django.db import connection
 from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
 from apps.traces.selectors import project_traces
@@ -65,7 +65,7 @@ def with_metric_columns(qs: QuerySet) -> QuerySet:
 
 def project_evaluations(project_id: int | None) -> QuerySet[AgentEvaluation]:
     """The evaluations of a project (`default` when None). Every read of evaluations starts here."""
-    return AgentEvaluation.objects.filter(project_id=default_project_id() if project_id is None else project_id)
+    return AgentEvaluation.objects.filter(project_id=project_pk(project_id))
 
 
 def evaluation_list(*, session_id: str, project_id: int | None = None) -> list[AgentEvaluation]:
@@ -168,7 +168,7 @@ def evaluation_history(
 def evaluation_summary(*, project_id: int | None = None) -> dict:
     """The project's aggregates from the running totals (EvaluationRollup): as exact as a scan of
     every evaluation, at the cost of reading one row per (agent, operation, rating)."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     names = ("overall", *AGENTIC_METRICS)
     total = 0
     sums = {name: [0, 0.0] for name in names}
@@ -279,7 +279,7 @@ def evaluation_export_jsonl_postgres(*, project_id: int | None = None) -> Iterat
     COPY's CSV mode is used because it leaves backslashes alone (text mode would double those of
     the JSON escapes); it quotes a value only if it holds the delimiter, the quote character or a
     line break, and JSON text holds none of them raw (\x01, \x02 and newlines are escaped)."""
-    select, params = _export_select(default_project_id() if project_id is None else project_id)
+    select, params = _export_select(project_pk(project_id))
     sql = f"COPY ({select}) TO STDOUT WITH (FORMAT csv, DELIMITER E'\\x02', QUOTE E'\\x01')"
     buffer = bytearray()
     with connection.cursor() as cursor, cursor.cursor.copy(sql, params) as copy:

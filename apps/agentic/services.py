@@ -17,7 +17,7 @@ from django.db.models import Count, F, Q, Sum, Value
 from django.db.models.functions import Coalesce
 
 from apps.core.llm.fingerprint import canonical_json
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.models import Score
 from apps.scores.services import scores_delete, scores_store, subjects_forget
@@ -401,7 +401,7 @@ def evaluation_create_manual(
         agent_name=agent_name,
         operation=data.operation,
         fingerprint_hex=fingerprint(data),
-        project_id=default_project_id() if project_id is None else project_id,
+        project_id=project_pk(project_id),
         manual_input=manual_input,
     )
     _evaluations_store([evaluation])
@@ -412,7 +412,7 @@ def evaluation_create_manual(
 def evaluations_clear(*, project_id: int | None = None) -> tuple[int, int]:
     """Delete every evaluation and every trace of the project (`default` if None), together or not
     at all; other projects keep theirs. Returns (evaluations, traces)."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     evaluations = AgentEvaluation.objects.filter(project_id=project_id)
     scores_delete(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=evaluations.values("pk"))
     deleted, _ = evaluations.delete()

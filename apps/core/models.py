@@ -92,6 +92,15 @@ def default_project_id() -> int:
     return Project.objects.default().pk
 
 
+def project_pk(project: "Project | int | None") -> int:
+    """The id of `project`, given as a Project, an id, or None for `default`: callers inside
+    evalsite without a request (the contracts' in-process shim, demo data, management commands)
+    write into `default`; the API always passes the request's project."""
+    if project is None:
+        return default_project_id()
+    return project.pk if isinstance(project, Project) else int(project)
+
+
 class Project(models.Model):
     """A team's space: every trace, evaluation, score, key (and, in the apps above, bot, rubric,
     test set, run and queue) belongs to exactly one. Data from before projects is in `default`."""

@@ -13,6 +13,7 @@ from django.utils import timezone
 from apps.agentic.judges.base import AGENTIC_METRICS
 from apps.agentic.models import AgentEvaluation
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
+from apps.core.models import project_pk
 from apps.rag.models import TraceEvaluation
 from apps.runs.models import EvaluationResult
 from apps.runs.services import MAX_REVIEW_NOTE, verdict_review_create
@@ -58,7 +59,7 @@ def queue_create(
     try:
         with transaction.atomic():
             return ReviewQueue.objects.create(
-                project_id=getattr(project, "pk", project),
+                project_id=project_pk(project),
                 name=name.strip(),
                 kind=kind,
                 description=description,

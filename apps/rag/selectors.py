@@ -1,7 +1,7 @@
 from django.db.models import QuerySet
 
 from apps.core.errors import NotFoundError
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 
 from .filters import TraceEvaluationFilter
 from .models import TraceEvaluation, metric_scores_of
@@ -9,7 +9,7 @@ from .models import TraceEvaluation, metric_scores_of
 
 def project_trace_evaluations(project_id: int | None) -> QuerySet[TraceEvaluation]:
     """The RAG evaluations of a project (`default` when None). Every read of them starts here."""
-    return TraceEvaluation.objects.filter(project_id=default_project_id() if project_id is None else project_id)
+    return TraceEvaluation.objects.filter(project_id=project_pk(project_id))
 
 
 def trace_evaluation_list(*, filters: dict | None = None, project_id: int | None = None) -> QuerySet[TraceEvaluation]:
@@ -41,7 +41,7 @@ def trace_evaluation_search(
     (TraceEvaluationQuerySet.with_test_matching). Empty values are no filter.
     The payload stays unread (only its question); a page's scores come in one more query
     (trace_evaluations_with_scores)."""
-    project = default_project_id() if project_id is None else project_id
+    project = project_pk(project_id)
     queryset = (
         TraceEvaluation.objects.with_question()
         .filter(project_id=project)

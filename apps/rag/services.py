@@ -7,7 +7,7 @@ import orjson
 from django.db import transaction
 
 from apps.core.llm import client as llm
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import scores_delete, scores_store, subjects_forget
 from apps.scores.vocabulary import SubjectKind
@@ -67,7 +67,7 @@ def trace_evaluation_create(
         usage=usage,
         user=user,
         duration_ms=(time.perf_counter() - started) * 1000,
-        project_id=default_project_id() if project_id is None else project_id,
+        project_id=project_pk(project_id),
         on_stored=on_stored,
     )
 

@@ -3,6 +3,7 @@ and PUT, admin saves and restores); the shared rules of publishing are in apps.c
 this module adds the rubric's snapshot shape and rule rows."""
 
 from apps.bots.selectors import bot_named_in_body
+from apps.core.models import project_pk
 from apps.core.versioning.services import version_head_create, version_publish
 
 from .models import Rubric, RubricRule
@@ -48,7 +49,7 @@ def _write_rules(rubric: Rubric, content: RubricContent) -> None:
 def _publishing(content: RubricContent, project) -> dict:
     """What publishing `content` as a rubric of `project` (a Project or its id) needs from this app:
     its bot is the project's bot named by agent_id, never another project's."""
-    project_id = getattr(project, "pk", project)
+    project_id = project_pk(project)
     return {
         "snapshot_of": lambda rubric: rubric_content_snapshot(rubric.pk, content),
         "head_fields": lambda: {

@@ -33,6 +33,7 @@ from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
+from apps.core.models import project_pk
 from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import human_score_record, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
@@ -139,7 +140,7 @@ def run_create(*, data: RunCreateIn, project, created_by=None, api_key=None) -> 
         rubric_version, _ = sources.rubric_snapshot(rubric_id, rubric_version, project=project)
 
     run = EvaluationRun.objects.create(
-        project_id=getattr(project, "pk", project),
+        project_id=project_pk(project),
         agent_id=agent_id,
         dataset_id=dataset_id,
         test_set_id=test_set_id,

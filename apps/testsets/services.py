@@ -10,6 +10,7 @@ from django.db import transaction
 from apps.bots.models import Bot, BotTool
 from apps.bots.selectors import bot_named_in_body
 from apps.core.errors import InvalidInputError
+from apps.core.models import project_pk
 from apps.core.versioning.services import version_head_create, version_publish
 
 from .models import Dataset, DatasetQuestion, TestItem, TestSet
@@ -121,7 +122,7 @@ def _publishing(content: TestSetContent, project) -> dict:
     """What publishing `content` as a test set of `project` (a Project or its id) needs from this
     app: its bot is the project's. Item ids are assigned against the locked head, so the head rows
     take them from the snapshot."""
-    project_id = getattr(project, "pk", project)
+    project_id = project_pk(project)
     return {
         "snapshot_of": lambda test_set: _content_snapshot(
             test_set.pk, content, _assign_item_ids(test_set, content.items)
@@ -198,7 +199,7 @@ def _write_questions(dataset: Dataset, data: DatasetIn) -> None:
 def dataset_create(*, data: DatasetIn, project, dataset_id=None) -> Dataset:
     """A question set of `project`; its bot, if it names one, is the project's."""
     dataset = Dataset(
-        project_id=getattr(project, "pk", project),
+        project_id=project_pk(project),
         name=data.name,
         description=data.description,
         bot=_optional_bot(data.agent_id, project),

@@ -30,7 +30,7 @@ from django.db.models.functions import TruncHour
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
-from apps.core.models import Project, default_project_id
+from apps.core.models import Project, project_pk
 
 from . import fastpath
 from .models import IngestionEntry
@@ -77,12 +77,6 @@ def validation_reason(exc: PydanticValidationError) -> str:
     return "invalid"
 
 
-def _project_pk(project: Project | int | None) -> int:
-    if project is None:
-        return default_project_id()
-    return project.pk if isinstance(project, Project) else int(project)
-
-
 def ingestion_record(
     *,
     project: Project | int | None,
@@ -120,7 +114,7 @@ def ingestion_record(
     if dropped:
         reasons["dropped"] = dropped
     return IngestionEntry.objects.create(
-        project_id=_project_pk(project),
+        project_id=project_pk(project),
         at=at or timezone.now(),
         source=source,
         rejected=sum(rejected.values()),

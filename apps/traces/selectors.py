@@ -4,7 +4,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 
 from apps.core.errors import NotFoundError
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 
 from . import fastpath
 from .filters import TraceFilter
@@ -70,7 +70,7 @@ def tool_call_page_size() -> int:
 def project_traces(project_id: int | None) -> QuerySet[AgentTrace]:
     """The traces of a project (`default` when None: callers without a request, such as the
     contract's in-process functions). Every read of traces starts here."""
-    return AgentTrace.objects.filter(project_id=default_project_id() if project_id is None else project_id)
+    return AgentTrace.objects.filter(project_id=project_pk(project_id))
 
 
 def trace_find(*, session_id: str, project_id: int | None = None) -> AgentTrace | None:
@@ -132,7 +132,7 @@ def trace_tool_call_page(*, trace: AgentTrace, after: int = FIRST_PAGE, limit: i
 
 def trace_agent_names(*, limit: int = MAX_AGENT_CHOICES, project_id: int | None = None) -> list[str]:
     """The distinct agent names of the project's traces in order, at most `limit` (see _AGENT_NAMES_SQL)."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     return [row[0] for row in fastpath.fetch_all(_AGENT_NAMES_SQL, [project_id, project_id, limit])]
 
 

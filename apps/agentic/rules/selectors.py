@@ -1,13 +1,13 @@
 """Reads of online evaluation rules."""
 
 from apps.core.errors import NotFoundError
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 
 from ..models import EvaluationRule
 
 
 def _project_rules(project_id: int | None):
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     return EvaluationRule.objects.select_related("created_by").filter(project_id=project_id)
 
 

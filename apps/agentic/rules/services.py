@@ -24,7 +24,7 @@ from kombu.exceptions import OperationalError
 from apps.core.errors import ConflictError, InvalidInputError, ServiceUnavailableError
 from apps.core.llm.client import LLMNotConfigured, get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
-from apps.core.models import default_project_id
+from apps.core.models import default_project_id, project_pk
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
@@ -111,7 +111,7 @@ def rule_create(*, data: RuleData, created_by=None, project_id: int | None = Non
     """A rule of the project (`default` if None): it judges that project's traces only."""
     rule_judge_check(judge=data.judge)
     user = created_by if created_by is not None and created_by.is_authenticated else None
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     return _save(EvaluationRule(**vars(data), created_by=user, project_id=project_id))
 
 

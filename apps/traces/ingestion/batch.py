@@ -13,7 +13,7 @@ import orjson
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace
@@ -131,7 +131,7 @@ def traces_ingest_batch(
     same transaction as the request's ledger entry.
     """
     outcome = refused or BatchOutcome()
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     project_traces = AgentTrace.objects.filter(project_id=project_id)
     now = timezone.now()
     hashes: dict[int, str] = {}

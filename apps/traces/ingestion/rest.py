@@ -17,7 +17,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError, NotFoundError
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.traces import fastpath
 from apps.traces.ledger import Source as LedgerSource
 from apps.traces.ledger import ingestion_entry_cte, ingestion_record
@@ -29,12 +29,6 @@ from .writer import json_text, tool_calls_create, traces_completed_announce
 
 def not_found(session_id: str) -> NotFoundError:
     return NotFoundError(f"No trace found for session {session_id}")
-
-
-def _project(project_id: int | None) -> int:
-    # Callers inside evalsite without a request (the contract's in-process shim, demo data) write
-    # into `default`; the API always passes the request's project.
-    return default_project_id() if project_id is None else project_id
 
 
 def _locked_trace(project_id: int, session_id: str) -> AgentTrace:
@@ -98,7 +92,7 @@ def trace_start(
     """Open a trace in the project (`default` if None). Returns (trace, created); starting the same
     session again with the same query and agent is a no-op, with different ones a conflict."""
     metadata = metadata or {}
-    project_id = _project(project_id)
+    project_id = project_pk(project_id)
     try:
         # Insert first: a new session is the common case, and one INSERT on its own is one round trip.
         return (
@@ -190,7 +184,7 @@ def trace_intent_record(
     project_id: int | None = None,
 ) -> AgentTrace:
     """Set the detected intent. While the trace is active a later call may refine it."""
-    project_id = _project(project_id)
+    project_id = project_pk(project_id)
     trace = _update_active_trace(
         project_id,
         session_id,
@@ -287,7 +281,7 @@ def trace_tool_calls_record(
     gap-free seq numbers. A call whose call_id is already stored is returned, not re-inserted.
     Returns (tool_call, created) per input. One call on PostgreSQL (agents reporting each call as it
     happens) is first tried as one statement, with the same outcome."""
-    project_id = _project(project_id)
+    project_id = project_pk(project_id)
     if len(calls) == 1 and fastpath.enabled():
         stored = _append_in_one_statement(project_id, session_id, calls[0])
         if stored is not None:
@@ -425,7 +419,7 @@ def trace_complete(
     error: str | None = None,
     project_id: int | None = None,
 ) -> AgentTrace:
-    project_id = _project(project_id)
+    project_id = project_pk(project_id)
     status = AgentTrace.Status.COMPLETED if success else AgentTrace.Status.FAILED
     end_time = timezone.now()
     trace = _update_active_trace(
