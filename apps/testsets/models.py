@@ -53,6 +53,10 @@ class TestItem(models.Model):
     expected_outcome = models.TextField(blank=True, default="")
     tags = models.JSONField(default=list, blank=True)
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.MEDIUM)
+    # Provenance of an item made from production (apps.testsets.services.testset_items_from_traces):
+    # the trace's session id or the run result it came from, shown on the item with a link back.
+    source_session_id = models.CharField(max_length=255, null=True, blank=True)
+    source_result_id = models.UUIDField(null=True, blank=True)
 
     class Meta:
         ordering = ["test_set_id", "position", "id"]

@@ -61,6 +61,10 @@ class ItemIn(ConfigurationIn):
     expected: Annotated[ExpectedIn, BeforeValidator(_none_to_dict)] = Field(default_factory=ExpectedIn)
     tags: _list_of(ShortText) = Field(default_factory=list)
     priority: PriorityName = "medium"
+    source_session_id: Annotated[str, Field(min_length=1, max_length=255)] | None = Field(
+        default=None, description="The trace (session id) the item was made from; kept across versions when sent."
+    )
+    source_result_id: uuid.UUID | None = Field(default=None, description="The run result the item was made from.")
 
     @model_validator(mode="after")
     def _inputs_fit_type(self):
@@ -106,3 +110,55 @@ class DatasetIn(ConfigurationIn):
     questions: Annotated[
         list[QuestionIn], Field(max_length=MAX_QUESTIONS), unique_ids("question_id", what="question_id")
     ] = Field(default_factory=list)
+
+
+MAX_FROM_TRACES = 500
+SessionId = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class FromTraceIn(ConfigurationIn):
+    """One trace to become a test item, with what it should have done."""
+
+    session_id: SessionId
+    expected_outcome: OptText = ""
+    success_criteria: _list_of(Criterion) = Field(default_factory=list)
+
+
+class FromTracesIn(ConfigurationIn):
+    """POST /test-sets/{id}/items/from-traces: `session_ids` with one expected outcome and criteria
+    for all of them, or `items`, each with its own. `version` (or If-Match) makes it conditional on
+    the test set's current version."""
+
+    session_ids: Annotated[list[SessionId], Field(min_length=1, max_length=MAX_FROM_TRACES)] | None = None
+    expected_outcome: OptText = ""
+    success_criteria: _list_of(Criterion) = Field(default_factory=list)
+    items: Annotated[list[FromTraceIn], Field(min_length=1, max_length=MAX_FROM_TRACES)] | None = None
+    version: Annotated[int, Field(ge=1, strict=True)] | None = None
+    changelog: Annotated[OptText, Field(max_length=2000)] = ""
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        if (self.session_ids is None) == (self.items is None):
+            raise ValueError(
+                "send either session_ids (with an optional shared expected_outcome and "
+                "success_criteria) or items, not both"
+            )
+        if self.items is not None and (self.expected_outcome or self.success_criteria):
+            raise ValueError("with items, each item carries its own expected_outcome and success_criteria")
+        ids = [r.session_id for r in self.requests()]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"session ids listed more than once: {', '.join(twice)}")
+        return self
+
+    def requests(self) -> list[FromTraceIn]:
+        if self.items is not None:
+            return list(self.items)
+        return [
+            FromTraceIn(
+                session_id=session_id,
+                expected_outcome=self.expected_outcome,
+                success_criteria=list(self.success_criteria),
+            )
+            for session_id in self.session_ids or []
+        ]

@@ -6,15 +6,19 @@ item rows and stable item ids."""
 import uuid
 
 from django.db import transaction
+from django.db.models import Q
 
 from apps.bots.models import Bot, BotTool
 from apps.bots.selectors import bot_named_in_body
 from apps.core.errors import InvalidInputError
 from apps.core.models import project_pk
+from apps.core.versioning.selectors import head_data
 from apps.core.versioning.services import version_head_create, version_publish
+from apps.traces.models import AgentTrace
+from apps.traces.selectors import project_traces
 
 from .models import Dataset, DatasetQuestion, TestItem, TestSet
-from .schemas import DatasetIn, ItemIn, TestSetContent
+from .schemas import DatasetIn, FromTraceIn, ItemIn, TestSetContent
 from .transfer import parse_test_set_file
 
 
@@ -34,7 +38,7 @@ def item_snapshot(item: ItemIn, item_id: uuid.UUID) -> dict:
         data_inputs["max_turns"] = inputs.max_turns
     if inputs.scripted_turns:
         data_inputs["scripted_turns"] = list(inputs.scripted_turns)
-    return {
+    snapshot = {
         "item_id": str(item_id),
         "type": item.type,
         "name": item.name,
@@ -43,6 +47,12 @@ def item_snapshot(item: ItemIn, item_id: uuid.UUID) -> dict:
         "tags": list(item.tags),
         "priority": item.priority,
     }
+    # Only where there is one: items written by hand keep the contract's shape exactly.
+    if item.source_session_id is not None:
+        snapshot["source_session_id"] = item.source_session_id
+    if item.source_result_id is not None:
+        snapshot["source_result_id"] = str(item.source_result_id)
+    return snapshot
 
 
 def _assign_item_ids(test_set: TestSet, items: list[ItemIn]) -> list[uuid.UUID]:
@@ -113,6 +123,8 @@ def _write_items(test_set: TestSet, content: TestSetContent, snapshot: dict) -> 
             expected_outcome=item.expected.expected_outcome,
             tags=item.tags,
             priority=item.priority,
+            source_session_id=item.source_session_id,
+            source_result_id=item.source_result_id,
         )
         for position, (item, published) in enumerate(zip(content.items, snapshot["items"], strict=True))
     )
@@ -162,6 +174,113 @@ def testset_publish_version(
         expected_version=expected_version,
         **_publishing(content, test_set.project_id),
     )
+
+
+# A conversation longer than a scenario can script keeps its first turns.
+MAX_REPLAYED_TURNS = 51
+FROM_TRACE_TAG = "from-trace"
+
+
+def _conversation_id(trace: AgentTrace) -> str | None:
+    """The conversation a trace is one turn of: OTLP's gen_ai.conversation.id (kept in
+    metadata.otel), or a `conversation_id` a REST or batch client put in the metadata."""
+    otel = trace.metadata.get("otel") if isinstance(trace.metadata, dict) else None
+    found = (otel or {}).get("conversation_id") or (trace.metadata or {}).get("conversation_id")
+    return found if isinstance(found, str) and found else None
+
+
+def _user_turns(trace: AgentTrace) -> list[str]:
+    """The user's turns up to and including this trace: every trace of its conversation (in its
+    project, oldest first), or the trace's own query."""
+    conversation = _conversation_id(trace)
+    if conversation is None:
+        return [trace.user_query]
+    turns = (
+        project_traces(trace.project_id)
+        .filter(
+            Q(metadata__otel__conversation_id=conversation) | Q(metadata__conversation_id=conversation),
+            start_time__lte=trace.start_time,
+        )
+        .order_by("start_time", "id")
+        .values_list("user_query", flat=True)
+    )
+    return [turn for turn in turns if turn.strip()][:MAX_REPLAYED_TURNS] or [trace.user_query]
+
+
+def _item_from_trace(trace: AgentTrace, request: FromTraceIn) -> dict:
+    """A test item (ItemIn's fields) that replays what the trace's user asked: one message, or the
+    conversation's user turns as a scripted scenario."""
+    turns = _user_turns(trace)
+    if not turns[-1].strip():
+        raise InvalidInputError(f"Trace {trace.session_id} has no user query to make a test item from")
+    query = " ".join(turns[-1].split())
+    name = f"{query[:80]}{'…' if len(query) > 80 else ''} (trace {trace.session_id[:120]})"
+    item = {
+        "type": "single_turn",
+        "name": name,
+        "inputs": {"message": turns[0]},
+        "expected": {"expected_outcome": request.expected_outcome, "success_criteria": request.success_criteria},
+        "tags": [FROM_TRACE_TAG],
+        "source_session_id": trace.session_id,
+    }
+    if len(turns) > 1:
+        item["type"] = "scenario"
+        item["inputs"] = {
+            "persona": "The user of a recorded conversation, saying what they said, turn by turn.",
+            "initial_message": turns[0],
+            "scripted_turns": turns[1:],
+            "max_turns": len(turns),
+        }
+    return item
+
+
+@transaction.atomic
+def testset_items_from_traces(
+    *,
+    test_set: TestSet,
+    requests: list[FromTraceIn],
+    changelog: str = "",
+    author: str = "",
+    expected_version: int | None = None,
+) -> TestSet:
+    """Publish the next version of `test_set` with one new item per trace (of the test set's
+    project), each keeping its provenance (`source_session_id`). All or nothing: a session id the
+    project has no trace for, or one an item of the test set already came from, is a 422 and
+    publishes nothing."""
+    # Locked before its items are read: two requests adding at once publish one after the other,
+    # neither losing the other's items.
+    test_set = TestSet.objects.select_for_update().get(pk=test_set.pk)
+    wanted = [r.session_id for r in requests]
+    traces = {t.session_id: t for t in project_traces(test_set.project_id).filter(session_id__in=wanted)}
+    unknown = [session_id for session_id in wanted if session_id not in traces]
+    if unknown:
+        raise InvalidInputError(f"No trace with session id {', '.join(repr(s) for s in unknown)} in this project")
+    current = head_data(test_set)
+    already = {i.get("source_session_id"): i["name"] for i in current["items"] if i.get("source_session_id")}
+    repeated = [session_id for session_id in wanted if session_id in already]
+    if repeated:
+        raise InvalidInputError(
+            "Already in the test set: " + ", ".join(f"trace {s!r} (item {already[s]!r})" for s in repeated)
+        )
+    items = [{key: value for key, value in item.items() if key in ItemIn.model_fields} for item in current["items"]] + [
+        _item_from_trace(traces[r.session_id], r) for r in requests
+    ]
+    content = TestSetContent.model_validate(
+        {
+            "agent_id": current["agent_id"],
+            "name": current["name"],
+            "description": current["description"],
+            "items": items,
+        }
+    )
+    test_set, _published = testset_publish_version(
+        test_set=test_set,
+        content=content,
+        changelog=changelog or f"Added {len(requests)} item{'' if len(requests) == 1 else 's'} from traces",
+        author=author,
+        expected_version=expected_version,
+    )
+    return test_set
 
 
 def testset_delete(*, test_set: TestSet) -> None:

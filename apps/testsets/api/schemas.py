@@ -40,6 +40,8 @@ class ItemOut(BaseModel):
     expected: ExpectedOut
     tags: list[str]
     priority: PriorityName
+    source_session_id: str | None = absent_if_none("The trace (session id) the item was made from.")
+    source_result_id: str | None = absent_if_none("The run result the item was made from.")
 
 
 class TestSetOut(BaseModel):

@@ -12,6 +12,11 @@ urlpatterns = [
         views.TestSetVersionDetailView.as_view(),
         name="test-set-version",
     ),
+    path(
+        "test-sets/<str:test_set_id>/items/from-traces",
+        views.TestSetItemsFromTracesView.as_view(),
+        name="test-set-items-from-traces",
+    ),
     path("test-sets/<str:test_set_id>/export", views.TestSetExportView.as_view(), name="test-set-export"),
     path(
         "test-sets/<str:test_set_id>/import", views.TestSetImportVersionView.as_view(), name="test-set-import-version"

@@ -15,7 +15,7 @@ from apps.core.versioning.api import IF_MATCH, author_of, expected_version, vers
 from apps.core.versioning.selectors import head_data, head_list_data, version_data, version_get
 from apps.testsets import selectors, services, transfer
 from apps.testsets.models import TestSet
-from apps.testsets.schemas import DatasetIn, TestSetCreateIn, TestSetUpdateIn
+from apps.testsets.schemas import DatasetIn, FromTracesIn, TestSetCreateIn, TestSetUpdateIn
 
 from .schemas import (
     DatasetListOut,
@@ -126,6 +126,35 @@ class TestSetDetailView(APIView):
     def delete(self, request, test_set_id):
         services.testset_delete(test_set=selectors.testset_get(test_set_id, project=project_of(request)))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class TestSetItemsFromTracesView(APIView):
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(
+        tags=TAG,
+        request=FromTracesIn,
+        responses={201: TestSetSavedOut, 409: CONFLICT},
+        parameters=[IF_MATCH],
+        operation_id="test_sets_items_from_traces",
+        summary="Publish a new version with test items made from traces",
+        description="One item per session id, replaying the trace's user query (a conversation's user "
+        "turns as a scripted scenario), with the expected outcome and success criteria given, shared "
+        "(`session_ids`) or per item (`items`). Each new item carries `source_session_id`. A session id "
+        "the project has no trace for, or one the test set already has an item from, is a 422 and "
+        "publishes nothing; a stale `version` or If-Match is a 409.",
+    )
+    def post(self, request, test_set_id):
+        test_set = selectors.testset_get(test_set_id, project=project_of(request))
+        body = validate_body(FromTracesIn, request.data)
+        test_set = services.testset_items_from_traces(
+            test_set=test_set,
+            requests=body.requests(),
+            changelog=body.changelog,
+            author=author_of(request),
+            expected_version=expected_version(request, body.version),
+        )
+        return _saved(test_set, [], status=status.HTTP_201_CREATED)
 
 
 class TestSetExportView(APIView):
