@@ -7,7 +7,7 @@ from apps.core.http.pages import layout_context
 from apps.core.models import Project
 from apps.core.projects.resolution import request_access
 
-from .access import EDIT, REVIEW, may
+from .access import CONFIGURE, EDIT, REVIEW, may
 
 
 def switcher_projects(request) -> list[Project]:
@@ -24,6 +24,7 @@ def console_context(request, *, title: str, **extra) -> dict:
     if request.user.is_authenticated:
         context.update(
             can_evaluate=may(request, EDIT),
+            can_configure=may(request, CONFIGURE),
             can_review=may(request, REVIEW),
             current_project=request_access(request).project,
             switcher_projects=switcher_projects(request),

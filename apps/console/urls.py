@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import account, audit, dashboard, exports, ingestion, project, queues, rag, runs, traces
+from .views import account, audit, dashboard, exports, ingestion, project, queues, rag, runs, testsets, traces
 
 app_name = "console"
 urlpatterns = [
@@ -23,6 +23,7 @@ urlpatterns = [
     path("results/<uuid:result_id>/", runs.result_detail, name="result-detail"),
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("traces/", traces.trace_list, name="trace-list"),
+    path("test-sets/from-traces/", testsets.items_from_traces, name="testset-from-traces"),
     path("rag/", rag.rag_list, name="rag-list"),
     path("ingestion/", ingestion.ingestion_page, name="ingestion"),
     path("audit/", audit.audit_page, name="audit"),

@@ -86,6 +86,9 @@ def item_data(form) -> dict:
     }
     if form.instance.pk:
         data["item_id"] = str(form.instance.item_id)
+        # Where the item came from is not edited here, and a save keeps it.
+        data["source_session_id"] = form.instance.source_session_id
+        data["source_result_id"] = form.instance.source_result_id
     return data
 
 
@@ -105,7 +108,18 @@ class TestItemInline(ContentInline):
     model = TestItem
     form = TestItemForm
     formset = TestItemFormSet
-    readonly_fields = ["item_id"]
+    readonly_fields = ["item_id", "source"]
+
+    @admin.display(description="Made from")
+    def source(self, item):
+        """The trace or run result the item came from, linked to its console page."""
+        if item.source_session_id:
+            url = reverse("console:trace", args=[item.source_session_id])
+            return format_html('trace <a href="{}">{}</a>', url, item.source_session_id)
+        if item.source_result_id:
+            url = reverse("console:result-detail", args=[item.source_result_id])
+            return format_html('run result <a href="{}">{}</a>', url, item.source_result_id)
+        return "—"
 
 
 class ImportForm(forms.Form):
