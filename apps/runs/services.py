@@ -29,7 +29,7 @@ from django.utils import timezone
 
 from apps.bots.selectors import bot_config_snapshot
 from apps.core.audit.services import audit_record, fields_set
-from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError
+from apps.core.errors import ConflictError, ForbiddenError, InvalidInputError, NotFoundError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
@@ -37,8 +37,9 @@ from apps.core.models import project_pk
 from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import human_score_record, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
+from apps.testsets import services as testset_services
 
-from . import sources, tasks
+from . import display, sources, tasks
 from .aggregates import compute_digest
 from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, assessed, coverage, stored_outcome
@@ -669,3 +670,58 @@ def runs_expire(project, before, limit: int) -> int:
         rows_delete_quietly(results)
         _, deleted = EvaluationRun.objects.filter(pk__in=runs).delete()
         return deleted.get(EvaluationRun._meta.label, 0)
+
+
+# --- run results as test cases -------------------------------------------------------------------
+
+FROM_RESULT_TAG = "from-run-result"
+
+
+def _item_from_result(result: EvaluationResult, expected_outcome: str, success_criteria: list[str]) -> dict:
+    """A test item (ItemIn's fields) that asks again what the result was asked: its message, or the
+    user's turns of its transcript as a scripted scenario; the expected tools of the item it ran."""
+    view = display.result_item_view(result=result)
+    users = [m["content"] for m in display.conversation_turns(result.output) if m["role"] == "user"]
+    users = users[: testset_services.MAX_REPLAYED_TURNS]
+    name = f"{(result.item_name or 'Run result')[:200]} (result {str(result.result_id)[:8]})"
+    item = {
+        "type": "single_turn",
+        "name": name,
+        "inputs": {"message": view.get("message") or (users[0] if users else "")},
+        "expected": {
+            "expected_outcome": expected_outcome,
+            "success_criteria": success_criteria,
+            "should_use_tools": view["expected"].get("should_use_tools", []),
+            "should_not_use_tools": view["expected"].get("should_not_use_tools", []),
+        },
+        "tags": [FROM_RESULT_TAG],
+        "priority": view.get("priority") or "medium",
+        "source_result_id": str(result.result_id),
+    }
+    if view["type"] == "scenario" and users:
+        item["type"] = "scenario"
+        item["inputs"] = {
+            "persona": view.get("persona") or testset_services.REPLAY_PERSONA,
+            "initial_message": users[0],
+            "scripted_turns": users[1:],
+            "max_turns": len(users),
+        }
+    return item
+
+
+def results_to_test_items(
+    *, test_set, requests: list[tuple[EvaluationResult, str, list[str]]], changelog: str = "", author: str = ""
+):
+    """Publish the next version of `test_set` with one item per run result (`requests`: the result,
+    its expected outcome and success criteria), each keeping `source_result_id`. A result of another
+    project is not found; one already made into an item of the test set is a 422; nothing is
+    published then."""
+    for result, _outcome, _criteria in requests:
+        if result.run.project_id != test_set.project_id:
+            raise NotFoundError(f"No result {result.result_id}")
+    return testset_services.testset_items_append(
+        test_set=test_set,
+        items=[_item_from_result(result, outcome, criteria) for result, outcome, criteria in requests],
+        changelog=changelog or f"Added {len(requests)} item{'' if len(requests) == 1 else 's'} from run results",
+        author=author,
+    )

@@ -176,9 +176,10 @@ def testset_publish_version(
     )
 
 
-# A conversation longer than a scenario can script keeps its first turns.
-MAX_REPLAYED_TURNS = 51
+# A conversation longer than a scenario runs (max_turns 50) keeps its first turns.
+MAX_REPLAYED_TURNS = 50
 FROM_TRACE_TAG = "from-trace"
+REPLAY_PERSONA = "The user of a recorded conversation, saying what they said, turn by turn."
 
 
 def _conversation_id(trace: AgentTrace) -> str | None:
@@ -226,7 +227,7 @@ def _item_from_trace(trace: AgentTrace, request: FromTraceIn) -> dict:
     if len(turns) > 1:
         item["type"] = "scenario"
         item["inputs"] = {
-            "persona": "The user of a recorded conversation, saying what they said, turn by turn.",
+            "persona": REPLAY_PERSONA,
             "initial_message": turns[0],
             "scripted_turns": turns[1:],
             "max_turns": len(turns),
@@ -247,38 +248,56 @@ def testset_items_from_traces(
     project), each keeping its provenance (`source_session_id`). All or nothing: a session id the
     project has no trace for, or one an item of the test set already came from, is a 422 and
     publishes nothing."""
-    # Locked before its items are read: two requests adding at once publish one after the other,
-    # neither losing the other's items.
-    test_set = TestSet.objects.select_for_update().get(pk=test_set.pk)
     wanted = [r.session_id for r in requests]
     traces = {t.session_id: t for t in project_traces(test_set.project_id).filter(session_id__in=wanted)}
     unknown = [session_id for session_id in wanted if session_id not in traces]
     if unknown:
         raise InvalidInputError(f"No trace with session id {', '.join(repr(s) for s in unknown)} in this project")
+    return testset_items_append(
+        test_set=test_set,
+        items=[_item_from_trace(traces[r.session_id], r) for r in requests],
+        changelog=changelog or f"Added {len(requests)} item{'' if len(requests) == 1 else 's'} from traces",
+        author=author,
+        expected_version=expected_version,
+    )
+
+
+# An item's provenance keys, and how a refusal names what it came from.
+_SOURCES = {"source_session_id": "trace", "source_result_id": "run result"}
+
+
+@transaction.atomic
+def testset_items_append(
+    *, test_set: TestSet, items: list[dict], changelog: str, author: str = "", expected_version: int | None = None
+) -> TestSet:
+    """Publish the next version of `test_set` with its current items and `items` (ItemIn's fields,
+    each with its provenance) after them. A trace or result an item of the test set already came from
+    is a 422, and nothing is published."""
+    # Locked before its items are read: two requests adding at once publish one after the other,
+    # neither losing the other's items.
+    test_set = TestSet.objects.select_for_update().get(pk=test_set.pk)
     current = head_data(test_set)
-    already = {i.get("source_session_id"): i["name"] for i in current["items"] if i.get("source_session_id")}
-    repeated = [session_id for session_id in wanted if session_id in already]
+    repeated = []
+    for key, what in _SOURCES.items():
+        already = {str(i[key]): i["name"] for i in current["items"] if i.get(key)}
+        repeated += [
+            f"{what} {str(i[key])!r} (item {already[str(i[key])]!r})"
+            for i in items
+            if i.get(key) is not None and str(i[key]) in already
+        ]
     if repeated:
-        raise InvalidInputError(
-            "Already in the test set: " + ", ".join(f"trace {s!r} (item {already[s]!r})" for s in repeated)
-        )
-    items = [{key: value for key, value in item.items() if key in ItemIn.model_fields} for item in current["items"]] + [
-        _item_from_trace(traces[r.session_id], r) for r in requests
-    ]
+        raise InvalidInputError("Already in the test set: " + ", ".join(repeated))
+    kept = [{key: value for key, value in item.items() if key in ItemIn.model_fields} for item in current["items"]]
     content = TestSetContent.model_validate(
         {
             "agent_id": current["agent_id"],
             "name": current["name"],
             "description": current["description"],
-            "items": items,
+            "items": kept + items,
         }
     )
     test_set, _published = testset_publish_version(
-        test_set=test_set,
-        content=content,
-        changelog=changelog or f"Added {len(requests)} item{'' if len(requests) == 1 else 's'} from traces",
-        author=author,
-        expected_version=expected_version,
+        test_set=test_set, content=content, changelog=changelog, author=author, expected_version=expected_version
     )
     return test_set
 

@@ -123,3 +123,41 @@ def test_the_admin_editor_links_the_item_to_its_trace_and_a_save_keeps_it(admin_
     )
     page = admin_client.get(f"/admin/testsets/testset/{test_set.pk}/change/").content.decode()
     assert 'trace <a href="/console/traces/prod/1/">prod/1</a>' in page
+
+
+def test_a_run_result_becomes_an_item_with_its_transcript_and_a_link_back(client, test_set, demo_run):
+    """A scenario result from the demo run: the user's turns of its transcript are the new item's
+    conversation; its expectations start from the item it ran; it keeps source_result_id."""
+    editor(client)
+    result = demo_run.results.filter(item_type="scenario").first()
+    assert 'id="result-add-to-test-set"' in client.get(f"/console/results/{result.result_id}/").content.decode()
+    page = client.get(PAGE, {"result_id": str(result.result_id)})
+    assert page.status_code == 200
+    expected = (result.item.get("expected") or {}).get("expected_outcome", "")
+    assert expected and expected in page.content.decode(), "the item's own expected outcome, to edit"
+    response = client.post(
+        PAGE,
+        {
+            "test_set": str(test_set.pk),
+            "result_id": str(result.result_id),
+            "expected_outcome_0": "Gives the carry-over rule",
+            "success_criteria_0": "Says 5 days",
+        },
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    item = TestItem.objects.get(test_set=test_set, source_result_id=result.result_id)
+    users = [m["content"] for m in result.output["messages"] if m["role"] == "user" and m.get("content")]
+    assert item.type == "scenario"
+    assert [item.initial_message, *item.scripted_turns] == users
+    assert (item.expected_outcome, item.success_criteria) == ("Gives the carry-over rule", ["Says 5 days"])
+    admin_page = client.get(f"/admin/testsets/testset/{test_set.pk}/change/")
+    assert f'href="/console/results/{result.result_id}/"' in admin_page.content.decode()
+
+
+def test_another_projects_result_is_not_found_here(client, test_set, demo_run):
+    other = Project.objects.create(name="Other", slug="other")
+    member_client(client, other, ProjectRole.EDITOR)
+    result = demo_run.results.first()
+    page = client.get(PAGE, {"result_id": str(result.result_id)}).content.decode()
+    assert 'id="missing-traces"' in page
+    assert client.get(PAGE, {"result_id": "not-a-uuid"}).status_code == 200
