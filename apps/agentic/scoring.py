@@ -11,6 +11,9 @@ RATING_BANDS: tuple[tuple[str, float], ...] = (
     ("failed", 0.0),
 )
 RATINGS = tuple(name for name, _ in RATING_BANDS)
+# Where a metric's score counts as a pass when a judge's is set against a reviewer's (agreement):
+# the "acceptable" band's floor, below which the metric is a failure.
+METRIC_PASS = dict(RATING_BANDS)["acceptable"]
 
 AGENTIC_WEIGHTS: Mapping[str, float] = {
     "task_adherence": 0.4,

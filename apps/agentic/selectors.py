@@ -9,6 +9,7 @@ from django.db.models import F, FilteredRelation, Q, QuerySet
 
 from apps.core.errors import NotFoundError
 from apps.core.models import project_pk
+from apps.scores.agreement import Agreement, agreement_table, judge_human_pairs
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
 from apps.traces.selectors import project_traces
@@ -16,7 +17,7 @@ from apps.traces.selectors import project_traces
 from .filters import EvaluationHistoryFilter
 from .judges import AGENTIC_METRICS
 from .models import AgentEvaluation, EvaluationRollup, MetricRead, metric_reads_of, metrics_attach
-from .scoring import RATINGS
+from .scoring import METRIC_PASS, RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
 
@@ -305,3 +306,31 @@ def trace_count(*, project_id: int | None = None) -> int:
 def evaluations_expired_count(project, before) -> int:
     """How many of the project's agentic evaluations a retention pass would delete now."""
     return AgentEvaluation.objects.filter(project=project, created_at__lt=before).count()
+
+
+def metric_agreement(*, project_id: int, agent_name: str | None = None) -> list[tuple[str, Agreement]]:
+    """How each judge agrees with the reviewers on each agentic metric, over the project's evaluations
+    (of one agent, if `agent_name`): (judge, agreement) per metric and judge, a metric's score
+    counting as a pass from METRIC_PASS. Two queries: the pairs, then the judge of each reviewed
+    evaluation."""
+    evaluations = project_evaluations(project_id)
+    if agent_name is not None:
+        evaluations = evaluations.filter(agent_name=agent_name)
+    pairs = list(judge_human_pairs(SubjectKind.AGENTIC_EVALUATION, evaluations.values("pk"), kinds=(ScoreKind.METRIC,)))
+    judges = dict(AgentEvaluation.objects.filter(pk__in={p[-1] for p in pairs}).values_list("pk", "judge"))
+    by_judge: dict[str, list] = {}
+    for pair in pairs:
+        by_judge.setdefault(judges.get(pair[-1], ""), []).append(pair)
+    return [
+        (judge, row)
+        for judge, group in sorted(by_judge.items())
+        for row in agreement_table(group, threshold=METRIC_PASS)
+    ]
+
+
+def evaluation_links(subject_ids) -> dict[int, dict]:
+    """For agreement's disagreements: each evaluation's id, its trace's session id."""
+    return {
+        pk: {"id": str(pk), "session_id": session_id}
+        for pk, session_id in AgentEvaluation.objects.filter(pk__in=subject_ids).values_list("pk", "session_id")
+    }

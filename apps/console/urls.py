@@ -23,6 +23,7 @@ urlpatterns = [
     path("results/<uuid:result_id>/", runs.result_detail, name="result-detail"),
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("traces/", traces.trace_list, name="trace-list"),
+    path("agents/agreement/", traces.agent_agreement, name="agent-agreement"),
     path("test-sets/from-traces/", testsets.items_from_sources, name="testset-from-traces"),
     path("rag/", rag.rag_list, name="rag-list"),
     path("ingestion/", ingestion.ingestion_page, name="ingestion"),

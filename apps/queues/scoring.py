@@ -2,7 +2,9 @@
 scores agentic metrics 0..1 and the judge scores every metric 0..1, so agreement compares the two
 on the same side of a threshold."""
 
-# The "acceptable" band's floor (apps.agentic.scoring): a metric scored below it is a failure.
-AGENTIC_PASS = 0.6
+from apps.agentic.scoring import METRIC_PASS
+
+# The "acceptable" band's floor: a metric scored below it is a failure.
+AGENTIC_PASS = METRIC_PASS
 # The RAG metrics are ratios where half is the usual cut (as ragas' binary metrics use it).
 RAG_PASS = 0.5

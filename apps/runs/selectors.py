@@ -1,3 +1,4 @@
+import uuid
 from datetime import datetime, timedelta
 
 from django.core.paginator import Page, Paginator
@@ -753,6 +754,11 @@ def rubric_agreement(*, rubric_id) -> dict:
         "criteria": [r for r in rows if r.kind == CRITERION],
         "reviews": reviews,
     }
+
+
+def result_ids_of(pks) -> dict[int, uuid.UUID]:
+    """The result_id of each result pk (agreement's disagreements name results by pk)."""
+    return dict(EvaluationResult.objects.filter(pk__in=pks).values_list("pk", "result_id"))
 
 
 def runs_expired_count(project, before) -> int:

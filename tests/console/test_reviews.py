@@ -62,14 +62,15 @@ def test_newest_review_is_in_force_and_overrides_the_item_verdict():
 
 
 def test_agreement_table_counts_only_judged_verdicts():
-    """Over (kind, key, human passed, human value, judge status, judge passed, judge value) pairs, as
-    scores.agreement.judge_human_pairs reads them: the human score in force beside the judge's."""
+    """Over (kind, key, human passed, human value, judge status, judge passed, judge value, subject)
+    pairs, as scores.agreement.judge_human_pairs reads them: the human score in force beside the
+    judge's."""
     reviews = [
-        ("rule", "R1", True, None, "ok", True, None),
-        ("rule", "R1", False, None, "ok", True, None),
-        ("rule", "R1", False, None, "ok", False, None),
-        ("rule", "R1", True, None, "error", None, None),
-        ("criterion", "c", True, None, "ok", False, None),
+        ("rule", "R1", True, None, "ok", True, None, 1),
+        ("rule", "R1", False, None, "ok", True, None, 2),
+        ("rule", "R1", False, None, "ok", False, None, 3),
+        ("rule", "R1", True, None, "error", None, None, 4),
+        ("criterion", "c", True, None, "ok", False, None, 5),
     ]
     rows = {(r.kind, r.key): r for r in agreement_table(reviews)}
     r1 = rows[("rule", "R1")]
@@ -82,6 +83,11 @@ def test_agreement_table_counts_only_judged_verdicts():
     )
     # judge [T, T, F], human [T, F, F]: po 2/3, pe (2/3*1/3 + 1/3*2/3) = 4/9, kappa (2/3-4/9)/(5/9) = 0.4
     assert r1.kappa == pytest.approx(0.4)
+    assert r1.disagreements == [2], "the subject where they differ; not the one the judge left unscored"
+    assert r1.confusion == {
+        "judge_pass": {"human_pass": 1, "human_fail": 1},
+        "judge_fail": {"human_pass": 0, "human_fail": 1},
+    }
     assert rows[("criterion", "c")].judge_fail_human_pass == 1
 
 

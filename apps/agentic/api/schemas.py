@@ -9,6 +9,7 @@ from apps.agentic.services import MANUAL_AGENT_NAME, MAX_BATCH_SESSIONS
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.api.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
+from apps.scores.schemas import AgreementOut
 from apps.scores.vocabulary import JudgeStatus
 
 MAX_MANUAL_TOOL_CALLS = 1000
@@ -69,6 +70,17 @@ class HistoryQuery(BaseModel):
         Annotated[float, Field(ge=0, le=1, allow_inf_nan=False)] | None,
         Field(description="Minimum overall score, 0-1."),
     ] = None
+
+
+class AgreementQuery(BaseModel):
+    agent_name: Annotated[ShortText | None, Field(description="Only this agent's evaluations.")] = None
+
+
+class MetricAgreementOut(BaseModel):
+    """GET /metrics/agreement: an entry per agentic metric and judge that reviewers have scored."""
+
+    reviews: int = Field(description="Reviewed (evaluation, metric) pairs, the judge's unscored ones included.")
+    metrics: list[AgreementOut]
 
 
 class ExportQuery(BaseModel):

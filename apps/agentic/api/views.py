@@ -5,6 +5,7 @@ import orjson
 from django.conf import settings
 from django.db import DatabaseError
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
@@ -22,8 +23,10 @@ from apps.core.errors import InvalidInputError
 from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import llm_evaluations_check, llm_rate_check
 from apps.core.projects.resolution import project_of
+from apps.scores.agreement import agreement_entry
 
 from .schemas import (
+    AgreementQuery,
     BatchEvaluateIn,
     BatchEvaluationOut,
     ClearOut,
@@ -35,6 +38,7 @@ from .schemas import (
     HistoryRecordOut,
     ManualEvaluateIn,
     ManualEvaluationOut,
+    MetricAgreementOut,
     SessionEvaluateIn,
     SessionEvaluationOut,
     SummaryOut,
@@ -179,6 +183,35 @@ class SummaryView(APIView):
     @extend_schema(tags=TAG, responses={200: SummaryOut}, summary="Aggregate statistics over all evaluations")
     def get(self, request):
         return respond(SummaryOut, selectors.evaluation_summary(project_id=project_of(request).pk))
+
+
+class AgreementView(APIView):
+    """How each judge agrees with the reviewers on each agentic metric: Cohen's kappa with its 95%
+    interval, raw agreement, the confusion matrix, n and the disagreeing evaluations (a score of
+    METRIC_PASS or more is a pass, for the judge as for the reviewer)."""
+
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(
+        tags=TAG,
+        responses={200: MetricAgreementOut},
+        summary="Judge-human agreement per agentic metric and judge",
+        operation_id="v1_metrics_agreement",
+        parameters=query_parameters(AgreementQuery),
+    )
+    def get(self, request):
+        query = query_of(AgreementQuery, request)
+        rows = selectors.metric_agreement(project_id=project_of(request).pk, agent_name=query.agent_name)
+        links = selectors.evaluation_links({s for _judge, row in rows for s in row.disagreements})
+        for link in links.values():
+            link["url"] = reverse("console:trace", args=[link["session_id"]])
+        return respond(
+            MetricAgreementOut,
+            {
+                "reviews": sum(row.reviewed + row.judge_unassessed for _judge, row in rows),
+                "metrics": [agreement_entry(row, links, judge=judge) for judge, row in rows],
+            },
+        )
 
 
 class HistoryView(APIView):

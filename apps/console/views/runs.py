@@ -426,6 +426,11 @@ def rubric_page(request, rubric_id):
     rubric = found_or_404(rubric_get, rubric_id, project=project_of(request))
     current = head_data(rubric)
     agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
+    result_ids = selectors.result_ids_of(
+        {s for row in agreement["rules"] + agreement["criteria"] for s in row.disagreements}
+    )
+    for row in agreement["rules"] + agreement["criteria"]:
+        row.links = [result_ids[s] for s in row.disagreements if s in result_ids][:10]
     by_rule = {row.key: row for row in agreement["rules"]}
     rules = [{**rule, "agreement": by_rule.get(rule["id"])} for rule in current.get("rules") or []]
     return render(

@@ -7,12 +7,12 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from apps.agentic.selectors import evaluation_list
+from apps.agentic.selectors import evaluation_links, evaluation_list, metric_agreement
 from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
 from apps.traces import filters as trace_filters
-from apps.traces.selectors import FIRST_PAGE, trace_find, trace_tool_call_page
+from apps.traces.selectors import FIRST_PAGE, trace_agent_names, trace_find, trace_tool_call_page
 
 from .. import selectors
 from ..context import console_context
@@ -129,3 +129,24 @@ def _evaluate_now(request, trace):
                 request, f"Evaluated by {evaluation.judge}: {evaluation.rating or 'not rated'}, overall {overall}."
             )
     return redirect(reverse("console:trace", args=[trace.session_id]) + "#evaluations")
+
+
+@login_required
+@require_GET
+def agent_agreement(request):
+    """How each judge agrees with the reviewers on each agentic metric, for one agent (?agent=) or
+    all of the project's: kappa with its interval, the confusion, the disagreeing evaluations."""
+    project_id = project_of(request).pk
+    agents = trace_agent_names(project_id=project_id)
+    agent = request.GET.get("agent") or None
+    if agent not in agents:
+        agent = None
+    rows = metric_agreement(project_id=project_id, agent_name=agent)
+    links = evaluation_links({s for _judge, row in rows for s in row.disagreements})
+    for _judge, row in rows:
+        row.links = [links[s] for s in row.disagreements if s in links][:10]
+    return render(
+        request,
+        "console/agent_agreement.html",
+        console_context(request, title="Judge agreement", agents=agents, agent=agent, rows=rows),
+    )

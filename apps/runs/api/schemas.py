@@ -13,6 +13,7 @@ from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
 from apps.runs.services import MAX_REVIEW_NOTE
 from apps.runs.stats import VERDICT_WORDS
+from apps.scores.schemas import AgreementOut
 from apps.scores.vocabulary import JudgeStatus
 
 LLM_USAGE = (
@@ -430,3 +431,13 @@ class ComparisonOut(BaseModel):
     judge_changes: list[str] = Field(description='what differs, e.g. "prompt template 3f2a… → 9c1d…"')
     base_judge_fingerprints: list[JudgeFingerprint]
     head_judge_fingerprints: list[JudgeFingerprint]
+
+
+class RubricAgreementOut(BaseModel):
+    """GET /rubrics/{id}/agreement: an entry per rule of the rubric (and per criterion of the runs that
+    used it) that reviewers have judged, across all its versions."""
+
+    rubric_id: str
+    reviews: int = Field(description="Human reviews of the results of runs that used the rubric.")
+    rules: list[AgreementOut]
+    criteria: list[AgreementOut]

@@ -10,5 +10,6 @@ urlpatterns = [
     path("runs/<uuid:run_id>/compare/<uuid:other_run_id>", views.RunCompareView.as_view(), name="run-compare"),
     path("runs/<uuid:run_id>/cancel", views.RunCancelView.as_view(), name="run-cancel"),
     path("results/<uuid:result_id>", views.ResultDetailView.as_view(), name="result-detail"),
+    path("rubrics/<uuid:rubric_id>/agreement", views.RubricAgreementView.as_view(), name="rubric-agreement"),
     path("results/<uuid:result_id>/reviews", views.ResultReviewsView.as_view(), name="result-reviews"),
 ]

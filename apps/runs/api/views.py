@@ -2,6 +2,7 @@ from typing import Literal
 from urllib.parse import urlencode
 
 from django.http import StreamingHttpResponse
+from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from pydantic import BaseModel, Field
 from rest_framework import status
@@ -18,12 +19,14 @@ from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.models import SCOPE_ADMIN, ApiKey
 from apps.core.projects.resolution import project_of
+from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services
 from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import PASSED
 from apps.runs.models import EvaluationResult, EvaluationRun, iter_with_verdicts
 from apps.runs.reviews import Review, human_passed, in_force
+from apps.scores.agreement import agreement_entry
 
 from .schemas import (
     ComparisonOut,
@@ -32,6 +35,7 @@ from .schemas import (
     ReviewIn,
     ReviewList,
     ReviewOut,
+    RubricAgreementOut,
     RunCreateIn,
     RunItemList,
     RunList,
@@ -325,6 +329,39 @@ class ResultDetailView(APIView):
             reviews=_reviews_answer(reviews, result_id=result.result_id),
         )
         return respond(ResultDetailOut, detail)
+
+
+class RubricAgreementView(APIView):
+    """How the judge agrees with the reviewers on a rubric's rules (and the criteria of the runs that
+    used it): per key, Cohen's kappa with its 95% interval, raw agreement, the confusion matrix, n
+    and the disagreeing results. The rubric is the caller's project's; another's is 404."""
+
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(
+        tags=["rubrics"],
+        responses={200: RubricAgreementOut},
+        summary="Judge-human agreement per rule of a rubric",
+        operation_id="rubric_agreement",
+    )
+    def get(self, request, rubric_id):
+        rubric = rubric_get(rubric_id, project=project_of(request))
+        agreement = selectors.rubric_agreement(rubric_id=rubric.pk)
+        rows = agreement["rules"] + agreement["criteria"]
+        disagreeing = {s for row in rows for s in row.disagreements}
+        links = {
+            pk: {"id": str(result_id), "url": reverse("console:result-detail", args=[result_id])}
+            for pk, result_id in selectors.result_ids_of(disagreeing).items()
+        }
+        return respond(
+            RubricAgreementOut,
+            {
+                "rubric_id": str(rubric.pk),
+                "reviews": agreement["reviews"],
+                "rules": [agreement_entry(row, links) for row in agreement["rules"]],
+                "criteria": [agreement_entry(row, links) for row in agreement["criteria"]],
+            },
+        )
 
 
 class ResultReviewsView(APIView):
