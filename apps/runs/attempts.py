@@ -17,7 +17,7 @@ from itertools import groupby
 
 from django.db.models import Avg, Case, Count, F, IntegerField, Max, Q, Value, When
 
-from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, is_flaky
+from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, flip_rate, is_flaky
 from .models import EvaluationRun, iter_with_verdicts
 
 
@@ -192,6 +192,9 @@ def item_rows(run: EvaluationRun, rows: list[dict]) -> list[dict]:
             "passed": item.outcome == PASSED,
             "outcome": item.outcome,
             "flaky": item.flaky,
+            "flip_rate": flip_rate(
+                (a.get("fingerprint"), {PASSED: True, FAILED: False}.get(_outcome(a))) for a in attempts
+            ),
             "repeats": run.repeats,
             "deciding_attempt": deciding["attempt"],
             "attempts_passed": item.outcomes.count(PASSED),

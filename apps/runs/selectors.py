@@ -2,7 +2,7 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Q
+from django.db.models import Count, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from apps.bots.models import Bot
@@ -10,14 +10,23 @@ from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
 from apps.scores.agreement import agreement_table, judge_human_pairs
 from apps.scores.models import Score
-from apps.scores.vocabulary import SubjectKind
+from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
 from . import attempts
 from . import comparison as pairing
 from .aggregates import LIVE_OVERLAP, RunDigest, run_digest, run_digests
 from .display import conversation_turns, failures_and_warnings, final_answer
 from .filters import ResultFilter, ResultTableFilter, RunFilter, filtered
-from .judging.aggregate import FAILED, PASSED, UNASSESSED, canonical_outcome, coverage, is_flaky, verdict_counts
+from .judging.aggregate import (
+    FAILED,
+    PASSED,
+    UNASSESSED,
+    canonical_outcome,
+    coverage,
+    flip_rate,
+    is_flaky,
+    verdict_counts,
+)
 from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE
 from .models import EvaluationResult, EvaluationRun, RunComparison, table_verdicts_of
@@ -175,9 +184,9 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
         page = results.filter(position__in=list(positions[offset : offset + limit]))
     by_item: dict = {}
     rows = page.values_list(
-        "position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state", "outcome"
+        "position", "test_case_id", "item_name", "item_type", "attempt", "result_id", "state", "outcome", "fingerprint"
     )
-    for position, case, name, item_type, attempt, result_id, state, outcome in rows:
+    for position, case, name, item_type, attempt, result_id, state, outcome, fingerprint in rows:
         item = by_item.setdefault(
             case,
             {"test_case_id": case, "position": position, "item_name": name, "item_type": item_type, "attempts": []},
@@ -187,6 +196,7 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
                 "attempt": attempt,
                 "result_id": result_id,
                 "outcome": outcome if state == EvaluationResult.State.DONE else None,
+                "fingerprint": fingerprint,
             }
         )
     items = []
@@ -201,6 +211,9 @@ def run_item_list(*, run: EvaluationRun, offset: int = 0, limit: int = 100, flak
                 "passed_all": bool(outcomes) and passed == len(outcomes),
                 "passed_any": passed > 0,
                 "flaky": is_flaky(outcomes),
+                "flip_rate": flip_rate(
+                    (a["fingerprint"], {PASSED: True, FAILED: False}.get(a["outcome"])) for a in item["attempts"]
+                ),
                 "outcome": canonical_outcome(outcomes) if len(outcomes) == len(item["attempts"]) else None,
             }
         )
@@ -324,6 +337,7 @@ TABLE_FIELDS = (
     "error",
     "duration_ms",
     "finished_at",
+    "fingerprint",
 )
 # Failed first (False sorts before True, and finished results always have one), then test set order.
 TABLE_ORDER = ("passed", *RESULT_ORDER)
@@ -759,6 +773,39 @@ def rubric_agreement(*, rubric_id) -> dict:
 def result_ids_of(pks) -> dict[int, uuid.UUID]:
     """The result_id of each result pk (agreement's disagreements name results by pk)."""
     return dict(EvaluationResult.objects.filter(pk__in=pks).values_list("pk", "result_id"))
+
+
+def rubric_flip_rates(*, rubric_id) -> dict[str, dict]:
+    """Judge QA per rule of a rubric: of the pairs of the judge's verdicts on the same test case given
+    with the same judge (the result's fingerprint), over repeats and over runs of any version of the
+    rubric, the share that differ ({"flip_rate", "pairs"} per rule id; flip_rate null without a
+    pair). A judge that flips on the same item is noise in every figure built on it. One grouped
+    query: (rule, fingerprint, test case) with its passes and fails."""
+    results = EvaluationResult.objects.filter(run__rubric_id=rubric_id)
+    result = results.filter(pk=OuterRef("subject_id"))
+    groups = (
+        Score.objects.machine()
+        .of(SubjectKind.RUN_RESULT, results.values("pk"))
+        .filter(kind=RULE, status=JudgeStatus.OK, passed__isnull=False)
+        .annotate(
+            case=Subquery(result.values("test_case_id")[:1]),
+            judged_by=Subquery(result.values("fingerprint")[:1]),
+        )
+        .order_by()
+        .values("key", "judged_by", "case")
+        .annotate(passes=Count("id", filter=Q(passed=True)), fails=Count("id", filter=Q(passed=False)))
+    )
+    counts: dict[str, list[int]] = {}
+    for group in groups:
+        # As judging.aggregate.flip_counts, from the group's counts: pairs that differ, all pairs.
+        passes, fails = group["passes"], group["fails"]
+        differing_pairs = counts.setdefault(group["key"], [0, 0])
+        differing_pairs[0] += passes * fails
+        differing_pairs[1] += (passes + fails) * (passes + fails - 1) // 2
+    return {
+        key: {"flip_rate": round(differing / pairs, 4) if pairs else None, "pairs": pairs}
+        for key, (differing, pairs) in counts.items()
+    }
 
 
 def runs_expired_count(project, before) -> int:

@@ -432,7 +432,11 @@ def rubric_page(request, rubric_id):
     for row in agreement["rules"] + agreement["criteria"]:
         row.links = [result_ids[s] for s in row.disagreements if s in result_ids][:10]
     by_rule = {row.key: row for row in agreement["rules"]}
-    rules = [{**rule, "agreement": by_rule.get(rule["id"])} for rule in current.get("rules") or []]
+    flips = selectors.rubric_flip_rates(rubric_id=rubric.pk)
+    rules = [
+        {**rule, "agreement": by_rule.get(rule["id"]), "flips": flips.get(rule["id"])}
+        for rule in current.get("rules") or []
+    ]
     return render(
         request,
         "console/rubric.html",

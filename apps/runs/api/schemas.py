@@ -314,6 +314,10 @@ class RunItemOut(BaseModel):
     passed_all: bool = Field(description="pass^k for this item: every attempt passed")
     passed_any: bool = Field(description="pass@k for this item: some attempt passed")
     flaky: bool = Field(description="its attempts disagree: one passed, another failed")
+    flip_rate: float | None = Field(
+        description="share of pairs of its attempts judged with the same judge fingerprint whose verdicts differ "
+        "(unassessed attempts left out); null with fewer than two such attempts"
+    )
     attempts: list[AttemptOut]
 
 
@@ -433,6 +437,12 @@ class ComparisonOut(BaseModel):
     head_judge_fingerprints: list[JudgeFingerprint]
 
 
+class FlipRateOut(BaseModel):
+    key: str = Field(description="The rule id.")
+    flip_rate: float | None = Field(description="Share of the pairs whose verdicts differ; null without a pair.")
+    pairs: int = Field(description="Pairs of the judge's verdicts on the same test case with the same fingerprint.")
+
+
 class RubricAgreementOut(BaseModel):
     """GET /rubrics/{id}/agreement: an entry per rule of the rubric (and per criterion of the runs that
     used it) that reviewers have judged, across all its versions."""
@@ -441,3 +451,7 @@ class RubricAgreementOut(BaseModel):
     reviews: int = Field(description="Human reviews of the results of runs that used the rubric.")
     rules: list[AgreementOut]
     criteria: list[AgreementOut]
+    flip_rates: list[FlipRateOut] = Field(
+        description="Judge QA per rule, reviewed or not: how often the judge's verdicts on the same test case, "
+        "given with the same judge fingerprint over repeats and runs, differ"
+    )

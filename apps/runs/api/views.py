@@ -360,6 +360,10 @@ class RubricAgreementView(APIView):
                 "reviews": agreement["reviews"],
                 "rules": [agreement_entry(row, links) for row in agreement["rules"]],
                 "criteria": [agreement_entry(row, links) for row in agreement["criteria"]],
+                "flip_rates": [
+                    {"key": key, **flips}
+                    for key, flips in sorted(selectors.rubric_flip_rates(rubric_id=rubric.pk).items())
+                ],
             },
         )
 

@@ -90,6 +90,28 @@ def is_flaky(outcomes: list[str]) -> bool:
     return PASSED in outcomes and FAILED in outcomes
 
 
+def flip_counts(verdicts) -> tuple[int, int]:
+    """(pairs that differ, pairs) over (fingerprint, passed) verdicts of one item (or one rule of one
+    item): pairs of verdicts given by the same judge (equal fingerprint), assessed ones only."""
+    groups: dict[str, list[int]] = {}
+    for fingerprint, passed in verdicts:
+        if passed is None:
+            continue
+        counts = groups.setdefault(fingerprint or "", [0, 0])
+        counts[0 if passed else 1] += 1
+    differing = sum(p * f for p, f in groups.values())
+    pairs = sum((p + f) * (p + f - 1) // 2 for p, f in groups.values())
+    return differing, pairs
+
+
+def flip_rate(verdicts) -> float | None:
+    """The share of pairs of an item's verdicts, judged with the same fingerprint, that differ
+    (flip_counts); None with fewer than two such verdicts. 0 is steady; two attempts that differ
+    are 1, and over many attempts a fair coin comes near 0.5."""
+    differing, pairs = flip_counts(verdicts)
+    return None if pairs == 0 else round(differing / pairs, 4)
+
+
 def verdict_counts(verdicts: list[Verdict]) -> dict[str, int]:
     """passed · failed · warned · skipped, as the contract counts them: a verdict the judge skipped
     is neither passed nor failed (an errored one failed), and a failed medium or low rule only warns."""
