@@ -3,12 +3,13 @@ the client, and a global key told project B that project A holds a trace id (B's
 as `conflict`) and made the second project of a trace that crossed two teams' services lose its
 spans.
 
-- AgentTrace: the unique constraint on otel_trace_id becomes (project, otel_trace_id).
+- AgentTrace: the unique constraint on otel_trace_id becomes (otel_trace_id, project): the trace id
+  leads, so every lookup by trace ids uses the index whatever the planner thinks of the project.
 - OtlpSpan: gains `project` (the project whose export stored the span) and its primary key becomes
   (project, otel_trace_id, span_id). Django cannot alter a composite primary key, so the state
-  changes in one step and the table in two: the column is added and filled (nullable, no foreign
-  key yet: PostgreSQL refuses to alter a table in the transaction that updated its rows under a
-  deferred foreign key), then PostgreSQL swaps the key in place and SQLite rebuilds the table.
+  changes in one step and the table in two: the column is added and filled (nullable), then
+  PostgreSQL swaps the key in place and SQLite rebuilds the table. No foreign key constraint in the
+  database (see the model: a check per inserted span).
 
 An existing span's project: the one in its payload (a span waiting for its root carried the id of
 the project that sent it; that project is its owner even when another project holds a trace of the
@@ -68,9 +69,6 @@ def restore_old_shape(apps, schema_editor):
     column gone. `refuse_shared_ids` ran first: the ids are unique across projects."""
     if schema_editor.connection.vendor == "postgresql":
         with schema_editor.connection.cursor() as cursor:
-            foreign_key = _constraint(cursor, "f")
-            if foreign_key:
-                cursor.execute(f"ALTER TABLE {SPANS} DROP CONSTRAINT {foreign_key}")
             cursor.execute(
                 f"UPDATE {SPANS} SET payload = payload || jsonb_build_object('{PROJECT_KEY}', project_id) "
                 "WHERE payload IS NOT NULL"
@@ -90,10 +88,9 @@ def restore_old_shape(apps, schema_editor):
 
 def swap_key(apps, schema_editor):
     """The column required and the primary key (project, otel_trace_id, span_id)."""
-    Span = apps.get_model("traces", "OtlpSpan")
     if schema_editor.connection.vendor != "postgresql":
-        # `apps` is the new state: the table is rebuilt with its key, column and foreign key.
-        schema_editor._remake_table(Span)
+        # `apps` is the new state: the table is rebuilt with its key and column.
+        schema_editor._remake_table(apps.get_model("traces", "OtlpSpan"))
         return
     with schema_editor.connection.cursor() as cursor:
         cursor.execute(f"ALTER TABLE {SPANS} ALTER COLUMN project_id SET NOT NULL")
@@ -101,8 +98,6 @@ def swap_key(apps, schema_editor):
         cursor.execute(
             f"ALTER TABLE {SPANS} ADD CONSTRAINT {SPANS}_pkey PRIMARY KEY (project_id, otel_trace_id, span_id)"
         )
-    field = Span._meta.get_field("project")
-    schema_editor.execute(schema_editor._create_fk_sql(Span, field, "_fk_%(to_table)s_%(to_column)s"))
 
 
 def refuse_shared_ids(apps, schema_editor):
@@ -137,7 +132,7 @@ class Migration(migrations.Migration):
         migrations.AddConstraint(
             model_name="agenttrace",
             constraint=models.UniqueConstraint(
-                fields=("project", "otel_trace_id"), name="agenttrace_unique_project_otel_trace_id"
+                fields=("otel_trace_id", "project"), name="agenttrace_unique_otel_trace_id_project"
             ),
         ),
         migrations.SeparateDatabaseAndState(
@@ -146,6 +141,7 @@ class Migration(migrations.Migration):
                     model_name="otlpspan",
                     name="project",
                     field=models.ForeignKey(
+                        db_constraint=False,
                         db_index=False,
                         default=apps.core.models.default_project_id,
                         on_delete=models.deletion.CASCADE,

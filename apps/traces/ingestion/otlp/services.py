@@ -35,7 +35,7 @@ that waited for a root that never came (pruned), are moved from stored to droppe
 entry dated at their arrival, in the ledger of the project that sent them (OtlpSpan.project).
 
 Trace and span ids are the client's, so they are unique per project only (OtlpSpan's key leads with
-the project, AgentTrace's is (project, otel_trace_id)): the same trace id sent to two projects (a
+the project, AgentTrace's is (otel_trace_id, project)): the same trace id sent to two projects (a
 trace that crossed two teams' services, or a replay) makes two traces, each of its own project's
 spans; a span is a duplicate only of what its own project stored; a root assembles, and the reaper
 settles, only the waiting spans of the trace's own project. No project learns through a refusal or
@@ -70,7 +70,6 @@ from .assembly import NewTrace, build_trace, insert_traces, merge_into_trace
 from .mapping import SpanRecord
 
 _SPAN_TABLE = OtlpSpan._meta.db_table
-_TRACE_TABLE = AgentTrace._meta.db_table
 _SQLITE_ROWS_PER_INSERT = 200
 # Spans dropped by the waiting cap keep their id (a re-send is a duplicate) and lose their content;
 # one of them per export carries this mark with how many were dropped, which the assembly adds to
@@ -110,6 +109,22 @@ def _record_corrections(moved: Counter, reason: str) -> None:
     keyed so in `moved`, so the day they arrived still balances in the ledger that counted them."""
     for (project_id, hour), n in sorted(moved.items()):
         ingestion_record(project=project_id, source=_LEDGER_SOURCE, stored=-n, dropped={reason: n}, at=hour)
+
+
+def _traces_of(project_id: int, trace_ids) -> dict[str, int]:
+    """The project's AgentTrace pk per OpenTelemetry trace id, for those of `trace_ids` it holds.
+    Looked up by trace id alone, the project compared here (a trace id is in one project or a few):
+    with the project in the WHERE clause, PostgreSQL planned a scan of all the project's traces by an
+    index that leads with the project whenever its statistics thought the project small (a new one)."""
+    if not trace_ids:
+        return {}
+    return {
+        trace_id: pk
+        for trace_id, owner, pk in AgentTrace.objects.filter(otel_trace_id__in=list(trace_ids)).values_list(
+            "otel_trace_id", "project_id", "pk"
+        )
+        if owner == project_id
+    }
 
 
 def _insert_spans(
@@ -206,14 +221,10 @@ class _Claimed:
     marked: int = 0
 
 
-def _claim_waiting(
-    trace_ids, *, project_id: int, limit: int, assembled: bool = False
-) -> tuple[dict[str, _Claimed], bool]:
+def _claim_waiting(trace_ids, *, project_id: int, limit: int) -> tuple[dict[str, _Claimed], bool]:
     """Take at most `limit` spans the project stored earlier for these traces that still wait for
     their root. Clearing the payload is the claim: of two requests settling the same trace, only one
-    gets each span. `assembled`: only those of the traces that have an AgentTrace in the project by
-    now (the settle); otherwise the export about to create the traces claims them. Returns the spans
-    per trace and whether the limit was reached (more may wait)."""
+    gets each span. Returns the spans per trace and whether the limit was reached (more may wait)."""
     claimed: dict[str, _Claimed] = defaultdict(_Claimed)
     if not trace_ids:
         return claimed, False
@@ -222,11 +233,6 @@ def _claim_waiting(
     if fastpath.enabled():
         where = "payload IS NOT NULL AND project_id = %s AND otel_trace_id = ANY(%s)"
         params: list = [project_id, trace_ids]
-        if assembled:
-            where += (
-                f" AND EXISTS (SELECT 1 FROM {_TRACE_TABLE} AS t WHERE t.project_id = {_SPAN_TABLE}.project_id "
-                f"AND t.otel_trace_id = {_SPAN_TABLE}.otel_trace_id)"
-            )
         # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
         rows = fastpath.fetch_all(
             f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT project_id, otel_trace_id, span_id, payload, "
@@ -241,12 +247,6 @@ def _claim_waiting(
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
         waiting = OtlpSpan.objects.filter(project_id=project_id, payload__isnull=False, otel_trace_id__in=trace_ids)
-        if assembled:
-            waiting = waiting.filter(
-                otel_trace_id__in=AgentTrace.objects.filter(project_id=project_id, otel_trace_id__in=trace_ids).values(
-                    "otel_trace_id"
-                )
-            )
         picked = list(
             waiting.order_by("otel_trace_id", "span_id").values_list(
                 "otel_trace_id", "span_id", "payload", "received_at"
@@ -316,11 +316,7 @@ def otlp_spans_ingest(
     now = timezone.now()
     with transaction.atomic():
         _bound_lock_waits()
-        known = dict(
-            AgentTrace.objects.filter(project_id=project_id, otel_trace_id__in=list(by_trace)).values_list(
-                "otel_trace_id", "pk"
-            )
-        )
+        known = _traces_of(project_id, by_trace)
         with_root = {t for t, group in by_trace.items() if t not in known and any(r.is_root for r in group)}
         # Only spans that will wait for their root keep their content in OtlpSpan.
         payloads = [
@@ -415,39 +411,30 @@ def _settle(trace_ids: set[str], project_id: int | None = None) -> list[int]:
             return list(dict.fromkeys(updated))
         with transaction.atomic():
             _bound_lock_waits()
-            claimed, more = _claim_waiting(trace_ids, project_id=project_id, limit=_chunk(), assembled=True)
-            if claimed:
-                known = dict(
-                    AgentTrace.objects.filter(project_id=project_id, otel_trace_id__in=list(claimed)).values_list(
-                        "otel_trace_id", "pk"
-                    )
-                )
-                moved: Counter = Counter()
-                # In trace id order: two settlers sharing traces take their row locks in the same order.
-                for trace_id in sorted(claimed):
-                    spans = claimed[trace_id]
-                    refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
-                    for i in refused:
-                        moved[(project_id, _hour(spans.received[i]))] += 1
-                    updated.append(known[trace_id])
-                _record_corrections(moved, "trace_cap")
+            known = _traces_of(project_id, trace_ids)
+            claimed, more = _claim_waiting(known, project_id=project_id, limit=_chunk())
+            moved: Counter = Counter()
+            # In trace id order: two settlers sharing traces take their row locks in the same order.
+            for trace_id in sorted(claimed):
+                spans = claimed[trace_id]
+                refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
+                for i in refused:
+                    moved[(project_id, _hour(spans.received[i]))] += 1
+                updated.append(known[trace_id])
+            _record_corrections(moved, "trace_cap")
         if not more:
             return list(dict.fromkeys(updated))
 
 
 def _settle_needed(trace_ids, project_id: int) -> bool:
-    """Whether any of these traces exists in the project and has spans of the project waiting: one
-    cheap statement on the waiting spans' partial index, so the usual export (nothing to settle)
+    """Whether any of these traces exists in the project and has spans of the project waiting: two
+    cheap statements (the second only when a trace exists), so the usual export (nothing to settle)
     opens no transaction."""
-    if not trace_ids:
+    existing = _traces_of(project_id, trace_ids)
+    if not existing:
         return False
-    trace_ids = sorted(set(trace_ids))
     return OtlpSpan.objects.filter(
-        project_id=project_id,
-        payload__isnull=False,
-        otel_trace_id__in=AgentTrace.objects.filter(project_id=project_id, otel_trace_id__in=trace_ids).values(
-            "otel_trace_id"
-        ),
+        project_id=project_id, payload__isnull=False, otel_trace_id__in=sorted(existing)
     ).exists()
 
 
