@@ -2,9 +2,10 @@
 
 Spans of one trace arrive in any order, over any number of requests, and whole batches are
 retried. Every span is first recorded in OtlpSpan, keyed by (project, trace id, span id) with ON
-CONFLICT DO NOTHING, so a span its project sent before is dropped there. Then, per OpenTelemetry trace:
+CONFLICT DO NOTHING, so a span its project sent before is dropped there. Then, per OpenTelemetry
+trace of the export's project:
 
-- its AgentTrace exists in the project (the root came earlier): the new spans are merged into it under its row
+- its AgentTrace exists (the root came earlier): the new spans are merged into it under its row
   lock, each tool call taking a free seq between its neighbours by start time;
 - the root span is among the new spans: the AgentTrace is created, completed or failed, from the
   root, the children in this request and (up to EVALSITE_OTLP_ASSEMBLY_CHUNK_SPANS of) the children
@@ -56,7 +57,7 @@ from datetime import UTC, datetime
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -444,15 +445,13 @@ def otlp_traces_settle(*, batch: int = 500) -> int:
     settled = 0
     after = Q()
     while True:
+        # Waiting spans whose trace id has a trace in any project, by trace id alone (see _traces_of);
+        # _settle merges only into a trace of the span's own project, and does nothing for the others.
         pairs = list(
             OtlpSpan.objects.filter(
                 after,
-                Exists(
-                    AgentTrace.objects.filter(
-                        project_id=OuterRef("project_id"), otel_trace_id=OuterRef("otel_trace_id")
-                    )
-                ),
                 payload__isnull=False,
+                otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__isnull=False).values("otel_trace_id"),
             )
             .order_by("project_id", "otel_trace_id")
             .values_list("project_id", "otel_trace_id")
