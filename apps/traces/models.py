@@ -94,7 +94,12 @@ class AgentTrace(models.Model):
         # every OTLP trace would pay for and no query uses.
         constraints = [
             models.UniqueConstraint(fields=["project", "session_id"], name="agenttrace_unique_project_session"),
-            models.UniqueConstraint(fields=["otel_trace_id"], name="agenttrace_unique_otel_trace_id"),
+            # Chosen by the client, like session ids: unique per project (traces.0017). The trace id
+            # leads: every OTLP lookup names trace ids, and an index led by the project (a new
+            # project's statistics say it has no rows) was planned as a scan of all its traces.
+            models.UniqueConstraint(
+                fields=["otel_trace_id", "project"], name="agenttrace_unique_otel_trace_id_project"
+            ),
         ]
 
     def __str__(self):
@@ -133,11 +138,27 @@ class ToolCall(models.Model):
 
 
 class OtlpSpan(models.Model):
-    """Every span POST /v1/traces accepted, by its OpenTelemetry ids: a re-sent span is recognised and
-    ignored. A span whose trace has no agent/root span yet waits here with its mapped content
-    (`payload`) until the root arrives; once applied to its AgentTrace the payload is cleared."""
+    """Every span POST /v1/traces accepted, by its project and OpenTelemetry ids: a re-sent span is
+    recognised and ignored. A span whose trace has no agent/root span yet waits here with its mapped
+    content (`payload`) until a root of its project arrives; once applied to its AgentTrace the
+    payload is cleared.
 
-    pk = models.CompositePrimaryKey("otel_trace_id", "span_id")
+    The ids are the client's, so they are unique per project only: the same trace and span ids sent
+    to two projects are two projects' spans (two traces), and neither learns of the other's."""
+
+    pk = models.CompositePrimaryKey("project", "otel_trace_id", "span_id")
+    # The project whose export stored the span. The primary key leads with it (no index of its own).
+    # No database constraint: a foreign key check per inserted span (and a share lock on the project
+    # row that every export takes) cost PostgreSQL a quarter more CPU per span in bench/otlp.py, and
+    # the id comes from the request's key. Deleting a project deletes its span ids (Django's cascade).
+    project = models.ForeignKey(
+        "core.Project",
+        on_delete=models.CASCADE,
+        related_name="+",
+        db_index=False,
+        db_constraint=False,
+        default=default_project_id,
+    )
     otel_trace_id = models.CharField(max_length=32)
     span_id = models.CharField(max_length=16)
     # Not indexed: only the periodic prune reads it, and an index would cost every span a write.
@@ -150,7 +171,7 @@ class OtlpSpan(models.Model):
         indexes = [models.Index(fields=["otel_trace_id"], condition=Q(payload__isnull=False), name="otlpspan_waiting")]
 
     def __str__(self):
-        return f"{self.otel_trace_id}/{self.span_id}"
+        return f"{self.project_id}:{self.otel_trace_id}/{self.span_id}"
 
 
 class IngestionEntry(models.Model):

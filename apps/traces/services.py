@@ -13,6 +13,7 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
+from apps.core.models import default_project_id
 from apps.core.retention import expired_ids, references_unlink, rows_delete_quietly
 
 from . import fastpath
@@ -81,8 +82,9 @@ def trace_delete(*, session_id: str, project_id: int | None = None) -> None:
 def traces_clear(*, project_id: int | None = None) -> int:
     """Delete every trace of the project (`default` if None), its tool calls and its OTLP span ids
     (so the same spans sent again make the trace anew). Returns the number of traces deleted."""
+    project_id = default_project_id() if project_id is None else project_id
     traces = project_traces(project_id)
-    _rows_forget(traces.values("pk"), _otel_ids(traces))
+    _rows_forget(traces.values("pk"), _otel_ids(traces), project_id)
     deleted, _ = traces.delete()
     return deleted
 
@@ -104,7 +106,7 @@ def traces_expire(project, before, limit: int) -> int:
         # Read once: the ledger counts these OTLP traces' waiting spans, then their span ids go.
         otel_ids = list(_otel_ids(AgentTrace.objects.filter(pk__in=ids)).values_list("otel_trace_id", flat=True))
         _expiry_record(project, ids, otel_ids)
-        _rows_forget(ids, otel_ids)
+        _rows_forget(ids, otel_ids, project.pk)
         # One statement per relation instead of Django's deletion collector, which reads the rows
         # and unlinks and deletes them 100 at a time (a quarter of a batch's time).
         references_unlink(AgentTrace, ids)
@@ -119,7 +121,7 @@ def _expiry_record(project, trace_ids, otel_ids: list[str]) -> None:
     later records and an OTLP trace's waiting spans may have arrived in other hours: that hour's
     `stored` stays a little high and the creation hour's a little low, the totals are exact). Spans
     of these OTLP traces still waiting to be merged are in no trace's units: each is counted at its
-    arrival, in the ledger of the project that sent it (otlp_waiting_expire)."""
+    arrival (otlp_waiting_expire)."""
     groups = (
         AgentTrace.objects.filter(pk__in=trace_ids)
         .annotate(hour=TruncHour("created_at", tzinfo=UTC))
@@ -131,7 +133,7 @@ def _expiry_record(project, trace_ids, otel_ids: list[str]) -> None:
         n = group["units"] or 0
         ingestion_record(project=project, source=group["source"], stored=-n, dropped={"expired": n}, at=group["hour"])
     # Only OTLP traces have an OpenTelemetry trace id.
-    otlp_waiting_expire(otel_trace_ids=otel_ids)
+    otlp_waiting_expire(project_id=project.pk, otel_trace_ids=otel_ids)
 
 
 def _otel_ids(traces):
@@ -139,10 +141,12 @@ def _otel_ids(traces):
     return traces.filter(otel_trace_id__isnull=False).values("otel_trace_id")
 
 
-def _rows_forget(trace_ids, otel_ids) -> None:
-    """Deletes what hangs off these traces by id only: their tool calls and their OTLP span ids (the
-    dedup records keyed by OpenTelemetry trace id, no foreign key). Left behind until the prune of
-    the retry window, they would make the deleted trace's spans, sent again, duplicates of what no
-    longer exists. One statement each, no per-row signals (none listen)."""
+def _rows_forget(trace_ids, otel_ids, project_id: int) -> None:
+    """Deletes what hangs off these traces (all of the project `project_id`) by id only: their tool
+    calls and their OTLP span ids (the dedup records keyed by project and OpenTelemetry trace id, no
+    foreign key to the trace). Left behind until the prune of the retry window, they would make the
+    deleted trace's spans, sent again, duplicates of what no longer exists. Only the project's: the
+    same trace id in another project is that project's trace, and its span ids stay. One statement
+    each, no per-row signals (none listen)."""
     rows_delete_quietly(ToolCall.objects.filter(trace_id__in=trace_ids))
-    rows_delete_quietly(OtlpSpan.objects.filter(otel_trace_id__in=otel_ids))
+    rows_delete_quietly(OtlpSpan.objects.filter(project_id=project_id, otel_trace_id__in=otel_ids))

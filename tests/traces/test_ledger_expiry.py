@@ -255,30 +255,32 @@ def test_expired_otlp_traces_move_their_spans_from_stored_to_dropped_expired(set
 
 def test_spans_still_waiting_when_their_trace_expires_are_counted_in_their_senders_ledger(settings, monkeypatch):
     """A trace whose children were not all merged yet (the settle after the root's export did not
-    run) and another project's spans of the same trace id (never merged into it): the span ids go
-    with the trace, and each waiting span is counted as expired, in the ledger of the project that
-    sent it, at its arrival; nothing is left stored for them."""
+    run): the span ids go with the trace, and each waiting span is counted as expired at its
+    arrival; nothing is left stored for them. Another project's spans of the same trace id are its
+    own (they wait for its root): they stay, and its ledger is untouched."""
     settings.EVALSITE_OTLP_ASSEMBLY_CHUNK_SPANS = 1
     project, other = ProjectFactory(), ProjectFactory()
     trace = FakeTrace(seed=400)
-    send(other, trace.tools(2, first_us=500))  # waits under `other`'s name
+    send(other, trace.tools(2, first_us=500))  # waits in `other`
     backdate(other)
     send(project, trace.tools(2))
-    monkeypatch.setattr(otlp_services, "_settle", lambda trace_ids: [])
+    monkeypatch.setattr(otlp_services, "_settle", lambda trace_ids, project_id=None: [])
     send(project, [trace.root()])
     stored = AgentTrace.objects.get()
     assert (stored.project_id, stored.ledger_units, stored.tool_call_count) == (project.pk, 2, 1)
     assert OtlpSpan.objects.filter(payload__isnull=False).count() == 3
     backdate(project)
     OtlpSpan.objects.update(received_at=OLD_HOUR + timedelta(minutes=10))
+    other_before = snapshot(other)
 
     expire(project)
 
-    assert not AgentTrace.objects.exists() and not OtlpSpan.objects.exists()
+    assert not AgentTrace.objects.exists() and not OtlpSpan.objects.filter(project=project).exists()
+    assert OtlpSpan.objects.filter(project=other, payload__isnull=False).count() == 2
     # The trace's 2 units at its creation, its waiting child at its arrival: 3 spans stored, 3 expired.
     assert hour_totals(project, "otlp", OLD_HOUR) == {"received": 3, "stored": 0, "dropped": {"expired": 3}}
-    assert hour_totals(other, "otlp", OLD_HOUR) == {"received": 2, "stored": 0, "dropped": {"expired": 2}}
-    assert entries(other).count() == 2
+    assert hour_totals(other, "otlp", OLD_HOUR) == {"received": 2, "stored": 2, "dropped": {}}
+    assert snapshot(other) == other_before
     assert_balanced(project)
     assert_balanced(other)
 
@@ -312,7 +314,7 @@ def test_an_expiry_rolled_back_counts_nothing(monkeypatch):
     AgentTrace.objects.update(created_at=OLD_HOUR)
     before = snapshot(project)
 
-    def broken(trace_ids, otel_ids):
+    def broken(trace_ids, otel_ids, project_id):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(services, "_rows_forget", broken)

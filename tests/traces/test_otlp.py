@@ -427,11 +427,13 @@ def test_children_stored_while_their_trace_was_being_created_are_settled(key_cli
         request,
     )
     (record,), _, _ = export_records(request)
-    OtlpSpan.objects.create(otel_trace_id=record.trace_id, span_id=record.span_id, payload=record.to_payload())
-    assert otlp_services._settle({record.trace_id}) == [trace.pk]
+    OtlpSpan.objects.create(
+        project_id=trace.project_id, otel_trace_id=record.trace_id, span_id=record.span_id, payload=record.to_payload()
+    )
+    assert otlp_services._settle({record.trace_id}, trace.project_id) == [trace.pk]
     assert trace.tool_calls.get().tool_name == "search"
     assert not OtlpSpan.objects.filter(payload__isnull=False).exists()
-    assert otlp_services._settle({record.trace_id}) == []  # claimed once
+    assert otlp_services._settle({record.trace_id}, trace.project_id) == []  # claimed once
 
 
 def test_nul_in_attribute_keys_rejects_the_span_that_keeps_them(key_client):

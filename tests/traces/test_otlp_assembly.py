@@ -174,11 +174,11 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
 
     real_settle = otlp_services._settle
 
-    def interrupted(trace_ids):
+    def interrupted(trace_ids, project_id=None):
         # The children's export settles too, but sees no trace (not committed yet): it goes through.
         if AgentTrace.objects.filter(otel_trace_id__in=list(trace_ids)).exists():
             raise OperationalError("canceling statement due to lock timeout")
-        return real_settle(trace_ids)
+        return real_settle(trace_ids, project_id)
 
     results: list[int] = []
     monkeypatch.setattr(otlp_services, "insert_traces", insert_then_children_arrive)
@@ -306,11 +306,11 @@ def post_worker_init(worker):
                                            "Authorization": "Bearer " + os.environ["TEST_KEY"]}, timeout=30)
             assert response.status_code == 200, response.text
 
-    def settle(trace_ids):
+    def settle(trace_ids, project_id=None):
         if not killed.exists() and AgentTrace.objects.filter(otel_trace_id__in=list(trace_ids)).exists():
             killed.touch()
             os._exit(1)
-        return real_settle(trace_ids)
+        return real_settle(trace_ids, project_id)
 
     services.insert_traces = insert_traces
     services._settle = settle

@@ -90,14 +90,20 @@ def test_otlp_spans_land_in_the_keys_project_and_never_merge_into_anothers(alpha
     trace = AgentTrace.objects.get(otel_trace_id="5b8efff798038103d269b633813fc60c")
     assert trace.project == projects[0]
     calls_before = trace.tool_call_count
-    # B replays A's trace id with spans of its own: refused, A's trace unchanged.
+    # B sends A's trace id with spans of its own (a trace that crossed both teams' services, or a
+    # replay): B's own trace, A's unchanged, and nothing refused (a `conflict` told B that A holds it).
     replay = _json_body()
     for span in replay["resourceSpans"][0]["scopeSpans"][0]["spans"]:
-        span["spanId"] = span["spanId"][:-1] + "f"
-    assert beta_api.post("/v1/traces", json.dumps(replay), content_type="application/json").status_code == 200
+        span["spanId"] = span["spanId"][:-2] + "f" + span["spanId"][-1]
+        if "parentSpanId" in span:
+            span["parentSpanId"] = span["parentSpanId"][:-2] + "f" + span["parentSpanId"][-1]
+    response = beta_api.post("/v1/traces", json.dumps(replay), content_type="application/json")
+    assert response.status_code == 200 and response.json() == {}
     trace.refresh_from_db()
     assert trace.tool_call_count == calls_before
-    assert not AgentTrace.objects.filter(project=projects[1]).exists()
+    theirs = AgentTrace.objects.get(project=projects[1])
+    assert theirs.otel_trace_id == trace.otel_trace_id and theirs.tool_call_count == 1
+    assert beta_api.get(f"{TRACE}/{theirs.session_id}").json()["tool_calls"][0]["tool_name"] == "search"
 
 
 def test_contract_calls_work_with_a_key_of_any_project(beta_api, projects):

@@ -1,8 +1,9 @@
 """Assembling OpenTelemetry spans into AgentTrace and ToolCall rows.
 
 Spans of one trace arrive in any order, over any number of requests, and whole batches are
-retried. Every span is first recorded in OtlpSpan, keyed by (trace id, span id) with ON CONFLICT
-DO NOTHING, so a span seen before is dropped there. Then, per OpenTelemetry trace:
+retried. Every span is first recorded in OtlpSpan, keyed by (project, trace id, span id) with ON
+CONFLICT DO NOTHING, so a span its project sent before is dropped there. Then, per OpenTelemetry
+trace of the export's project:
 
 - its AgentTrace exists (the root came earlier): the new spans are merged into it under its row
   lock, each tool call taking a free seq between its neighbours by start time;
@@ -32,16 +33,16 @@ refuses is counted on the trace (`truncated`, `dropped`) and in the ingestion le
 Every export writes one ledger entry in its storing transaction: received = stored + duplicate +
 rejected + dropped. A tool span stored waiting and dropped by the cap when assembled, and a span
 that waited for a root that never came (pruned), are moved from stored to dropped by a correction
-entry dated at their arrival, in the ledger of the project that sent them: a waiting span's payload
-carries its project (`_PROJECT_KEY`), so the reaper knows it without a trace to ask (an orphan has
-none) and without a column that every span, waiting or not, would pay for. The same key keeps
-projects apart while spans wait: a root assembles, and the reaper settles, only the waiting spans
-of the trace's own project (a trace id that crossed two teams' services, or a replay, never pulls
-one project's tool calls into another's trace); the others wait for a root of their own project,
-or are pruned as its orphans. A span stored before this key existed has none and is claimed by
-any project, as it was then. The spans stored that end up in a trace (not those a cap refused) are
-counted on it as they are merged (AgentTrace.ledger_units, in the UPDATE or INSERT that stores the
-trace), so retention moves exactly them to dropped ("expired") when the trace expires.
+entry dated at their arrival, in the ledger of the project that sent them (OtlpSpan.project).
+
+Trace and span ids are the client's, so they are unique per project only (OtlpSpan's key leads with
+the project, AgentTrace's is (otel_trace_id, project)): the same trace id sent to two projects (a
+trace that crossed two teams' services, or a replay) makes two traces, each of its own project's
+spans; a span is a duplicate only of what its own project stored; a root assembles, and the reaper
+settles, only the waiting spans of the trace's own project. No project learns through a refusal or
+a merge that another holds a trace id. The spans stored that end up in a trace (not those a cap
+refused) are counted on it as they are merged (AgentTrace.ledger_units, in the UPDATE or INSERT that
+stores the trace), so retention moves exactly them to dropped ("expired") when the trace expires.
 
 The write path is built for throughput: per request a handful of statements whatever the number
 of spans (one INSERT … SELECT FROM unnest for the spans, one bulk INSERT for traces, one COPY for
@@ -56,9 +57,7 @@ from datetime import UTC, datetime
 import orjson
 from django.conf import settings
 from django.db import transaction
-from django.db.models import BigIntegerField, Count, F, OuterRef, Q, Subquery
-from django.db.models.fields.json import KT
-from django.db.models.functions import Cast
+from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -72,16 +71,12 @@ from .assembly import NewTrace, build_trace, insert_traces, merge_into_trace
 from .mapping import SpanRecord
 
 _SPAN_TABLE = OtlpSpan._meta.db_table
-_TRACE_TABLE = AgentTrace._meta.db_table
 _SQLITE_ROWS_PER_INSERT = 200
 # Spans dropped by the waiting cap keep their id (a re-send is a duplicate) and lose their content;
 # one of them per export carries this mark with how many were dropped, which the assembly adds to
 # the trace's counts (one row to claim, not one per dropped span).
 _DROPPED_MARK = "spans"
 _LEDGER_SOURCE = "otlp"
-# In a waiting span's payload: the id of the project whose export stored it. Not a SpanRecord field
-# (SpanRecord.from_payload never sees it). A payload from before projects has none: `default`.
-_PROJECT_KEY = "project"
 
 
 @dataclass
@@ -117,42 +112,26 @@ def _record_corrections(moved: Counter, reason: str) -> None:
         ingestion_record(project=project_id, source=_LEDGER_SOURCE, stored=-n, dropped={reason: n}, at=hour)
 
 
-def _waiting_payload(record: SpanRecord, project_id: int) -> dict:
-    return {**record.to_payload(), _PROJECT_KEY: project_id}
+def _traces_of(project_id: int, trace_ids) -> dict[str, int]:
+    """The project's AgentTrace pk per OpenTelemetry trace id, for those of `trace_ids` it holds.
+    Looked up by trace id alone, the project compared here (a trace id is in one project or a few):
+    with the project in the WHERE clause, PostgreSQL planned a scan of all the project's traces by an
+    index that leads with the project whenever its statistics thought the project small (a new one)."""
+    if not trace_ids:
+        return {}
+    return {
+        trace_id: pk
+        for trace_id, owner, pk in AgentTrace.objects.filter(otel_trace_id__in=list(trace_ids)).values_list(
+            "otel_trace_id", "project_id", "pk"
+        )
+        if owner == project_id
+    }
 
 
-def _sent_by(waiting, project_id: int | None = None):
-    """The waiting spans of `waiting` (an OtlpSpan queryset) that `project_id` sent, or, None, those
-    of the project that holds their trace (traces that do not exist are left out); a span with no
-    project in its payload (stored before it had one) is anyone's."""
-    waiting = waiting.annotate(sender=Cast(KT(f"payload__{_PROJECT_KEY}"), BigIntegerField()))
-    if project_id is not None:
-        return waiting.filter(Q(sender__isnull=True) | Q(sender=project_id))
-    owner = AgentTrace.objects.filter(otel_trace_id=OuterRef("otel_trace_id")).order_by().values("project_id")[:1]
-    return (
-        waiting.annotate(owner=Subquery(owner))
-        .filter(owner__isnull=False)
-        .filter(Q(sender__isnull=True) | Q(sender=F("owner")))
-    )
-
-
-class _Senders:
-    """The project of each waiting span, from its payload's `_PROJECT_KEY` (an int, JSON text from
-    SQL, or None for a span stored before the ledger was per project: `default`, looked up once)."""
-
-    def __init__(self):
-        self._default: int | None = None
-
-    def __call__(self, value) -> int:
-        if value not in (None, ""):
-            return int(value)
-        if self._default is None:
-            self._default = default_project_id()
-        return self._default
-
-
-def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: datetime) -> set[tuple[str, str]]:
-    """Record the spans; returns the (trace id, span id) of those not seen before."""
+def _insert_spans(
+    records: list[SpanRecord], payloads: list[str | None], now: datetime, project_id: int
+) -> set[tuple[str, str]]:
+    """Record the spans in the project; returns the (trace id, span id) of those it had not seen."""
     new: set[tuple[str, str]] = set()
     if fastpath.enabled():
         trace_ids = ",".join([r.trace_id for r in records])
@@ -172,11 +151,11 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
         seen_before = set(
             fastpath.fetch_all(
                 f"WITH input AS (SELECT t, s, p FROM {values[0]} AS u(t, s, p)), "
-                f"inserted AS (INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) "
-                "SELECT t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
+                f"inserted AS (INSERT INTO {_SPAN_TABLE} (project_id, otel_trace_id, span_id, received_at, payload) "
+                "SELECT %s, t, s, %s, p::jsonb FROM input ORDER BY t, s ON CONFLICT DO NOTHING "
                 "RETURNING otel_trace_id, span_id) "
                 "SELECT t, s FROM input EXCEPT ALL SELECT otel_trace_id, span_id FROM inserted",
-                [*values[1], now],
+                [*values[1], project_id, now],
             )
         )
         return {(r.trace_id, r.span_id) for r in records} - seen_before
@@ -184,11 +163,11 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
         chunk = range(start, min(start + _SQLITE_ROWS_PER_INSERT, len(records)))
         params: list = []
         for i in chunk:
-            params += [records[i].trace_id, records[i].span_id, now, payloads[i]]
+            params += [project_id, records[i].trace_id, records[i].span_id, now, payloads[i]]
         new.update(
             fastpath.fetch_all(
-                f"INSERT INTO {_SPAN_TABLE} (otel_trace_id, span_id, received_at, payload) VALUES "
-                + ", ".join(["(%s, %s, %s, %s)"] * len(chunk))
+                f"INSERT INTO {_SPAN_TABLE} (project_id, otel_trace_id, span_id, received_at, payload) VALUES "
+                + ", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk))
                 + " ON CONFLICT DO NOTHING RETURNING otel_trace_id, span_id",
                 params,
             )
@@ -198,8 +177,8 @@ def _insert_spans(records: list[SpanRecord], payloads: list[str | None], now: da
 
 def _keep_waiting(records: list[SpanRecord], project_id: int) -> None:
     for r in records:
-        OtlpSpan.objects.filter(otel_trace_id=r.trace_id, span_id=r.span_id).update(
-            payload=_waiting_payload(r, project_id)
+        OtlpSpan.objects.filter(project_id=project_id, otel_trace_id=r.trace_id, span_id=r.span_id).update(
+            payload=r.to_payload()
         )
 
 
@@ -213,12 +192,8 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]], project_id: int) ->
     cap = int(settings.EVALSITE_OTLP_MAX_SPANS_PER_TRACE)
     # One grouped count over the waiting spans' partial index (usually a trace or two per export).
     counts = dict(
-        _sent_by(
-            OtlpSpan.objects.filter(otel_trace_id__in=list(fresh_waiting), payload__isnull=False).exclude(
-                payload__has_key="dropped"
-            ),
-            project_id,
-        )
+        OtlpSpan.objects.filter(project_id=project_id, otel_trace_id__in=list(fresh_waiting), payload__isnull=False)
+        .exclude(payload__has_key="dropped")
         .values("otel_trace_id")
         .annotate(n=Count("*"))
         .values_list("otel_trace_id", "n")
@@ -230,55 +205,41 @@ def _cap_waiting(fresh_waiting: dict[str, list[SpanRecord]], project_id: int) ->
             continue
         # The latest-starting of this request's spans go: a trace keeps its beginning.
         victims = [r.span_id for r in sorted(group, key=lambda r: (r.start_ns, r.span_id))[-excess:]]
-        OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id__in=victims[1:]).update(payload=None)
-        OtlpSpan.objects.filter(otel_trace_id=trace_id, span_id=victims[0]).update(
-            payload={"dropped": _DROPPED_MARK, "count": excess, _PROJECT_KEY: project_id}
-        )
+        spans = OtlpSpan.objects.filter(project_id=project_id, otel_trace_id=trace_id)
+        spans.filter(span_id__in=victims[1:]).update(payload=None)
+        spans.filter(span_id=victims[0]).update(payload={"dropped": _DROPPED_MARK, "count": excess})
         dropped[trace_id] = excess
     return dropped
 
 
 @dataclass
 class _Claimed:
-    """Spans taken from OtlpSpan for one trace: their records, when each arrived and the project
-    that sent it, and how many had been dropped by the waiting cap before (their marks)."""
+    """Spans taken from OtlpSpan for one trace: their records, when each arrived, and how many had
+    been dropped by the waiting cap before (their marks)."""
 
     records: list[SpanRecord] = field(default_factory=list)
     received: list[datetime] = field(default_factory=list)
-    projects: list[int] = field(default_factory=list)
     marked: int = 0
 
 
-def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> tuple[dict[str, _Claimed], bool]:
-    """Take at most `limit` spans stored earlier for these traces that still wait for their root.
-    Clearing the payload is the claim: of two requests settling the same trace, only one gets each
-    span. Only the spans `project_id` sent (the export about to create the traces); None: only for
-    those of the traces that have an AgentTrace by now, the spans its project sent (`_sent_by`).
-    Returns the spans per trace and whether the limit was reached (more may wait)."""
+def _claim_waiting(trace_ids, *, project_id: int, limit: int) -> tuple[dict[str, _Claimed], bool]:
+    """Take at most `limit` spans the project stored earlier for these traces that still wait for
+    their root. Clearing the payload is the claim: of two requests settling the same trace, only one
+    gets each span. Returns the spans per trace and whether the limit was reached (more may wait)."""
     claimed: dict[str, _Claimed] = defaultdict(_Claimed)
     if not trace_ids:
         return claimed, False
     trace_ids = sorted(set(trace_ids))
     rows: list[tuple] = []
     if fastpath.enabled():
-        where = "payload IS NOT NULL AND otel_trace_id = ANY(%s)"
-        params: list = [trace_ids]
-        # As _sent_by, in SQL: compared as text, the payload's JSON number against the id.
-        sender = f"{_SPAN_TABLE}.payload->>'{_PROJECT_KEY}'"
-        if project_id is not None:
-            where += f" AND ({sender} IS NULL OR {sender} = %s)"
-            params.append(str(project_id))
-        else:
-            where += (
-                f" AND EXISTS (SELECT 1 FROM {_TRACE_TABLE} AS t WHERE t.otel_trace_id = {_SPAN_TABLE}.otel_trace_id "
-                f"AND t.otel_trace_id = ANY(%s) AND ({sender} IS NULL OR {sender} = t.project_id::text))"
-            )
-            params.append(trace_ids)
+        where = "payload IS NOT NULL AND project_id = %s AND otel_trace_id = ANY(%s)"
+        params: list = [project_id, trace_ids]
         # RETURNING shows the new (cleared) payload: the old one comes from the locked subquery.
         rows = fastpath.fetch_all(
-            f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT otel_trace_id, span_id, payload, "
+            f"UPDATE {_SPAN_TABLE} AS s SET payload = NULL FROM (SELECT project_id, otel_trace_id, span_id, payload, "
             f"received_at FROM {_SPAN_TABLE} WHERE {where} ORDER BY otel_trace_id, span_id LIMIT %s "
-            "FOR UPDATE) AS old WHERE s.otel_trace_id = old.otel_trace_id AND s.span_id = old.span_id "
+            "FOR UPDATE) AS old WHERE s.project_id = old.project_id AND s.otel_trace_id = old.otel_trace_id "
+            "AND s.span_id = old.span_id "
             # The arrival hour as epoch seconds: parsing 60K timestamps cost more than the claim.
             "RETURNING old.otel_trace_id, old.payload, "
             "extract(epoch FROM date_trunc('hour', old.received_at))::bigint",
@@ -286,7 +247,7 @@ def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> t
         )
     else:
         # SQLite runs one writing transaction at a time: read, then clear, is already atomic.
-        waiting = _sent_by(OtlpSpan.objects.filter(payload__isnull=False, otel_trace_id__in=trace_ids), project_id)
+        waiting = OtlpSpan.objects.filter(project_id=project_id, payload__isnull=False, otel_trace_id__in=trace_ids)
         picked = list(
             waiting.order_by("otel_trace_id", "span_id").values_list(
                 "otel_trace_id", "span_id", "payload", "received_at"
@@ -299,10 +260,11 @@ def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> t
         for trace_id, span_ids in by_trace.items():
             for start in range(0, len(span_ids), _SQLITE_ROWS_PER_INSERT):
                 OtlpSpan.objects.filter(
-                    otel_trace_id=trace_id, span_id__in=span_ids[start : start + _SQLITE_ROWS_PER_INSERT]
+                    project_id=project_id,
+                    otel_trace_id=trace_id,
+                    span_id__in=span_ids[start : start + _SQLITE_ROWS_PER_INSERT],
                 ).update(payload=None)
     hours: dict[int, datetime] = {}
-    sender = _Senders()
     for trace_id, payload, received_at in rows:
         if isinstance(payload, (str, bytes)):
             payload = orjson.loads(payload)
@@ -316,7 +278,6 @@ def _claim_waiting(trace_ids, *, project_id: int | None = None, limit: int) -> t
         if payload.get("dropped"):
             entry.marked += payload.get("count", 1)
             continue
-        entry.projects.append(sender(payload.pop(_PROJECT_KEY, None)))
         entry.records.append(SpanRecord.from_payload(payload))
         entry.received.append(received_at)
     return claimed, len(rows) >= limit
@@ -334,23 +295,14 @@ def otlp_spans_ingest(
     on_stored: Callable[[], None] | None = None,
 ) -> IngestOutcome:
     """Store the spans of one export request (already mapped) in the project (`default` if None),
-    assembling traces as their roots arrive. OpenTelemetry trace ids are 128 random bits and stay
-    unique across projects: spans of a trace id another project holds are refused (`conflict`),
-    never merged into it. `rejected`: per reason, the spans of the request refused before storage; with the
+    assembling traces as their roots arrive. Trace and span ids are unique per project: spans of a
+    trace id another project holds make this project's own trace, and neither sees the other's
+    spans. `rejected`: per reason, the spans of the request refused before storage; with the
     records they make the request's ledger entry. `repeated`: spans the request held more than once,
     mapped once; the repeats are received and counted as duplicates. `on_stored` runs in the
     transaction that stores the spans (the request's redaction counts), not when nothing is."""
     project_id = default_project_id() if project_id is None else project_id
     rejected = {reason: n for reason, n in (rejected or {}).items() if n}
-    foreign = set(
-        AgentTrace.objects.filter(otel_trace_id__in={r.trace_id for r in records})
-        .exclude(project_id=project_id)
-        .values_list("otel_trace_id", flat=True)
-    )
-    if foreign:
-        kept = [r for r in records if r.trace_id not in foreign]
-        rejected["conflict"] = rejected.get("conflict", 0) + len(records) - len(kept)
-        records = kept
     outcome = IngestOutcome()
     if not records:
         if rejected:
@@ -365,16 +317,14 @@ def otlp_spans_ingest(
     now = timezone.now()
     with transaction.atomic():
         _bound_lock_waits()
-        known = dict(AgentTrace.objects.filter(otel_trace_id__in=list(by_trace)).values_list("otel_trace_id", "pk"))
+        known = _traces_of(project_id, by_trace)
         with_root = {t for t, group in by_trace.items() if t not in known and any(r.is_root for r in group)}
         # Only spans that will wait for their root keep their content in OtlpSpan.
         payloads = [
-            None
-            if r.trace_id in known or r.trace_id in with_root
-            else orjson.dumps(_waiting_payload(r, project_id)).decode()
+            None if r.trace_id in known or r.trace_id in with_root else orjson.dumps(r.to_payload()).decode()
             for r in records
         ]
-        new_keys = _insert_spans(records, payloads, now)
+        new_keys = _insert_spans(records, payloads, now, project_id)
         outcome.spans_new = len(new_keys)
         outcome.spans_duplicate = len(records) - len(new_keys)
 
@@ -406,14 +356,13 @@ def otlp_spans_ingest(
                 built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked)
                 built.trace.project_id = project_id
                 arrived = {
-                    id(r): (sender, at)
-                    for r, at, sender in zip(claimed.records, claimed.received, claimed.projects, strict=True)
+                    id(r): at
+                    for r, at in zip(claimed.records, claimed.received, strict=True)
                     if r.span_id not in fresh_ids
                 }
                 for r in built.tools_dropped:
                     if id(r) in arrived:
-                        sender, at = arrived[id(r)]
-                        moved[(sender, _hour(at))] += 1
+                        moved[(project_id, _hour(arrived[id(r)]))] += 1
                     else:
                         dropped_now += 1
                 new_traces.append(built)
@@ -446,74 +395,77 @@ def otlp_spans_ingest(
             on_stored()
     # Every trace this export touched, duplicates included: a retry of an export whose assembly was
     # interrupted (a 503 on a lock wait, a killed worker) repairs its traces.
-    outcome.traces_updated += _settle(set(by_trace))
+    outcome.traces_updated += _settle(set(by_trace), project_id)
     return outcome
 
 
-def _settle(trace_ids: set[str]) -> list[int]:
-    """After commit: merge the children still waiting for traces that exist by now: those a
-    concurrent request stored while this one created their trace, those beyond the chunk a root's
-    export assembles in its own transaction, those an interrupted assembly left. Each chunk of
-    spans is claimed and merged in its own transaction, so memory and lock time stay bounded
-    whatever the number of children. Idempotent: a span is claimed once."""
+def _settle(trace_ids: set[str], project_id: int | None = None) -> list[int]:
+    """After commit: merge the children still waiting for the project's traces (`default` if None)
+    that exist by now: those a concurrent request stored while this one created their trace, those
+    beyond the chunk a root's export assembles in its own transaction, those an interrupted assembly
+    left. Each chunk of spans is claimed and merged in its own transaction, so memory and lock time
+    stay bounded whatever the number of children. Idempotent: a span is claimed once."""
+    project_id = default_project_id() if project_id is None else project_id
     updated: list[int] = []
     while True:
-        if not _settle_needed(trace_ids):
+        if not _settle_needed(trace_ids, project_id):
             return list(dict.fromkeys(updated))
         with transaction.atomic():
             _bound_lock_waits()
-            claimed, more = _claim_waiting(trace_ids, limit=_chunk())
-            if claimed:
-                known = dict(
-                    AgentTrace.objects.filter(otel_trace_id__in=list(claimed)).values_list("otel_trace_id", "pk")
-                )
-                moved: Counter = Counter()
-                # In trace id order: two settlers sharing traces take their row locks in the same order.
-                for trace_id in sorted(claimed):
-                    spans = claimed[trace_id]
-                    refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
-                    for i in refused:
-                        moved[(spans.projects[i], _hour(spans.received[i]))] += 1
-                    updated.append(known[trace_id])
-                _record_corrections(moved, "trace_cap")
+            known = _traces_of(project_id, trace_ids)
+            claimed, more = _claim_waiting(known, project_id=project_id, limit=_chunk())
+            moved: Counter = Counter()
+            # In trace id order: two settlers sharing traces take their row locks in the same order.
+            for trace_id in sorted(claimed):
+                spans = claimed[trace_id]
+                refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
+                for i in refused:
+                    moved[(project_id, _hour(spans.received[i]))] += 1
+                updated.append(known[trace_id])
+            _record_corrections(moved, "trace_cap")
         if not more:
             return list(dict.fromkeys(updated))
 
 
-def _settle_needed(trace_ids) -> bool:
-    """Whether any of these traces exists and has spans of its project waiting: one cheap statement
-    on the waiting spans' partial index, so the usual export (nothing to settle) opens no transaction."""
-    if not trace_ids:
+def _settle_needed(trace_ids, project_id: int) -> bool:
+    """Whether any of these traces exists in the project and has spans of the project waiting: two
+    cheap statements (the second only when a trace exists), so the usual export (nothing to settle)
+    opens no transaction."""
+    existing = _traces_of(project_id, trace_ids)
+    if not existing:
         return False
-    trace_ids = sorted(set(trace_ids))
-    return _sent_by(
-        OtlpSpan.objects.filter(
-            payload__isnull=False,
-            otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__in=trace_ids).values("otel_trace_id"),
-        )
+    return OtlpSpan.objects.filter(
+        project_id=project_id, payload__isnull=False, otel_trace_id__in=sorted(existing)
     ).exists()
 
 
 def otlp_traces_settle(*, batch: int = 500) -> int:
-    """The reaper: settle every trace that has spans waiting although its AgentTrace exists (an
-    assembly interrupted and never retried). Returns how many traces it merged spans into."""
+    """The reaper: settle every trace that has spans of its project waiting although its AgentTrace
+    exists (an assembly interrupted and never retried). Returns how many traces it merged spans into."""
     settled = 0
-    after = ""
+    after = Q()
     while True:
-        trace_ids = list(
+        # Waiting spans whose trace id has a trace in any project, by trace id alone (see _traces_of);
+        # _settle merges only into a trace of the span's own project, and does nothing for the others.
+        pairs = list(
             OtlpSpan.objects.filter(
+                after,
                 payload__isnull=False,
-                otel_trace_id__gt=after,
                 otel_trace_id__in=AgentTrace.objects.filter(otel_trace_id__isnull=False).values("otel_trace_id"),
             )
-            .order_by("otel_trace_id")
-            .values_list("otel_trace_id", flat=True)
+            .order_by("project_id", "otel_trace_id")
+            .values_list("project_id", "otel_trace_id")
             .distinct()[:batch]
         )
-        if not trace_ids:
+        if not pairs:
             return settled
-        settled += len(_settle(set(trace_ids)))
-        after = trace_ids[-1]
+        by_project: dict[int, set[str]] = defaultdict(set)
+        for project_id, trace_id in pairs:
+            by_project[project_id].add(trace_id)
+        for project_id, trace_ids in sorted(by_project.items()):
+            settled += len(_settle(trace_ids, project_id))
+        last_project, last_trace = pairs[-1]
+        after = Q(project_id__gt=last_project) | Q(project_id=last_project, otel_trace_id__gt=last_trace)
 
 
 def _waiting_forget(where: str, params: list, reason: str) -> int:
@@ -523,24 +475,17 @@ def _waiting_forget(where: str, params: list, reason: str) -> int:
     DELETE removed, not a count before it: a span claimed meanwhile by an assembly is not dropped.
     Returns how many went."""
     moved: Counter = Counter()
-    senders = _Senders()
-    if fastpath.enabled():
-        not_marked, sender = "payload->>'dropped' IS NULL", f"payload->>'{_PROJECT_KEY}'"
-    else:
-        not_marked, sender = (
-            "json_extract(payload, '$.dropped') IS NULL",
-            f"json_extract(payload, '$.{_PROJECT_KEY}')",
-        )
-    for received_at, project in fastpath.fetch_all(
+    not_marked = "payload->>'dropped' IS NULL" if fastpath.enabled() else "json_extract(payload, '$.dropped') IS NULL"
+    for received_at, project_id in fastpath.fetch_all(
         f"DELETE FROM {_SPAN_TABLE} WHERE {where} AND payload IS NOT NULL AND {not_marked} "
-        f"RETURNING received_at, {sender}",
+        "RETURNING received_at, project_id",
         params,
     ):
         if isinstance(received_at, str):
             received_at = parse_datetime(received_at)
         if timezone.is_naive(received_at):
             received_at = timezone.make_aware(received_at, UTC)
-        moved[(senders(project), _hour(received_at))] += 1
+        moved[(project_id, _hour(received_at))] += 1
     _record_corrections(moved, reason)
     return sum(moved.values())
 
@@ -559,13 +504,15 @@ def otlp_spans_prune(*, older_than) -> int:
     return deleted + orphans
 
 
-def otlp_waiting_expire(*, otel_trace_ids: list[str]) -> int:
-    """Retention, before it forgets the span ids of expired traces: the spans of those traces still
-    waiting (a settle not run yet, or another project's spans of the same trace id) were counted as
-    stored and are in no trace, so each is counted as dropped ("expired") at the hour it arrived, in
-    its sender's ledger. Call it in the deleting transaction. Returns how many."""
+def otlp_waiting_expire(*, project_id: int, otel_trace_ids: list[str]) -> int:
+    """Retention, before it forgets the span ids of the project's expired traces: the project's
+    spans of those traces still waiting (a settle not run yet) were counted as stored and are in no
+    trace, so each is counted as dropped ("expired") at the hour it arrived. Another project's spans
+    of the same trace ids are its own and stay. Call it in the deleting transaction. Returns how many."""
     if not otel_trace_ids:
         return 0
     return _waiting_forget(
-        f"otel_trace_id IN ({', '.join(['%s'] * len(otel_trace_ids))})", list(otel_trace_ids), "expired"
+        f"project_id = %s AND otel_trace_id IN ({', '.join(['%s'] * len(otel_trace_ids))})",
+        [project_id, *otel_trace_ids],
+        "expired",
     )
