@@ -13,7 +13,7 @@ from django.db.models import Sum
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.core.retention import expired_ids, references_unlink, rows_delete_quietly
 
 from . import fastpath
@@ -82,7 +82,7 @@ def trace_delete(*, session_id: str, project_id: int | None = None) -> None:
 def traces_clear(*, project_id: int | None = None) -> int:
     """Delete every trace of the project (`default` if None), its tool calls and its OTLP span ids
     (so the same spans sent again make the trace anew). Returns the number of traces deleted."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     traces = project_traces(project_id)
     _rows_forget(traces.values("pk"), _otel_ids(traces), project_id)
     deleted, _ = traces.delete()

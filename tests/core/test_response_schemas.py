@@ -438,6 +438,13 @@ def test_every_operation_answers_what_the_document_declares(
     items = walk(api, "get", f"{v1}/runs/{run_id}/items?limit=2", 200)
     assert items["items"] and items["items"][0]["attempts"][0]["attempt"] == 1
     assert walk(api, "get", f"{v1}/runs/{run_id}/results?limit=2&offset=1", 200) == results[1:3]
+    # Judge-human agreement, and a trace made a test case (the test set's next version).
+    walk(api, "get", f"{v1}/rubrics/{rubric_id}/agreement", 200)
+    walk(api, "get", f"{v1}/metrics/agreement?agent_name=hr-bot", 200)
+    from_traces = f"{v1}/test-sets/{test_set_id}/items/from-traces"
+    walk(api, "post", from_traces, 422, body={"session_ids": ["no-such-session"]})
+    walk(api, "post", from_traces, 409, body={"session_ids": ["s-1"], "version": 1})
+    walk(api, "post", from_traces, 201, body={"session_ids": ["s-1"], "expected_outcome": "Says 15 days"})
     headers = walk.document["paths"]["/api/v1/runs/{run_id}/results"]["get"]["responses"]["200"]["headers"]
     assert {"X-Has-More", "Link"} <= set(headers), "the paging headers are documented"
     walk(api, "get", f"{v1}/runs/{run_id}/results?limit=0", 422)
@@ -685,6 +692,7 @@ PARAMETERS_BEFORE_QUERY_MODELS = {
     ],
     "GET /api/v1/datasets": [("query", "agent_id")],
     "GET /api/v1/ingestion/ledger": [("query", "since"), ("query", "source"), ("query", "until")],
+    "GET /api/v1/metrics/agreement": [("query", "agent_name")],
     "GET /api/v1/metrics/export": [("query", "download"), ("query", "format")],
     "GET /api/v1/metrics/history": [
         ("query", "agent_name"),
@@ -716,6 +724,7 @@ PARAMETERS_BEFORE_QUERY_MODELS = {
         ("query", "name"),
     ],
     "POST /api/v1/test-sets/{test_set_id}/import": [("query", "format")],
+    "POST /api/v1/test-sets/{test_set_id}/items/from-traces": [("header", "If-Match")],
     "POST /api/v1/trace": [("query", "partial")],
     "POST /trace": [("query", "partial")],
     "PUT /api/v1/rubrics/{rubric_id}": [("header", "If-Match")],

@@ -30,6 +30,7 @@ CONFLICTS = {
     ("put", "/api/v1/rubrics/{rubric_id}"),
     ("put", "/api/v1/test-sets/{test_set_id}"),
     ("post", "/api/v1/test-sets/{test_set_id}/import"),
+    ("post", "/api/v1/test-sets/{test_set_id}/items/from-traces"),
     ("post", "/api/v1/runs/{run_id}/cancel"),
     ("post", "/api/v1/results/{result_id}/reviews"),
     ("post", "/api/v1/evaluation-rules"),

@@ -61,7 +61,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from apps.core.models import default_project_id
+from apps.core.models import project_pk
 from apps.traces import fastpath
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace, OtlpSpan
@@ -301,7 +301,7 @@ def otlp_spans_ingest(
     records they make the request's ledger entry. `repeated`: spans the request held more than once,
     mapped once; the repeats are received and counted as duplicates. `on_stored` runs in the
     transaction that stores the spans (the request's redaction counts), not when nothing is."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     rejected = {reason: n for reason, n in (rejected or {}).items() if n}
     outcome = IngestOutcome()
     if not records:
@@ -405,7 +405,7 @@ def _settle(trace_ids: set[str], project_id: int | None = None) -> list[int]:
     beyond the chunk a root's export assembles in its own transaction, those an interrupted assembly
     left. Each chunk of spans is claimed and merged in its own transaction, so memory and lock time
     stay bounded whatever the number of children. Idempotent: a span is claimed once."""
-    project_id = default_project_id() if project_id is None else project_id
+    project_id = project_pk(project_id)
     updated: list[int] = []
     while True:
         if not _settle_needed(trace_ids, project_id):
