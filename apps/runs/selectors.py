@@ -31,7 +31,7 @@ from .judging.fingerprint import judge_changes
 from .judging.types import CRITERION, RULE
 from .models import EvaluationResult, EvaluationRun, RunComparison, table_verdicts_of
 from .reviews import Review, apply_reviews, human_outcome, human_outcome_of, in_force
-from .stats import paired_statistics, wilson_interval
+from .stats import detectable_drop, paired_statistics, wilson_interval
 
 
 def run_find(*, run_id, project) -> EvaluationRun | None:
@@ -773,6 +773,67 @@ def rubric_agreement(*, rubric_id) -> dict:
 def result_ids_of(pks) -> dict[int, uuid.UUID]:
     """The result_id of each result pk (agreement's disagreements name results by pk)."""
     return dict(EvaluationResult.objects.filter(pk__in=pks).values_list("pk", "result_id"))
+
+
+def run_flip_rate(run: EvaluationRun) -> tuple[float | None, int]:
+    """(flip rate, pairs) of a run's items over their attempts (pooled: pairs that differ over all
+    pairs of attempts of one item judged by the same judge); (None, 0) without repeats."""
+    if run.repeats < 2:
+        return None, 0
+    groups = (
+        run.results.done()
+        .filter(outcome__in=[PASSED, FAILED])
+        .order_by()
+        .values("position", "fingerprint")
+        .annotate(passes=Count("id", filter=Q(outcome=PASSED)), fails=Count("id", filter=Q(outcome=FAILED)))
+    )
+    differing = pairs = 0
+    for group in groups:
+        n = group["passes"] + group["fails"]
+        differing += group["passes"] * group["fails"]
+        pairs += n * (n - 1) // 2
+    return (round(differing / pairs, 4) if pairs else None), pairs
+
+
+def test_set_flip_rate(*, project, test_set_id) -> tuple[float | None, int, EvaluationRun | None]:
+    """The flip rate the newest completed run of the test set with repeats measured: (rate, pairs,
+    that run), or (None, 0, None) when no such run exists yet."""
+    run = (
+        EvaluationRun.objects.filter(
+            project=project, test_set_id=test_set_id, repeats__gt=1, status=EvaluationRun.Status.COMPLETED
+        )
+        .order_by("-created_at")
+        .first()
+    )
+    if run is None:
+        return None, 0, None
+    rate, pairs = run_flip_rate(run)
+    return rate, pairs, run
+
+
+def run_detectable_drop(*, run: EvaluationRun) -> dict | None:
+    """What drop in pass rate a comparison of this run with another like it could detect (power 0.8,
+    alpha 0.05: stats.detectable_drop), given the flip rate this run measured over its repeats, or
+    the newest repeated run of its test set did; None for a question-set run or one with no items.
+    {"drop", "flip_rate" (None: not measured, taken as 0), "measured_by" (run id or None), "items",
+    "repeats"}."""
+    items = run.total // max(run.repeats, 1)
+    if run.test_set_id is None or items == 0:
+        return None
+    rate, _pairs = run_flip_rate(run)
+    measured_by = run.run_id if rate is not None else None
+    if rate is None:
+        rate, _pairs, other = test_set_flip_rate(project=run.project_id, test_set_id=run.test_set_id)
+        measured_by = other.run_id if other is not None else None
+    drop = detectable_drop(items=items, repeats=run.repeats, flip_rate=rate or 0.0)
+    return {
+        "drop": drop,
+        "drop_points": None if drop is None else round(drop * 100, 1),
+        "flip_rate": rate,
+        "measured_by": measured_by,
+        "items": items,
+        "repeats": run.repeats,
+    }
 
 
 def rubric_flip_rates(*, rubric_id) -> dict[str, dict]:

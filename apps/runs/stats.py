@@ -155,3 +155,43 @@ def paired_statistics(pairs: list[tuple[bool, bool]], *, paired_items: int | Non
         "verdict": comparison_verdict(p=p, interval=interval),
         "disagreement": disagreement(p=p, interval=interval),
     }
+
+
+# --- power planning ------------------------------------------------------------------------------
+#
+# How many items (x repeats) a comparison of two runs needs to see a drop of `detect` in the pass
+# rate, given how much the verdicts move on their own (the flip rate: the share of pairs of attempts
+# of an item, judged by the same judge, whose verdicts differ). A normal approximation of the paired
+# difference per item D = (mean of its k attempts in run B) - (the same in run A):
+# - with no change, an attempt's verdict varies around its item's pass rate p with variance
+#   p(1-p), and two attempts differ with probability 2p(1-p), the flip rate f: so per attempt f/2,
+#   and Var(D) = 2 (f/2) / k = f/k under the null;
+# - a real drop of d moves a share d of the items from pass to fail, adding d(1-d).
+# n = (z_{1-alpha/2} sqrt(V0) + z_power sqrt(V1))^2 / d^2, V0 = f/k, V1 = f/k + d(1-d). It is a plan,
+# not the gate's test (McNemar over item verdicts): read it as the order of magnitude to aim for.
+
+
+def items_needed(*, detect: float, power: float, flip_rate: float, repeats: int, alpha: float = SIGNIFICANCE) -> int:
+    """Items a paired comparison needs to detect a drop of `detect` (0..1) with `power` at `alpha`,
+    each item run `repeats` times, verdicts flipping at `flip_rate` on their own."""
+    from scipy.stats import norm  # lazy: see the top of the module
+
+    null_variance = flip_rate / repeats
+    alternative_variance = null_variance + detect * (1 - detect)
+    z_alpha, z_power = norm.ppf(1 - alpha / 2), norm.ppf(power)
+    n = (z_alpha * math.sqrt(null_variance) + z_power * math.sqrt(alternative_variance)) ** 2 / detect**2
+    return max(1, math.ceil(n))
+
+
+def detectable_drop(
+    *, items: int, repeats: int, flip_rate: float, power: float = 0.8, alpha: float = SIGNIFICANCE
+) -> float | None:
+    """The smallest drop in pass rate (to a tenth of a point) a comparison of `items` items x
+    `repeats` could detect with `power`; None when not even a drop to zero would be."""
+    if items <= 0:
+        return None
+    for tenths in range(1, 1001):
+        drop = tenths / 1000
+        if items_needed(detect=drop, power=power, flip_rate=flip_rate, repeats=repeats, alpha=alpha) <= items:
+            return drop
+    return None

@@ -6,6 +6,7 @@ import pytest
 
 from apps.runs.judging.aggregate import flip_rate
 from tests.rubrics.factories import RubricFactory
+from tests.runs.factories import TEST_SET as TEST_SET_ID
 from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, criterion, rule
 
 pytestmark = pytest.mark.django_db
@@ -70,3 +71,63 @@ def test_the_rubric_page_and_the_run_page_show_flip_rates(admin_client):
     assert '<td class="flip-rate">1.00 <small class="muted">(1)</small></td>' in rubric_page
     run_page = admin_client.get(f"/console/runs/{run.run_id}/").content.decode()
     assert "flips 1.00" in run_page
+
+
+# --- power planning ----------------------------------------------------------------------------------
+
+
+def test_more_noise_needs_more_items_and_repeats_buy_some_back():
+    from apps.runs.stats import detectable_drop, items_needed
+
+    quiet = items_needed(detect=0.05, power=0.8, flip_rate=0.0, repeats=1)
+    noisy = items_needed(detect=0.05, power=0.8, flip_rate=0.2, repeats=1)
+    noisy_repeated = items_needed(detect=0.05, power=0.8, flip_rate=0.2, repeats=5)
+    assert quiet < noisy_repeated < noisy
+    assert items_needed(detect=0.10, power=0.8, flip_rate=0.2, repeats=1) < noisy, "a bigger drop is easier"
+    # The inverse: what those items could detect is the drop they were planned for (to a tenth of a point).
+    assert detectable_drop(items=noisy, repeats=1, flip_rate=0.2) == pytest.approx(0.05, abs=0.001)
+    assert detectable_drop(items=0, repeats=1, flip_rate=0.2) is None
+
+
+def _repeated_run(test_set_id, verdicts_per_item):
+    run = EvaluationRunFactory(test_set_id=test_set_id, repeats=len(verdicts_per_item[0]))
+    for position, verdicts in enumerate(verdicts_per_item):
+        for attempt, passed in enumerate(verdicts, start=1):
+            EvaluationResultFactory(
+                run=run, position=position, attempt=attempt, fingerprint="j", criteria_scores=[criterion("c", passed)]
+            )
+    return run
+
+
+def test_evalrun_plan_uses_the_flip_rate_of_the_newest_repeated_run(capsys):
+    import io
+
+    from django.core.management import call_command
+
+    from apps.core.models import Project
+    from apps.testsets import services
+    from apps.testsets.schemas import TestSetContent
+    from tests.bots.factories import BotFactory
+    from tests.testsets.factories import make_test_set_payload
+
+    bot = BotFactory()
+    content = TestSetContent.model_validate(make_test_set_payload(bot.agent_id))
+    test_set = services.testset_create(content=content, project=Project.objects.default())
+    out = io.StringIO()
+    call_command("evalrun", "--test-set", str(test_set.pk), "--plan", stdout=out)
+    text = out.getvalue()
+    assert "flip rate: not measured" in text and "--repeats 1:" in text and "add items" in text
+    # 2 items x 3 attempts: item 0 flipped once of three pairs... (T, F, T): 2 of 3 pairs differ.
+    run = _repeated_run(test_set.pk, [[True, False, True], [True, True, True]])
+    out = io.StringIO()
+    call_command("evalrun", "--test-set", str(test_set.pk), "--plan", "--detect", "0.2", stdout=out)
+    text = out.getvalue()
+    assert f"flip rate 0.333: 6 pairs of attempts judged by the same judge, run {run.run_id}" in text
+    assert "drop of 20.0 points" in text
+
+
+def test_the_run_page_says_what_drop_it_could_detect(admin_client):
+    run = _repeated_run(TEST_SET_ID, [[True, False], [True, True], [False, False]])
+    page = admin_client.get(f"/console/runs/{run.run_id}/").content.decode()
+    assert 'id="detectable-drop"' in page and "over this run's repeats" in page
+    assert "3 items × 2 attempts" in page

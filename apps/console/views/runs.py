@@ -195,6 +195,7 @@ def run_detail(request, run_id):
             run=run,
             figures=figures,
             trials=selectors.run_trial_figures(run=run),
+            detectable=selectors.run_detectable_drop(run=run) if run.is_finished else None,
             judge_fingerprints=digest.judge_fingerprints(),
             page=page,
             shown_count=page.paginator.count,

@@ -1,5 +1,6 @@
 """CI gate: start a run, optionally wait for it, and fail the build when the pass rate is too low.
 
+    python manage.py evalrun --test-set ID --plan [--detect 0.05] [--power 0.8]
     python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] [--repeats K] [--label TEXT]
                              --wait [--fail-under 0.9 [--confidence 0.95]]
                              [--baseline RUN_ID|latest [--allow-judge-change]] [--max-errors 0.05] [--allow-unassessed]
@@ -35,9 +36,12 @@ from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut, run_answer
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import UNASSESSED
 from apps.runs.schemas import RunCreateIn
-from apps.runs.stats import VERDICT_WORDS, WORSE, wilson_interval
+from apps.runs.stats import SIGNIFICANCE, VERDICT_WORDS, WORSE, items_needed, wilson_interval
+from apps.testsets.selectors import testset_version_items
 
 FAILED_SHOWN = 20
+# The repeats --plan prints a line for.
+PLAN_REPEATS = (1, 2, 3, 5, 10)
 
 
 class Command(BaseCommand):
@@ -48,7 +52,25 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--agent", required=True, metavar="AGENT_ID", help="the bot to evaluate: its agent_id")
+        parser.add_argument(
+            "--agent", metavar="AGENT_ID", help="the bot to evaluate: its agent_id (required unless --plan)"
+        )
+        parser.add_argument(
+            "--plan",
+            action="store_true",
+            help="run nothing: print how many items x repeats the test set needs to detect a drop of --detect "
+            "with --power, given the flip rate its newest repeated run measured",
+        )
+        parser.add_argument(
+            "--detect",
+            type=float,
+            default=0.05,
+            metavar="DROP",
+            help="with --plan: the drop in pass rate to detect, 0 to 1 [%(default)s]",
+        )
+        parser.add_argument(
+            "--power", type=float, default=0.8, metavar="P", help="with --plan: the power wanted [%(default)s]"
+        )
         parser.add_argument(
             "--project",
             default=DEFAULT_PROJECT_SLUG,
@@ -160,6 +182,10 @@ class Command(BaseCommand):
         )
         if self.project is None:
             raise CommandError(f"No project {o['project']}")
+        if o["plan"]:
+            return self._plan(o)
+        if not o["agent"]:
+            raise CommandError("--agent is required (the bot to evaluate)")
         if o["fail_under"] is not None and not 0 <= o["fail_under"] <= 1:
             raise CommandError("--fail-under is a pass rate between 0 and 1")
         if o["baseline"] and not o["wait"]:
@@ -254,6 +280,44 @@ class Command(BaseCommand):
         self._reports(run, comparison, reasons, o)
         if reasons:
             raise CommandError("; ".join(reasons))
+
+    def _plan(self, o) -> None:
+        """--plan: items x repeats needed to detect a drop of --detect with --power (stats.items_needed)."""
+        if o["test_set"] is None:
+            raise CommandError("--plan plans a test set: give --test-set")
+        if not 0 < o["detect"] < 1 or not 0 < o["power"] < 1:
+            raise CommandError("--detect is a drop in pass rate and --power a probability, both between 0 and 1")
+        try:
+            version, items = testset_version_items(o["test_set"], o["test_set_version"], project=self.project)
+        except DomainError as exc:
+            raise CommandError(str(exc.detail)) from exc
+        rate, pairs, measured_by = selectors.test_set_flip_rate(project=self.project, test_set_id=o["test_set"])
+        self.stdout.write(f"test set {o['test_set']} version {version}: {len(items)} items")
+        if rate is None:
+            rate = 0.0
+            self.stdout.write(
+                "  flip rate: not measured (no completed run of this test set with --repeats 2 or more); "
+                "assuming 0, so the figures below are the least it needs: run it once with --repeats 3 to measure"
+            )
+        else:
+            self.stdout.write(
+                f"  flip rate {rate:.3f}: {pairs} pairs of attempts judged by the same judge, run {measured_by.run_id}"
+            )
+        self.stdout.write(
+            f"  to detect a drop of {o['detect'] * 100:.1f} points in pass rate with power {o['power']:.0%} "
+            f"(two-sided, alpha {SIGNIFICANCE}):"
+        )
+        enough = None
+        for repeats in PLAN_REPEATS:
+            needed = items_needed(detect=o["detect"], power=o["power"], flip_rate=rate, repeats=repeats)
+            fits = needed <= len(items)
+            enough = enough or (repeats if fits else None)
+            mark = "  <- this test set has enough" if fits else ""
+            self.stdout.write(f"    --repeats {repeats}: {needed} items{mark}")
+        if enough is None:
+            self.stdout.write(f"  {len(items)} items are not enough even at --repeats {PLAN_REPEATS[-1]}: add items")
+        else:
+            self.stdout.write(f"  run it with --repeats {enough} or more")
 
     def _reports(self, run, comparison, reasons: list[str], o) -> None:
         """Write the --junit and --json files, whatever the gate decided."""
