@@ -4,6 +4,8 @@ metric and judge), read from apps.scores.agreement.Agreement."""
 
 from pydantic import BaseModel, Field
 
+from apps.core.api.responses import absent_if_none
+
 
 class ConfusionRowOut(BaseModel):
     human_pass: int
@@ -19,7 +21,7 @@ class ConfusionOut(BaseModel):
 
 class DisagreementOut(BaseModel):
     id: str = Field(description="The run result's result_id, or the agentic evaluation's id.")
-    session_id: str | None = Field(default=None, description="The trace an agentic evaluation judged.")
+    session_id: str | None = absent_if_none("The trace an agentic evaluation judged (agentic metrics only).")
     url: str = Field(description="Its console page.")
 
 

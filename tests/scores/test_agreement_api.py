@@ -103,7 +103,14 @@ def test_rubric_agreement_per_rule_with_confusion_and_linked_disagreements(api, 
 def test_a_rubric_nobody_reviewed_has_no_entries(api, rubric):
     _results(rubric, [True, False])
     body = api.get(f"/api/v1/rubrics/{rubric.pk}/agreement").json()
-    assert body == {"rubric_id": str(rubric.pk), "reviews": 0, "rules": [], "criteria": []}
+    assert body == {
+        "rubric_id": str(rubric.pk),
+        "reviews": 0,
+        "rules": [],
+        "criteria": [],
+        # Two different test cases: no pair of verdicts on the same one, so no flip rate.
+        "flip_rates": [{"key": "R1", "flip_rate": None, "pairs": 0}],
+    }
 
 
 def test_another_projects_rubric_is_404(api):
