@@ -1,13 +1,15 @@
 import uuid
 from datetime import datetime
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, RootModel, WithJsonSchema
 
 from apps.core.api.attributes import with_attributes
 from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import JudgeFingerprintOut
 from apps.core.api.validation import Text
+from apps.core.pricing import amount_text
 from apps.runs import selectors
 from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
@@ -20,6 +22,14 @@ LLM_USAGE = (
     "(fingerprint judge llm-batch) spends one request on all of an item's verdicts: each carries that "
     "request's tokens and verdicts_in_request, how many verdicts share them."
 )
+
+
+# USD as a decimal string to the millionth ("0.012300"), so no client reads money as a float.
+Amount = Annotated[
+    Decimal | None,
+    PlainSerializer(amount_text, return_type=str | None),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "decimal"}, {"type": "null"}]}),
+]
 
 
 class ComponentScore(BaseModel):
@@ -83,6 +93,20 @@ def _none_if_empty(value):
 # views and evalrun's JSON report answer runs alike), the others in the views.
 
 
+class CostOut(BaseModel):
+    """What the LLM calls cost (apps.core.pricing): priced when each item was recorded, at the price
+    of that day. An amount sums the priced calls and is null when none was priced; a call of a model
+    the price table does not cover is counted in unpriced_calls, never priced at $0."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    bot: Amount = Field(description="USD the bot under test's LLM calls cost; null when none was priced")
+    judge: Amount = Field(description="USD the LLM judge's calls cost; null when none was priced")
+    total: Amount = Field(description="bot + judge over the priced calls; null when none was priced")
+    currency: Literal["USD"]
+    unpriced_calls: int = Field(description="calls whose model (or the call's date) has no price")
+
+
 class RunOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -136,6 +160,7 @@ class RunOut(BaseModel):
         description="the distinct judges of the run's verdicts so far (criterion texts left out)"
     )
     created_at: datetime
+    cost: CostOut
 
 
 def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
@@ -210,6 +235,7 @@ class ResultOut(BaseModel):
     duration_ms: int | None
     error: str | None
     created_at: datetime
+    cost: CostOut
 
 
 class ResultAttemptOut(BaseModel):
