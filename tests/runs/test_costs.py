@@ -19,6 +19,7 @@ from apps.runs.judging.types import Verdict
 from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn
 from tests.core.factories import ProjectFactory, project_key_client
+from tests.prometheus_text import sample
 from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, EvaluationResultFactory, EvaluationRunFactory
 
 pytestmark = pytest.mark.django_db
@@ -226,3 +227,16 @@ def test_evalrun_max_cost_refuses_a_negative_amount_and_needs_wait(plan):
 def test_the_run_model_keeps_null_totals_null_until_a_priced_call():
     run = EvaluationRunFactory()
     assert EvaluationRun.objects.get(pk=run.pk).cost.total is None
+
+
+def test_prometheus_counts_priced_spend_by_project_and_kind(client):
+    other = ProjectFactory(slug="other")
+    EvaluationRunFactory(bot_cost=Decimal("1.25"), judge_cost=Decimal("0.5"))
+    EvaluationRunFactory(bot_cost=Decimal("0.75"), unpriced_calls=4)
+    EvaluationRunFactory(project=other, judge_cost=Decimal("2"))
+    text = client.get("/metrics").content.decode()
+    assert sample(text, "evalsite_cost_usd_total", project="default", kind="bot") == 2.0
+    assert sample(text, "evalsite_cost_usd_total", project="default", kind="judge") == 0.5
+    assert sample(text, "evalsite_cost_usd_total", project="other", kind="judge") == 2.0
+    # Nothing priced is no series, not a $0 one.
+    assert sample(text, "evalsite_cost_usd_total", project="other", kind="bot") is None
