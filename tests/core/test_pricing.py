@@ -36,9 +36,7 @@ def test_no_price_is_unpriced_not_zero():
 
 
 def test_lookup_takes_the_latest_price_on_or_before_the_call_date():
-    later = Price(
-        model="gpt-4o", valid_from=date(2025, 6, 1), input_per_mtok=Decimal(1), output_per_mtok=Decimal(1)
-    )
+    later = Price(model="gpt-4o", valid_from=date(2025, 6, 1), input_per_mtok=Decimal(1), output_per_mtok=Decimal(1))
     book = PriceBook([GPT_4O, later])
     assert book.price_for("gpt-4o", date(2025, 5, 31)) == GPT_4O
     assert book.price_for("gpt-4o", date(2025, 6, 1)) == later

@@ -64,9 +64,7 @@ def test_an_unpriced_model_is_counted_and_left_out_of_the_amount():
 
 
 def test_a_call_before_every_valid_from_is_unpriced():
-    figures = item_cost(
-        book=PriceBook.load(), on=date(2020, 1, 1), bot_turns=[TURN], bot_model="gpt-4o", verdicts=[]
-    )
+    figures = item_cost(book=PriceBook.load(), on=date(2020, 1, 1), bot_turns=[TURN], bot_model="gpt-4o", verdicts=[])
     assert (figures.bot, figures.unpriced_calls) == (None, 1)
 
 
@@ -132,9 +130,21 @@ def test_a_run_records_each_results_cost_and_the_runs_totals(llm_bot, admin_clie
     assert run.bot_cost == 6 * TURN_GPT_4O and run.judge_cost is None and run.unpriced_calls == 0
 
     body = admin_client.get(f"/api/v1/runs/{run.run_id}").json()
-    assert body["cost"] == {"bot": "19.500000", "judge": None, "total": "19.500000", "currency": "USD", "unpriced_calls": 0}
+    assert body["cost"] == {
+        "bot": "19.500000",
+        "judge": None,
+        "total": "19.500000",
+        "currency": "USD",
+        "unpriced_calls": 0,
+    }
     entries = admin_client.get(f"/api/v1/runs/{run.run_id}/results").json()
-    assert entries[0]["cost"] == {"bot": "3.250000", "judge": None, "total": "3.250000", "currency": "USD", "unpriced_calls": 0}
+    assert entries[0]["cost"] == {
+        "bot": "3.250000",
+        "judge": None,
+        "total": "3.250000",
+        "currency": "USD",
+        "unpriced_calls": 0,
+    }
     detail = admin_client.get(f"/api/v1/results/{results[0].result_id}").json()
     assert detail["cost"]["total"] == "3.250000"
     assert admin_client.get("/api/v1/runs").json()[0]["cost"]["bot"] == "19.500000"

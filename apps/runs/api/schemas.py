@@ -1,15 +1,13 @@
 import uuid
 from datetime import datetime
-from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer, RootModel, WithJsonSchema
+from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, RootModel
 
 from apps.core.api.attributes import with_attributes
 from apps.core.api.responses import absent_if_none
-from apps.core.api.schemas import JudgeFingerprintOut
+from apps.core.api.schemas import Amount, JudgeFingerprintOut
 from apps.core.api.validation import Text
-from apps.core.pricing import amount_text
 from apps.runs import selectors
 from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
@@ -22,14 +20,6 @@ LLM_USAGE = (
     "(fingerprint judge llm-batch) spends one request on all of an item's verdicts: each carries that "
     "request's tokens and verdicts_in_request, how many verdicts share them."
 )
-
-
-# USD as a decimal string to the millionth ("0.012300"), so no client reads money as a float.
-Amount = Annotated[
-    Decimal | None,
-    PlainSerializer(amount_text, return_type=str | None),
-    WithJsonSchema({"anyOf": [{"type": "string", "format": "decimal"}, {"type": "null"}]}),
-]
 
 
 class ComponentScore(BaseModel):
