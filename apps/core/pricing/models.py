@@ -2,7 +2,7 @@ from django.db import models
 
 from apps.core.pricing import CURRENCY, Price
 
-PRICE_DIGITS = {"max_digits": 12, "decimal_places": 6}
+PRICE_MAX_DIGITS, PRICE_PLACES = 12, 6
 
 
 class ModelPrice(models.Model):
@@ -11,14 +11,19 @@ class ModelPrice(models.Model):
 
     model = models.CharField(max_length=200, help_text="the model id as the provider names it, e.g. gpt-4o")
     valid_from = models.DateField(help_text="the first day this price applies (UTC)")
-    input_per_mtok = models.DecimalField("input, USD per 1M tokens", **PRICE_DIGITS)
-    output_per_mtok = models.DecimalField("output, USD per 1M tokens", **PRICE_DIGITS)
+    input_per_mtok = models.DecimalField(
+        "input, USD per 1M tokens", max_digits=PRICE_MAX_DIGITS, decimal_places=PRICE_PLACES
+    )
+    output_per_mtok = models.DecimalField(
+        "output, USD per 1M tokens", max_digits=PRICE_MAX_DIGITS, decimal_places=PRICE_PLACES
+    )
     cached_input_per_mtok = models.DecimalField(
         "cached input, USD per 1M tokens",
         null=True,
         blank=True,
         help_text="empty: cached input tokens cost the input price",
-        **PRICE_DIGITS,
+        max_digits=PRICE_MAX_DIGITS,
+        decimal_places=PRICE_PLACES,
     )
     currency = models.CharField(max_length=3, default=CURRENCY, editable=False)
     # Where the figure came from and when it was read, so a reviewer knows how old a shipped price is.
