@@ -86,7 +86,7 @@ def test_amount_text_is_dollars_to_the_millionth():
 
 
 @pytest.mark.django_db
-def test_shipped_prices_have_dates_and_cover_the_common_models():
+def test_shipped_prices_have_dates_and_cover_the_common_models(shipped_prices):
     shipped = {p.model: p for p in ModelPrice.objects.all()}
     assert {"gpt-4o", "gpt-4o-mini", "claude-sonnet-4", "gemini-2.5-flash", "mistral-large-latest"} <= set(shipped)
     assert all(p.taken_on and p.source and p.valid_from for p in shipped.values())

@@ -22,7 +22,7 @@ from tests.core.factories import ProjectFactory, project_key_client
 from tests.prometheus_text import sample
 from tests.runs.factories import PLAN_AGENT, PLAN_TEST_SET, EvaluationResultFactory, EvaluationRunFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shipped_prices")]
 
 DAY = date(2026, 1, 1)
 # One bot turn: 1M prompt tokens (200k of them cached) and 100k completion tokens.

@@ -8,7 +8,7 @@ import pytest
 
 from tests.traces.factories import AgentTraceFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("shipped_prices")]
 
 BASE = "/api/v1/metrics"
 AFTER_SHIPPED_PRICES = datetime(2026, 1, 5, tzinfo=UTC)
