@@ -250,3 +250,45 @@ def test_prometheus_counts_priced_spend_by_project_and_kind(client):
     assert sample(text, "evalsite_cost_usd_total", project="other", kind="judge") == 2.0
     # Nothing priced is no series, not a $0 one.
     assert sample(text, "evalsite_cost_usd_total", project="other", kind="bot") is None
+
+
+def llm_judged_run(*, rubric=True):
+    from tests.runs.factories import PLAN_RUBRIC
+
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        run = services.run_create(
+            project=Project.objects.default(),
+            data=RunCreateIn.of(
+                agent_id=PLAN_AGENT,
+                test_set_id=PLAN_TEST_SET,
+                rubric_id=PLAN_RUBRIC if rubric else None,
+                judge_model="judge-model",
+            ),
+        )
+    run.refresh_from_db()
+    return run
+
+
+def test_every_llm_judge_request_of_an_unpriced_model_is_counted(plan, openai_server, settings):
+    from tests.fakes.openai_server import judge_reply
+
+    settings.EVALSITE_JUDGE_BATCH = "off"
+    openai_server.default = judge_reply()
+    run = llm_judged_run()
+    assert run.status == "completed" and run.judge_cost is None
+    assert run.unpriced_calls == len(openai_server.chat_requests) > 6
+
+
+def test_a_batched_llm_judge_is_priced_once_per_request(plan, openai_server, settings):
+    from tests.fakes.openai_server import judge_reply
+
+    settings.EVALSITE_JUDGE_BATCH = "on"
+    openai_server.default = judge_reply()
+    ModelPrice.objects.create(
+        model="judge-model", valid_from=date(2020, 1, 1), input_per_mtok=Decimal(1), output_per_mtok=Decimal(2)
+    )
+    run = llm_judged_run()
+    # The fake server reports 11 prompt and 7 completion tokens a request: 11 x 1 + 7 x 2 per million.
+    assert len(openai_server.chat_requests) == 6
+    assert run.judge_cost == 6 * Decimal("0.000025") and run.unpriced_calls == 0
+    assert {r.judge_cost for r in run.results.all()} == {Decimal("0.000025")}
