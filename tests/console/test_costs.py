@@ -26,3 +26,20 @@ def test_a_run_without_priced_calls_shows_no_amount(reader_client, demo_run):
     page = reader_client.get(f"/console/runs/{demo_run.run_id}/").content.decode()
     assert '<span class="figure" id="run-cost">—</span>' in page
     assert '<td class="cost">—</td>' in reader_client.get("/console/runs/").content.decode()
+
+
+def test_the_dashboard_shows_spend_per_day_of_its_own_project_only(reader_client, demo_run):
+    from apps.core.models import Project
+    from tests.core.factories import ProjectFactory
+    from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory
+
+    demo_run.results.update(bot_cost=Decimal("0.5"), unpriced_calls=1)
+    theirs = EvaluationRunFactory(project=ProjectFactory(slug="theirs"))
+    EvaluationResultFactory(run=theirs, bot_cost=Decimal("99"), finished_at=demo_run.completed_at)
+    assert demo_run.project == Project.objects.default()
+    page = reader_client.get("/console/").content.decode()
+    items = demo_run.results.count()
+    day = demo_run.results.first().finished_at.date().isoformat()
+    assert f"<tr><td>{day}</td><td>${Decimal('0.5') * items:.6f}</td><td>${Decimal('0.5') * items:.6f}</td>" in page
+    assert f"<td>—</td><td>{items}</td></tr>" in page
+    assert "99.000000" not in page
