@@ -1,3 +1,4 @@
+import importlib
 import inspect
 
 import pytest
@@ -111,3 +112,13 @@ def demo_traces(db):
 
 
 from tests.fakes.openai_server import openai_server  # noqa: E402,F401  (shared fixture)
+
+
+@pytest.fixture
+def shipped_prices():
+    """The price table as migration core/0010 ships it. Put back by the migration's own function:
+    a transactional test before this one empties every table, migration data included."""
+    from django.apps import apps as django_apps
+
+    migration = importlib.import_module("apps.core.migrations.0010_modelprice_defaults")
+    migration.add_prices(django_apps, None)

@@ -301,3 +301,7 @@ class AuditEvent(models.Model):
 
     def delete(self, *args, **kwargs):
         raise AuditTrailImmutable("Audit events cannot be deleted.")
+
+
+# Defined in its own module with the pricing code it serves; imported here so Django registers it.
+from apps.core.pricing.models import ModelPrice  # noqa: E402, F401

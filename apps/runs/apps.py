@@ -16,6 +16,9 @@ class RunsConfig(AppConfig):
         expirer_register(Expirer("runs", RUN_RETENTION_DAYS, 40, selectors.runs_expired_count, services.runs_expire))
         # Imported here, not at the top: the demo modules import models, which need the app registry.
         from .demo import load_demo_evaluation_data, load_demo_runs
+        from .metrics import register_collector
+
+        register_collector()
 
         demo_loader_register(label="bot, rubric, test set and question set", order=40, load=load_demo_evaluation_data)
         # After the loader above: two finished runs of its test set, the demo bot's and a changed bot's.

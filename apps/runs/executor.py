@@ -93,6 +93,10 @@ class ItemOutcome:
     duration_ms: int = 0
     external_trace_id: str | None = None
     error: str | None = None
+    # What the item's LLM calls cost is priced from (apps.runs.costs): each bot turn's usage, and a
+    # V1 question's verdict (its usage is not in the stored `scores`).
+    bot_usage: list[dict] = field(default_factory=list)
+    question_verdict: Verdict | None = None
 
 
 def _transcript(conversation: Conversation, bot: BotSpec) -> Transcript:
@@ -313,7 +317,12 @@ def execute_test_item(
         passed=passed,
         duration_ms=int((time.perf_counter() - started) * 1000),
         external_trace_id=conversation.external_trace_id,
+        bot_usage=_bot_usage(conversation),
     )
+
+
+def _bot_usage(conversation: Conversation) -> list[dict]:
+    return [dict(turn.usage) for turn in conversation.turns if turn.usage]
 
 
 def execute_question(*, question: dict, bot: BotSpec, options: RunOptions, conversation_id: str) -> ItemOutcome:
@@ -350,4 +359,6 @@ def execute_question(*, question: dict, bot: BotSpec, options: RunOptions, conve
         passed=verdict.counts_as_passed,
         duration_ms=int((time.perf_counter() - started) * 1000),
         external_trace_id=conversation.external_trace_id,
+        bot_usage=_bot_usage(conversation),
+        question_verdict=verdict,
     )

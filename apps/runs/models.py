@@ -7,6 +7,7 @@ from django.db.models.functions import Coalesce
 
 from apps.bots.models import Bot
 from apps.core.models import Project
+from apps.core.pricing import SpendSplit
 from apps.rubrics.models import Rubric
 from apps.scores.joins import ScoresJoin
 from apps.scores.models import Score
@@ -124,6 +125,8 @@ class EvaluationResultQuerySet(models.QuerySet):
 
 
 LABEL_MAX_LENGTH = 200
+# USD to a billionth of a dollar: one call of a cheap model costs well under a cent.
+COST_DIGITS, COST_PLACES = 18, 9
 
 
 class EvaluationRun(models.Model):
@@ -195,6 +198,10 @@ class EvaluationRun(models.Model):
     bot_llm_provider = models.CharField(max_length=100, blank=True, default="")
     bot_llm_model = models.CharField(max_length=200, blank=True, default="")
     judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
+    # Running totals of its results' costs (EvaluationResult.bot_cost, judge_cost, unpriced_calls).
+    bot_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
+    judge_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
+    unpriced_calls = models.PositiveIntegerField(default=0)
     # The bot as it stood when the run was created (apps.bots.selectors.bot_config_snapshot): bots
     # are edited in place, so without it a comparison cannot say what changed between two runs.
     bot_snapshot = models.JSONField(default=dict, blank=True)
@@ -223,6 +230,10 @@ class EvaluationRun(models.Model):
 
     def __str__(self):
         return str(self.run_id)
+
+    @property
+    def cost(self) -> SpendSplit:
+        return SpendSplit(bot=self.bot_cost, judge=self.judge_cost, unpriced_calls=self.unpriced_calls)
 
     @property
     def is_finished(self) -> bool:
@@ -295,6 +306,12 @@ class EvaluationResult(models.Model):
     fingerprint = models.CharField(max_length=12, blank=True, default="")
     langsmith_run_id = models.CharField(max_length=255, null=True, blank=True)
     error = models.TextField(null=True, blank=True)
+    # What the item's LLM calls cost in USD (apps.runs.costs), priced when it was recorded: null where
+    # no call of that kind was priced; unpriced_calls counts the calls no price covered.
+    bot_usage = models.JSONField(null=True, blank=True)
+    bot_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
+    judge_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
+    unpriced_calls = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Its Score rows as a join (VerdictScoresJoin): no column.
@@ -318,6 +335,10 @@ class EvaluationResult(models.Model):
 
     def __str__(self):
         return f"{self.run_id}:{self.item_name or self.test_case_id}"
+
+    @property
+    def cost(self) -> SpendSplit:
+        return SpendSplit(bot=self.bot_cost, judge=self.judge_cost, unpriced_calls=self.unpriced_calls)
 
     # --- the verdicts, from their Score rows -----------------------------------------------------
 

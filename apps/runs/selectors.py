@@ -2,12 +2,14 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery, Sum
+from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from apps.bots.models import Bot
 from apps.bots.selectors import bot_snapshot_changes
 from apps.core.errors import InvalidInputError, NotFoundError
+from apps.core.pricing import SpendSplit
 from apps.scores.agreement import agreement_table, judge_human_pairs
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
@@ -874,3 +876,21 @@ def runs_expired_count(project, before) -> int:
     return EvaluationRun.objects.filter(
         project=project, created_at__lt=before, status__in=EvaluationRun.FINISHED
     ).count()
+
+
+def run_spend_per_day(*, project, days: int = 14) -> list[dict]:
+    """What the LLM calls of `project`'s runs cost per day (the day each item finished, as it was
+    priced), newest first, over the last `days` days: {day, bot, judge, total, unpriced_calls}; a day
+    with results but nothing priced has null amounts. Days without finished results are left out."""
+    since = timezone.now() - timedelta(days=days)
+    rows = (
+        EvaluationResult.objects.filter(run__project=project, finished_at__gte=since)
+        .annotate(day=TruncDate("finished_at"))
+        .values("day")
+        .annotate(bot=Sum("bot_cost"), judge=Sum("judge_cost"), unpriced_calls=Sum("unpriced_calls"))
+        .order_by("-day")
+    )
+    return [
+        {**row, "cost": SpendSplit(bot=row["bot"], judge=row["judge"], unpriced_calls=row["unpriced_calls"] or 0)}
+        for row in rows
+    ]

@@ -21,10 +21,12 @@ import threading
 import time
 import uuid
 from datetime import timedelta
+from decimal import Decimal
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from apps.bots.selectors import bot_config_snapshot
@@ -34,6 +36,7 @@ from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
 from apps.core.models import project_pk
+from apps.core.pricing import PriceBook
 from apps.core.retention import expired_ids, rows_delete_quietly
 from apps.scores.services import human_score_record, scores_store, subjects_forget
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
@@ -41,7 +44,8 @@ from apps.testsets import services as testset_services
 
 from . import display, sources, tasks
 from .aggregates import compute_digest
-from .executor import JudgeChoice, RunOptions, execute_question, execute_test_item
+from .costs import ItemCost, item_cost
+from .executor import ItemOutcome, JudgeChoice, RunOptions, execute_question, execute_test_item
 from .judging.aggregate import FAILED, PASSED, UNASSESSED, assessed, coverage, stored_outcome
 from .judging.fingerprint import distinct_judges, judges_hash
 from .judging.types import CRITERION, JUDGE_HEURISTIC, RULE, Verdict, correctness_to_score
@@ -367,9 +371,12 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
         logger.exception("item %s of run %s failed", result.test_case_id, run.run_id)
         _record(result, passed=False, error=f"Evaluation error: {type(exc).__name__}: {exc}", output={"messages": []})
     else:
+        cost = _item_cost(run, outcome)
         _record(
             result,
             passed=outcome.passed,
+            cost=cost,
+            bot_usage=outcome.bot_usage or None,
             error=outcome.error,
             output=outcome.output,
             input=outcome.input,
@@ -381,6 +388,22 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
             duration_ms=outcome.duration_ms,
             langsmith_run_id=outcome.external_trace_id,
         )
+
+
+def _item_cost(run: EvaluationRun, outcome: ItemOutcome) -> ItemCost:
+    """Priced on the day the item finishes, with the bot's configured model for a turn whose
+    adapter did not say which model answered."""
+    verdicts = Verdict.list_from_json(outcome.criteria_scores, kind=CRITERION)
+    verdicts += Verdict.list_from_json(outcome.rubric_scores, kind=RULE)
+    if outcome.question_verdict is not None:
+        verdicts.append(outcome.question_verdict)
+    return item_cost(
+        book=PriceBook.load(),
+        on=timezone.now().date(),
+        bot_turns=outcome.bot_usage,
+        bot_model=run.bot_llm_model,
+        verdicts=verdicts,
+    )
 
 
 def _counted(verdicts: list[Verdict]) -> tuple[int, int]:
@@ -409,6 +432,7 @@ def _record(
     criteria_scores: list[dict] | None = None,
     rubric_scores: list[dict] | None = None,
     scores: dict | None = None,
+    cost: ItemCost | None = None,
     **fields,
 ) -> bool:
     """Write the item's outcome and its verdicts (Score rows, in the same transaction) once, and add
@@ -425,6 +449,8 @@ def _record(
     if rubric_scores is None:
         fields["rubric_passed"] = None
     finished_at = timezone.now()
+    cost = cost or ItemCost()
+    fields.update(bot_cost=cost.bot, judge_cost=cost.judge, unpriced_calls=cost.unpriced_calls)
     with transaction.atomic():
         written = (
             EvaluationResult.objects.filter(pk=result.pk)
@@ -453,6 +479,13 @@ def _record(
             verdicts_scored=F("verdicts_scored") + counts["scored"],
             verdicts_skipped=F("verdicts_skipped") + counts["skipped"],
             verdicts_errored=F("verdicts_errored") + counts["errored"],
+            unpriced_calls=F("unpriced_calls") + cost.unpriced_calls,
+            # A null total stays null until a priced call comes: null means "nothing priced", not $0.
+            **{
+                name: Coalesce(F(name), Value(Decimal(0))) + amount
+                for name, amount in (("bot_cost", cost.bot), ("judge_cost", cost.judge))
+                if amount is not None
+            },
         )
         return True
 

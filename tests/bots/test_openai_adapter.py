@@ -95,3 +95,20 @@ def test_not_configured_is_a_bot_error(settings):
     settings.OPENAI_API_KEY = ""
     with pytest.raises(BotError, match="not configured"):
         get_adapter("openai").respond(openai_spec(), user_turn("hi"), conversation_id="c")
+
+
+def test_a_turn_reports_its_calls_cached_tokens_and_the_model_that_answered(openai_server):
+    """What the run prices the bot's turn from (apps.runs.costs): the server's model, not only the configured one."""
+    from tests.fakes.openai_server import completion_body
+
+    usage = {
+        "prompt_tokens": 100,
+        "completion_tokens": 20,
+        "total_tokens": 120,
+        "prompt_tokens_details": {"cached_tokens": 64},
+    }
+    openai_server.push_tool_calls([{"name": "search_kb", "arguments": {"query": "PTO"}}])
+    openai_server.push(lambda body: (200, completion_body("gpt-4o-2024-08-06", "Done.", usage=usage), None))
+    turn = get_adapter("openai").respond(openai_spec(), user_turn("How much PTO?"), conversation_id="c")
+    assert turn.usage["calls"] == 2 and turn.usage["model"] == "gpt-4o-2024-08-06"
+    assert (turn.usage["prompt_tokens"], turn.usage["cached_tokens"]) == (111, 64)

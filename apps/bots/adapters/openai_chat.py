@@ -75,14 +75,17 @@ class OpenAIBotAdapter:
         ]
         tools = [tool_definition(t) for t in spec.tools] or None
         records: list[ToolCallRecord] = []
-        usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+        # The turn's LLM calls and tokens, and the model that answered them: what its cost is priced from.
+        usage: dict = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, "cached_tokens": 0, "calls": 0}
         for _ in range(MAX_TOOL_ROUNDS):
             try:
                 result = client.chat(messages=chat, tools=tools, **spec.llm_parameters)
             except LLMError as exc:
                 raise BotError(f"openai bot failed: {exc.reason}") from None
-            for key in usage:
+            for key in ("prompt_tokens", "completion_tokens", "total_tokens", "cached_tokens"):
                 usage[key] += getattr(result.usage, key)
+            usage["calls"] += 1
+            usage["model"] = result.model or spec.llm_model
             if not result.tool_calls:
                 return BotTurn(
                     reply=result.content or "",

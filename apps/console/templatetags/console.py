@@ -2,6 +2,8 @@ import json
 
 from django import template
 
+from apps.core.pricing import amount_text
+
 register = template.Library()
 
 
@@ -12,6 +14,23 @@ def signed(value, digits: int = 2) -> str:
         return "—"
     value = float(value)
     return f"{value:+.{int(digits)}f}" if value else f"{0:.{int(digits)}f}"
+
+
+@register.filter
+def usd(cost) -> str:
+    """A cost (SpendSplit) as "$0.0123", with the unpriced calls beside it: never "$0" for calls
+    nobody could price (apps.core.pricing)."""
+    if cost is None:
+        return "—"
+    text = usd_amount(cost.total)
+    if cost.unpriced_calls:
+        text += f" + {cost.unpriced_calls} unpriced"
+    return text
+
+
+@register.filter
+def usd_amount(amount) -> str:
+    return "—" if amount is None else f"${amount_text(amount)}"
 
 
 @register.filter

@@ -5,6 +5,7 @@ from django.db.models import Count
 from apps.core.audit import admin as audit_admin  # noqa: F401  (registers the audit trail's read-only admin)
 from apps.core.errors import InvalidInputError
 from apps.core.models import ALL_SCOPES, ApiKey, KeyUsageDay, Membership, Project
+from apps.core.pricing.models import ModelPrice
 from apps.core.services import api_key_revoke, api_key_scopes_clean, api_key_update
 
 
@@ -114,3 +115,13 @@ class ProjectAdmin(admin.ModelAdmin):
 
 
 from apps.core.admin import sso  # noqa: E402,F401 (registers the single sign-on admins)
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """The price table (apps.core.pricing): a price change is a new row with a later valid_from."""
+
+    list_display = ["model", "valid_from", "input_per_mtok", "cached_input_per_mtok", "output_per_mtok", "taken_on"]
+    list_filter = ["valid_from"]
+    search_fields = ["model"]
+    ordering = ["model", "-valid_from"]

@@ -1,8 +1,21 @@
 """Out models that answers of several apps share."""
 
-from pydantic import BaseModel, Field
+from decimal import Decimal
+from typing import Annotated
+
+from pydantic import BaseModel, Field, PlainSerializer, WithJsonSchema
+
+from apps.core.pricing import amount_text
 
 from .responses import absent_if_none
+
+# Money (apps.core.pricing): USD as a decimal string to the millionth ("0.012300"), so no client reads
+# it as a float; null where nothing was priced.
+Amount = Annotated[
+    Decimal | None,
+    PlainSerializer(amount_text, return_type=str | None),
+    WithJsonSchema({"anyOf": [{"type": "string", "format": "decimal"}, {"type": "null"}]}),
+]
 
 
 class JudgeFingerprintOut(BaseModel):

@@ -59,18 +59,25 @@ class LLMUsage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
+    # Of prompt_tokens, those the provider served from its prompt cache (priced lower: apps.core.pricing).
+    cached_tokens: int = 0
 
     def add(self, usage) -> None:
         if usage is not None:
             self.prompt_tokens += getattr(usage, "prompt_tokens", 0) or 0
             self.completion_tokens += getattr(usage, "completion_tokens", 0) or 0
             self.total_tokens += getattr(usage, "total_tokens", 0) or 0
+            details = getattr(usage, "prompt_tokens_details", None)
+            cached = getattr(details, "cached_tokens", 0) if details is not None else 0
+            self.cached_tokens += cached if isinstance(cached, int) else 0
 
     def as_dict(self) -> dict:
+        # cached_tokens only where some were cached: the stored usage of every other call keeps its shape.
         return {
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": self.total_tokens,
+            **({"cached_tokens": self.cached_tokens} if self.cached_tokens else {}),
         }
 
 

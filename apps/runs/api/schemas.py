@@ -6,7 +6,7 @@ from pydantic import AliasPath, BaseModel, BeforeValidator, ConfigDict, Field, R
 
 from apps.core.api.attributes import with_attributes
 from apps.core.api.responses import absent_if_none
-from apps.core.api.schemas import JudgeFingerprintOut
+from apps.core.api.schemas import Amount, JudgeFingerprintOut
 from apps.core.api.validation import Text
 from apps.runs import selectors
 from apps.runs.models import EvaluationRun
@@ -84,6 +84,20 @@ def _none_if_empty(value):
 # views and evalrun's JSON report answer runs alike), the others in the views.
 
 
+class CostOut(BaseModel):
+    """What the LLM calls cost (apps.core.pricing): priced when each item was recorded, at the price
+    of that day. An amount sums the priced calls and is null when none was priced; a call of a model
+    the price table does not cover is counted in unpriced_calls, never priced at $0."""
+
+    model_config = ConfigDict(from_attributes=True)
+
+    bot: Amount = Field(description="USD the bot under test's LLM calls cost; null when none was priced")
+    judge: Amount = Field(description="USD the LLM judge's calls cost; null when none was priced")
+    total: Amount = Field(description="bot + judge over the priced calls; null when none was priced")
+    currency: Literal["USD"]
+    unpriced_calls: int = Field(description="calls whose model (or the call's date) has no price")
+
+
 class RunOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -137,6 +151,7 @@ class RunOut(BaseModel):
         description="the distinct judges of the run's verdicts so far (criterion texts left out)"
     )
     created_at: datetime
+    cost: CostOut
 
 
 def run_answer(run: EvaluationRun, judge_fingerprints: list[dict] | None = None):
@@ -211,6 +226,7 @@ class ResultOut(BaseModel):
     duration_ms: int | None
     error: str | None
     created_at: datetime
+    cost: CostOut
 
 
 class ResultAttemptOut(BaseModel):

@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from apps.core.api.responses import absent_if_none
+from apps.core.api.schemas import Amount
 from apps.core.api.validation import Identifier, JsonObject, NonBlankText, StorableJson, Text
 
 MAX_TOOL_CALLS_PER_REQUEST = 1000
@@ -128,6 +129,16 @@ def _no_drops(value):
     return value or {}
 
 
+class TraceCostOut(BaseModel):
+    """What the trace's model calls cost (apps.traces.costs): priced from the gen_ai.usage.* tokens
+    and the model its OTLP spans carried, at the price of the trace's start date."""
+
+    model_config = ConfigDict(from_attributes=True)
+    amount: Amount = Field(description="USD; null when no call was priced (no tokens, or an unpriced model)")
+    currency: Literal["USD"]
+    unpriced_calls: int = Field(description="LLM calls with tokens but no price (their model, or several models)")
+
+
 class TraceOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
     session_id: str
@@ -157,6 +168,7 @@ class TraceOut(BaseModel):
     dropped: Annotated[dict[str, int], BeforeValidator(_no_drops)] = Field(
         description="What the caps refused, by kind: tool_calls, spans, attribute_bytes"
     )
+    cost: TraceCostOut
 
 
 class ToolCallPageQuery(BaseModel):

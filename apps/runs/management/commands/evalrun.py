@@ -4,7 +4,7 @@
     python manage.py evalrun --agent ID --test-set ID [--rubric ID] [--concurrency N] [--repeats K] [--label TEXT]
                              --wait [--fail-under 0.9 [--confidence 0.95]]
                              [--baseline RUN_ID|latest [--allow-judge-change]] [--max-errors 0.05] [--allow-unassessed]
-                             [--junit PATH] [--json PATH]
+                             [--max-cost USD [--allow-unpriced]] [--junit PATH] [--json PATH]
 
 --fail-under compares the run's pass rate (passed attempts over finished attempts) with the bar;
 with --confidence it compares the lower bound of the pass rate's Wilson interval at that level
@@ -21,16 +21,23 @@ items assessed in both runs: the comparison's verdict "worse"), and never compar
 Fail-closed: with --wait it also fails when the judge errored on more than --max-errors of the
 verdicts (default 0) or any item is unassessed (a high-severity rule skipped or errored), unless
 --allow-unassessed: a run whose judge was down or could not judge is never a green build.
+
+--max-cost fails the build when the run's LLM calls (bot and judge, apps.core.pricing) cost more
+than that many USD. It fails closed too: a call of a model the price table has no price for cannot
+be proven cheap enough, so any unpriced call fails the gate unless --allow-unpriced (then only the
+priced calls are compared with the bar).
 """
 
 import argparse
 import time
 import uuid
+from decimal import Decimal, InvalidOperation
 
 from django.core.management.base import BaseCommand, CommandError
 
 from apps.core.errors import DomainError
 from apps.core.models import DEFAULT_PROJECT_SLUG, Project
+from apps.core.pricing import amount_text
 from apps.runs import reports, selectors, services
 from apps.runs.api.schemas import ComparisonOut, RunItemList, RunOut, run_answer
 from apps.runs.comparison import REGRESSED
@@ -167,6 +174,18 @@ class Command(BaseCommand):
             "rule the judge could not assess)",
         )
         parser.add_argument(
+            "--max-cost",
+            type=_usd,
+            metavar="USD",
+            help="with --wait: exit 1 if the run's LLM calls (bot and judge) cost more than this, or if "
+            "any call is unpriced (its model has no price; see --allow-unpriced)",
+        )
+        parser.add_argument(
+            "--allow-unpriced",
+            action="store_true",
+            help="with --max-cost: compare only the priced calls instead of failing on an unpriced one",
+        )
+        parser.add_argument(
             "--timeout",
             type=float,
             default=3600,
@@ -190,6 +209,10 @@ class Command(BaseCommand):
             raise CommandError("--fail-under is a pass rate between 0 and 1")
         if o["baseline"] and not o["wait"]:
             raise CommandError("--baseline compares the finished run: add --wait")
+        if o["max_cost"] is not None and not o["wait"]:
+            raise CommandError("--max-cost checks the finished run: add --wait")
+        if o["allow_unpriced"] and o["max_cost"] is None:
+            raise CommandError("--allow-unpriced sets how --max-cost is checked: add --max-cost")
         if (o["junit"] or o["json"]) and not o["wait"]:
             raise CommandError("--junit and --json report the finished run: add --wait")
         if o["confidence"] is not None:
@@ -277,6 +300,8 @@ class Command(BaseCommand):
                 f"{unassessed_items} items unassessed (a high-severity rule skipped or errored; "
                 "--allow-unassessed to accept)"
             )
+        if o["max_cost"] is not None:
+            reasons += _cost_reasons(run, o["max_cost"], allow_unpriced=o["allow_unpriced"])
         self._reports(run, comparison, reasons, o)
         if reasons:
             raise CommandError("; ".join(reasons))
@@ -437,6 +462,11 @@ class Command(BaseCommand):
                 f"  unassessed  : {items['unassessed']} items (neither passed nor failed: the judge "
                 "could not assess a criterion or a high-severity rule)"
             )
+        cost = run.cost
+        self.stdout.write(
+            f"  cost        : {_usd_text(cost.total)} (bot {_usd_text(cost.bot)}, judge {_usd_text(cost.judge)})"
+            + (f", {cost.unpriced_calls} unpriced calls not included" if cost.unpriced_calls else "")
+        )
         cov = run.coverage
         self.stdout.write(f"  verdicts    : {cov['scored']} scored, {cov['skipped']} skipped, {cov['errored']} errored")
         self.stdout.write(f"  criteria    : {run.criteria_passed}/{run.criteria_total} passed")
@@ -466,6 +496,34 @@ class Command(BaseCommand):
 
 
 console_url = reports.console_url
+
+
+def _usd(text: str) -> Decimal:
+    try:
+        amount = Decimal(text)
+    except InvalidOperation:
+        raise argparse.ArgumentTypeError(f"not an amount of USD: {text!r}") from None
+    if not amount.is_finite() or amount < 0:
+        raise argparse.ArgumentTypeError(f"not an amount of USD: {text!r}")
+    return amount
+
+
+def _usd_text(amount: Decimal | None) -> str:
+    return "unpriced" if amount is None else f"${amount_text(amount)}"
+
+
+def _cost_reasons(run, max_cost: Decimal, *, allow_unpriced: bool) -> list[str]:
+    """Fail-closed: an unpriced call could cost anything, so the bar holds only when every call is priced."""
+    cost = run.cost
+    reasons = []
+    if cost.unpriced_calls and not allow_unpriced:
+        reasons.append(
+            f"{cost.unpriced_calls} LLM calls are unpriced (no price for their model and date): the run's cost "
+            f"cannot be checked against --max-cost ${max_cost}; add prices, or --allow-unpriced"
+        )
+    if cost.total is not None and cost.total > max_cost:
+        reasons.append(f"the run cost {_usd_text(cost.total)}, above --max-cost ${max_cost}")
+    return reasons
 
 
 def _percent(share: float | None) -> str:

@@ -1,0 +1,62 @@
+"""evalsite_cost_usd_total: what the LLM calls of runs cost, by project and kind (bot, judge),
+computed from the runs' running totals when Prometheus scrapes, as the other evalsite_* metrics are:
+the same whichever process answers, and surviving restarts. The labels are bounded: projects are
+made by admins, kind is one of COST_KINDS. Unpriced calls add nothing (they are not $0: the API
+counts them); a run deleted by retention takes its cost with it, which Prometheus reads as a reset."""
+
+import logging
+
+from django.db import DatabaseError
+from django.db.models import Sum
+from prometheus_client import REGISTRY
+from prometheus_client.core import CounterMetricFamily
+
+from .models import EvaluationRun
+
+logger = logging.getLogger(__name__)
+
+# kind=trace joins them once traces carry a cost (docs/costs.md).
+COST_KINDS = ("bot", "judge")
+
+
+def _family() -> CounterMetricFamily:
+    return CounterMetricFamily(
+        "evalsite_cost_usd",
+        "USD the priced LLM calls of evaluation runs cost, by project and kind (bot under test, judge)",
+        labels=["project", "kind"],
+    )
+
+
+class CostMetricsCollector:
+    def collect(self):
+        try:
+            yield from self._collect()
+        except DatabaseError:
+            logger.warning("cost metrics skipped: database unavailable", exc_info=True)
+
+    def describe(self):
+        return [_family()]
+
+    def _collect(self):
+        family = _family()
+        rows = (
+            EvaluationRun.objects.order_by()
+            .values("project__slug")
+            .annotate(bot=Sum("bot_cost"), judge=Sum("judge_cost"))
+            .order_by("project__slug")
+        )
+        for row in rows:
+            for kind in COST_KINDS:
+                if row[kind] is not None:
+                    family.add_metric([row["project__slug"], kind], float(row[kind]))
+        yield family
+
+
+_collector: CostMetricsCollector | None = None
+
+
+def register_collector() -> None:
+    global _collector
+    if _collector is None:
+        _collector = CostMetricsCollector()
+        REGISTRY.register(_collector)
