@@ -201,7 +201,7 @@ class EvaluationRun(models.Model):
     # Running totals of its results' costs (EvaluationResult.bot_cost, judge_cost, unpriced_calls).
     bot_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
     judge_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
-    unpriced_calls = models.PositiveIntegerField(default=0)
+    unpriced_calls = models.PositiveIntegerField(default=0, db_default=0)
     # The bot as it stood when the run was created (apps.bots.selectors.bot_config_snapshot): bots
     # are edited in place, so without it a comparison cannot say what changed between two runs.
     bot_snapshot = models.JSONField(default=dict, blank=True)
@@ -311,7 +311,7 @@ class EvaluationResult(models.Model):
     bot_usage = models.JSONField(null=True, blank=True)
     bot_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
     judge_cost = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
-    unpriced_calls = models.PositiveIntegerField(default=0)
+    unpriced_calls = models.PositiveIntegerField(default=0, db_default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # Its Score rows as a join (VerdictScoresJoin): no column.
