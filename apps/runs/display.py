@@ -24,6 +24,11 @@ def conversation_turns(output: dict | None) -> list[dict]:
     ]
 
 
+def user_turns(output: dict | None) -> list[str]:
+    """What the user said in a result's output, in order (conversation_turns' user messages)."""
+    return [m["content"] for m in conversation_turns(output) if m["role"] == "user"]
+
+
 def result_item_view(*, result: EvaluationResult) -> dict:
     """The test item (or V1 question) the result answered, as the result page shows it: what the bot
     was asked and what was expected of it, from the copy the run took when it was created."""

@@ -25,6 +25,7 @@ from .judging.aggregate import (
     UNASSESSED,
     canonical_outcome,
     coverage,
+    flip_pairs,
     flip_rate,
     is_flaky,
     verdict_counts,
@@ -772,6 +773,19 @@ def rubric_agreement(*, rubric_id) -> dict:
     }
 
 
+def results_of_project(*, project, result_ids: list[str]) -> dict[str, EvaluationResult]:
+    """The project's results among `result_ids` (strings; one that is not a uuid is simply not
+    found, as an unknown one), with their run, by result id as a string."""
+    ids = []
+    for value in result_ids:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:
+            continue
+    rows = EvaluationResult.objects.filter(result_id__in=ids, run__project=project).select_related("run")
+    return {str(r.result_id): r for r in rows}
+
+
 def result_ids_of(pks) -> dict[int, uuid.UUID]:
     """The result_id of each result pk (agreement's disagreements name results by pk)."""
     return dict(EvaluationResult.objects.filter(pk__in=pks).values_list("pk", "result_id"))
@@ -789,11 +803,7 @@ def run_flip_rate(run: EvaluationRun) -> tuple[float | None, int]:
         .values("position", "fingerprint")
         .annotate(passes=Count("id", filter=Q(outcome=PASSED)), fails=Count("id", filter=Q(outcome=FAILED)))
     )
-    differing = pairs = 0
-    for group in groups:
-        n = group["passes"] + group["fails"]
-        differing += group["passes"] * group["fails"]
-        pairs += n * (n - 1) // 2
+    differing, pairs = flip_pairs((group["passes"], group["fails"]) for group in groups)
     return (round(differing / pairs, 4) if pairs else None), pairs
 
 
@@ -858,17 +868,14 @@ def rubric_flip_rates(*, rubric_id) -> dict[str, dict]:
         .values("key", "judged_by", "case")
         .annotate(passes=Count("id", filter=Q(passed=True)), fails=Count("id", filter=Q(passed=False)))
     )
-    counts: dict[str, list[int]] = {}
+    by_rule: dict[str, list[tuple[int, int]]] = {}
     for group in groups:
-        # As judging.aggregate.flip_counts, from the group's counts: pairs that differ, all pairs.
-        passes, fails = group["passes"], group["fails"]
-        differing_pairs = counts.setdefault(group["key"], [0, 0])
-        differing_pairs[0] += passes * fails
-        differing_pairs[1] += (passes + fails) * (passes + fails - 1) // 2
-    return {
-        key: {"flip_rate": round(differing / pairs, 4) if pairs else None, "pairs": pairs}
-        for key, (differing, pairs) in counts.items()
-    }
+        by_rule.setdefault(group["key"], []).append((group["passes"], group["fails"]))
+    answer = {}
+    for key, rule_groups in by_rule.items():
+        differing, pairs = flip_pairs(rule_groups)
+        answer[key] = {"flip_rate": round(differing / pairs, 4) if pairs else None, "pairs": pairs}
+    return answer
 
 
 def runs_expired_count(project, before) -> int:

@@ -714,8 +714,7 @@ def _item_from_result(result: EvaluationResult, expected_outcome: str, success_c
     """A test item (ItemIn's fields) that asks again what the result was asked: its message, or the
     user's turns of its transcript as a scripted scenario; the expected tools of the item it ran."""
     view = display.result_item_view(result=result)
-    users = [m["content"] for m in display.conversation_turns(result.output) if m["role"] == "user"]
-    users = users[: testset_services.MAX_REPLAYED_TURNS]
+    users = display.user_turns(result.output)[: testset_services.MAX_REPLAYED_TURNS]
     name = f"{(result.item_name or 'Run result')[:200]} (result {str(result.result_id)[:8]})"
     item = {
         "type": "single_turn",

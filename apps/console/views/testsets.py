@@ -2,8 +2,6 @@
 or a queue review, and run results (a result page, a run's ticked results), become items of a new
 version of one of the project's test sets."""
 
-import uuid
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -12,7 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from apps.core.projects.resolution import project_of
 from apps.runs import display
-from apps.runs.models import EvaluationResult
+from apps.runs.selectors import results_of_project
 from apps.runs.services import results_to_test_items
 from apps.testsets import services
 from apps.testsets.forms import FromSourcesForm, Source
@@ -50,26 +48,15 @@ def _publish_traces(test_set, requests, changelog, author):
     )
 
 
-def _results(project, wanted: list[str]) -> dict[str, EvaluationResult]:
-    ids = []
-    for value in wanted:
-        try:
-            ids.append(uuid.UUID(value))
-        except ValueError:  # not a result id: not found, as an unknown one
-            continue
-    rows = EvaluationResult.objects.filter(result_id__in=ids, run__project=project).select_related("run")
-    return {str(r.result_id): r for r in rows}
-
-
 def _result_sources(project, wanted: list[str]) -> tuple[list[Source], list[str]]:
-    found = _results(project, wanted)
+    found = results_of_project(project=project, result_ids=wanted)
     sources = []
     for key in wanted:
         result = found.get(key)
         if result is None:
             continue
         item = display.result_item_view(result=result)
-        users = [m["content"] for m in display.conversation_turns(result.output) if m["role"] == "user"]
+        users = display.user_turns(result.output)
         sources.append(
             Source(
                 key=key,
@@ -108,7 +95,7 @@ def items_from_sources(request):
     )
     if request.method == "POST" and sources and not missing:
         if by_result:
-            results = _results(project, wanted)
+            results = results_of_project(project=project, result_ids=wanted)
 
             def publish(test_set, requests, changelog, author):
                 return results_to_test_items(

@@ -90,6 +90,16 @@ def is_flaky(outcomes: list[str]) -> bool:
     return PASSED in outcomes and FAILED in outcomes
 
 
+def flip_pairs(groups) -> tuple[int, int]:
+    """(pairs that differ, pairs) over groups of verdicts given by one judge on one item, each group
+    as (passes, fails): a group of p passes and f fails has p*f differing pairs of C(p+f, 2)."""
+    differing = pairs = 0
+    for passes, fails in groups:
+        differing += passes * fails
+        pairs += (passes + fails) * (passes + fails - 1) // 2
+    return differing, pairs
+
+
 def flip_counts(verdicts) -> tuple[int, int]:
     """(pairs that differ, pairs) over (fingerprint, passed) verdicts of one item (or one rule of one
     item): pairs of verdicts given by the same judge (equal fingerprint), assessed ones only."""
@@ -99,9 +109,7 @@ def flip_counts(verdicts) -> tuple[int, int]:
             continue
         counts = groups.setdefault(fingerprint or "", [0, 0])
         counts[0 if passed else 1] += 1
-    differing = sum(p * f for p, f in groups.values())
-    pairs = sum((p + f) * (p + f - 1) // 2 for p, f in groups.values())
-    return differing, pairs
+    return flip_pairs(groups.values())
 
 
 def flip_rate(verdicts) -> float | None:
