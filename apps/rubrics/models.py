@@ -61,3 +61,34 @@ class RubricRule(models.Model):
 
     def __str__(self):
         return self.rule_id
+
+
+class RuleJudge(models.Model):
+    """How one rule of a rubric is judged where it departs from the run's judge: a judge model, or
+    the instructions an LLM judge reads before the rule, published from an alignment trial that
+    showed it agrees better with the reviewers (apps.runs.alignment). Not part of the rubric's
+    versioned content, whose shape is the contract's: a run records what was in force when it was
+    created (EvaluationRun.rule_judges), and every verdict's fingerprint names the model and prompt
+    that gave it. One row per rule; the audit trail keeps the history."""
+
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="rule_judges")
+    rule_id = models.CharField(max_length=100)
+    # "" keeps the run's judge; "heuristic" or an allowed LLM model name replaces it for this rule.
+    judge_model = models.CharField(max_length=200, blank=True, default="")
+    # "" keeps the standard rule instructions (apps.runs.judging.llm.RULE_INSTRUCTIONS).
+    instructions = models.TextField(blank=True, default="")
+    # The alignment trial it was published from.
+    trial_id = models.UUIDField(null=True, blank=True)
+    author = models.CharField(max_length=150, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["rubric_id", "rule_id"]
+        constraints = [models.UniqueConstraint(fields=["rubric", "rule_id"], name="rulejudge_unique_rule")]
+
+    def __str__(self):
+        return f"{self.rule_id} judge"
+
+    def as_dict(self) -> dict:
+        """What a run records of it (EvaluationRun.rule_judges[rule_id])."""
+        return {"judge_model": self.judge_model or None, "instructions": self.instructions or None}

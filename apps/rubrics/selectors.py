@@ -6,7 +6,7 @@ from apps.core.selectors import object_get
 from apps.core.versioning.selectors import version_data, version_get
 
 from .filters import RubricFilter
-from .models import Rubric
+from .models import Rubric, RuleJudge
 
 
 def rubric_get(rubric_id, *, project) -> Rubric:
@@ -17,6 +17,12 @@ def rubric_get(rubric_id, *, project) -> Rubric:
 def rubric_list(*, project, filters: dict | None = None):
     """The rubrics of `project` the filters choose (RubricFilter: agent_id), with their bot."""
     return RubricFilter(filters or {}, Rubric.objects.filter(project=project).of_bot(), project=project).qs
+
+
+def rule_judges_of(rubric_id) -> dict[str, dict]:
+    """The rule judges in force on a rubric ({rule_id: {"judge_model", "instructions"}}), as a run
+    records them when it is created."""
+    return {row.rule_id: row.as_dict() for row in RuleJudge.objects.filter(rubric_id=rubric_id)}
 
 
 def rubric_version_snapshot(rubric_id, version: int | None, *, project) -> tuple[int, dict]:

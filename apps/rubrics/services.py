@@ -6,7 +6,7 @@ from apps.bots.selectors import bot_named_in_body
 from apps.core.models import project_pk
 from apps.core.versioning.services import version_head_create, version_publish
 
-from .models import Rubric, RubricRule
+from .models import Rubric, RubricRule, RuleJudge
 from .schemas import RubricContent
 
 
@@ -90,3 +90,25 @@ def rubric_publish_version(
 
 def rubric_delete(*, rubric: Rubric) -> None:
     rubric.delete()
+
+
+def rule_judge_set(
+    *,
+    rubric: Rubric,
+    rule_id: str,
+    judge_model: str | None = None,
+    instructions: str | None = None,
+    trial_id=None,
+    author: str = "",
+) -> RuleJudge:
+    """Put a judge model or rule instructions (the one given; the other stays as it was) in force for
+    one rule of `rubric`, for the runs created from now on. Audited by the registry (RubricsConfig)."""
+    row = RuleJudge.objects.select_for_update().filter(rubric=rubric, rule_id=rule_id).first()
+    row = row or RuleJudge(rubric=rubric, rule_id=rule_id)
+    if judge_model is not None:
+        row.judge_model = judge_model
+    if instructions is not None:
+        row.instructions = instructions
+    row.trial_id, row.author = trial_id, author[:150]
+    row.save()
+    return row

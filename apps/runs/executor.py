@@ -70,6 +70,9 @@ class RunOptions:
     # verdict; "on", one request per item for all of them; "auto", one per item while the judge's
     # server takes structured output (json_schema), else one per verdict.
     judge_batch: str = field(default_factory=lambda: settings.EVALSITE_JUDGE_BATCH)
+    # Rules judged otherwise than by `judge` (apps.rubrics.models.RuleJudge, as the run recorded them):
+    # {rule_id: {"judge_model", "instructions"}}. Such a rule is always asked on its own, never batched.
+    rule_judges: dict[str, dict] = field(default_factory=dict)
 
     @property
     def batched(self) -> bool:
@@ -108,10 +111,42 @@ def _transcript(conversation: Conversation, bot: BotSpec) -> Transcript:
     )
 
 
+def _context(prompt: str, tools: list[tuple[str, str, str]], kbs: set[str]) -> str:
+    listed = "\n".join(f"- {name} ({kind}): {description}" for name, kind, description in tools) or "- none"
+    return f"System prompt:\n{prompt}\n\nTools:\n{listed}\n\nKnowledge bases: {', '.join(sorted(kbs)) or 'none'}"
+
+
 def bot_context(bot: BotSpec) -> str:
-    tools = "\n".join(f"- {t.tool_name} ({t.type}): {t.description}" for t in bot.tools) or "- none"
-    kbs = sorted({d.knowledge_base for d in bot.documents})
-    return f"System prompt:\n{bot.system_prompt}\n\nTools:\n{tools}\n\nKnowledge bases: {', '.join(kbs) or 'none'}"
+    """What a rule's judge reads of the bot."""
+    tools = [(t.tool_name, t.type, t.description) for t in bot.tools]
+    return _context(bot.system_prompt, tools, {d.knowledge_base for d in bot.documents})
+
+
+def snapshot_context(snapshot: dict) -> str:
+    """bot_context from what a run recorded of its bot (bot_config_snapshot), so a stored transcript
+    is judged again against the bot as it was, not as it is now."""
+    tools = [(t["tool_name"], t.get("type", ""), t.get("description", "")) for t in snapshot.get("tools") or []]
+    kbs = {d["knowledge_base"] for d in snapshot.get("documents") or []}
+    return _context(snapshot.get("system_prompt", ""), tools, kbs)
+
+
+def stored_transcript(output: dict | None, snapshot: dict) -> Transcript:
+    """The transcript a result stored (its output's messages, tool calls inside the assistant turns),
+    for judging it again. A handoff is known only where it ended the conversation (stopped_because):
+    a single turn's handoff flag is not stored."""
+    messages = (output or {}).get("messages") or []
+    assistant = [m for m in messages if m.get("role") == "assistant"]
+    return Transcript(
+        messages=messages,
+        tool_calls=[
+            {**call, "turn": n} for n, m in enumerate(assistant, start=1) for call in m.get("tool_calls") or []
+        ],
+        handed_off=(output or {}).get("stopped_because") == "handoff",
+        bot_tools=[
+            {"tool_name": t["tool_name"], "name": t.get("name", ""), "type": t.get("type", "")}
+            for t in snapshot.get("tools") or []
+        ],
+    )
 
 
 def _simulated_user(item: dict, judge: JudgeChoice):
@@ -153,15 +188,38 @@ def _criterion_job(criterion: str, transcript: Transcript, expected: dict, judge
     return job
 
 
-def _rule_job(
-    rule: dict, transcript: Transcript, context: str, judge: JudgeChoice, rubric_version: int | None
-) -> Callable[[], Verdict]:
+def rule_judge(judge: JudgeChoice, override: dict | None) -> tuple[JudgeChoice, str | None]:
+    """The judge and instructions of one rule: the run's judge unless the rule has its own model
+    (RuleJudge.judge_model: "heuristic" or an LLM model), and its own instructions where its judge is
+    an LLM (the heuristic judge reads no prompt)."""
+    model = (override or {}).get("judge_model")
+    if model:
+        judge = JudgeChoice() if model in ("heuristic", JUDGE_HEURISTIC) else JudgeChoice(get_llm_client(model=model))
+    instructions = (override or {}).get("instructions") if judge.client is not None else None
+    return judge, instructions or None
+
+
+def judge_one_rule(
+    rule: dict,
+    transcript: Transcript,
+    context: str,
+    judge: JudgeChoice,
+    rubric_version: int | None,
+    *,
+    instructions: str | None = None,
+) -> Verdict:
+    """One rule's verdict from `judge` (with `instructions` for an LLM judge), attached to the rule."""
+    if judge.client is not None:
+        verdict = llm.judge_rule(judge.client, rule, transcript, bot_context=context, instructions=instructions)
+    else:
+        verdict = heuristic.judge_rule(rule, transcript)
+    return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_rule(rule, rubric_version)
+
+
+def _rule_job(rule: dict, transcript: Transcript, context: str, options: RunOptions) -> Callable[[], Verdict]:
     def job() -> Verdict:
-        if judge.client is not None:
-            verdict = llm.judge_rule(judge.client, rule, transcript, bot_context=context)
-        else:
-            verdict = heuristic.judge_rule(rule, transcript)
-        return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_rule(rule, rubric_version)
+        judge, instructions = rule_judge(options.judge, options.rule_judges.get(rule["id"]))
+        return judge_one_rule(rule, transcript, context, judge, options.rubric_version, instructions=instructions)
 
     return job
 
@@ -225,18 +283,27 @@ def _judge_batched(
     they carry the per-verdict fingerprint; a failed request leaves every verdict an error."""
     if not jobs:
         return []
+    # A rule with its own judge (RuleJudge) is asked by its own job: the batch is the run judge's.
+    batched = [rule for rule in rules if rule["id"] not in options.rule_judges]
     try:
-        answered = llm_batch.judge_item(
-            options.judge.client,
-            criteria=criteria,
-            rules=rules,
-            transcript=transcript,
-            expected_outcome=expected.get("expected_outcome", ""),
-            bot_context=context,
+        answers = (
+            []
+            if not (criteria or batched)
+            else llm_batch.judge_item(
+                options.judge.client,
+                criteria=criteria,
+                rules=batched,
+                transcript=transcript,
+                expected_outcome=expected.get("expected_outcome", ""),
+                bot_context=context,
+            )
         )
     except Exception as exc:  # a bug, not an LLM error: the item's verdicts say so, the item goes on
         logger.exception("the batched judgement could not be made")
-        answered = [Verdict.error(options.judge.label, f"Judge error: {type(exc).__name__}: {exc}")] * len(jobs)
+        error = Verdict.error(options.judge.label, f"Judge error: {type(exc).__name__}: {exc}")
+        answers = [error] * (len(criteria) + len(batched))
+    by_rule = dict(zip([rule["id"] for rule in batched], answers[len(criteria) :], strict=True))
+    answered = answers[: len(criteria)] + [by_rule.get(rule["id"]) for rule in rules]
     options.heartbeat()
     retried = iter(_judge_all([job for job, verdict in zip(jobs, answered, strict=True) if verdict is None], options))
     return [
@@ -282,10 +349,7 @@ def execute_test_item(
         (_criterion_job(c, transcript, expected, options.judge), lambda v, c=c: v.for_criterion(c))
         for c in success_criteria
     ] + [
-        (
-            _rule_job(r, transcript, context, options.judge, options.rubric_version),
-            lambda v, r=r: v.for_rule(r, options.rubric_version),
-        )
+        (_rule_job(r, transcript, context, options), lambda v, r=r: v.for_rule(r, options.rubric_version))
         for r in in_scope
     ]
     verdicts = (

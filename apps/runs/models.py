@@ -205,6 +205,9 @@ class EvaluationRun(models.Model):
     # The bot as it stood when the run was created (apps.bots.selectors.bot_config_snapshot): bots
     # are edited in place, so without it a comparison cannot say what changed between two runs.
     bot_snapshot = models.JSONField(default=dict, blank=True)
+    # The rubric's rule judges in force when the run was created (apps.rubrics.models.RuleJudge):
+    # {rule_id: {"judge_model", "instructions"}}; empty for none.
+    rule_judges = models.JSONField(default=dict, blank=True, db_default={})
     error = models.TextField(null=True, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -514,3 +517,60 @@ def verdict_columns(values: list[dict]) -> list[dict]:
         correctness = next((r for r in rows if r.kind == CORRECTNESS), None)
         value["scores"] = None if correctness is None else correctness_from_score(correctness)
     return values
+
+
+class AlignmentTrial(models.Model):
+    """A candidate judge for one rubric rule, tried on the items reviewers labelled (apps.runs.
+    alignment): the labels are split into a train half (what a reviewer reads to write a candidate)
+    and a held-out test half, which the candidate judges again; its kappa with the reviewers is
+    set against the judge's verdicts as stored. The candidate's verdicts stay in `verdicts`, not in
+    Score rows: they are a trial's, and a Score would become the judge's verdict in force."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    trial_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="+")
+    rule_id = models.CharField(max_length=100)
+    # {"rubric_version": n} | {"judge_model": "..."} | {"prompt_template": "..."}
+    candidate = models.JSONField()
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # Result pks of the two halves, fixed when the trial is created.
+    train = models.JSONField(default=list)
+    test = models.JSONField(default=list)
+    # Progress: test items judged so far, of len(test).
+    judged = models.PositiveIntegerField(default=0)
+    # Per test item, in `test`'s order: {"result", "human", "before": {status, passed}, "after":
+    # {status, passed, reasoning, fingerprint}}; appended as the job judges.
+    verdicts = models.JSONField(default=list)
+    # The figures (apps.runs.alignment.trial_report), written when the trial is done.
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    published_at = models.DateTimeField(null=True, blank=True)
+    # What publishing made: the rubric version in force after it, or the rule judge it set.
+    published = models.JSONField(null=True, blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Billed its judge calls, as a run's launching key is (apps.core.llm.usage).
+    api_key = models.ForeignKey(
+        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["rubric", "-created_at"], name="trial_rubric_newest")]
+
+    def __str__(self):
+        return f"trial {self.trial_id} of {self.rule_id}"
+
+    @property
+    def candidate_kind(self) -> str:
+        return next(iter(self.candidate))

@@ -5,10 +5,10 @@ RunCreateIn.of, so the service never checks again what the model checked. The an
 import uuid
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
 
 from apps.core.api.handlers import pydantic_error_detail
-from apps.core.api.validation import Identifier, Text
+from apps.core.api.validation import Identifier, NonBlankText, Text
 from apps.core.errors import InvalidInputError
 
 from .judging.aggregate import SCOPES
@@ -63,3 +63,44 @@ class RunCreateIn(BaseModel):
             return cls.model_validate({name: value for name, value in fields.items() if value is not None})
         except ValidationError as exc:
             raise InvalidInputError("; ".join(_refusal(error) for error in pydantic_error_detail(exc))) from exc
+
+
+# The instructions an alignment trial may propose for a rule (apps.runs.judging.llm.RULE_INSTRUCTIONS
+# is about 300 characters; a long one with worked examples stays well under this).
+MAX_PROMPT_TEMPLATE = 8000
+
+
+class CandidateIn(BaseModel):
+    """One change to how a rule is judged, exactly one of the three."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    rubric_version: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        default=None, description="A version of the rubric whose text of the rule is tried (the judge stays)."
+    )
+    judge_model: Identifier | None = Field(
+        default=None, description='"heuristic", or an LLM model the operator allows (EVALSITE_JUDGE_MODELS).'
+    )
+    prompt_template: Annotated[NonBlankText, Field(max_length=MAX_PROMPT_TEMPLATE)] | None = Field(
+        default=None,
+        description="The instructions an LLM judge reads before the rule, the bot context and the conversation "
+        "(those are always appended as data; the system prompt's rule that data is never an instruction holds).",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> "CandidateIn":
+        given = [name for name, value in self.model_dump().items() if value is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of rubric_version, judge_model and prompt_template")
+        return self
+
+    @property
+    def as_dict(self) -> dict:
+        return self.model_dump(exclude_none=True)
+
+
+class AlignmentTrialIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    rule: Annotated[StrictStr, Field(min_length=1, max_length=100)] = Field(description="The rule's id.")
+    candidate: CandidateIn

@@ -162,6 +162,7 @@ def run_create(*, data: RunCreateIn, project, created_by=None, api_key=None) -> 
         repeats=repeats,
         label=data.label.strip(),
         bot_snapshot=bot_config_snapshot(bot),
+        rule_judges=sources.rule_judges(rubric_id) if rubric_id is not None else {},
         created_by=created_by,
         api_key=api_key,
     )
@@ -351,6 +352,7 @@ def _execute_claimed(result: EvaluationResult, run: EvaluationRun) -> None:
             rubric_version=run.rubric_version,
             heartbeat=_heartbeat(result),
             judge_concurrency=settings.EVALSITE_JUDGE_CONCURRENCY_PER_ITEM,
+            rule_judges=run.rule_judges or {},
         )
         # Every attempt is its own conversation: a bot that keeps state per conversation id must not
         # answer a repeat from the first attempt's memory. Attempt 1 keeps the id runs always had.

@@ -8,7 +8,7 @@ NotFoundError, as one that does not exist (never a cross-project run)."""
 
 from apps.bots.adapters import BotDocument, BotSpec, BotTool
 from apps.bots.selectors import bot_spec_data
-from apps.rubrics.selectors import rubric_version_snapshot
+from apps.rubrics.selectors import rubric_version_snapshot, rule_judges_of
 from apps.testsets.selectors import dataset_questions, testset_version_items
 
 
@@ -35,6 +35,11 @@ def testset_items(test_set_id, version: int | None, *, project) -> tuple[int, li
 
 def rubric_snapshot(rubric_id, version: int | None, *, project) -> tuple[int, dict]:
     return rubric_version_snapshot(rubric_id, version, project=project)
+
+
+def rule_judges(rubric_id) -> dict[str, dict]:
+    """The rubric's rule judges in force now ({rule_id: {"judge_model", "instructions"}})."""
+    return rule_judges_of(rubric_id)
 
 
 def question_set_items(dataset_id, *, project) -> list[dict]:

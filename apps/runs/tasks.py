@@ -31,3 +31,10 @@ def keep_comparison(run_pk: int) -> None:
     from .services import run_comparison_keep  # in the body: services imports this module
 
     run_comparison_keep(run_pk=run_pk)
+
+
+@shared_task(name="apps.runs.tasks.run_alignment_trial")
+def run_alignment_trial(trial_pk: int) -> None:
+    from .alignment.services import trial_execute  # in the body: the services import this module
+
+    trial_execute(trial_pk=trial_pk)

@@ -3,6 +3,7 @@ force on each subject and the judge's score of the same subject and key. One que
 subject: run verdicts, agentic metrics and RAG metrics are all Score rows."""
 
 import math
+import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -182,3 +183,36 @@ def agreement_entry(row: Agreement, links: dict[int, dict], *, judge: str | None
         "judge_unassessed": row.judge_unassessed,
         "disagreements": [links[s] for s in row.disagreements if s in links],
     }
+
+
+# Resamples of the paired bootstrap (kappa_difference_interval): enough for a stable 2.5th percentile
+# at the sizes a trial has (tens to hundreds of items), in well under a second.
+BOOTSTRAP_RESAMPLES = 2000
+
+
+def kappa_difference_interval(
+    human: list[bool], before: list[bool], after: list[bool], *, seed: int, resamples: int = BOOTSTRAP_RESAMPLES
+) -> tuple[float, float] | None:
+    """A 95% interval for kappa(after, human) - kappa(before, human) over the same items: the paired
+    percentile bootstrap (items resampled with replacement, both judges' kappas on each resample),
+    so the items both judges found hard or easy cancel out, which two separate intervals would not.
+    `seed` makes it reproducible (a trial answers the same interval every time it is read). None
+    when fewer than half the resamples give both kappas (one class only, too few items)."""
+    n = len(human)
+    if n == 0:
+        return None
+    rng = random.Random(seed)
+    differences = []
+    for _ in range(resamples):
+        picks = [rng.randrange(n) for _ in range(n)]
+        humans = [human[i] for i in picks]
+        base = cohen_kappa([before[i] for i in picks], humans)
+        head = cohen_kappa([after[i] for i in picks], humans)
+        if base is not None and head is not None:
+            differences.append(head - base)
+    if len(differences) < resamples / 2:
+        return None
+    differences.sort()
+    low = differences[int(0.025 * (len(differences) - 1))]
+    high = differences[int(math.ceil(0.975 * (len(differences) - 1)))]
+    return round(low, 4), round(high, 4)

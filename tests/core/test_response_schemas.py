@@ -30,6 +30,8 @@ from apps.rubrics.models import RubricVersion
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key, project_key_client
 from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 from tests.rubrics.factories import rubric_body
+from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, review_create
+from tests.runs.factories import rule as rule_verdict
 from tests.testsets.factories import make_test_set_payload
 
 METHODS = ("get", "post", "put", "patch", "delete")
@@ -441,6 +443,22 @@ def test_every_operation_answers_what_the_document_declares(
     # Judge-human agreement, and a trace made a test case (the test set's next version).
     walk(api, "get", f"{v1}/rubrics/{rubric_id}/agreement", 200)
     walk(api, "get", f"{v1}/metrics/agreement?agent_name=hr-bot", 200)
+    # An alignment trial: refused under 20 labels; tried on 24 whose judge already agrees (a
+    # candidate cannot do better than kappa 1, so publishing is refused).
+    trials = f"{v1}/rubrics/{rubric_id}/alignment-trials"
+    trial_body = {"rule": "BRIEF_RESPONSES", "candidate": {"judge_model": "heuristic"}}
+    walk(staff_api, "post", trials, 422, body=trial_body)
+    labelled_run = EvaluationRunFactory(rubric_id=rubric_id, rubric_version=2)
+    for n in range(24):
+        verdict = n % 2 == 0
+        labelled = EvaluationResultFactory(run=labelled_run, rubric_scores=[rule_verdict("BRIEF_RESPONSES", verdict)])
+        review_create(result=labelled, kind="rule", key="BRIEF_RESPONSES", passed=verdict)
+    with django_capture_on_commit_callbacks(execute=True):
+        trial = walk(staff_api, "post", trials, 202, body=trial_body)
+    walk(api, "get", trials, 200)
+    walk(api, "get", f"{v1}/alignment-trials/{trial['id']}", 200)
+    walk(api, "get", f"{v1}/alignment-trials/{'0' * 8}-0000-0000-0000-{'0' * 12}", 404)
+    walk(staff_api, "post", f"{v1}/alignment-trials/{trial['id']}/publish", 409)
     from_traces = f"{v1}/test-sets/{test_set_id}/items/from-traces"
     walk(api, "post", from_traces, 422, body={"session_ids": ["no-such-session"]})
     walk(api, "post", from_traces, 409, body={"session_ids": ["s-1"], "version": 1})

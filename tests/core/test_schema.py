@@ -39,6 +39,7 @@ CONFLICTS = {
     ("post", "/api/v1/queues"),
     ("put", "/api/v1/queues/{queue_id}"),
     ("post", "/api/v1/queues/{queue_id}/items/{item_id}/claim"),
+    ("post", "/api/v1/alignment-trials/{trial_id}/publish"),
 }
 
 

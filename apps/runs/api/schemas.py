@@ -9,6 +9,7 @@ from apps.core.api.responses import absent_if_none
 from apps.core.api.schemas import Amount, JudgeFingerprintOut
 from apps.core.api.validation import Text
 from apps.runs import selectors
+from apps.runs.alignment.selectors import changed_items, train_disagreements
 from apps.runs.models import EvaluationRun
 from apps.runs.schemas import RunCreateIn  # noqa: F401 - the API's request body, shown by the views' extend_schema
 from apps.runs.services import MAX_REVIEW_NOTE
@@ -470,4 +471,119 @@ class RubricAgreementOut(BaseModel):
     flip_rates: list[FlipRateOut] = Field(
         description="Judge QA per rule, reviewed or not: how often the judge's verdicts on the same test case, "
         "given with the same judge fingerprint over repeats and runs, differ"
+    )
+
+
+class TrialFiguresOut(BaseModel):
+    """One judge's agreement with the reviewers on a trial's held-out items."""
+
+    n: int = Field(description="Held-out items this judge assessed: kappa's n.")
+    unassessed: int = Field(description="Held-out items it could not score (error, skipped): not in n.")
+    kappa: float | None = Field(description="Cohen's kappa; null where undefined (one class only, no items).")
+    kappa_ci: tuple[float, float] | None = Field(
+        description="95% interval of kappa, as the agreement endpoints give it."
+    )
+    agreement: float | None = Field(description="Share of the n items where it agrees with the reviewer.")
+
+
+class TrialDifferenceOut(BaseModel):
+    n: int = Field(description="Held-out items both judges assessed: the difference is over these.")
+    kappa: float | None = Field(description="The candidate's kappa minus the judge's, over those items.")
+    kappa_ci: tuple[float, float] | None = Field(description="95% paired bootstrap interval of that difference.")
+
+
+class TrialVerdictOut(BaseModel):
+    status: str | None = Field(description="ok, skipped or error; null where the judge gave no verdict at all.")
+    passed: bool | None
+
+
+class TrialNewVerdictOut(TrialVerdictOut):
+    reasoning: str
+    judge: str
+
+
+class TrialChangedItemOut(BaseModel):
+    id: str = Field(description="The run result's result_id.")
+    url: str = Field(description="Its console page.")
+    human: bool = Field(description="The reviewer's verdict.")
+    before: TrialVerdictOut = Field(description="The judge's verdict as stored.")
+    after: TrialNewVerdictOut = Field(description="The candidate's verdict.")
+
+
+class TrialTrainItemOut(BaseModel):
+    id: str
+    url: str
+    human: bool
+
+
+class TrialProgressOut(BaseModel):
+    judged: int
+    total: int
+
+
+class AlignmentTrialOut(BaseModel):
+    """An alignment trial: a candidate judge for one rule, tried on the held-out half of the items
+    reviewers labelled. The figures are null until it is done."""
+
+    id: uuid.UUID = Field(validation_alias="trial_id")
+    rubric_id: uuid.UUID
+    rule: str = Field(validation_alias="rule_id")
+    proposal: dict[str, Any] = Field(
+        description='What is tried: {"rubric_version": n}, {"judge_model": "..."} or {"prompt_template": "..."}.',
+    )
+    status: Literal["pending", "running", "done", "failed"]
+    progress: TrialProgressOut
+    n_train: int = Field(description="Labelled items in the train half (what a reviewer reads to write a candidate).")
+    n_test: int = Field(description="Labelled items held out, judged again by the candidate.")
+    baseline: TrialFiguresOut | None = Field(description="The judge's verdicts as stored, on the held-out items.")
+    candidate: TrialFiguresOut | None = Field(description="The candidate's verdicts on the same items.")
+    difference: TrialDifferenceOut | None
+    better: bool | None = Field(
+        description="Whether the candidate agrees better at 95% (the difference's interval lies above 0, and it "
+        "leaves no more items unassessed); publishing needs it. Null until done."
+    )
+    changed_items: list[TrialChangedItemOut] = Field(description="Held-out items whose verdict the candidate changed.")
+    train_disagreements: list[TrialTrainItemOut] = Field(
+        description="Train-half items where the judge disagrees with the reviewer (the held-out half is not listed)."
+    )
+    published: dict[str, Any] | None = Field(
+        description='What publishing made: {"rubric_version", "new_version"} or {"rule_judge": {...}}; null before.'
+    )
+    published_at: datetime | None
+    error: str | None = absent_if_none("Why the trial failed.")
+    created_at: datetime
+    finished_at: datetime | None
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class AlignmentTrialCreatedOut(BaseModel):
+    id: uuid.UUID = Field(validation_alias="trial_id")
+    status: str
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class AlignmentTrialList(RootModel[list[AlignmentTrialOut]]):
+    pass
+
+
+def trial_answer(trial, *, listed: bool = False):
+    """An AlignmentTrialOut of `trial`: its figures from the stored report; the changed items and
+    the train half's disagreements only on a trial's own page (`listed` leaves them empty)."""
+    report = trial.report or {}
+    done = trial.report is not None
+    return with_attributes(
+        trial,
+        proposal=trial.candidate,
+        progress={"judged": trial.judged, "total": len(trial.test)},
+        n_train=len(trial.train),
+        n_test=len(trial.test),
+        baseline=report.get("baseline"),
+        candidate=report.get("candidate"),
+        difference=report.get("difference"),
+        better=report.get("better") if done else None,
+        changed_items=[] if listed else changed_items(trial),
+        train_disagreements=[] if listed else train_disagreements(trial),
+        error=trial.error or None,
     )

@@ -11,5 +11,16 @@ urlpatterns = [
     path("runs/<uuid:run_id>/cancel", views.RunCancelView.as_view(), name="run-cancel"),
     path("results/<uuid:result_id>", views.ResultDetailView.as_view(), name="result-detail"),
     path("rubrics/<uuid:rubric_id>/agreement", views.RubricAgreementView.as_view(), name="rubric-agreement"),
+    path(
+        "rubrics/<uuid:rubric_id>/alignment-trials",
+        views.RubricAlignmentTrialsView.as_view(),
+        name="rubric-alignment-trials",
+    ),
+    path("alignment-trials/<uuid:trial_id>", views.AlignmentTrialView.as_view(), name="alignment-trial"),
+    path(
+        "alignment-trials/<uuid:trial_id>/publish",
+        views.AlignmentTrialPublishView.as_view(),
+        name="alignment-trial-publish",
+    ),
     path("results/<uuid:result_id>/reviews", views.ResultReviewsView.as_view(), name="result-reviews"),
 ]

@@ -19,16 +19,24 @@ from apps.core.llm.client import llm_configured
 from apps.core.llm.quotas import HEURISTIC_JUDGES, llm_rate_check
 from apps.core.models import SCOPE_ADMIN, ApiKey
 from apps.core.projects.resolution import project_of
+from apps.core.versioning.api import author_of
 from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services
+from apps.runs.alignment import selectors as alignment_selectors
+from apps.runs.alignment import services as alignment_services
+from apps.runs.alignment.selectors import MIN_LABELS
 from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import PASSED
 from apps.runs.models import EvaluationResult, EvaluationRun, iter_with_verdicts
 from apps.runs.reviews import Review, human_passed, in_force
+from apps.runs.schemas import AlignmentTrialIn
 from apps.scores.agreement import agreement_entry
 
 from .schemas import (
+    AlignmentTrialCreatedOut,
+    AlignmentTrialList,
+    AlignmentTrialOut,
     ComparisonOut,
     ResultDetailOut,
     ResultList,
@@ -42,6 +50,7 @@ from .schemas import (
     RunOut,
     RunResultOut,
     run_answer,
+    trial_answer,
 )
 
 TAG = ["runs"]
@@ -404,3 +413,79 @@ class ResultReviewsView(APIView):
             ),
             status=status.HTTP_201_CREATED,
         )
+
+
+class RubricAlignmentTrialsView(APIView):
+    """Alignment trials of a rubric's rules. Starting one needs `review` (reviewers measure judges)
+    and spends the platform's LLM, as a run does: its judge calls are billed to the key."""
+
+    required_scopes = {"GET": "read", "POST": "review"}
+    llm_spending_methods = {"POST"}
+
+    @extend_schema(
+        tags=["rubrics"],
+        request=AlignmentTrialIn,
+        responses={202: AlignmentTrialCreatedOut},
+        summary="Try a candidate judge for one rule on the held-out half of the items reviewers labelled",
+        description=f"The candidate is one of a rubric version (the rule's text), a judge model, or a prompt "
+        f"template. Refused with 422 when the rule has fewer than {MIN_LABELS} labelled items. A Celery job judges "
+        "the held-out items; GET /api/v1/alignment-trials/{id} shows its progress and figures.",
+        operation_id="rubric_alignment_trial_create",
+    )
+    def post(self, request, rubric_id):
+        rubric = rubric_get(rubric_id, project=project_of(request))
+        body = validate_body(AlignmentTrialIn, request.data)
+        if llm_configured():
+            llm_rate_check(request, self)
+        trial = alignment_services.trial_create(
+            rubric=rubric,
+            data=body,
+            created_by=request.user if request.user.is_authenticated else None,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+        )
+        return respond(AlignmentTrialCreatedOut, trial, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        tags=["rubrics"],
+        responses={200: AlignmentTrialList},
+        summary="A rubric's alignment trials, newest first (at most 50; figures without the item lists)",
+        operation_id="rubric_alignment_trial_list",
+    )
+    def get(self, request, rubric_id):
+        rubric = rubric_get(rubric_id, project=project_of(request))
+        trials = alignment_selectors.trial_list(rubric=rubric)
+        return respond(AlignmentTrialList, [trial_answer(t, listed=True) for t in trials])
+
+
+class AlignmentTrialView(APIView):
+    required_scopes = {"GET": "read"}
+
+    @extend_schema(
+        tags=["rubrics"],
+        responses={200: AlignmentTrialOut},
+        summary="An alignment trial: progress, kappa before and after with intervals, the items that changed",
+        operation_id="alignment_trial_get",
+    )
+    def get(self, request, trial_id):
+        trial = alignment_selectors.trial_get(trial_id, project=project_of(request))
+        return respond(AlignmentTrialOut, trial_answer(trial))
+
+
+class AlignmentTrialPublishView(APIView):
+    """Publishing changes how every later run judges the rule: `configure`, as editing the rubric."""
+
+    required_scopes = {"POST": "configure"}
+
+    @extend_schema(
+        tags=["rubrics"],
+        request=None,
+        responses={201: AlignmentTrialOut, 409: CONFLICT},
+        summary="Put a trial's candidate in force (a new rubric version, or the rule's judge model or prompt)",
+        description="409 when the trial is not done, is published already, or did not find the candidate "
+        "better at 95%, or when the rule has left the rubric since.",
+        operation_id="alignment_trial_publish",
+    )
+    def post(self, request, trial_id):
+        trial = alignment_selectors.trial_get(trial_id, project=project_of(request))
+        trial = alignment_services.trial_publish(trial=trial, author=author_of(request))
+        return respond(AlignmentTrialOut, trial_answer(trial), status=status.HTTP_201_CREATED)

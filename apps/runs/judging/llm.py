@@ -92,9 +92,17 @@ def rule_text(rule: dict) -> str:
     )
 
 
-def judge_rule(client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str) -> Verdict:
-    user = RULE_INSTRUCTIONS + data_block(
-        rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text()
-    )
+def rule_instructions(instructions: str | None) -> str:
+    """The instructions before a rule's data: a rule's own (RuleJudge, an alignment trial's
+    candidate) or RULE_INSTRUCTIONS. They only replace that text: the data block and the system
+    prompt's data rule are always there, so no instructions can make the judge obey the transcript."""
+    return instructions.strip() + "\n\n" if instructions and instructions.strip() else RULE_INSTRUCTIONS
+
+
+def judge_rule(
+    client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str, instructions: str | None = None
+) -> Verdict:
+    instructions = rule_instructions(instructions)
+    user = instructions + data_block(rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text())
     system = SYSTEM.format(subject="rubric rule")
-    return _ask(client, system, user, "rule_verdict", template=system + RULE_INSTRUCTIONS)
+    return _ask(client, system, user, "rule_verdict", template=system + instructions)

@@ -1,0 +1,234 @@
+"""The alignment loop's writes: start a trial of a candidate judge for one rubric rule, judge its
+held-out items (the Celery job), and publish the candidate when it agrees better with the reviewers.
+
+A candidate changes one thing about how the rule is judged and keeps the rest as each item was
+judged: a rubric version (the rule's text), a judge model, or the instructions an LLM judge reads
+(a prompt template). The baseline is the judge's verdict as stored, what every page shows today."""
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.core.errors import ConflictError, InvalidInputError
+from apps.core.llm.client import get_llm_client, llm_configured
+from apps.core.llm.quotas import judge_model_check
+from apps.core.llm.usage import usage_scope
+from apps.rubrics.models import Rubric
+from apps.rubrics.schemas import RubricContent
+from apps.rubrics.selectors import rubric_version_snapshot
+from apps.rubrics.services import rubric_publish_version, rule_judge_set
+
+from .. import tasks
+from ..executor import JudgeChoice, judge_one_rule, rule_judge, snapshot_context, stored_transcript
+from ..judging.types import JUDGE_HEURISTIC, Verdict
+from ..models import AlignmentTrial, EvaluationResult
+from ..schemas import AlignmentTrialIn
+from .selectors import MIN_LABELS, labelled_items, split, trial_report
+
+logger = logging.getLogger(__name__)
+
+HEURISTIC = ("heuristic", JUDGE_HEURISTIC)
+
+
+def _rules_of(rubric: Rubric, version: int | None) -> dict[str, dict]:
+    return {
+        rule["id"]: rule for rule in rubric_version_snapshot(rubric.pk, version, project=rubric.project_id)[1]["rules"]
+    }
+
+
+def _candidate_check(rubric: Rubric, rule_id: str, candidate: dict) -> None:
+    if "rubric_version" in candidate:
+        version = candidate["rubric_version"]
+        if not rubric.versions.filter(version=version).exists():
+            raise InvalidInputError(f"The rubric has no version {version}.")
+        if rule_id not in _rules_of(rubric, version):
+            raise InvalidInputError(f"Version {version} of the rubric has no rule {rule_id}.")
+    elif "judge_model" in candidate:
+        if candidate["judge_model"] not in HEURISTIC:
+            if not llm_configured():
+                raise InvalidInputError("judge_model needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
+            judge_model_check(model=candidate["judge_model"])
+    elif not llm_configured():
+        raise InvalidInputError("A prompt_template needs an LLM judge: set OPENAI_API_KEY or OPENAI_BASE_URL")
+
+
+@transaction.atomic
+def trial_create(*, rubric: Rubric, data: AlignmentTrialIn, created_by=None, api_key=None) -> AlignmentTrial:
+    """A pending trial of `data.candidate` on `data.rule`, its labelled items split into train and
+    held-out test halves, judged by a Celery job once the transaction commits. Refused (422) for a
+    rule the rubric never had labelled MIN_LABELS times, or a candidate that cannot be judged here."""
+    rule_id = data.rule
+    if rule_id not in _rules_of(rubric, None):
+        raise InvalidInputError(f"The rubric (version {rubric.current_version}) has no rule {rule_id}.")
+    candidate = data.candidate.as_dict
+    _candidate_check(rubric, rule_id, candidate)
+    items = labelled_items(rubric_id=rubric.pk, rule_id=rule_id)
+    if len(items) < MIN_LABELS:
+        raise InvalidInputError(
+            f"A trial needs at least {MIN_LABELS} items a reviewer labelled for rule {rule_id}; it has {len(items)}."
+        )
+    train, test = split(items, rubric_id=rubric.pk, rule_id=rule_id)
+    trial = AlignmentTrial.objects.create(
+        project_id=rubric.project_id,
+        rubric=rubric,
+        rule_id=rule_id,
+        candidate=candidate,
+        train=[item.result for item in train],
+        test=[item.result for item in test],
+        created_by=created_by,
+        api_key=api_key,
+    )
+    transaction.on_commit(lambda: tasks.run_alignment_trial.delay(trial.pk))
+    return trial
+
+
+def _candidate_judge(candidate: dict, run_judge: str, override: dict | None) -> tuple[JudgeChoice, str | None]:
+    """The judge and instructions that judge an item again: as the item was judged (its run's judge,
+    with the rule judge the run recorded), with the candidate's one change."""
+    judge, instructions = rule_judge(JudgeChoice.from_label(run_judge), override)
+    if "judge_model" in candidate:
+        model = candidate["judge_model"]
+        judge = JudgeChoice() if model in HEURISTIC else JudgeChoice(get_llm_client(model=model))
+        instructions = instructions if judge.client is not None else None
+    elif "prompt_template" in candidate:
+        # The heuristic judge reads no prompt: a template is tried with the configured LLM judge.
+        judge = judge if judge.client is not None else JudgeChoice(get_llm_client())
+        instructions = candidate["prompt_template"]
+    return judge, instructions
+
+
+def _judge_again(trial: AlignmentTrial, result: EvaluationResult, rules: dict) -> Verdict:
+    run = result.run
+    version = trial.candidate.get("rubric_version") or run.rubric_version
+    if version not in rules:
+        rules[version] = _rules_of(trial.rubric, version)
+    rule = rules[version].get(trial.rule_id)
+    if rule is None:
+        return Verdict.error(run.judge, f"Version {version} of the rubric has no rule {trial.rule_id}.")
+    try:
+        judge, instructions = _candidate_judge(trial.candidate, run.judge, (run.rule_judges or {}).get(trial.rule_id))
+        transcript = stored_transcript(result.output, run.bot_snapshot or {})
+        return judge_one_rule(
+            rule, transcript, snapshot_context(run.bot_snapshot or {}), judge, version, instructions=instructions
+        )
+    except Exception as exc:  # one item's fault is that item's error verdict, not the trial's end
+        logger.exception("an alignment trial item could not be judged")
+        return Verdict.error(run.judge, f"Judge error: {type(exc).__name__}: {exc}")
+
+
+def _before(trial: AlignmentTrial) -> dict[int, dict]:
+    """The reviewer's and the stored judge's verdicts of the held-out items, as they are now."""
+    return {
+        item.result: {"human": item.human, "before": {"status": item.judge_status, "passed": item.judge_passed}}
+        for item in labelled_items(rubric_id=trial.rubric_id, rule_id=trial.rule_id)
+    }
+
+
+def trial_execute(*, trial_pk: int) -> None:
+    """Judge the trial's held-out items with its candidate, one by one, recording progress after each,
+    then write its report. Runs once: a trial that is not pending is left as it is."""
+    with transaction.atomic():
+        trial = AlignmentTrial.objects.select_for_update().select_related("rubric").filter(pk=trial_pk).first()
+        if trial is None or trial.status != AlignmentTrial.Status.PENDING:
+            return
+        trial.status, trial.started_at = AlignmentTrial.Status.RUNNING, timezone.now()
+        trial.save(update_fields=["status", "started_at"])
+    try:
+        labels = _before(trial)
+        results = EvaluationResult.objects.select_related("run").in_bulk(trial.test)
+        rules: dict = {}
+        with usage_scope(api_key_id=trial.api_key_id):
+            for pk in trial.test:
+                if pk not in results or pk not in labels:
+                    continue  # deleted, or no longer labelled, since the trial was created
+                verdict = _judge_again(trial, results[pk], rules)
+                trial.verdicts.append(
+                    {
+                        "result": pk,
+                        "result_id": str(results[pk].result_id),
+                        **labels[pk],
+                        "after": {
+                            "status": verdict.status,
+                            "passed": verdict.passed,
+                            "reasoning": verdict.reasoning[:2000],
+                            "judge": verdict.judge,
+                            "fingerprint": verdict.fingerprint,
+                        },
+                    }
+                )
+                trial.judged += 1
+                trial.save(update_fields=["verdicts", "judged"])
+        trial.report = trial_report(trial.verdicts, seed=trial.trial_id.int % 2**32)
+        trial.status = AlignmentTrial.Status.DONE
+    except Exception as exc:
+        logger.exception("alignment trial %s failed", trial.trial_id)
+        trial.status, trial.error = AlignmentTrial.Status.FAILED, f"{type(exc).__name__}: {exc}"
+    trial.finished_at = timezone.now()
+    trial.save(update_fields=["report", "status", "error", "finished_at"])
+
+
+def _publish_rule_text(trial: AlignmentTrial, author: str) -> dict:
+    """The rubric's head with the rule's text from the candidate version, published as a new version
+    (or none, when the head already has that text)."""
+    rubric = Rubric.objects.select_for_update().get(pk=trial.rubric_id)
+    current, head = rubric_version_snapshot(rubric.pk, None, project=rubric.project_id)
+    version = trial.candidate["rubric_version"]
+    rule = _rules_of(rubric, version)[trial.rule_id]
+    positions = [n for n, r in enumerate(head["rules"]) if r["id"] == trial.rule_id]
+    if not positions:
+        raise ConflictError(f"Rule {trial.rule_id} is no longer in the rubric (version {current}).")
+    if head["rules"][positions[0]] == rule:
+        return {"rubric_version": current, "new_version": False}
+    head["rules"][positions[0]] = rule
+    report = trial.report or {}
+    before, after = report["baseline"]["kappa"], report["candidate"]["kappa"]
+    rubric, _ = rubric_publish_version(
+        rubric=rubric,
+        content=RubricContent.model_validate({k: head[k] for k in RubricContent.model_fields if k in head}),
+        changelog=f"Rule {trial.rule_id} from version {version}: alignment trial {trial.trial_id} "
+        f"(kappa {before} -> {after} on {report['difference']['n']} held-out items)",
+        author=author,
+        expected_version=current,
+    )
+    return {"rubric_version": rubric.current_version, "new_version": True}
+
+
+@transaction.atomic
+def trial_publish(*, trial: AlignmentTrial, author: str = "") -> AlignmentTrial:
+    """Put the candidate in force: the rule's new text as a new rubric version, or the rule's judge
+    model or instructions (RuleJudge) for the runs created from now on. Refused (409) unless the
+    trial is done, not yet published, and found the candidate better at 95%."""
+    trial = AlignmentTrial.objects.select_for_update().select_related("rubric").get(pk=trial.pk)
+    if trial.status != AlignmentTrial.Status.DONE:
+        raise ConflictError(f"The trial is {trial.status}: only a finished trial can be published.")
+    if trial.published_at is not None:
+        raise ConflictError("The trial's candidate is published already.")
+    report = trial.report or {}
+    if not report.get("better"):
+        interval = (report.get("difference") or {}).get("kappa_ci")
+        raise ConflictError(
+            "The candidate is not better than the judge at 95%: "
+            + (
+                f"the interval of its kappa gain is [{interval[0]}, {interval[1]}], which does not lie above 0."
+                if interval and interval[0] <= 0
+                else "it leaves more held-out items unassessed than the judge."
+                if interval
+                else "kappa's gain is undefined on these items (too few, or one class only)."
+            )
+        )
+    if "rubric_version" in trial.candidate:
+        published = _publish_rule_text(trial, author)
+    else:
+        row = rule_judge_set(
+            rubric=trial.rubric,
+            rule_id=trial.rule_id,
+            judge_model=trial.candidate.get("judge_model"),
+            instructions=trial.candidate.get("prompt_template"),
+            trial_id=trial.trial_id,
+            author=author,
+        )
+        published = {"rule_judge": row.as_dict()}
+    trial.published, trial.published_at = published, timezone.now()
+    trial.save(update_fields=["published", "published_at"])
+    return trial
