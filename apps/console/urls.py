@@ -1,6 +1,19 @@
 from django.urls import path
 
-from .views import account, audit, dashboard, exports, ingestion, project, queues, rag, runs, testsets, traces
+from .views import (
+    account,
+    alignment,
+    audit,
+    dashboard,
+    exports,
+    ingestion,
+    project,
+    queues,
+    rag,
+    runs,
+    testsets,
+    traces,
+)
 
 app_name = "console"
 urlpatterns = [
@@ -22,6 +35,9 @@ urlpatterns = [
     path("runs/<uuid:run_id>/export.<str:fmt>", exports.run_export, name="run-export"),
     path("results/<uuid:result_id>/", runs.result_detail, name="result-detail"),
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
+    path("rubrics/<uuid:rubric_id>/alignment-trials/", alignment.trial_start, name="alignment-trial-start"),
+    path("alignment-trials/<uuid:trial_id>/", alignment.trial_page, name="alignment-trial"),
+    path("alignment-trials/<uuid:trial_id>/publish/", alignment.trial_publish_view, name="alignment-trial-publish"),
     path("traces/", traces.trace_list, name="trace-list"),
     path("agents/agreement/", traces.agent_agreement, name="agent-agreement"),
     path("test-sets/from-traces/", testsets.items_from_sources, name="testset-from-traces"),

@@ -6,6 +6,8 @@ from django.contrib import admin
 
 from apps.core.admin.fields import LinesField
 from apps.core.admin.scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
+from apps.core.errors import DomainError
+from apps.core.llm.quotas import judge_model_check
 from apps.core.versioning.admin import (
     ContentFormSet,
     ContentInline,
@@ -14,7 +16,7 @@ from apps.core.versioning.admin import (
 )
 
 from . import services
-from .models import Rubric, RubricRule, RubricVersion
+from .models import Rubric, RubricRule, RubricVersion, RuleJudge
 from .schemas import RubricContent
 from .selectors import rubric_version_changes
 
@@ -139,3 +141,39 @@ class RubricAdmin(ScopedHeadViews, ProjectScopedAdmin, VersionedHeadAdmin):
 
 
 scoped_version_admin(RubricVersion, "rubric")
+
+
+class RuleJudgeForm(forms.ModelForm):
+    class Meta:
+        model = RuleJudge
+        fields = ["rubric", "rule_id", "judge_model", "instructions"]
+
+    def clean_judge_model(self):
+        # The same allowance as a run's or a trial's judge: every judge call is billed to the
+        # platform's LLM account, so an editor cannot name a model the operator does not allow.
+        model = self.cleaned_data["judge_model"].strip()
+        if model and model not in ("heuristic", "heuristic:v1"):
+            try:
+                judge_model_check(model=model)
+            except DomainError as exc:
+                raise forms.ValidationError(str(exc.detail)) from exc
+        return model
+
+
+@admin.register(RuleJudge)
+class RuleJudgeAdmin(ProjectScopedAdmin, admin.ModelAdmin):
+    """The rule judges published from alignment trials: an editor reads them, edits the model or the
+    instructions by hand, or deletes one to judge the rule with each run's own judge again. Runs
+    already created keep what they recorded."""
+
+    form = RuleJudgeForm
+    project_path = "rubric__project"
+    list_display = ["rubric", "rule_id", "judge_model", "short_instructions", "trial_id", "author", "updated_at"]
+    list_select_related = ["rubric"]
+    search_fields = ["rule_id", "rubric__name", "judge_model"]
+    readonly_fields = ["trial_id", "author", "updated_at"]
+    fields = ["rubric", "rule_id", "judge_model", "instructions", "trial_id", "author", "updated_at"]
+
+    @admin.display(description="instructions")
+    def short_instructions(self, obj):
+        return (obj.instructions[:60] + "…") if len(obj.instructions) > 60 else obj.instructions

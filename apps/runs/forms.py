@@ -1,6 +1,7 @@
 import uuid
 
 from django import forms
+from pydantic import ValidationError
 
 from apps.bots.models import Bot
 from apps.core.errors import DomainError
@@ -8,9 +9,10 @@ from apps.rubrics.models import Rubric
 from apps.testsets.models import Dataset, TestSet
 
 from . import services
+from .alignment.services import trial_create
 from .judging.aggregate import SCOPES
 from .models import LABEL_MAX_LENGTH
-from .schemas import RunCreateIn
+from .schemas import MAX_PROMPT_TEMPLATE, AlignmentTrialIn, RunCreateIn
 
 
 class OwnedSelect(forms.Select):
@@ -151,3 +153,45 @@ class AdminRunLaunchForm(RunLaunchForm):
         self.fields["dataset_id"].choices = [("", "—")] + [
             (str(d.pk), d.name) for d in Dataset.objects.filter(project=self.project).order_by("name")
         ]
+
+
+CANDIDATE_KINDS = [
+    ("rubric_version", "another version of the rule's text"),
+    ("judge_model", "another judge model"),
+    ("prompt_template", "other instructions for the LLM judge"),
+]
+
+
+class AlignmentTrialForm(forms.Form):
+    """The rubric page's "Try a candidate": a rule, and one change to how it is judged."""
+
+    rule = forms.ChoiceField()
+    kind = forms.ChoiceField(choices=CANDIDATE_KINDS, widget=forms.RadioSelect, initial="rubric_version")
+    rubric_version = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
+    judge_model = forms.CharField(required=False, max_length=200, help_text='"heuristic" or an allowed LLM model')
+    prompt_template = forms.CharField(
+        required=False,
+        max_length=MAX_PROMPT_TEMPLATE,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Read by the LLM judge before the rule, the bot context and the conversation (always appended).",
+    )
+
+    def __init__(self, *args, rubric, rules: list[dict], **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rubric = rubric
+        self.fields["rule"].choices = [(r["id"], f"{r['id']}: {r['name']}") for r in rules]
+        versions = rubric.versions.order_by("-version").values_list("version", flat=True)
+        self.fields["rubric_version"].choices = [(v, f"version {v}") for v in versions]
+
+    def start(self, *, user):
+        """The new trial, or None with the refusal (of the input or of the service) on the form."""
+        kind = self.cleaned_data["kind"]
+        value = self.cleaned_data.get(kind)
+        try:
+            data = AlignmentTrialIn.model_validate({"rule": self.cleaned_data["rule"], "candidate": {kind: value}})
+            return trial_create(rubric=self.rubric, data=data, created_by=user)
+        except ValidationError as exc:
+            self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
+        except DomainError as exc:
+            self.add_error(None, str(exc.detail))
+        return None

@@ -10,57 +10,21 @@ import pytest
 
 from apps.core.models import AuditEvent
 from apps.rubrics.models import RubricVersion, RuleJudge
-from apps.rubrics.schemas import RubricContent
 from apps.rubrics.services import rubric_publish_version
 from apps.runs.alignment.selectors import MIN_LABELS, labelled_items, split
 from apps.runs.models import AlignmentTrial, EvaluationRun
 from apps.scores.agreement import kappa_difference_interval
-from apps.scores.vocabulary import ScoreKind
 from tests.conftest import _client_with_key
 from tests.core.factories import ApiKeyFactory, MembershipFactory, client_with_key
-from tests.rubrics.factories import RubricFactory, RubricRuleFactory
-from tests.runs.factories import EvaluationResultFactory, EvaluationRunFactory, review_create, rule
+from tests.runs.alignment_fixtures import LOOSE, SHORT, brief_rubric, content_of, labelled
 from tests.testsets.factories import SuiteFactory
 
 pytestmark = pytest.mark.django_db
 
-SHORT, LONG = "One. Two. Three.", "A. B. C. D. E. F."
-STRICT = {"pass_conditions": ["Response is under 2 sentences"], "fail_conditions": []}
-LOOSE = {"pass_conditions": ["Response is under 4 sentences"], "fail_conditions": []}
-
-
-def _output(reply: str) -> dict:
-    return {
-        "messages": [{"role": "user", "content": "PTO?"}, {"role": "assistant", "content": reply, "tool_calls": []}]
-    }
-
-
-def _content(snapshot: dict) -> RubricContent:
-    return RubricContent.model_validate({k: snapshot[k] for k in RubricContent.model_fields if k in snapshot})
-
 
 @pytest.fixture
 def rubric():
-    """Rule BRIEF at version 1 asks for under 2 sentences (too strict: reviewers pass three); version
-    2 asks for under 4."""
-    rubric = RubricFactory(rules=[RubricRuleFactory(id="BRIEF", evaluation_criteria=STRICT)])
-    head = RubricVersion.objects.get(rubric=rubric, version=1).snapshot
-    head["rules"][0]["evaluation_criteria"] = LOOSE
-    rubric_publish_version(rubric=rubric, content=_content(head))
-    return rubric
-
-
-def _labelled(rubric, n_short: int, n_long: int, *, judged_as=None):
-    """Results of a version-1 run, each with the judge's stored verdict on BRIEF (as version 1 judged
-    them: fail, unless `judged_as` says) and a reviewer's (short passes, long fails)."""
-    run = EvaluationRunFactory(rubric_id=rubric.pk, rubric_version=1, project=rubric.project)
-    results = []
-    for reply, human in [(SHORT, True)] * n_short + [(LONG, False)] * n_long:
-        judge = judged_as(reply) if judged_as else False
-        result = EvaluationResultFactory(run=run, rubric_scores=[rule("BRIEF", judge)], output=_output(reply))
-        review_create(result=result, kind=ScoreKind.RULE, key="BRIEF", passed=human)
-        results.append(result)
-    return results
+    return brief_rubric()
 
 
 @pytest.fixture
@@ -97,7 +61,7 @@ def test_the_difference_interval_is_paired_reproducible_and_honest():
 
 
 def test_the_split_is_a_fixed_half_held_out(rubric):
-    _labelled(rubric, 11, 10)
+    labelled(rubric, 11, 10)
     items = labelled_items(rubric_id=rubric.pk, rule_id="BRIEF")
     train, test = split(items, rubric_id=rubric.pk, rule_id="BRIEF")
     assert (len(train), len(test)) == (10, 11)
@@ -112,7 +76,7 @@ def test_the_split_is_a_fixed_half_held_out(rubric):
 def test_a_rewritten_rule_is_tried_on_held_out_items_and_published(
     api, reviewer, rubric, django_capture_on_commit_callbacks
 ):
-    results = _labelled(rubric, 20, 20)
+    results = labelled(rubric, 20, 20)
     response = _start(reviewer, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks)
     assert response.status_code == 202, response.json()
     trial_id = response.json()["id"]
@@ -148,10 +112,10 @@ def test_a_rewritten_rule_is_tried_on_held_out_items_and_published(
 def test_publishing_a_version_puts_the_rule_text_back_into_a_changed_head(
     api, rubric, django_capture_on_commit_callbacks
 ):
-    _labelled(rubric, 20, 20)
+    labelled(rubric, 20, 20)
     head = RubricVersion.objects.get(rubric=rubric, version=1).snapshot
     head["description"] = "edited since"
-    rubric_publish_version(rubric=rubric, content=_content(head))  # v3: strict rule, new text
+    rubric_publish_version(rubric=rubric, content=content_of(head))  # v3: strict rule, new text
     trial_id = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks).json()["id"]
     published = api.post(f"/api/v1/alignment-trials/{trial_id}/publish")
     assert published.status_code == 201, published.json()
@@ -164,7 +128,7 @@ def test_publishing_a_version_puts_the_rule_text_back_into_a_changed_head(
 
 def test_a_candidate_that_is_not_better_cannot_be_published(api, rubric, django_capture_on_commit_callbacks):
     # The stored verdicts were already the loose rule's: trying it again changes nothing.
-    _labelled(rubric, 20, 20, judged_as=lambda reply: reply == SHORT)
+    labelled(rubric, 20, 20, judged_as=lambda reply: reply == SHORT)
     trial_id = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks).json()["id"]
     body = api.get(f"/api/v1/alignment-trials/{trial_id}").json()
     assert body["better"] is False and body["changed_items"] == []
@@ -176,7 +140,7 @@ def test_a_candidate_that_is_not_better_cannot_be_published(api, rubric, django_
 
 
 def test_fewer_than_twenty_labels_is_422_and_writes_nothing(api, rubric, django_capture_on_commit_callbacks):
-    _labelled(rubric, 10, MIN_LABELS - 11)
+    labelled(rubric, 10, MIN_LABELS - 11)
     response = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks)
     assert response.status_code == 422
     assert "at least 20" in response.json()["detail"] and "it has 19" in response.json()["detail"]
@@ -205,7 +169,7 @@ def test_a_rule_nobody_labelled_is_422(api, rubric, django_capture_on_commit_cal
 def test_a_candidate_that_cannot_be_tried_is_422(
     api, rubric, rule_id, candidate, words, django_capture_on_commit_callbacks
 ):
-    _labelled(rubric, 10, 10)
+    labelled(rubric, 10, 10)
     response = _start(api, rubric, candidate, django_capture_on_commit_callbacks, rule_id=rule_id)
     assert response.status_code == 422, response.json()
     assert words in json.dumps(response.json()), response.json()
@@ -213,7 +177,7 @@ def test_a_candidate_that_cannot_be_tried_is_422(
 
 
 def test_another_projects_rubric_and_trial_are_404(api, rubric, django_capture_on_commit_callbacks):
-    _labelled(rubric, 10, 10)
+    labelled(rubric, 10, 10)
     trial_id = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks).json()["id"]
     membership = MembershipFactory(role="editor")
     theirs = client_with_key(
@@ -228,7 +192,7 @@ def test_another_projects_rubric_and_trial_are_404(api, rubric, django_capture_o
 
 
 def test_a_read_only_key_cannot_start_a_trial(rubric, django_capture_on_commit_callbacks):
-    _labelled(rubric, 10, 10)
+    labelled(rubric, 10, 10)
     reader = _client_with_key("reader", staff=False, scopes=["read"])
     assert _start(reader, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks).status_code == 403
 
@@ -258,7 +222,7 @@ def test_another_judge_model_is_tried_published_and_judges_later_runs(
     api, rubric, openai_server, settings, django_capture_on_commit_callbacks
 ):
     settings.EVALSITE_JUDGE_MODELS = ["careful-model"]
-    _labelled(rubric, 20, 20)
+    labelled(rubric, 20, 20)
     _serve(openai_server, _agrees_with_reviewers, 20)
     trial_id = _start(api, rubric, {"judge_model": "careful-model"}, django_capture_on_commit_callbacks).json()["id"]
     body = api.get(f"/api/v1/alignment-trials/{trial_id}").json()
@@ -290,7 +254,7 @@ def test_another_judge_model_is_tried_published_and_judges_later_runs(
 def test_a_prompt_template_is_sent_as_the_instructions_and_fingerprinted(
     api, rubric, openai_server, django_capture_on_commit_callbacks
 ):
-    _labelled(rubric, 20, 20)
+    labelled(rubric, 20, 20)
     _serve(openai_server, _agrees_with_reviewers, 20)
     template = "Count the sentences of every assistant turn; three or fewer is brief."
     trial_id = _start(api, rubric, {"prompt_template": template}, django_capture_on_commit_callbacks).json()["id"]
@@ -308,7 +272,7 @@ def test_a_prompt_template_is_sent_as_the_instructions_and_fingerprinted(
 def test_a_judge_that_fails_leaves_items_unassessed_and_is_not_better(
     api, rubric, openai_server, django_capture_on_commit_callbacks
 ):
-    _labelled(rubric, 20, 20)
+    labelled(rubric, 20, 20)
     for _ in range(60):
         openai_server.push_error(500, "down")
     trial_id = _start(api, rubric, {"prompt_template": "Be strict."}, django_capture_on_commit_callbacks).json()["id"]

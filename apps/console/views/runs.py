@@ -25,8 +25,9 @@ from apps.core.projects.resolution import project_of
 from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs import display, selectors, services, sources
+from apps.runs.alignment.selectors import MIN_LABELS, trial_list
 from apps.runs.attempts import DEFAULT_SORT, SORTS, sort_param
-from apps.runs.forms import RunLaunchForm
+from apps.runs.forms import AlignmentTrialForm, RunLaunchForm
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationRun
 from apps.runs.result_selectors import result_neighbours
@@ -450,5 +451,8 @@ def rubric_page(request, rubric_id):
             # Rules reviewed in runs of older versions that the current version no longer has.
             retired=[row for row in agreement["rules"] if row.key not in {r["id"] for r in rules}],
             admin_url=reverse("admin:rubrics_rubric_change", args=[rubric.pk]),
+            trials=trial_list(rubric=rubric, limit=20),
+            trial_form=AlignmentTrialForm(rubric=rubric, rules=current.get("rules") or []),
+            min_labels=MIN_LABELS,
         ),
     )
