@@ -38,6 +38,7 @@ def test_a_reviewer_starts_a_trial_and_reads_it(client, rubric, django_capture_o
     assert response.status_code == 302 and response.url == f"/console/alignment-trials/{trial.trial_id}/"
     page = client.get(response.url).content.decode()
     assert "the rule's text from <strong>version 2</strong>" in page
+    assert "Of the 40 items reviewers labelled for this rule, 20 are held out" in page
     assert "Better at 95%." in page and "An editor can publish it." in page, "a reviewer measures, an editor publishes"
     assert 'id="changed-items"' in page
     changed_short = [r for r in results[:20] if r.pk in trial.test]

@@ -52,6 +52,7 @@ def trial_page(request, trial_id):
             changed=changed_items(trial),
             train=train_disagreements(trial),
             running=running,
+            n_labelled=len(trial.train) + len(trial.test),
             min_labels=MIN_LABELS,
         ),
     )
