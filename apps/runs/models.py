@@ -544,6 +544,10 @@ class AlignmentTrial(models.Model):
     test = models.JSONField(default=list)
     # Progress: test items judged so far, of len(test).
     judged = models.PositiveIntegerField(default=0)
+    # Times a worker took it up, and when its job last reported (after each item): a trial whose
+    # worker died is taken up again once, then failed (apps.runs.alignment.services.trials_reap).
+    attempts = models.PositiveSmallIntegerField(default=0)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     # Per test item, in `test`'s order: {"result", "human", "before": {status, passed}, "after":
     # {status, passed, reasoning, fingerprint}}; appended as the job judges.
     verdicts = models.JSONField(default=list)

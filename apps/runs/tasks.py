@@ -21,9 +21,10 @@ def execute_result(result_pk: int) -> None:
 
 @shared_task(name="apps.runs.tasks.reap_runs")
 def reap_runs() -> int:
-    from .services import runs_reap  # in the body: services imports this module
+    from .alignment.services import trials_reap  # in the body: the services import this module
+    from .services import runs_reap
 
-    return runs_reap()
+    return runs_reap() + trials_reap()
 
 
 @shared_task(name="apps.runs.tasks.keep_comparison")

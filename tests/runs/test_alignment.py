@@ -7,6 +7,7 @@ import json
 import re
 
 import pytest
+from django.test import TestCase
 
 from apps.core.models import AuditEvent
 from apps.rubrics.models import RubricVersion, RuleJudge
@@ -328,3 +329,55 @@ def test_a_run_judges_a_rule_with_its_published_model_outside_the_batch(openai_s
     assert len(batch) == 1 and f"Rule {special}:" not in batch[0]["messages"][-1]["content"]
     own = [r for r in openai_server.chat_requests if r["model"] == "careful-model"]
     assert len(own) == 1 and own[0]["messages"][-1]["content"].startswith("Be strict.")
+
+
+# --- robustness --------------------------------------------------------------------------------------
+
+
+def test_items_an_llm_judged_cannot_be_tried_again_without_one(api, rubric, django_capture_on_commit_callbacks):
+    results = labelled(rubric, 10, 10)
+    EvaluationRun.objects.filter(pk=results[0].run_id).update(judge="openai:gpt-4o")
+    response = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks)
+    assert response.status_code == 422
+    assert "judged by openai:gpt-4o" in response.json()["detail"] and "needs an LLM" in response.json()["detail"]
+    assert not AlignmentTrial.objects.exists()
+    # Another judge is a different question, which the heuristic judge can answer offline.
+    assert _start(api, rubric, {"judge_model": "heuristic"}, django_capture_on_commit_callbacks).status_code == 202
+
+
+def test_a_trial_whose_worker_died_is_taken_up_again_once_then_failed(api, rubric, settings):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.runs.alignment.services import trials_reap
+
+    labelled(rubric, 10, 10)
+    with TestCase.captureOnCommitCallbacks(execute=False):
+        api.post(
+            f"/api/v1/rubrics/{rubric.pk}/alignment-trials",
+            {"rule": "BRIEF", "candidate": {"rubric_version": 2}},
+            format="json",
+        )
+    trial = AlignmentTrial.objects.get()
+    long_ago = timezone.now() - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS + 5)
+    # A lost message: pending too long is queued again (and run here, as a worker would).
+    AlignmentTrial.objects.filter(pk=trial.pk).update(created_at=long_ago)
+    with TestCase.captureOnCommitCallbacks(execute=True):
+        assert trials_reap() == 1
+    trial.refresh_from_db()
+    assert (trial.status, trial.judged, trial.attempts) == ("done", 10, 1)
+    assert trials_reap() == 0, "a finished trial is left alone"
+    # A worker that died mid-trial: running with no heartbeat. Started over once, then failed.
+    AlignmentTrial.objects.filter(pk=trial.pk).update(status="running", heartbeat_at=long_ago)
+    with TestCase.captureOnCommitCallbacks(execute=False) as queued:
+        assert trials_reap() == 1
+    assert len(queued) == 1
+    trial.refresh_from_db()
+    assert trial.status == "pending"
+    AlignmentTrial.objects.filter(pk=trial.pk).update(status="running", heartbeat_at=long_ago, attempts=2)
+    assert trials_reap() == 1
+    trial.refresh_from_db()
+    assert trial.status == "failed" and "Worker lost" in trial.error
+    body = api.get(f"/api/v1/alignment-trials/{trial.trial_id}").json()
+    assert body["status"] == "failed" and "Worker lost" in body["error"]

@@ -6,8 +6,11 @@ judged: a rubric version (the rule's text), a judge model, or the instructions a
 (a prompt template). The baseline is the judge's verdict as stored, what every page shows today."""
 
 import logging
+from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError
@@ -22,7 +25,7 @@ from apps.rubrics.services import rubric_publish_version, rule_judge_set
 from .. import tasks
 from ..executor import JudgeChoice, judge_one_rule, rule_judge, snapshot_context, stored_transcript
 from ..judging.types import JUDGE_HEURISTIC, Verdict
-from ..models import AlignmentTrial, EvaluationResult
+from ..models import AlignmentTrial, EvaluationResult, EvaluationRun
 from ..schemas import AlignmentTrialIn
 from .selectors import MIN_LABELS, labelled_items, split, trial_report
 
@@ -69,6 +72,8 @@ def trial_create(*, rubric: Rubric, data: AlignmentTrialIn, created_by=None, api
             f"A trial needs at least {MIN_LABELS} items a reviewer labelled for rule {rule_id}; it has {len(items)}."
         )
     train, test = split(items, rubric_id=rubric.pk, rule_id=rule_id)
+    if "judge_model" not in candidate and not llm_configured():
+        _llm_judged_check([item.result for item in test], rule_id)
     trial = AlignmentTrial.objects.create(
         project_id=rubric.project_id,
         rubric=rubric,
@@ -81,6 +86,23 @@ def trial_create(*, rubric: Rubric, data: AlignmentTrialIn, created_by=None, api
     )
     transaction.on_commit(lambda: tasks.run_alignment_trial.delay(trial.pk))
     return trial
+
+
+def _llm_judged_check(result_pks: list[int], rule_id: str) -> None:
+    """Refuse (422) a trial that keeps the items' judge when some were judged by an LLM and none is
+    configured now: every one of their verdicts would be an error, and the trial could say nothing."""
+    runs = EvaluationRun.objects.filter(results__pk__in=result_pks).distinct().values_list("judge", "rule_judges")
+    models = {judge for judge, _ in runs if judge not in HEURISTIC}
+    models |= {
+        f"openai:{override['judge_model']}"
+        for _, overrides in runs
+        if (override := (overrides or {}).get(rule_id)) and override.get("judge_model") not in (None, *HEURISTIC)
+    }
+    if models:
+        raise InvalidInputError(
+            f"The held-out items were judged by {', '.join(sorted(models))}: judging them again needs an LLM "
+            "(set OPENAI_API_KEY or OPENAI_BASE_URL), or try a judge_model."
+        )
 
 
 def _candidate_judge(candidate: dict, run_judge: str, override: dict | None) -> tuple[JudgeChoice, str | None]:
@@ -133,7 +155,9 @@ def trial_execute(*, trial_pk: int) -> None:
         if trial is None or trial.status != AlignmentTrial.Status.PENDING:
             return
         trial.status, trial.started_at = AlignmentTrial.Status.RUNNING, timezone.now()
-        trial.save(update_fields=["status", "started_at"])
+        trial.heartbeat_at, trial.attempts = trial.started_at, trial.attempts + 1
+        trial.verdicts, trial.judged = [], 0  # a trial taken up again starts over
+        trial.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "verdicts", "judged"])
     try:
         labels = _before(trial)
         results = EvaluationResult.objects.select_related("run").in_bulk(trial.test)
@@ -158,7 +182,8 @@ def trial_execute(*, trial_pk: int) -> None:
                     }
                 )
                 trial.judged += 1
-                trial.save(update_fields=["verdicts", "judged"])
+                trial.heartbeat_at = timezone.now()
+                trial.save(update_fields=["verdicts", "judged", "heartbeat_at"])
         trial.report = trial_report(trial.verdicts, seed=trial.trial_id.int % 2**32)
         trial.status = AlignmentTrial.Status.DONE
     except Exception as exc:
@@ -166,6 +191,40 @@ def trial_execute(*, trial_pk: int) -> None:
         trial.status, trial.error = AlignmentTrial.Status.FAILED, f"{type(exc).__name__}: {exc}"
     trial.finished_at = timezone.now()
     trial.save(update_fields=["report", "status", "error", "finished_at"])
+
+
+# A trial taken up this many times by a worker that then died is failed, not started again.
+MAX_TRIAL_ATTEMPTS = 2
+
+
+def trials_reap() -> int:
+    """Trials whose worker died (no heartbeat for EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS while
+    running) go back to pending and are queued again, once; then they fail, saying so. Pending ones
+    whose message was lost (pending that long) are queued again. Returns how many were touched.
+    Called by the run reaper's beat task."""
+    stale_before = timezone.now() - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
+    touched = 0
+    with transaction.atomic():
+        stale = AlignmentTrial.objects.select_for_update(skip_locked=True).filter(
+            Q(status=AlignmentTrial.Status.RUNNING, heartbeat_at__lt=stale_before)
+            | Q(status=AlignmentTrial.Status.PENDING, heartbeat_at__lt=stale_before)
+            | Q(status=AlignmentTrial.Status.PENDING, heartbeat_at__isnull=True, created_at__lt=stale_before)
+        )
+        for trial in stale:
+            touched += 1
+            if trial.status == AlignmentTrial.Status.RUNNING and trial.attempts >= MAX_TRIAL_ATTEMPTS:
+                trial.status, trial.finished_at = AlignmentTrial.Status.FAILED, timezone.now()
+                timeout = settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS
+                trial.error = f"Worker lost: no progress for {timeout} s, {trial.attempts} times"
+                trial.save(update_fields=["status", "finished_at", "error"])
+                continue
+            # Pending again (a running one's partial verdicts are dropped when it starts over); its
+            # heartbeat, as the time it was queued, keeps a lost message from being queued every pass.
+            AlignmentTrial.objects.filter(pk=trial.pk).update(
+                status=AlignmentTrial.Status.PENDING, heartbeat_at=timezone.now()
+            )
+            transaction.on_commit(lambda pk=trial.pk: tasks.run_alignment_trial.delay(pk))
+    return touched
 
 
 def _publish_rule_text(trial: AlignmentTrial, author: str) -> dict:
