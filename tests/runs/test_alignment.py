@@ -343,6 +343,8 @@ def test_items_an_llm_judged_cannot_be_tried_again_without_one(api, rubric, djan
     assert not AlignmentTrial.objects.exists()
     # Another judge is a different question, which the heuristic judge can answer offline.
     assert _start(api, rubric, {"judge_model": "heuristic"}, django_capture_on_commit_callbacks).status_code == 202
+    trial = AlignmentTrial.objects.get()
+    assert {v["after"]["status"] for v in trial.verdicts} == {"ok"}, "the items' LLM judge is not needed"
 
 
 def test_a_trial_whose_worker_died_is_taken_up_again_once_then_failed(api, rubric, settings):

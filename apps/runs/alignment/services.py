@@ -108,12 +108,15 @@ def _llm_judged_check(result_pks: list[int], rule_id: str) -> None:
 def _candidate_judge(candidate: dict, run_judge: str, override: dict | None) -> tuple[JudgeChoice, str | None]:
     """The judge and instructions that judge an item again: as the item was judged (its run's judge,
     with the rule judge the run recorded), with the candidate's one change."""
-    judge, instructions = rule_judge(JudgeChoice.from_label(run_judge), override)
     if "judge_model" in candidate:
+        # The items' own judge is not needed (nor its LLM): only the rule's published instructions,
+        # which an LLM candidate reads as the runs would.
         model = candidate["judge_model"]
-        judge = JudgeChoice() if model in HEURISTIC else JudgeChoice(get_llm_client(model=model))
-        instructions = instructions if judge.client is not None else None
-    elif "prompt_template" in candidate:
+        if model in HEURISTIC:
+            return JudgeChoice(), None
+        return JudgeChoice(get_llm_client(model=model)), (override or {}).get("instructions") or None
+    judge, instructions = rule_judge(JudgeChoice.from_label(run_judge), override)
+    if "prompt_template" in candidate:
         # The heuristic judge reads no prompt: a template is tried with the configured LLM judge.
         judge = judge if judge.client is not None else JudgeChoice(get_llm_client())
         instructions = candidate["prompt_template"]
