@@ -383,3 +383,17 @@ def test_a_trial_whose_worker_died_is_taken_up_again_once_then_failed(api, rubri
     assert trial.status == "failed" and "Worker lost" in trial.error
     body = api.get(f"/api/v1/alignment-trials/{trial.trial_id}").json()
     assert body["status"] == "failed" and "Worker lost" in body["error"]
+
+
+def test_a_trial_that_spends_the_llm_counts_against_the_keys_rate(
+    api, rubric, openai_server, settings, django_capture_on_commit_callbacks
+):
+    settings.EVALSITE_LLM_RATE = "1/day"
+    labelled(rubric, 10, 10)
+    _serve(openai_server, _agrees_with_reviewers, 20)
+    assert _start(api, rubric, {"prompt_template": "Count."}, django_capture_on_commit_callbacks).status_code == 202
+    refused = _start(api, rubric, {"prompt_template": "Count again."}, django_capture_on_commit_callbacks)
+    assert refused.status_code == 429 and int(refused["Retry-After"]) >= 1
+    assert AlignmentTrial.objects.count() == 1
+    # The heuristic judge spends nothing: not counted, not refused.
+    assert _start(api, rubric, {"judge_model": "heuristic"}, django_capture_on_commit_callbacks).status_code == 202

@@ -435,7 +435,8 @@ class RubricAlignmentTrialsView(APIView):
     def post(self, request, rubric_id):
         rubric = rubric_get(rubric_id, project=project_of(request))
         body = validate_body(AlignmentTrialIn, request.data)
-        if llm_configured():
+        # The heuristic judge spends nothing; any other candidate, or the items' own LLM judge, does.
+        if llm_configured() and body.candidate.judge_model not in HEURISTIC_JUDGES:
             llm_rate_check(request, self)
         trial = alignment_services.trial_create(
             rubric=rubric,
