@@ -12,6 +12,8 @@ from apps.runs.anchors.services import anchors_watch
 from apps.runs.executor import JudgeChoice, judge_one_criterion, judge_one_rule, stored_transcript
 from apps.runs.judging.types import verdicts_to_json
 from apps.runs.models import AnchorCheck, AnchorSet
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 from tests.conftest import _client_with_key
 from tests.core.factories import ApiKeyFactory, MembershipFactory, client_with_key
 from tests.fakes.openai_server import judge_reply
@@ -184,8 +186,10 @@ def test_a_changed_judge_lists_the_verdicts_that_moved(api, setup, openai_server
         assert c["url"] == f"/console/results/{c['id']}/"
         assert c["before"] == {"status": "ok", "passed": True}
         assert c["after"]["passed"] is False and c["after"]["reasoning"] == "Not met, says the new judge."
-    # The reference run's verdicts are untouched: a check's verdicts are its own, not Score rows.
-    assert all(r.criteria_passed is not False for r in run.results.all() if str(r.result_id) in good)
+    # The reference run's verdicts are untouched: a check's verdicts are its own, not Score rows
+    # (a Score would become the judge's verdict in force on the reference result).
+    stored = Score.objects.of(SubjectKind.RUN_RESULT, [r.pk for r in run.results.all()]).machine()
+    assert stored.count() == 8 and stored.filter(passed=True).count() == 4
 
 
 def test_errors_from_the_judge_are_unassessed_not_changes_to_fail(
@@ -303,3 +307,17 @@ def test_another_projects_anchors_are_404(api, setup, django_capture_on_commit_c
     assert theirs.post(f"/api/v1/anchors/{anchor_id}/checks").status_code == 404
     assert theirs.get(f"/api/v1/anchor-checks/{check_id}").status_code == 404
     assert AnchorCheck.objects.count() == 1
+
+
+def test_celery_beat_runs_the_watch(api, setup, openai_server, settings, django_capture_on_commit_callbacks):
+    from apps.runs.tasks import watch_anchors
+
+    schedule = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert schedule["apps.runs.tasks.watch_anchors"] == settings.EVALSITE_ANCHORS_INTERVAL_SECONDS
+    rubric, test_set = setup
+    _reference_run(rubric, test_set)
+    _mark(api, test_set)
+    openai_server.default = judge_reply(passed=True)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert watch_anchors.delay().get() == 1
+    assert AnchorCheck.objects.get().status == "done"

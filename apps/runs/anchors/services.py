@@ -292,7 +292,9 @@ def anchors_watch() -> int:
     nothing, and a check in flight is left to finish (the next beat compares with its judge)."""
     _fail_stale_checks()
     started = 0
-    for anchor_set in AnchorSet.objects.order_by("pk").iterator():
+    # A list, not a cursor held open across the checks' transactions; the result lists are read only
+    # for the anchor sets a check starts on.
+    for anchor_set in list(AnchorSet.objects.order_by("pk").defer("results")):
         try:
             _label, _rule_judges, identity = identity_in_force(anchor_set)
             if identity == last_identity(anchor_set):
