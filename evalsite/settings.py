@@ -514,6 +514,8 @@ SPECTACULAR_SETTINGS = {
         "QueueKindEnum": ["run_result", "agentic_evaluation", "rag_evaluation"],
         "QueueVerdictKindEnum": ["criterion", "rule", "metric"],
         "ReviewKindEnum": ["criterion", "rule"],
+        # Alignment trials and anchor checks: a judging job's states.
+        "JudgeJobStatusEnum": ["pending", "running", "done", "failed"],
     },
 }
 
@@ -547,6 +549,10 @@ CELERY_TIMEZONE = "UTC"
 EVALSITE_RETENTION_BATCH_SIZE = env_int("EVALSITE_RETENTION_BATCH_SIZE", 2000)
 EVALSITE_RETENTION_PAUSE_MS = env_int("EVALSITE_RETENTION_PAUSE_MS", 10)
 EVALSITE_RETENTION_INTERVAL_SECONDS = env_int("EVALSITE_RETENTION_INTERVAL_SECONDS", 3600)
+# How often Celery beat compares the judge in force with the judge each anchor set (a test-set
+# version marked as anchors, docs/repeats.md) was last judged by, starting a check when they differ.
+# Each check costs one judge call per anchored verdict, and only when the judge changed.
+EVALSITE_ANCHORS_INTERVAL_SECONDS = env_int("EVALSITE_ANCHORS_INTERVAL_SECONDS", 300)
 # PostgreSQL: how many trace ids one partition of the tool calls covers (apps.traces.partitions).
 # Retention returns a partition's disk space once every trace in it has expired: smaller partitions
 # return space sooner, more of them cost the planner a little on every tool call query.
@@ -566,6 +572,10 @@ CELERY_BEAT_SCHEDULE = {
     "apply-retention": {
         "task": "apps.core.tasks.apply_retention",
         "schedule": float(EVALSITE_RETENTION_INTERVAL_SECONDS),
+    },
+    "watch-judge-anchors": {
+        "task": "apps.runs.tasks.watch_anchors",
+        "schedule": float(EVALSITE_ANCHORS_INTERVAL_SECONDS),
     },
     "ensure-toolcall-partitions": {"task": "apps.traces.tasks.ensure_toolcall_partitions", "schedule": 60.0},
     "settle-otlp-traces": {

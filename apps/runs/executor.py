@@ -175,15 +175,20 @@ def _converse(item: dict, bot: BotSpec, conversation_id: str, judge: JudgeChoice
 HEURISTIC_FINGERPRINT = judge_fingerprint(judge=JUDGE_HEURISTIC)
 
 
+def judge_one_criterion(
+    criterion: str, transcript: Transcript, judge: JudgeChoice, *, expected_outcome: str = ""
+) -> Verdict:
+    """One success criterion's verdict from `judge`, attached to the criterion."""
+    if judge.client is not None:
+        verdict = llm.judge_criterion(judge.client, criterion, transcript, expected_outcome=expected_outcome)
+    else:
+        verdict = heuristic.judge_criterion(criterion, transcript)
+    return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_criterion(criterion)
+
+
 def _criterion_job(criterion: str, transcript: Transcript, expected: dict, judge: JudgeChoice) -> Callable[[], Verdict]:
     def job() -> Verdict:
-        if judge.client is not None:
-            verdict = llm.judge_criterion(
-                judge.client, criterion, transcript, expected_outcome=expected.get("expected_outcome", "")
-            )
-        else:
-            verdict = heuristic.judge_criterion(criterion, transcript)
-        return verdict.with_fingerprint(HEURISTIC_FINGERPRINT).for_criterion(criterion)
+        return judge_one_criterion(criterion, transcript, judge, expected_outcome=expected.get("expected_outcome", ""))
 
     return job
 

@@ -578,3 +578,108 @@ class AlignmentTrial(models.Model):
     @property
     def candidate_kind(self) -> str:
         return next(iter(self.candidate))
+
+
+class AnchorSet(models.Model):
+    """A test-set version marked as anchors (apps.runs.anchors): the stored transcripts of its
+    reference run are judged again whenever the judge changes, so that a verdict that moves on an
+    identical transcript is the judge's drift, never the bot's."""
+
+    anchor_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
+    test_set_id = models.UUIDField()
+    test_set_version = models.PositiveIntegerField()
+    # The finished run whose results hold the transcripts and the judge's verdicts as they were. A
+    # run deleted (retention) takes its anchors with it: without transcripts there is nothing to judge.
+    reference_run = models.ForeignKey(EvaluationRun, on_delete=models.CASCADE, related_name="+")
+    rubric_id = models.UUIDField(null=True, blank=True)
+    rubric_version = models.PositiveIntegerField(null=True, blank=True)
+    # Fixed when marked (the reference run never changes): the result pks that stored a conversation,
+    # the rubric rules their verdicts name, whether they have criteria verdicts, and the distinct
+    # judges of those verdicts (fingerprint.distinct_judges): the judge the first check is against.
+    results = models.JSONField(default=list)
+    rule_ids = models.JSONField(default=list)
+    has_criteria = models.BooleanField(default=False)
+    reference_judges = models.JSONField(default=list)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["project", "test_set_id", "test_set_version"], name="anchor_set_unique_per_version"
+            )
+        ]
+
+    def __str__(self):
+        return f"anchors of {self.test_set_id} v{self.test_set_version}"
+
+
+class AnchorCheck(models.Model):
+    """The anchors' transcripts judged again by the judge in force when the check started, set
+    against the reference run's verdicts. The new verdicts stay in `verdicts`, not in Score rows: a
+    Score would become the judge's verdict in force on the reference result."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+
+    IN_FLIGHT = (Status.PENDING, Status.RUNNING)
+
+    class Trigger(models.TextChoices):
+        MANUAL = "manual"
+        JUDGE_CHANGED = "judge_changed"
+
+    check_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    anchor_set = models.ForeignKey(AnchorSet, on_delete=models.CASCADE, related_name="checks")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.MANUAL)
+    # The judge used, as a run records it: its label, the rule judges in force, and the judge parts
+    # its verdicts carry (computed without asking it: apps.runs.anchors.selectors.judge_identity),
+    # which the beat task compares with the judge in force to decide on the next check.
+    judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
+    rule_judges = models.JSONField(default=dict, blank=True)
+    judges = models.JSONField(default=list)
+    # Progress: verdicts judged so far, of `total`.
+    judged = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    # Per verdict: {"result", "result_id", "kind", "key", "before": {status, passed}, "after":
+    # {status, passed, reasoning, judge, fingerprint}}; appended as the job judges.
+    verdicts = models.JSONField(default=list)
+    # The drift figures (apps.runs.anchors.selectors.check_report), written when the check is done.
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Billed its judge calls when started through the API (apps.core.llm.usage); none when automatic.
+    api_key = models.ForeignKey(
+        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    # Touched after every result judged: a running check whose worker died goes stale and is failed
+    # (anchors_watch), so that it does not hold off every later check.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # Never two checks of one anchor set in flight, even when the beat task and a reviewer
+            # start one at the same moment (the service also locks the anchor set's row).
+            models.UniqueConstraint(
+                fields=["anchor_set"],
+                condition=Q(status__in=["pending", "running"]),
+                name="anchor_check_one_in_flight",
+            )
+        ]
+        indexes = [models.Index(fields=["anchor_set", "-created_at"], name="anchor_check_newest")]
+
+    def __str__(self):
+        return f"anchor check {self.check_id}"

@@ -39,3 +39,17 @@ def run_alignment_trial(trial_pk: int) -> None:
     from .alignment.services import trial_execute  # in the body: the services import this module
 
     trial_execute(trial_pk=trial_pk)
+
+
+@shared_task(name="apps.runs.tasks.run_anchor_check")
+def run_anchor_check(check_pk: int) -> None:
+    from .anchors.services import anchor_check_execute  # in the body: the services import this module
+
+    anchor_check_execute(check_pk=check_pk)
+
+
+@shared_task(name="apps.runs.tasks.watch_anchors")
+def watch_anchors() -> int:
+    from .anchors.services import anchors_watch  # in the body: the services import this module
+
+    return anchors_watch()

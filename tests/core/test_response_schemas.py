@@ -459,6 +459,22 @@ def test_every_operation_answers_what_the_document_declares(
     walk(api, "get", f"{v1}/alignment-trials/{trial['id']}", 200)
     walk(api, "get", f"{v1}/alignment-trials/{'0' * 8}-0000-0000-0000-{'0' * 12}", 404)
     walk(staff_api, "post", f"{v1}/alignment-trials/{trial['id']}/publish", 409)
+    # Judge anchors: the walk's run marked as anchors of its test-set version and judged again.
+    anchors = f"{v1}/test-sets/{test_set_id}/anchors"
+    walk(api, "post", anchors, 422, body={"version": 99})
+    anchor = walk(api, "post", anchors, 201, body={"version": run["test_set_version"], "run_id": run_id})
+    walk(api, "post", anchors, 409, body={"version": run["test_set_version"]})
+    with django_capture_on_commit_callbacks(execute=True):
+        check = walk(staff_api, "post", f"{v1}/anchors/{anchor['id']}/checks", 202)
+    walk(api, "get", anchors, 200)
+    report = walk(api, "get", f"{v1}/anchor-checks/{check['id']}", 200)
+    # The engine's own heuristic verdicts, judged again by the same judge: nothing moves.
+    assert (report["status"], report["changed"], report["judge_changes"]) == ("done", 0, []), report
+    assert report["n"] > 0
+    walk(api, "get", f"{v1}/anchor-checks/{'0' * 8}-0000-0000-0000-{'0' * 12}", 404)
+    with django_capture_on_commit_callbacks(execute=False):
+        walk(staff_api, "post", f"{v1}/anchors/{anchor['id']}/checks", 202)
+    walk(staff_api, "post", f"{v1}/anchors/{anchor['id']}/checks", 409)
     from_traces = f"{v1}/test-sets/{test_set_id}/items/from-traces"
     walk(api, "post", from_traces, 422, body={"session_ids": ["no-such-session"]})
     walk(api, "post", from_traces, 409, body={"session_ids": ["s-1"], "version": 1})

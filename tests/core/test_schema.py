@@ -40,6 +40,8 @@ CONFLICTS = {
     ("put", "/api/v1/queues/{queue_id}"),
     ("post", "/api/v1/queues/{queue_id}/items/{item_id}/claim"),
     ("post", "/api/v1/alignment-trials/{trial_id}/publish"),
+    ("post", "/api/v1/test-sets/{test_set_id}/anchors"),
+    ("post", "/api/v1/anchors/{anchor_id}/checks"),
 }
 
 

@@ -587,3 +587,154 @@ def trial_answer(trial, *, listed: bool = False):
         train_disagreements=[] if listed else train_disagreements(trial),
         error=trial.error or None,
     )
+
+
+class AnchorSetIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: int = Field(ge=1, strict=True, description="The test-set version to mark as anchors.")
+    run_id: uuid.UUID | None = Field(
+        default=None,
+        description="The finished run of that version whose transcripts are judged again; default its newest "
+        "completed run.",
+    )
+
+
+class AnchorProgressOut(BaseModel):
+    judged: int
+    total: int = Field(description="Verdicts of the reference run to judge again (criteria and rules).")
+
+
+class AnchorUnassessedOut(BaseModel):
+    before: int = Field(description="Verdicts the reference run's judge could not give (error, skipped).")
+    after: int = Field(description="Verdicts the judge now could not give (error, skipped): not changes.")
+
+
+class AnchorCheckSummaryOut(BaseModel):
+    """A check of anchors: its judge and, once done, its headline figures."""
+
+    id: uuid.UUID = Field(validation_alias="check_id")
+    status: Literal["pending", "running", "done", "failed"]
+    trigger: Literal["manual", "judge_changed"] = Field(
+        description="manual: started through the API; judge_changed: started by the beat task when the judge in "
+        "force stopped matching the one the anchors were last judged by."
+    )
+    judge: str = Field(description="The run judge the check used (heuristic:v1 or openai:<model>).")
+    progress: AnchorProgressOut
+    n: int | None = Field(description="Verdicts both judges assessed: kappa's n. Null until done.")
+    changed: int | None = Field(description="Of those, verdicts that went from pass to fail or back.")
+    kappa: float | None = Field(
+        description="Cohen's kappa between the reference run's judge and the judge now; null where undefined "
+        "(no pairs, or both judges gave one and the same verdict throughout) or not done."
+    )
+    kappa_ci: tuple[float, float] | None = Field(description="95% interval of kappa (scores.agreement.kappa_interval).")
+    judge_changes: list[str] = Field(description='What differs between the two judges, in words ("model a → b").')
+    error: str | None = absent_if_none("Why the check failed.")
+    created_at: datetime
+    finished_at: datetime | None
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class AnchorSetOut(BaseModel):
+    """A test-set version marked as anchors: its reference run's transcripts are judged again whenever
+    the judge changes."""
+
+    id: uuid.UUID = Field(validation_alias="anchor_id")
+    test_set_id: uuid.UUID
+    version: int = Field(validation_alias="test_set_version")
+    reference_run_id: uuid.UUID = Field(validation_alias=AliasPath("reference_run", "run_id"))
+    rubric_id: uuid.UUID | None
+    rubric_version: int | None
+    results: int = Field(description="Reference results with a stored conversation: the anchors.")
+    reference_judges: list[dict[str, Any]] = Field(description="The distinct judges of the reference verdicts.")
+    latest_check: AnchorCheckSummaryOut | None
+    created_at: datetime
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+class AnchorSetList(RootModel[list[AnchorSetOut]]):
+    pass
+
+
+class AnchorPerKeyOut(BaseModel):
+    kind: Literal["criterion", "rule"]
+    key: str = Field(description="The criterion's text or the rule's id.")
+    n: int = Field(description="Verdicts of this key both judges assessed.")
+    changed: int
+    unassessed: int = Field(description="Verdicts of this key one of the judges could not give.")
+
+
+class AnchorVerdictOut(BaseModel):
+    status: str
+    passed: bool | None
+
+
+class AnchorNewVerdictOut(AnchorVerdictOut):
+    reasoning: str
+
+
+class AnchorChangedVerdictOut(BaseModel):
+    id: str = Field(description="The reference result's result_id.")
+    url: str = Field(description="Its console page.")
+    kind: Literal["criterion", "rule"]
+    key: str
+    before: AnchorVerdictOut = Field(description="The reference run's judge's verdict.")
+    after: AnchorNewVerdictOut = Field(description="The judge's verdict now, on the same transcript.")
+
+
+class AnchorJudgesOut(BaseModel):
+    before: list[dict[str, Any]] = Field(description="Distinct judges of the reference verdicts.")
+    after: list[dict[str, Any]] = Field(description="Distinct judges of the verdicts given now.")
+
+
+class AnchorCheckOut(AnchorCheckSummaryOut):
+    """The drift report of a check: the reference run's stored transcripts judged again by the judge
+    in force; every verdict that moved is the judge's drift, not the bot's."""
+
+    anchor_set_id: uuid.UUID = Field(validation_alias=AliasPath("anchor_set", "anchor_id"))
+    test_set_id: uuid.UUID = Field(validation_alias=AliasPath("anchor_set", "test_set_id"))
+    version: int = Field(validation_alias=AliasPath("anchor_set", "test_set_version"))
+    rule_judges: dict[str, Any] = Field(description="The rubric's rule judges the check applied.")
+    judges: AnchorJudgesOut | None = Field(description="Null until done.")
+    unassessed: AnchorUnassessedOut | None
+    agreement: float | None = Field(description="Share of the n verdicts both judges gave alike.")
+    per_key: list[AnchorPerKeyOut] = Field(description="Per criterion and rule, the most changed first.")
+    changed_verdicts: list[AnchorChangedVerdictOut]
+
+
+class AnchorCheckCreatedOut(BaseModel):
+    id: uuid.UUID = Field(validation_alias="check_id")
+    status: str
+
+    model_config = ConfigDict(from_attributes=True)
+
+
+def anchor_check_answer(check, *, changed_verdicts: list[dict] | None = None):
+    """An AnchorCheckOut (or AnchorCheckSummaryOut) of `check`, its figures from the stored report;
+    `changed_verdicts` (anchors.selectors.changed_verdicts) only on a check's own page."""
+    report = check.report or {}
+    return with_attributes(
+        check,
+        progress={"judged": check.judged, "total": check.total},
+        n=report.get("n"),
+        changed=report.get("changed"),
+        kappa=report.get("kappa"),
+        kappa_ci=report.get("kappa_ci"),
+        judge_changes=report.get("judge_changes") or [],
+        judges=report.get("judges"),
+        unassessed=report.get("unassessed"),
+        agreement=report.get("agreement"),
+        per_key=report.get("per_key") or [],
+        changed_verdicts=changed_verdicts or [],
+        error=check.error or None,
+    )
+
+
+def anchor_set_answer(anchor_set, latest_check):
+    return with_attributes(
+        anchor_set,
+        results=len(anchor_set.results),
+        latest_check=None if latest_check is None else anchor_check_answer(latest_check),
+    )

@@ -45,6 +45,17 @@ RULE_INSTRUCTIONS = (
 )
 
 
+def criterion_template() -> str:
+    """What a criterion verdict's fingerprint hashes (its prompt_template)."""
+    return SYSTEM.format(subject="success criterion") + CRITERION_INSTRUCTIONS
+
+
+def rule_template(instructions: str | None) -> str:
+    """What a rule verdict's fingerprint hashes, with the rule's own instructions if any: the judge
+    anchors (apps.runs.anchors) tell a changed prompt from these without asking the model."""
+    return SYSTEM.format(subject="rubric rule") + rule_instructions(instructions)
+
+
 def _ask(client: LLMClient, system: str, user: str, name: str, *, template: str) -> Verdict:
     fingerprint = judge_fingerprint(judge="llm", model=client.model, template=template)
     try:
@@ -70,7 +81,7 @@ def judge_criterion(
         criterion=criterion, expected_outcome=expected_outcome, conversation=transcript.as_text()
     )
     system = SYSTEM.format(subject="success criterion")
-    return _ask(client, system, user, "criterion_verdict", template=system + CRITERION_INSTRUCTIONS)
+    return _ask(client, system, user, "criterion_verdict", template=criterion_template())
 
 
 def rule_text(rule: dict) -> str:
@@ -102,7 +113,8 @@ def rule_instructions(instructions: str | None) -> str:
 def judge_rule(
     client: LLMClient, rule: dict, transcript: Transcript, *, bot_context: str, instructions: str | None = None
 ) -> Verdict:
-    instructions = rule_instructions(instructions)
-    user = instructions + data_block(rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text())
+    user = rule_instructions(instructions) + data_block(
+        rule=rule_text(rule), bot_context=bot_context, conversation=transcript.as_text()
+    )
     system = SYSTEM.format(subject="rubric rule")
-    return _ask(client, system, user, "rule_verdict", template=system + instructions)
+    return _ask(client, system, user, "rule_verdict", template=rule_template(instructions))
