@@ -3,6 +3,7 @@ from django.urls import path
 from .views import (
     account,
     alignment,
+    anchors,
     audit,
     dashboard,
     exports,
@@ -37,6 +38,10 @@ urlpatterns = [
     path("rubrics/<uuid:rubric_id>/", runs.rubric_page, name="rubric"),
     path("rubrics/<uuid:rubric_id>/alignment-trials/", alignment.trial_start, name="alignment-trial-start"),
     path("alignment-trials/<uuid:trial_id>/", alignment.trial_page, name="alignment-trial"),
+    path("anchors/", anchors.anchor_list, name="anchors"),
+    path("anchors/<uuid:anchor_id>/check/", anchors.anchor_check_now, name="anchor-check-now"),
+    path("anchor-checks/<uuid:check_id>/", anchors.anchor_check_page, name="anchor-check"),
+    path("runs/<uuid:run_id>/anchors/", anchors.anchor_mark, name="anchor-mark"),
     path("alignment-trials/<uuid:trial_id>/publish/", alignment.trial_publish_view, name="alignment-trial-publish"),
     path("traces/", traces.trace_list, name="trace-list"),
     path("agents/agreement/", traces.agent_agreement, name="agent-agreement"),

@@ -13,6 +13,7 @@ from apps.rubrics.selectors import rule_judges_of
 from apps.scores.agreement import cohen_kappa, kappa_interval
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
+from apps.testsets.models import TestSet
 
 from ..executor import HEURISTIC_FINGERPRINT, JudgeChoice
 from ..judging import llm
@@ -116,17 +117,23 @@ def anchor_set_get(anchor_id, *, project) -> AnchorSet:
     return found
 
 
-def anchor_sets_of(*, test_set_id, project) -> list[tuple[AnchorSet, AnchorCheck | None]]:
-    """A test set's anchor sets (newest version first), each with its newest check."""
-    sets = list(
-        AnchorSet.objects.filter(project=project, test_set_id=test_set_id)
-        .select_related("reference_run")
-        .order_by("-test_set_version")
-    )
+def anchor_sets_of(*, test_set_id=None, project) -> list[tuple[AnchorSet, AnchorCheck | None]]:
+    """A test set's anchor sets (newest version first), or every one of the project's (newest
+    first) without `test_set_id`, each with its newest check."""
+    rows = AnchorSet.objects.filter(project=project).select_related("reference_run")
+    if test_set_id is None:
+        sets = list(rows.order_by("-created_at", "-id"))
+    else:
+        sets = list(rows.filter(test_set_id=test_set_id).order_by("-test_set_version"))
     newest: dict[int, AnchorCheck] = {}
     for check in AnchorCheck.objects.filter(anchor_set__in=sets).order_by("created_at", "id").defer("verdicts"):
         newest[check.anchor_set_id] = check
     return [(anchor_set, newest.get(anchor_set.pk)) for anchor_set in sets]
+
+
+def test_set_names(*, project, ids) -> dict:
+    """The names of the project's test sets among `ids` (a deleted one is missing)."""
+    return dict(TestSet.objects.filter(project=project, pk__in=ids).values_list("pk", "name"))
 
 
 def check_get(check_id, *, project) -> AnchorCheck:
