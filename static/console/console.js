@@ -102,7 +102,21 @@
         .catch(function () { window.location.href = link.href; });
     });
   }
+  // The alignment trial form: only the field of the candidate chosen is shown (all are there without
+  // script, and the server reads only the chosen one).
+  function candidateFields(form) {
+    function show() {
+      var chosen = form.querySelector("input[name=kind]:checked");
+      form.querySelectorAll("[data-kind]").forEach(function (field) {
+        field.hidden = !chosen || field.getAttribute("data-kind") !== chosen.value;
+      });
+    }
+    form.querySelectorAll("input[name=kind]").forEach(function (radio) { radio.addEventListener("change", show); });
+    show();
+  }
   document.addEventListener("DOMContentLoaded", function () {
+    var trialForm = document.getElementById("trial-form");
+    if (trialForm) { candidateFields(trialForm); }
     var section = document.getElementById("progress-section");
     if (section && section.getAttribute("data-finished") === "0") { watch(section); }
     var more = document.querySelector("[data-more-calls]");
