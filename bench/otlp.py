@@ -60,8 +60,9 @@ def _attr(key: str, value) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(int_value=value))
 
 
-# --usage: the model and gen_ai.usage.* tokens each agent span reports, in turn (two priced by the
-# shipped prices, one without a price), so the load prices every trace and adds to the day's spend.
+# --usage: each trace has one model call (an LLM span with gen_ai.usage.* tokens) of these models in
+# turn (two priced by the shipped prices, one without a price), so every trace is priced and adds to
+# its day's spend.
 USAGE_MODELS = ("gpt-4o", "gpt-4o-mini-2024-07-18", "house-model")
 
 
@@ -132,13 +133,24 @@ def make_spans(n_traces: int, n_tools: int, seed: int, usage: bool = False) -> l
             ],
         )
         if usage:
-            root.attributes.extend(
-                [
+            # One model call per trace: only LLM spans carry a model and tokens (the OTLP mapping).
+            chat_start = start + (n_tools + 1) * 100_000_000
+            chat = Span(
+                trace_id=trace_id,
+                span_id=rng.randbytes(8),
+                parent_span_id=root_id,
+                name="chat",
+                kind=Span.SPAN_KIND_CLIENT,
+                start_time_unix_nano=chat_start,
+                end_time_unix_nano=chat_start + 50_000_000,
+                attributes=[
+                    _attr("gen_ai.operation.name", "chat"),
                     _attr("gen_ai.request.model", USAGE_MODELS[t % len(USAGE_MODELS)]),
                     _attr("gen_ai.usage.input_tokens", 1000 + t % 500),
                     _attr("gen_ai.usage.output_tokens", 100 + t % 50),
-                ]
+                ],
             )
+            out.append((chat, {"trace": trace_id.hex(), "tool": None}))
         out.append((root, {"trace": trace_id.hex(), "tool": None}))
     return out
 
@@ -416,10 +428,10 @@ def main():
     parser.add_argument("--skip-evalsite", action="store_true", help="only the Phoenix run")
     parser.add_argument("--redaction", action="store_true", help="PII redaction on (every detector) for evalsite")
     parser.add_argument(
-        "--usage", action="store_true", help="agent spans report a model and gen_ai.usage.* tokens (priced traces)"
+        "--usage", action="store_true", help="each trace has a model call with gen_ai.usage.* tokens (priced traces)"
     )
     args = parser.parse_args()
-    args.traces = args.requests * args.spans_per_request // (args.tools + 1)
+    args.traces = args.requests * args.spans_per_request // (args.tools + 1 + args.usage)
 
     rate = None
     if not args.skip_evalsite:
