@@ -60,7 +60,13 @@ def _attr(key: str, value) -> KeyValue:
     return KeyValue(key=key, value=AnyValue(int_value=value))
 
 
-def make_spans(n_traces: int, n_tools: int, seed: int) -> list[tuple[Span, dict]]:
+# --usage: each trace has one model call (an LLM span with gen_ai.usage.* tokens) of these models in
+# turn (two priced by the shipped prices, one without a price), so every trace is priced and adds to
+# its day's spend.
+USAGE_MODELS = ("gpt-4o", "gpt-4o-mini-2024-07-18", "house-model")
+
+
+def make_spans(n_traces: int, n_tools: int, seed: int, usage: bool = False) -> list[tuple[Span, dict]]:
     """(span, expectation) for n_traces traces, children before their agent span."""
     rng = random.Random(seed)
     base_ns = int(datetime(2026, 1, 8, 10, 0, tzinfo=UTC).timestamp() * 1e9)
@@ -126,6 +132,25 @@ def make_spans(n_traces: int, n_tools: int, seed: int) -> list[tuple[Span, dict]
                 _attr("evalsite.operation", "list"),
             ],
         )
+        if usage:
+            # One model call per trace: only LLM spans carry a model and tokens (the OTLP mapping).
+            chat_start = start + (n_tools + 1) * 100_000_000
+            chat = Span(
+                trace_id=trace_id,
+                span_id=rng.randbytes(8),
+                parent_span_id=root_id,
+                name="chat",
+                kind=Span.SPAN_KIND_CLIENT,
+                start_time_unix_nano=chat_start,
+                end_time_unix_nano=chat_start + 50_000_000,
+                attributes=[
+                    _attr("gen_ai.operation.name", "chat"),
+                    _attr("gen_ai.request.model", USAGE_MODELS[t % len(USAGE_MODELS)]),
+                    _attr("gen_ai.usage.input_tokens", 1000 + t % 500),
+                    _attr("gen_ai.usage.output_tokens", 100 + t % 50),
+                ],
+            )
+            out.append((chat, {"trace": trace_id.hex(), "tool": None}))
         out.append((root, {"trace": trace_id.hex(), "tool": None}))
     return out
 
@@ -402,12 +427,15 @@ def main():
     parser.add_argument("--phoenix-timeout", type=float, default=600)
     parser.add_argument("--skip-evalsite", action="store_true", help="only the Phoenix run")
     parser.add_argument("--redaction", action="store_true", help="PII redaction on (every detector) for evalsite")
+    parser.add_argument(
+        "--usage", action="store_true", help="each trace has a model call with gen_ai.usage.* tokens (priced traces)"
+    )
     args = parser.parse_args()
-    args.traces = args.requests * args.spans_per_request // (args.tools + 1)
+    args.traces = args.requests * args.spans_per_request // (args.tools + 1 + args.usage)
 
     rate = None
     if not args.skip_evalsite:
-        spans = make_spans(args.traces, args.tools, seed=1)
+        spans = make_spans(args.traces, args.tools, seed=1, usage=args.usage)
         rate = run_evalsite(args, spans, make_bodies(spans, args.spans_per_request))
     if args.phoenix:
         phoenix_rate = run_phoenix(args)

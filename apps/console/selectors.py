@@ -6,7 +6,8 @@ import json
 from base64 import urlsafe_b64decode, urlsafe_b64encode
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 
 import django_filters
 from django.db.models import Avg, DateTimeField, F, FloatField, IntegerField, Max, Min, OuterRef, Q, Subquery, Sum
@@ -16,14 +17,17 @@ from django.utils import timezone
 from apps.agentic.models import AgentEvaluation
 from apps.agentic.selectors import evaluation_summary
 from apps.bots.models import Bot
+from apps.core.pricing import SpendSplit
 from apps.runs.display import first_failure, unassessed_reasons
 from apps.runs.judging.aggregate import FAILED, UNASSESSED
 from apps.runs.models import EvaluationResult, EvaluationRun, verdict_columns
-from apps.runs.selectors import TABLE_FIELDS
+from apps.runs.selectors import TABLE_FIELDS, run_spend_per_day
 from apps.testsets.models import Dataset, TestSet
+from apps.traces.costs import NOTHING as NO_TRACE_SPEND
+from apps.traces.costs import TraceCost
 from apps.traces.filters import ANY, TraceFilter
 from apps.traces.models import AgentTrace
-from apps.traces.selectors import trace_filter
+from apps.traces.selectors import trace_filter, trace_spend_per_day
 
 from .sorting import Sort, sort_from_param
 
@@ -166,6 +170,40 @@ def evaluation_poor_list(*, project, limit: int = 10):
         .order_by("-created_at", "-id")
         .only("session_id", "agent_name", "operation", "overall_score", "rating", "judge", "created_at")[:limit]
     )
+
+
+NO_RUN_SPEND = SpendSplit(bot=None, judge=None, unpriced_calls=0)
+
+
+@dataclass(frozen=True)
+class DaySpend:
+    """One day of a project's spend: its runs' (bot, judge: SpendSplit) and its traces' (TraceCost).
+    total sums every amount and is None when nothing of the day was priced; unpriced_calls, the
+    calls of both nobody could price."""
+
+    day: date
+    runs: SpendSplit = NO_RUN_SPEND
+    traces: TraceCost = NO_TRACE_SPEND
+
+    @property
+    def total(self) -> Decimal | None:
+        amounts = [a for a in (self.runs.total, self.traces.amount) if a is not None]
+        return sum(amounts, Decimal(0)) if amounts else None
+
+    @property
+    def unpriced_calls(self) -> int:
+        return self.runs.unpriced_calls + self.traces.unpriced_calls
+
+
+def spend_per_day(*, project, days: int = 14) -> list[DaySpend]:
+    """The project's spend per day over the last `days` days, newest first: its runs' items by the
+    day they finished, its traces by the day they started (each the day it was priced at)."""
+    runs = {row["day"]: row["cost"] for row in run_spend_per_day(project=project, days=days)}
+    traces = trace_spend_per_day(project=project, days=days)
+    return [
+        DaySpend(day=day, runs=runs.get(day, NO_RUN_SPEND), traces=traces.get(day, NO_TRACE_SPEND))
+        for day in sorted(runs.keys() | traces.keys(), reverse=True)
+    ]
 
 
 def run_counts(*, project) -> dict:
@@ -450,6 +488,8 @@ def trace_list_page(
             "duration_seconds",
             "tool_call_count",
             "success",
+            "cost",
+            "unpriced_calls",
         )
     )
     filterset = trace_filter(

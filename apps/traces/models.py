@@ -9,6 +9,8 @@ from apps.core.models import default_project_id
 TRACE_QUERY_TRGM_INDEX = "agenttrace_query_trgm"
 # The same on the session id (migration 0005): a search finds a session by any part of its id.
 TRACE_SESSION_TRGM_INDEX = "agenttrace_session_trgm"
+# USD amounts as runs keep them (apps.runs.models, above this app, has the same pair; a test checks).
+COST_DIGITS, COST_PLACES = 18, 9
 
 
 class AgentTraceQuerySet(models.QuerySet):
@@ -74,6 +76,14 @@ class AgentTrace(models.Model):
     # exactly these from `stored` to `dropped: expired` when it deletes the trace. Every trace starts
     # with one (its start, its batch item, its root span); db_default too, for rows written in SQL.
     ledger_units = models.PositiveIntegerField(default=1, db_default=1, editable=False)
+    # What the trace's model calls cost (apps.traces.costs), kept by the OTLP assembly when it stores
+    # or merges into the trace, so lists and sums read a column: USD of the priced calls (null when
+    # none was priced, never $0 for unpriced ones) and the calls nobody could price. db_default: the
+    # bulk writers that COPY traces without these columns (bench) store "nothing to price".
+    cost = models.DecimalField(
+        max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True, editable=False
+    )
+    unpriced_calls = models.PositiveIntegerField(default=0, db_default=0, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -172,6 +182,25 @@ class OtlpSpan(models.Model):
 
     def __str__(self):
         return f"{self.project_id}:{self.otel_trace_id}/{self.span_id}"
+
+
+class TraceSpendDay(models.Model):
+    """What a project's traces cost per UTC day (the day each trace started, the day it was priced
+    at): the sum of their AgentTrace.cost and unpriced_calls, added to by the OTLP assembly with each
+    trace's change (apps.traces.spend). A record of spend: retention deleting traces leaves it as it
+    is, so a day of traffic keeps what it cost after its traces expire."""
+
+    project = models.ForeignKey("core.Project", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    # Null while no call of the day was priced.
+    amount = models.DecimalField(max_digits=COST_DIGITS, decimal_places=COST_PLACES, null=True, blank=True)
+    unpriced_calls = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["project", "day"], name="tracespendday_project_day")]
+
+    def __str__(self):
+        return f"{self.project_id} {self.day} {self.amount} + {self.unpriced_calls} unpriced"
 
 
 class IngestionEntry(models.Model):

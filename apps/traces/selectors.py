@@ -1,14 +1,18 @@
 from dataclasses import dataclass
+from datetime import date, timedelta
+from decimal import Decimal
 
 from django.conf import settings
-from django.db.models import QuerySet
+from django.db.models import QuerySet, Sum
+from django.utils import timezone
 
 from apps.core.errors import NotFoundError
 from apps.core.models import project_pk
 
 from . import fastpath
+from .costs import TraceCost
 from .filters import TraceFilter
-from .models import AgentTrace, ToolCall
+from .models import AgentTrace, ToolCall, TraceSpendDay
 from .rows import from_rows, select_columns
 
 _TOOL_CALLS_SQL = f"SELECT {select_columns(ToolCall)} FROM {ToolCall._meta.db_table} WHERE trace_id = %s ORDER BY seq"
@@ -164,3 +168,23 @@ def trace_list(*, filters=None, project_id: int | None = None) -> QuerySet[Agent
 def traces_expired_count(project, before) -> int:
     """How many of the project's traces a retention pass would delete now."""
     return AgentTrace.objects.filter(project=project, created_at__lt=before).count()
+
+
+def trace_spend_per_day(*, project, days: int = 14) -> dict[date, TraceCost]:
+    """What `project`'s traces cost per day (the day each started, as it was priced) over the last
+    `days` days, from TraceSpendDay: a record of spend that retention does not shrink."""
+    since = (timezone.now() - timedelta(days=days)).date()
+    rows = TraceSpendDay.objects.filter(project=project, day__gte=since).values_list("day", "amount", "unpriced_calls")
+    return {day: TraceCost(amount=amount, unpriced_calls=unpriced) for day, amount, unpriced in rows}
+
+
+def trace_spend_by_project() -> list[tuple[str, Decimal]]:
+    """USD every project's traces' priced calls cost, by project slug (projects with a priced call)."""
+    rows = (
+        TraceSpendDay.objects.filter(amount__isnull=False)
+        .order_by()
+        .values("project__slug")
+        .annotate(amount=Sum("amount"))
+        .order_by("project__slug")
+    )
+    return [(row["project__slug"], row["amount"]) for row in rows]

@@ -1,11 +1,17 @@
-"""The console shows what runs cost: a column in the run list and a card on the run page, with the
-unpriced calls beside the amount, never "$0" for calls nobody could price."""
+"""The console shows what runs and traces cost: a column in the run and trace lists, a card on the
+run page and the dashboard's spend per day, with the unpriced calls beside the amount, never "$0" for
+calls nobody could price."""
 
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 
+from apps.core.models import Project
 from apps.runs.models import EvaluationRun
+from apps.traces.spend import trace_spend_day_add
+from tests.core.factories import ProjectFactory
+from tests.traces.factories import AgentTraceFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -43,3 +49,30 @@ def test_the_dashboard_shows_spend_per_day_of_its_own_project_only(reader_client
     assert f"<tr><td>{day}</td><td>${Decimal('0.5') * items:.6f}</td><td>${Decimal('0.5') * items:.6f}</td>" in page
     assert f"<td>—</td><td>{items}</td></tr>" in page
     assert "99.000000" not in page
+
+
+def test_the_trace_list_shows_each_traces_cost(staff_client):
+    AgentTraceFactory(session_id="priced", cost=Decimal("0.0123"), unpriced_calls=2)
+    AgentTraceFactory(session_id="unpriced", unpriced_calls=3)
+    AgentTraceFactory(session_id="no-calls")
+    ProjectFactory(slug="theirs")
+    AgentTraceFactory(session_id="theirs", project=Project.objects.get(slug="theirs"), cost=Decimal("99"))
+    html = staff_client.get("/console/traces/").content.decode()
+    assert '<td class="cost">$0.012300 + 2 unpriced</td>' in html
+    assert '<td class="cost">— + 3 unpriced</td>' in html
+    assert '<td class="cost">—</td>' in html
+    assert "$99" not in html
+
+
+def test_the_dashboard_adds_the_traces_spend_per_day_beside_the_runs(reader_client):
+    today = datetime.now(UTC).date()
+    trace_spend_day_add(project_id=Project.objects.default().pk, day=today, amount=Decimal("1.5"), unpriced_calls=4)
+    theirs = ProjectFactory(slug="theirs")
+    trace_spend_day_add(project_id=theirs.pk, day=today, amount=Decimal("99"), unpriced_calls=0)
+    html = reader_client.get("/console/").content.decode()
+    assert 'Total <small class="muted">runs + traces</small>' in html
+    assert (
+        f"<tr><td>{today.isoformat()}</td><td>$1.500000</td><td>—</td><td>—</td><td>$1.500000</td><td>4</td></tr>"
+        in html
+    )
+    assert "99.000000" not in html

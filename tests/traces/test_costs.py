@@ -1,5 +1,6 @@
-"""A trace's cost, from what the OTLP assembly keeps in its metadata (apps.traces.costs): the
-summed gen_ai.usage.* tokens and the models its spans named."""
+"""A trace's cost by the rule of traces assembled before the per-model split (apps.traces.costs): the
+summed gen_ai.usage.* tokens and the models its spans named. The API answers the cost kept on the
+trace (the per-model rule and the assembly: tests/traces/test_trace_costs.py)."""
 
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -26,8 +27,15 @@ def otel(models, usage=None, llm_spans=0):
 
 
 def cost_of(api, **trace):
+    """What the API would answer had the trace been priced by the summed rule (as migration 0019
+    priced the traces stored before)."""
+    from apps.traces.costs import stored, trace_cost
+
     trace.setdefault("start_time", AFTER_SHIPPED_PRICES)
     made = AgentTraceFactory(**trace)
+    figure = stored(trace_cost(made))
+    made.cost, made.unpriced_calls = figure.amount, figure.unpriced_calls
+    made.save(update_fields=["cost", "unpriced_calls"])
     response = api.get(f"{BASE}/trace/{made.session_id}")
     assert response.status_code == 200
     return response.json()["cost"]
@@ -51,7 +59,7 @@ def test_a_trace_before_every_valid_from_is_unpriced(api):
 
 
 def test_several_models_cannot_be_split_so_they_are_unpriced(api):
-    # The assembly keeps the tokens summed over models: no honest split, so no amount.
+    # Before usage_by_model the tokens were kept summed over models: no honest split, so no amount.
     metadata = otel(["gpt-4o", "gpt-4o-mini"], {"input_tokens": 10, "output_tokens": 10}, 2)
     assert cost_of(api, metadata=metadata)["amount"] is None
 
@@ -77,3 +85,14 @@ def test_the_price_table_is_read_at_the_traces_date():
         start_time=AFTER_SHIPPED_PRICES, metadata=otel(["house-model"], {"input_tokens": 1_000_000})
     )
     assert trace_cost(trace).amount == Decimal(1)
+
+
+def test_the_api_reads_the_cost_kept_on_the_trace_not_the_metadata(api):
+    # Metadata that would price at $0.75 by the summed rule: the stored columns are what is answered.
+    metadata = otel(["gpt-4o-mini"], {"input_tokens": 1_000_000, "output_tokens": 1_000_000}, 2)
+    made = AgentTraceFactory(start_time=AFTER_SHIPPED_PRICES, metadata=metadata, cost=Decimal("0.1"), unpriced_calls=4)
+    assert api.get(f"{BASE}/trace/{made.session_id}").json()["cost"] == {
+        "amount": "0.100000",
+        "currency": "USD",
+        "unpriced_calls": 4,
+    }

@@ -159,8 +159,8 @@ def _interrupt_root_export(monkeypatch, raw_key, children_body: bytes) -> None:
     interrupted before its assembly step (a lock wait ending in 503)."""
     real_insert = otlp_services.insert_traces
 
-    def insert_then_children_arrive(new_traces):
-        real_insert(new_traces)
+    def insert_then_children_arrive(new_traces, **kwargs):
+        real_insert(new_traces, **kwargs)
 
         def children_export():
             try:
@@ -296,8 +296,8 @@ def post_worker_init(worker):
     killed = pathlib.Path(os.environ["TEST_KILLED"])
     real_insert, real_settle = services.insert_traces, services._settle
 
-    def insert_traces(new_traces):
-        real_insert(new_traces)
+    def insert_traces(new_traces, **kwargs):
+        real_insert(new_traces, **kwargs)
         if not children_sent.exists():
             children_sent.touch()
             response = httpx.post(os.environ["TEST_URL"] + "/v1/traces",

@@ -5,7 +5,6 @@ from django.views.decorators.http import require_GET
 
 from apps.core.charts import column_chart, line_chart
 from apps.core.projects.resolution import project_of
-from apps.runs.selectors import run_spend_per_day
 
 from .. import selectors
 from ..context import console_context
@@ -38,7 +37,7 @@ def dashboard(request):
                 "outcome_totals": selectors.result_outcome_totals(project=project),
                 "poor_evaluations": selectors.evaluation_poor_list(project=project),
                 "run_counts": selectors.run_counts(project=project),
-                "spend_days": run_spend_per_day(project=project),
+                "spend_days": selectors.spend_per_day(project=project),
             },
         ),
     )

@@ -12,6 +12,7 @@ from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
 from apps.traces import filters as trace_filters
+from apps.traces.costs import stored_cost
 from apps.traces.selectors import FIRST_PAGE, trace_agent_names, trace_find, trace_tool_call_page
 
 from .. import selectors
@@ -33,6 +34,9 @@ def trace_list(request):
         before=selectors.TraceCursor.decode(request.GET.get("before", ""), sort=sort),
         project_id=project_of(request).pk,
     )
+    for trace in page.traces:
+        # The cost as the run tables' `usd` filter reads one: "—" when nothing priced, never $0.
+        trace.spend = stored_cost(trace)
     # Pages keep the filters and the sort; a sort link keeps the filters and starts at the first page.
     query = request.GET.copy()
     for key in ("after", "before", "sort"):

@@ -130,13 +130,16 @@ def _no_drops(value):
 
 
 class TraceCostOut(BaseModel):
-    """What the trace's model calls cost (apps.traces.costs): priced from the gen_ai.usage.* tokens
-    and the model its OTLP spans carried, at the price of the trace's start date."""
+    """What the trace's model calls cost (apps.traces.costs): the gen_ai.usage.* tokens of its OTLP
+    spans, each model's at its price on the trace's start date; kept on the trace when it is stored
+    and when late spans join it."""
 
     model_config = ConfigDict(from_attributes=True)
     amount: Amount = Field(description="USD; null when no call was priced (no tokens, or an unpriced model)")
     currency: Literal["USD"]
-    unpriced_calls: int = Field(description="LLM calls with tokens but no price (their model, or several models)")
+    unpriced_calls: int = Field(
+        description="Calls with tokens but no price: a model without a price of that date, or no model named"
+    )
 
 
 class TraceOut(BaseModel):

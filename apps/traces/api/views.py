@@ -32,7 +32,7 @@ from apps.core.errors import (
 from apps.core.models import SCOPE_ADMIN, SCOPE_READ
 from apps.core.projects.resolution import project_of
 from apps.traces import ledger, ledger_selectors, selectors, services
-from apps.traces.costs import trace_cost
+from apps.traces.costs import stored_cost
 from apps.traces.ingestion.redaction import request_redaction
 
 from .schemas import (
@@ -167,7 +167,7 @@ def _with_page(trace, page: selectors.ToolCallPage, *, limit: int | None = None,
         tool_calls=page.calls,
         tool_calls_total=page.total,
         tool_calls_next=_tool_calls_next_url(trace, page, limit=limit, absolute=absolute),
-        cost=trace_cost(trace),
+        cost=stored_cost(trace),
     )
 
 

@@ -18,7 +18,9 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 
 from apps.traces import fastpath
+from apps.traces.costs import NO_MODEL, NOTHING, PriceBookOnce, stored, stored_cost, summed_calls, trace_cost
 from apps.traces.models import AgentTrace, ToolCall
+from apps.traces.spend import SpendChanges
 
 from ..writer import tool_calls_insert, traces_insert
 from .mapping import SpanRecord
@@ -27,6 +29,11 @@ _CALL_TABLE = ToolCall._meta.db_table
 _MAX_SESSION_ID = 255
 # ToolCall.seq is a PositiveIntegerField: an integer column on PostgreSQL.
 _SEQ_LIMIT = 2**31 - 1
+# Models kept apart in a trace's usage_by_model; the spans of any further model are counted under ""
+# (unpriced). Every model a span names is client input: without a bound, one trace could make its
+# metadata (read back with every trace) as large as its spans. Fifty is far beyond what an agent
+# calls in one trace.
+MAX_MODELS_PER_TRACE = 50
 
 
 def _seq_gap(count: int = 0) -> int:
@@ -58,16 +65,56 @@ def _bounded_spans_metadata(records: list[SpanRecord], budget: int) -> tuple[lis
     return kept, dropped, dropped_bytes
 
 
-def _usage(records: list[SpanRecord]) -> dict:
+def _counted(records: list[SpanRecord]) -> list[SpanRecord]:
     llm = [r for r in records if r.kind == "llm"]
     # Agent spans often repeat the usage of the model calls under them: counted only without any.
-    counted = llm or [r for r in records if r.input_tokens is not None or r.output_tokens is not None]
+    return llm or [r for r in records if r.input_tokens is not None or r.output_tokens is not None]
+
+
+def _usage(records: list[SpanRecord]) -> dict:
+    counted = _counted(records)
     usage = {}
     for key in ("input_tokens", "output_tokens"):
         values = [getattr(r, key) for r in counted if getattr(r, key) is not None]
         if values:
             usage[key] = sum(values)
     return usage
+
+
+def _add_usage_by_model(by_model: dict, counted: list[SpanRecord]) -> dict:
+    """`by_model` ({model: {input_tokens, output_tokens, calls}}) with the spans `counted` that carry
+    tokens added, each under the model it named ("" for none; beyond MAX_MODELS_PER_TRACE models, "").
+    Spans without tokens are not calls to price."""
+    by_model = {model: dict(usage) for model, usage in by_model.items()}
+    for r in counted:
+        if r.input_tokens is None and r.output_tokens is None:
+            continue
+        model = r.model or NO_MODEL
+        if model not in by_model and len(by_model.keys() - {NO_MODEL}) >= MAX_MODELS_PER_TRACE:
+            model = NO_MODEL
+        usage = by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "calls": 0})
+        usage["input_tokens"] += r.input_tokens or 0
+        usage["output_tokens"] += r.output_tokens or 0
+        usage["calls"] += 1
+    return by_model
+
+
+def _legacy_usage_by_model(otel: dict) -> dict:
+    """A trace assembled before usage_by_model, as that split: its summed tokens under its one model
+    (priced as before), or under "" (unpriced, as before) when it named several; the calls the old
+    rule counted. Late spans then add their models beside it without repricing the old part."""
+    usage = otel.get("usage")
+    if not isinstance(usage, dict) or not (usage.get("input_tokens") or usage.get("output_tokens")):
+        return {}
+    models = [m for m in otel.get("models") or [] if isinstance(m, str)]
+    model = models[0] if len(models) == 1 else NO_MODEL
+    return {
+        model: {
+            "input_tokens": usage.get("input_tokens") or 0,
+            "output_tokens": usage.get("output_tokens") or 0,
+            "calls": summed_calls(otel),
+        }
+    }
 
 
 def _add_dropped(trace: AgentTrace, counts: dict[str, int]) -> None:
@@ -93,6 +140,9 @@ def _otel_metadata(root: SpanRecord, records: list[SpanRecord], conversation_id:
     usage = _usage(records)
     if usage:
         otel["usage"] = usage
+    by_model = _add_usage_by_model({}, _counted(records))
+    if by_model:
+        otel["usage_by_model"] = by_model
     if root.resource:
         otel["resource"] = root.resource
     spans, dropped, dropped_bytes = _bounded_spans_metadata(
@@ -117,7 +167,9 @@ class NewTrace:
     tools_dropped: list[SpanRecord] = field(default_factory=list)
 
 
-def build_trace(root: SpanRecord, records: list[SpanRecord], *, marked: int = 0) -> NewTrace:
+def build_trace(
+    root: SpanRecord, records: list[SpanRecord], *, marked: int = 0, prices: PriceBookOnce | None = None
+) -> NewTrace:
     by_start = sorted(records, key=lambda r: (r.start_ns, r.span_id))
     agents = [r for r in by_start if r.kind == "agent" and r is not root]
     llms = [r for r in by_start if r.kind == "llm" and r is not root]
@@ -152,6 +204,9 @@ def build_trace(root: SpanRecord, records: list[SpanRecord], *, marked: int = 0)
         otel_trace_id=root.trace_id,
     )
     _add_dropped(trace, {"tool_calls": len(tools_dropped), "spans": marked, "attribute_bytes": attribute_bytes})
+    if "usage_by_model" in otel:
+        cost = stored(trace_cost(trace, book=prices))
+        trace.cost, trace.unpriced_calls = cost.amount, cost.unpriced_calls
     return NewTrace(
         root=root, records=records, tools=tools, trace=trace, session_base=session_base, tools_dropped=tools_dropped
     )
@@ -205,7 +260,8 @@ def _tool_call_rows(new_traces: list[NewTrace]):
             yield _call_row(n.trace.pk, position * gap, call_id, r)
 
 
-def insert_traces(new_traces: list[NewTrace]) -> None:
+def insert_traces(new_traces: list[NewTrace], *, spend: SpendChanges) -> None:
+    """Store the traces and their tool calls; their costs are added to `spend` (the caller writes it)."""
     _assign_session_ids(new_traces)
     try:
         traces_insert(traces=[n.trace for n in new_traces])
@@ -221,6 +277,13 @@ def insert_traces(new_traces: list[NewTrace]) -> None:
                 n.trace.session_id = _suffixed(n.session_base, n.root.trace_id)
                 n.trace.save(force_insert=True)
     tool_calls_insert(rows=_tool_call_rows(new_traces))
+    for n in new_traces:
+        spend.add(
+            project_id=n.trace.project_id,
+            day=n.trace.start_time.date(),
+            before=NOTHING,
+            after=stored_cost(n.trace),
+        )
 
 
 # --- spans arriving after their trace ------------------------------------------------------------
@@ -353,11 +416,18 @@ def _fill_trace_fields(trace: AgentTrace, records: list[SpanRecord]) -> list[str
 
 
 def merge_into_trace(
-    trace_pk: int, records: list[SpanRecord], *, marked: int = 0, fill_fields: bool = False
+    trace_pk: int,
+    records: list[SpanRecord],
+    *,
+    spend: SpendChanges,
+    prices: PriceBookOnce | None = None,
+    marked: int = 0,
+    fill_fields: bool = False,
 ) -> list[int]:
     """Merge spans into an existing trace under its row lock: tool calls placed by start time
-    without moving the others, model usage and unmapped attributes joined to the metadata. Returns
-    the indexes (in `records`) of the tool spans the cap dropped."""
+    without moving the others, model usage and unmapped attributes joined to the metadata, the cost
+    priced again and its change added to `spend` (the caller writes it). Returns the indexes (in
+    `records`) of the tool spans the cap dropped."""
     trace = AgentTrace.objects.select_for_update().get(pk=trace_pk)
     indexed_tools = sorted(
         ((i, r) for i, r in enumerate(records) if r.kind == "tool"),
@@ -395,11 +465,17 @@ def merge_into_trace(
     if fill_fields:
         update_fields += _fill_trace_fields(trace, records)
     otel = dict(trace.metadata.get("otel") or {})
+    by_model = otel.get("usage_by_model")
+    if not isinstance(by_model, dict):
+        # Read before this merge's models and spans join the metadata: the split the old rule priced.
+        by_model = _legacy_usage_by_model(otel)
     models = list(dict.fromkeys([*otel.get("models", []), *(r.model for r in records if r.model)]))
     if models:
         otel["models"] = models
-    late_usage = _usage([r for r in records if r.kind == "llm"])
+    late_llm = [r for r in records if r.kind == "llm"]
+    late_usage = _usage(late_llm)
     if late_usage:
+        otel["usage_by_model"] = _add_usage_by_model(by_model, late_llm)
         usage = dict(otel.get("usage") or {})
         for key, value in late_usage.items():
             usage[key] = usage.get(key, 0) + value
@@ -415,5 +491,11 @@ def merge_into_trace(
     _add_dropped(trace, {"tool_calls": len(refused), "spans": marked, "attribute_bytes": dropped_bytes})
     if (trace.truncated, trace.dropped) != before:
         update_fields += ["truncated", "dropped"]
+    if late_usage:
+        was = stored_cost(trace)
+        cost = stored(trace_cost(trace, book=prices))
+        trace.cost, trace.unpriced_calls = cost.amount, cost.unpriced_calls
+        update_fields += ["cost", "unpriced_calls"]
+        spend.add(project_id=trace.project_id, day=trace.start_time.date(), before=was, after=cost)
     trace.save(update_fields=update_fields)
     return [i for i, _ in refused]

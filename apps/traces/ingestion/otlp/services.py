@@ -63,8 +63,10 @@ from django.utils.dateparse import parse_datetime
 
 from apps.core.models import project_pk
 from apps.traces import fastpath
+from apps.traces.costs import PriceBookOnce
 from apps.traces.ledger import ingestion_record
 from apps.traces.models import AgentTrace, OtlpSpan
+from apps.traces.spend import SpendChanges
 
 from ..writer import traces_completed_announce
 from .assembly import NewTrace, build_trace, insert_traces, merge_into_trace
@@ -315,6 +317,8 @@ def otlp_spans_ingest(
     for r in records:
         by_trace[r.trace_id].append(r)
     now = timezone.now()
+    prices = PriceBookOnce()
+    spend = SpendChanges()
     with transaction.atomic():
         _bound_lock_waits()
         known = _traces_of(project_id, by_trace)
@@ -341,7 +345,7 @@ def otlp_spans_ingest(
             if not fresh:
                 continue
             if trace_id in known:
-                refused = merge_into_trace(known[trace_id], fresh)
+                refused = merge_into_trace(known[trace_id], fresh, spend=spend, prices=prices)
                 dropped_now += len(refused)
                 outcome.traces_updated.append(known[trace_id])
             elif trace_id in to_assemble:
@@ -353,7 +357,7 @@ def otlp_spans_ingest(
                     if r.span_id not in fresh_ids
                 ]
                 roots = sorted((r for r in fresh if r.is_root), key=lambda r: (r.start_ns, r.span_id))
-                built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked)
+                built = build_trace(roots[0], fresh + [r for r, _ in stored], marked=claimed.marked, prices=prices)
                 built.trace.project_id = project_id
                 arrived = {
                     id(r): at
@@ -377,7 +381,7 @@ def otlp_spans_ingest(
         capped = _cap_waiting(fresh_waiting, project_id)
         dropped_now += sum(capped.values())
         if new_traces:
-            insert_traces(new_traces)
+            insert_traces(new_traces, spend=spend)
             outcome.traces_created = [n.trace.pk for n in new_traces]
             traces_completed_announce(trace_ids=outcome.traces_created)
         outcome.spans_dropped = dropped_now
@@ -391,6 +395,8 @@ def otlp_spans_ingest(
             dropped={"trace_cap": dropped_now},
         )
         _record_corrections(moved, "trace_cap")
+        # Last, after every trace row lock (apps.traces.spend).
+        spend.write()
         if on_stored is not None:
             on_stored()
     # Every trace this export touched, duplicates included: a retry of an export whose assembly was
@@ -407,6 +413,8 @@ def _settle(trace_ids: set[str], project_id: int | None = None) -> list[int]:
     stay bounded whatever the number of children. Idempotent: a span is claimed once."""
     project_id = project_pk(project_id)
     updated: list[int] = []
+    prices = PriceBookOnce()
+    spend = SpendChanges()
     while True:
         if not _settle_needed(trace_ids, project_id):
             return list(dict.fromkeys(updated))
@@ -418,11 +426,14 @@ def _settle(trace_ids: set[str], project_id: int | None = None) -> list[int]:
             # In trace id order: two settlers sharing traces take their row locks in the same order.
             for trace_id in sorted(claimed):
                 spans = claimed[trace_id]
-                refused = merge_into_trace(known[trace_id], spans.records, marked=spans.marked, fill_fields=True)
+                refused = merge_into_trace(
+                    known[trace_id], spans.records, spend=spend, prices=prices, marked=spans.marked, fill_fields=True
+                )
                 for i in refused:
                     moved[(project_id, _hour(spans.received[i]))] += 1
                 updated.append(known[trace_id])
             _record_corrections(moved, "trace_cap")
+            spend.write()
         if not more:
             return list(dict.fromkeys(updated))
 
