@@ -397,3 +397,26 @@ def test_a_trial_that_spends_the_llm_counts_against_the_keys_rate(
     assert AlignmentTrial.objects.count() == 1
     # The heuristic judge spends nothing: not counted, not refused.
     assert _start(api, rubric, {"judge_model": "heuristic"}, django_capture_on_commit_callbacks).status_code == 202
+
+
+def test_one_class_only_cannot_be_better_and_says_why(api, rubric, django_capture_on_commit_callbacks):
+    # Every reviewer verdict a pass. The stored judge failed them all: kappa 0 (it never agrees). The
+    # candidate passes them all: both raters in one class, chance agreement 1, kappa undefined, so
+    # a perfect agreement proves nothing a judge that passes everything would not also show.
+    labelled(rubric, 20, 0)
+    trial_id = _start(api, rubric, {"rubric_version": 2}, django_capture_on_commit_callbacks).json()["id"]
+    body = api.get(f"/api/v1/alignment-trials/{trial_id}").json()
+    assert (body["baseline"]["kappa"], body["baseline"]["agreement"]) == (0.0, 0.0)
+    assert (body["candidate"]["kappa"], body["candidate"]["agreement"]) == (None, 1.0)
+    assert body["difference"] == {"n": 10, "kappa": None, "kappa_ci": None} and body["better"] is False
+    refused = api.post(f"/api/v1/alignment-trials/{trial_id}/publish")
+    assert refused.status_code == 409 and "undefined" in refused.json()["detail"]
+
+
+def test_when_the_judge_already_agrees_nothing_can_be_better(api, rubric, django_capture_on_commit_callbacks):
+    labelled(rubric, 10, 10, judged_as=lambda reply: reply == SHORT)
+    trial_id = _start(api, rubric, {"judge_model": "heuristic"}, django_capture_on_commit_callbacks).json()["id"]
+    body = api.get(f"/api/v1/alignment-trials/{trial_id}").json()
+    # The stored verdicts were the loose rule's, the heuristic judges the strict version-1 text again.
+    assert body["baseline"]["kappa"] == 1.0 and body["baseline"]["agreement"] == 1.0
+    assert body["better"] is False and body["difference"]["kappa"] <= 0
