@@ -2,16 +2,15 @@
 found (its report is computed here from its stored verdicts, once, when it finishes)."""
 
 import hashlib
-import uuid
 from dataclasses import dataclass
 
 from django.urls import reverse
 
-from apps.core.errors import NotFoundError
+from apps.core.selectors import object_get
 from apps.scores.agreement import cohen_kappa, judge_human_pairs, kappa_difference_interval, kappa_interval
 from apps.scores.vocabulary import JudgeStatus, SubjectKind
 
-from ..judging.types import RULE
+from ..judging.types import RULE, stored_assessed
 from ..models import AlignmentTrial, EvaluationResult
 
 # A trial needs this many labelled items of its rule (train and test halves together): with ten
@@ -61,24 +60,14 @@ def split(items: list[Labelled], *, rubric_id, rule_id: str) -> tuple[list[Label
 
 def trial_get(trial_id, *, project) -> AlignmentTrial:
     """The trial of `project`; another project's is NotFoundError, as one that does not exist."""
-    try:
-        key = uuid.UUID(str(trial_id))
-    except ValueError:
-        raise NotFoundError(f"No alignment trial {trial_id}") from None
-    found = AlignmentTrial.objects.filter(project=project, trial_id=key).select_related("rubric").first()
-    if found is None:
-        raise NotFoundError(f"No alignment trial {trial_id}")
-    return found
+    return object_get(
+        AlignmentTrial.objects.filter(project=project).select_related("rubric"), trial_id, field="trial_id"
+    )
 
 
 def trial_list(*, rubric, limit: int = 50) -> list[AlignmentTrial]:
     """A rubric's trials, newest first."""
     return list(AlignmentTrial.objects.filter(rubric=rubric).order_by("-created_at", "-id")[:limit])
-
-
-def _assessed(verdict: dict) -> bool | None:
-    """A verdict as pass/fail, None where the judge did not assess it (error, skipped)."""
-    return verdict["passed"] if verdict["status"] == JudgeStatus.OK and verdict["passed"] is not None else None
 
 
 def _figures(humans: list[bool], verdicts: list[bool | None]) -> dict:
@@ -100,8 +89,8 @@ def trial_report(verdicts: list[dict], *, seed: int) -> dict:
     bootstrap interval. `better` only when that interval lies above zero and the candidate leaves no
     more items unassessed than the judge did: a candidate that skips the hard items is not better."""
     humans = [v["human"] for v in verdicts]
-    before = [_assessed(v["before"]) for v in verdicts]
-    after = [_assessed(v["after"]) for v in verdicts]
+    before = [stored_assessed(v["before"]) for v in verdicts]
+    after = [stored_assessed(v["after"]) for v in verdicts]
     baseline, candidate = _figures(humans, before), _figures(humans, after)
     both = [(h, b, a) for h, b, a in zip(humans, before, after, strict=True) if b is not None and a is not None]
     human, base, head = [h for h, _, _ in both], [b for _, b, _ in both], [a for _, _, a in both]

@@ -2,23 +2,21 @@
 (without asking it), the anchor sets of a test set, and what a check found (its report is computed
 here from its stored verdicts, once, when it finishes)."""
 
-import uuid
-
 from django.urls import reverse
 
-from apps.core.errors import NotFoundError
 from apps.core.llm.client import get_llm_client, llm_configured
 from apps.core.llm.fingerprint import judge_fingerprint
+from apps.core.selectors import object_get
 from apps.rubrics.selectors import rule_judges_of
 from apps.scores.agreement import cohen_kappa, kappa_interval
 from apps.scores.models import Score
-from apps.scores.vocabulary import JudgeStatus, SubjectKind
+from apps.scores.vocabulary import SubjectKind
 from apps.testsets.models import TestSet
 
 from ..executor import HEURISTIC_FINGERPRINT, JudgeChoice
 from ..judging import llm
 from ..judging.fingerprint import distinct_judges, judge_changes
-from ..judging.types import CRITERION, JUDGE_HEURISTIC, RULE
+from ..judging.types import CRITERION, JUDGE_HEURISTIC, RULE, stored_assessed
 from ..models import AnchorCheck, AnchorSet
 
 HEURISTIC_NAMES = ("heuristic", JUDGE_HEURISTIC)
@@ -107,14 +105,9 @@ def reference_judges(results: list[int]) -> list[dict]:
 
 def anchor_set_get(anchor_id, *, project) -> AnchorSet:
     """The anchor set of `project`; another project's is NotFoundError, as one that does not exist."""
-    try:
-        key = uuid.UUID(str(anchor_id))
-    except ValueError:
-        raise NotFoundError(f"No anchor set {anchor_id}") from None
-    found = AnchorSet.objects.filter(project=project, anchor_id=key).select_related("reference_run").first()
-    if found is None:
-        raise NotFoundError(f"No anchor set {anchor_id}")
-    return found
+    return object_get(
+        AnchorSet.objects.filter(project=project).select_related("reference_run"), anchor_id, field="anchor_id"
+    )
 
 
 def anchor_sets_of(*, test_set_id=None, project) -> list[tuple[AnchorSet, AnchorCheck | None]]:
@@ -138,29 +131,16 @@ def test_set_names(*, project, ids) -> dict:
 
 def check_get(check_id, *, project) -> AnchorCheck:
     """The anchor check of `project`; another project's is NotFoundError."""
-    try:
-        key = uuid.UUID(str(check_id))
-    except ValueError:
-        raise NotFoundError(f"No anchor check {check_id}") from None
-    found = (
-        AnchorCheck.objects.filter(anchor_set__project=project, check_id=key)
-        .select_related("anchor_set", "anchor_set__reference_run")
-        .first()
+    checks = AnchorCheck.objects.filter(anchor_set__project=project).select_related(
+        "anchor_set", "anchor_set__reference_run"
     )
-    if found is None:
-        raise NotFoundError(f"No anchor check {check_id}")
-    return found
-
-
-def _assessed(verdict: dict) -> bool | None:
-    """A verdict as pass/fail, None where the judge did not assess it (error, skipped)."""
-    return verdict["passed"] if verdict["status"] == JudgeStatus.OK and verdict["passed"] is not None else None
+    return object_get(checks, check_id, field="check_id")
 
 
 def _changed(verdict: dict) -> bool:
     """A pass that became a fail or the reverse. A verdict either judge could not give (an error, a
     skip) is unassessed on that side and not a change: a judge server that was down is not drift."""
-    before, after = _assessed(verdict["before"]), _assessed(verdict["after"])
+    before, after = stored_assessed(verdict["before"]), stored_assessed(verdict["after"])
     return before is not None and after is not None and before != after
 
 
@@ -169,7 +149,7 @@ def check_report(verdicts: list[dict], *, before_judges: list[dict]) -> dict:
     between the reference run's judge and the judge now (each a rater) over the verdicts both
     assessed, with its 95% interval; how many changed, overall and per criterion or rule; and what
     differs between the two judges, in words."""
-    pairs = [(_assessed(v["before"]), _assessed(v["after"])) for v in verdicts]
+    pairs = [(stored_assessed(v["before"]), stored_assessed(v["after"])) for v in verdicts]
     both = [(b, a) for b, a in pairs if b is not None and a is not None]
     old, new = [b for b, _ in both], [a for _, a in both]
     per_key: dict[tuple[str, str], dict] = {}

@@ -277,6 +277,12 @@ def skip_reason(status: str, reasoning: str) -> str:
     return Reason.NEEDS_LLM_JUDGE if status == JudgeStatus.SKIPPED and (reasoning or "").startswith(NEEDS_LLM) else ""
 
 
+def stored_assessed(verdict: dict) -> bool | None:
+    """A verdict kept as {"status", "passed"} (an alignment trial's, an anchor check's) as pass/fail;
+    None where the judge did not assess it (error, skipped)."""
+    return verdict["passed"] if verdict["status"] == JudgeStatus.OK and verdict["passed"] is not None else None
+
+
 def verdicts_to_json(verdicts: list[Verdict] | None) -> list[dict] | None:
     return None if verdicts is None else [v.to_json() for v in verdicts]
 
