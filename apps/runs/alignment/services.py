@@ -175,13 +175,7 @@ def trial_execute(*, trial_pk: int) -> None:
                         "result": pk,
                         "result_id": str(results[pk].result_id),
                         **labels[pk],
-                        "after": {
-                            "status": verdict.status,
-                            "passed": verdict.passed,
-                            "reasoning": verdict.reasoning[:2000],
-                            "judge": verdict.judge,
-                            "fingerprint": verdict.fingerprint,
-                        },
+                        "after": verdict.kept(),
                     }
                 )
                 trial.judged += 1

@@ -248,13 +248,7 @@ def anchor_check_execute(*, check_pk: int) -> None:
                             "kind": row.kind,
                             "key": row.key,
                             "before": {"status": row.status, "passed": row.passed},
-                            "after": {
-                                "status": verdict.status,
-                                "passed": verdict.passed,
-                                "reasoning": verdict.reasoning[:2000],
-                                "judge": verdict.judge,
-                                "fingerprint": verdict.fingerprint,
-                            },
+                            "after": verdict.kept(),
                         }
                     )
                     check.judged += 1

@@ -128,6 +128,17 @@ class Verdict:
         # A human verdict is a verdict: it is assessed ("ok") even where the judge errored or skipped.
         return replace(self, passed=passed, status=JudgeStatus.OK.value)
 
+    def kept(self) -> dict:
+        """The verdict as an alignment trial or an anchor check keeps it beside the one it is set
+        against (stored_assessed reads it back as pass/fail): not a Score row, so never in force."""
+        return {
+            "status": self.status,
+            "passed": self.passed,
+            "reasoning": self.reasoning[:2000],
+            "judge": self.judge,
+            "fingerprint": self.fingerprint,
+        }
+
     def to_json(self) -> dict:
         """The stored shape, key order included (the API returns it as stored)."""
         common = {
