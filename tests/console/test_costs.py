@@ -64,6 +64,15 @@ def test_the_trace_list_shows_each_traces_cost(staff_client):
     assert "$99" not in html
 
 
+def test_the_trace_page_shows_its_cost_when_it_has_model_calls(staff_client):
+    AgentTraceFactory(session_id="priced", cost=Decimal("0.0123"), unpriced_calls=2)
+    AgentTraceFactory(session_id="no-calls")
+    page = staff_client.get("/console/traces/priced/").content.decode()
+    assert '<span id="trace-cost" title="USD' in page and "cost $0.012300 + 2 unpriced</span>" in page
+    # A trace with no model calls has nothing to price: no cost line, rather than a "—" that reads as unknown.
+    assert 'id="trace-cost"' not in staff_client.get("/console/traces/no-calls/").content.decode()
+
+
 def test_the_dashboard_adds_the_traces_spend_per_day_beside_the_runs(reader_client):
     today = datetime.now(UTC).date()
     trace_spend_day_add(project_id=Project.objects.default().pk, day=today, amount=Decimal("1.5"), unpriced_calls=4)

@@ -90,6 +90,7 @@ def trace_page(request, session_id):
             remaining=page.total - (page.last_position or 0),
             page_size=len(page.calls),
             dropped=_dropped(trace),
+            cost=stored_cost(trace),
             evaluations=evaluation_list(session_id=trace.session_id, project_id=trace.project_id),
             admin_url=reverse("admin:traces_agenttrace_change", args=[trace.pk]),
         ),
