@@ -321,3 +321,17 @@ def test_celery_beat_runs_the_watch(api, setup, openai_server, settings, django_
     with django_capture_on_commit_callbacks(execute=True):
         assert watch_anchors.delay().get() == 1
     assert AnchorCheck.objects.get().status == "done"
+
+
+def test_a_run_too_large_for_anchors_is_refused(api, setup, monkeypatch):
+    # Every judge change judges every anchored result again, billed to no key: the size is bounded.
+    from apps.runs.anchors import services
+
+    rubric, test_set = setup
+    _reference_run(rubric, test_set)
+    monkeypatch.setattr(services, "MAX_ANCHOR_RESULTS", 3)
+    refused = _mark(api, test_set)
+    assert refused.status_code == 422 and "at most 3" in refused.json()["detail"]
+    assert not AnchorSet.objects.exists()
+    monkeypatch.setattr(services, "MAX_ANCHOR_RESULTS", 4)
+    assert _mark(api, test_set).status_code == 201

@@ -37,6 +37,11 @@ from .selectors import (
 
 logger = logging.getLogger(__name__)
 
+# The most results a reference run may have. Every judge change judges each of them again, by
+# itself and billed to no key: anchors are a fixed sample (a few dozen to a few hundred items), not a
+# whole nightly run.
+MAX_ANCHOR_RESULTS = 500
+
 
 def _reference_run(test_set: TestSet, version: int, run_id) -> EvaluationRun:
     runs = EvaluationRun.objects.filter(
@@ -59,6 +64,11 @@ def _anchored_results(run: EvaluationRun) -> list[int]:
     """The run's finished results that stored a conversation and have criterion or rule verdicts. A
     result whose bot failed stored no messages: there is nothing to judge again."""
     done = EvaluationResult.objects.filter(run=run).done().order_by("position", "attempt")
+    if done.count() > MAX_ANCHOR_RESULTS:
+        raise InvalidInputError(
+            f"Run {run.run_id} has {done.count()} results; anchors hold at most {MAX_ANCHOR_RESULTS} (every judge "
+            "change judges each of them again): mark a smaller test set's version."
+        )
     judged = set(
         Score.objects.of(SubjectKind.RUN_RESULT, done.values("pk"))
         .machine()
