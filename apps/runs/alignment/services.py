@@ -150,6 +150,11 @@ def _before(trial: AlignmentTrial) -> dict[int, dict]:
     }
 
 
+# How often a running trial writes the verdicts judged so far: the list is one JSON value rewritten
+# whole, so writing it after each of 500 items would write it 500 times.
+VERDICTS_EVERY = 25
+
+
 def trial_execute(*, trial_pk: int) -> None:
     """Judge the trial's held-out items with its candidate, one by one, recording progress after each,
     then write its report. Runs once: a trial that is not pending is left as it is."""
@@ -180,14 +185,16 @@ def trial_execute(*, trial_pk: int) -> None:
                 )
                 trial.judged += 1
                 trial.heartbeat_at = timezone.now()
-                trial.save(update_fields=["verdicts", "judged", "heartbeat_at"])
+                # Progress after every item; the verdicts (a JSON list rewritten whole) every few.
+                fields = ["judged", "heartbeat_at"] + (["verdicts"] if trial.judged % VERDICTS_EVERY == 0 else [])
+                trial.save(update_fields=fields)
         trial.report = trial_report(trial.verdicts, seed=trial.trial_id.int % 2**32)
         trial.status = AlignmentTrial.Status.DONE
     except Exception as exc:
         logger.exception("alignment trial %s failed", trial.trial_id)
         trial.status, trial.error = AlignmentTrial.Status.FAILED, f"{type(exc).__name__}: {exc}"
     trial.finished_at = timezone.now()
-    trial.save(update_fields=["report", "status", "error", "finished_at"])
+    trial.save(update_fields=["report", "status", "error", "finished_at", "verdicts"])
 
 
 # A trial taken up this many times by a worker that then died is failed, not started again.
