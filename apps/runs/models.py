@@ -519,12 +519,11 @@ def verdict_columns(values: list[dict]) -> list[dict]:
     return values
 
 
-class AlignmentTrial(models.Model):
-    """A candidate judge for one rubric rule, tried on the items reviewers labelled (apps.runs.
-    alignment): the labels are split into a train half (what a reviewer reads to write a candidate)
-    and a held-out test half, which the candidate judges again; its kappa with the reviewers is
-    set against the judge's verdicts as stored. The candidate's verdicts stay in `verdicts`, not in
-    Score rows: they are a trial's, and a Score would become the judge's verdict in force."""
+class JudgeJob(models.Model):
+    """What an alignment trial and an anchor check share: a Celery job that judges stored transcripts
+    again and keeps the new verdicts in `verdicts` beside the ones they are set against, not in Score
+    rows (a Score would become the judge's verdict in force on the result), with its progress, its
+    figures in `report`, who started it and the key its judge calls are billed to."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -532,44 +531,64 @@ class AlignmentTrial(models.Model):
         DONE = "done"
         FAILED = "failed"
 
+    IN_FLIGHT = (Status.PENDING, Status.RUNNING)
+
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # Progress: verdicts (a trial: held-out items) judged so far.
+    judged = models.PositiveIntegerField(default=0)
+    # Each judged again, with what it is set against; appended as the job judges.
+    verdicts = models.JSONField(default=list)
+    # The figures, written when the job is done.
+    report = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Billed its judge calls when started through the API (apps.core.llm.usage); none when automatic.
+    api_key = models.ForeignKey(
+        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    # Touched after every item judged: a running job whose worker died goes stale (the reapers).
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+        ordering = ["-created_at", "-id"]
+
+    @property
+    def in_flight(self) -> bool:
+        return self.status in self.IN_FLIGHT
+
+
+class AlignmentTrial(JudgeJob):
+    """A candidate judge for one rubric rule, tried on the items reviewers labelled (apps.runs.
+    alignment): the labels are split into a train half (what a reviewer reads to write a candidate)
+    and a held-out test half, which the candidate judges again; its kappa with the reviewers is
+    set against the judge's verdicts as stored. The candidate's verdicts stay in `verdicts`, not in
+    Score rows: they are a trial's, and a Score would become the judge's verdict in force."""
+
     trial_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="+")
     rule_id = models.CharField(max_length=100)
     # {"rubric_version": n} | {"judge_model": "..."} | {"prompt_template": "..."}
     candidate = models.JSONField()
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     # Result pks of the two halves, fixed when the trial is created.
     train = models.JSONField(default=list)
     test = models.JSONField(default=list)
-    # Progress: test items judged so far, of len(test).
-    judged = models.PositiveIntegerField(default=0)
-    # Times a worker took it up, and when its job last reported (after each item): a trial whose
-    # worker died is taken up again once, then failed (apps.runs.alignment.services.trials_reap).
+    # Times a worker took it up: a trial whose worker died is taken up again once, then failed
+    # (apps.runs.alignment.services.trials_reap).
     attempts = models.PositiveSmallIntegerField(default=0)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    # Per test item, in `test`'s order: {"result", "human", "before": {status, passed}, "after":
-    # {status, passed, reasoning, fingerprint}}; appended as the job judges.
-    verdicts = models.JSONField(default=list)
-    # The figures (apps.runs.alignment.trial_report), written when the trial is done.
-    report = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
+    # `verdicts`: per test item, in `test`'s order, {"result", "result_id", "human", "before": {status,
+    # passed}, "after": Verdict.kept()}; `report`: apps.runs.alignment.selectors.trial_report.
     published_at = models.DateTimeField(null=True, blank=True)
     # What publishing made: the rubric version in force after it, or the rule judge it set.
     published = models.JSONField(null=True, blank=True)
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    # Billed its judge calls, as a run's launching key is (apps.core.llm.usage).
-    api_key = models.ForeignKey(
-        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(JudgeJob.Meta):
         indexes = [models.Index(fields=["rubric", "-created_at"], name="trial_rubric_newest")]
 
     def __str__(self):
@@ -618,18 +637,12 @@ class AnchorSet(models.Model):
         return f"anchors of {self.test_set_id} v{self.test_set_version}"
 
 
-class AnchorCheck(models.Model):
+class AnchorCheck(JudgeJob):
     """The anchors' transcripts judged again by the judge in force when the check started, set
-    against the reference run's verdicts. The new verdicts stay in `verdicts`, not in Score rows: a
-    Score would become the judge's verdict in force on the reference result."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        DONE = "done"
-        FAILED = "failed"
-
-    IN_FLIGHT = (Status.PENDING, Status.RUNNING)
+    against the reference run's verdicts (in `verdicts`: per verdict {"result", "result_id", "kind",
+    "key", "before": {status, passed}, "after": Verdict.kept()}; `report`: apps.runs.anchors.
+    selectors.check_report). A running check whose worker died is failed by anchors_watch, so that it
+    does not hold off every later check."""
 
     class Trigger(models.TextChoices):
         MANUAL = "manual"
@@ -637,7 +650,6 @@ class AnchorCheck(models.Model):
 
     check_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     anchor_set = models.ForeignKey(AnchorSet, on_delete=models.CASCADE, related_name="checks")
-    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     trigger = models.CharField(max_length=16, choices=Trigger.choices, default=Trigger.MANUAL)
     # The judge used, as a run records it: its label, the rule judges in force, and the judge parts
     # its verdicts carry (computed without asking it: apps.runs.anchors.selectors.judge_identity),
@@ -645,31 +657,10 @@ class AnchorCheck(models.Model):
     judge = models.CharField(max_length=200, default=JUDGE_HEURISTIC)
     rule_judges = models.JSONField(default=dict, blank=True)
     judges = models.JSONField(default=list)
-    # Progress: verdicts judged so far, of `total`.
-    judged = models.PositiveIntegerField(default=0)
+    # The verdicts to judge: `judged` counts up to it.
     total = models.PositiveIntegerField(default=0)
-    # Per verdict: {"result", "result_id", "kind", "key", "before": {status, passed}, "after":
-    # {status, passed, reasoning, judge, fingerprint}}; appended as the job judges.
-    verdicts = models.JSONField(default=list)
-    # The drift figures (apps.runs.anchors.selectors.check_report), written when the check is done.
-    report = models.JSONField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
-    # Billed its judge calls when started through the API (apps.core.llm.usage); none when automatic.
-    api_key = models.ForeignKey(
-        "core.ApiKey", null=True, blank=True, on_delete=models.SET_NULL, related_name="+", editable=False
-    )
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    # Touched after every result judged: a running check whose worker died goes stale and is failed
-    # (anchors_watch), so that it does not hold off every later check.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
 
-    class Meta:
-        ordering = ["-created_at", "-id"]
+    class Meta(JudgeJob.Meta):
         constraints = [
             # Never two checks of one anchor set in flight, even when the beat task and a reviewer
             # start one at the same moment (the service also locks the anchor set's row).

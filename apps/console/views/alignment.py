@@ -16,7 +16,6 @@ from apps.rubrics.selectors import rubric_get
 from apps.runs.alignment.selectors import MIN_LABELS, changed_items, train_disagreements, trial_get
 from apps.runs.alignment.services import trial_publish
 from apps.runs.forms import AlignmentTrialForm
-from apps.runs.models import AlignmentTrial
 
 from ..access import CONFIGURE, REVIEW
 from ..context import console_context
@@ -40,7 +39,6 @@ def trial_start(request, rubric_id):
 @login_required
 def trial_page(request, trial_id):
     trial = found_or_404(trial_get, trial_id, project=project_of(request))
-    running = trial.status in (AlignmentTrial.Status.PENDING, AlignmentTrial.Status.RUNNING)
     return render(
         request,
         "console/alignment_trial.html",
@@ -51,7 +49,7 @@ def trial_page(request, trial_id):
             report=trial.report,
             changed=changed_items(trial),
             train=train_disagreements(trial),
-            running=running,
+            running=trial.in_flight,
             n_labelled=len(trial.train) + len(trial.test),
             min_labels=MIN_LABELS,
         ),

@@ -11,7 +11,6 @@ from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
 from apps.runs import services as run_services
 from apps.runs.anchors import selectors, services
-from apps.runs.models import AnchorCheck
 from apps.testsets.selectors import testset_get
 
 from ..access import CONFIGURE, REVIEW
@@ -72,7 +71,6 @@ def anchor_check_now(request, anchor_id):
 @login_required
 def anchor_check_page(request, check_id):
     check = found_or_404(selectors.check_get, check_id, project=project_of(request))
-    running = check.status in (AnchorCheck.Status.PENDING, AnchorCheck.Status.RUNNING)
     return render(
         request,
         "console/anchor_check.html",
@@ -83,6 +81,6 @@ def anchor_check_page(request, check_id):
             anchor_set=check.anchor_set,
             report=check.report,
             changed=selectors.changed_verdicts(check),
-            running=running,
+            running=check.in_flight,
         ),
     )
