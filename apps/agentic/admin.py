@@ -7,14 +7,14 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from apps.core.admin.scoping import ProjectScopedAdmin
-from apps.core.admin.utils import pretty_json
+from apps.core.admin.utils import judge_model_clean, pretty_json
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
 from apps.traces.admin import AgentTraceAdmin
 from apps.traces.models import AgentTrace
 
 from .judges import AGENTIC_METRICS
-from .models import AgentEvaluation, EvaluationRule
+from .models import AgentEvaluation, EvaluationRule, MetricJudge
 from .rules import services as rule_services
 from .selectors import with_metric_columns
 from .tasks import evaluate_traces
@@ -261,3 +261,30 @@ class EvaluationRuleAdmin(ProjectScopedAdmin, admin.ModelAdmin):
 
     def delete_model(self, request, obj):
         rule_services.rule_delete(rule=obj)
+
+
+class MetricJudgeForm(forms.ModelForm):
+    class Meta:
+        model = MetricJudge
+        fields = ["agent_name", "metric", "judge_model", "instructions"]
+
+    def clean_judge_model(self):
+        return judge_model_clean(self.cleaned_data["judge_model"])
+
+
+@admin.register(MetricJudge)
+class MetricJudgeAdmin(ProjectScopedAdmin, admin.ModelAdmin):
+    """The metric judges published from alignment trials: an editor reads them, edits the model or
+    the instructions by hand, or deletes one to grade the metric with each evaluation's own judge
+    again. Evaluations stored before keep their verdicts."""
+
+    form = MetricJudgeForm
+    list_display = ["agent_name", "metric", "judge_model", "short_instructions", "trial_id", "author", "updated_at"]
+    list_filter = ["metric"]
+    search_fields = ["agent_name", "judge_model"]
+    readonly_fields = ["trial_id", "author", "updated_at"]
+    fields = ["agent_name", "metric", "judge_model", "instructions", "trial_id", "author", "updated_at"]
+
+    @admin.display(description="instructions")
+    def short_instructions(self, obj):
+        return (obj.instructions[:60] + "…") if len(obj.instructions) > 60 else obj.instructions

@@ -36,3 +36,9 @@ class AgenticConfig(AppConfig):
         from apps.core.audit.registry import audit_register
 
         audit_register(self.get_model("EvaluationRule"), object_type="evaluation_rule", exclude=("created_at",))
+        audit_register(
+            self.get_model("MetricJudge"),
+            object_type="metric_judge",
+            exclude=("updated_at", "author"),
+            object_id=lambda row: f"{row.agent_name or '*'}:{row.metric}",
+        )

@@ -77,6 +77,44 @@ class EvaluationRule(models.Model):
         return sampled(f"{self.pk}:{session_id}", self.sample_rate)
 
 
+class MetricJudge(models.Model):
+    """How one agentic metric is graded for one agent (or, agent_name blank, for every agent without
+    its own) where it departs from the judge an evaluation asks for: a judge model, or the
+    instructions an LLM reads in place of the metric's rubric, published from an alignment trial that
+    showed it agrees better with the reviewers (apps.runs.alignment). Every evaluation of the agent
+    from then on is judged by judges.composed.ComposedAgenticJudge, whose label and fingerprint name
+    the override. One row per (project, agent, metric); the audit trail keeps the history."""
+
+    project = models.ForeignKey("core.Project", on_delete=models.CASCADE, related_name="+", db_index=False)
+    agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: every agent.")
+    metric = models.CharField(max_length=32, choices=[(name, name) for name in AGENTIC_METRICS])
+    # "" keeps the evaluation's judge; "heuristic" or an allowed LLM model name replaces it.
+    judge_model = models.CharField(max_length=200, blank=True, default="")
+    # "" keeps the metric's standard prompt (apps.agentic.judges.llm_agentic.PROMPTS).
+    instructions = models.TextField(blank=True, default="")
+    # The alignment trial it was published from.
+    trial_id = models.UUIDField(null=True, blank=True)
+    author = models.CharField(max_length=150, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["project_id", "agent_name", "metric"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "agent_name", "metric"], name="metricjudge_unique_metric")
+        ]
+
+    def __str__(self):
+        return f"{self.metric} judge of {self.agent_name or 'every agent'}"
+
+    def as_dict(self) -> dict:
+        return {
+            "agent_name": self.agent_name or None,
+            "metric": self.metric,
+            "judge_model": self.judge_model or None,
+            "instructions": self.instructions or None,
+        }
+
+
 class MetricScoresJoin(ScoresJoin):
     """An evaluation's metric Score rows (subject kind agentic_evaluation, kind metric): each metric is
     a FilteredRelation on it (selectors.with_metric_columns), so export, Prometheus and the rollup

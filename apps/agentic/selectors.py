@@ -12,10 +12,11 @@ from apps.core.models import project_pk
 from apps.scores.agreement import Agreement, agreement_table, judge_human_pairs
 from apps.scores.models import Score
 from apps.scores.vocabulary import ScoreKind, ScoreSource, SubjectKind
+from apps.traces.models import AgentTrace
 from apps.traces.selectors import project_traces
 
 from .filters import EvaluationHistoryFilter
-from .judges import AGENTIC_METRICS
+from .judges import AGENTIC_METRICS, JudgeInput, JudgeToolCall
 from .models import AgentEvaluation, EvaluationRollup, MetricRead, metric_reads_of, metrics_attach
 from .scoring import METRIC_PASS, RATINGS
 
@@ -62,6 +63,50 @@ def with_metric_columns(qs: QuerySet) -> QuerySet:
         columns[f"{name}_reasoning"] = F(f"_{name}_score__reasoning")
         columns[f"{name}_status"] = F(f"_{name}_score__status")
     return qs.annotate(**joins).annotate(**columns)
+
+
+def judge_input_of_trace(trace: AgentTrace) -> JudgeInput:
+    """The trace as a judge sees it; tool calls must be prefetched (or are loaded here)."""
+    calls = sorted(trace.tool_calls.all(), key=lambda c: c.seq)
+    return JudgeInput(
+        query=trace.user_query,
+        final_response=trace.final_response,
+        tool_calls=tuple(
+            JudgeToolCall(c.tool_name, c.tool_args or {}, c.tool_result, c.success, c.error) for c in calls
+        ),
+        intent=trace.intent_detected,
+        resource_type=trace.resource_type,
+        operation=trace.operation,
+        success=trace.success,
+    )
+
+
+def judge_input_of_evaluation(evaluation: AgentEvaluation) -> JudgeInput | None:
+    """What an evaluation judged, to judge it again (an alignment trial): its trace as stored now, or
+    a manual evaluation's request. None when neither is left (the trace was deleted)."""
+    if evaluation.trace_id is not None:
+        return judge_input_of_trace(evaluation.trace)
+    body = evaluation.manual_input
+    if not body:
+        return None
+    return JudgeInput(
+        query=body.get("user_query") or "",
+        final_response=body.get("agent_response"),
+        tool_calls=tuple(
+            JudgeToolCall(
+                c.get("tool_name", ""),
+                c.get("tool_args") or {},
+                c.get("tool_result"),
+                c.get("success", True),
+                c.get("error"),
+            )
+            for c in body.get("tool_calls") or ()
+        ),
+        intent=body.get("detected_intent"),
+        resource_type=body.get("resource_type"),
+        operation=body.get("operation"),
+        success=body.get("success"),
+    )
 
 
 def project_evaluations(project_id: int | None) -> QuerySet[AgentEvaluation]:

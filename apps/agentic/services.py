@@ -27,10 +27,12 @@ from apps.traces.selectors import project_traces, trace_get
 from apps.traces.services import traces_clear
 
 from . import fastpath
-from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, JudgeToolCall, get_agentic_judge
+from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, get_agentic_judge
 from .judges.base import MetricResult
-from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, metrics_attach
+from .judges.composed import ComposedAgenticJudge, MetricOverride
+from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricJudge, metrics_attach
 from .scoring import rating_for, weighted_overall
+from .selectors import judge_input_of_trace
 
 MAX_BATCH_SESSIONS = 500
 MANUAL_AGENT_NAME = "manual"
@@ -54,22 +56,6 @@ class EvaluationOutcome:
         """The judged trace's metadata; {} when there is no trace (a manual evaluation)."""
         trace = self.evaluation.trace
         return trace.metadata if trace is not None else {}
-
-
-def _judge_input_for_trace(trace: AgentTrace) -> JudgeInput:
-    """The trace as a judge sees it; tool calls must be prefetched (or are loaded here)."""
-    calls = sorted(trace.tool_calls.all(), key=lambda c: c.seq)
-    return JudgeInput(
-        query=trace.user_query,
-        final_response=trace.final_response,
-        tool_calls=tuple(
-            JudgeToolCall(c.tool_name, c.tool_args or {}, c.tool_result, c.success, c.error) for c in calls
-        ),
-        intent=trace.intent_detected,
-        resource_type=trace.resource_type,
-        operation=trace.operation,
-        success=trace.success,
-    )
 
 
 def fingerprint(data: JudgeInput) -> str:
@@ -120,8 +106,9 @@ def _evaluation_from_verdict(
 ) -> AgentEvaluation:
     """The unsaved evaluation with its unsaved metric Score rows in `metrics` (_evaluations_store
     saves both)."""
+    judges = verdict.metric_judges
     metrics = {
-        name: _metric_score(name, verdict.metric(name), judge=verdict.judge, position=i)
+        name: _metric_score(name, verdict.metric(name), judge=judges.get(name, verdict.judge), position=i)
         for i, name in enumerate(AGENTIC_METRICS)
     }
     overall = weighted_overall({name: score.value for name, score in metrics.items()})
@@ -267,12 +254,13 @@ def _judge_all(judge: AgenticJudge, inputs: list[JudgeInput]) -> list[AgenticVer
 
 # The parts of a judge fingerprint that say how it judges; server_model is what the server reported
 # afterwards, which the judge cannot know beforehand.
-JUDGE_IDENTITY = ("judge", "model", "prompt_template", "judge_version")
+JUDGE_IDENTITY = ("judge", "model", "prompt_template", "judge_version", "overrides")
 
 
 def _judged_alike(stored: dict | None, judge_fingerprint: dict) -> bool:
     """An evaluation stored before judge fingerprints existed (None) cannot be told apart and is
-    taken as alike; otherwise its judge, model, prompt template and judge version must match."""
+    taken as alike; otherwise its judge, model, prompt template, judge version and the metric judges
+    it was composed with (none for a plain judge) must match."""
     if stored is None:
         return True
     return all(stored.get(key) == judge_fingerprint.get(key) for key in JUDGE_IDENTITY)
@@ -296,13 +284,52 @@ def _reusable(
     return found
 
 
+def metric_overrides(project_id: int, agent_names: set[str]) -> dict[str, dict[str, MetricOverride]]:
+    """The metric judges in force for each of `agent_names` in the project: an agent's own row for a
+    metric, else the project's row for every agent (agent_name ""). One query; {} for most agents."""
+    rows = MetricJudge.objects.filter(project_id=project_id, agent_name__in=agent_names | {""})
+    shared: dict[str, MetricOverride] = {}
+    own: dict[str, dict[str, MetricOverride]] = {}
+    for row in rows:
+        override = MetricOverride(judge_model=row.judge_model, instructions=row.instructions)
+        (own.setdefault(row.agent_name, {}) if row.agent_name else shared)[row.metric] = override
+    return {name: {**shared, **own.get(name, {})} for name in agent_names if shared or name in own}
+
+
+def judge_for_agent(judge: AgenticJudge, overrides: dict[str, MetricOverride] | None) -> AgenticJudge:
+    return ComposedAgenticJudge(judge, overrides) if overrides else judge
+
+
 def evaluations_create_for_traces(
     *, traces: list[AgentTrace], judge: AgenticJudge, force: bool = False, rule: EvaluationRule | None = None
 ) -> list[EvaluationOutcome]:
-    """Evaluate traces (tool calls prefetched) with one judge; outcomes in the order given. With a
-    `rule`, the new verdicts record it, and an insert that races another rule's identical verdict
-    raises IntegrityError (the agenteval_online_once constraint) and stores nothing."""
-    inputs = [_judge_input_for_trace(t) for t in traces]
+    """Evaluate traces (tool calls prefetched) with one judge, composed with the metric judges in
+    force for each trace's agent (metric_overrides); outcomes in the order given. With a `rule`, the
+    new verdicts record it, and an insert that races another rule's identical verdict raises
+    IntegrityError (the agenteval_online_once constraint) and stores nothing."""
+    groups: dict[tuple[int, str], list[int]] = {}
+    for i, trace in enumerate(traces):
+        groups.setdefault((trace.project_id, trace.agent_name), []).append(i)
+    found: dict[tuple[int, str], dict[str, MetricOverride]] = {}
+    for project_id in {project for project, _ in groups}:
+        agents = {agent for project, agent in groups if project == project_id}
+        found |= {(project_id, agent): o for agent, o in metric_overrides(project_id, agents).items()}
+    if not found:
+        return _evaluate_traces(traces=traces, judge=judge, force=force, rule=rule)
+    outcomes: list[EvaluationOutcome | None] = [None] * len(traces)
+    for key, indices in groups.items():
+        made = _evaluate_traces(
+            traces=[traces[i] for i in indices], judge=judge_for_agent(judge, found.get(key)), force=force, rule=rule
+        )
+        for i, outcome in zip(indices, made, strict=True):
+            outcomes[i] = outcome
+    return [o for o in outcomes if o is not None]
+
+
+def _evaluate_traces(
+    *, traces: list[AgentTrace], judge: AgenticJudge, force: bool, rule: EvaluationRule | None
+) -> list[EvaluationOutcome]:
+    inputs = [judge_input_of_trace(t) for t in traces]
     prints = [fingerprint(data) for data in inputs]
     reusable = {} if force else _reusable([t.pk for t in traces], judge, prints)
     pending = [i for i, (t, fp) in enumerate(zip(traces, prints, strict=True)) if (t.pk, fp) not in reusable]
@@ -391,7 +418,8 @@ def evaluation_create_manual(
     """Judge an interaction that was never traced, in the project (`default` if None). It gets its
     own session id so that history can find it; it is always judged afresh (there is no trace
     whose change could be detected)."""
-    judge = get_agentic_judge(judge_name)
+    project_id = project_pk(project_id)
+    judge = judge_for_agent(get_agentic_judge(judge_name), metric_overrides(project_id, {agent_name}).get(agent_name))
     verdict = judge.evaluate(data)
     evaluation = _evaluation_from_verdict(
         verdict,
@@ -401,7 +429,7 @@ def evaluation_create_manual(
         agent_name=agent_name,
         operation=data.operation,
         fingerprint_hex=fingerprint(data),
-        project_id=project_pk(project_id),
+        project_id=project_id,
         manual_input=manual_input,
     )
     _evaluations_store([evaluation])
@@ -433,3 +461,28 @@ def evaluations_expire(project, before, limit: int) -> int:
         _rollup_add(evaluations, sign=-1)
         subjects_forget(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=ids)
         return rows_delete_quietly(AgentEvaluation.objects.filter(pk__in=ids))
+
+
+def metric_judge_set(
+    *,
+    project_id: int,
+    agent_name: str,
+    metric: str,
+    judge_model: str | None = None,
+    instructions: str | None = None,
+    trial_id=None,
+    author: str = "",
+) -> MetricJudge:
+    """Put a judge model or instructions (the one given; the other stays as it was) in force for one
+    metric of one agent ("" for every agent without its own), for the evaluations made from now on.
+    Evaluations stored before keep their verdicts: their fingerprint names the judge that gave them.
+    Audited by the registry (AgenticConfig)."""
+    key = {"project_id": project_id, "agent_name": agent_name, "metric": metric}
+    row = MetricJudge.objects.select_for_update().filter(**key).first() or MetricJudge(**key)
+    if judge_model is not None:
+        row.judge_model = judge_model
+    if instructions is not None:
+        row.instructions = instructions
+    row.trial_id, row.author = trial_id, author[:150]
+    row.save()
+    return row

@@ -6,8 +6,7 @@ from django.contrib import admin
 
 from apps.core.admin.fields import LinesField
 from apps.core.admin.scoping import ProjectScopedAdmin, ScopedHeadViews, scoped_version_admin
-from apps.core.errors import DomainError
-from apps.core.llm.quotas import judge_model_check
+from apps.core.admin.utils import judge_model_clean
 from apps.core.versioning.admin import (
     ContentFormSet,
     ContentInline,
@@ -149,15 +148,7 @@ class RuleJudgeForm(forms.ModelForm):
         fields = ["rubric", "rule_id", "judge_model", "instructions"]
 
     def clean_judge_model(self):
-        # The same allowance as a run's or a trial's judge: every judge call is billed to the
-        # platform's LLM account, so an editor cannot name a model the operator does not allow.
-        model = self.cleaned_data["judge_model"].strip()
-        if model and model not in ("heuristic", "heuristic:v1"):
-            try:
-                judge_model_check(model=model)
-            except DomainError as exc:
-                raise forms.ValidationError(str(exc.detail)) from exc
-        return model
+        return judge_model_clean(self.cleaned_data["judge_model"])
 
 
 @admin.register(RuleJudge)

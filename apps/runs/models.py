@@ -572,11 +572,15 @@ class AlignmentTrial(JudgeJob):
 
     trial_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     project = models.ForeignKey(Project, on_delete=models.PROTECT, related_name="+")
-    rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="+")
-    rule_id = models.CharField(max_length=100)
-    # {"rubric_version": n} | {"judge_model": "..."} | {"prompt_template": "..."}
+    # What is judged: a rubric's rule (rubric, rule_id), or an agentic metric (metric, of one agent's
+    # evaluations or, agent_name blank, of every agent's): apps.runs.alignment.metrics.
+    rubric = models.ForeignKey(Rubric, null=True, blank=True, on_delete=models.CASCADE, related_name="+")
+    rule_id = models.CharField(max_length=100, blank=True, default="")
+    metric = models.CharField(max_length=32, blank=True, default="")
+    agent_name = models.CharField(max_length=255, blank=True, default="")
+    # {"rubric_version": n} | {"judge_model": "..."} | {"prompt_template": "..."} (a metric: no version)
     candidate = models.JSONField()
-    # Result pks of the two halves, fixed when the trial is created.
+    # Result pks (a metric's: AgentEvaluation pks) of the two halves, fixed when the trial is created.
     train = models.JSONField(default=list)
     test = models.JSONField(default=list)
     # Times a worker took it up: a trial whose worker died is taken up again once, then failed
@@ -589,10 +593,24 @@ class AlignmentTrial(JudgeJob):
     published = models.JSONField(null=True, blank=True)
 
     class Meta(JudgeJob.Meta):
-        indexes = [models.Index(fields=["rubric", "-created_at"], name="trial_rubric_newest")]
+        indexes = [
+            models.Index(fields=["rubric", "-created_at"], name="trial_rubric_newest"),
+            models.Index(fields=["project", "metric", "-created_at"], name="trial_metric_newest"),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(rubric__isnull=False) & ~Q(rule_id="") & Q(metric=""))
+                | (Q(rubric__isnull=True) & Q(rule_id="") & ~Q(metric="")),
+                name="trial_rule_or_metric",
+            )
+        ]
 
     def __str__(self):
-        return f"trial {self.trial_id} of {self.rule_id}"
+        return f"trial {self.trial_id} of {self.rule_id or self.metric}"
+
+    @property
+    def of_metric(self) -> bool:
+        return bool(self.metric)
 
     @property
     def candidate_kind(self) -> str:

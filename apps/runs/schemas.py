@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, ValidationError, model_validator
 
+from apps.agentic.judges import AGENTIC_METRICS
 from apps.core.api.handlers import pydantic_error_detail
 from apps.core.api.validation import Identifier, NonBlankText, Text
 from apps.core.errors import InvalidInputError
@@ -104,3 +105,14 @@ class AlignmentTrialIn(BaseModel):
 
     rule: Annotated[StrictStr, Field(min_length=1, max_length=100)] = Field(description="The rule's id.")
     candidate: CandidateIn
+
+
+class MetricTrialIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    metric: Literal[AGENTIC_METRICS] = Field(description="The agentic metric whose judge is tried.")
+    agent_name: Annotated[StrictStr, Field(min_length=1, max_length=255)] | None = Field(
+        default=None,
+        description="Only this agent's evaluations (and publishing sets its judge); default every agent's.",
+    )
+    candidate: CandidateIn = Field(description="A judge_model or a prompt_template (a metric has no rubric versions).")

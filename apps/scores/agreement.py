@@ -95,7 +95,7 @@ class Agreement:
         }
 
 
-def _passed(passed: bool | None, value: float | None, threshold: float | None) -> bool | None:
+def passed_at(passed: bool | None, value: float | None, threshold: float | None) -> bool | None:
     """A verdict as pass/fail: its own `passed`, else its value cut at `threshold` (agentic metrics
     are scores 0..1)."""
     if passed is not None:
@@ -146,8 +146,8 @@ def agreement_table(
     raters: dict[tuple[str, str], tuple[list[bool], list[bool]]] = {}
     for kind, key, h_passed, h_value, j_status, j_passed, j_value, subject_id in pairs:
         row = rows.setdefault((kind, key), Agreement(kind=kind, key=key, label=(labels or {}).get((kind, key), key)))
-        judge = _passed(j_passed, j_value, threshold)
-        human = _passed(h_passed, h_value, threshold)
+        judge = passed_at(j_passed, j_value, threshold)
+        human = passed_at(h_passed, h_value, threshold)
         if j_status != JudgeStatus.OK or judge is None or human is None:
             row.judge_unassessed += 1
             continue

@@ -12,7 +12,7 @@ from django.test import TestCase
 from apps.core.models import AuditEvent
 from apps.rubrics.models import RubricVersion, RuleJudge
 from apps.rubrics.services import rubric_publish_version
-from apps.runs.alignment.selectors import MIN_LABELS, labelled_items, split
+from apps.runs.alignment.selectors import MIN_LABELS, labelled_items, rule_scope, split
 from apps.runs.models import AlignmentTrial, EvaluationRun
 from apps.scores.agreement import kappa_difference_interval
 from tests.conftest import _client_with_key
@@ -64,10 +64,10 @@ def test_the_difference_interval_is_paired_reproducible_and_honest():
 def test_the_split_is_a_fixed_half_held_out(rubric):
     labelled(rubric, 11, 10)
     items = labelled_items(rubric_id=rubric.pk, rule_id="BRIEF")
-    train, test = split(items, rubric_id=rubric.pk, rule_id="BRIEF")
+    train, test = split(items, scope=rule_scope(rubric.pk, "BRIEF"))
     assert (len(train), len(test)) == (10, 11)
     assert {i.result for i in train}.isdisjoint({i.result for i in test})
-    again = split(list(reversed(items)), rubric_id=rubric.pk, rule_id="BRIEF")
+    again = split(list(reversed(items)), scope=rule_scope(rubric.pk, "BRIEF"))
     assert [i.result for i in again[1]] == [i.result for i in test], "the order of labels does not matter"
 
 

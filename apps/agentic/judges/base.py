@@ -87,6 +87,8 @@ class AgenticVerdict:
     usage: TokenUsage = TokenUsage()
     # What judged (apps.core.llm.fingerprint); stored on the evaluation as judge_fingerprint.
     fingerprint: dict | None = None
+    # The judge of a metric that another judge graded (a published MetricJudge), by metric name.
+    metric_judges: dict[str, str] = field(default_factory=dict)
 
     def metric(self, name: str) -> MetricResult:
         return getattr(self, name)

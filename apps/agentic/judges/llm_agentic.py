@@ -122,6 +122,51 @@ def _template() -> str:
     return "".join(PROMPTS.values()) + GRADE_SESSION
 
 
+def metric_system(metric: str, instructions: str | None = None) -> str:
+    """The system prompt that grades `metric`: the standard one, or `instructions` (a prompt template
+    published from an alignment trial) in place of its rubric. The data rule and the output format
+    always follow, so a template can change how a metric is graded, never that the session is data."""
+    if not instructions:
+        return PROMPTS[metric]
+    return f"{instructions}\n\n{_DATA_RULE}\n\n{_OUTPUT_RULE}"
+
+
+NO_TOOL_CALLS = "No tool calls and no detected intent that would need one."
+
+
+def skips_tool_calls(data: JudgeInput) -> bool:
+    """Tool call accuracy has nothing to grade: no calls, and no intent that would have needed one."""
+    return not data.tool_calls and not (data.intent or data.operation)
+
+
+def grade_metric(client: LLMClient, metric: str, data: JudgeInput, *, instructions: str | None = None) -> MetricResult:
+    """One metric of one session graded by `client` (one request), as LLMAgenticJudge grades it: what
+    an alignment trial's candidate and a metric judge published from one use."""
+    if metric == "tool_call_accuracy" and skips_tool_calls(data):
+        return MetricResult.skipped(NO_TOOL_CALLS)
+    return _grade(client, metric, metric_system(metric, instructions), session_message(data), LLMUsage(), set())
+
+
+def _grade(
+    client: LLMClient, metric: str, system: str, message: str, usage: LLMUsage, server_models: set[str]
+) -> MetricResult:
+    try:
+        result = client.complete_structured(system=system, user=message, response_model=Grade, name=metric)
+    except LLMError as exc:
+        # LLMError carries no usage; tokens of failed attempts are not billed to a score.
+        return MetricResult.error(f"{client.judge_label} could not score {metric}: {exc.reason}")
+    server_models.add(result.model)
+    usage.prompt_tokens += result.usage.prompt_tokens
+    usage.completion_tokens += result.usage.completion_tokens
+    usage.total_tokens += result.usage.total_tokens
+    grade: Grade = result.data
+    return MetricResult.ok(
+        (grade.score - 1) / 4,
+        f"[{grade.score}/5] {grade.explanation}",
+        usage=TokenUsage(result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens),
+    )
+
+
 def session_message(data: JudgeInput) -> str:
     """The user message: the session as JSON between tags, with every '<' escaped so that no text
     the agent or its user wrote can end the block early; the JSON still decodes to the exact text."""
@@ -167,10 +212,10 @@ class LLMAgenticJudge:
         results = {}
         server_models: set[str] = set()
         for metric, system in PROMPTS.items():
-            if metric == "tool_call_accuracy" and not data.tool_calls and not (data.intent or data.operation):
-                results[metric] = MetricResult.skipped("No tool calls and no detected intent that would need one.")
+            if metric == "tool_call_accuracy" and skips_tool_calls(data):
+                results[metric] = MetricResult.skipped(NO_TOOL_CALLS)
                 continue
-            results[metric] = self._grade(metric, system, message, usage, server_models)
+            results[metric] = _grade(self.client, metric, system, message, usage, server_models)
         return AgenticVerdict(
             judge=self.label,
             usage=TokenUsage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens),
@@ -181,21 +226,4 @@ class LLMAgenticJudge:
                 template=_template(),
             ),
             **results,
-        )
-
-    def _grade(self, metric: str, system: str, message: str, usage: LLMUsage, server_models: set[str]) -> MetricResult:
-        try:
-            result = self.client.complete_structured(system=system, user=message, response_model=Grade, name=metric)
-        except LLMError as exc:
-            # LLMError carries no usage; tokens of failed attempts are not billed to a score.
-            return MetricResult.error(f"{self.label} could not score {metric}: {exc.reason}")
-        server_models.add(result.model)
-        usage.prompt_tokens += result.usage.prompt_tokens
-        usage.completion_tokens += result.usage.completion_tokens
-        usage.total_tokens += result.usage.total_tokens
-        grade: Grade = result.data
-        return MetricResult.ok(
-            (grade.score - 1) / 4,
-            f"[{grade.score}/5] {grade.explanation}",
-            usage=TokenUsage(result.usage.prompt_tokens, result.usage.completion_tokens, result.usage.total_tokens),
         )

@@ -1,8 +1,12 @@
 import json
 from typing import TYPE_CHECKING, Any
 
+from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
+
+from apps.core.errors import DomainError
+from apps.core.llm.quotas import judge_model_check
 
 if TYPE_CHECKING:
     # For the checker a mixin is a ModelAdmin (it calls ModelAdmin's methods through super());
@@ -47,3 +51,16 @@ def show_for(widget, *types: str):
     its row for any other type. Returns the widget."""
     widget.attrs["data-evalsite-show-for"] = " ".join(types)
     return widget
+
+
+def judge_model_clean(model: str) -> str:
+    """A form's judge model ("" keeps the judge in force, "heuristic", or an LLM model): the same
+    allowance as a run's or a trial's judge, since every judge call is billed to the platform's LLM
+    account, so an editor cannot name a model the operator does not allow."""
+    model = model.strip()
+    if model and model not in ("heuristic", "heuristic:v1"):
+        try:
+            judge_model_check(model=model)
+        except DomainError as exc:
+            raise forms.ValidationError(str(exc.detail)) from exc
+    return model

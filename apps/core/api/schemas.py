@@ -18,6 +18,15 @@ Amount = Annotated[
 ]
 
 
+class MetricOverrideOut(BaseModel):
+    judge_model: str | None = Field(
+        description='"heuristic" or the LLM model that graded the metric; null: the judge\'s own'
+    )
+    prompt_template: str | None = Field(
+        description="short sha256 of the instructions it read; null: the standard prompt"
+    )
+
+
 class JudgeFingerprintOut(BaseModel):
     """What judged (apps.core.llm.fingerprint): the same judge gives the same fingerprint, so
     verdicts with different ones were judged differently."""
@@ -30,3 +39,6 @@ class JudgeFingerprintOut(BaseModel):
     server_model: str | None = absent_if_none("the model the server reported answering, when it differs")
     prompt_template: str | None = absent_if_none("short sha256 of the judge's prompt template")
     judge_version: str = Field(description="evalsite's judge version")
+    overrides: dict[str, MetricOverrideOut] | None = absent_if_none(
+        "agentic metrics graded by a published metric judge instead, by metric name; absent when none was"
+    )

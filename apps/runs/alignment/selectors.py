@@ -4,11 +4,21 @@ found (its report is computed here from its stored verdicts, once, when it finis
 import hashlib
 from dataclasses import dataclass
 
+from django.db.models import Q
 from django.urls import reverse
 
+from apps.agentic.models import AgentEvaluation
+from apps.agentic.scoring import METRIC_PASS
+from apps.agentic.selectors import project_evaluations
 from apps.core.selectors import object_get
-from apps.scores.agreement import cohen_kappa, judge_human_pairs, kappa_difference_interval, kappa_interval
-from apps.scores.vocabulary import JudgeStatus, SubjectKind
+from apps.scores.agreement import (
+    cohen_kappa,
+    judge_human_pairs,
+    kappa_difference_interval,
+    kappa_interval,
+    passed_at,
+)
+from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
 from ..judging.types import RULE, stored_assessed
 from ..models import AlignmentTrial, EvaluationResult
@@ -43,19 +53,62 @@ def labelled_items(*, rubric_id, rule_id: str) -> list[Labelled]:
     ]
 
 
-def split(items: list[Labelled], *, rubric_id, rule_id: str) -> tuple[list[Labelled], list[Labelled]]:
-    """(train, test): the items in the order of a hash of (rubric, rule, result), the first half
+def rule_scope(rubric_id, rule_id: str) -> str:
+    """What a rule trial's split hashes with each item: every trial of the rule is tested on the same
+    results."""
+    return f"{rubric_id}:{rule_id}"
+
+
+def metric_scope(project_id: int, agent_name: str, metric: str) -> str:
+    """What a metric trial's split hashes with each item: every trial of the metric for the agent is
+    tested on the same evaluations."""
+    return f"metric:{project_id}:{agent_name}:{metric}"
+
+
+def metric_labelled_items(*, project_id: int, metric: str, agent_name: str = "") -> list[Labelled]:
+    """The project's evaluations (of `agent_name`, if given) that a reviewer scored or passed/failed on
+    `metric`, newest review first (at most MAX_LABELS), with the judge's verdict beside it. Only those
+    that can be judged again: their trace is still stored, or they were manual (their request is)."""
+    evaluations = project_evaluations(project_id).filter(Q(trace__isnull=False) | Q(manual_input__isnull=False))
+    if agent_name:
+        evaluations = evaluations.filter(agent_name=agent_name)
+    pairs = (
+        judge_human_pairs(SubjectKind.AGENTIC_EVALUATION, evaluations.values("pk"), kinds=(ScoreKind.METRIC,))
+        .filter(key=metric)
+        .filter(Q(passed__isnull=False) | Q(value__isnull=False))
+    )
+    return [
+        Labelled(
+            result=subject,
+            human=bool(passed_at(h_passed, h_value, METRIC_PASS)),
+            judge_status=status,
+            judge_passed=passed_at(j_passed, j_value, METRIC_PASS),
+        )
+        for _kind, _key, h_passed, h_value, status, j_passed, j_value, subject in pairs[:MAX_LABELS]
+    ]
+
+
+def split(items: list[Labelled], *, scope: str) -> tuple[list[Labelled], list[Labelled]]:
+    """(train, test): the items in the order of a hash of (scope, result), the scope naming what is
+    judged (rule_scope, metric_scope), the first half
     (rounded up) held out for testing. The order does not depend on when a label was given, so an
     item stays on its side as labels are added (only the boundary moves) and every trial of a rule is
     tested on the same items: a candidate written from the train half's disagreements is measured on
     items its author was not shown."""
 
     def place(item: Labelled) -> str:
-        return hashlib.sha256(f"{rubric_id}:{rule_id}:{item.result}".encode()).hexdigest()
+        return hashlib.sha256(f"{scope}:{item.result}".encode()).hexdigest()
 
     ordered = sorted(items, key=place)
     cut = (len(ordered) + 1) // 2
     return ordered[cut:], ordered[:cut]
+
+
+def _metric_labels(trial: AlignmentTrial) -> dict[int, Labelled]:
+    return {
+        item.result: item
+        for item in metric_labelled_items(project_id=trial.project_id, metric=trial.metric, agent_name=trial.agent_name)
+    }
 
 
 def trial_get(trial_id, *, project) -> AlignmentTrial:
@@ -68,6 +121,14 @@ def trial_get(trial_id, *, project) -> AlignmentTrial:
 def trial_list(*, rubric, limit: int = 50) -> list[AlignmentTrial]:
     """A rubric's trials, newest first."""
     return list(AlignmentTrial.objects.filter(rubric=rubric).order_by("-created_at", "-id")[:limit])
+
+
+def metric_trial_list(*, project, agent_name: str | None = None, limit: int = 50) -> list[AlignmentTrial]:
+    """The project's trials of agentic metrics (of `agent_name`'s evaluations only, if given), newest first."""
+    trials = AlignmentTrial.objects.filter(project=project).exclude(metric="")
+    if agent_name is not None:
+        trials = trials.filter(agent_name=agent_name)
+    return list(trials.order_by("-created_at", "-id")[:limit])
 
 
 def _figures(humans: list[bool], verdicts: list[bool | None]) -> dict:
@@ -115,10 +176,11 @@ def changed_items(trial: AlignmentTrial) -> list[dict]:
     for v in trial.verdicts:
         if (v["before"]["status"], v["before"]["passed"]) == (v["after"]["status"], v["after"]["passed"]):
             continue
+        page = "console:trace" if trial.of_metric else "console:result-detail"
         changed.append(
             {
                 "id": v["result_id"],
-                "url": reverse("console:result-detail", args=[v["result_id"]]),
+                "url": reverse(page, args=[v["result_id"]]),
                 "human": v["human"],
                 "before": v["before"],
                 "after": v["after"],
@@ -130,6 +192,8 @@ def changed_items(trial: AlignmentTrial) -> list[dict]:
 def train_disagreements(trial: AlignmentTrial) -> list[dict]:
     """The train half's items where the judge's stored verdict disagrees with the reviewer: what a
     reviewer reads to write the next candidate (the held-out half is never listed before it is judged)."""
+    if trial.of_metric:
+        return metric_train_disagreements(trial)
     labels = {item.result: item for item in labelled_items(rubric_id=trial.rubric_id, rule_id=trial.rule_id)}
     disagreeing = [
         pk
@@ -145,3 +209,21 @@ def train_disagreements(trial: AlignmentTrial) -> list[dict]:
         for pk in disagreeing
         if pk in ids
     ]
+
+
+def _trace_link(session_id: str) -> dict:
+    return {"id": session_id, "url": reverse("console:trace", args=[session_id])}
+
+
+def metric_train_disagreements(trial: AlignmentTrial) -> list[dict]:
+    """train_disagreements of a metric's trial, linked to the evaluations' trace pages."""
+    labels = _metric_labels(trial)
+    disagreeing = [
+        pk
+        for pk in trial.train
+        if pk in labels
+        and labels[pk].judge_status == JudgeStatus.OK
+        and labels[pk].judge_passed not in (None, labels[pk].human)
+    ]
+    sessions = dict(AgentEvaluation.objects.filter(pk__in=disagreeing).values_list("pk", "session_id"))
+    return [{**_trace_link(sessions[pk]), "human": labels[pk].human} for pk in disagreeing if pk in sessions]

@@ -6,7 +6,9 @@ judged: a rubric version (the rule's text), a judge model, or the instructions a
 (a prompt template). The baseline is the judge's verdict as stored, what every page shows today."""
 
 import logging
+from collections.abc import Callable
 from datetime import timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -21,13 +23,15 @@ from apps.rubrics.models import Rubric
 from apps.rubrics.schemas import RubricContent
 from apps.rubrics.selectors import rubric_version_snapshot
 from apps.rubrics.services import rubric_publish_version, rule_judge_set
+from apps.scores.vocabulary import JudgeStatus
 
 from .. import tasks
 from ..executor import JudgeChoice, judge_one_rule, rule_judge, snapshot_context, stored_transcript
 from ..judging.types import JUDGE_HEURISTIC, Verdict
 from ..models import AlignmentTrial, EvaluationResult, EvaluationRun
 from ..schemas import AlignmentTrialIn
-from .selectors import MIN_LABELS, labelled_items, split, trial_report
+from . import metrics
+from .selectors import MIN_LABELS, labelled_items, metric_labelled_items, rule_scope, split, trial_report
 
 logger = logging.getLogger(__name__)
 
@@ -71,7 +75,7 @@ def trial_create(*, rubric: Rubric, data: AlignmentTrialIn, created_by=None, api
         raise InvalidInputError(
             f"A trial needs at least {MIN_LABELS} items a reviewer labelled for rule {rule_id}; it has {len(items)}."
         )
-    train, test = split(items, rubric_id=rubric.pk, rule_id=rule_id)
+    train, test = split(items, scope=rule_scope(rubric.pk, rule_id))
     if "judge_model" not in candidate and not llm_configured():
         _llm_judged_check([item.result for item in test], rule_id)
     trial = AlignmentTrial.objects.create(
@@ -142,12 +146,44 @@ def _judge_again(trial: AlignmentTrial, result: EvaluationResult, rules: dict) -
         return Verdict.error(run.judge, f"Judge error: {type(exc).__name__}: {exc}")
 
 
-def _before(trial: AlignmentTrial) -> dict[int, dict]:
+def _before(items) -> dict[int, dict]:
     """The reviewer's and the stored judge's verdicts of the held-out items, as they are now."""
     return {
         item.result: {"human": item.human, "before": {"status": item.judge_status, "passed": item.judge_passed}}
-        for item in labelled_items(rubric_id=trial.rubric_id, rule_id=trial.rule_id)
+        for item in items
     }
+
+
+def _rule_items(trial: AlignmentTrial) -> tuple[dict, dict, Callable[[Any], tuple[str, dict]]]:
+    """(labels, the held-out results, how one is judged again: its result_id and kept verdict)."""
+    rules: dict = {}
+
+    def judge(result: EvaluationResult) -> tuple[str, dict]:
+        return str(result.result_id), _judge_again(trial, result, rules).kept()
+
+    labels = _before(labelled_items(rubric_id=trial.rubric_id, rule_id=trial.rule_id))
+    return labels, EvaluationResult.objects.select_related("run").in_bulk(trial.test), judge
+
+
+def _metric_items(trial: AlignmentTrial) -> tuple[dict, dict, Callable[[Any], tuple[str, dict]]]:
+    """(labels, the held-out evaluations, how one is judged again: its session id and kept verdict)."""
+    published = metrics.published_judges(trial)
+
+    def judge(evaluation) -> tuple[str, dict]:
+        try:
+            return evaluation.session_id, metrics.judge_again(trial, evaluation, published)
+        except Exception as exc:  # one item's fault is that item's error verdict, not the trial's end
+            logger.exception("an alignment trial item could not be judged")
+            return evaluation.session_id, {
+                "status": JudgeStatus.ERROR,
+                "passed": None,
+                "value": None,
+                "reasoning": f"Judge error: {type(exc).__name__}: {exc}",
+                "judge": "",
+            }
+
+    items = metric_labelled_items(project_id=trial.project_id, metric=trial.metric, agent_name=trial.agent_name)
+    return _before(items), metrics.subjects_of(trial), judge
 
 
 # How often a running trial writes the verdicts judged so far: the list is one JSON value rewritten
@@ -167,22 +203,13 @@ def trial_execute(*, trial_pk: int) -> None:
         trial.verdicts, trial.judged = [], 0  # a trial taken up again starts over
         trial.save(update_fields=["status", "started_at", "heartbeat_at", "attempts", "verdicts", "judged"])
     try:
-        labels = _before(trial)
-        results = EvaluationResult.objects.select_related("run").in_bulk(trial.test)
-        rules: dict = {}
+        labels, subjects, judge = _metric_items(trial) if trial.of_metric else _rule_items(trial)
         with usage_scope(api_key_id=trial.api_key_id):
             for pk in trial.test:
-                if pk not in results or pk not in labels:
+                if pk not in subjects or pk not in labels:
                     continue  # deleted, or no longer labelled, since the trial was created
-                verdict = _judge_again(trial, results[pk], rules)
-                trial.verdicts.append(
-                    {
-                        "result": pk,
-                        "result_id": str(results[pk].result_id),
-                        **labels[pk],
-                        "after": verdict.kept(),
-                    }
-                )
+                public_id, after = judge(subjects[pk])
+                trial.verdicts.append({"result": pk, "result_id": public_id, **labels[pk], "after": after})
                 trial.judged += 1
                 trial.heartbeat_at = timezone.now()
                 # Progress after every item; the verdicts (a JSON list rewritten whole) every few.
@@ -260,7 +287,8 @@ def _publish_rule_text(trial: AlignmentTrial, author: str) -> dict:
 @transaction.atomic
 def trial_publish(*, trial: AlignmentTrial, author: str = "") -> AlignmentTrial:
     """Put the candidate in force: the rule's new text as a new rubric version, or the rule's judge
-    model or instructions (RuleJudge) for the runs created from now on. Refused (409) unless the
+    model or instructions (RuleJudge) for the runs created from now on, or a metric's (MetricJudge)
+    for the agent's evaluations made from now on. Refused (409) unless the
     trial is done, not yet published, and found the candidate better at 95%."""
     trial = AlignmentTrial.objects.select_for_update().select_related("rubric").get(pk=trial.pk)
     if trial.status != AlignmentTrial.Status.DONE:
@@ -280,7 +308,9 @@ def trial_publish(*, trial: AlignmentTrial, author: str = "") -> AlignmentTrial:
                 else "kappa's gain is undefined on these items (too few, or one class only)."
             )
         )
-    if "rubric_version" in trial.candidate:
+    if trial.of_metric:
+        published = metrics.publish(trial, author)
+    elif "rubric_version" in trial.candidate:
         published = _publish_rule_text(trial, author)
     else:
         row = rule_judge_set(

@@ -500,12 +500,13 @@ class TrialVerdictOut(BaseModel):
 class TrialNewVerdictOut(TrialVerdictOut):
     reasoning: str
     judge: str
+    value: float | None = Field(default=None, description="A metric's score, 0..1 (a rule's verdict has none).")
 
 
 class TrialChangedItemOut(BaseModel):
-    id: str = Field(description="The run result's result_id.")
+    id: str = Field(description="The run result's result_id; a metric trial's: the evaluation's session id.")
     url: str = Field(description="Its console page.")
-    human: bool = Field(description="The reviewer's verdict.")
+    human: bool = Field(description="The reviewer's verdict (a metric's score: a pass from 0.6).")
     before: TrialVerdictOut = Field(description="The judge's verdict as stored.")
     after: TrialNewVerdictOut = Field(description="The candidate's verdict.")
 
@@ -526,8 +527,12 @@ class AlignmentTrialOut(BaseModel):
     reviewers labelled. The figures are null until it is done."""
 
     id: uuid.UUID = Field(validation_alias="trial_id")
-    rubric_id: uuid.UUID
-    rule: str = Field(validation_alias="rule_id")
+    rubric_id: uuid.UUID | None = Field(description="The rubric of a rule's trial; null for a metric's.")
+    rule: str | None = Field(validation_alias="rule_id", description="The rule's id; null for a metric's trial.")
+    metric: str | None = Field(description="The agentic metric of a metric's trial; null for a rule's.")
+    agent_name: str | None = Field(
+        description="A metric's trial: the agent whose evaluations it uses (null: every agent's)."
+    )
     proposal: dict[str, Any] = Field(
         description='What is tried: {"rubric_version": n}, {"judge_model": "..."} or {"prompt_template": "..."}.',
     )
@@ -547,7 +552,8 @@ class AlignmentTrialOut(BaseModel):
         description="Train-half items where the judge disagrees with the reviewer (the held-out half is not listed)."
     )
     published: dict[str, Any] | None = Field(
-        description='What publishing made: {"rubric_version", "new_version"} or {"rule_judge": {...}}; null before.'
+        description='What publishing made: {"rubric_version", "new_version"}, {"rule_judge": {...}} or '
+        '{"metric_judge": {...}}; null before.'
     )
     published_at: datetime | None
     error: str | None = absent_if_none("Why the trial failed.")
@@ -575,6 +581,9 @@ def trial_answer(trial, *, listed: bool = False):
     done = trial.report is not None
     return with_attributes(
         trial,
+        rule_id=trial.rule_id or None,
+        metric=trial.metric or None,
+        agent_name=trial.agent_name or None,
         proposal=trial.candidate,
         progress={"judged": trial.judged, "total": len(trial.test)},
         n_train=len(trial.train),

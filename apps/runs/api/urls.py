@@ -16,6 +16,7 @@ urlpatterns = [
         views.RubricAlignmentTrialsView.as_view(),
         name="rubric-alignment-trials",
     ),
+    path("metrics/alignment-trials", views.MetricAlignmentTrialsView.as_view(), name="metric-alignment-trials"),
     path("alignment-trials/<uuid:trial_id>", views.AlignmentTrialView.as_view(), name="alignment-trial"),
     path(
         "alignment-trials/<uuid:trial_id>/publish",

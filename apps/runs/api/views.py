@@ -24,13 +24,14 @@ from apps.rubrics.selectors import rubric_get
 from apps.runs import selectors, services
 from apps.runs.alignment import selectors as alignment_selectors
 from apps.runs.alignment import services as alignment_services
+from apps.runs.alignment.metrics import metric_trial_create
 from apps.runs.alignment.selectors import MIN_LABELS
 from apps.runs.attempts import ItemAttempts
 from apps.runs.comparison import REGRESSED
 from apps.runs.judging.aggregate import PASSED
 from apps.runs.models import EvaluationResult, EvaluationRun, iter_with_verdicts
 from apps.runs.reviews import Review, human_passed, in_force
-from apps.runs.schemas import AlignmentTrialIn
+from apps.runs.schemas import AlignmentTrialIn, MetricTrialIn
 from apps.scores.agreement import agreement_entry
 
 from .schemas import (
@@ -98,6 +99,12 @@ RESULTS_OFFSET_MAX = 100_000_000
 # database cursor, so the server's memory does not grow with the run; smaller ones answer at once.
 RESULTS_INLINE_MAX = 1000
 STREAM_CHUNK_BYTES = 256 * 1024
+
+
+class MetricTrialListQuery(BaseModel):
+    agent_name: str | None = Field(
+        default=None, max_length=255, description="only the trials of this agent's evaluations (\"\": every agent's)"
+    )
 
 
 class ResultQuery(BaseModel):
@@ -455,6 +462,50 @@ class RubricAlignmentTrialsView(APIView):
     def get(self, request, rubric_id):
         rubric = rubric_get(rubric_id, project=project_of(request))
         trials = alignment_selectors.trial_list(rubric=rubric)
+        return respond(AlignmentTrialList, [trial_answer(t, listed=True) for t in trials])
+
+
+class MetricAlignmentTrialsView(APIView):
+    """Alignment trials of agentic metrics: a rule's trial for a metric of the project's evaluations
+    (of one agent, or every agent's). Same scopes and billing as a rule's."""
+
+    required_scopes = {"GET": "read", "POST": "review"}
+    llm_spending_methods = {"POST"}
+
+    @extend_schema(
+        tags=["agentic metrics"],
+        request=MetricTrialIn,
+        responses={202: AlignmentTrialCreatedOut},
+        summary="Try a candidate judge for one agentic metric on the held-out half of the evaluations reviewers "
+        "labelled",
+        description=f"The candidate is a judge model or a prompt template (in place of the metric's rubric; the "
+        f"session stays data). A reviewer's score counts as a pass from 0.6, as the judge's does. Refused with 422 "
+        f"when fewer than {MIN_LABELS} evaluations are labelled. GET /api/v1/alignment-trials/{{id}} shows its "
+        "progress and figures; publishing makes it the metric's judge for the agent's evaluations from then on.",
+        operation_id="metric_alignment_trial_create",
+    )
+    def post(self, request):
+        body = validate_body(MetricTrialIn, request.data)
+        if llm_configured() and body.candidate.judge_model not in HEURISTIC_JUDGES:
+            llm_rate_check(request, self)
+        trial = metric_trial_create(
+            project=project_of(request),
+            data=body,
+            created_by=request.user if request.user.is_authenticated else None,
+            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+        )
+        return respond(AlignmentTrialCreatedOut, trial, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        tags=["agentic metrics"],
+        parameters=query_parameters(MetricTrialListQuery),
+        responses={200: AlignmentTrialList},
+        summary="The project's trials of agentic metrics, newest first (at most 50; figures without the item lists)",
+        operation_id="metric_alignment_trial_list",
+    )
+    def get(self, request):
+        query = query_of(MetricTrialListQuery, request)
+        trials = alignment_selectors.metric_trial_list(project=project_of(request), agent_name=query.agent_name)
         return respond(AlignmentTrialList, [trial_answer(t, listed=True) for t in trials])
 
 
