@@ -321,5 +321,6 @@ def test_the_schema_documents_429_where_requests_spend_llm_tokens():
         ("/api/v1/metrics-query", "post"),
         ("/api/v1/runs", "post"),
         ("/api/v1/rubrics/{rubric_id}/alignment-trials", "post"),
+        ("/api/v1/metrics/alignment-trials", "post"),
         ("/api/v1/anchors/{anchor_id}/checks", "post"),
     }

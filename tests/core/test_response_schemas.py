@@ -27,6 +27,8 @@ from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
 from apps.core.models import Project, ProjectRole
 from apps.rubrics.models import RubricVersion
+from apps.scores.services import human_score_record
+from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key, project_key_client
 from tests.fakes.prometheus import FakeGrafana, canned_prometheus
 from tests.rubrics.factories import rubric_body
@@ -459,6 +461,18 @@ def test_every_operation_answers_what_the_document_declares(
     walk(api, "get", f"{v1}/alignment-trials/{trial['id']}", 200)
     walk(api, "get", f"{v1}/alignment-trials/{'0' * 8}-0000-0000-0000-{'0' * 12}", 404)
     walk(staff_api, "post", f"{v1}/alignment-trials/{trial['id']}/publish", 409)
+    # A metric's trial: the walk's agentic evaluations are too few labelled ones; then 24 are.
+    metric_trials = f"{v1}/metrics/alignment-trials"
+    metric_body = {"metric": "task_adherence", "candidate": {"judge_model": "heuristic"}}
+    walk(staff_api, "post", metric_trials, 422, body=metric_body)
+    for n in range(24):
+        evaluation = AgentEvaluationFactory(task_adherence=0.9)
+        human = {"kind": "metric", "key": "task_adherence", "passed": n % 2 == 0}
+        human_score_record(subject_kind="agentic_evaluation", subject_id=evaluation.pk, **human)
+    with django_capture_on_commit_callbacks(execute=True):
+        metric_trial = walk(staff_api, "post", metric_trials, 202, body=metric_body)
+    walk(api, "get", metric_trials, 200)
+    walk(api, "get", f"{v1}/alignment-trials/{metric_trial['id']}", 200)
     # Judge anchors: the walk's run marked as anchors of its test-set version and judged again.
     anchors = f"{v1}/test-sets/{test_set_id}/anchors"
     walk(api, "post", anchors, 422, body={"version": 99})
@@ -728,6 +742,7 @@ PARAMETERS_BEFORE_QUERY_MODELS = {
     "GET /api/v1/ingestion/ledger": [("query", "since"), ("query", "source"), ("query", "until")],
     "GET /api/v1/metrics/agreement": [("query", "agent_name")],
     "GET /api/v1/metrics/export": [("query", "download"), ("query", "format")],
+    "GET /api/v1/metrics/alignment-trials": [("query", "agent_name")],
     "GET /api/v1/metrics/history": [
         ("query", "agent_name"),
         ("query", "limit"),
