@@ -45,6 +45,7 @@ urlpatterns = [
     path("alignment-trials/<uuid:trial_id>/publish/", alignment.trial_publish_view, name="alignment-trial-publish"),
     path("traces/", traces.trace_list, name="trace-list"),
     path("agents/agreement/", traces.agent_agreement, name="agent-agreement"),
+    path("agents/alignment-trials/", alignment.metric_trial_start, name="metric-trial-start"),
     path("test-sets/from-traces/", testsets.items_from_sources, name="testset-from-traces"),
     path("rag/", rag.rag_list, name="rag-list"),
     path("ingestion/", ingestion.ingestion_page, name="ingestion"),

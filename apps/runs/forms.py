@@ -3,16 +3,18 @@ import uuid
 from django import forms
 from pydantic import ValidationError
 
+from apps.agentic.judges import AGENTIC_METRICS
 from apps.bots.models import Bot
 from apps.core.errors import DomainError
 from apps.rubrics.models import Rubric
 from apps.testsets.models import Dataset, TestSet
 
 from . import services
+from .alignment.metrics import metric_trial_create
 from .alignment.services import trial_create
 from .judging.aggregate import SCOPES
 from .models import LABEL_MAX_LENGTH
-from .schemas import MAX_PROMPT_TEMPLATE, AlignmentTrialIn, RunCreateIn
+from .schemas import MAX_PROMPT_TEMPLATE, AlignmentTrialIn, MetricTrialIn, RunCreateIn
 
 
 class OwnedSelect(forms.Select):
@@ -190,6 +192,42 @@ class AlignmentTrialForm(forms.Form):
         try:
             data = AlignmentTrialIn.model_validate({"rule": self.cleaned_data["rule"], "candidate": {kind: value}})
             return trial_create(rubric=self.rubric, data=data, created_by=user)
+        except ValidationError as exc:
+            self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
+        except DomainError as exc:
+            self.add_error(None, str(exc.detail))
+        return None
+
+
+class MetricTrialForm(forms.Form):
+    """The agent agreement page's "Try a candidate": a metric (of the page's agent, or of every
+    agent's evaluations), and a judge model or instructions to grade it with."""
+
+    metric = forms.ChoiceField(choices=[(name, name.replace("_", " ")) for name in AGENTIC_METRICS])
+    agent_name = forms.CharField(required=False, max_length=255, widget=forms.HiddenInput)
+    kind = forms.ChoiceField(choices=CANDIDATE_KINDS[1:], widget=forms.RadioSelect, initial="judge_model")
+    judge_model = forms.CharField(required=False, max_length=200, help_text='"heuristic" or an allowed LLM model')
+    prompt_template = forms.CharField(
+        required=False,
+        max_length=MAX_PROMPT_TEMPLATE,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text="Read by the LLM judge in place of the metric's rubric; the session (always appended) stays data.",
+    )
+
+    def __init__(self, *args, project, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.project = project
+
+    def start(self, *, user):
+        """The new trial, or None with the refusal (of the input or of the service) on the form."""
+        kind = self.cleaned_data["kind"]
+        body = {
+            "metric": self.cleaned_data["metric"],
+            "agent_name": self.cleaned_data["agent_name"] or None,
+            "candidate": {kind: self.cleaned_data.get(kind)},
+        }
+        try:
+            return metric_trial_create(project=self.project, data=MetricTrialIn.model_validate(body), created_by=user)
         except ValidationError as exc:
             self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
         except DomainError as exc:

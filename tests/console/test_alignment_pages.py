@@ -104,3 +104,56 @@ def test_another_projects_trial_is_404(client, rubric):
     )
     member_client(client, ProjectFactory(slug="other"), ProjectRole.ADMIN)
     assert client.get(f"/console/alignment-trials/{trial.trial_id}/").status_code == 404
+
+
+# --- a metric's trial, from the agent agreement page -------------------------------------------------
+
+
+def test_a_reviewer_tries_a_metric_judge_and_an_editor_publishes_it(
+    client, openai_server, settings, django_capture_on_commit_callbacks
+):
+    from apps.agentic.models import MetricJudge
+    from tests.runs.test_metric_alignment import _grades_done, reviewed
+
+    settings.EVALSITE_JUDGE_MODELS = ["careful-model"]
+    evaluations = reviewed(20, 20)
+    member_client(client, Project.objects.default(), ProjectRole.REVIEWER)
+    page = client.get("/console/agents/agreement/", {"agent": "BillingAgent"}).content.decode()
+    assert 'id="trial-form"' in page and 'name="agent_name" value="BillingAgent"' in page and "No trial yet." in page
+    for _ in range(20):
+        openai_server.push(_grades_done)
+    form = {
+        "metric": "task_adherence",
+        "agent_name": "BillingAgent",
+        "kind": "judge_model",
+        "judge_model": "careful-model",
+    }
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post("/console/agents/alignment-trials/", form)
+    trial = AlignmentTrial.objects.get()
+    assert response.status_code == 302 and response.url == f"/console/alignment-trials/{trial.trial_id}/"
+    page = client.get(response.url).content.decode()
+    assert "Alignment trial of task_adherence" in page and "the judge model <strong>careful-model</strong>" in page
+    assert "Better at 95%." in page and "An editor can publish it." in page
+    failed_held_out = [e for e in evaluations[20:] if e.pk in trial.test]
+    assert failed_held_out and all(f"/console/traces/{e.session_id}/" in page for e in failed_held_out)
+    listed = client.get("/console/agents/agreement/", {"agent": "BillingAgent"}).content.decode()
+    assert f"/console/alignment-trials/{trial.trial_id}/" in listed and "model careful-model" in listed
+    assert client.post(f"/console/alignment-trials/{trial.trial_id}/publish/").status_code == 403
+
+    member_client(client, Project.objects.default(), ProjectRole.EDITOR)
+    published = client.post(f"/console/alignment-trials/{trial.trial_id}/publish/", follow=True).content.decode()
+    assert "The task_adherence of BillingAgent is now graded with the candidate" in published
+    assert "evaluations made since grade task_adherence with the model careful-model" in published
+    assert MetricJudge.objects.get().judge_model == "careful-model"
+
+
+def test_a_metric_trial_refused_says_why_on_the_agent_page(client):
+    member_client(client, Project.objects.default(), ProjectRole.REVIEWER)
+    form = {"metric": "task_adherence", "agent_name": "BillingAgent", "kind": "judge_model", "judge_model": "heuristic"}
+    page = client.post("/console/agents/alignment-trials/", form, follow=True).content.decode()
+    assert (
+        "A trial needs at least 20 evaluations of BillingAgent a reviewer labelled for task_adherence; it has 0."
+        in page
+    )
+    assert not AlignmentTrial.objects.exists()

@@ -2,6 +2,8 @@
 from the rubric page, follows it on the trial's page (progress, kappa before and after, the items
 whose verdict changed), and an editor publishes it when it is better at 95%."""
 
+from urllib.parse import quote
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render
@@ -15,7 +17,7 @@ from apps.core.versioning.selectors import head_data
 from apps.rubrics.selectors import rubric_get
 from apps.runs.alignment.selectors import MIN_LABELS, changed_items, train_disagreements, trial_get
 from apps.runs.alignment.services import trial_publish
-from apps.runs.forms import AlignmentTrialForm
+from apps.runs.forms import AlignmentTrialForm, MetricTrialForm
 
 from ..access import CONFIGURE, REVIEW
 from ..context import console_context
@@ -37,6 +39,20 @@ def trial_start(request, rubric_id):
 
 
 @login_required
+@require_POST
+@role_required(REVIEW)
+def metric_trial_start(request):
+    form = MetricTrialForm(request.POST, project=project_of(request))
+    trial = form.start(user=request.user) if form.is_valid() else None
+    if trial is None:
+        for error in form.non_field_errors() + [e for errors in form.errors.values() for e in errors]:
+            messages.error(request, error)
+        agent = request.POST.get("agent_name") or ""
+        return redirect(reverse("console:agent-agreement") + (f"?agent={quote(agent)}" if agent else "") + "#alignment")
+    return redirect("console:alignment-trial", trial.trial_id)
+
+
+@login_required
 def trial_page(request, trial_id):
     trial = found_or_404(trial_get, trial_id, project=project_of(request))
     return render(
@@ -44,7 +60,7 @@ def trial_page(request, trial_id):
         "console/alignment_trial.html",
         console_context(
             request,
-            title=f"Alignment trial: {trial.rule_id}",
+            title=f"Alignment trial: {trial.rule_id or trial.metric}",
             trial=trial,
             report=trial.report,
             changed=changed_items(trial),
@@ -67,7 +83,10 @@ def trial_publish_view(request, trial_id):
         messages.error(request, str(exc.detail))
     else:
         published = trial.published or {}
-        if "rule_judge" in published:
+        if "metric_judge" in published:
+            whose = trial.agent_name or "every agent without its own"
+            messages.success(request, f"The {trial.metric} of {whose} is now graded with the candidate from now on.")
+        elif "rule_judge" in published:
             messages.success(
                 request, f"Rule {trial.rule_id} is now judged with the candidate in runs created from now on."
             )

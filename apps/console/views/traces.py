@@ -11,6 +11,8 @@ from apps.agentic.selectors import evaluation_links, evaluation_list, metric_agr
 from apps.agentic.services import evaluation_create_for_session
 from apps.core.errors import DomainError
 from apps.core.projects.resolution import project_of
+from apps.runs.alignment.selectors import MIN_LABELS, metric_trial_list
+from apps.runs.forms import MetricTrialForm
 from apps.traces import filters as trace_filters
 from apps.traces.costs import stored_cost
 from apps.traces.selectors import FIRST_PAGE, trace_agent_names, trace_find, trace_tool_call_page
@@ -153,5 +155,14 @@ def agent_agreement(request):
     return render(
         request,
         "console/agent_agreement.html",
-        console_context(request, title="Judge agreement", agents=agents, agent=agent, rows=rows),
+        console_context(
+            request,
+            title="Judge agreement",
+            agents=agents,
+            agent=agent,
+            rows=rows,
+            trial_form=MetricTrialForm(project=project_of(request), initial={"agent_name": agent or ""}),
+            trials=metric_trial_list(project=project_of(request), agent_name=agent),
+            min_labels=MIN_LABELS,
+        ),
     )
