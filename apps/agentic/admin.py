@@ -268,8 +268,21 @@ class MetricJudgeForm(forms.ModelForm):
         model = MetricJudge
         fields = ["agent_name", "metric", "judge_model", "instructions"]
 
+    # Set by MetricJudgeAdmin.get_form: the project is not a form field, so the form's own unique
+    # check cannot see the (project, agent, metric) constraint, and a duplicate would be a 500.
+    project_id: int
+
     def clean_judge_model(self):
         return judge_model_clean(self.cleaned_data["judge_model"])
+
+    def clean(self):
+        data = super().clean()
+        taken = MetricJudge.objects.filter(
+            project_id=self.project_id, agent_name=data.get("agent_name", ""), metric=data.get("metric")
+        ).exclude(pk=self.instance.pk)
+        if taken.exists():
+            raise forms.ValidationError("This agent already has a judge for this metric: edit that one.")
+        return data
 
 
 @admin.register(MetricJudge)
@@ -284,6 +297,11 @@ class MetricJudgeAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     search_fields = ["agent_name", "judge_model"]
     readonly_fields = ["trial_id", "author", "updated_at"]
     fields = ["agent_name", "metric", "judge_model", "instructions", "trial_id", "author", "updated_at"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change=change, **kwargs)
+        form.project_id = project_of(request).pk
+        return form
 
     @admin.display(description="instructions")
     def short_instructions(self, obj):
