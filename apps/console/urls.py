@@ -40,6 +40,7 @@ urlpatterns = [
     path("alignment-trials/<uuid:trial_id>/", alignment.trial_page, name="alignment-trial"),
     path("anchors/", anchors.anchor_list, name="anchors"),
     path("anchors/<uuid:anchor_id>/check/", anchors.anchor_check_now, name="anchor-check-now"),
+    path("anchors/<uuid:anchor_id>/unmark/", anchors.anchor_unmark, name="anchor-unmark"),
     path("anchor-checks/<uuid:check_id>/", anchors.anchor_check_page, name="anchor-check"),
     path("runs/<uuid:run_id>/anchors/", anchors.anchor_mark, name="anchor-mark"),
     path("alignment-trials/<uuid:trial_id>/publish/", alignment.trial_publish_view, name="alignment-trial-publish"),

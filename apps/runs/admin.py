@@ -18,7 +18,7 @@ from . import services
 from .forms import AdminRunLaunchForm
 from .judging.aggregate import UNASSESSED
 from .judging.types import CRITERION, RULE, Verdict
-from .models import EvaluationResult, EvaluationRun
+from .models import AlignmentTrial, AnchorCheck, AnchorSet, EvaluationResult, EvaluationRun
 from .selectors import run_bot_choices, run_live_component_scores
 
 
@@ -345,3 +345,72 @@ class EvaluationResultAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelA
     @admin.display(description="scores")
     def scores_pretty(self, obj):
         return pretty_json(obj.scores)
+
+
+class NoDeleteViewOnlyAdmin(ProjectScopedAdmin, ViewOnlyAdminMixin, admin.ModelAdmin):
+    """Rows a service keeps consistent (a check in flight holds its anchors; a trial its report):
+    read here, changed and deleted through the console or the API, never by a bare admin delete."""
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(AnchorSet)
+class AnchorSetAdmin(NoDeleteViewOnlyAdmin):
+    """Test-set versions marked as anchors (apps.runs.anchors); unmark one on /console/anchors/."""
+
+    list_display = ["anchor_id", "test_set_id", "test_set_version", "reference_run", "anchored", "created_at"]
+    list_select_related = ["reference_run"]
+    search_fields = ["anchor_id", "test_set_id"]
+    fields = ["anchor_id", "test_set_id", "test_set_version", "reference_run", "rubric_id", "rubric_version"]
+    fields += ["rule_ids", "has_criteria", "anchored", "reference_judges_shown", "created_by", "created_at"]
+    readonly_fields = fields
+
+    @admin.display(description="anchored results")
+    def anchored(self, obj):
+        return len(obj.results)
+
+    @admin.display(description="reference judges")
+    def reference_judges_shown(self, obj):
+        return pretty_json(obj.reference_judges)
+
+
+@admin.register(AnchorCheck)
+class AnchorCheckAdmin(NoDeleteViewOnlyAdmin):
+    project_path = "anchor_set__project"
+    list_display = ["check_id", "anchor_set", "trigger", "judge", "status", "judged", "total", "created_at"]
+    list_filter = ["status", "trigger"]
+    list_select_related = ["anchor_set"]
+    search_fields = ["check_id", "judge"]
+    fields = ["check_id", "anchor_set", "trigger", "judge", "status", "judged", "total", "error"]
+    fields += ["report_shown", "created_by", "created_at", "started_at", "finished_at"]
+    readonly_fields = fields
+
+    @admin.display(description="report")
+    def report_shown(self, obj):
+        return pretty_json(obj.report)
+
+
+@admin.register(AlignmentTrial)
+class AlignmentTrialAdmin(NoDeleteViewOnlyAdmin):
+    """Alignment trials of rubric rules and agentic metrics; their page is /console/alignment-trials/{id}/."""
+
+    list_display = ["trial_id", "rubric", "rule_id", "metric", "agent_name", "status", "judged", "created_at"]
+    list_filter = ["status", "metric"]
+    list_select_related = ["rubric"]
+    search_fields = ["trial_id", "rule_id", "agent_name"]
+    fields = ["trial_id", "rubric", "rule_id", "metric", "agent_name", "candidate_shown", "status", "judged"]
+    fields += ["report_shown", "published_shown", "error", "created_by", "created_at", "finished_at", "published_at"]
+    readonly_fields = fields
+
+    @admin.display(description="candidate")
+    def candidate_shown(self, obj):
+        return pretty_json(obj.candidate)
+
+    @admin.display(description="report")
+    def report_shown(self, obj):
+        return pretty_json(obj.report)
+
+    @admin.display(description="published")
+    def published_shown(self, obj):
+        return pretty_json(obj.published)

@@ -19,6 +19,16 @@ class RunsConfig(AppConfig):
         from .metrics import register_collector
 
         register_collector()
+        # Marking and unmarking anchors is configuration: audited (a check is not, it measures).
+        from apps.core.audit.registry import audit_register
+
+        audit_register(
+            self.get_model("AnchorSet"),
+            object_type="anchor_set",
+            exclude=("results", "rule_ids", "has_criteria", "reference_judges", "created_at", "created_by"),
+            object_id=lambda row: str(row.anchor_id),
+            on=("create", "delete"),
+        )
 
         demo_loader_register(label="bot, rubric, test set and question set", order=40, load=load_demo_evaluation_data)
         # After the loader above: two finished runs of its test set, the demo bot's and a changed bot's.

@@ -67,3 +67,22 @@ def test_a_running_check_refreshes_and_another_projects_is_404(client, reference
     member_client(client, ProjectFactory(slug="elsewhere"), ProjectRole.ADMIN, username="other")
     assert client.get(f"/console/anchor-checks/{check.check_id}/").status_code == 404
     assert "PTO questions" not in client.get("/console/anchors/").content.decode()
+
+
+def test_an_editor_unmarks_anchors_a_reviewer_cannot(client, reference):
+    run, test_set = reference
+    member_client(client, Project.objects.default(), ProjectRole.EDITOR, username="ed")
+    client.post(f"/console/runs/{run.run_id}/anchors/")
+    anchor_set = AnchorSet.objects.get()
+    assert f"/console/anchors/{anchor_set.anchor_id}/unmark/" in client.get("/console/anchors/").content.decode()
+    member_client(client, Project.objects.default(), ProjectRole.REVIEWER, username="rev")
+    page = client.get("/console/anchors/").content.decode()
+    assert "/unmark/" not in page and "Check now" in page
+    assert client.post(f"/console/anchors/{anchor_set.anchor_id}/unmark/").status_code == 403
+    member_client(client, Project.objects.default(), ProjectRole.EDITOR, username="ed2")
+    AnchorCheck.objects.create(anchor_set=anchor_set, status="running")
+    busy = client.post(f"/console/anchors/{anchor_set.anchor_id}/unmark/", follow=True).content.decode()
+    assert "pending or running" in busy and AnchorSet.objects.exists()
+    AnchorCheck.objects.update(status="done")
+    done = client.post(f"/console/anchors/{anchor_set.anchor_id}/unmark/", follow=True).content.decode()
+    assert "Version 1 is no longer anchors." in done and not AnchorSet.objects.exists()

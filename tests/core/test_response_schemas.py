@@ -27,6 +27,7 @@ from apps.core.api.renderers import OrjsonRenderer
 from apps.core.api.responses import AnswerShapeError, absent_if_none, respond
 from apps.core.models import Project, ProjectRole
 from apps.rubrics.models import RubricVersion
+from apps.runs.models import AnchorCheck
 from apps.scores.services import human_score_record
 from tests.agentic.factories import AgentEvaluationFactory
 from tests.core.factories import ApiKeyFactory, UserFactory, client_with_key, project_key_client
@@ -489,6 +490,10 @@ def test_every_operation_answers_what_the_document_declares(
     with django_capture_on_commit_callbacks(execute=False):
         walk(staff_api, "post", f"{v1}/anchors/{anchor['id']}/checks", 202)
     walk(staff_api, "post", f"{v1}/anchors/{anchor['id']}/checks", 409)
+    walk(api, "delete", f"{v1}/anchors/{anchor['id']}", 409)
+    AnchorCheck.objects.filter(status="pending").update(status="failed")
+    walk(api, "delete", f"{v1}/anchors/{anchor['id']}", 204)
+    walk(api, "delete", f"{v1}/anchors/{anchor['id']}", 404)
     from_traces = f"{v1}/test-sets/{test_set_id}/items/from-traces"
     walk(api, "post", from_traces, 422, body={"session_ids": ["no-such-session"]})
     walk(api, "post", from_traces, 409, body={"session_ids": ["s-1"], "version": 1})

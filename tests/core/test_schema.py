@@ -42,6 +42,7 @@ CONFLICTS = {
     ("post", "/api/v1/alignment-trials/{trial_id}/publish"),
     ("post", "/api/v1/test-sets/{test_set_id}/anchors"),
     ("post", "/api/v1/anchors/{anchor_id}/checks"),
+    ("delete", "/api/v1/anchors/{anchor_id}"),
 }
 
 

@@ -335,3 +335,70 @@ def test_a_run_too_large_for_anchors_is_refused(api, setup, monkeypatch):
     assert not AnchorSet.objects.exists()
     monkeypatch.setattr(services, "MAX_ANCHOR_RESULTS", 4)
     assert _mark(api, test_set).status_code == 201
+
+
+# --- unmarking, a lost message, the admin ---------------------------------------------------------------
+
+
+def test_unmarking_is_refused_while_a_check_is_in_flight_then_removes_the_anchors(
+    api, setup, django_capture_on_commit_callbacks
+):
+    from apps.core.models import AuditEvent
+
+    rubric, test_set = setup
+    _reference_run(rubric, test_set)
+    anchor_id = _mark(api, test_set).json()["id"]
+    with django_capture_on_commit_callbacks(execute=False):
+        assert api.post(f"/api/v1/anchors/{anchor_id}/checks").status_code == 202
+    refused = api.delete(f"/api/v1/anchors/{anchor_id}")
+    assert refused.status_code == 409 and "pending or running" in refused.json()["detail"]
+    reviewer = _client_with_key("reviewer", staff=False, scopes=["read", "review"])
+    assert reviewer.delete(f"/api/v1/anchors/{anchor_id}").status_code == 403
+    AnchorCheck.objects.update(status="done")
+    assert api.delete(f"/api/v1/anchors/{anchor_id}").status_code == 204
+    assert not AnchorSet.objects.exists() and not AnchorCheck.objects.exists()
+    assert api.delete(f"/api/v1/anchors/{anchor_id}").status_code == 404
+    actions = list(AuditEvent.objects.filter(object_type="anchor_set").values_list("action", "object_id"))
+    assert sorted(actions) == [("create", anchor_id), ("delete", anchor_id)]
+    assert _mark(api, test_set).status_code == 201, "the version can be marked again"
+
+
+def test_a_pending_check_whose_message_was_lost_is_queued_again_once_per_timeout(
+    api, setup, settings, django_capture_on_commit_callbacks, monkeypatch
+):
+    from apps.runs import tasks
+
+    rubric, test_set = setup
+    _reference_run(rubric, test_set)
+    anchor_id = _mark(api, test_set).json()["id"]
+    with django_capture_on_commit_callbacks(execute=False):  # the message is never sent: lost
+        api.post(f"/api/v1/anchors/{anchor_id}/checks")
+    check = AnchorCheck.objects.get()
+    sent = []
+    monkeypatch.setattr(tasks.run_anchor_check, "delay", lambda pk: sent.append(pk))
+    anchors_watch()
+    assert sent == [], "not stale yet"
+    old = timezone.now() - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS + 1)
+    AnchorCheck.objects.filter(pk=check.pk).update(created_at=old)
+    anchors_watch()
+    anchors_watch()
+    assert sent == [check.pk], "queued again once, not at every beat"
+    check.refresh_from_db()
+    assert check.status == "pending" and check.heartbeat_at is not None
+
+
+def test_the_admin_lists_anchors_and_checks_read_only(admin_client, api, setup, django_capture_on_commit_callbacks):
+    rubric, test_set = setup
+    _reference_run(rubric, test_set)
+    anchor_id = _mark(api, test_set).json()["id"]
+    check = _check(api, anchor_id, django_capture_on_commit_callbacks)
+    anchor_set, stored = AnchorSet.objects.get(), AnchorCheck.objects.get()
+    assert anchor_id in admin_client.get("/admin/runs/anchorset/").content.decode()
+    page = admin_client.get(f"/admin/runs/anchorset/{anchor_set.pk}/change/").content.decode()
+    assert "anchored results" in page.lower()
+    saved = admin_client.post(f"/admin/runs/anchorset/{anchor_set.pk}/change/", {"test_set_version": 9})
+    assert saved.status_code == 403
+    assert check["id"] in admin_client.get("/admin/runs/anchorcheck/").content.decode()
+    assert admin_client.get(f"/admin/runs/anchorcheck/{stored.pk}/change/").status_code == 200
+    assert admin_client.post(f"/admin/runs/anchorset/{anchor_set.pk}/delete/").status_code == 403
+    assert AnchorSet.objects.exists()

@@ -84,3 +84,17 @@ def anchor_check_page(request, check_id):
             running=check.in_flight,
         ),
     )
+
+
+@login_required
+@require_POST
+@role_required(CONFIGURE)
+def anchor_unmark(request, anchor_id):
+    anchor_set = found_or_404(selectors.anchor_set_get, anchor_id, project=project_of(request))
+    try:
+        services.anchor_set_unmark(anchor_set=anchor_set)
+    except DomainError as exc:
+        messages.error(request, str(exc.detail))
+    else:
+        messages.success(request, f"Version {anchor_set.test_set_version} is no longer anchors.")
+    return redirect("console:anchors")

@@ -11,6 +11,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.core.errors import ConflictError, DomainError, InvalidInputError
@@ -120,6 +121,19 @@ def anchor_set_mark(*, test_set: TestSet, version: int, run_id=None, created_by=
             )
     except IntegrityError:
         raise ConflictError(f"Version {version} of the test set is anchors already.") from None
+
+
+def anchor_set_unmark(*, anchor_set: AnchorSet) -> None:
+    """The version is no longer anchors: the anchor set and its checks go (a check's report is about
+    anchors that no longer exist). Refused with 409 while a check is pending or running, whose worker
+    would find its anchors gone. Audited by the registry (RunsConfig)."""
+    with transaction.atomic():
+        locked = AnchorSet.objects.select_for_update().filter(pk=anchor_set.pk).first()
+        if locked is None:
+            return
+        if locked.checks.filter(status__in=AnchorCheck.IN_FLIGHT).exists():
+            raise ConflictError("A check of these anchors is pending or running: unmark them when it has finished.")
+        locked.delete()
 
 
 def anchor_check_start(
@@ -279,8 +293,17 @@ def anchor_check_execute(*, check_pk: int) -> None:
 
 def _fail_stale_checks() -> int:
     """Fail the running checks whose worker stopped (no progress for the run heartbeat timeout): a
-    check left running would hold off every later check of its anchors."""
+    check left running would hold off every later check of its anchors. Pending ones whose Celery
+    message was lost (pending that long) are queued again; their heartbeat, as the time they were
+    last queued, keeps one from being queued at every beat (running it twice is harmless: only a
+    pending check starts)."""
     stale = timezone.now() - timedelta(seconds=settings.EVALSITE_RUN_HEARTBEAT_TIMEOUT_SECONDS)
+    lost = AnchorCheck.objects.filter(status=AnchorCheck.Status.PENDING).filter(
+        Q(heartbeat_at__lt=stale) | Q(heartbeat_at__isnull=True, created_at__lt=stale)
+    )
+    for pk in list(lost.values_list("pk", flat=True)):
+        if AnchorCheck.objects.filter(pk=pk, status=AnchorCheck.Status.PENDING).update(heartbeat_at=timezone.now()):
+            tasks.run_anchor_check.delay(pk)
     return AnchorCheck.objects.filter(status=AnchorCheck.Status.RUNNING, heartbeat_at__lt=stale).update(
         status=AnchorCheck.Status.FAILED,
         error="The worker stopped: no verdict was judged for "

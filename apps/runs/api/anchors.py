@@ -3,6 +3,7 @@ a check, read a check's drift report (apps.runs.anchors)."""
 
 from drf_spectacular.utils import extend_schema
 from rest_framework import status
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.core.api.openapi import CONFLICT
@@ -111,3 +112,22 @@ class AnchorCheckView(APIView):
     def get(self, request, check_id):
         check = selectors.check_get(check_id, project=project_of(request))
         return respond(AnchorCheckOut, anchor_check_answer(check, changed_verdicts=selectors.changed_verdicts(check)))
+
+
+class AnchorSetView(APIView):
+    """Unmarking changes what the platform judges again: `configure`, as marking."""
+
+    required_scopes = {"DELETE": "configure"}
+
+    @extend_schema(
+        tags=TAG,
+        request=None,
+        responses={204: None, 409: CONFLICT},
+        summary="Unmark anchors: the version is no longer judged again on judge changes (its checks go too)",
+        description="409 while a check of the anchors is pending or running.",
+        operation_id="anchor_set_delete",
+    )
+    def delete(self, request, anchor_id):
+        anchor_set = selectors.anchor_set_get(anchor_id, project=project_of(request))
+        services.anchor_set_unmark(anchor_set=anchor_set)
+        return Response(status=status.HTTP_204_NO_CONTENT)

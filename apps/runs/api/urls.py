@@ -30,6 +30,7 @@ from . import anchors  # noqa: E402 - the judge anchors' views, in their own mod
 
 urlpatterns += [
     path("test-sets/<uuid:test_set_id>/anchors", anchors.TestSetAnchorsView.as_view(), name="test-set-anchors"),
+    path("anchors/<uuid:anchor_id>", anchors.AnchorSetView.as_view(), name="anchor-set"),
     path("anchors/<uuid:anchor_id>/checks", anchors.AnchorChecksView.as_view(), name="anchor-checks"),
     path("anchor-checks/<uuid:check_id>", anchors.AnchorCheckView.as_view(), name="anchor-check"),
 ]
