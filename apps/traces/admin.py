@@ -4,6 +4,7 @@ from django.db.models.functions import RowNumber
 from django.forms.models import BaseInlineFormSet
 
 from apps.core.admin.scoping import ProjectScopedAdmin
+from apps.core.pricing import amount_text
 from apps.core.admin.utils import pretty_json
 
 from .models import AgentTrace, ToolCall
@@ -71,7 +72,17 @@ class AgentTraceAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     traces add their own inlines and actions to this page (apps.agentic.admin adds the verdicts)."""
 
     # Operation and intent share a column so the list fits a 1440 px window beside its filters.
-    list_display = ["session_id", "agent_name", "source", "status", "request", "tool_calls", "duration", "start_time"]
+    list_display = [
+        "session_id",
+        "agent_name",
+        "source",
+        "status",
+        "request",
+        "tool_calls",
+        "duration",
+        "cost_shown",
+        "start_time",
+    ]
     list_filter = ["status", "source", "agent_name", "operation", "success"]
     search_fields = ["session_id", "user_query", "agent_name", "intent_detected"]
     date_hierarchy = "start_time"
@@ -81,7 +92,10 @@ class AgentTraceAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     fieldsets = [
         (None, {"fields": ["session_id", "agent_name", "source", "status", "success", "error"]}),
         ("Request", {"fields": ["user_query", "intent_detected", "resource_type", "operation"]}),
-        ("Outcome", {"fields": ["final_response", "start_time", "end_time", "duration", "tool_call_count"]}),
+        (
+            "Outcome",
+            {"fields": ["final_response", "start_time", "end_time", "duration", "tool_call_count", "cost_shown"]},
+        ),
         ("Metadata", {"fields": ["metadata_pretty"], "classes": ["collapse"]}),
     ]
     readonly_fields = [
@@ -100,6 +114,7 @@ class AgentTraceAdmin(ProjectScopedAdmin, admin.ModelAdmin):
         "end_time",
         "duration",
         "tool_call_count",
+        "cost_shown",
         "metadata_pretty",
     ]
 
@@ -117,6 +132,13 @@ class AgentTraceAdmin(ProjectScopedAdmin, admin.ModelAdmin):
     @admin.display(description="duration", ordering="duration_seconds")
     def duration(self, obj):
         return "—" if obj.duration_seconds is None else f"{obj.duration_seconds:.2f} s"
+
+    @admin.display(description="cost", ordering="cost")
+    def cost_shown(self, obj):
+        """As the trace list in the console shows it: the priced calls' sum, and the unpriced calls
+        counted apart (never $0 for them); — when nothing was priced."""
+        amount = "—" if obj.cost is None else f"${amount_text(obj.cost)}"
+        return f"{amount} + {obj.unpriced_calls} unpriced" if obj.unpriced_calls else amount
 
     @admin.display(description="metadata")
     def metadata_pretty(self, obj):
