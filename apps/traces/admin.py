@@ -4,8 +4,8 @@ from django.db.models.functions import RowNumber
 from django.forms.models import BaseInlineFormSet
 
 from apps.core.admin.scoping import ProjectScopedAdmin
-from apps.core.pricing import amount_text
 from apps.core.admin.utils import pretty_json
+from apps.core.pricing import amount_text
 
 from .models import AgentTrace, ToolCall
 from .selectors import tool_call_page_size

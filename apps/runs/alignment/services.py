@@ -195,7 +195,9 @@ def trial_execute(*, trial_pk: int) -> None:
     """Judge the trial's held-out items with its candidate, one by one, recording progress after each,
     then write its report. Runs once: a trial that is not pending is left as it is."""
     with transaction.atomic():
-        trial = AlignmentTrial.objects.select_for_update().select_related("rubric").filter(pk=trial_pk).first()
+        trial = (
+            AlignmentTrial.objects.select_for_update(of=("self",)).select_related("rubric").filter(pk=trial_pk).first()
+        )
         if trial is None or trial.status != AlignmentTrial.Status.PENDING:
             return
         trial.status, trial.started_at = AlignmentTrial.Status.RUNNING, timezone.now()
@@ -290,7 +292,7 @@ def trial_publish(*, trial: AlignmentTrial, author: str = "") -> AlignmentTrial:
     model or instructions (RuleJudge) for the runs created from now on, or a metric's (MetricJudge)
     for the agent's evaluations made from now on. Refused (409) unless the
     trial is done, not yet published, and found the candidate better at 95%."""
-    trial = AlignmentTrial.objects.select_for_update().select_related("rubric").get(pk=trial.pk)
+    trial = AlignmentTrial.objects.select_for_update(of=("self",)).select_related("rubric").get(pk=trial.pk)
     if trial.status != AlignmentTrial.Status.DONE:
         raise ConflictError(f"The trial is {trial.status}: only a finished trial can be published.")
     if trial.published_at is not None:
