@@ -324,12 +324,10 @@ def test_two_concurrent_writers_of_a_new_day_lose_no_increment(on_postgres):
 
 
 def test_the_trace_admin_shows_the_cost_as_the_console_does(admin_client):
-    priced = AgentTraceFactory(session_id="priced", cost=Decimal("0.0123"), unpriced_calls=0)
-    mixed = AgentTraceFactory(session_id="mixed", cost=Decimal("0.5"), unpriced_calls=2)
-    AgentTraceFactory(session_id="unpriced", cost=None, unpriced_calls=3)
-    listed = admin_client.get("/admin/traces/agenttrace/").content.decode()
-    assert "$0.012300" in listed and "$0.500000 + 2 unpriced" in listed and "— + 3 unpriced" in listed
-    assert "$0.000000" not in listed, "unpriced calls are never $0"
-    page = admin_client.get(f"/admin/traces/agenttrace/{priced.pk}/change/").content.decode()
-    assert "$0.012300" in page
-    assert admin_client.get(f"/admin/traces/agenttrace/{mixed.pk}/change/").status_code == 200
+    shown = {}
+    for name, cost, unpriced in (("priced", "0.0123", 0), ("mixed", "0.5", 2), ("unpriced", None, 3)):
+        trace = AgentTraceFactory(session_id=name, cost=cost and Decimal(cost), unpriced_calls=unpriced)
+        shown[name] = admin_client.get(f"/admin/traces/agenttrace/{trace.pk}/change/").content.decode()
+    assert "$0.012300" in shown["priced"]
+    assert "$0.500000 + 2 unpriced" in shown["mixed"]
+    assert "— + 3 unpriced" in shown["unpriced"] and "$0.000000" not in shown["unpriced"], "never $0"
