@@ -12,14 +12,12 @@ the agent (apps.agentic.models.MetricJudge): every evaluation of the agent from 
 from django.db import transaction
 
 from apps.agentic.judges import HeuristicAgenticJudge
-from apps.agentic.judges.composed import HEURISTIC_MODELS, MetricOverride, grade_with
+from apps.agentic.judges.composed import MetricOverride, grade_with
 from apps.agentic.models import AgentEvaluation, MetricJudge
 from apps.agentic.scoring import METRIC_PASS
 from apps.agentic.selectors import judge_input_of_evaluation
 from apps.agentic.services import metric_judge_set
 from apps.core.errors import InvalidInputError
-from apps.core.llm.client import llm_configured
-from apps.core.llm.quotas import judge_model_check
 from apps.scores.agreement import passed_at
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
@@ -27,19 +25,14 @@ from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 from .. import tasks
 from ..models import AlignmentTrial
 from ..schemas import MetricTrialIn
+from .candidates import judge_candidate_check
 from .selectors import MIN_LABELS, metric_labelled_items, metric_scope, split
 
 
 def _candidate_check(candidate: dict) -> None:
     if "rubric_version" in candidate:
         raise InvalidInputError("A metric has no rubric versions: try a judge_model or a prompt_template.")
-    if "judge_model" in candidate:
-        if candidate["judge_model"] not in HEURISTIC_MODELS:
-            if not llm_configured():
-                raise InvalidInputError("judge_model needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
-            judge_model_check(model=candidate["judge_model"])
-    elif not llm_configured():
-        raise InvalidInputError("A prompt_template needs an LLM judge: set OPENAI_API_KEY or OPENAI_BASE_URL")
+    judge_candidate_check(candidate)
 
 
 @transaction.atomic

@@ -17,7 +17,6 @@ from django.utils import timezone
 
 from apps.core.errors import ConflictError, InvalidInputError
 from apps.core.llm.client import get_llm_client, llm_configured
-from apps.core.llm.quotas import judge_model_check
 from apps.core.llm.usage import usage_scope
 from apps.rubrics.models import Rubric
 from apps.rubrics.schemas import RubricContent
@@ -27,15 +26,14 @@ from apps.scores.vocabulary import JudgeStatus
 
 from .. import tasks
 from ..executor import JudgeChoice, judge_one_rule, rule_judge, snapshot_context, stored_transcript
-from ..judging.types import JUDGE_HEURISTIC, Verdict
+from ..judging.types import Verdict
 from ..models import AlignmentTrial, EvaluationResult, EvaluationRun
 from ..schemas import AlignmentTrialIn
 from . import metrics
+from .candidates import HEURISTIC, judge_candidate_check
 from .selectors import MIN_LABELS, labelled_items, metric_labelled_items, rule_scope, split, trial_report
 
 logger = logging.getLogger(__name__)
-
-HEURISTIC = ("heuristic", JUDGE_HEURISTIC)
 
 
 def _rules_of(rubric: Rubric, version: int | None) -> dict[str, dict]:
@@ -51,13 +49,8 @@ def _candidate_check(rubric: Rubric, rule_id: str, candidate: dict) -> None:
             raise InvalidInputError(f"The rubric has no version {version}.")
         if rule_id not in _rules_of(rubric, version):
             raise InvalidInputError(f"Version {version} of the rubric has no rule {rule_id}.")
-    elif "judge_model" in candidate:
-        if candidate["judge_model"] not in HEURISTIC:
-            if not llm_configured():
-                raise InvalidInputError("judge_model needs an LLM: set OPENAI_API_KEY or OPENAI_BASE_URL")
-            judge_model_check(model=candidate["judge_model"])
-    elif not llm_configured():
-        raise InvalidInputError("A prompt_template needs an LLM judge: set OPENAI_API_KEY or OPENAI_BASE_URL")
+    else:
+        judge_candidate_check(candidate)
 
 
 @transaction.atomic
