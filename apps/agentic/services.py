@@ -291,6 +291,8 @@ def metric_overrides(project_id: int, agent_names: set[str]) -> dict[str, dict[s
     shared: dict[str, MetricOverride] = {}
     own: dict[str, dict[str, MetricOverride]] = {}
     for row in rows:
+        if not row.judge_model and not row.instructions:
+            continue  # a row an editor emptied in the admin changes nothing
         override = MetricOverride(judge_model=row.judge_model, instructions=row.instructions)
         (own.setdefault(row.agent_name, {}) if row.agent_name else shared)[row.metric] = override
     return {name: {**shared, **own.get(name, {})} for name in agent_names if shared or name in own}
@@ -314,28 +316,35 @@ def evaluations_create_for_traces(
     for project_id in {project for project, _ in groups}:
         agents = {agent for project, agent in groups if project == project_id}
         found |= {(project_id, agent): o for agent, o in metric_overrides(project_id, agents).items()}
-    if not found:
-        return _evaluate_traces(traces=traces, judge=judge, force=force, rule=rule)
+    # One judge for every trace unless an agent has metric judges: then one per agent, each judging
+    # its own traces (outside any transaction) before all the new verdicts are stored at once.
+    plans = (
+        [(list(range(len(traces))), judge)]
+        if not found
+        else [(indices, judge_for_agent(judge, found.get(key))) for key, indices in groups.items()]
+    )
     outcomes: list[EvaluationOutcome | None] = [None] * len(traces)
-    for key, indices in groups.items():
-        made = _evaluate_traces(
-            traces=[traces[i] for i in indices], judge=judge_for_agent(judge, found.get(key)), force=force, rule=rule
-        )
-        for i, outcome in zip(indices, made, strict=True):
+    fresh: list[AgentEvaluation] = []
+    for indices, plan_judge in plans:
+        judged = _judged([traces[i] for i in indices], plan_judge, force=force, rule=rule)
+        fresh += [outcome.evaluation for outcome in judged if not outcome.reused]
+        for i, outcome in zip(indices, judged, strict=True):
             outcomes[i] = outcome
+    _evaluations_store(fresh)
     return [o for o in outcomes if o is not None]
 
 
-def _evaluate_traces(
-    *, traces: list[AgentTrace], judge: AgenticJudge, force: bool, rule: EvaluationRule | None
+def _judged(
+    traces: list[AgentTrace], judge: AgenticJudge, *, force: bool, rule: EvaluationRule | None
 ) -> list[EvaluationOutcome]:
+    """Each trace's outcome with `judge`: its reusable stored evaluation, or a new unsaved one."""
     inputs = [judge_input_of_trace(t) for t in traces]
     prints = [fingerprint(data) for data in inputs]
     reusable = {} if force else _reusable([t.pk for t in traces], judge, prints)
     pending = [i for i, (t, fp) in enumerate(zip(traces, prints, strict=True)) if (t.pk, fp) not in reusable]
     verdicts = _judge_all(judge, [inputs[i] for i in pending])
-    fresh = [
-        _evaluation_from_verdict(
+    by_index = {
+        i: _evaluation_from_verdict(
             verdict,
             trace=traces[i],
             session_id=traces[i].session_id,
@@ -347,9 +356,7 @@ def _evaluate_traces(
             rule=rule,
         )
         for i, verdict in zip(pending, verdicts, strict=True)
-    ]
-    _evaluations_store(fresh)
-    by_index = dict(zip(pending, fresh, strict=True))
+    }
     return [
         EvaluationOutcome(by_index[i], False) if i in by_index else EvaluationOutcome(reusable[(t.pk, prints[i])], True)
         for i, t in enumerate(traces)

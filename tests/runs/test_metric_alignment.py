@@ -303,3 +303,25 @@ def test_an_llm_judge_with_one_metric_overridden_asks_only_for_the_other_two(api
         "intent_resolution": {"judge_model": "heuristic", "prompt_template": None}
     }
     assert answer["token_usage"]["total_tokens"] > 0
+
+
+def test_a_batch_of_two_agents_judges_each_with_its_own_judge_and_stores_both(api, openai_server):
+    project = AgentTraceFactory().project_id
+    MetricJudge.objects.create(
+        project_id=project, agent_name="BillingAgent", metric="task_adherence", instructions="Grade strictly."
+    )
+    MetricJudge.objects.create(project_id=project, agent_name="NetworkAgent", metric="task_adherence")  # emptied
+    billing = AgentTraceFactory(agent_name="BillingAgent", final_response=DONE)
+    network = AgentTraceFactory(agent_name="NetworkAgent")
+    openai_server.push(_grades_done)
+    body = {"session_ids": [network.session_id, billing.session_id], "judge": "heuristic"}
+    answer = api.post("/api/v1/metrics/evaluate/batch", body, format="json")
+    assert answer.status_code == 200, answer.json()
+    results = answer.json()["results"]
+    assert [r["session_id"] for r in results] == [network.session_id, billing.session_id], "in the order asked"
+    judges = dict(AgentEvaluation.objects.values_list("session_id", "judge"))
+    assert judges[network.session_id] == "heuristic:v1", "an emptied metric judge changes nothing"
+    # Instructions on the heuristic judge are read by the configured LLM, and the label names it.
+    assert judges[billing.session_id].startswith("heuristic:v1+task_adherence=judge-model/prompt:")
+    system = openai_server.chat_requests[0]["messages"][0]["content"]
+    assert system.startswith("Grade strictly.") and len(openai_server.chat_requests) == 1

@@ -7,6 +7,8 @@ judge that graded it."""
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from apps.core.llm.client import LLMClient, LLMNotConfigured, get_llm_client
 from apps.core.llm.fingerprint import template_hash
 
@@ -27,9 +29,20 @@ class MetricOverride:
     judge_model: str = ""
     instructions: str = ""
 
-    def identity(self) -> dict:
+    def model_under(self, base: AgenticJudge) -> str:
+        """The model that grades the metric when `base` is the judge asked for ("heuristic" for the
+        heuristic judge), known before judging, as metric_client will choose it."""
+        if self.judge_model in HEURISTIC_MODELS:
+            return "heuristic"
+        if self.judge_model:
+            return self.judge_model
+        if isinstance(base, LLMAgenticJudge):
+            return base.client.model
+        return settings.EVALSITE_JUDGE_MODEL if self.instructions else "heuristic"
+
+    def identity(self, base: AgenticJudge) -> dict:
         return {
-            "judge_model": self.judge_model or None,
+            "judge_model": self.model_under(base),
             "prompt_template": template_hash(self.instructions) if self.instructions else None,
         }
 
@@ -75,14 +88,16 @@ class ComposedAgenticJudge:
     @property
     def label(self) -> str:
         def part(name: str, o: MetricOverride) -> str:
-            prompt = f"/prompt:{o.identity()['prompt_template']}" if o.instructions else ""
-            return f"{name}={o.judge_model or 'same'}{prompt}"
+            identity = o.identity(self.base)
+            prompt = f"/prompt:{identity['prompt_template']}" if o.instructions else ""
+            return f"{name}={identity['judge_model']}{prompt}"
 
         return f"{self.base.label}+" + ",".join(part(name, o) for name, o in self.overrides.items())
 
     @property
     def fingerprint(self) -> dict:
-        return {**self.base.fingerprint, "overrides": {name: o.identity() for name, o in self.overrides.items()}}
+        overrides = {name: o.identity(self.base) for name, o in self.overrides.items()}
+        return {**self.base.fingerprint, "overrides": overrides}
 
     def evaluate(self, data: JudgeInput) -> AgenticVerdict:
         base_client = self.base.client if isinstance(self.base, LLMAgenticJudge) else None

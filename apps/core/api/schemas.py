@@ -19,9 +19,7 @@ Amount = Annotated[
 
 
 class MetricOverrideOut(BaseModel):
-    judge_model: str | None = Field(
-        description='"heuristic" or the LLM model that graded the metric; null: the judge\'s own'
-    )
+    judge_model: str = Field(description='"heuristic" or the LLM model that graded the metric')
     prompt_template: str | None = Field(
         description="short sha256 of the instructions it read; null: the standard prompt"
     )
