@@ -89,12 +89,12 @@ def metric_labelled_items(*, project_id: int, metric: str, agent_name: str = "")
 
 
 def split(items: list[Labelled], *, scope: str) -> tuple[list[Labelled], list[Labelled]]:
-    """(train, test): the items in the order of a hash of (scope, result), the scope naming what is
-    judged (rule_scope, metric_scope), the first half
-    (rounded up) held out for testing. The order does not depend on when a label was given, so an
-    item stays on its side as labels are added (only the boundary moves) and every trial of a rule is
-    tested on the same items: a candidate written from the train half's disagreements is measured on
-    items its author was not shown."""
+    """(train, test): the items in the order of a hash of (scope, item), the scope naming what is
+    judged (rule_scope, metric_scope), the first half (rounded up) held out for testing. The order
+    does not depend on when a label was given, so an item stays on its side as labels are added
+    (only the boundary moves) and every trial of a rule or metric is tested on the same items: a
+    candidate written from the train half's disagreements is measured on items its author was not
+    shown."""
 
     def place(item: Labelled) -> str:
         return hashlib.sha256(f"{scope}:{item.result}".encode()).hexdigest()
