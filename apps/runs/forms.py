@@ -164,18 +164,45 @@ CANDIDATE_KINDS = [
 ]
 
 
-class AlignmentTrialForm(forms.Form):
+def _prompt_template_field(help_text: str) -> forms.CharField:
+    return forms.CharField(
+        required=False, max_length=MAX_PROMPT_TEMPLATE, widget=forms.Textarea(attrs={"rows": 4}), help_text=help_text
+    )
+
+
+class _TrialForm(forms.Form):
+    """What the rubric page's and the agent page's "Try a candidate" share: the candidate's model
+    field, and turning the input or the service's refusal into the form's errors."""
+
+    judge_model = forms.CharField(required=False, max_length=200, help_text='"heuristic" or an allowed LLM model')
+
+    def candidate(self) -> dict:
+        kind = self.cleaned_data["kind"]
+        return {kind: self.cleaned_data.get(kind)}
+
+    def _started(self, start):
+        """start()'s trial, or None with the refusal on the form."""
+        try:
+            return start()
+        except ValidationError as exc:
+            self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
+        except DomainError as exc:
+            self.add_error(None, str(exc.detail))
+        return None
+
+    def refusals(self) -> list[str]:
+        """Every error once: form.errors holds the non-field ones too (under __all__)."""
+        return [error for errors in self.errors.values() for error in errors]
+
+
+class AlignmentTrialForm(_TrialForm):
     """The rubric page's "Try a candidate": a rule, and one change to how it is judged."""
 
     rule = forms.ChoiceField()
     kind = forms.ChoiceField(choices=CANDIDATE_KINDS, widget=forms.RadioSelect, initial="rubric_version")
     rubric_version = forms.TypedChoiceField(coerce=int, required=False, empty_value=None)
-    judge_model = forms.CharField(required=False, max_length=200, help_text='"heuristic" or an allowed LLM model')
-    prompt_template = forms.CharField(
-        required=False,
-        max_length=MAX_PROMPT_TEMPLATE,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="Read by the LLM judge before the rule, the bot context and the conversation (always appended).",
+    prompt_template = _prompt_template_field(
+        "Read by the LLM judge before the rule, the bot context and the conversation (always appended)."
     )
 
     def __init__(self, *args, rubric, rules: list[dict], **kwargs):
@@ -187,31 +214,26 @@ class AlignmentTrialForm(forms.Form):
 
     def start(self, *, user):
         """The new trial, or None with the refusal (of the input or of the service) on the form."""
-        kind = self.cleaned_data["kind"]
-        value = self.cleaned_data.get(kind)
-        try:
-            data = AlignmentTrialIn.model_validate({"rule": self.cleaned_data["rule"], "candidate": {kind: value}})
-            return trial_create(rubric=self.rubric, data=data, created_by=user)
-        except ValidationError as exc:
-            self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
-        except DomainError as exc:
-            self.add_error(None, str(exc.detail))
-        return None
+        return self._started(
+            lambda: trial_create(
+                rubric=self.rubric,
+                data=AlignmentTrialIn.model_validate(
+                    {"rule": self.cleaned_data["rule"], "candidate": self.candidate()}
+                ),
+                created_by=user,
+            )
+        )
 
 
-class MetricTrialForm(forms.Form):
+class MetricTrialForm(_TrialForm):
     """The agent agreement page's "Try a candidate": a metric (of the page's agent, or of every
     agent's evaluations), and a judge model or instructions to grade it with."""
 
     metric = forms.ChoiceField(choices=[(name, name.replace("_", " ")) for name in AGENTIC_METRICS])
     agent_name = forms.CharField(required=False, max_length=255, widget=forms.HiddenInput)
     kind = forms.ChoiceField(choices=CANDIDATE_KINDS[1:], widget=forms.RadioSelect, initial="judge_model")
-    judge_model = forms.CharField(required=False, max_length=200, help_text='"heuristic" or an allowed LLM model')
-    prompt_template = forms.CharField(
-        required=False,
-        max_length=MAX_PROMPT_TEMPLATE,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text="Read by the LLM judge in place of the metric's rubric; the session (always appended) stays data.",
+    prompt_template = _prompt_template_field(
+        "Read by the LLM judge in place of the metric's rubric; the session (always appended) stays data."
     )
 
     def __init__(self, *args, project, **kwargs):
@@ -220,16 +242,11 @@ class MetricTrialForm(forms.Form):
 
     def start(self, *, user):
         """The new trial, or None with the refusal (of the input or of the service) on the form."""
-        kind = self.cleaned_data["kind"]
         body = {
             "metric": self.cleaned_data["metric"],
             "agent_name": self.cleaned_data["agent_name"] or None,
-            "candidate": {kind: self.cleaned_data.get(kind)},
+            "candidate": self.candidate(),
         }
-        try:
-            return metric_trial_create(project=self.project, data=MetricTrialIn.model_validate(body), created_by=user)
-        except ValidationError as exc:
-            self.add_error(None, "; ".join(e["msg"] for e in exc.errors()))
-        except DomainError as exc:
-            self.add_error(None, str(exc.detail))
-        return None
+        return self._started(
+            lambda: metric_trial_create(project=self.project, data=MetricTrialIn.model_validate(body), created_by=user)
+        )

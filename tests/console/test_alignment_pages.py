@@ -76,7 +76,8 @@ def test_a_refused_trial_says_why_on_the_rubric_page(client, rubric, django_capt
             {"rule": "BRIEF", "kind": "rubric_version", "rubric_version": "2"},
             follow=True,
         ).content.decode()
-    assert "A trial needs at least 20 items a reviewer labelled for rule BRIEF; it has 10." in page
+    # Said once: not once as the form's own error and again among all its errors.
+    assert page.count("A trial needs at least 20 items a reviewer labelled for rule BRIEF; it has 10.") == 1
     assert not AlignmentTrial.objects.exists()
 
 
@@ -152,8 +153,6 @@ def test_a_metric_trial_refused_says_why_on_the_agent_page(client):
     member_client(client, Project.objects.default(), ProjectRole.REVIEWER)
     form = {"metric": "task_adherence", "agent_name": "BillingAgent", "kind": "judge_model", "judge_model": "heuristic"}
     page = client.post("/console/agents/alignment-trials/", form, follow=True).content.decode()
-    assert (
-        "A trial needs at least 20 evaluations of BillingAgent a reviewer labelled for task_adherence; it has 0."
-        in page
-    )
+    refusal = "A trial needs at least 20 evaluations of BillingAgent a reviewer labelled for task_adherence; it has 0."
+    assert page.count(refusal) == 1
     assert not AlignmentTrial.objects.exists()

@@ -32,7 +32,7 @@ def trial_start(request, rubric_id):
     form = AlignmentTrialForm(request.POST, rubric=rubric, rules=head_data(rubric).get("rules") or [])
     trial = form.start(user=request.user) if form.is_valid() else None
     if trial is None:
-        for error in form.non_field_errors() + [e for errors in form.errors.values() for e in errors]:
+        for error in form.refusals():
             messages.error(request, error)
         return redirect(reverse("console:rubric", args=[rubric.pk]) + "#alignment")
     return redirect("console:alignment-trial", trial.trial_id)
@@ -45,7 +45,7 @@ def metric_trial_start(request):
     form = MetricTrialForm(request.POST, project=project_of(request))
     trial = form.start(user=request.user) if form.is_valid() else None
     if trial is None:
-        for error in form.non_field_errors() + [e for errors in form.errors.values() for e in errors]:
+        for error in form.refusals():
             messages.error(request, error)
         agent = request.POST.get("agent_name") or ""
         return redirect(reverse("console:agent-agreement") + (f"?agent={quote(agent)}" if agent else "") + "#alignment")
