@@ -22,10 +22,9 @@ from apps.scores.agreement import passed_at
 from apps.scores.models import Score
 from apps.scores.vocabulary import JudgeStatus, ScoreKind, SubjectKind
 
-from .. import tasks
 from ..models import AlignmentTrial
 from ..schemas import MetricTrialIn
-from .candidates import judge_candidate_check
+from .candidates import judge_candidate_check, trial_queue
 from .selectors import MIN_LABELS, metric_labelled_items, metric_scope, split
 
 
@@ -51,18 +50,16 @@ def metric_trial_create(*, project, data: MetricTrialIn, created_by=None, api_ke
             f"it has {len(items)}."
         )
     train, test = split(items, scope=metric_scope(project.pk, agent_name, data.metric))
-    trial = AlignmentTrial.objects.create(
+    return trial_queue(
         project=project,
         metric=data.metric,
         agent_name=agent_name,
         candidate=candidate,
-        train=[item.result for item in train],
-        test=[item.result for item in test],
+        train=train,
+        test=test,
         created_by=created_by,
         api_key=api_key,
     )
-    transaction.on_commit(lambda: tasks.run_alignment_trial.delay(trial.pk))
-    return trial
 
 
 def subjects_of(trial: AlignmentTrial) -> dict[int, AgentEvaluation]:

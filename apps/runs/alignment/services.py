@@ -30,7 +30,7 @@ from ..judging.types import Verdict
 from ..models import AlignmentTrial, EvaluationResult, EvaluationRun
 from ..schemas import AlignmentTrialIn
 from . import metrics
-from .candidates import HEURISTIC, judge_candidate_check
+from .candidates import HEURISTIC, judge_candidate_check, trial_queue
 from .selectors import MIN_LABELS, labelled_items, metric_labelled_items, rule_scope, split, trial_report
 
 logger = logging.getLogger(__name__)
@@ -71,18 +71,16 @@ def trial_create(*, rubric: Rubric, data: AlignmentTrialIn, created_by=None, api
     train, test = split(items, scope=rule_scope(rubric.pk, rule_id))
     if "judge_model" not in candidate and not llm_configured():
         _llm_judged_check([item.result for item in test], rule_id)
-    trial = AlignmentTrial.objects.create(
+    return trial_queue(
         project_id=rubric.project_id,
         rubric=rubric,
         rule_id=rule_id,
         candidate=candidate,
-        train=[item.result for item in train],
-        test=[item.result for item in test],
+        train=train,
+        test=test,
         created_by=created_by,
         api_key=api_key,
     )
-    transaction.on_commit(lambda: tasks.run_alignment_trial.delay(trial.pk))
-    return trial
 
 
 def _llm_judged_check(result_pks: list[int], rule_id: str) -> None:

@@ -1,3 +1,4 @@
+from functools import partial
 from typing import Literal
 from urllib.parse import urlencode
 
@@ -422,6 +423,19 @@ class ResultReviewsView(APIView):
         )
 
 
+def _trial_started(request, view, body, create):
+    """202 with the trial `create` queued for `body`, billed to the request's key. The heuristic judge
+    spends nothing; any other candidate, or the items' own LLM judge, does."""
+    if llm_configured() and body.candidate.judge_model not in HEURISTIC_JUDGES:
+        llm_rate_check(request, view)
+    trial = create(
+        data=body,
+        created_by=request.user if request.user.is_authenticated else None,
+        api_key=request.auth if isinstance(request.auth, ApiKey) else None,
+    )
+    return respond(AlignmentTrialCreatedOut, trial, status=status.HTTP_202_ACCEPTED)
+
+
 class RubricAlignmentTrialsView(APIView):
     """Alignment trials of a rubric's rules. Starting one needs `review` (reviewers measure judges)
     and spends the platform's LLM, as a run does: its judge calls are billed to the key."""
@@ -442,16 +456,7 @@ class RubricAlignmentTrialsView(APIView):
     def post(self, request, rubric_id):
         rubric = rubric_get(rubric_id, project=project_of(request))
         body = validate_body(AlignmentTrialIn, request.data)
-        # The heuristic judge spends nothing; any other candidate, or the items' own LLM judge, does.
-        if llm_configured() and body.candidate.judge_model not in HEURISTIC_JUDGES:
-            llm_rate_check(request, self)
-        trial = alignment_services.trial_create(
-            rubric=rubric,
-            data=body,
-            created_by=request.user if request.user.is_authenticated else None,
-            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-        )
-        return respond(AlignmentTrialCreatedOut, trial, status=status.HTTP_202_ACCEPTED)
+        return _trial_started(request, self, body, partial(alignment_services.trial_create, rubric=rubric))
 
     @extend_schema(
         tags=["rubrics"],
@@ -486,15 +491,7 @@ class MetricAlignmentTrialsView(APIView):
     )
     def post(self, request):
         body = validate_body(MetricTrialIn, request.data)
-        if llm_configured() and body.candidate.judge_model not in HEURISTIC_JUDGES:
-            llm_rate_check(request, self)
-        trial = metric_trial_create(
-            project=project_of(request),
-            data=body,
-            created_by=request.user if request.user.is_authenticated else None,
-            api_key=request.auth if isinstance(request.auth, ApiKey) else None,
-        )
-        return respond(AlignmentTrialCreatedOut, trial, status=status.HTTP_202_ACCEPTED)
+        return _trial_started(request, self, body, partial(metric_trial_create, project=project_of(request)))
 
     @extend_schema(
         tags=["agentic metrics"],
