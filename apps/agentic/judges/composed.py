@@ -84,20 +84,15 @@ class ComposedAgenticJudge:
         self.base = base
         self.overrides = {name: overrides[name] for name in AGENTIC_METRICS if name in overrides}
         self.parallel = base.parallel or any(o.judge_model not in HEURISTIC_MODELS for o in self.overrides.values())
-
-    @property
-    def label(self) -> str:
-        def part(name: str, o: MetricOverride) -> str:
-            identity = o.identity(self.base)
-            prompt = f"/prompt:{identity['prompt_template']}" if o.instructions else ""
-            return f"{name}={identity['judge_model']}{prompt}"
-
-        return f"{self.base.label}+" + ",".join(part(name, o) for name, o in self.overrides.items())
-
-    @property
-    def fingerprint(self) -> dict:
-        overrides = {name: o.identity(self.base) for name, o in self.overrides.items()}
-        return {**self.base.fingerprint, "overrides": overrides}
+        # Known once, before judging: reuse looks stored evaluations up by both, and every verdict of
+        # this judge must carry the same ones (the settings a model is read from may change meanwhile).
+        identities = {name: o.identity(base) for name, o in self.overrides.items()}
+        self.label = f"{base.label}+" + ",".join(
+            f"{name}={identity['judge_model']}"
+            + (f"/prompt:{identity['prompt_template']}" if identity["prompt_template"] else "")
+            for name, identity in identities.items()
+        )
+        self.fingerprint = {**base.fingerprint, "overrides": identities}
 
     def evaluate(self, data: JudgeInput) -> AgenticVerdict:
         base_client = self.base.client if isinstance(self.base, LLMAgenticJudge) else None
