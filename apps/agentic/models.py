@@ -8,7 +8,7 @@ from django.utils import timezone
 from apps.core.models import default_project_id
 from apps.core.sampling import sampled
 from apps.scores.joins import ScoresJoin
-from apps.scores.models import Score
+from apps.scores.models import JudgeOverride, Score
 from apps.scores.vocabulary import JudgeStatus, Reason, ScoreKind, SubjectKind
 from apps.traces.models import AgentTrace
 
@@ -77,7 +77,7 @@ class EvaluationRule(models.Model):
         return sampled(f"{self.pk}:{session_id}", self.sample_rate)
 
 
-class MetricJudge(models.Model):
+class MetricJudge(JudgeOverride):
     """How one agentic metric is graded for one agent (or, agent_name blank, for every agent without
     its own) where it departs from the judge an evaluation asks for: a judge model, or the
     instructions an LLM reads in place of the metric's rubric, published from an alignment trial that
@@ -88,14 +88,8 @@ class MetricJudge(models.Model):
     project = models.ForeignKey("core.Project", on_delete=models.CASCADE, related_name="+", db_index=False)
     agent_name = models.CharField(max_length=255, blank=True, default="", help_text="Blank: every agent.")
     metric = models.CharField(max_length=32, choices=[(name, name) for name in AGENTIC_METRICS])
-    # "" keeps the evaluation's judge; "heuristic" or an allowed LLM model name replaces it.
-    judge_model = models.CharField(max_length=200, blank=True, default="")
-    # "" keeps the metric's standard prompt (apps.agentic.judges.llm_agentic.PROMPTS).
-    instructions = models.TextField(blank=True, default="")
-    # The alignment trial it was published from.
-    trial_id = models.UUIDField(null=True, blank=True)
-    author = models.CharField(max_length=150, blank=True, default="")
-    updated_at = models.DateTimeField(auto_now=True)
+    # judge_model, instructions (in place of apps.agentic.judges.llm_agentic.PROMPTS[metric]), trial_id,
+    # author, updated_at: JudgeOverride's.
 
     class Meta:
         ordering = ["project_id", "agent_name", "metric"]

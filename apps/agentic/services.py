@@ -486,10 +486,4 @@ def metric_judge_set(
     Audited by the registry (AgenticConfig)."""
     key = {"project_id": project_id, "agent_name": agent_name, "metric": metric}
     row = MetricJudge.objects.select_for_update().filter(**key).first() or MetricJudge(**key)
-    if judge_model is not None:
-        row.judge_model = judge_model
-    if instructions is not None:
-        row.instructions = instructions
-    row.trial_id, row.author = trial_id, author[:150]
-    row.save()
-    return row
+    return row.published(judge_model=judge_model, instructions=instructions, trial_id=trial_id, author=author)

@@ -5,6 +5,7 @@ from django.db import models
 from apps.bots.models import Bot, OfBotQuerySet
 from apps.core.models import Project
 from apps.core.versioning.models import VersionedHead, snapshot_version_model
+from apps.scores.models import JudgeOverride
 
 
 class Severity(models.TextChoices):
@@ -63,7 +64,7 @@ class RubricRule(models.Model):
         return self.rule_id
 
 
-class RuleJudge(models.Model):
+class RuleJudge(JudgeOverride):
     """How one rule of a rubric is judged where it departs from the run's judge: a judge model, or
     the instructions an LLM judge reads before the rule, published from an alignment trial that
     showed it agrees better with the reviewers (apps.runs.alignment). Not part of the rubric's
@@ -73,14 +74,8 @@ class RuleJudge(models.Model):
 
     rubric = models.ForeignKey(Rubric, on_delete=models.CASCADE, related_name="rule_judges")
     rule_id = models.CharField(max_length=100)
-    # "" keeps the run's judge; "heuristic" or an allowed LLM model name replaces it for this rule.
-    judge_model = models.CharField(max_length=200, blank=True, default="")
-    # "" keeps the standard rule instructions (apps.runs.judging.llm.RULE_INSTRUCTIONS).
-    instructions = models.TextField(blank=True, default="")
-    # The alignment trial it was published from.
-    trial_id = models.UUIDField(null=True, blank=True)
-    author = models.CharField(max_length=150, blank=True, default="")
-    updated_at = models.DateTimeField(auto_now=True)
+    # judge_model, instructions (in place of apps.runs.judging.llm.RULE_INSTRUCTIONS), trial_id, author,
+    # updated_at: JudgeOverride's.
 
     class Meta:
         ordering = ["rubric_id", "rule_id"]

@@ -105,10 +105,4 @@ def rule_judge_set(
     one rule of `rubric`, for the runs created from now on. Audited by the registry (RubricsConfig)."""
     row = RuleJudge.objects.select_for_update().filter(rubric=rubric, rule_id=rule_id).first()
     row = row or RuleJudge(rubric=rubric, rule_id=rule_id)
-    if judge_model is not None:
-        row.judge_model = judge_model
-    if instructions is not None:
-        row.instructions = instructions
-    row.trial_id, row.author = trial_id, author[:150]
-    row.save()
-    return row
+    return row.published(judge_model=judge_model, instructions=instructions, trial_id=trial_id, author=author)

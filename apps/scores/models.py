@@ -1,3 +1,4 @@
+import uuid
 from collections.abc import Iterable
 from typing import Any, Self
 
@@ -113,3 +114,33 @@ class Score(models.Model):
     @property
     def counts_as_passed(self) -> bool:
         return self.status == JudgeStatus.OK and bool(self.passed)
+
+
+class JudgeOverride(models.Model):
+    """How one thing is judged where it departs from the judge asked for, published from an
+    alignment trial (apps.runs.alignment): a rubric rule's (rubrics.RuleJudge) or an agentic metric's
+    (agentic.MetricJudge). The audit trail keeps each row's history."""
+
+    # "" keeps the judge asked for; "heuristic" or an allowed LLM model name replaces it.
+    judge_model = models.CharField(max_length=200, blank=True, default="")
+    # "" keeps the standard instructions (a rule's, or the metric's prompt).
+    instructions = models.TextField(blank=True, default="")
+    # The alignment trial it was published from.
+    trial_id = models.UUIDField(null=True, blank=True)
+    author = models.CharField(max_length=150, blank=True, default="")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        abstract = True
+
+    def published(
+        self, *, judge_model: str | None, instructions: str | None, trial_id: uuid.UUID | None, author: str
+    ) -> Self:
+        """Saved with the model or the instructions given (the other stays as it was), from `trial_id`."""
+        if judge_model is not None:
+            self.judge_model = judge_model
+        if instructions is not None:
+            self.instructions = instructions
+        self.trial_id, self.author = trial_id, author[:150]
+        self.save()
+        return self
