@@ -559,6 +559,11 @@ EVALSITE_ANCHORS_INTERVAL_SECONDS = env_int("EVALSITE_ANCHORS_INTERVAL_SECONDS",
 EVALSITE_TOOLCALL_PARTITION_TRACES = env_int("EVALSITE_TOOLCALL_PARTITION_TRACES", 100_000)
 if EVALSITE_TOOLCALL_PARTITION_TRACES < 1:
     raise ImproperlyConfigured("EVALSITE_TOOLCALL_PARTITION_TRACES must be at least 1")
+# PostgreSQL: how many agentic (or RAG) evaluation ids one partition of their Score rows covers
+# (apps.scores.partitions), on the same terms.
+EVALSITE_SCORE_PARTITION_SUBJECTS = env_int("EVALSITE_SCORE_PARTITION_SUBJECTS", 100_000)
+if EVALSITE_SCORE_PARTITION_SUBJECTS < 1:
+    raise ImproperlyConfigured("EVALSITE_SCORE_PARTITION_SUBJECTS must be at least 1")
 # How long dropping or attaching a partition waits for its lock before it gives up until the next
 # pass, so ingestion never queues behind it for longer.
 EVALSITE_PARTITION_LOCK_TIMEOUT_MS = env_int("EVALSITE_PARTITION_LOCK_TIMEOUT_MS", 200)
@@ -577,7 +582,7 @@ CELERY_BEAT_SCHEDULE = {
         "task": "apps.runs.tasks.watch_anchors",
         "schedule": float(EVALSITE_ANCHORS_INTERVAL_SECONDS),
     },
-    "ensure-toolcall-partitions": {"task": "apps.traces.tasks.ensure_toolcall_partitions", "schedule": 60.0},
+    "ensure-partitions": {"task": "apps.traces.tasks.ensure_partitions", "schedule": 60.0},
     "settle-otlp-traces": {
         "task": "apps.traces.tasks.settle_otlp_traces",
         "schedule": float(EVALSITE_OTLP_SETTLE_INTERVAL_SECONDS),

@@ -23,6 +23,15 @@ class AgenticConfig(AppConfig):
                 services.evaluations_expire,
             )
         )
+        from apps.scores.partitions import score_partitions_register
+        from apps.scores.vocabulary import SubjectKind
+
+        # Their metric Score rows, partitioned by evaluation id: an expired stretch is dropped whole.
+        score_partitions_register(
+            SubjectKind.AGENTIC_EVALUATION,
+            source=self.get_model("AgentEvaluation")._meta.db_table,
+            noun="agentic evaluation",
+        )
         # Imported here, not at the top: these modules import models, which need the app registry.
         from .demo import load_demo_evaluations
         from .metrics import register_collector

@@ -10,7 +10,9 @@ and a crash loses at most one batch's work, which the next pass redoes.
 
 Before the batches, each registered Reclaimer frees what it can in bulk, across projects: on
 PostgreSQL the tool calls' partitions whose every trace has expired are dropped whole, which returns
-their disk space (apps.traces.partitions); the batches then delete what is left row by row.
+their disk space (apps.traces.partitions); the batches then delete what is left row by row. After
+the batches, the reclaimers of rows the batches must read first (an evaluation's Score rows) drop
+the partitions the batches emptied, which returns the space the deleted rows held.
 """
 
 import time
@@ -48,12 +50,16 @@ class Expirer:
 @dataclass(frozen=True)
 class Reclaimer:
     """Frees, in bulk and across projects, rows that every project's retention has expired, before
-    the batches delete them one by one (a partition dropped whole). `name` is what the pass
+    the batches delete them one by one, or after (a partition dropped whole). `name` is what the pass
     reports; both callables take the pass's `now` and count the units they free (partitions)."""
 
     name: str
     reclaimable: Callable[[datetime], int]
     reclaim: Callable[[datetime], int]
+    # After the batches instead of before: for rows the batches read as they delete (an agentic
+    # evaluation's Score rows are taken out of the running totals with it), so the bulk step only
+    # returns the space of what the batches emptied.
+    after_batches: bool = False
 
 
 _EXPIRERS: dict[str, Expirer] = {}
@@ -92,9 +98,13 @@ class Expiry:
     count: int
 
 
-def _reclaimed(now: datetime, step: Callable[[Reclaimer], Callable[[datetime], int]]) -> list[Expiry]:
-    """What each reclaimer frees (or would), where it frees anything: on SQLite, nothing."""
-    counts = [(r.name, step(r)(now)) for r in _RECLAIMERS.values()]
+def _reclaimed(
+    now: datetime, step: Callable[[Reclaimer], Callable[[datetime], int]], *, after_batches: bool | None = None
+) -> list[Expiry]:
+    """What each reclaimer (of one phase, if `after_batches` is given) frees, or would, where it
+    frees anything: on SQLite, nothing."""
+    chosen = [r for r in _RECLAIMERS.values() if after_batches is None or r.after_batches == after_batches]
+    counts = [(r.name, step(r)(now)) for r in chosen]
     return [Expiry("", name, now, n) for name, n in counts if n]
 
 
@@ -125,7 +135,7 @@ def retention_apply(
     batch_size = batch_size or settings.EVALSITE_RETENTION_BATCH_SIZE
     pause = settings.EVALSITE_RETENTION_PAUSE_MS / 1000 if pause_seconds is None else pause_seconds
     # Every project's expiry decides what a reclaimer frees, so a pass for one project skips them.
-    done = _reclaimed(now, lambda r: r.reclaim) if project is None else []
+    done = _reclaimed(now, lambda r: r.reclaim, after_batches=False) if project is None else []
     for p in _projects(project):
         for expirer in expirers():
             before = cutoff_of(p, expirer.setting, now)
@@ -148,6 +158,8 @@ def retention_apply(
                     changes={"deleted": [None, total], "created_before": [None, before.isoformat()]},
                     project=p,
                 )
+    if project is None:
+        done += _reclaimed(now, lambda r: r.reclaim, after_batches=True)
     return done
 
 

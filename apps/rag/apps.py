@@ -22,6 +22,15 @@ class RagConfig(AppConfig):
                 services.trace_evaluations_expire,
             )
         )
+        from apps.scores.partitions import score_partitions_register
+        from apps.scores.vocabulary import SubjectKind
+
+        # Their metric Score rows, partitioned by evaluation id: an expired stretch is dropped whole.
+        score_partitions_register(
+            SubjectKind.RAG_EVALUATION,
+            source=self.get_model("TraceEvaluation")._meta.db_table,
+            noun="RAG evaluation",
+        )
         # Imported here, not at the top: the demo module imports models, which need the app registry.
         from .demo import load_demo_trace_evaluations
 

@@ -15,6 +15,7 @@ class TracesConfig(AppConfig):
 
         # After the evaluations that point at traces (order 10, 20), so their links need no update.
         expirer_register(Expirer("traces", RETENTION_DAYS, 30, selectors.traces_expired_count, services.traces_expire))
+        partitions.partitions_register(partitions.TOOL_CALLS)
         reclaimer_register(
             Reclaimer(
                 "tool call partitions (every trace in them expired: their disk space returns)",

@@ -68,7 +68,7 @@ def fresh(on_postgres):
     left = {p.name for p in partitions.partitions()}
     for p in before:
         if p.name not in left:
-            assert partitions._attach(p.lo, p.hi) is True
+            assert partitions.TOOL_CALLS._attach(p.lo, p.hi) is True
 
 
 def at(partition: partitions.Partition, offset: int, **fields) -> AgentTrace:

@@ -1,0 +1,123 @@
+"""PostgreSQL: scores_score becomes a table partitioned by LIST (subject_kind), and the Score rows
+of agentic and RAG evaluations are partitioned again by RANGE (subject_id), so that retention
+returns the disk space of expired evaluations' verdicts by dropping a partition instead of deleting
+rows whose space PostgreSQL only reuses (apps.scores.partitions; apps.traces.partitions keeps them:
+created ahead of the evaluation id sequence, dropped when every evaluation in their range has
+expired). The Score rows of run results and traces stay in one DEFAULT partition, deleted with
+their subjects as before.
+
+    scores_score                  LIST (subject_kind)
+      scores_score_agentic          'agentic_evaluation', RANGE (subject_id): _p0, _p100000, …, _default
+      scores_score_rag              'rag_evaluation', RANGE (subject_id): the same
+      scores_score_other            DEFAULT (run_result, trace)
+
+A partitioned table's primary key must include its partition keys, so the primary key becomes
+(id, subject_kind, subject_id): `id` still comes from its own sequence and stays unique, and
+lookups by id use the key's leading column. A partitioned table cannot have an identity column
+before PostgreSQL 17: `id` takes its default from a sequence owned by the column (what
+pg_get_serial_sequence, TRUNCATE … RESTART IDENTITY and Django's sequence reset find). The
+constraints and indexes keep the names Django gave them.
+
+The rows are copied (INSERT … SELECT) into the new table: on a large installation this migration
+takes the time of one copy of the Score rows. Other databases: nothing changes. Reversible.
+"""
+
+from django.conf import settings
+from django.db import migrations
+
+TABLE = "scores_score"
+SEQUENCE = "scores_score_id_seq"
+# (subject kind, partition, the table whose ids its rows' subject_id holds), as apps.scores.partitions.
+RANGED = (
+    ("agentic_evaluation", f"{TABLE}_agentic", "agentic_agentevaluation"),
+    ("rag_evaluation", f"{TABLE}_rag", "rag_traceevaluation"),
+)
+# Before this migration's first partitions: ahead of the highest subject id, as ensure keeps it.
+AHEAD = 2
+
+
+def _definitions(cursor, table):
+    """The table's constraints and its other indexes, as statements that recreate them."""
+    cursor.execute(
+        "SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = %s::regclass "
+        "ORDER BY contype = 'f', conname",
+        [table],
+    )
+    constraints = cursor.fetchall()
+    cursor.execute(
+        "SELECT i.relname, pg_get_indexdef(i.oid) FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid "
+        "WHERE x.indrelid = %s::regclass AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.oid) "
+        "ORDER BY i.relname",
+        [table],
+    )
+    return constraints, cursor.fetchall()
+
+
+def _highest(cursor, source):
+    """The highest id of `source`, 0 if it has none or does not exist yet (a fresh database migrates
+    scores before the apps above it)."""
+    cursor.execute("SELECT to_regclass(%s)", [source])
+    if cursor.fetchone()[0] is None:
+        return 0
+    cursor.execute(f"SELECT coalesce(max(id), 0) FROM {source}")
+    return cursor.fetchone()[0]
+
+
+def _partitions(cursor, new, size):
+    for kind, name, source in RANGED:
+        cursor.execute(f"CREATE TABLE {name} PARTITION OF {new} FOR VALUES IN ('{kind}') PARTITION BY RANGE (subject_id)")
+        cursor.execute(f"CREATE TABLE {name}_default PARTITION OF {name} DEFAULT")
+        for lo in range(0, _highest(cursor, source) + 1 + AHEAD * size, size):
+            cursor.execute(f"CREATE TABLE {name}_p{lo} PARTITION OF {name} FOR VALUES FROM ({lo}) TO ({lo + size})")
+    cursor.execute(f"CREATE TABLE {TABLE}_other PARTITION OF {new} DEFAULT")
+
+
+def _rebuild(cursor, *, partitioned: bool, size: int):
+    """Copy scores_score into a new table (partitioned or plain), drop the old one, and give the new
+    one the old one's name, constraints and indexes, with the primary key the new shape needs."""
+    constraints, indexes = _definitions(cursor, TABLE)
+    cursor.execute(f"SELECT coalesce(max(id), 0) FROM {TABLE}")
+    (max_id,) = cursor.fetchone()
+    new = f"{TABLE}_new"
+    cursor.execute(f"CREATE TABLE {new} (LIKE {TABLE})" + (" PARTITION BY LIST (subject_kind)" if partitioned else ""))
+    if partitioned:
+        _partitions(cursor, new, size)
+    cursor.execute(f"INSERT INTO {new} SELECT * FROM {TABLE}")
+    cursor.execute(f"DROP TABLE {TABLE}")
+    cursor.execute(f"ALTER TABLE {new} RENAME TO {TABLE}")
+    if partitioned:
+        cursor.execute(f"CREATE SEQUENCE {SEQUENCE} OWNED BY {TABLE}.id")
+        cursor.execute(f"ALTER TABLE {TABLE} ALTER COLUMN id SET DEFAULT nextval('{SEQUENCE}')")
+        cursor.execute("SELECT setval(%s, %s, %s)", [SEQUENCE, max(max_id, 1), max_id > 0])
+    else:
+        cursor.execute(f"ALTER TABLE {TABLE} ALTER COLUMN id ADD GENERATED BY DEFAULT AS IDENTITY")
+        cursor.execute("SELECT setval(pg_get_serial_sequence(%s, 'id'), %s, %s)", [TABLE, max(max_id, 1), max_id > 0])
+    for name, kind, definition in constraints:
+        if kind == "p":
+            definition = "PRIMARY KEY (id, subject_kind, subject_id)" if partitioned else "PRIMARY KEY (id)"
+        cursor.execute(f"ALTER TABLE {TABLE} ADD CONSTRAINT {name} {definition}")
+    for _name, definition in indexes:
+        # A partitioned table's index reads "ON ONLY table": built here on the whole table.
+        cursor.execute(definition.replace(" ON ONLY ", " ON "))
+
+
+def forward(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        _rebuild(cursor, partitioned=True, size=settings.EVALSITE_SCORE_PARTITION_SUBJECTS)
+
+
+def backward(apps, schema_editor):
+    if schema_editor.connection.vendor != "postgresql":
+        return
+    with schema_editor.connection.cursor() as cursor:
+        _rebuild(cursor, partitioned=False, size=0)
+
+
+class Migration(migrations.Migration):
+    dependencies = [
+        ("scores", "0002_score_parent_key_cover"),
+    ]
+
+    operations = [migrations.RunPython(forward, backward)]

@@ -1,0 +1,49 @@
+"""The partitions of the Score rows of agentic and RAG evaluations (PostgreSQL, since scores.0003),
+so that retention returns their disk space: an evaluation's verdicts are three to a dozen wide rows
+with their reasoning, several times the evaluation's own bytes.
+
+The apps above register their kind from their AppConfig.ready, naming their evaluation table (this
+app may not import them): the partitions are then kept ahead of that table's ids by the beat and
+dropped by each retention pass (apps.traces.partitions, the same keeper as the tool calls').
+
+Unlike the tool calls', these partitions are dropped after the pass's batches, once every evaluation
+of their range is gone, not before: an agentic evaluation's expiry reads its Score rows to take it
+out of the running totals behind /summary, and a verdict dropped first would leave those totals
+wrong. So the batches still delete the rows (as fast as before), and the drop then returns the
+space they held instead of leaving it for PostgreSQL to reuse. The Score rows of run results and
+traces sit in one DEFAULT partition and are deleted with their subjects."""
+
+from apps.core.retention import Reclaimer, reclaimer_register
+from apps.traces.partitions import RangePartitions, partitions_register
+
+from .vocabulary import SubjectKind
+
+# The partition of each kind's rows, itself partitioned by RANGE (subject_id): the names
+# scores.0003 made.
+PARTITIONS = {
+    SubjectKind.AGENTIC_EVALUATION: "scores_score_agentic",
+    SubjectKind.RAG_EVALUATION: "scores_score_rag",
+}
+
+
+def score_partitions_register(kind: SubjectKind, *, source: str, noun: str) -> RangePartitions:
+    """Keep the partitions of `kind`'s Score rows, whose subject_id is an id of the table `source`
+    (with project_id and created_at, which retention expires by)."""
+    table = RangePartitions(
+        parent=PARTITIONS[kind],
+        key="subject_id",
+        source=source,
+        size_setting="EVALSITE_SCORE_PARTITION_SUBJECTS",
+        noun=noun,
+        only_when_empty=True,
+    )
+    partitions_register(table)
+    reclaimer_register(
+        Reclaimer(
+            f"{noun} score partitions (every {noun} in them expired: their disk space returns)",
+            lambda now: len(table.reclaimable(now)),
+            table.reclaim,
+            after_batches=True,
+        )
+    )
+    return table

@@ -1,0 +1,297 @@
+"""The Score rows of agentic and RAG evaluations on PostgreSQL are partitioned by subject id range
+(scores.0003, apps.scores.partitions), so that retention returns their disk space: after the pass's
+batches have deleted the expired evaluations (reading their verdicts, which the running totals
+behind /summary lose with them), a partition no evaluation is left in is dropped whole and its
+files go; one that still holds an evaluation stays. Run results' and traces' Score rows sit in one
+default partition. Other databases have no partitions and nothing changes."""
+
+import io
+from datetime import timedelta
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.test import override_settings
+from django.utils import timezone
+
+from apps.agentic.models import AgentEvaluation, EvaluationRollup
+from apps.agentic.selectors import evaluation_summary
+from apps.agentic.services import evaluation_rollup_rebuild
+from apps.core import retention
+from apps.rag.models import TraceEvaluation
+from apps.scores.models import Score
+from apps.scores.partitions import PARTITIONS
+from apps.scores.vocabulary import SubjectKind
+from apps.traces import partitions
+from apps.traces.tasks import ensure_partitions
+from tests.agentic.factories import AgentEvaluationFactory
+from tests.core.factories import ProjectFactory
+from tests.rag.factories import TraceEvaluationFactory
+
+AGENTIC = PARTITIONS[SubjectKind.AGENTIC_EVALUATION]
+RAG = PARTITIONS[SubjectKind.RAG_EVALUATION]
+
+
+def table(parent: str) -> partitions.RangePartitions:
+    return next(t for t in partitions.registered() if t.parent == parent)
+
+
+def partitions_of(subject_kind: str, subject_id: int) -> set[str]:
+    """The tables that hold the subject's Score rows, as PostgreSQL routed them."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT tableoid::regclass::text FROM scores_score WHERE subject_kind = %s AND subject_id = %s",
+            [subject_kind, subject_id],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def table_bytes(name: str) -> int | None:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_total_relation_size(to_regclass(%s))", [name])
+        return cursor.fetchone()[0]
+
+
+def names(parent: str) -> set[str]:
+    return {p.name for p in table(parent).partitions()}
+
+
+@pytest.fixture
+def fresh(on_postgres):
+    """A new partition of 10 evaluation ids above every other, agentic and RAG, for a test that
+    drops one. A pass drops it, and the empty partitions below the test's rows of every partitioned
+    table (in a test database every lower one is empty): a dropped partition stays dropped for the
+    rest of the session (DDL commits; the flush after a transaction=True test only empties tables),
+    so every one the test found is put back afterwards, and the ranges stay contiguous for the
+    tests that follow."""
+    with override_settings(EVALSITE_SCORE_PARTITION_SUBJECTS=10):
+        made = {}
+        for parent in (AGENTIC, RAG):
+            lo = table(parent).partitions()[-1].hi
+            table(parent).ensure(upto=lo)
+            made[parent] = next(p for p in table(parent).partitions() if p.lo == lo)
+        before = {t.parent: t.partitions() for t in partitions.registered()}
+        yield made
+    for parent, listed in before.items():
+        left = names(parent)
+        for p in listed:
+            if p.name not in left:
+                assert table(parent)._attach(p.lo, p.hi) is True
+
+
+def evaluation(partition: partitions.Partition, offset: int, project, *, days: int = 0, **fields) -> AgentEvaluation:
+    created = AgentEvaluationFactory(id=partition.lo + offset, project=project, trace=None, **fields)
+    if days:
+        AgentEvaluation.objects.filter(pk=created.pk).update(created_at=timezone.now() - timedelta(days=days))
+    return created
+
+
+def rag_evaluation(partition: partitions.Partition, offset: int, project, *, days: int = 0) -> TraceEvaluation:
+    created = TraceEvaluationFactory(id=partition.lo + offset, project=project)
+    if days:
+        TraceEvaluation.objects.filter(pk=created.pk).update(created_at=timezone.now() - timedelta(days=days))
+    return created
+
+
+def score_rows() -> list[tuple]:
+    return list(Score.objects.order_by("pk").values_list("pk", "subject_kind", "subject_id", "key", "value"))
+
+
+# --- PostgreSQL ----------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_score_rows_go_to_the_partition_of_their_subject(on_postgres):
+    assert table(AGENTIC).partitioned() and table(RAG).partitioned()
+    for parent in (AGENTIC, RAG):
+        ranges = table(parent).partitions()
+        assert ranges[0].lo == 0
+        assert all(a.hi == b.lo for a, b in zip(ranges, ranges[1:], strict=False)), "contiguous ranges"
+    agentic = AgentEvaluationFactory()
+    rag = TraceEvaluationFactory()
+    covering = next(p for p in table(AGENTIC).partitions() if p.lo <= agentic.pk < p.hi)
+    assert partitions_of(SubjectKind.AGENTIC_EVALUATION, agentic.pk) == {covering.name}
+    covering = next(p for p in table(RAG).partitions() if p.lo <= rag.pk < p.hi)
+    assert partitions_of(SubjectKind.RAG_EVALUATION, rag.pk) == {covering.name}
+    # The ORM reads and writes them as one table, lookups by id included.
+    score = Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=agentic.pk).first()
+    Score.objects.filter(pk=score.pk).update(reasoning="renamed")
+    assert Score.objects.get(pk=score.pk).reasoning == "renamed"
+    # Another kind goes to the default partition of the list.
+    other = Score.objects.create(subject_kind=SubjectKind.RUN_RESULT, subject_id=agentic.pk, key="x", kind="criterion")
+    assert partitions_of(SubjectKind.RUN_RESULT, agentic.pk) == {"scores_score_other"}
+    assert other.pk > score.pk, "one id sequence for every partition"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_whose_evaluations_all_expired_is_dropped_after_the_batches_and_the_totals_stay_right(fresh):
+    """transaction=True: the pass commits as in production (PostgreSQL frees a dropped table's files
+    at commit)."""
+    project = ProjectFactory(retention_days=30)
+    partition = fresh[AGENTIC]
+    # The same agent, operation and rating as the live one: one running total holds all four.
+    expired = [evaluation(partition, i, project, days=40, task_adherence=0.75) for i in range(3)]
+    # Past the range, so the sequence has passed it; kept (fresh), with verdicts of its own.
+    live = evaluation(partition, 11, project, task_adherence=0.7)
+    evaluation_rollup_rebuild()
+    assert EvaluationRollup.objects.get(project=project).count == 4
+    assert table_bytes(partition.name) > 0
+    assert partition in table(AGENTIC).reclaimable(timezone.now())
+
+    done = retention.retention_apply(pause_seconds=0)
+
+    (bulk,) = [e for e in done if e.kind.startswith("agentic evaluation score partitions")]
+    assert bulk.project == "" and bulk.count >= 1
+    assert done[-1] is bulk or done.index(bulk) > max(i for i, e in enumerate(done) if e.project), "after the batches"
+    assert table_bytes(partition.name) is None, "the partition's files are gone"
+    assert partition.name not in names(AGENTIC)
+    assert next(e.count for e in done if e.project == project.slug and e.kind == "agentic_evaluations") == 3
+    assert not AgentEvaluation.objects.filter(pk__in=[e.pk for e in expired]).exists()
+    assert not Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id__in=[e.pk for e in expired])
+    assert live.metrics["task_adherence"].value == 0.7
+    # The batches took the expired verdicts out of the running totals before their rows went: the
+    # totals are what a rebuild from the rows left gives.
+    kept = evaluation_summary(project_id=project.pk)
+    assert kept["total_evaluations"] == 1 and kept["average_scores"]["task_adherence"] == 0.7
+    evaluation_rollup_rebuild()
+    assert evaluation_summary(project_id=project.pk) == kept
+    assert EvaluationRollup.objects.filter(project=project, count__gt=0).count() == 1
+    assert not table(AGENTIC).reclaimable(timezone.now()), "a second pass has nothing to drop"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_holding_an_evaluation_still_kept_stays(fresh):
+    thirty = ProjectFactory(retention_days=30)
+    forever = ProjectFactory(retention_days=None)
+    partition = fresh[AGENTIC]
+    expired = evaluation(partition, 0, thirty, days=40)
+    kept = evaluation(partition, 5, forever, days=400)
+    evaluation(partition, 11, thirty)
+    assert partition not in table(AGENTIC).reclaimable(timezone.now())
+
+    retention.retention_apply(pause_seconds=0)
+
+    assert partition.name in names(AGENTIC)
+    assert not AgentEvaluation.objects.filter(pk=expired.pk).exists()
+    assert not Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=expired.pk).exists()
+    assert Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=kept.pk).count() == 3
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_partition_whose_expired_evaluations_are_not_deleted_yet_is_not_dropped(fresh):
+    """The bulk step runs after the batches and drops only what they emptied: an expired
+    evaluation still stored (its project's pass has not reached it) keeps its verdicts, which its
+    expiry will read."""
+    project = ProjectFactory(retention_days=30)
+    partition = fresh[AGENTIC]
+    waiting = evaluation(partition, 0, project, days=40)
+    evaluation(partition, 11, project)
+    assert partition in table(AGENTIC).reclaimable(timezone.now()), "expired, so a dry run lists it"
+    table(AGENTIC).reclaim(timezone.now())
+    assert partition.name in names(AGENTIC)
+    assert waiting.metrics["task_adherence"].value == 0.9
+
+
+@pytest.mark.django_db(transaction=True)
+def test_rag_evaluations_partitions_go_the_same_way(fresh):
+    project = ProjectFactory(retention_days=30)
+    partition = fresh[RAG]
+    expired = [rag_evaluation(partition, i, project, days=40) for i in range(2)]
+    live = rag_evaluation(partition, 12, project)
+    assert table_bytes(partition.name) > 0
+
+    done = retention.retention_apply(pause_seconds=0)
+
+    assert any(e.kind.startswith("RAG evaluation score partitions") and e.count >= 1 for e in done)
+    assert table_bytes(partition.name) is None
+    assert not TraceEvaluation.objects.filter(pk__in=[e.pk for e in expired]).exists()
+    assert Score.objects.filter(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=live.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dry_run_names_them_and_the_command_lists_every_partitioned_table(fresh):
+    project = ProjectFactory(retention_days=30)
+    partition = fresh[AGENTIC]
+    evaluation(partition, 0, project, days=40)
+    evaluation(partition, 11, project)
+    reclaimable = table(AGENTIC).reclaimable(timezone.now())
+    assert partition in reclaimable
+    out = io.StringIO()
+    call_command("apply_retention", "--dry-run", stdout=out)
+    assert f"all projects: would drop {len(reclaimable)} agentic evaluation score partitions" in out.getvalue()
+    assert partition.name in names(AGENTIC), "a dry run drops nothing"
+    listing = io.StringIO()
+    call_command("partitions", stdout=listing)
+    for name in (partition.name, f"{AGENTIC}_default", f"{RAG}_default", "traces_toolcall_default"):
+        assert name in listing.getvalue()
+
+
+@pytest.mark.django_db
+def test_beat_keeps_every_registered_table_ahead_of_its_ids(on_postgres, settings):
+    """The one-minute beat task ensures the tool calls' partitions and the Score rows' alike."""
+    assert {"apps.traces.tasks.ensure_partitions"} <= {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
+    settings.EVALSITE_SCORE_PARTITION_SUBJECTS = 1000
+    last = table(AGENTIC).partitions()[-1]
+    # Beyond every partition: its Score rows wait in the default one, and the next partition starts above.
+    AgentEvaluationFactory(id=last.hi + 10)
+    assert ensure_partitions() >= partitions.AHEAD
+    ahead = table(AGENTIC).partitions()
+    assert ahead[-1].hi >= last.hi + 10 + partitions.AHEAD * 1000
+    assert min(p.lo for p in ahead if p.lo >= last.hi) > last.hi + 10
+
+
+@pytest.mark.django_db
+def test_the_command_refuses_what_it_cannot_do(on_postgres):
+    with pytest.raises(CommandError, match="--upto goes with --ensure and --table"):
+        call_command("partitions", "--ensure", "--upto", "5")
+    with pytest.raises(CommandError, match="scores_score is not a partitioned table here .*scores_score_agentic"):
+        call_command("partitions", "--table", "scores_score")
+    out = io.StringIO()
+    call_command("partitions", "--ensure", "--table", RAG, "--upto", "5", stdout=out)
+    assert out.getvalue().startswith(f"{RAG}: created ") and "traces_toolcall" not in out.getvalue()
+
+
+BEFORE = [("scores", "0002_score_parent_key_cover")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_keeps_every_score_row_both_ways(on_postgres):
+    agentic = AgentEvaluationFactory()
+    rag = TraceEvaluationFactory()
+    Score.objects.create(subject_kind=SubjectKind.RUN_RESULT, subject_id=1, key="x", kind="criterion")
+    rows = score_rows()
+    assert len(rows) == 3 + len(rag.tests) + 1
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE)
+    try:
+        assert not table(AGENTIC).partitioned()
+        assert score_rows() == rows
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert table(AGENTIC).partitioned() and table(RAG).partitioned()
+    assert score_rows() == rows
+    assert agentic.metrics["task_adherence"].value == 0.9
+    # The id sequence goes on from the copied rows.
+    later = Score.objects.create(subject_kind=SubjectKind.TRACE, subject_id=1, key="y", kind="criterion")
+    assert later.pk > rows[-1][0]
+
+
+# --- other databases -----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_without_postgresql_the_scores_are_one_table_and_retention_deletes_them():
+    if connection.vendor == "postgresql":
+        pytest.skip("SQLite (the embedded default) only")
+    project = ProjectFactory(retention_days=30)
+    old = AgentEvaluationFactory(project=project, trace=None)
+    AgentEvaluation.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=40))
+    assert not table(AGENTIC).partitioned()
+    assert table(AGENTIC).ensure() == 0 and table(AGENTIC).reclaim(timezone.now()) == 0
+    with pytest.raises(CommandError, match="nothing is partitioned here"):
+        call_command("partitions")
+    done = retention.retention_apply(pause_seconds=0)
+    assert all(e.project for e in done), "no bulk step reported"
+    assert not Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION).exists()
