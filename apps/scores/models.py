@@ -12,9 +12,23 @@ from .vocabulary import JudgeStatus, Reason, ScoreKind, ScoreSource, SubjectKind
 
 class ScoreQuerySet(models.QuerySet["Score"]):
     def of(self, subject_kind: str, subject_ids: Iterable[int] | models.QuerySet[Any, Any] | None = None) -> Self:
-        """Scores of one kind of subject, of the given subjects (ids or a subquery) if any."""
+        """Scores of one kind of subject, of the given subjects (ids or a subquery) if any.
+
+        A list of ids also bounds subject_id by its lowest and highest: the same rows, but on
+        PostgreSQL, where an evaluation's Score rows are partitioned by subject id range
+        (scores.0003), the planner estimates the whole IN list against each partition it keeps; a
+        young partition (a few thousand rows) then looks cheaper to read whole than through the
+        index (a 500-row history page: 15 ms of sequential scan for 3 rows). The range tells it how
+        few of them fall inside."""
         rows = self.filter(subject_kind=subject_kind)
-        return rows if subject_ids is None else rows.filter(subject_id__in=subject_ids)
+        if subject_ids is None:
+            return rows
+        if isinstance(subject_ids, models.QuerySet):
+            return rows.filter(subject_id__in=subject_ids)
+        ids = list(subject_ids)
+        if not ids:
+            return rows.none()
+        return rows.filter(subject_id__in=ids, subject_id__range=(min(ids), max(ids)))
 
     def machine(self) -> Self:
         """What a judge gave (an LLM or code), as opposed to what a person gave."""
