@@ -31,6 +31,7 @@ from harness import (
     copy_agentic_scores,
     database_from_args,
     default_project_id,
+    manage,
     p50_p95,
     prepare,
     rss_mb,
@@ -182,6 +183,10 @@ def main():
 
     # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
     trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
+    # The partitions of the metric Score rows the load (and the batch after it) needs, made before it
+    # as Celery beat makes them ahead of ingestion (apps.scores.partitions); COPY gives the ids.
+    upto = str(args.rows + args.batch_traces)
+    manage(env, "partitions", "--ensure", "--table", "scores_score_agentic", "--upto", upto, capture=True)
     load_seconds, scores_seconds = load_evaluations(dsn, args.rows)
     # COPY bypassed the services, so the running totals behind /summary are rebuilt once, as after
     # any bulk load.

@@ -1,6 +1,7 @@
 """Retention at scale: expiring half of a project's traces while agents keep sending new ones.
 
-    .venv/bin/python bench/retention.py [--traces 2000000] [--calls 10] [--seconds 10] [--keep] [--reuse]
+    .venv/bin/python bench/retention.py [--traces 2000000] [--calls 10] [--evaluations 0] [--seconds 10]
+                                        [--keep] [--reuse]
 
 Creates the PostgreSQL database evalsite_bench_retention, loads --traces traces with --calls tool
 calls each by COPY (as the batch API stores them, in the default project), dates the older half 60
@@ -8,8 +9,10 @@ days back and gives the project retention_days=30. Starts gunicorn and measures 
 small batch ingests (10 traces of 3 tool calls, one request after another) for --seconds while
 idle; then runs `manage.py apply_retention` and keeps measuring until it ends. Prints how long the
 expiry took (target: <= 2 minutes for half of 2M traces), the ingestion p50/p95 idle and during it
-(target: p95 during <= 2x idle), and the table sizes before and after. Drops the database unless
---keep; --reuse runs again on a kept database (the older half of what is left expires).
+(target: p95 during <= 2x idle), and the table sizes before and after. With --evaluations N, also
+N agentic evaluations with their three metric Score rows each, the older half dated back too: the
+sizes then show the Score rows' partitions returning their space. Drops the database unless --keep;
+--reuse runs again on a kept database (the older half of what is left expires).
 """
 
 import argparse
@@ -21,10 +24,11 @@ import uuid
 import httpx
 import psycopg
 
-from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, p50_p95, prepare
+from agentic import load_evaluations
+from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, manage, p50_p95, prepare
 from ingest import copy_rows, make_traces
 
-SIZES = ("traces_agenttrace", "traces_toolcall")
+SIZES = ("traces_agenttrace", "traces_toolcall", "agentic_agentevaluation", "scores_score")
 LOAD_CHUNK = 100_000
 
 
@@ -76,6 +80,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--traces", type=int, default=2_000_000)
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--evaluations", type=int, default=0, help="agentic evaluations loaded too (not with --reuse)")
     parser.add_argument("--seconds", type=float, default=10.0, help="idle ingestion measured this long")
     parser.add_argument(
         "--reuse",
@@ -101,12 +106,25 @@ def main():
             check=True,
             capture_output=True,
         )
+        if args.evaluations:
+            upto = str(args.evaluations)
+            manage(env, "partitions", "--ensure", "--table", "scores_score_agentic", "--upto", upto, capture=True)
     try:
         # In chunks: 2M traces built at once would not fit in memory.
         load_seconds = 0.0
         for first in range(0, 0 if args.reuse else args.traces, LOAD_CHUNK):
             chunk = make_traces(min(LOAD_CHUNK, args.traces - first), args.calls, first=first)
             load_seconds += copy_rows(db.url, chunk, first_pk=first + 1, truncate=first == 0)
+        if args.evaluations and not args.reuse:
+            load_seconds += sum(load_evaluations(db.url, args.evaluations))
+            # COPY bypassed the services: the running totals the expiry takes evaluations out of.
+            manage(
+                env,
+                "shell",
+                "-c",
+                "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()",
+                capture=True,
+            )
         with psycopg.connect(db.url, autocommit=True) as conn:
             # The older half: of the --traces loaded, or (--reuse) of what earlier runs left.
             older = (
@@ -115,6 +133,14 @@ def main():
                 else conn.execute("SELECT %s::bigint", [args.traces // 2])
             ).fetchone()[0]
             conn.execute("UPDATE traces_agenttrace SET created_at = now() - interval '60 days' WHERE id <= %s", [older])
+            if args.evaluations and not args.reuse:
+                # The evaluations' own spread of dates is replaced: the older half expired, the rest new.
+                conn.execute(
+                    "UPDATE agentic_agentevaluation SET created_at = CASE WHEN id <= %s "
+                    "THEN now() - interval '60 days' ELSE now() END",
+                    [args.evaluations // 2],
+                )
+                conn.execute("VACUUM ANALYZE agentic_agentevaluation")
             conn.execute("UPDATE core_project SET retention_days = 30 WHERE slug = 'default'")
             conn.execute("VACUUM ANALYZE traces_agenttrace")
             conn.execute("VACUUM ANALYZE traces_toolcall")
@@ -155,7 +181,8 @@ def main():
             raise SystemExit(f"apply_retention failed:\n{output.stdout}\n{output.stderr}")
         with psycopg.connect(db.url) as conn:
             left_old = conn.execute(
-                "SELECT count(*) FROM traces_agenttrace WHERE created_at < now() - interval '30 days'"
+                "SELECT (SELECT count(*) FROM traces_agenttrace WHERE created_at < now() - interval '30 days') "
+                "+ (SELECT count(*) FROM agentic_agentevaluation WHERE created_at < now() - interval '30 days')"
             ).fetchone()[0]
             live = conn.execute("SELECT count(*) FROM traces_agenttrace WHERE session_id LIKE 'live-%'").fetchone()[0]
         after = table_mb(db.url)
@@ -163,8 +190,9 @@ def main():
         during_p50, during_p95 = p50_p95(during)
         print(output.stdout.strip())
         print(
-            f"expired {half:,} traces ({calls:,} tool calls) in {expiry['seconds']:.1f} s "
-            f"(target <= 120 s for 1,000,000); {left_old} expired traces left"
+            f"expired {half:,} traces ({calls:,} tool calls)"
+            + (f" and {args.evaluations // 2:,} agentic evaluations" if args.evaluations and not args.reuse else "")
+            + f" in {expiry['seconds']:.1f} s (target <= 120 s for 1,000,000 traces); {left_old} expired rows left"
         )
         print(
             f"ingestion (10 traces x 3 calls per request): idle p50 {idle_p50:.1f} ms p95 {idle_p95:.1f} ms "
@@ -176,7 +204,8 @@ def main():
             "table sizes (MB, with indexes) before -> after: "
             + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in (*SIZES, "database"))
             + " (tool calls: partitions whose every trace expired are dropped, their space returned to the "
-            "disk; traces: deleted by batches, their space reused by new rows)"
+            "disk; Score rows: deleted by batches, then the partitions they emptied dropped, their space returned; "
+            "traces and evaluations: deleted by batches, their space reused by new rows)"
         )
         sent = 10 * (len(idle) + len(during))
         live -= live_before  # a reused database keeps the live traces of earlier runs

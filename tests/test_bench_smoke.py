@@ -463,6 +463,8 @@ def test_retention(pg):
         "200",
         "--calls",
         "2",
+        "--evaluations",
+        "100",
         "--seconds",
         "1",
         "--pg",
@@ -470,4 +472,9 @@ def test_retention(pg):
         "--db",
         f"{pg['name']}_retention",
     )
-    assert_ran(result, r"^expired 100 traces \(200 tool calls\) in [\d.]+ s", r"p95 ratio [\d.]+", r"^table sizes")
+    assert_ran(
+        result,
+        r"^expired 100 traces \(200 tool calls\) and 50 agentic evaluations in [\d.]+ s",
+        r"p95 ratio [\d.]+",
+        r"^table sizes .*scores_score",
+    )
