@@ -436,7 +436,10 @@ def load(n: int, database: str) -> tuple[str, str]:
         conn.execute("VACUUM ANALYZE runs_evaluationrun")
         size = conn.execute("SELECT pg_size_pretty(pg_total_relation_size('runs_evaluationresult'))").fetchone()[0]
         scores = conn.execute(
-            "SELECT pg_size_pretty(pg_total_relation_size('scores_score')), (SELECT COUNT(*) FROM scores_score)"
+            # Summed over its partitions: a partitioned table (scores.0003) has no storage of its own.
+            "SELECT pg_size_pretty(coalesce((SELECT sum(pg_total_relation_size(relid)) "
+            "FROM pg_partition_tree('scores_score')), pg_total_relation_size('scores_score'))), "
+            "(SELECT COUNT(*) FROM scores_score)"
         ).fetchone()
     print(
         f"vacuumed and analysed in {time.perf_counter() - t0:.0f} s; results table with indexes and TOAST: {size}; "

@@ -2,8 +2,8 @@
 of agentic and RAG evaluations are partitioned again by RANGE (subject_id), so that retention
 returns the disk space of expired evaluations' verdicts by dropping a partition instead of deleting
 rows whose space PostgreSQL only reuses (apps.scores.partitions; apps.traces.partitions keeps them:
-created ahead of the evaluation id sequence, dropped when every evaluation in their range has
-expired). The Score rows of run results and traces stay in one DEFAULT partition, deleted with
+created ahead of the evaluation id sequence, dropped by a retention pass once its batches have
+deleted every evaluation of their range). The Score rows of run results and traces stay in one DEFAULT partition, deleted with
 their subjects as before.
 
     scores_score                  LIST (subject_kind)
