@@ -15,7 +15,9 @@ partition holds the rows of the source rows created in one stretch of time, what
   sequence has passed and in which no source row is still kept by its project's `retention_days`:
   the rows of a month go with one DROP TABLE, and their disk space returns to the system. The
   source rows themselves are then deleted by the batches as before, their ledger and audit records
-  with them. A project that keeps its rows forever keeps every partition they are in; its rows, and
+  with them. A table whose rows the batches read as they delete (`only_when_empty`: an evaluation's
+  Score rows) is reclaimed after the batches instead, a partition only once none of its source
+  rows is left. A project that keeps its rows forever keeps every partition they are in; its rows, and
   those left in the default partition, are deleted row by row when they expire.
 
 The tables: the tool calls (traces.0016, TOOL_CALLS below) and the Score rows of agentic and RAG
@@ -210,9 +212,10 @@ class RangePartitions:
         return dropped
 
     def _drop(self, partition: Partition, now: datetime) -> bool:
-        """DROP the partition, unless a source row in it is kept after all: asked again in the
-        dropping transaction, since a project's retention may have changed since it was listed."""
-        if self._kept(partition, now) or (self.only_when_empty and self._occupied(partition)):
+        """DROP the partition, unless a source row in it is kept after all (or, `only_when_empty`,
+        is left at all: then none is kept either): asked again in the dropping transaction, since a
+        project's retention may have changed since it was listed."""
+        if self._occupied(partition) if self.only_when_empty else self._kept(partition, now):
             return False
         # IF EXISTS: two passes at once may both have listed it.
         fastpath.execute(f"DROP TABLE IF EXISTS {partition.name}")
