@@ -24,10 +24,9 @@ import psycopg
 
 from harness import (
     AGENTIC_EVALUATION_COLUMNS,
-    PYTHON,
-    ROOT,
     Gunicorn,
     add_database_args,
+    agentic_rollup_rebuild,
     copy_agentic_scores,
     database_from_args,
     default_project_id,
@@ -188,21 +187,8 @@ def main():
     upto = str(args.rows + args.batch_traces)
     manage(env, "partitions", "--ensure", "--table", "scores_score_agentic", "--upto", upto, capture=True)
     load_seconds, scores_seconds = load_evaluations(dsn, args.rows)
-    # COPY bypassed the services, so the running totals behind /summary are rebuilt once, as after
-    # any bulk load.
     t0 = time.perf_counter()
-    subprocess.run(
-        [
-            PYTHON,
-            "manage.py",
-            "shell",
-            "-c",
-            "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()",
-        ],
-        cwd=ROOT,
-        env=env,
-        check=True,
-    )
+    agentic_rollup_rebuild(env)
     rebuild_seconds = time.perf_counter() - t0
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute("VACUUM ANALYZE traces_agenttrace")

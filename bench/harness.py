@@ -140,6 +140,18 @@ def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
     return result.stdout.strip() if capture else ""
 
 
+def agentic_rollup_rebuild(env: dict[str, str]) -> None:
+    """After agentic evaluations were COPYed past the services: their running totals (behind
+    /summary, and taken out by retention) rebuilt once, as after any bulk load."""
+    manage(
+        env,
+        "shell",
+        "-c",
+        "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()",
+        capture=True,
+    )
+
+
 def migrate(env: dict[str, str]) -> None:
     manage(env, "migrate", "--noinput", "-v", "0")
 

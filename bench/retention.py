@@ -25,7 +25,17 @@ import httpx
 import psycopg
 
 from agentic import load_evaluations
-from harness import PYTHON, ROOT, Gunicorn, add_database_args, database_from_args, manage, p50_p95, prepare
+from harness import (
+    PYTHON,
+    ROOT,
+    Gunicorn,
+    add_database_args,
+    agentic_rollup_rebuild,
+    database_from_args,
+    manage,
+    p50_p95,
+    prepare,
+)
 from ingest import copy_rows, make_traces
 
 SIZES = ("traces_agenttrace", "traces_toolcall", "agentic_agentevaluation", "scores_score")
@@ -117,14 +127,7 @@ def main():
             load_seconds += copy_rows(db.url, chunk, first_pk=first + 1, truncate=first == 0)
         if args.evaluations and not args.reuse:
             load_seconds += sum(load_evaluations(db.url, args.evaluations))
-            # COPY bypassed the services: the running totals the expiry takes evaluations out of.
-            manage(
-                env,
-                "shell",
-                "-c",
-                "from apps.agentic.services import evaluation_rollup_rebuild; evaluation_rollup_rebuild()",
-                capture=True,
-            )
+            agentic_rollup_rebuild(env)
         with psycopg.connect(db.url, autocommit=True) as conn:
             # The older half: of the --traces loaded, or (--reuse) of what earlier runs left.
             older = (
