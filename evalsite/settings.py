@@ -559,8 +559,8 @@ EVALSITE_ANCHORS_INTERVAL_SECONDS = env_int("EVALSITE_ANCHORS_INTERVAL_SECONDS",
 EVALSITE_TOOLCALL_PARTITION_TRACES = env_int("EVALSITE_TOOLCALL_PARTITION_TRACES", 100_000)
 if EVALSITE_TOOLCALL_PARTITION_TRACES < 1:
     raise ImproperlyConfigured("EVALSITE_TOOLCALL_PARTITION_TRACES must be at least 1")
-# PostgreSQL: how many agentic (or RAG) evaluation ids one partition of their Score rows covers
-# (apps.scores.partitions), on the same terms.
+# PostgreSQL: how many agentic (or RAG) evaluation ids one partition of the evaluations, and one of
+# their Score rows, covers (apps.scores.partitions), on the same terms.
 EVALSITE_SCORE_PARTITION_SUBJECTS = env_int("EVALSITE_SCORE_PARTITION_SUBJECTS", 100_000)
 if EVALSITE_SCORE_PARTITION_SUBJECTS < 1:
     raise ImproperlyConfigured("EVALSITE_SCORE_PARTITION_SUBJECTS must be at least 1")

@@ -23,11 +23,12 @@ class AgenticConfig(AppConfig):
                 services.evaluations_expire,
             )
         )
-        from apps.scores.partitions import score_partitions_register
+        from apps.scores.partitions import evaluation_partitions_register
         from apps.scores.vocabulary import SubjectKind
 
-        # Their metric Score rows, partitioned by evaluation id: an expired stretch is dropped whole.
-        score_partitions_register(
+        # Their rows and their metric Score rows, partitioned by evaluation id: an expired stretch of
+        # evaluations is dropped whole.
+        evaluation_partitions_register(
             SubjectKind.AGENTIC_EVALUATION,
             source=self.get_model("AgentEvaluation")._meta.db_table,
             noun="agentic evaluation",

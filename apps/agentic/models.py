@@ -145,7 +145,8 @@ class AgentEvaluation(models.Model):
     operation = models.CharField(max_length=255, null=True, blank=True)
 
     # Whether the judge errored on any metric (their Score rows say which): an evaluation with an
-    # error is never reused and is left out of agenteval_online_once, so a later attempt may retry.
+    # error is never reused and has no OnlineVerdict (agenteval_online_once), so a later attempt may
+    # retry.
     has_error = models.BooleanField(default=False)
     metric_scores = MetricScoresJoin()
 
@@ -182,16 +183,9 @@ class AgentEvaluation(models.Model):
             models.Index(fields=["session_id", "-created_at"], name="agenteval_session_newest"),
             models.Index(fields=["trace", "judge", "fingerprint"], name="agenteval_reuse"),
         ]
-        constraints = [
-            # Rules never judge the same content of a trace twice with one judge, even when two rules
-            # match or a backfill overlaps them on another worker. Verdicts with a metric in error are
-            # left out so that a later attempt may retry; requested evaluations (no rule) may be forced.
-            models.UniqueConstraint(
-                fields=["trace", "judge", "fingerprint"],
-                condition=Q(rule__isnull=False, has_error=False),
-                name="agenteval_online_once",
-            ),
-        ]
+        # No unique constraint: on PostgreSQL the table is partitioned by RANGE (id) (agentic.0013),
+        # and a partitioned table's unique index must hold the partition key. Rules judging the same
+        # content once is OnlineVerdict's constraint.
 
     def __str__(self):
         return f"{self.session_id} · {self.judge} · {self.overall_score}"
@@ -323,6 +317,40 @@ class OnlineEvaluationCount(models.Model):
 
     def __str__(self):
         return f"{self.rule_name} · {self.outcome}: {self.count}"
+
+
+class OnlineVerdict(models.Model):
+    """An online rule's verdict, keyed by what it judged: rules never judge the same content of a trace
+    twice with one judge, even when two rules match or a backfill overlaps them on another worker.
+    Stored with the evaluation, in its transaction (services._evaluations_store), for an evaluation
+    with a rule, a trace and no metric in error: one with an error may be retried, and requested
+    evaluations (no rule) may be forced.
+
+    The constraint was a partial unique index on AgentEvaluation until its rows were partitioned by id
+    so that retention returns their space (agentic.0013): PostgreSQL keeps a unique index across
+    partitions only if it holds the partition key. This small table keeps it instead, one row per
+    online verdict; the row goes with its evaluation, and with its rule (as the index no longer
+    covered an evaluation whose rule was deleted). A deleted trace leaves it: its id is never used
+    again."""
+
+    # No foreign key in the database: a partition of evaluations that one referenced could not be
+    # dropped without a DETACH that scans this table under the evaluations' exclusive lock. Every
+    # path that deletes evaluations deletes these rows too (the ORM's cascade; the retention batches).
+    evaluation = models.OneToOneField(
+        AgentEvaluation, primary_key=True, on_delete=models.CASCADE, related_name="+", db_constraint=False
+    )
+    trace_id = models.BigIntegerField()
+    judge = models.CharField(max_length=255)
+    fingerprint = models.CharField(max_length=64)
+    rule = models.ForeignKey(EvaluationRule, on_delete=models.CASCADE, related_name="+")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["trace_id", "judge", "fingerprint"], name="agenteval_online_once")
+        ]
+
+    def __str__(self):
+        return f"trace {self.trace_id} · {self.judge} · {self.fingerprint[:12]}"
 
 
 class JudgingClaim(models.Model):

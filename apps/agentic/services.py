@@ -30,7 +30,7 @@ from . import fastpath
 from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, get_agentic_judge
 from .judges.base import MetricResult
 from .judges.composed import ComposedAgenticJudge, MetricOverride
-from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricJudge, metrics_attach
+from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricJudge, OnlineVerdict, metrics_attach
 from .scoring import rating_for, weighted_overall
 from .selectors import judge_input_of_trace
 
@@ -140,6 +140,17 @@ def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
     """Inserts the evaluations, then their metric Score rows (which need the evaluations' pks), and
     adds them to the running totals: all or nothing, so /summary never counts a half-stored one."""
     AgentEvaluation.objects.bulk_create(evaluations, batch_size=500)
+    # A second online verdict of the same content raises IntegrityError here, and nothing is stored.
+    OnlineVerdict.objects.bulk_create(
+        [
+            OnlineVerdict(
+                evaluation=ev, trace_id=ev.trace_id, judge=ev.judge, fingerprint=ev.fingerprint, rule_id=ev.rule_id
+            )
+            for ev in evaluations
+            if ev.rule_id is not None and ev.trace_id is not None and not ev.has_error
+        ],
+        batch_size=500,
+    )
     for ev in evaluations:
         for score in ev.metrics.values():
             score.subject_id = ev.pk
@@ -450,7 +461,9 @@ def evaluations_clear(*, project_id: int | None = None) -> tuple[int, int]:
     project_id = project_pk(project_id)
     evaluations = AgentEvaluation.objects.filter(project_id=project_id)
     scores_delete(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=evaluations.values("pk"))
-    deleted, _ = evaluations.delete()
+    # The count of evaluations alone: Django's total also counts the OnlineVerdict rows it cascades to.
+    _, by_model = evaluations.delete()
+    deleted = by_model.get(AgentEvaluation._meta.label, 0)
     EvaluationRollup.objects.filter(project_id=project_id).delete()
     traces = traces_clear(project_id=project_id)
     return deleted, traces
@@ -467,6 +480,7 @@ def evaluations_expire(project, before, limit: int) -> int:
         evaluations = metrics_attach(list(AgentEvaluation.objects.filter(pk__in=ids)))
         _rollup_add(evaluations, sign=-1)
         subjects_forget(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_ids=ids)
+        rows_delete_quietly(OnlineVerdict.objects.filter(evaluation_id__in=ids))
         return rows_delete_quietly(AgentEvaluation.objects.filter(pk__in=ids))
 
 

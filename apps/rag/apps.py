@@ -22,11 +22,12 @@ class RagConfig(AppConfig):
                 services.trace_evaluations_expire,
             )
         )
-        from apps.scores.partitions import score_partitions_register
+        from apps.scores.partitions import evaluation_partitions_register
         from apps.scores.vocabulary import SubjectKind
 
-        # Their metric Score rows, partitioned by evaluation id: an expired stretch is dropped whole.
-        score_partitions_register(
+        # Their rows and their metric Score rows, partitioned by evaluation id: an expired stretch of
+        # evaluations is dropped whole.
+        evaluation_partitions_register(
             SubjectKind.RAG_EVALUATION,
             source=self.get_model("TraceEvaluation")._meta.db_table,
             noun="RAG evaluation",

@@ -10,10 +10,13 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from kombu.exceptions import OperationalError
 
+from apps.agentic import services as agentic_services
 from apps.agentic.judges import HeuristicAgenticJudge
 from apps.agentic.metrics import AgenticMetricsCollector
-from apps.agentic.models import AgentEvaluation, EvaluationRule, JudgingClaim, OnlineEvaluationCount
+from apps.agentic.models import AgentEvaluation, EvaluationRule, JudgingClaim, OnlineEvaluationCount, OnlineVerdict
 from apps.agentic.rules import services as rule_services
+from apps.scores.models import Score
+from apps.scores.vocabulary import SubjectKind
 from apps.traces import services as trace_services
 from apps.traces.models import AgentTrace
 from tests.agentic.factories import EvaluationRuleFactory
@@ -268,17 +271,38 @@ def test_changed_content_is_judged_again():
 
 @pytest.mark.django_db
 def test_the_database_refuses_a_second_online_verdict_of_the_same_content():
+    """agenteval_online_once, on OnlineVerdict since the evaluations are partitioned: a second online
+    verdict of the same content is refused and leaves nothing stored; a requested one is not."""
     rule, other = EvaluationRuleFactory(), EvaluationRuleFactory()
     trace = finish("constraint-1")
     rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
     stored = AgentEvaluation.objects.get(trace=trace)
-    duplicate = AgentEvaluation.objects.get(pk=stored.pk)
-    duplicate.pk, duplicate.rule = None, other
+    assert OnlineVerdict.objects.filter(evaluation=stored, rule=rule, trace_id=trace.pk).exists()
+
+    traces = list(AgentTrace.objects.filter(pk=trace.pk).prefetch_related("tool_calls"))
+    judge = HeuristicAgenticJudge()
     with pytest.raises(IntegrityError), transaction.atomic():
-        duplicate.save()
+        agentic_services.evaluations_create_for_traces(traces=traces, judge=judge, force=True, rule=other)
+    assert AgentEvaluation.objects.filter(trace=trace).count() == 1
+    assert Score.objects.of(SubjectKind.AGENTIC_EVALUATION).count() == 3
     # A requested evaluation may still judge again on purpose (force), as before rules existed.
-    duplicate.rule = None
-    duplicate.save()
+    agentic_services.evaluations_create_for_traces(traces=traces, judge=judge, force=True)
+    assert AgentEvaluation.objects.filter(trace=trace).count() == 2
+    assert OnlineVerdict.objects.count() == 1
+    # The row goes with its rule, as the index no longer covered an evaluation whose rule was deleted.
+    rule.delete()
+    assert not OnlineVerdict.objects.exists()
+    assert AgentEvaluation.objects.filter(trace=trace).count() == 2
+
+
+@pytest.mark.django_db
+def test_clearing_a_project_deletes_its_online_verdicts_and_frees_the_content_for_new_ones():
+    rule = EvaluationRuleFactory()
+    trace = finish("cleared-1")
+    rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
+    assert OnlineVerdict.objects.count() == 1
+    assert agentic_services.evaluations_clear(project_id=trace.project_id)[0] == 1
+    assert not OnlineVerdict.objects.exists() and not AgentEvaluation.objects.exists()
 
 
 @pytest.mark.django_db

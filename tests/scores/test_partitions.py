@@ -1,9 +1,10 @@
-"""The Score rows of agentic and RAG evaluations on PostgreSQL are partitioned by subject id range
-(scores.0003, apps.scores.partitions), so that retention returns their disk space: after the pass's
-batches have deleted the expired evaluations (reading their verdicts, which the running totals
-behind /summary lose with them), a partition no evaluation is left in is dropped whole and its
-files go; one that still holds an evaluation stays. Run results' and traces' Score rows sit in one
-default partition. Other databases have no partitions and nothing changes."""
+"""Agentic and RAG evaluations and their Score rows on PostgreSQL are partitioned by evaluation id
+range (scores.0003, agentic.0013, rag.0008, apps.scores.partitions), so that retention returns
+their disk space: after the pass's batches have deleted the expired evaluations (reading their
+verdicts, which the running totals behind /summary lose with them), a range no evaluation is left in
+is dropped whole, the evaluations' partition and their verdicts' alike, and their files go; one that
+still holds an evaluation stays. Run results' and traces' Score rows sit in one default partition.
+Other databases have no partitions and nothing changes."""
 
 import io
 from datetime import timedelta
@@ -15,7 +16,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 from django.utils import timezone
 
-from apps.agentic.models import AgentEvaluation, EvaluationRollup
+from apps.agentic.models import AgentEvaluation, EvaluationRollup, OnlineVerdict
 from apps.agentic.selectors import evaluation_summary
 from apps.agentic.services import evaluation_rollup_rebuild
 from apps.core import retention
@@ -25,12 +26,16 @@ from apps.scores.partitions import PARTITIONS
 from apps.scores.vocabulary import SubjectKind
 from apps.traces import partitions
 from apps.traces.tasks import ensure_partitions
-from tests.agentic.factories import AgentEvaluationFactory
+from tests.agentic.factories import AgentEvaluationFactory, EvaluationRuleFactory
 from tests.core.factories import ProjectFactory
 from tests.rag.factories import TraceEvaluationFactory
 
 AGENTIC = PARTITIONS[SubjectKind.AGENTIC_EVALUATION]
 RAG = PARTITIONS[SubjectKind.RAG_EVALUATION]
+# The evaluations' own tables, partitioned by their id in the same ranges.
+AGENTIC_OWN = AgentEvaluation._meta.db_table
+RAG_OWN = TraceEvaluation._meta.db_table
+EVERY = (AGENTIC, RAG, AGENTIC_OWN, RAG_OWN)
 
 
 def table(parent: str) -> partitions.RangePartitions:
@@ -57,18 +62,29 @@ def names(parent: str) -> set[str]:
     return {p.name for p in table(parent).partitions()}
 
 
+def covering_lo(parent: str, pk: int) -> int:
+    return next(p.lo for p in table(parent).partitions() if p.lo <= pk < p.hi)
+
+
+def routed(model, pk: int) -> str:
+    """The partition PostgreSQL put the row in."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tableoid::regclass::text FROM {model._meta.db_table} WHERE id = %s", [pk])
+        return cursor.fetchone()[0]
+
+
 @pytest.fixture
 def fresh(on_postgres):
-    """A new partition of 10 evaluation ids above every other, agentic and RAG, for a test that
-    drops one. A pass drops it, and the empty partitions below the test's rows of every partitioned
-    table (in a test database every lower one is empty): a dropped partition stays dropped for the
-    rest of the session (DDL commits; the flush after a transaction=True test only empties tables),
-    so every one the test found is put back afterwards, and the ranges stay contiguous for the
-    tests that follow."""
+    """A new partition of 10 evaluation ids above every other, of agentic and RAG evaluations and of
+    their Score rows (the same range in all four), for a test that drops one. A pass drops it, and
+    the empty partitions below the test's rows of every partitioned table (in a test database every
+    lower one is empty): a dropped partition stays dropped for the rest of the session (DDL commits;
+    the flush after a transaction=True test only empties tables), so every one the test found is
+    put back afterwards, and the ranges stay contiguous for the tests that follow."""
     with override_settings(EVALSITE_SCORE_PARTITION_SUBJECTS=10):
         made = {}
-        for parent in (AGENTIC, RAG):
-            lo = table(parent).partitions()[-1].hi
+        lo = max(table(parent).partitions()[-1].hi for parent in EVERY)
+        for parent in EVERY:
             table(parent).ensure(upto=lo)
             made[parent] = next(p for p in table(parent).partitions() if p.lo == lo)
         before = {t.parent: t.partitions() for t in partitions.registered()}
@@ -103,8 +119,8 @@ def score_rows() -> list[tuple]:
 
 @pytest.mark.django_db
 def test_score_rows_go_to_the_partition_of_their_subject(on_postgres):
-    assert table(AGENTIC).partitioned() and table(RAG).partitioned()
-    for parent in (AGENTIC, RAG):
+    assert all(table(parent).partitioned() for parent in EVERY)
+    for parent in EVERY:
         ranges = table(parent).partitions()
         assert ranges[0].lo == 0
         assert all(a.hi == b.lo for a, b in zip(ranges, ranges[1:], strict=False)), "contiguous ranges"
@@ -118,6 +134,11 @@ def test_score_rows_go_to_the_partition_of_their_subject(on_postgres):
     score = Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=agentic.pk).first()
     Score.objects.filter(pk=score.pk).update(reasoning="renamed")
     assert Score.objects.get(pk=score.pk).reasoning == "renamed"
+    # The evaluations themselves, in the same range of their own table.
+    assert routed(AgentEvaluation, agentic.pk) == f"{AGENTIC_OWN}_p{covering_lo(AGENTIC_OWN, agentic.pk)}"
+    assert routed(TraceEvaluation, rag.pk) == f"{RAG_OWN}_p{covering_lo(RAG_OWN, rag.pk)}"
+    AgentEvaluation.objects.filter(pk=agentic.pk).update(agent_name="renamed")
+    assert AgentEvaluation.objects.get(pk=agentic.pk).agent_name == "renamed"
     # Another kind goes to the default partition of the list.
     other = Score.objects.create(subject_kind=SubjectKind.RUN_RESULT, subject_id=agentic.pk, key="x", kind="criterion")
     assert partitions_of(SubjectKind.RUN_RESULT, agentic.pk) == {"scores_score_other"}
@@ -134,10 +155,16 @@ def test_a_partition_whose_evaluations_all_expired_is_dropped_after_the_batches_
     expired = [evaluation(partition, i, project, days=40, task_adherence=0.75) for i in range(3)]
     # Past the range, so the sequence has passed it; kept (fresh), with verdicts of its own.
     live = evaluation(partition, 11, project, task_adherence=0.7)
+    # An online rule's verdict: its OnlineVerdict row goes with it.
+    rule = EvaluationRuleFactory(project=project)
+    OnlineVerdict.objects.create(evaluation=expired[0], trace_id=10**9, judge="j", fingerprint="f", rule=rule)
+    own = fresh[AGENTIC_OWN]
+    assert routed(AgentEvaluation, expired[0].pk) == own.name
     evaluation_rollup_rebuild()
     assert EvaluationRollup.objects.get(project=project).count == 4
-    assert table_bytes(partition.name) > 0
+    assert table_bytes(partition.name) > 0 and table_bytes(own.name) > 0
     assert partition in table(AGENTIC).reclaimable(timezone.now())
+    assert own in table(AGENTIC_OWN).reclaimable(timezone.now())
 
     done = retention.retention_apply(pause_seconds=0)
 
@@ -146,6 +173,11 @@ def test_a_partition_whose_evaluations_all_expired_is_dropped_after_the_batches_
     assert done[-1] is bulk or done.index(bulk) > max(i for i, e in enumerate(done) if e.project), "after the batches"
     assert table_bytes(partition.name) is None, "the partition's files are gone"
     assert partition.name not in names(AGENTIC)
+    (own_bulk,) = [e for e in done if e.kind.startswith("agentic evaluation partitions")]
+    assert own_bulk.count >= 1 and done.index(own_bulk) > max(i for i, e in enumerate(done) if e.project)
+    assert table_bytes(own.name) is None, "the evaluations' own partition went too"
+    assert routed(AgentEvaluation, live.pk) != own.name
+    assert not OnlineVerdict.objects.exists()
     assert next(e.count for e in done if e.project == project.slug and e.kind == "agentic_evaluations") == 3
     assert not AgentEvaluation.objects.filter(pk__in=[e.pk for e in expired]).exists()
     assert not Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id__in=[e.pk for e in expired])
@@ -158,6 +190,7 @@ def test_a_partition_whose_evaluations_all_expired_is_dropped_after_the_batches_
     assert evaluation_summary(project_id=project.pk) == kept
     assert EvaluationRollup.objects.filter(project=project, count__gt=0).count() == 1
     assert not table(AGENTIC).reclaimable(timezone.now()), "a second pass has nothing to drop"
+    assert not table(AGENTIC_OWN).reclaimable(timezone.now())
 
 
 @pytest.mark.django_db(transaction=True)
@@ -173,6 +206,8 @@ def test_a_partition_holding_an_evaluation_still_kept_stays(fresh):
     retention.retention_apply(pause_seconds=0)
 
     assert partition.name in names(AGENTIC)
+    assert fresh[AGENTIC_OWN].name in names(AGENTIC_OWN)
+    assert routed(AgentEvaluation, kept.pk) == fresh[AGENTIC_OWN].name
     assert not AgentEvaluation.objects.filter(pk=expired.pk).exists()
     assert not Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=expired.pk).exists()
     assert Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=kept.pk).count() == 3
@@ -189,7 +224,9 @@ def test_a_partition_whose_expired_evaluations_are_not_deleted_yet_is_not_droppe
     evaluation(partition, 11, project)
     assert partition in table(AGENTIC).reclaimable(timezone.now()), "expired, so a dry run lists it"
     table(AGENTIC).reclaim(timezone.now())
+    table(AGENTIC_OWN).reclaim(timezone.now())
     assert partition.name in names(AGENTIC)
+    assert fresh[AGENTIC_OWN].name in names(AGENTIC_OWN)
     assert waiting.metrics["task_adherence"].value == 0.9
 
 
@@ -204,7 +241,10 @@ def test_rag_evaluations_partitions_go_the_same_way(fresh):
     done = retention.retention_apply(pause_seconds=0)
 
     assert any(e.kind.startswith("RAG evaluation score partitions") and e.count >= 1 for e in done)
+    assert any(e.kind.startswith("RAG evaluation partitions") and e.count >= 1 for e in done)
     assert table_bytes(partition.name) is None
+    assert table_bytes(fresh[RAG_OWN].name) is None
+    assert TraceEvaluation.objects.get(pk=live.pk).pk == live.pk
     assert not TraceEvaluation.objects.filter(pk__in=[e.pk for e in expired]).exists()
     assert Score.objects.filter(subject_kind=SubjectKind.RAG_EVALUATION, subject_id=live.pk).exists()
 
@@ -220,10 +260,13 @@ def test_the_dry_run_names_them_and_the_command_lists_every_partitioned_table(fr
     out = io.StringIO()
     call_command("apply_retention", "--dry-run", stdout=out)
     assert f"all projects: would drop {len(reclaimable)} agentic evaluation score partitions" in out.getvalue()
+    own = len(table(AGENTIC_OWN).reclaimable(timezone.now()))
+    assert own >= 1 and f"all projects: would drop {own} agentic evaluation partitions" in out.getvalue()
     assert partition.name in names(AGENTIC), "a dry run drops nothing"
+    assert fresh[AGENTIC_OWN].name in names(AGENTIC_OWN)
     listing = io.StringIO()
     call_command("partitions", stdout=listing)
-    for name in (partition.name, f"{AGENTIC}_default", f"{RAG}_default", "traces_toolcall_default"):
+    for name in (partition.name, fresh[AGENTIC_OWN].name, *(f"{parent}_default" for parent in EVERY)):
         assert name in listing.getvalue()
 
 
@@ -239,6 +282,9 @@ def test_beat_keeps_every_registered_table_ahead_of_its_ids(on_postgres, setting
     ahead = table(AGENTIC).partitions()
     assert ahead[-1].hi >= last.hi + 10 + partitions.AHEAD * 1000
     assert min(p.lo for p in ahead if p.lo >= last.hi) > last.hi + 10
+    # The evaluations' own table likewise, its row having waited in its default partition.
+    own = table(AGENTIC_OWN).partitions()
+    assert own[-1].hi >= last.hi + 10 + partitions.AHEAD * 1000
 
 
 @pytest.mark.django_db
@@ -276,6 +322,57 @@ def test_the_migration_keeps_every_score_row_both_ways(on_postgres):
     # The id sequence goes on from the copied rows.
     later = Score.objects.create(subject_kind=SubjectKind.TRACE, subject_id=1, key="y", kind="criterion")
     assert later.pk > rows[-1][0]
+
+
+EVALUATIONS_BEFORE = [("agentic", "0012_metric_judge"), ("rag", "0007_retention_index")]
+
+
+def evaluation_rows() -> list[tuple]:
+    return list(
+        AgentEvaluation.objects.order_by("pk").values_list("pk", "session_id", "rule_id", "trace_id", "has_error")
+    )
+
+
+def online_index_exists() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT to_regclass('agenteval_online_once')::text, to_regclass('agentic_onlineverdict')")
+        index, verdicts = cursor.fetchone()
+        return index is not None and verdicts is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_evaluations_migration_keeps_every_row_and_the_online_once_rule_both_ways(on_postgres):
+    """agentic.0013 and rag.0008 back and forth: the rows and their ids stay, the partial unique
+    index comes back on the plain table, and the online verdicts it covered fill agentic_onlineverdict
+    again (an evaluation in error, without a rule or without a trace is not one)."""
+    rule = EvaluationRuleFactory()
+    online = AgentEvaluationFactory(rule=rule)
+    AgentEvaluationFactory(rule=rule, has_error=True)
+    AgentEvaluationFactory(rule=None)
+    AgentEvaluationFactory(rule=rule, trace=None)
+    OnlineVerdict.objects.create(
+        evaluation=online, trace_id=online.trace_id, judge=online.judge, fingerprint=online.fingerprint, rule=rule
+    )
+    rag = TraceEvaluationFactory()
+    rows = evaluation_rows()
+    executor = MigrationExecutor(connection)
+    executor.migrate(EVALUATIONS_BEFORE)
+    try:
+        assert not table(AGENTIC_OWN).partitioned() and not table(RAG_OWN).partitioned()
+        assert online_index_exists()
+        assert evaluation_rows() == rows
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert table(AGENTIC_OWN).partitioned() and table(RAG_OWN).partitioned()
+    assert evaluation_rows() == rows
+    assert list(OnlineVerdict.objects.values_list("evaluation_id", "trace_id", "judge", "fingerprint", "rule_id")) == [
+        (online.pk, online.trace_id, online.judge, online.fingerprint, rule.pk)
+    ]
+    assert TraceEvaluation.objects.get(pk=rag.pk).pk == rag.pk
+    # The id sequences go on from the copied rows.
+    assert AgentEvaluationFactory().pk > rows[-1][0]
+    assert TraceEvaluationFactory().pk > rag.pk
 
 
 # --- other databases -----------------------------------------------------------------------------

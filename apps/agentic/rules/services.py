@@ -5,7 +5,7 @@ enabled rule that matches it and samples it queues a Celery task, which judges i
 rule's judge. The usual re-use applies (same judge, same content: the stored verdict is returned),
 and it holds across workers too: a JudgingClaim row per (trace, judge) makes a second worker wait
 for the first one's verdict instead of judging in parallel, and the agenteval_online_once
-constraint refuses a second stored verdict.
+constraint (on OnlineVerdict) refuses a second stored verdict.
 """
 
 import logging
