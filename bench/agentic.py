@@ -182,10 +182,11 @@ def main():
 
     # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
     trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
-    # The partitions of the metric Score rows the load (and the batch after it) needs, made before it
-    # as Celery beat makes them ahead of ingestion (apps.scores.partitions); COPY gives the ids.
+    # The partitions of the evaluations and their metric Score rows the load (and the batch after it)
+    # needs, made before it as Celery beat makes them ahead of ingestion (apps.scores.partitions).
     upto = str(args.rows + args.batch_traces)
-    manage(env, "partitions", "--ensure", "--table", "scores_score_agentic", "--upto", upto, capture=True)
+    for table in ("agentic_agentevaluation", "scores_score_agentic"):
+        manage(env, "partitions", "--ensure", "--table", table, "--upto", upto, capture=True)
     load_seconds, scores_seconds = load_evaluations(dsn, args.rows)
     t0 = time.perf_counter()
     agentic_rollup_rebuild(env)

@@ -11,7 +11,7 @@ idle; then runs `manage.py apply_retention` and keeps measuring until it ends. P
 expiry took (target: <= 2 minutes for half of 2M traces), the ingestion p50/p95 idle and during it
 (target: p95 during <= 2x idle), and the table sizes before and after. With --evaluations N, also
 N agentic evaluations with their three metric Score rows each, the older half dated back too: the
-sizes then show the Score rows' partitions returning their space. Drops the database unless --keep;
+sizes then show the partitions of both returning their space. Drops the database unless --keep;
 --reuse runs again on a kept database (the older half of what is left expires).
 """
 
@@ -118,7 +118,8 @@ def main():
         )
         if args.evaluations:
             upto = str(args.evaluations)
-            manage(env, "partitions", "--ensure", "--table", "scores_score_agentic", "--upto", upto, capture=True)
+            for table in ("agentic_agentevaluation", "scores_score_agentic"):
+                manage(env, "partitions", "--ensure", "--table", table, "--upto", upto, capture=True)
     try:
         # In chunks: 2M traces built at once would not fit in memory.
         load_seconds = 0.0
@@ -207,8 +208,8 @@ def main():
             "table sizes (MB, with indexes) before -> after: "
             + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in (*SIZES, "database"))
             + " (tool calls: partitions whose every trace expired are dropped, their space returned to the "
-            "disk; Score rows: deleted by batches, then the partitions they emptied dropped, their space returned; "
-            "traces and evaluations: deleted by batches, their space reused by new rows)"
+            "disk; evaluations and their Score rows: deleted by batches, then the partitions they emptied "
+            "dropped, their space returned; traces: deleted by batches, their space reused by new rows)"
         )
         sent = 10 * (len(idle) + len(during))
         live -= live_before  # a reused database keeps the live traces of earlier runs
