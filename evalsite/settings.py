@@ -559,11 +559,18 @@ EVALSITE_ANCHORS_INTERVAL_SECONDS = env_int("EVALSITE_ANCHORS_INTERVAL_SECONDS",
 EVALSITE_TOOLCALL_PARTITION_TRACES = env_int("EVALSITE_TOOLCALL_PARTITION_TRACES", 100_000)
 if EVALSITE_TOOLCALL_PARTITION_TRACES < 1:
     raise ImproperlyConfigured("EVALSITE_TOOLCALL_PARTITION_TRACES must be at least 1")
-# PostgreSQL: how many agentic (or RAG) evaluation ids one partition of the evaluations, and one of
-# their Score rows, covers (apps.scores.partitions), on the same terms.
+# PostgreSQL: how many agentic (or RAG) evaluation ids one partition of their Score rows covers
+# (apps.scores.partitions), on the same terms.
 EVALSITE_SCORE_PARTITION_SUBJECTS = env_int("EVALSITE_SCORE_PARTITION_SUBJECTS", 100_000)
 if EVALSITE_SCORE_PARTITION_SUBJECTS < 1:
     raise ImproperlyConfigured("EVALSITE_SCORE_PARTITION_SUBJECTS must be at least 1")
+# PostgreSQL: how many ids one partition of the agentic (or RAG) evaluations themselves covers. Ten
+# times their Score rows': the evaluations are read by agent, session and date, which no partition
+# bound prunes, so every partition costs each /history query its planning (bench/agentic.py at 1M
+# rows: 13 partitions of 100,000 made a filtered page about 2 ms slower; 4 of 1,000,000 do not).
+EVALSITE_EVALUATION_PARTITION_IDS = env_int("EVALSITE_EVALUATION_PARTITION_IDS", 1_000_000)
+if EVALSITE_EVALUATION_PARTITION_IDS < 1:
+    raise ImproperlyConfigured("EVALSITE_EVALUATION_PARTITION_IDS must be at least 1")
 # How long dropping or attaching a partition waits for its lock before it gives up until the next
 # pass, so ingestion never queues behind it for longer.
 EVALSITE_PARTITION_LOCK_TIMEOUT_MS = env_int("EVALSITE_PARTITION_LOCK_TIMEOUT_MS", 200)

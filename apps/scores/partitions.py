@@ -2,7 +2,8 @@
 scores.0003, agentic.0013 and rag.0008), so that retention returns their disk space: an evaluation's
 verdicts are three to a dozen wide rows with their reasoning (1.3 times the bytes of the
 evaluation's own row and indexes, for an agentic evaluation in bench/retention.py), and both are
-partitioned by the evaluation's id in the same ranges.
+partitioned by the evaluation's id (the evaluations in wider ranges, since no partition bound
+prunes their reads by agent, session or date: settings.EVALSITE_EVALUATION_PARTITION_IDS).
 
 The apps above register their kind from their AppConfig.ready, naming their evaluation table (this
 app may not import them): the partitions are then kept ahead of that table's ids by the beat and
@@ -31,8 +32,8 @@ PARTITIONS = {
 def evaluation_partitions_register(kind: SubjectKind, *, source: str, noun: str) -> list[RangePartitions]:
     """Keep the partitions of `kind`'s Score rows, whose subject_id is an id of the table `source`
     (with project_id and created_at, which retention expires by), and those of `source` itself,
-    partitioned by its id in the same ranges (agentic.0013, rag.0008): a stretch of evaluations and
-    their verdicts empty together, and both partitions go in the same pass."""
+    partitioned by its id (agentic.0013, rag.0008) in wider ranges: an evaluation partition spans
+    ten of its Score rows' by default, and goes in the pass that finds it empty."""
     tables = [
         RangePartitions(
             parent=PARTITIONS[kind],
@@ -46,7 +47,7 @@ def evaluation_partitions_register(kind: SubjectKind, *, source: str, noun: str)
             parent=source,
             key="id",
             source=source,
-            size_setting="EVALSITE_SCORE_PARTITION_SUBJECTS",
+            size_setting="EVALSITE_EVALUATION_PARTITION_IDS",
             noun=noun,
             only_when_empty=True,
         ),

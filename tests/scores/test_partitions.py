@@ -81,10 +81,15 @@ def fresh(on_postgres):
     lower one is empty): a dropped partition stays dropped for the rest of the session (DDL commits;
     the flush after a transaction=True test only empties tables), so every one the test found is
     put back afterwards, and the ranges stay contiguous for the tests that follow."""
-    with override_settings(EVALSITE_SCORE_PARTITION_SUBJECTS=10):
+    with override_settings(EVALSITE_SCORE_PARTITION_SUBJECTS=10, EVALSITE_EVALUATION_PARTITION_IDS=10):
         made = {}
         lo = max(table(parent).partitions()[-1].hi for parent in EVERY)
         for parent in EVERY:
+            last = table(parent).partitions()[-1]
+            if last.hi < lo:
+                # The evaluations' partitions are wider than their Score rows' (settings): one
+                # partition up to the common bound keeps the ranges contiguous.
+                assert table(parent)._attach(last.hi, lo) is True
             table(parent).ensure(upto=lo)
             made[parent] = next(p for p in table(parent).partitions() if p.lo == lo)
         before = {t.parent: t.partitions() for t in partitions.registered()}
@@ -275,6 +280,7 @@ def test_beat_keeps_every_registered_table_ahead_of_its_ids(on_postgres, setting
     """The one-minute beat task ensures the tool calls' partitions and the Score rows' alike."""
     assert {"apps.traces.tasks.ensure_partitions"} <= {e["task"] for e in settings.CELERY_BEAT_SCHEDULE.values()}
     settings.EVALSITE_SCORE_PARTITION_SUBJECTS = 1000
+    settings.EVALSITE_EVALUATION_PARTITION_IDS = 1000
     last = table(AGENTIC).partitions()[-1]
     # Beyond every partition: its Score rows wait in the default one, and the next partition starts above.
     AgentEvaluationFactory(id=last.hi + 10)

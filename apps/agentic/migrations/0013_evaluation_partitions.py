@@ -1,10 +1,9 @@
 """PostgreSQL: agentic_agentevaluation becomes a table partitioned by RANGE (id), so that retention
 returns the disk space of expired evaluations' own rows and indexes by dropping a partition instead
 of deleting rows whose space PostgreSQL only reuses. The ranges are those of the evaluations' Score
-rows (scores.0003, the same EVALSITE_SCORE_PARTITION_SUBJECTS ids each), so a stretch of evaluations
-and their verdicts empty together; apps.scores.partitions registers both and apps.traces.partitions
-keeps them (made ahead of the id sequence, dropped by a retention pass once its batches deleted every
-evaluation of the range).
+rows (scores.0003) but wider (EVALSITE_EVALUATION_PARTITION_IDS, 1,000,000 by default, ten of theirs):
+apps.scores.partitions registers both and apps.traces.partitions keeps them (made ahead of the id
+sequence, dropped by a retention pass once its batches deleted every evaluation of the range).
 
     agentic_agentevaluation       RANGE (id): _p0, _p100000, …, _default
 
@@ -32,7 +31,7 @@ def partition(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
     with schema_editor.connection.cursor() as cursor:
-        top, size = highest_id(cursor, TABLE), settings.EVALSITE_SCORE_PARTITION_SUBJECTS
+        top, size = highest_id(cursor, TABLE), settings.EVALSITE_EVALUATION_PARTITION_IDS
         table_rebuild(
             cursor,
             TABLE,

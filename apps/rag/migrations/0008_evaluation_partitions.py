@@ -1,7 +1,7 @@
 """PostgreSQL: rag_traceevaluation becomes a table partitioned by RANGE (id), so that retention
 returns the disk space of expired RAG evaluations' own rows by dropping a partition, as
-agentic.0013 does for agentic evaluations: the ranges are those of their Score rows (scores.0003),
-registered by apps.scores.partitions and kept by apps.traces.partitions.
+agentic.0013 does for agentic evaluations (EVALSITE_EVALUATION_PARTITION_IDS ids each), registered
+by apps.scores.partitions and kept by apps.traces.partitions.
 
     rag_traceevaluation           RANGE (id): _p0, _p100000, …, _default
 
@@ -23,7 +23,7 @@ def partition(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
     with schema_editor.connection.cursor() as cursor:
-        top, size = highest_id(cursor, TABLE), settings.EVALSITE_SCORE_PARTITION_SUBJECTS
+        top, size = highest_id(cursor, TABLE), settings.EVALSITE_EVALUATION_PARTITION_IDS
         table_rebuild(
             cursor,
             TABLE,
