@@ -1,7 +1,6 @@
-"""The table rebuild of the migrations that partition a table on PostgreSQL, and undo it
-(traces.0016, scores.0003, agentic.0013, rag.0008): copy the table into a new one (partitioned, or
-plain again), drop the old one, and give the new one the old one's name, constraints, indexes and id
-sequence.
+"""The operation of the migrations that partition a table on PostgreSQL, and undo it (traces.0016,
+scores.0003, agentic.0013, rag.0008): copy the table into a new one (partitioned, or plain again),
+drop the old one, and give the new one the old one's name, constraints, indexes and id sequence.
 
 Migrations run this code as it is when they run, not as it was when they were written: change it
 only in ways that leave every one of them making the same tables.
@@ -14,6 +13,9 @@ gave them. Nothing may reference the table while it is rebuilt (DROP TABLE would
 """
 
 from collections.abc import Callable
+
+from django.conf import settings
+from django.db import migrations
 
 # Before the keeper's first run (apps.traces.partitions.AHEAD): partitions ahead of the highest key.
 AHEAD = 2
@@ -60,18 +62,18 @@ def table_rebuild(
     *,
     partition_by: str | None,
     primary_key: str,
-    partitions: Callable[[str], None] | None = None,
+    partitions: Callable | None = None,
 ) -> None:
     """Rebuild `table` PARTITION BY `partition_by` (None: plain), its partitions made by
-    `partitions(new_table_name)` before the rows are copied, its primary key `primary_key` (the
-    columns in parentheses)."""
+    `partitions(cursor, new_table_name)` before the rows are copied, its primary key `primary_key`
+    (the columns in parentheses)."""
     constraints, indexes = _definitions(cursor, table)
     cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
     (max_id,) = cursor.fetchone()
     new = f"{table}_new"
     cursor.execute(f"CREATE TABLE {new} (LIKE {table})" + (f" PARTITION BY {partition_by}" if partition_by else ""))
     if partitions is not None:
-        partitions(new)
+        partitions(cursor, new)
     cursor.execute(f"INSERT INTO {new} SELECT * FROM {table}")
     cursor.execute(f"DROP TABLE {table}")
     cursor.execute(f"ALTER TABLE {new} RENAME TO {table}")
@@ -90,3 +92,32 @@ def table_rebuild(
     for _name, definition in indexes:
         # A partitioned table's index reads "ON ONLY table": built here on the whole table.
         cursor.execute(definition.replace(" ON ONLY ", " ON "))
+
+
+def ranges(name: str, *, source: str, size_setting: str) -> Callable:
+    """A `partitions` for table_rebuild: RANGE partitions named after `name`, as many as the highest
+    id of `source` needs, each the setting's number of keys wide."""
+
+    def make(cursor, parent: str) -> None:
+        range_partitions(
+            cursor, parent, name=name, top=highest_id(cursor, source), size=getattr(settings, size_setting)
+        )
+
+    return make
+
+
+def partitioning(table: str, *, partition_by: str, primary_key: str, partitions: Callable) -> migrations.RunPython:
+    """The migration operation: on PostgreSQL, `table` rebuilt partitioned (table_rebuild), and plain
+    again backwards, its primary key (id); other databases: nothing."""
+
+    def forward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            with schema_editor.connection.cursor() as cursor:
+                table_rebuild(cursor, table, partition_by=partition_by, primary_key=primary_key, partitions=partitions)
+
+    def backward(apps, schema_editor):
+        if schema_editor.connection.vendor == "postgresql":
+            with schema_editor.connection.cursor() as cursor:
+                table_rebuild(cursor, table, partition_by=None, primary_key="(id)")
+
+    return migrations.RunPython(forward, backward)

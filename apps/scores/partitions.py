@@ -57,7 +57,7 @@ def evaluation_partitions_register(kind: SubjectKind, *, source: str, noun: str)
         reclaimer_register(
             Reclaimer(
                 f"{what} (every {noun} in them expired and deleted: their disk space returns)",
-                lambda now, table=table: len(table.reclaimable(now)),
+                table.reclaimable_count,
                 table.reclaim,
                 after_batches=True,
             )

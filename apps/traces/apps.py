@@ -19,7 +19,7 @@ class TracesConfig(AppConfig):
         reclaimer_register(
             Reclaimer(
                 "tool call partitions (every trace in them expired: their disk space returns)",
-                lambda now: len(partitions.partitions_reclaimable(now)),
+                partitions.TOOL_CALLS.reclaimable_count,
                 partitions.partitions_reclaim,
             )
         )

@@ -198,6 +198,10 @@ class RangePartitions:
         top = self._highest_source_id()
         return [p for p in self.partitions() if p.hi <= top and not self._kept(p, now)]
 
+    def reclaimable_count(self, now: datetime) -> int:
+        """How many partitions reclaimable lists: what a retention dry run reports."""
+        return len(self.reclaimable(now))
+
     def reclaim(self, now: datetime) -> int:
         """Drop the reclaimable partitions, each with the rows in it; returns how many went. The
         source rows they belonged to are expired and go in the batches that follow."""

@@ -19,33 +19,11 @@ the evaluations. Other databases: only the constraint moves. Reversible.
 """
 
 import django.db.models.deletion
-from django.conf import settings
 from django.db import migrations, models
 
-from apps.core.migration_partitions import highest_id, range_partitions, table_rebuild
+from apps.core.migration_partitions import partitioning, ranges
 
 TABLE = "agentic_agentevaluation"
-
-
-def partition(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        top, size = highest_id(cursor, TABLE), settings.EVALSITE_EVALUATION_PARTITION_IDS
-        table_rebuild(
-            cursor,
-            TABLE,
-            partition_by="RANGE (id)",
-            primary_key="(id)",
-            partitions=lambda new: range_partitions(cursor, new, name=TABLE, top=top, size=size),
-        )
-
-
-def unpartition(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        table_rebuild(cursor, TABLE, partition_by=None, primary_key="(id)")
 
 
 def verdicts_fill(apps, schema_editor):
@@ -69,7 +47,12 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.RemoveConstraint(model_name="agentevaluation", name="agenteval_online_once"),
-        migrations.RunPython(partition, unpartition),
+        partitioning(
+            TABLE,
+            partition_by="RANGE (id)",
+            primary_key="(id)",
+            partitions=ranges(TABLE, source=TABLE, size_setting="EVALSITE_EVALUATION_PARTITION_IDS"),
+        ),
         migrations.CreateModel(
             name="OnlineVerdict",
             fields=[

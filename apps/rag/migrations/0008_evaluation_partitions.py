@@ -11,33 +11,11 @@ nothing references it. A partitioned table cannot have an identity column before
 Other databases: nothing changes. Reversible.
 """
 
-from django.conf import settings
 from django.db import migrations
 
-from apps.core.migration_partitions import highest_id, range_partitions, table_rebuild
+from apps.core.migration_partitions import partitioning, ranges
 
 TABLE = "rag_traceevaluation"
-
-
-def partition(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        top, size = highest_id(cursor, TABLE), settings.EVALSITE_EVALUATION_PARTITION_IDS
-        table_rebuild(
-            cursor,
-            TABLE,
-            partition_by="RANGE (id)",
-            primary_key="(id)",
-            partitions=lambda new: range_partitions(cursor, new, name=TABLE, top=top, size=size),
-        )
-
-
-def unpartition(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        table_rebuild(cursor, TABLE, partition_by=None, primary_key="(id)")
 
 
 class Migration(migrations.Migration):
@@ -49,4 +27,11 @@ class Migration(migrations.Migration):
         ("queues", "0006_delete_metricreview"),
     ]
 
-    operations = [migrations.RunPython(partition, unpartition)]
+    operations = [
+        partitioning(
+            TABLE,
+            partition_by="RANGE (id)",
+            primary_key="(id)",
+            partitions=ranges(TABLE, source=TABLE, size_setting="EVALSITE_EVALUATION_PARTITION_IDS"),
+        )
+    ]

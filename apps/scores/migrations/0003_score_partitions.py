@@ -22,10 +22,9 @@ The rows are copied (INSERT … SELECT) into the new table: on a large installat
 takes the time of one copy of the Score rows. Other databases: nothing changes. Reversible.
 """
 
-from django.conf import settings
 from django.db import migrations
 
-from apps.core.migration_partitions import highest_id, range_partitions, table_rebuild
+from apps.core.migration_partitions import partitioning, ranges
 
 TABLE = "scores_score"
 # (subject kind, partition, the table whose ids its rows' subject_id holds), as apps.scores.partitions.
@@ -35,32 +34,11 @@ RANGED = (
 )
 
 
-def _partitions(cursor, new, size):
+def _partitions(cursor, new):
     for kind, name, source in RANGED:
         cursor.execute(f"CREATE TABLE {name} PARTITION OF {new} FOR VALUES IN ('{kind}') PARTITION BY RANGE (subject_id)")
-        range_partitions(cursor, name, name=name, top=highest_id(cursor, source), size=size)
+        ranges(name, source=source, size_setting="EVALSITE_SCORE_PARTITION_SUBJECTS")(cursor, name)
     cursor.execute(f"CREATE TABLE {TABLE}_other PARTITION OF {new} DEFAULT")
-
-
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        size = settings.EVALSITE_SCORE_PARTITION_SUBJECTS
-        table_rebuild(
-            cursor,
-            TABLE,
-            partition_by="LIST (subject_kind)",
-            primary_key="(id, subject_kind, subject_id)",
-            partitions=lambda new: _partitions(cursor, new, size),
-        )
-
-
-def backward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        table_rebuild(cursor, TABLE, partition_by=None, primary_key="(id)")
 
 
 class Migration(migrations.Migration):
@@ -68,4 +46,8 @@ class Migration(migrations.Migration):
         ("scores", "0002_score_parent_key_cover"),
     ]
 
-    operations = [migrations.RunPython(forward, backward)]
+    operations = [
+        partitioning(
+            TABLE, partition_by="LIST (subject_kind)", primary_key="(id, subject_kind, subject_id)", partitions=_partitions
+        )
+    ]

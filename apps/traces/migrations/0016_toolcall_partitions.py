@@ -14,33 +14,11 @@ The rows are copied (INSERT … SELECT) into the new table: on a large installat
 takes the time of one copy of the tool calls. Other databases: nothing changes. Reversible.
 """
 
-from django.conf import settings
 from django.db import migrations
 
-from apps.core.migration_partitions import highest_id, range_partitions, table_rebuild
+from apps.core.migration_partitions import partitioning, ranges
 
 TABLE = "traces_toolcall"
-
-
-def forward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        top, size = highest_id(cursor, "traces_agenttrace"), settings.EVALSITE_TOOLCALL_PARTITION_TRACES
-        table_rebuild(
-            cursor,
-            TABLE,
-            partition_by="RANGE (trace_id)",
-            primary_key="(id, trace_id)",
-            partitions=lambda new: range_partitions(cursor, new, name=TABLE, top=top, size=size),
-        )
-
-
-def backward(apps, schema_editor):
-    if schema_editor.connection.vendor != "postgresql":
-        return
-    with schema_editor.connection.cursor() as cursor:
-        table_rebuild(cursor, TABLE, partition_by=None, primary_key="(id)")
 
 
 class Migration(migrations.Migration):
@@ -48,4 +26,11 @@ class Migration(migrations.Migration):
         ("traces", "0015_agenttrace_ledger_units"),
     ]
 
-    operations = [migrations.RunPython(forward, backward)]
+    operations = [
+        partitioning(
+            TABLE,
+            partition_by="RANGE (trace_id)",
+            primary_key="(id, trace_id)",
+            partitions=ranges(TABLE, source="traces_agenttrace", size_setting="EVALSITE_TOOLCALL_PARTITION_TRACES"),
+        )
+    ]
