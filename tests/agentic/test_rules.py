@@ -296,7 +296,9 @@ def test_the_database_refuses_a_second_online_verdict_of_the_same_content():
 
 
 @pytest.mark.django_db
-def test_clearing_a_project_deletes_its_online_verdicts_and_frees_the_content_for_new_ones():
+def test_clearing_a_project_deletes_its_online_verdicts_and_counts_the_evaluations_alone():
+    """Django's delete() total also counts the OnlineVerdict rows it cascades to: /clear reports the
+    evaluations."""
     rule = EvaluationRuleFactory()
     trace = finish("cleared-1")
     rule_services.online_evaluations_run(rule_id=rule.pk, trace_ids=[trace.pk])
