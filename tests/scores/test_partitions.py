@@ -32,7 +32,7 @@ from tests.rag.factories import TraceEvaluationFactory
 
 AGENTIC = PARTITIONS[SubjectKind.AGENTIC_EVALUATION]
 RAG = PARTITIONS[SubjectKind.RAG_EVALUATION]
-# The evaluations' own tables, partitioned by their id in the same ranges.
+# The evaluations' own tables, partitioned by their id in wider ranges (the tests narrow both).
 AGENTIC_OWN = AgentEvaluation._meta.db_table
 RAG_OWN = TraceEvaluation._meta.db_table
 EVERY = (AGENTIC, RAG, AGENTIC_OWN, RAG_OWN)
@@ -76,7 +76,7 @@ def routed(model, pk: int) -> str:
 @pytest.fixture
 def fresh(on_postgres):
     """A new partition of 10 evaluation ids above every other, of agentic and RAG evaluations and of
-    their Score rows (the same range in all four), for a test that drops one. A pass drops it, and
+    their Score rows (one range in all four), for a test that drops one. A pass drops it, and
     the empty partitions below the test's rows of every partitioned table (in a test database every
     lower one is empty): a dropped partition stays dropped for the rest of the session (DDL commits;
     the flush after a transaction=True test only empties tables), so every one the test found is
@@ -139,7 +139,7 @@ def test_score_rows_go_to_the_partition_of_their_subject(on_postgres):
     score = Score.objects.filter(subject_kind=SubjectKind.AGENTIC_EVALUATION, subject_id=agentic.pk).first()
     Score.objects.filter(pk=score.pk).update(reasoning="renamed")
     assert Score.objects.get(pk=score.pk).reasoning == "renamed"
-    # The evaluations themselves, in the same range of their own table.
+    # The evaluations themselves, in the partition of their id in their own table.
     assert routed(AgentEvaluation, agentic.pk) == f"{AGENTIC_OWN}_p{covering_lo(AGENTIC_OWN, agentic.pk)}"
     assert routed(TraceEvaluation, rag.pk) == f"{RAG_OWN}_p{covering_lo(RAG_OWN, rag.pk)}"
     AgentEvaluation.objects.filter(pk=agentic.pk).update(agent_name="renamed")
