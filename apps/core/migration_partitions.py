@@ -21,14 +21,6 @@ from django.db import migrations
 AHEAD = 2
 
 
-def range_partitions(cursor, parent: str, *, name: str, top: int, size: int) -> None:
-    """`name`_default and `name`_p{lo} for every `size` keys from 0 to AHEAD partitions beyond `top`,
-    as partitions of `parent`."""
-    cursor.execute(f"CREATE TABLE {name}_default PARTITION OF {parent} DEFAULT")
-    for lo in range(0, top + 1 + AHEAD * size, size):
-        cursor.execute(f"CREATE TABLE {name}_p{lo} PARTITION OF {parent} FOR VALUES FROM ({lo}) TO ({lo + size})")
-
-
 def highest_id(cursor, table: str) -> int:
     """The highest id of `table`, 0 if it has none or does not exist yet (a fresh database migrates
     one app before the apps above it)."""
@@ -95,13 +87,14 @@ def table_rebuild(
 
 
 def ranges(name: str, *, source: str, size_setting: str) -> Callable:
-    """A `partitions` for table_rebuild: RANGE partitions named after `name`, as many as the highest
-    id of `source` needs, each the setting's number of keys wide."""
+    """A `partitions` for table_rebuild: `name`_default, and `name`_p{lo} for every setting's number
+    of keys from 0 to AHEAD partitions beyond the highest id of `source`."""
 
     def make(cursor, parent: str) -> None:
-        range_partitions(
-            cursor, parent, name=name, top=highest_id(cursor, source), size=getattr(settings, size_setting)
-        )
+        size = getattr(settings, size_setting)
+        cursor.execute(f"CREATE TABLE {name}_default PARTITION OF {parent} DEFAULT")
+        for lo in range(0, highest_id(cursor, source) + 1 + AHEAD * size, size):
+            cursor.execute(f"CREATE TABLE {name}_p{lo} PARTITION OF {parent} FOR VALUES FROM ({lo}) TO ({lo + size})")
 
     return make
 

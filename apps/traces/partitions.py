@@ -3,7 +3,8 @@ returns disk space.
 
 Deleting rows only lets PostgreSQL reuse their space; dropping a partition gives it back to the
 system. A `RangePartitions` describes one such table: its rows are keyed by the id of a row of a
-`source` table (a tool call by its trace's id, an evaluation's Score rows by the evaluation's id),
+`source` table (a tool call by its trace's id, an evaluation's Score rows by the evaluation's id, an
+evaluation by its own),
 `size` source ids per partition, plus a DEFAULT partition. Source ids come from a sequence, so a
 partition holds the rows of the source rows created in one stretch of time, whatever their project:
 
@@ -15,13 +16,15 @@ partition holds the rows of the source rows created in one stretch of time, what
   sequence has passed and in which no source row is still kept by its project's `retention_days`:
   the rows of a month go with one DROP TABLE, and their disk space returns to the system. The
   source rows themselves are then deleted by the batches as before, their ledger and audit records
-  with them. A table whose rows the batches read as they delete (`only_when_empty`: an evaluation's
-  Score rows) is reclaimed after the batches instead, a partition only once none of its source
-  rows is left. A project that keeps its rows forever keeps every partition they are in; its rows, and
-  those left in the default partition, are deleted row by row when they expire.
+  with them. A table whose rows the batches read as they delete, or that are the source
+  itself (`only_when_empty`: evaluations and their Score rows), is reclaimed after the batches
+  instead, a partition only once none of its source rows is left. A project that keeps its rows
+  forever keeps every partition they are in; its rows, and those left in the default partition,
+  are deleted row by row when they expire.
 
-The tables: the tool calls (traces.0016, TOOL_CALLS below) and the Score rows of agentic and RAG
-evaluations (scores.0003, registered by those apps: apps.scores.partitions). Every source has
+The tables: the tool calls (traces.0016, TOOL_CALLS below), and agentic and RAG evaluations and
+their Score rows (agentic.0013, rag.0008, scores.0003, registered by those apps:
+apps.scores.partitions). Every source has
 `project_id` and `created_at`, which is what retention expires by.
 
 Dropping a partition locks the whole table for a moment (ACCESS EXCLUSIVE: PostgreSQL allows the

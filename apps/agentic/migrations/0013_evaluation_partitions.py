@@ -5,7 +5,7 @@ rows (scores.0003) but wider (EVALSITE_EVALUATION_PARTITION_IDS, 1,000,000 by de
 apps.scores.partitions registers both and apps.traces.partitions keeps them (made ahead of the id
 sequence, dropped by a retention pass once its batches deleted every evaluation of the range).
 
-    agentic_agentevaluation       RANGE (id): _p0, _p100000, …, _default
+    agentic_agentevaluation       RANGE (id): _p0, _p1000000, …, _default
 
 The partial unique index agenteval_online_once (trace, judge, fingerprint) cannot stay: a
 partitioned table's unique index must hold its partition key. It moves, under the same name, to a

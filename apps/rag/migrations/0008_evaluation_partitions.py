@@ -3,7 +3,7 @@ returns the disk space of expired RAG evaluations' own rows by dropping a partit
 agentic.0013 does for agentic evaluations (EVALSITE_EVALUATION_PARTITION_IDS ids each), registered
 by apps.scores.partitions and kept by apps.traces.partitions.
 
-    rag_traceevaluation           RANGE (id): _p0, _p100000, …, _default
+    rag_traceevaluation           RANGE (id): _p0, _p1000000, …, _default
 
 The table has no unique constraint besides its primary key (id), which holds the partition key, and
 nothing references it. A partitioned table cannot have an identity column before PostgreSQL 17, so
