@@ -26,11 +26,11 @@ from harness import (
     AGENTIC_EVALUATION_COLUMNS,
     Gunicorn,
     add_database_args,
+    agentic_partitions_ensure,
     agentic_rollup_rebuild,
     copy_agentic_scores,
     database_from_args,
     default_project_id,
-    manage,
     p50_p95,
     prepare,
     rss_mb,
@@ -182,11 +182,8 @@ def main():
 
     # Traces first: copy_rows truncates the trace tables with CASCADE, which would empty evaluations too.
     trace_seconds = copy_rows(dsn, make_traces(args.batch_traces, 3))
-    # The partitions of the evaluations and their metric Score rows the load (and the batch after it)
-    # needs, made before it as Celery beat makes them ahead of ingestion (apps.scores.partitions).
-    upto = str(args.rows + args.batch_traces)
-    for table in ("agentic_agentevaluation", "scores_score_agentic"):
-        manage(env, "partitions", "--ensure", "--table", table, "--upto", upto, capture=True)
+    # For the load and the batch after it.
+    agentic_partitions_ensure(env, args.rows + args.batch_traces)
     load_seconds, scores_seconds = load_evaluations(dsn, args.rows)
     t0 = time.perf_counter()
     agentic_rollup_rebuild(env)

@@ -140,6 +140,13 @@ def manage(env: dict[str, str], *args: str, capture: bool = False) -> str:
     return result.stdout.strip() if capture else ""
 
 
+def agentic_partitions_ensure(env: dict[str, str], upto: int) -> None:
+    """The partitions of agentic evaluations and of their Score rows that ids up to `upto` need,
+    made before a COPY load as Celery beat makes them ahead of ingestion (apps.scores.partitions)."""
+    for table in ("agentic_agentevaluation", "scores_score_agentic"):
+        manage(env, "partitions", "--ensure", "--table", table, "--upto", str(upto), capture=True)
+
+
 def agentic_rollup_rebuild(env: dict[str, str]) -> None:
     """After agentic evaluations were COPYed past the services: their running totals (behind
     /summary, and taken out by retention) rebuilt once, as after any bulk load."""

@@ -30,9 +30,9 @@ from harness import (
     ROOT,
     Gunicorn,
     add_database_args,
+    agentic_partitions_ensure,
     agentic_rollup_rebuild,
     database_from_args,
-    manage,
     p50_p95,
     prepare,
 )
@@ -117,9 +117,7 @@ def main():
             capture_output=True,
         )
         if args.evaluations:
-            upto = str(args.evaluations)
-            for table in ("agentic_agentevaluation", "scores_score_agentic"):
-                manage(env, "partitions", "--ensure", "--table", table, "--upto", upto, capture=True)
+            agentic_partitions_ensure(env, args.evaluations)
     try:
         # In chunks: 2M traces built at once would not fit in memory.
         load_seconds = 0.0
