@@ -135,9 +135,16 @@ class AgentEvaluation(models.Model):
     project = models.ForeignKey(
         "core.Project", on_delete=models.PROTECT, related_name="+", default=default_project_id, db_index=False
     )
-    # Kept when the trace is deleted on its own: the history of what was scored outlives it.
+    # Kept when the trace is deleted on its own: the history of what was scored outlives it. No
+    # foreign key in the database (traces are partitioned, traces.0021): every path that deletes
+    # traces unlinks their evaluations (the ORM's SET_NULL; retention's references_unlink).
     trace = models.ForeignKey(
-        "traces.AgentTrace", null=True, blank=True, on_delete=models.SET_NULL, related_name="evaluations"
+        "traces.AgentTrace",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="evaluations",
+        db_constraint=False,
     )
     session_id = models.CharField(max_length=255)
     source = models.CharField(max_length=8, choices=Source.choices, default=Source.TRACE)

@@ -99,17 +99,13 @@ class AgentTrace(models.Model):
             models.Index(fields=["agent_name", "start_time", "id"], name="agenttrace_agent_newest"),
             # Retention's walk: a project's oldest stored traces first (apps.core.retention).
             models.Index(fields=["project", "created_at", "id"], name="agenttrace_project_stored"),
-        ]
-        # A constraint rather than unique=True, which on PostgreSQL adds a second (LIKE) index that
-        # every OTLP trace would pay for and no query uses.
-        constraints = [
-            models.UniqueConstraint(fields=["project", "session_id"], name="agenttrace_unique_project_session"),
-            # Chosen by the client, like session ids: unique per project (traces.0017). The trace id
-            # leads: every OTLP lookup names trace ids, and an index led by the project (a new
-            # project's statistics say it has no rows) was planned as a scan of all its traces.
-            models.UniqueConstraint(
-                fields=["otel_trace_id", "project"], name="agenttrace_unique_otel_trace_id_project"
-            ),
+            # The unique keys, (project, session_id) and (otel_trace_id, project), are kept by
+            # TraceKey: on PostgreSQL this table is partitioned by id (traces.0021), and a partitioned
+            # table keeps a unique index only if it holds the partition key. These serve the lookups.
+            models.Index(fields=["project", "session_id"], name="agenttrace_project_session"),
+            # The trace id leads: every OTLP lookup names trace ids, and an index led by the project (a
+            # new project's statistics say it has no rows) was planned as a scan of all its traces.
+            models.Index(fields=["otel_trace_id", "project"], name="agenttrace_otel_trace_id"),
         ]
 
     def __str__(self):
@@ -120,10 +116,45 @@ class AgentTrace(models.Model):
         return self.status != self.Status.ACTIVE
 
 
+class TraceKey(models.Model):
+    """A trace's client-chosen ids, where the database holds them unique per project: the same session
+    id (or OpenTelemetry trace id) in two projects is two traces, and neither project learns of the
+    other through a conflict. One row per trace, written, changed and deleted with it by triggers on
+    the traces table (apps.traces.trace_keys), never by the app: inserting a trace whose session id
+    its project already has raises IntegrityError in the inserting statement, on every database.
+
+    The constraints were on AgentTrace until its rows were partitioned by id so that retention returns
+    their space (traces.0021). No foreign key in the database: a partition of traces could not be
+    dropped while one referenced it."""
+
+    trace = models.OneToOneField(
+        AgentTrace, primary_key=True, on_delete=models.DO_NOTHING, related_name="+", db_constraint=False
+    )
+    project = models.ForeignKey(
+        "core.Project", on_delete=models.DO_NOTHING, related_name="+", db_constraint=False, db_index=False
+    )
+    session_id = models.CharField(max_length=255)
+    otel_trace_id = models.CharField(max_length=32, null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["project", "session_id"], name="agenttrace_unique_project_session"),
+            models.UniqueConstraint(
+                fields=["otel_trace_id", "project"], name="agenttrace_unique_otel_trace_id_project"
+            ),
+        ]
+
+    def __str__(self):
+        return self.session_id
+
+
 class ToolCall(models.Model):
     """One tool invocation, a row of its own so concurrent writers never rewrite a shared list."""
 
-    trace = models.ForeignKey(AgentTrace, on_delete=models.CASCADE, related_name="tool_calls")
+    # No foreign key in the database: the traces are partitioned (traces.0021), and a partition of
+    # them could not be dropped while a constraint referenced it. Every path that deletes traces
+    # deletes their tool calls (the ORM's cascade; the retention batches, or their partition).
+    trace = models.ForeignKey(AgentTrace, on_delete=models.CASCADE, related_name="tool_calls", db_constraint=False)
     seq = models.PositiveIntegerField()
     call_id = models.CharField(max_length=255, null=True, blank=True)
     tool_name = models.CharField(max_length=255)
