@@ -38,7 +38,8 @@ from harness import (
 )
 from ingest import copy_rows, make_traces
 
-SIZES = ("traces_agenttrace", "traces_toolcall", "agentic_agentevaluation", "scores_score")
+# traces_tracekey: the traces' unique keys (traces.0020), a plain table whose space is reused.
+SIZES = ("traces_agenttrace", "traces_tracekey", "traces_toolcall", "agentic_agentevaluation", "scores_score")
 LOAD_CHUNK = 100_000
 
 
@@ -107,15 +108,16 @@ def main():
         db.create()
     env, key = prepare(db)
     if not args.reuse:
-        # The partitions of the tool calls the load needs, made before it as Celery beat makes them
-        # ahead of ingestion (apps.traces.partitions); COPY gives the traces their ids.
-        subprocess.run(
-            [PYTHON, "manage.py", "toolcall_partitions", "--ensure", "--upto", str(args.traces)],
-            cwd=ROOT,
-            env=env,
-            check=True,
-            capture_output=True,
-        )
+        # The partitions of the traces and their tool calls the load needs, made before it as Celery
+        # beat makes them ahead of ingestion (apps.traces.partitions); COPY gives the traces their ids.
+        for table in ("traces_agenttrace", "traces_toolcall"):
+            subprocess.run(
+                [PYTHON, "manage.py", "partitions", "--ensure", "--table", table, "--upto", str(args.traces)],
+                cwd=ROOT,
+                env=env,
+                check=True,
+                capture_output=True,
+            )
         if args.evaluations:
             agentic_partitions_ensure(env, args.evaluations)
     try:

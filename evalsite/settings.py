@@ -571,6 +571,12 @@ if EVALSITE_SCORE_PARTITION_SUBJECTS < 1:
 EVALSITE_EVALUATION_PARTITION_IDS = env_int("EVALSITE_EVALUATION_PARTITION_IDS", 1_000_000)
 if EVALSITE_EVALUATION_PARTITION_IDS < 1:
     raise ImproperlyConfigured("EVALSITE_EVALUATION_PARTITION_IDS must be at least 1")
+# PostgreSQL: how many trace ids one partition of the traces themselves covers (traces.0021). As wide
+# as the evaluations', for the same reason: the trace list and the REST doors read traces by session,
+# agent and time, which no partition bound prunes.
+EVALSITE_TRACE_PARTITION_IDS = env_int("EVALSITE_TRACE_PARTITION_IDS", 1_000_000)
+if EVALSITE_TRACE_PARTITION_IDS < 1:
+    raise ImproperlyConfigured("EVALSITE_TRACE_PARTITION_IDS must be at least 1")
 # How long dropping or attaching a partition waits for its lock before it gives up until the next
 # pass, so ingestion never queues behind it for longer.
 EVALSITE_PARTITION_LOCK_TIMEOUT_MS = env_int("EVALSITE_PARTITION_LOCK_TIMEOUT_MS", 200)

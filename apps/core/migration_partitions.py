@@ -1,5 +1,5 @@
 """The operation of the migrations that partition a table on PostgreSQL, and undo it (traces.0016,
-scores.0003, agentic.0013, rag.0008): copy the table into a new one (partitioned, or plain again),
+scores.0003, agentic.0013, rag.0008, traces.0021): copy the table into a new one (partitioned, or plain again),
 drop the old one, and give the new one the old one's name, constraints, indexes and id sequence.
 
 Migrations run this code as it is when they run, not as it was when they were written: change it
@@ -63,7 +63,11 @@ def table_rebuild(
     cursor.execute(f"SELECT coalesce(max(id), 0) FROM {table}")
     (max_id,) = cursor.fetchone()
     new = f"{table}_new"
-    cursor.execute(f"CREATE TABLE {new} (LIKE {table})" + (f" PARTITION BY {partition_by}" if partition_by else ""))
+    # Column defaults kept (traces' db_default columns, which bulk SQL writers leave out), all but
+    # id's: its default is the old table's sequence, which goes with it; the new one gets its own.
+    partitioned = f" PARTITION BY {partition_by}" if partition_by else ""
+    cursor.execute(f"CREATE TABLE {new} (LIKE {table} INCLUDING DEFAULTS){partitioned}")
+    cursor.execute(f"ALTER TABLE {new} ALTER COLUMN id DROP DEFAULT")
     if partitions is not None:
         partitions(cursor, new)
     cursor.execute(f"INSERT INTO {new} SELECT * FROM {table}")
@@ -99,18 +103,29 @@ def ranges(name: str, *, source: str, size_setting: str) -> Callable:
     return make
 
 
-def partitioning(table: str, *, partition_by: str, primary_key: str, partitions: Callable) -> migrations.RunPython:
+def partitioning(
+    table: str,
+    *,
+    partition_by: str,
+    primary_key: str,
+    partitions: Callable,
+    triggers: Callable | None = None,
+) -> migrations.RunPython:
     """The migration operation: on PostgreSQL, `table` rebuilt partitioned (table_rebuild), and plain
-    again backwards, its primary key (id); other databases: nothing."""
+    again backwards, its primary key (id); other databases: nothing. A table loses its triggers with
+    its old self: `triggers(cursor)` makes them again after the rebuild, both ways."""
+
+    def rebuild(schema_editor, **how) -> None:
+        if schema_editor.connection.vendor == "postgresql":
+            with schema_editor.connection.cursor() as cursor:
+                table_rebuild(cursor, table, **how)
+                if triggers is not None:
+                    triggers(cursor)
 
     def forward(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            with schema_editor.connection.cursor() as cursor:
-                table_rebuild(cursor, table, partition_by=partition_by, primary_key=primary_key, partitions=partitions)
+        rebuild(schema_editor, partition_by=partition_by, primary_key=primary_key, partitions=partitions)
 
     def backward(apps, schema_editor):
-        if schema_editor.connection.vendor == "postgresql":
-            with schema_editor.connection.cursor() as cursor:
-                table_rebuild(cursor, table, partition_by=None, primary_key="(id)")
+        rebuild(schema_editor, partition_by=None, primary_key="(id)")
 
     return migrations.RunPython(forward, backward)

@@ -23,6 +23,15 @@ class TracesConfig(AppConfig):
                 partitions.partitions_reclaim,
             )
         )
+        partitions.partitions_register(partitions.TRACES)
+        reclaimer_register(
+            Reclaimer(
+                "trace partitions (every trace in them expired and deleted: their disk space returns)",
+                partitions.TRACES.reclaimable_count,
+                partitions.TRACES.reclaim,
+                after_batches=True,
+            )
+        )
         # Imported here, not at the top: both modules import models, which need the app registry.
         from .demo import load_demo_traces
         from .ledger_metrics import register_collector as register_ledger_collector

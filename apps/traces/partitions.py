@@ -17,15 +17,15 @@ partition holds the rows of the source rows created in one stretch of time, what
   the rows of a month go with one DROP TABLE, and their disk space returns to the system. The
   source rows themselves are then deleted by the batches as before, their ledger and audit records
   with them. A table whose rows the batches read as they delete, or that are the source
-  itself (`only_when_empty`: evaluations and their Score rows), is reclaimed after the batches
+  itself (`only_when_empty`: traces, evaluations and their Score rows), is reclaimed after the batches
   instead, a partition only once none of its source rows is left. A project that keeps its rows
   forever keeps every partition they are in; its rows, and those left in the default partition,
   are deleted row by row when they expire.
 
-The tables: the tool calls (traces.0016, TOOL_CALLS below), and agentic and RAG evaluations and
-their Score rows (agentic.0013, rag.0008, scores.0003, registered by those apps:
-apps.scores.partitions). Every source has
-`project_id` and `created_at`, which is what retention expires by.
+The tables: the tool calls (traces.0016, TOOL_CALLS below), the traces themselves (traces.0021,
+TRACES), and agentic and RAG evaluations and their Score rows (agentic.0013, rag.0008, scores.0003,
+registered by those apps: apps.scores.partitions). Every source has `project_id` and `created_at`,
+which is what retention expires by.
 
 Dropping a partition locks the whole table for a moment (ACCESS EXCLUSIVE: PostgreSQL allows the
 non-blocking DETACH … CONCURRENTLY only without a default partition). It waits at most
@@ -267,6 +267,18 @@ TOOL_CALLS = RangePartitions(
     source="traces_agenttrace",
     size_setting="EVALSITE_TOOLCALL_PARTITION_TRACES",
     noun="trace",
+)
+# The traces themselves (traces.0021), by their own id, in wider ranges: the trace list and the REST
+# doors read them by session, agent and time, which no bound prunes. A partition goes in the pass
+# that finds it empty, after the batches: they read each trace (its ledger units, its OTLP spans)
+# before they delete it.
+TRACES = RangePartitions(
+    parent="traces_agenttrace",
+    key="id",
+    source="traces_agenttrace",
+    size_setting="EVALSITE_TRACE_PARTITION_IDS",
+    noun="trace",
+    only_when_empty=True,
 )
 PARENT = TOOL_CALLS.parent
 DEFAULT = TOOL_CALLS.default

@@ -11,14 +11,14 @@ from datetime import timedelta
 import psycopg
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection
+from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 from django.test import override_settings
 from django.utils import timezone
 
 from apps.core import retention
 from apps.traces import partitions
-from apps.traces.models import AgentTrace, ToolCall
+from apps.traces.models import AgentTrace, ToolCall, TraceKey
 from tests.core.factories import ProjectFactory
 from tests.traces.factories import AgentTraceFactory
 
@@ -280,6 +280,177 @@ def test_the_migration_keeps_every_tool_call_both_ways(on_postgres):
     # The id sequence goes on from the copied rows.
     later = ToolCall.objects.create(trace=trace, seq=3, tool_name="x")
     assert later.pk > max(ids)
+
+
+# --- the traces' own partitions (traces.0021) ----------------------------------------------------
+
+BOTH = (partitions.TRACES, partitions.TOOL_CALLS)
+
+
+def routed(trace: AgentTrace) -> str:
+    """The partition PostgreSQL put the trace's own row in."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT tableoid::regclass::text FROM traces_agenttrace WHERE id = %s", [trace.pk])
+        return cursor.fetchone()[0]
+
+
+@pytest.fixture
+def fresh_traces(on_postgres):
+    """A new range of 10 trace ids above every other, one partition of the traces and one of their
+    tool calls: the traces' partitions are wider by default (settings), so the lower table gets one
+    filler partition up to the common bound and the ranges stay contiguous. Dropped partitions are put
+    back afterwards, as `fresh` does."""
+    with override_settings(EVALSITE_TOOLCALL_PARTITION_TRACES=10, EVALSITE_TRACE_PARTITION_IDS=10):
+        lo = max(table.partitions()[-1].hi for table in BOTH)
+        for table in BOTH:
+            last = table.partitions()[-1]
+            if last.hi < lo:
+                assert table._attach(last.hi, lo) is True
+            table.ensure(upto=lo)
+        before = {table.parent: table.partitions() for table in BOTH}
+        yield next(p for p in partitions.TRACES.partitions() if p.lo == lo)
+    # A trace the test made after the pass dropped the (empty, in a test database) low partitions has
+    # a low id from the sequence and sits in the default one, where the partition could not return.
+    AgentTrace.objects.all().delete()
+    for table in BOTH:
+        left = {p.name for p in table.partitions()}
+        for p in before[table.parent]:
+            if p.name not in left:
+                assert table._attach(p.lo, p.hi) is True
+
+
+@pytest.mark.django_db
+def test_traces_go_to_the_partition_of_their_id_and_read_as_one_table(on_postgres):
+    assert partitions.TRACES.partitioned()
+    ranges = partitions.TRACES.partitions()
+    assert ranges[0].lo == 0
+    assert all(a.hi == b.lo for a, b in zip(ranges, ranges[1:], strict=False)), "contiguous ranges"
+    trace = AgentTraceFactory(tool_calls=CALLS)
+    assert routed(trace) == next(p.name for p in ranges if p.lo <= trace.pk < p.hi)
+    AgentTrace.objects.filter(pk=trace.pk).update(agent_name="renamed")
+    assert AgentTrace.objects.get(project=trace.project, session_id=trace.session_id).agent_name == "renamed"
+    assert trace.tool_calls.count() == 2
+    # The id takes its default from the table's own sequence; db_default columns keep theirs for
+    # writers that leave them out (the bench's COPY).
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO traces_agenttrace (project_id, session_id, agent_name, user_query, status, start_time, "
+            "tool_call_count, metadata, source, truncated, dropped, created_at, updated_at) "
+            "VALUES (%s, 'sql', 'a', 'q', 'completed', now(), 0, '{}', 'batch', false, '{}', now(), now()) "
+            "RETURNING id, ledger_units, unpriced_calls",
+            [trace.project_id],
+        )
+        pk, units, unpriced = cursor.fetchone()
+    assert pk > trace.pk and (units, unpriced) == (1, 0)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trace_partition_whose_traces_all_expired_and_went_is_dropped_after_the_batches(fresh_traces):
+    """transaction=True: the pass commits as in production (PostgreSQL frees a dropped table's files
+    at commit)."""
+    project = ProjectFactory(retention_days=30)
+    partition = fresh_traces
+    expired = [old(at(partition, i, project=project, session_id=f"expired-{i}")) for i in range(3)]
+    live = close(partition, project)
+    assert routed(expired[0]) == partition.name
+    assert table_bytes(partition.name) > 0
+    assert partition in partitions.TRACES.reclaimable(timezone.now())
+
+    done = retention.retention_apply(pause_seconds=0)
+
+    (bulk,) = [e for e in done if e.kind.startswith("trace partitions")]
+    assert bulk.project == "" and bulk.count >= 1
+    assert done.index(bulk) > max(i for i, e in enumerate(done) if e.project), "after the batches"
+    assert table_bytes(partition.name) is None, "the traces' files are gone"
+    assert partition.name not in {p.name for p in partitions.TRACES.partitions()}
+    # The batches deleted the traces (and counted them) before the partition went; their keys went
+    # with them, so the session ids can be sent again.
+    assert next(e.count for e in done if e.project == project.slug and e.kind == "traces") == 3
+    assert not TraceKey.objects.filter(trace_id__in=[t.pk for t in expired]).exists()
+    again = AgentTraceFactory(session_id="expired-0", project=project)
+    assert routed(again) != partition.name
+    assert routed(live) != partition.name and live.tool_calls.count() == 2
+    assert not partitions.TRACES.reclaimable(timezone.now()), "a second pass has nothing to drop"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_trace_partition_holding_a_kept_trace_or_an_expired_one_not_yet_deleted_stays(fresh_traces):
+    partition = fresh_traces
+    forever = ProjectFactory(retention_days=None)
+    kept = old(at(partition, 5, project=forever), days=400)
+    thirty = ProjectFactory(retention_days=30)
+    close(partition, thirty)
+    assert partition not in partitions.TRACES.reclaimable(timezone.now())
+    retention.retention_apply(pause_seconds=0)
+    assert partition.name in {p.name for p in partitions.TRACES.partitions()}
+    assert AgentTrace.objects.get(pk=kept.pk).tool_calls.count() == 2
+    # Expired but still there (the batches have not reached it): reclaimable, but the drop itself
+    # asks again and keeps a partition that is not empty.
+    AgentTrace.objects.filter(pk=kept.pk).update(project=thirty)
+    assert partition in partitions.TRACES.reclaimable(timezone.now())
+    assert partitions.TRACES._drop(partition, timezone.now()) is False
+    assert AgentTrace.objects.filter(pk=kept.pk).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_dry_run_and_the_listing_name_the_trace_partitions(fresh_traces):
+    project = ProjectFactory(retention_days=30)
+    old(at(fresh_traces, 0, project=project))
+    close(fresh_traces, project)
+    reclaimable = partitions.TRACES.reclaimable(timezone.now())
+    assert fresh_traces in reclaimable
+    out = io.StringIO()
+    call_command("apply_retention", "--dry-run", stdout=out)
+    assert f"all projects: would drop {len(reclaimable)} trace partitions" in out.getvalue()
+    assert fresh_traces.name in {p.name for p in partitions.TRACES.partitions()}, "a dry run drops nothing"
+    listing = io.StringIO()
+    call_command("partitions", stdout=listing)
+    assert fresh_traces.name in listing.getvalue() and partitions.TRACES.default in listing.getvalue()
+
+
+BEFORE_TRACES = [("traces", "0019_trace_cost_backfill")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_trace_migrations_keep_every_trace_and_key_both_ways(on_postgres):
+    """traces.0020 and 0021 back to unique constraints on a plain table, and forward again: the rows,
+    their ids and their keys are kept, the triggers are there again after each rebuild, and the
+    sequence goes on."""
+    project = ProjectFactory()
+    traces = [AgentTraceFactory(project=project, tool_calls=CALLS) for _ in range(3)]
+    otlp = AgentTraceFactory(project=project, otel_trace_id="d" * 32)
+
+    def rows():
+        return list(AgentTrace.objects.order_by("pk").values_list("pk", "session_id", "otel_trace_id", "ledger_units"))
+
+    stored = rows()
+    executor = MigrationExecutor(connection)
+    executor.migrate(BEFORE_TRACES)
+    try:
+        assert not partitions.TRACES.partitioned()
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT to_regclass('traces_tracekey')")
+            assert cursor.fetchone()[0] is None
+            cursor.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'traces_agenttrace'::regclass")
+            assert {"agenttrace_unique_project_session", "agenttrace_unique_otel_trace_id_project"} <= {
+                row[0] for row in cursor.fetchall()
+            }
+        assert rows() == stored
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
+    assert partitions.TRACES.partitioned()
+    assert rows() == stored
+    assert keys_of(project) == {(t.pk, t.session_id, t.otel_trace_id) for t in [*traces, otlp]}
+    with pytest.raises(IntegrityError), transaction.atomic():
+        AgentTraceFactory(project=project, session_id=traces[0].session_id)
+    later = AgentTraceFactory(project=project)
+    assert later.pk > otlp.pk and (later.pk, later.session_id, None) in keys_of(project)
+    assert traces[0].tool_calls.count() == 2
+
+
+def keys_of(project) -> set[tuple]:
+    return set(TraceKey.objects.filter(project=project).values_list("trace_id", "session_id", "otel_trace_id"))
 
 
 # --- other databases -----------------------------------------------------------------------------
