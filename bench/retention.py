@@ -208,8 +208,8 @@ def main():
             "table sizes (MB, with indexes) before -> after: "
             + ", ".join(f"{t} {before[t]:.0f} -> {after[t]:.0f}" for t in (*SIZES, "database"))
             + " (tool calls: partitions whose every trace expired are dropped, their space returned to the "
-            "disk; evaluations and their Score rows: deleted by batches, then the partitions they emptied "
-            "dropped, their space returned; traces: deleted by batches, their space reused by new rows)"
+            "disk; traces, evaluations and their Score rows: deleted by batches, then the partitions they "
+            "emptied dropped, their space returned; the traces' keys: deleted with them, space reused)"
         )
         sent = 10 * (len(idle) + len(during))
         live -= live_before  # a reused database keeps the live traces of earlier runs

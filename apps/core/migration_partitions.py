@@ -1,6 +1,7 @@
 """The operation of the migrations that partition a table on PostgreSQL, and undo it (traces.0016,
-scores.0003, agentic.0013, rag.0008, traces.0021): copy the table into a new one (partitioned, or plain again),
-drop the old one, and give the new one the old one's name, constraints, indexes and id sequence.
+scores.0003, agentic.0013, rag.0008, traces.0021): copy the table into a new one (partitioned, or
+plain again), drop the old one, and give the new one the old one's name, constraints, indexes,
+column defaults and id sequence.
 
 Migrations run this code as it is when they run, not as it was when they were written: change it
 only in ways that leave every one of them making the same tables.

@@ -16,8 +16,8 @@ partition holds the rows of the source rows created in one stretch of time, what
   sequence has passed and in which no source row is still kept by its project's `retention_days`:
   the rows of a month go with one DROP TABLE, and their disk space returns to the system. The
   source rows themselves are then deleted by the batches as before, their ledger and audit records
-  with them. A table whose rows the batches read as they delete, or that are the source
-  itself (`only_when_empty`: traces, evaluations and their Score rows), is reclaimed after the batches
+  with them. A table whose rows the batches read as they delete, or that is the source itself
+  (`only_when_empty`: traces, evaluations and their Score rows), is reclaimed after the batches
   instead, a partition only once none of its source rows is left. A project that keeps its rows
   forever keeps every partition they are in; its rows, and those left in the default partition,
   are deleted row by row when they expire.
