@@ -44,7 +44,8 @@ BEGIN
 END $$""",
     f"""CREATE FUNCTION tracekey_truncate() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    TRUNCATE {KEYS};
+    -- DELETE, not TRUNCATE: a TRUNCATE that names both tables (Django's flush) still holds the keys.
+    DELETE FROM {KEYS};
     RETURN NULL;
 END $$""",
     f"CREATE TRIGGER tracekey_insert AFTER INSERT ON {TRACES} REFERENCING NEW TABLE AS new_rows "
