@@ -16,8 +16,7 @@ first would leave those totals wrong. So the batches still delete the rows (as f
 the drop then returns the space they held instead of leaving it for PostgreSQL to reuse. The Score
 rows of run results and traces sit in one DEFAULT partition and are deleted with their subjects."""
 
-from apps.core.retention import Reclaimer, reclaimer_register
-from apps.traces.partitions import RangePartitions, partitions_register
+from apps.traces.partitions import RangePartitions, partitions_keep
 
 from .vocabulary import SubjectKind
 
@@ -53,13 +52,5 @@ def evaluation_partitions_register(kind: SubjectKind, *, source: str, noun: str)
         ),
     ]
     for table, what in zip(tables, (f"{noun} score partitions", f"{noun} partitions"), strict=True):
-        partitions_register(table)
-        reclaimer_register(
-            Reclaimer(
-                f"{what} (every {noun} in them expired and deleted: their disk space returns)",
-                table.reclaimable_count,
-                table.reclaim,
-                after_batches=True,
-            )
-        )
+        partitions_keep(table, what)
     return tables

@@ -46,6 +46,8 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import OperationalError, transaction
 
+from apps.core.retention import Reclaimer, reclaimer_register
+
 from . import fastpath
 
 logger = logging.getLogger(__name__)
@@ -249,6 +251,21 @@ _REGISTERED: dict[str, RangePartitions] = {}
 def partitions_register(table: RangePartitions) -> None:
     """Called from an AppConfig.ready: the beat's ensure and `manage.py partitions` cover it."""
     _REGISTERED[table.parent] = table
+
+
+def partitions_keep(table: RangePartitions, what: str) -> None:
+    """Called from an AppConfig.ready: `table`'s partitions kept ahead of its source ids and dropped
+    by each retention pass, which reports them as `what`; after the batches when `only_when_empty`."""
+    partitions_register(table)
+    gone = "expired and deleted" if table.only_when_empty else "expired"
+    reclaimer_register(
+        Reclaimer(
+            f"{what} (every {table.noun} in them {gone}: their disk space returns)",
+            table.reclaimable_count,
+            table.reclaim,
+            after_batches=table.only_when_empty,
+        )
+    )
 
 
 def registered() -> list[RangePartitions]:

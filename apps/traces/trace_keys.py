@@ -21,15 +21,18 @@ drops its triggers too and must call `triggers_create` after it.
 
 TRACES = "traces_agenttrace"
 KEYS = "traces_tracekey"
-_COLUMNS = "trace_id, project_id, session_id, otel_trace_id"
 _KEY_COLUMNS = ("project_id", "session_id", "otel_trace_id")
+# A key row's columns, and the same read from a trace row (its id is the key row's trace_id).
+_COLUMNS = ", ".join(("trace_id", *_KEY_COLUMNS))
+_SOURCE = ", ".join(("id", *_KEY_COLUMNS))
+_NEW = ", ".join(f"NEW.{c}" for c in ("id", *_KEY_COLUMNS))
 _CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _KEY_COLUMNS)
 _SET = ", ".join(f"{c} = NEW.{c}" for c in _KEY_COLUMNS)
 
 _POSTGRESQL = [
     f"""CREATE FUNCTION tracekey_insert() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO {KEYS} ({_COLUMNS}) SELECT id, project_id, session_id, otel_trace_id FROM new_rows;
+    INSERT INTO {KEYS} ({_COLUMNS}) SELECT {_SOURCE} FROM new_rows;
     RETURN NULL;
 END $$""",
     f"""CREATE FUNCTION tracekey_delete() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -60,7 +63,7 @@ END $$""",
 
 _SQLITE = [
     f"CREATE TRIGGER tracekey_insert AFTER INSERT ON {TRACES} FOR EACH ROW BEGIN "
-    f"INSERT INTO {KEYS} ({_COLUMNS}) VALUES (NEW.id, NEW.project_id, NEW.session_id, NEW.otel_trace_id); END",
+    f"INSERT INTO {KEYS} ({_COLUMNS}) VALUES ({_NEW}); END",
     f"CREATE TRIGGER tracekey_delete AFTER DELETE ON {TRACES} FOR EACH ROW BEGIN "
     f"DELETE FROM {KEYS} WHERE trace_id = OLD.id; END",
     f"CREATE TRIGGER tracekey_update AFTER UPDATE OF {', '.join(_KEY_COLUMNS)} ON {TRACES} "
@@ -86,4 +89,4 @@ def triggers_create(cursor, vendor: str) -> None:
 
 def keys_fill(cursor) -> None:
     """One key row per stored trace (the migration that makes the table)."""
-    cursor.execute(f"INSERT INTO {KEYS} ({_COLUMNS}) SELECT id, project_id, session_id, otel_trace_id FROM {TRACES}")
+    cursor.execute(f"INSERT INTO {KEYS} ({_COLUMNS}) SELECT {_SOURCE} FROM {TRACES}")
