@@ -268,6 +268,18 @@ def metrics_attach(evaluations: list[AgentEvaluation]) -> list[AgentEvaluation]:
     return evaluations
 
 
+# An EvaluationRollup row's key and totals by column name: what the services add to and /summary reads.
+ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
+ROLLUP_COLUMNS = (
+    "agent_name",
+    "operation",
+    "rating",
+    "count",
+    *[f"{name}_{part}" for name in ROLLUP_SUMS for part in ("count", "sum")],
+    *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")],
+)
+
+
 class EvaluationRollup(models.Model):
     """Running totals per (project, agent, operation, rating), kept in the same transaction as every
     write of AgentEvaluation, so /summary adds up a few hundred rows instead of scanning millions."""

@@ -17,7 +17,7 @@ from apps.traces.selectors import project_traces
 
 from .filters import EvaluationHistoryFilter
 from .judges import AGENTIC_METRICS, JudgeInput, JudgeToolCall
-from .models import AgentEvaluation, EvaluationRollup, MetricRead, metric_reads_of, metrics_attach
+from .models import ROLLUP_COLUMNS, AgentEvaluation, EvaluationRollup, MetricRead, metric_reads_of, metrics_attach
 from .scoring import METRIC_PASS, RATINGS
 
 HISTORY_ORDER = ("-created_at", "-id")
@@ -222,22 +222,25 @@ def evaluation_summary(*, project_id: int | None = None) -> dict:
     coverage = {name: {"scored": 0, "skipped": 0, "errored": 0} for name in AGENTIC_METRICS}
     groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
     # A key whose evaluations all expired keeps its row at count 0 (services._rollup_add): not shown.
-    for row in EvaluationRollup.objects.filter(project_id=project_id, count__gt=0):
-        total += row.count
+    # Read as dicts, not model instances: a dashboard polls this, and a project has a row per
+    # (agent, operation, rating), 125 for five agents and operations.
+    rows = EvaluationRollup.objects.filter(project_id=project_id, count__gt=0).values(*ROLLUP_COLUMNS)
+    for row in rows:
+        total += row["count"]
         for name in names:
-            sums[name][0] += getattr(row, f"{name}_count")
-            sums[name][1] += getattr(row, f"{name}_sum")
+            sums[name][0] += row[f"{name}_count"]
+            sums[name][1] += row[f"{name}_sum"]
         for name in AGENTIC_METRICS:
-            coverage[name]["scored"] += getattr(row, f"{name}_count")
-            coverage[name]["skipped"] += getattr(row, f"{name}_skipped")
-            coverage[name]["errored"] += getattr(row, f"{name}_errored")
-        if row.rating in distribution:
-            distribution[row.rating] += row.count
-        for group, key in (("by_agent", row.agent_name), ("by_operation", row.operation or "unknown")):
+            coverage[name]["scored"] += row[f"{name}_count"]
+            coverage[name]["skipped"] += row[f"{name}_skipped"]
+            coverage[name]["errored"] += row[f"{name}_errored"]
+        if row["rating"] in distribution:
+            distribution[row["rating"]] += row["count"]
+        for group, key in (("by_agent", row["agent_name"]), ("by_operation", row["operation"] or "unknown")):
             entry = groups[group].setdefault(key, [0, 0, 0.0])
-            entry[0] += row.count
-            entry[1] += row.overall_count
-            entry[2] += row.overall_sum
+            entry[0] += row["count"]
+            entry[1] += row["overall_count"]
+            entry[2] += row["overall_sum"]
 
     def mean(count: int, value: float) -> float | None:
         return round(value / count, 4) if count else None

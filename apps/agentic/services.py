@@ -30,7 +30,16 @@ from . import fastpath
 from .judges import AGENTIC_METRICS, AgenticJudge, AgenticVerdict, JudgeInput, get_agentic_judge
 from .judges.base import MetricResult
 from .judges.composed import ComposedAgenticJudge, MetricOverride
-from .models import AgentEvaluation, EvaluationRollup, EvaluationRule, MetricJudge, OnlineVerdict, metrics_attach
+from .models import (
+    ROLLUP_COLUMNS,
+    ROLLUP_SUMS,
+    AgentEvaluation,
+    EvaluationRollup,
+    EvaluationRule,
+    MetricJudge,
+    OnlineVerdict,
+    metrics_attach,
+)
 from .scoring import rating_for, weighted_overall
 from .selectors import judge_input_of_trace
 
@@ -162,15 +171,6 @@ def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
     _rollup_add(evaluations)
 
 
-_ROLLUP_SUMS = ("overall", *AGENTIC_METRICS)
-_ROLLUP_COLUMNS = (
-    "agent_name",
-    "operation",
-    "rating",
-    "count",
-    *[f"{name}_{part}" for name in _ROLLUP_SUMS for part in ("count", "sum")],
-    *[f"{name}_{part}" for name in AGENTIC_METRICS for part in ("skipped", "errored")],
-)
 # A metric's status as the rollup counts it apart (JudgeStatus.OK is counted by its score).
 _ROLLUP_STATUSES = (("skipped", JudgeStatus.SKIPPED), ("errored", JudgeStatus.ERROR))
 
@@ -183,14 +183,14 @@ def _rollup_add(evaluations: list[AgentEvaluation], sign: int = 1) -> None:
     totals: dict[tuple, list] = {}
     for ev in evaluations:
         key = (ev.project_id, ev.agent_name, ev.operation or "", ev.rating or "")
-        row = totals.setdefault(key, [0] + [0, 0.0] * len(_ROLLUP_SUMS) + [0, 0] * len(AGENTIC_METRICS))
+        row = totals.setdefault(key, [0] + [0, 0.0] * len(ROLLUP_SUMS) + [0, 0] * len(AGENTIC_METRICS))
         row[0] += 1
-        for i, name in enumerate(_ROLLUP_SUMS):
+        for i, name in enumerate(ROLLUP_SUMS):
             value = ev.overall_score if name == "overall" else ev.metrics[name].value
             if value is not None:
                 row[1 + 2 * i] += 1
                 row[2 + 2 * i] += value
-        status_base = 1 + 2 * len(_ROLLUP_SUMS)
+        status_base = 1 + 2 * len(ROLLUP_SUMS)
         for i, name in enumerate(AGENTIC_METRICS):
             for j, (_, status) in enumerate(_ROLLUP_STATUSES):
                 row[status_base + 2 * i + j] += ev.metrics[name].status == status
@@ -209,7 +209,7 @@ def _rollup_add(evaluations: list[AgentEvaluation], sign: int = 1) -> None:
     for key in keys:
         project, agent, op, rt = key
         EvaluationRollup.objects.filter(project_id=project, agent_name=agent, operation=op, rating=rt).update(
-            **{column: F(column) + sign * value for column, value in zip(_ROLLUP_COLUMNS[3:], totals[key], strict=True)}
+            **{column: F(column) + sign * value for column, value in zip(ROLLUP_COLUMNS[3:], totals[key], strict=True)}
         )
 
 
