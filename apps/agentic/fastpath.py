@@ -32,17 +32,20 @@ def _copy_value(field: models.Field, value):
     return value
 
 
-def scores_copy(rows: Sequence[Score]) -> None:
-    """COPYs unsaved Score instances as scores_store would insert them (every concrete column but
-    the id, from the instance's attributes and defaults); their pks stay unset. Inside the caller's
-    transaction."""
+def scores_copy(template: Score, rows: Sequence[dict]) -> None:
+    """COPYs Score rows as scores_store would insert `template` (an unsaved instance: the values the
+    rows share and every default) with each row's own values (a dict by attname) over it; the
+    template is converted once, not per row. Inside the caller's transaction."""
     if not rows:
         return
     quote = connection.ops.quote_name
     columns = ", ".join(quote(field.column) for field in _FIELDS)
+    shared = {field.attname: _copy_value(field, getattr(template, field.attname)) for field in _FIELDS}
+    by_name = {field.attname: field for field in _FIELDS}
     with (
         connection.cursor() as cursor,
         cursor.cursor.copy(f"COPY {quote(Score._meta.db_table)} ({columns}) FROM STDIN") as copy,
     ):
-        for score in rows:
-            copy.write_row([_copy_value(field, getattr(score, field.attname)) for field in _FIELDS])
+        for row in rows:
+            values = shared | {name: _copy_value(by_name[name], value) for name, value in row.items()}
+            copy.write_row([values[field.attname] for field in _FIELDS])

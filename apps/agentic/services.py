@@ -78,7 +78,43 @@ def score_source(judge_label: str) -> str:
     return ScoreSource.LLM if judge_label.startswith("openai:") else ScoreSource.CODE
 
 
-def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int) -> Score:
+# What every metric Score row of an agentic evaluation holds, beside NewMetric.columns.
+_METRIC_SCORE = {"subject_kind": SubjectKind.AGENTIC_EVALUATION, "kind": ScoreKind.METRIC}
+
+
+@dataclass(slots=True)
+class NewMetric:
+    """A new evaluation's metric: the columns of the Score row _evaluations_store writes for it, and
+    what the answer reads (value, reasoning, status, reason, as of a stored one's MetricRead). Not a
+    Score instance: making 1,500 of them took a 500-session batch 23 ms of its 240."""
+
+    key: str
+    position: int
+    source: str
+    status: str
+    value: float | None
+    reasoning: str
+    judge: str
+    usage: dict | None
+    reason: str = ""
+
+    def columns(self, subject_id: int) -> dict:
+        """The Score row's own values (by attname), beside its kind's (_METRIC_SCORE)."""
+        return {
+            "subject_id": subject_id,
+            "key": self.key,
+            "position": self.position,
+            "source": self.source,
+            "status": self.status,
+            "value": self.value,
+            "reasoning": self.reasoning,
+            "judge": self.judge,
+            "usage": self.usage,
+            "reason": self.reason,
+        }
+
+
+def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int) -> NewMetric:
     usage = None
     if metric.usage is not None and metric.usage.total_tokens:
         usage = {
@@ -86,9 +122,7 @@ def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int)
             "completion_tokens": metric.usage.completion_tokens,
             "total_tokens": metric.usage.total_tokens,
         }
-    return Score(
-        subject_kind=SubjectKind.AGENTIC_EVALUATION,
-        kind=ScoreKind.METRIC,
+    return NewMetric(
         key=name,
         position=position,
         source=score_source(judge),
@@ -113,7 +147,7 @@ def _evaluation_from_verdict(
     manual_input: dict | None = None,
     rule: EvaluationRule | None = None,
 ) -> AgentEvaluation:
-    """The unsaved evaluation with its unsaved metric Score rows in `metrics` (_evaluations_store
+    """The unsaved evaluation with its metrics (NewMetric) in `metrics` (_evaluations_store
     saves both)."""
     judges = verdict.metric_judges
     metrics = {
@@ -160,14 +194,11 @@ def _evaluations_store(evaluations: list[AgentEvaluation]) -> None:
         ],
         batch_size=500,
     )
-    for ev in evaluations:
-        for score in ev.metrics.values():
-            score.subject_id = ev.pk
-    scores = [score for ev in evaluations for score in ev.metrics.values()]
+    rows = [metric.columns(ev.pk) for ev in evaluations for metric in ev.metrics.values()]
     if fastpath.enabled():
-        fastpath.scores_copy(scores)
+        fastpath.scores_copy(Score(**_METRIC_SCORE), rows)
     else:
-        scores_store(rows=scores)
+        scores_store(rows=[Score(**_METRIC_SCORE, **row) for row in rows])
     _rollup_add(evaluations)
 
 
