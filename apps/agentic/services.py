@@ -114,7 +114,7 @@ class NewMetric:
         }
 
 
-def _metric_score(name: str, metric: MetricResult, *, judge: str, position: int) -> NewMetric:
+def _new_metric(name: str, metric: MetricResult, *, judge: str, position: int) -> NewMetric:
     usage = None
     if metric.usage is not None and metric.usage.total_tokens:
         usage = {
@@ -151,7 +151,7 @@ def _evaluation_from_verdict(
     saves both)."""
     judges = verdict.metric_judges
     metrics = {
-        name: _metric_score(name, verdict.metric(name), judge=judges.get(name, verdict.judge), position=i)
+        name: _new_metric(name, verdict.metric(name), judge=judges.get(name, verdict.judge), position=i)
         for i, name in enumerate(AGENTIC_METRICS)
     }
     overall = weighted_overall({name: score.value for name, score in metrics.items()})
