@@ -56,9 +56,11 @@ def test_a_runs_rule_verdicts_are_read_through_the_cover_index(parents):
     _run_rows(runs=60)
     with connection.cursor() as cursor:
         cursor.execute("ANALYZE scores_score" if connection.vendor == "postgresql" else "ANALYZE")
-    reads = Score.objects.filter(
-        subject_kind=SubjectKind.RUN_RESULT, parent_id__in=parents, kind=ScoreKind.RULE
-    ).order_by().values_list("subject_id", "key", "passed")
+    reads = (
+        Score.objects.filter(subject_kind=SubjectKind.RUN_RESULT, parent_id__in=parents, kind=ScoreKind.RULE)
+        .order_by()
+        .values_list("subject_id", "key", "passed")
+    )
     assert len(reads) == 9 * len(parents)
     plan = _plan(reads)
     if connection.vendor == "postgresql":
