@@ -223,7 +223,7 @@ def evaluation_summary(*, project_id: int | None = None) -> dict:
     groups: dict[str, dict[str, list]] = {"by_agent": {}, "by_operation": {}}
     # A key whose evaluations all expired keeps its row at count 0 (services._rollup_add): not shown.
     # Read as dicts, not model instances: a dashboard polls this, and a project has a row per
-    # (agent, operation, rating), 125 for five agents and operations.
+    # (agent, operation, rating): 125 for five agents, five operations and the five ratings.
     rows = EvaluationRollup.objects.filter(project_id=project_id, count__gt=0).values(*ROLLUP_COLUMNS)
     for row in rows:
         total += row["count"]
