@@ -304,5 +304,3 @@ partitioned = TOOL_CALLS.partitioned
 partitions = TOOL_CALLS.partitions
 partition_sizes = TOOL_CALLS.sizes
 partitions_ensure = TOOL_CALLS.ensure
-partitions_reclaimable = TOOL_CALLS.reclaimable
-partitions_reclaim = TOOL_CALLS.reclaim

@@ -24,8 +24,9 @@ KEYS = "traces_tracekey"
 _KEY_COLUMNS = ("project_id", "session_id", "otel_trace_id")
 # A key row's columns, and the same read from a trace row (its id is the key row's trace_id).
 _COLUMNS = ", ".join(("trace_id", *_KEY_COLUMNS))
-_SOURCE = ", ".join(("id", *_KEY_COLUMNS))
-_NEW = ", ".join(f"NEW.{c}" for c in ("id", *_KEY_COLUMNS))
+_FROM_TRACE = ("id", *_KEY_COLUMNS)
+_SOURCE = ", ".join(_FROM_TRACE)
+_NEW = ", ".join(f"NEW.{c}" for c in _FROM_TRACE)
 _CHANGED = " OR ".join(f"OLD.{c} IS DISTINCT FROM NEW.{c}" for c in _KEY_COLUMNS)
 _SET = ", ".join(f"{c} = NEW.{c}" for c in _KEY_COLUMNS)
 

@@ -165,7 +165,7 @@ def test_a_partition_whose_traces_all_expired_is_dropped_and_its_space_returned(
     partition = fresh
     live = close(partition, project)
     assert table_bytes(partition.name) > 0
-    assert partition in partitions.partitions_reclaimable(timezone.now())
+    assert partition in partitions.TOOL_CALLS.reclaimable(timezone.now())
 
     done = retention.retention_apply(pause_seconds=0)
 
@@ -178,7 +178,7 @@ def test_a_partition_whose_traces_all_expired_is_dropped_and_its_space_returned(
     assert not AgentTrace.objects.filter(pk__in=[t.pk for t in expired]).exists()
     assert not ToolCall.objects.filter(trace_id__in=[t.pk for t in expired]).exists()
     assert list(live.tool_calls.values_list("tool_name", flat=True)) == ["list_k8s_clusters", "get_cluster_status"]
-    assert not partitions.partitions_reclaimable(timezone.now()), "a second pass has nothing to drop"
+    assert not partitions.TOOL_CALLS.reclaimable(timezone.now()), "a second pass has nothing to drop"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -189,7 +189,7 @@ def test_a_partition_holding_a_trace_still_kept_stays_and_its_expired_traces_go_
     kept = old(at(fresh, 5, project=forever), days=400)
     partition = fresh
     close(partition, thirty)
-    assert partition not in partitions.partitions_reclaimable(timezone.now())
+    assert partition not in partitions.TOOL_CALLS.reclaimable(timezone.now())
 
     retention.retention_apply(pause_seconds=0)
 
@@ -205,7 +205,7 @@ def test_a_partition_not_yet_closed_by_the_sequence_stays(fresh):
     it holds so far."""
     project = ProjectFactory(retention_days=30)
     trace = old(at(fresh, 3, project=project))
-    assert fresh not in partitions.partitions_reclaimable(timezone.now())
+    assert fresh not in partitions.TOOL_CALLS.reclaimable(timezone.now())
     retention.retention_apply(pause_seconds=0)
     assert covering(trace.pk).name in {p.name for p in partitions.partitions()}
     assert not AgentTrace.objects.filter(pk=trace.pk).exists()
@@ -237,7 +237,7 @@ def test_a_partition_another_transaction_holds_is_left_for_the_next_pass(fresh):
         other.rollback()
         other.close()
     # Emptied row by row, so the next pass finds nothing kept in it and drops it.
-    assert partitions.partitions_reclaim(timezone.now()) >= 1
+    assert partitions.TOOL_CALLS.reclaim(timezone.now()) >= 1
     assert table_bytes(partition.name) is None
 
 
@@ -247,7 +247,7 @@ def test_the_dry_run_names_the_partitions_it_would_drop(fresh):
     old(at(fresh, 0, project=project))
     partition = fresh
     close(partition, project)
-    reclaimable = partitions.partitions_reclaimable(timezone.now())
+    reclaimable = partitions.TOOL_CALLS.reclaimable(timezone.now())
     assert partition in reclaimable
     out = io.StringIO()
     call_command("apply_retention", "--dry-run", stdout=out)
@@ -464,7 +464,7 @@ def test_without_postgresql_there_is_nothing_to_partition():
     old(AgentTraceFactory(project=project, tool_calls=CALLS))
     assert not partitions.partitioned()
     assert partitions.partitions_ensure() == 0
-    assert partitions.partitions_reclaim(timezone.now()) == 0
+    assert partitions.TOOL_CALLS.reclaim(timezone.now()) == 0
     done = retention.retention_apply(pause_seconds=0)
     assert all(e.project for e in done), "no bulk step reported"
     assert ToolCall.objects.count() == 0
