@@ -41,6 +41,14 @@ def running(pid: int) -> bool:
     return "zombie" not in status.lower()
 
 
+def sigint_default() -> None:
+    """SIGINT as a terminal's shell leaves it for `make run`. A test run started in the background
+    by a non-interactive shell (`pytest … &`) has SIGINT ignored, its children inherit that, and a
+    shell that starts with a signal ignored may not trap it: the script never saw the Ctrl-C, and
+    the test failed whenever the suite ran in the background, however idle the machine."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to follow the servers")
 def test_ctrl_c_stops_the_script_and_both_servers_within_10_seconds(tmp_path):
     port = free_port()
@@ -62,7 +70,13 @@ def test_ctrl_c_stops_the_script_and_both_servers_within_10_seconds(tmp_path):
     )
     log = (tmp_path / "run-local.log").open("w")
     script = subprocess.Popen(
-        ["bin/run-local"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        ["bin/run-local"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 240
