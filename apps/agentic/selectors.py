@@ -295,17 +295,22 @@ def _export_select(project_id: int) -> tuple[str, list]:
             aggregates.append(f"max(s.{quote(column)}) FILTER (WHERE s.{quote('key')} = %s) AS {quote(name + suffix)}")
             params.append(name)
     keys = sorted(EXPORT_FIELDS, key=lambda name: name == "created_at")  # timestamp last, as export_record
-    build = ", ".join(
-        f"'{'timestamp' if name == 'created_at' else name}', {'m' if name in from_metrics else 'e'}.{quote(name)}"
-        for name in keys
-    )
+    columns = [
+        ("m" if name in from_metrics else "e", name, "timestamp" if name == "created_at" else name) for name in keys
+    ]
+    record = ", ".join(f"{table}.{quote(name)} AS {quote(key)}" for table, name, key in columns)
     order = ", ".join(f"e.{quote(name.lstrip('-'))} DESC" for name in HISTORY_ORDER)
     score_table = quote(Score._meta.db_table)
     # A reviewer's human Score row on a metric sits beside the judge's: the record is the judge's.
+    # The record is a one-row lateral select whose column names are its keys, written by
+    # row_to_json. json_build_object, which takes every key as one more argument to convert on each
+    # row, made the million-row export 2-4 s slower in psql (13.0-14.3 s against 10.5-10.7 s), and
+    # wrote " : " between key and value where the values() path writes ":".
     select = (
-        f"SELECT json_build_object({build})::text FROM {quote(AgentEvaluation._meta.db_table)} e "
+        f"SELECT row_to_json(r)::text FROM {quote(AgentEvaluation._meta.db_table)} e "
         f"LEFT JOIN LATERAL (SELECT {', '.join(aggregates)} FROM {score_table} s "
         "WHERE s.subject_kind = %s AND s.subject_id = e.id AND s.kind = %s AND s.source <> %s) m ON true "
+        f"CROSS JOIN LATERAL (SELECT {record}) r "
         f"WHERE e.project_id = %s ORDER BY {order}"
     )
     params += [SubjectKind.AGENTIC_EVALUATION.value, ScoreKind.METRIC.value, ScoreSource.HUMAN.value, project_id]
@@ -315,7 +320,7 @@ def _export_select(project_id: int) -> tuple[str, list]:
 def evaluation_export_jsonl_postgres(*, project_id: int | None = None) -> Iterator[bytes]:
     """Fenced export fast path (see api.views._stream, the one caller), PostgreSQL only: every
     evaluation as JSON Lines, newest first, in blocks of bytes. The
-    database writes each record (json_build_object: keys in EXPORT_FIELDS order, created_at as
+    database writes each record (row_to_json: keys in EXPORT_FIELDS order, created_at as
     "timestamp", the same records as the values() path) and sends them with COPY, so no Python
     object is made per row and the export runs at the database's pace.
 
