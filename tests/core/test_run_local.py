@@ -9,6 +9,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -41,12 +42,16 @@ def running(pid: int) -> bool:
     return "zombie" not in status.lower()
 
 
-def sigint_default() -> None:
-    """SIGINT as a terminal's shell leaves it for `make run`. A test run started in the background
-    by a non-interactive shell (`pytest … &`) has SIGINT ignored, its children inherit that, and a
-    shell that starts with a signal ignored may not trap it: the script never saw the Ctrl-C, and
-    the test failed whenever the suite ran in the background, however idle the machine."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+# SIGINT as a terminal's shell leaves it for `make run`, then the script in the same process. A test
+# run started in the background by a non-interactive shell (`pytest … &`) has SIGINT ignored, its
+# children inherit that, and a shell that starts with a signal ignored may not trap it: the script
+# never saw the Ctrl-C, and the test failed whenever the suite ran in the background, however idle the
+# machine. (Not preexec_fn: it runs Python between fork and exec, unsafe with the suite's threads.)
+SIGINT_DEFAULT_EXEC = (
+    sys.executable,
+    "-c",
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])",
+)
 
 
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="needs /proc to follow the servers")
@@ -70,13 +75,12 @@ def test_ctrl_c_stops_the_script_and_both_servers_within_10_seconds(tmp_path):
     )
     log = (tmp_path / "run-local.log").open("w")
     script = subprocess.Popen(
-        ["bin/run-local"],
+        [*SIGINT_DEFAULT_EXEC, "bin/run-local"],
         cwd=ROOT,
         env=env,
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        preexec_fn=sigint_default,
     )
     try:
         deadline = time.monotonic() + 240
