@@ -9,7 +9,8 @@ metric in error is never re-used, so a later call retries the judge.
 import hashlib
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from operator import attrgetter
 
 from django.conf import settings
 from django.db import transaction
@@ -99,19 +100,13 @@ class NewMetric:
     reason: str = ""
 
     def columns(self, subject_id: int) -> dict:
-        """The Score row's own values (by attname), beside its kind's (_METRIC_SCORE)."""
-        return {
-            "subject_id": subject_id,
-            "key": self.key,
-            "position": self.position,
-            "source": self.source,
-            "status": self.status,
-            "value": self.value,
-            "reasoning": self.reasoning,
-            "judge": self.judge,
-            "usage": self.usage,
-            "reason": self.reason,
-        }
+        """The Score row's own values (by attname), beside its kind's (_METRIC_SCORE): every field
+        is a Score column of the same name."""
+        return {"subject_id": subject_id, **dict(zip(_NEW_METRIC_FIELDS, _new_metric_values(self), strict=True))}
+
+
+_NEW_METRIC_FIELDS = tuple(field.name for field in fields(NewMetric))
+_new_metric_values = attrgetter(*_NEW_METRIC_FIELDS)
 
 
 def _new_metric(name: str, metric: MetricResult, *, judge: str, position: int) -> NewMetric:
